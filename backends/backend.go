@@ -1,0 +1,208 @@
+package backends
+
+import "fmt"
+
+// Buffer is device memory owned by one backend. It is opaque: host code reads
+// and writes it only through Backend.Read and Backend.Write.
+type Buffer interface {
+	// Bytes is the size of the buffer in bytes.
+	Bytes() int64
+}
+
+// View describes a strided window onto a buffer: the element at index
+// (i0, i1, …) lives at element offset Offset + Σ ik·Strides[k]. A stride of 0
+// broadcasts a dimension. Strides and Offset count elements, not bytes.
+type View struct {
+	Buf     Buffer
+	DType   DType
+	Shape   []int
+	Strides []int
+	Offset  int
+}
+
+// Contiguous returns a row-major view of the whole of buf with the given shape.
+func Contiguous(buf Buffer, dtype DType, shape ...int) View {
+	return View{Buf: buf, DType: dtype, Shape: shape, Strides: RowMajorStrides(shape)}
+}
+
+// NumElements returns the number of elements v addresses.
+func (v View) NumElements() int { return NumElements(v.Shape) }
+
+// IsContiguous reports whether v is row-major with no gaps, so that its
+// elements are the range [Offset, Offset+NumElements) of the buffer.
+func (v View) IsContiguous() bool {
+	want := 1
+	for i := len(v.Shape) - 1; i >= 0; i-- {
+		if v.Shape[i] != 1 && v.Strides[i] != want {
+			return false
+		}
+		want *= v.Shape[i]
+	}
+	return true
+}
+
+// String formats v for error messages.
+func (v View) String() string {
+	return fmt.Sprintf("%s%v strides %v offset %d", v.DType, v.Shape, v.Strides, v.Offset)
+}
+
+// NumElements returns the product of shape (1 for a scalar shape).
+func NumElements(shape []int) int {
+	n := 1
+	for _, s := range shape {
+		n *= s
+	}
+	return n
+}
+
+// RowMajorStrides returns the strides of a contiguous row-major layout of shape.
+func RowMajorStrides(shape []int) []int {
+	st := make([]int, len(shape))
+	acc := 1
+	for i := len(shape) - 1; i >= 0; i-- {
+		st[i] = acc
+		acc *= shape[i]
+	}
+	return st
+}
+
+// ConvGeometry describes a 2-D sliding window over an [N, C, H, W] input, as
+// used by Im2Col and Col2Im (convolution and pooling). One-dimensional
+// windows use H = KH = OutH = 1.
+type ConvGeometry struct {
+	N, C, H, W int // input batch, channels, height, width
+	KH, KW     int // window (kernel) size
+	StrideH    int
+	StrideW    int
+	PadTop     int // rows of padding before the input (bottom padding is implied by OutH)
+	PadLeft    int // columns of padding before the input
+	DilationH  int
+	DilationW  int
+	OutH, OutW int     // number of window positions
+	PadValue   float64 // value read where the window hangs over the edge (Im2Col only)
+}
+
+// RandomKind selects the distribution Backend.Random draws from.
+type RandomKind uint8
+
+// The distributions of Backend.Random; P0 and P1 are its parameters.
+const (
+	Uniform   RandomKind = iota // uniform on [P0, P1)
+	Normal                      // normal with mean P0 and standard deviation P1
+	Bernoulli                   // 1 with probability P0, else 0
+	RandInt                     // integers uniform on [P0, P1)
+)
+
+// DeviceInfo describes one device a backend drives.
+type DeviceInfo struct {
+	Kind        string // "cpu", "cuda", "strict"
+	Index       int    // ordinal among devices of the same kind
+	Name        string // human-readable model name
+	MemoryBytes int64  // total memory, 0 when unknown
+	Cores       int    // CPU cores or GPU multiprocessors
+	Detail      string // anything else worth showing (compute capability, driver)
+}
+
+// String returns the device's identifier as ParseDevice accepts it ("cpu", "cuda:1").
+func (d DeviceInfo) String() string {
+	if d.Kind == "cpu" || d.Kind == "strict" {
+		return d.Kind
+	}
+	return fmt.Sprintf("%s:%d", d.Kind, d.Index)
+}
+
+// MemoryStats reports a backend's own view of its memory.
+type MemoryStats struct {
+	LiveBytes     int64 // bytes in buffers allocated and not yet freed
+	PeakBytes     int64 // highest LiveBytes seen
+	LiveBuffers   int64 // number of buffers allocated and not yet freed
+	ReservedBytes int64 // bytes held from the system (≥ LiveBytes with a caching allocator)
+	Allocations   int64 // number of Alloc calls so far
+}
+
+// Backend is the contract every device implementation fulfils: buffers plus a
+// small set of kernels over strided views. Everything richer (softmax, layer
+// norm, losses, convolution, pooling) is written once above it, in package
+// tensor, from these primitives.
+//
+// Execution may be asynchronous: kernel methods may return before the work is
+// done. Read and Sync are the synchronisation points. Kernel methods never
+// return errors: a failure (an index out of range, a device fault) is recorded
+// and returned, sticky, by the next Read or Sync. Callers (package tensor)
+// check shapes and dtypes before calling; backends may assume that
+//   - out views of elementwise kernels have the broadcast shape of the inputs,
+//   - inputs of Binary share one dtype (promotion happens above),
+//   - index views hold Int64.
+//
+// Kernels may write only to out; an out view may alias no input unless the
+// method says so.
+type Backend interface {
+	// Info describes the device.
+	Info() DeviceInfo
+	// Alloc returns an uninitialised buffer for n elements of dtype.
+	Alloc(dtype DType, n int) (Buffer, error)
+	// Free returns buf to the backend. Work already queued that reads buf
+	// still sees its contents; buf must not be used afterwards.
+	Free(buf Buffer)
+	// Write copies host bytes into buf starting at byte offset off. The
+	// backend copies src before returning, so the caller may reuse it.
+	Write(buf Buffer, off int64, src []byte)
+	// Read waits for queued work and copies len(dst) bytes starting at byte
+	// offset off of buf into dst. It returns the sticky error, if any.
+	Read(buf Buffer, off int64, dst []byte) error
+	// Sync waits for all queued work and returns the sticky error, if any.
+	Sync() error
+	// MemoryStats reports the backend's memory use.
+	MemoryStats() MemoryStats
+
+	// Fill sets every element of out to v (converted to out's dtype).
+	Fill(out View, v float64)
+	// Copy copies x into out element by element, converting dtypes.
+	// Shapes are equal; strides may differ (this is Contiguous, Cast and
+	// strided assignment).
+	Copy(out, x View)
+	// Unary applies op to x element-wise. p0 and p1 are op's parameters
+	// (UnaryOps documents them). out's dtype is x's, or Bool for predicates.
+	Unary(op UnaryOp, out, x View, p0, p1 float64)
+	// UnaryGrad computes g·op'(x) element-wise: the backward pass of Unary.
+	UnaryGrad(op UnaryOp, out, x, g View, p0, p1 float64)
+	// Binary applies op to a and b element-wise, broadcasting by stride 0.
+	Binary(op BinaryOp, out, a, b View)
+	// BinaryScalar applies op to a and the scalar s (s op a when reverse).
+	BinaryScalar(op BinaryOp, out, a View, s float64, reverse bool)
+	// Where sets out to a where cond (Bool) is true and to b elsewhere.
+	Where(out, cond, a, b View)
+	// Reduce reduces x over axes into out, whose shape is x's with the
+	// reduced axes set to 1. Reduction order is fixed, so results do not
+	// depend on the number of threads.
+	Reduce(op ReduceOp, out, x View, axes []int)
+	// ArgReduce writes the Int64 index of the first maximum (ArgMax) or
+	// minimum (ArgMin) of x along axis into out (x's shape with axis set to 1).
+	ArgReduce(op ReduceOp, out, x View, axis int)
+	// Scan writes the inclusive cumulative sum or product of x along axis.
+	Scan(op ReduceOp, out, x View, axis int)
+	// Sort sorts x along axis (stably) into values and Int64 indices.
+	Sort(values, indices, x View, axis int, descending bool)
+	// Matmul computes out[b] = a[b] · b[b] for a [batch…, M, K], b
+	// [batch…, K, N], out [batch…, M, N]. Batch dimensions are already
+	// broadcast to out's (stride 0 where an input repeats). All three share
+	// one dtype.
+	Matmul(out, a, b View)
+	// Gather sets out[…i…] = x[…index[…i…]…] along axis; index and out
+	// have the same shape, and x matches it on every other axis.
+	Gather(out, x, index View, axis int)
+	// Scatter writes src into out at positions given by index along axis:
+	// out[…index[…i…]…] = src[…i…], or += when add is true. out is updated
+	// in place; with add, duplicate indices accumulate in a fixed order.
+	Scatter(out, index, src View, axis int, add bool)
+	// Im2Col unfolds x [N, C, H, W] into out [N, C·KH·KW, OutH·OutW].
+	Im2Col(out, x View, g ConvGeometry)
+	// Col2Im folds cols [N, C·KH·KW, OutH·OutW] back into out [N, C, H, W],
+	// adding overlapping windows; out is overwritten.
+	Col2Im(out, cols View, g ConvGeometry)
+	// Random fills out from the distribution kind with a counter-based
+	// generator: element i of out (in row-major order) is a pure function of
+	// (seed, counter+i), so results depend on neither the thread count nor
+	// the backend.
+	Random(out View, kind RandomKind, seed, counter uint64, p0, p1 float64)
+}

@@ -1,0 +1,18 @@
+// Package backends defines the contract between Kiln's tensors and the devices
+// that run them: the Backend interface (opaque buffers plus a small set of
+// kernels over strided views), element types (DType) with PyTorch's promotion
+// rules, the element-wise op definitions every backend shares, the
+// counter-based random generator, and the registry of device drivers.
+//
+// A backend implements primitives only. Composite operations (softmax, layer
+// norm, convolution through Im2Col and Matmul, pooling, losses) are written
+// once in package tensor on top of them, so a new backend needs just this
+// interface. Backend implementations live in sub-packages: cpu (pure Go,
+// always present), strict (a checking decorator for tests) and cuda.
+//
+// Execution is asynchronous by contract: kernels may be queued, Read and Sync
+// wait for them, and a failure is sticky and reported by the next Read or Sync.
+//
+// The package does not check shapes: package tensor validates every call and
+// reports bad input as a *tensor.Error before a backend sees it.
+package backends

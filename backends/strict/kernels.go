@@ -1,0 +1,99 @@
+package strict
+
+import "github.com/kiln-ml/kiln/backends"
+
+// Fill implements backends.Backend.
+func (s *Backend) Fill(out backends.View, v float64) {
+	s.enqueue("fill", []backends.View{out}, func(vs []backends.View) { s.inner.Fill(vs[0], v) })
+}
+
+// Copy implements backends.Backend.
+func (s *Backend) Copy(out, x backends.View) {
+	s.enqueue("copy", []backends.View{out, x}, func(vs []backends.View) { s.inner.Copy(vs[0], vs[1]) })
+}
+
+// Unary implements backends.Backend.
+func (s *Backend) Unary(op backends.UnaryOp, out, x backends.View, p0, p1 float64) {
+	s.enqueue(op.String(), []backends.View{out, x}, func(vs []backends.View) { s.inner.Unary(op, vs[0], vs[1], p0, p1) })
+}
+
+// UnaryGrad implements backends.Backend.
+func (s *Backend) UnaryGrad(op backends.UnaryOp, out, x, g backends.View, p0, p1 float64) {
+	s.enqueue(op.String()+" grad", []backends.View{out, x, g}, func(vs []backends.View) {
+		s.inner.UnaryGrad(op, vs[0], vs[1], vs[2], p0, p1)
+	})
+}
+
+// Binary implements backends.Backend.
+func (s *Backend) Binary(op backends.BinaryOp, out, a, b backends.View) {
+	s.enqueue(op.String(), []backends.View{out, a, b}, func(vs []backends.View) { s.inner.Binary(op, vs[0], vs[1], vs[2]) })
+}
+
+// BinaryScalar implements backends.Backend.
+func (s *Backend) BinaryScalar(op backends.BinaryOp, out, a backends.View, v float64, reverse bool) {
+	s.enqueue(op.String(), []backends.View{out, a}, func(vs []backends.View) {
+		s.inner.BinaryScalar(op, vs[0], vs[1], v, reverse)
+	})
+}
+
+// Where implements backends.Backend.
+func (s *Backend) Where(out, cond, a, b backends.View) {
+	s.enqueue("where", []backends.View{out, cond, a, b}, func(vs []backends.View) {
+		s.inner.Where(vs[0], vs[1], vs[2], vs[3])
+	})
+}
+
+// Reduce implements backends.Backend.
+func (s *Backend) Reduce(op backends.ReduceOp, out, x backends.View, axes []int) {
+	axes = append([]int(nil), axes...)
+	s.enqueue(op.String(), []backends.View{out, x}, func(vs []backends.View) { s.inner.Reduce(op, vs[0], vs[1], axes) })
+}
+
+// ArgReduce implements backends.Backend.
+func (s *Backend) ArgReduce(op backends.ReduceOp, out, x backends.View, axis int) {
+	s.enqueue(op.String(), []backends.View{out, x}, func(vs []backends.View) { s.inner.ArgReduce(op, vs[0], vs[1], axis) })
+}
+
+// Scan implements backends.Backend.
+func (s *Backend) Scan(op backends.ReduceOp, out, x backends.View, axis int) {
+	s.enqueue("scan", []backends.View{out, x}, func(vs []backends.View) { s.inner.Scan(op, vs[0], vs[1], axis) })
+}
+
+// Sort implements backends.Backend.
+func (s *Backend) Sort(values, indices, x backends.View, axis int, descending bool) {
+	s.enqueue("sort", []backends.View{values, indices, x}, func(vs []backends.View) {
+		s.inner.Sort(vs[0], vs[1], vs[2], axis, descending)
+	})
+}
+
+// Matmul implements backends.Backend.
+func (s *Backend) Matmul(out, a, b backends.View) {
+	s.enqueue("matmul", []backends.View{out, a, b}, func(vs []backends.View) { s.inner.Matmul(vs[0], vs[1], vs[2]) })
+}
+
+// Gather implements backends.Backend.
+func (s *Backend) Gather(out, x, index backends.View, axis int) {
+	s.enqueue("gather", []backends.View{out, x, index}, func(vs []backends.View) { s.inner.Gather(vs[0], vs[1], vs[2], axis) })
+}
+
+// Scatter implements backends.Backend.
+func (s *Backend) Scatter(out, index, src backends.View, axis int, add bool) {
+	s.enqueue("scatter", []backends.View{out, index, src}, func(vs []backends.View) {
+		s.inner.Scatter(vs[0], vs[1], vs[2], axis, add)
+	})
+}
+
+// Im2Col implements backends.Backend.
+func (s *Backend) Im2Col(out, x backends.View, g backends.ConvGeometry) {
+	s.enqueue("im2col", []backends.View{out, x}, func(vs []backends.View) { s.inner.Im2Col(vs[0], vs[1], g) })
+}
+
+// Col2Im implements backends.Backend.
+func (s *Backend) Col2Im(out, cols backends.View, g backends.ConvGeometry) {
+	s.enqueue("col2im", []backends.View{out, cols}, func(vs []backends.View) { s.inner.Col2Im(vs[0], vs[1], g) })
+}
+
+// Random implements backends.Backend.
+func (s *Backend) Random(out backends.View, kind backends.RandomKind, seed, counter uint64, p0, p1 float64) {
+	s.enqueue("random", []backends.View{out}, func(vs []backends.View) { s.inner.Random(vs[0], kind, seed, counter, p0, p1) })
+}

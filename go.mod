@@ -1,0 +1,3 @@
+module github.com/kiln-ml/kiln
+
+go 1.26

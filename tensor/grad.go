@@ -1,0 +1,175 @@
+package tensor
+
+import (
+	"github.com/kiln-ml/kiln/autodiff"
+)
+
+// record attaches a graph node for op to out when some input requires
+// gradients and none sits on a NoGrad view; backward maps out's gradient to
+// one gradient per input (nil where none is needed). It returns out.
+//
+// Backward rules run outside recording: they must use the package's raw
+// helpers (rawBinary, rawUnary, …), never public ops, on tensors that carry
+// no graph.
+func record(op string, attrs map[string]any, out *Tensor, inputs []*Tensor, backward func(g *Tensor) []*Tensor) *Tensor {
+	need := false
+	for _, in := range inputs {
+		if in.dev.noGrad {
+			out.dev = out.dev.NoGrad()
+			return out
+		}
+		if in.requiresGrad {
+			need = true
+		}
+	}
+	if !need {
+		return out
+	}
+	nodes := make([]*autodiff.Node, len(inputs))
+	for i, in := range inputs {
+		if in.node == nil {
+			in.node = autodiff.NewLeaf(in.Shape(), in.dtype.String(), false)
+		}
+		nodes[i] = in.node
+	}
+	out.node = autodiff.NewNode(op, attrs, nodes, out.Shape(), out.dtype.String(), func(g autodiff.Value) []autodiff.Value {
+		gt := g.(*Tensor)
+		gs := backward(gt)
+		res := make([]autodiff.Value, len(gs))
+		for i, x := range gs {
+			if x == nil {
+				continue
+			}
+			// The engine releases each gradient once: hand it distinct
+			// tensors even where a rule passes g through or repeats one.
+			alias := x == gt
+			for _, y := range gs[:i] {
+				alias = alias || x == y
+			}
+			if alias {
+				x = x.newView(x.shape, x.strides, x.offset)
+			}
+			res[i] = x
+		}
+		return res
+	})
+	out.node.Scope = currentModuleScope()
+	out.requiresGrad = true
+	out.dev = out.dev.Autodiff()
+	return out
+}
+
+// currentModuleScope is the dotted path of the module running on this
+// goroutine; package nn sets it through SetModuleScopeFunc.
+var currentModuleScope = func() string { return "" }
+
+// SetModuleScopeFunc installs the function that names the module scope new
+// graph nodes are recorded in (package nn's module walker uses it).
+func SetModuleScopeFunc(f func() string) { currentModuleScope = f }
+
+// RequireGrad marks t as a leaf whose gradient Backward computes, and returns
+// t. t must live on an autodiff device view (Device.Autodiff).
+func (t *Tensor) RequireGrad() *Tensor {
+	t.live("RequireGrad")
+	if !t.dev.IsAutodiff() {
+		fail("RequireGrad", ErrDevice, "tensor %s is on %s, which does not record gradients; create it on dev.Autodiff()",
+			shapeString(t.shape), t.dev)
+	}
+	if !t.dtype.IsFloat() {
+		fail("RequireGrad", ErrDType, "only floating-point tensors can require gradients, not %s", t.dtype)
+	}
+	if !t.requiresGrad || t.node == nil || !t.node.Leaf {
+		t.node = autodiff.NewLeaf(t.Shape(), t.dtype.String(), true)
+		t.requiresGrad = true
+	}
+	return t
+}
+
+// RequiresGrad reports whether gradients flow back to or through t.
+func (t *Tensor) RequiresGrad() bool { return t.requiresGrad }
+
+// Detach returns a view of t's data outside any graph: no gradients flow
+// through it.
+func (t *Tensor) Detach() *Tensor {
+	t.live("Detach")
+	return t.newView(t.shape, t.strides, t.offset)
+}
+
+// Gradients holds the gradients a Backward call computed, by leaf tensor.
+type Gradients struct {
+	byNode map[*autodiff.Node]*Tensor
+}
+
+// Get returns the gradient of leaf t, or nil when t received none.
+func (g *Gradients) Get(t *Tensor) *Tensor {
+	if g == nil || t == nil || t.node == nil {
+		return nil
+	}
+	return g.byNode[t.node]
+}
+
+// Len returns the number of gradients held.
+func (g *Gradients) Len() int { return len(g.byNode) }
+
+// Release frees every gradient held.
+func (g *Gradients) Release() {
+	for _, t := range g.byNode {
+		t.Release()
+	}
+	g.byNode = nil
+}
+
+// Grad returns t's gradient in grads, or nil when t received none.
+func (t *Tensor) Grad(grads *Gradients) *Tensor { return grads.Get(t) }
+
+type engineOps struct{}
+
+func (engineOps) Add(a, b autodiff.Value) autodiff.Value {
+	return rawBinary("backward", addOp, a.(*Tensor), b.(*Tensor))
+}
+func (engineOps) Release(v autodiff.Value) { v.(*Tensor).Release() }
+
+// Backward computes the gradients of t with respect to every leaf that
+// requires them (RequireGrad), seeding with ones (so for a non-scalar t it
+// computes the gradient of t.Sum()). Gradients have the shape and dtype of
+// their leaves. The graph is kept: Backward may be called again.
+func (t *Tensor) Backward() *Gradients {
+	t.live("Backward")
+	if !t.requiresGrad || t.node == nil {
+		fail("Backward", ErrNoGradient, "tensor %s does not depend on any tensor that requires gradients "+
+			"(call RequireGrad on parameters of an autodiff device)", shapeString(t.shape))
+	}
+	seed := rawFull("Backward", t.dev.Inner(), t.dtype, t.shape, 1)
+	return t.BackwardWith(seed)
+}
+
+// BackwardWith is Backward seeded with grad (the gradient of some scalar
+// with respect to t), which must have t's shape.
+func (t *Tensor) BackwardWith(grad *Tensor) *Gradients {
+	t.live("BackwardWith")
+	grad.live("BackwardWith")
+	if !sameShape(grad.shape, t.shape) {
+		fail("BackwardWith", ErrShape, "gradient %s does not match tensor %s", shapeString(grad.shape), shapeString(t.shape))
+	}
+	if t.node == nil || !t.requiresGrad {
+		fail("BackwardWith", ErrNoGradient, "tensor %s does not require gradients", shapeString(t.shape))
+	}
+	leaves := autodiff.Backward(t.node, grad, engineOps{})
+	out := &Gradients{byNode: make(map[*autodiff.Node]*Tensor, len(leaves))}
+	for n, v := range leaves {
+		out.byNode[n] = v.(*Tensor)
+	}
+	return out
+}
+
+func sameShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

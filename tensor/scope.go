@@ -1,0 +1,111 @@
+package tensor
+
+import (
+	"bytes"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+)
+
+// scopeFrame collects the tensors created inside one Scope call.
+type scopeFrame struct {
+	parent  *scopeFrame
+	tensors []*Tensor
+	gid     uint64
+}
+
+var scopes struct {
+	active atomic.Int64 // number of open frames, any goroutine
+	mu     sync.Mutex
+	top    map[uint64]*scopeFrame // innermost open frame per goroutine
+}
+
+// goroutineID returns the calling goroutine's id. It is only needed while
+// some scope is open, so its cost (a short stack read) is paid only then.
+func goroutineID() uint64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	if i := bytes.IndexByte(b, ' '); i > 0 {
+		b = b[:i]
+	}
+	id, _ := strconv.ParseUint(string(b), 10, 64)
+	return id
+}
+
+func registerInScope(t *Tensor) {
+	if scopes.active.Load() == 0 {
+		return
+	}
+	gid := goroutineID()
+	scopes.mu.Lock()
+	f := scopes.top[gid]
+	if f != nil {
+		f.tensors = append(f.tensors, t)
+		t.scope = f
+	}
+	scopes.mu.Unlock()
+}
+
+// Scope runs fn and then releases every tensor that fn created on the
+// calling goroutine, except those marked with Keep. It is how a training
+// step keeps memory flat: everything the step allocates (activations,
+// gradients, temporaries) is freed when the step ends.
+//
+// Tensors created by other goroutines (a data loader's workers, say) are
+// not affected. Scopes nest; Keep moves a tensor to the enclosing scope. If
+// fn panics, its tensors are released and the panic continues.
+func Scope(fn func()) {
+	gid := goroutineID()
+	f := &scopeFrame{gid: gid}
+	scopes.mu.Lock()
+	if scopes.top == nil {
+		scopes.top = map[uint64]*scopeFrame{}
+	}
+	f.parent = scopes.top[gid]
+	scopes.top[gid] = f
+	scopes.mu.Unlock()
+	scopes.active.Add(1)
+	defer func() {
+		scopes.mu.Lock()
+		if f.parent != nil {
+			scopes.top[gid] = f.parent
+		} else {
+			delete(scopes.top, gid)
+		}
+		tensors := f.tensors
+		f.tensors = nil
+		scopes.mu.Unlock()
+		scopes.active.Add(-1)
+		for _, t := range tensors {
+			if t.scope == f {
+				t.Release()
+			}
+		}
+	}()
+	fn()
+}
+
+// ScopeResult runs fn like Scope and keeps the tensor it returns.
+func ScopeResult(fn func() *Tensor) *Tensor {
+	var out *Tensor
+	Scope(func() { out = fn().Keep() })
+	return out
+}
+
+// Keep exempts t from release by the innermost Scope that holds it: t moves
+// to the enclosing scope, or, outside any, stays until released. It returns t.
+func (t *Tensor) Keep() *Tensor {
+	scopes.mu.Lock()
+	defer scopes.mu.Unlock()
+	f := t.scope
+	if f == nil {
+		return t
+	}
+	t.scope = f.parent
+	if f.parent != nil {
+		f.parent.tensors = append(f.parent.tensors, t)
+	}
+	return t
+}
