@@ -152,7 +152,9 @@ func FromBytes(dev Device, dtype DType, raw []byte, shape ...int) *Tensor {
 func Scalar(dev Device, v float64) *Tensor { return rawFull("Scalar", dev, Float32, []int{}, v) }
 
 // ScalarOf returns a 0-dimensional tensor of dtype holding v.
-func ScalarOf(dev Device, dtype DType, v float64) *Tensor { return rawFull("Scalar", dev, dtype, []int{}, v) }
+func ScalarOf(dev Device, dtype DType, v float64) *Tensor {
+	return rawFull("Scalar", dev, dtype, []int{}, v)
+}
 
 // random draws a tensor from the device's counter-based stream.
 func random(op string, dev Device, dtype DType, kind backends.RandomKind, p0, p1 float64, shape []int) *Tensor {

@@ -49,9 +49,10 @@ func openDevice(kind string, index int) (*deviceState, error) {
 	if kind != "cpu" && kind != "strict" {
 		name = fmt.Sprintf("%s:%d", kind, index)
 	}
+	key := fmt.Sprintf("%s:%d", kind, index)
 	devicesMu.Lock()
 	defer devicesMu.Unlock()
-	if st, ok := opened[name]; ok {
+	if st, ok := opened[key]; ok {
 		return st, nil
 	}
 	drv, err := backends.Lookup(kind)
@@ -69,7 +70,7 @@ func openDevice(kind string, index int) (*deviceState, error) {
 		// the process.
 		st.budget.Store(st.info.MemoryBytes / 10 * 8)
 	}
-	opened[name] = st
+	opened[key] = st
 	return st, nil
 }
 
@@ -289,7 +290,11 @@ func (d Device) Backend() backends.Backend { d.check("Device.Backend"); return d
 // Autodiff returns a view of d that records operations for reverse-mode
 // differentiation. Calling it on a view that already records returns it
 // unchanged.
-func (d Device) Autodiff() Device { d.check("Device.Autodiff"); d.autodiff, d.noGrad = true, false; return d }
+func (d Device) Autodiff() Device {
+	d.check("Device.Autodiff")
+	d.autodiff, d.noGrad = true, false
+	return d
+}
 
 // IsAutodiff reports whether ops on this view record gradients.
 func (d Device) IsAutodiff() bool { return d.autodiff && !d.noGrad }
@@ -399,4 +404,12 @@ func (st *deviceState) free(buf backends.Buffer, bytes int64) {
 	st.backend.Free(buf)
 	st.live.Add(-bytes)
 	st.count.Add(-1)
+}
+
+// ResetDefaultDevice forgets the chosen default device, so the next
+// DefaultDevice call chooses again (reading KILN_DEVICE anew).
+func ResetDefaultDevice() {
+	defaultMu.Lock()
+	defer defaultMu.Unlock()
+	defaultSet = false
 }

@@ -174,3 +174,11 @@ func normAxis(op string, axis, rank int) int {
 	}
 	return a
 }
+
+// BufferOf returns the backend buffer behind t, for backend tests and
+// interop code that must hand device memory to other libraries. The buffer
+// stays valid only while t (or a view of it) is live.
+func BufferOf(t *Tensor) backends.Buffer {
+	t.live("BufferOf")
+	return t.st.buf
+}

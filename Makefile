@@ -1,0 +1,73 @@
+# Kiln's build. Two commands do everything on a fresh Debian 12 machine:
+#   make run    build, install what is missing, run the main job
+#   make test   all tests (what CI runs)
+# Other targets: bench, lint, test-long, fixtures, deps.
+
+SHELL := /bin/bash
+GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
+export PATH := $(dir $(GO)):$(PATH)
+export CGO_ENABLED ?= 0
+# Debian's Python with its packages (PyTorch, numpy, Jupyter); `python3` on
+# PATH may be another interpreter without them.
+PYTHON := /usr/bin/python3
+STATICCHECK_VERSION := v0.8.2
+GOTESTFLAGS ?=
+
+# System packages the tests and tools use, installed when missing.
+APT_PACKAGES := python3 python3-numpy
+# Extra packages only for regenerating fixtures and comparing with PyTorch.
+APT_FIXTURE_PACKAGES := python3-torch python3-numpy libopenblas0-pthread
+
+.PHONY: all build run test test-unit test-long bench lint fmt-check vet staticcheck deps deps-fixtures fixtures clean
+
+all: build
+
+# deps installs missing Debian packages (as root, or through sudo).
+deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		SUDO=$$( [ $$(id -u) -eq 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+	@$(GO) version >/dev/null 2>&1 || { echo "Go 1.26 is required (https://go.dev/dl or /usr/local/go)"; exit 1; }
+
+deps-fixtures:
+	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(APT_FIXTURE_PACKAGES)"
+
+build: deps
+	$(GO) build -o bin/kiln ./cmd/kiln
+
+run: build
+	./bin/kiln demo
+
+test: deps lint test-unit
+
+test-unit:
+	$(GO) test $(GOTESTFLAGS) -count=1 ./...
+
+# Slow accuracy runs kept out of `make test`.
+test-long: deps
+	$(GO) test $(GOTESTFLAGS) -count=1 -tags long -timeout 60m ./...
+
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchtime 2x -count 1 ./backends/cpu ./tensor
+
+lint: fmt-check vet staticcheck
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+staticcheck:
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+# fixtures regenerates the PyTorch/NumPy reference values tests compare with.
+fixtures: deps-fixtures
+	@for f in tensor/testdata/gen_*.py; do echo "$(PYTHON) $$f"; (cd tensor/testdata && $(PYTHON) $$(basename $$f)) || exit 1; done
+
+clean:
+	rm -rf bin

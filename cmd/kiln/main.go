@@ -1,0 +1,52 @@
+// Command kiln is Kiln's command-line tool: it lists devices, runs the
+// demo training job, and (as later parts land) runs the Jupyter kernel, the
+// workbench in browser mode, exports checkpoints and benchmarks.
+//
+// Usage:
+//
+//	kiln demo [-steps N] [-device NAME]   train a small network and print the loss
+//	kiln devices                          list detected devices
+//	kiln version                          print the version
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+// version is the Kiln release; set at link time with -ldflags "-X main.version=…".
+var version = "0.1.0-dev"
+
+// commands maps each subcommand to its implementation.
+var commands = map[string]struct {
+	run   func(args []string) error
+	usage string
+}{
+	"demo":    {runDemo, "train a small network on XOR-like data and print the loss falling"},
+	"devices": {runDevices, "list the devices Kiln detects"},
+	"version": {func([]string) error { fmt.Println("kiln", version); return nil }, "print the version"},
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	cmd, ok := commands[os.Args[1]]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "kiln: unknown command %q\n", os.Args[1])
+		usage()
+		os.Exit(2)
+	}
+	if err := cmd.run(os.Args[2:]); err != nil {
+		fmt.Fprintln(os.Stderr, "kiln:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: kiln <command> [arguments]\n\ncommands:")
+	for _, name := range []string{"demo", "devices", "version"} {
+		fmt.Fprintf(os.Stderr, "  %-10s %s\n", name, commands[name].usage)
+	}
+}
