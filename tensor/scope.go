@@ -1,9 +1,6 @@
 package tensor
 
 import (
-	"bytes"
-	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 )
@@ -21,24 +18,11 @@ var scopes struct {
 	top    map[uint64]*scopeFrame // innermost open frame per goroutine
 }
 
-// goroutineID returns the calling goroutine's id. It is only needed while
-// some scope is open, so its cost (a short stack read) is paid only then.
-func goroutineID() uint64 {
-	var buf [64]byte
-	b := buf[:runtime.Stack(buf[:], false)]
-	b = bytes.TrimPrefix(b, []byte("goroutine "))
-	if i := bytes.IndexByte(b, ' '); i > 0 {
-		b = b[:i]
-	}
-	id, _ := strconv.ParseUint(string(b), 10, 64)
-	return id
-}
-
 func registerInScope(t *Tensor) {
 	if scopes.active.Load() == 0 {
 		return
 	}
-	gid := goroutineID()
+	gid := goroutineKey()
 	scopes.mu.Lock()
 	f := scopes.top[gid]
 	if f != nil {
@@ -57,7 +41,7 @@ func registerInScope(t *Tensor) {
 // not affected. Scopes nest; Keep moves a tensor to the enclosing scope. If
 // fn panics, its tensors are released and the panic continues.
 func Scope(fn func()) {
-	gid := goroutineID()
+	gid := goroutineKey()
 	f := &scopeFrame{gid: gid}
 	scopes.mu.Lock()
 	if scopes.top == nil {
