@@ -56,6 +56,10 @@ func openDevice(kind string, index int) (*deviceState, error) {
 		return st, nil
 	}
 	drv, err := backends.Lookup(kind)
+	if err != nil && kind == "cuda" {
+		return nil, fmt.Errorf("tensor: device %q: %w: this build of Kiln has no CUDA backend "+
+			"(link github.com/kiln-ml/kiln/backends/cuda once it is available)", name, ErrNoDevice)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("tensor: device %q: %w: %v", name, ErrNoDevice, err)
 	}
