@@ -9,10 +9,13 @@ import (
 // OneHot.
 //
 // Index tensors hold integers; Int64 is used as is and Int32 or Uint8 are
-// converted, while float and bool indices fail with ErrDType. An index
-// outside its dimension is found by the device kernel, so it is reported
-// as a device failure (ErrDeviceFailed) at the next Device.Sync or host
-// read, not as a panic at the call.
+// converted (PyTorch insists on int64), while float and bool indices fail
+// with ErrDType. An index i of a dimension of size n must lie in [-n, n);
+// a negative one counts from the end, as in Python and NumPy's take (the
+// backends' Gather and Scatter work that way; PyTorch rejects negative
+// indices). An index outside that range is found by the device kernel, so
+// it is reported as a device failure (ErrDeviceFailed) at the next
+// Device.Sync or host read, not as a panic at the call.
 
 // indexInt64 checks that index holds integers and returns it as Int64 (a
 // new view when it already is); the caller releases it.
@@ -115,7 +118,8 @@ func checkIndexShape(op string, x *Tensor, dim int, index, src *Tensor) int {
 // index replaces the coordinate of dim), like torch.gather. index has t's
 // rank and no larger size than t in the other dimensions; the result has
 // index's shape and t's dtype. Gradients scatter-add back into t. It fails
-// with ErrDType for a non-integer index and ErrShape for mismatched shapes.
+// with ErrDType for a non-integer index, ErrShape for mismatched shapes or
+// a 0-d t, and ErrArgument for a dimension out of range.
 func (t *Tensor) Gather(dim int, index *Tensor) *Tensor {
 	const op = "Gather"
 	sameDevice(op, t, index)

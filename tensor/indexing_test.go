@@ -446,3 +446,15 @@ func TestIndexOpsBackwardFreesTemporaries(t *testing.T) {
 		})
 	}
 }
+
+// TestNegativeIndicesCountFromEnd pins Kiln's extension of PyTorch: an
+// index in [-n, 0) counts from the end of its dimension.
+func TestNegativeIndicesCountFromEnd(t *testing.T) {
+	forEachDevice(t, func(t *testing.T, dev tensor.Device) {
+		x := tensor.FromFloat64s(dev, []float64{0, 1, 2, 3, 4, 5}, 2, 3)
+		assertValues(t, "Gather", x.Gather(1, ints(dev, []int64{-1, -3}, 2, 1)), []int{2, 1}, []float64{2, 3}, 0, 0)
+		assertValues(t, "IndexSelect", x.IndexSelect(0, tensor.FromInt64s(dev, []int64{-1})), []int{1, 3}, []float64{3, 4, 5}, 0, 0)
+		assertValues(t, "ScatterAdd", x.ScatterAdd(1, ints(dev, []int64{-2}, 1, 1), tensor.FromFloat64s(dev, []float64{10}, 1, 1)),
+			[]int{2, 3}, []float64{0, 11, 2, 3, 4, 5}, 0, 0)
+	})
+}

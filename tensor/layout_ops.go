@@ -476,7 +476,8 @@ func gradInputs(ts []*Tensor, grad func(i int, t *Tensor) *Tensor) []*Tensor {
 // same shape except in dim, and the result has the dtype the inputs
 // promote to (PyTorch's rules). As in PyTorch, 1-D empty inputs (shape
 // [0]) are skipped whatever the others' rank. It fails with ErrArgument
-// for an empty list, ErrShape when shapes differ outside dim, and
+// for an empty list or a dimension out of range, ErrShape when shapes
+// differ outside dim or the inputs are 0-d, and
 // ErrDevice when the inputs live on different devices.
 func Cat(tensors []*Tensor, dim int) *Tensor {
 	const op = "Cat"
