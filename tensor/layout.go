@@ -166,3 +166,63 @@ func (t *Tensor) Expand(shape ...int) *Tensor {
 		return gradFor(g.newView(g.shape, g.strides, g.offset), t)
 	})
 }
+
+// sliceOf returns the part of v holding n elements along axis, starting at
+// start and stepping by step (a negative step walks backwards, giving a
+// negative stride). axis is normalised and the range checked by the caller.
+// It describes memory only: nothing is allocated or referenced.
+func sliceOf(v backends.View, axis, start, step, n int) backends.View {
+	shape := append([]int(nil), v.Shape...)
+	strides := append([]int(nil), v.Strides...)
+	if n > 0 {
+		v.Offset += start * strides[axis]
+	}
+	shape[axis] = n
+	strides[axis] *= step
+	v.Shape, v.Strides = shape, strides
+	return v
+}
+
+// selectOf returns the part of v at position i of axis, without that axis.
+func selectOf(v backends.View, axis, i int) backends.View {
+	v.Offset += i * v.Strides[axis]
+	v.Shape = append(append([]int{}, v.Shape[:axis]...), v.Shape[axis+1:]...)
+	v.Strides = append(append([]int{}, v.Strides[:axis]...), v.Strides[axis+1:]...)
+	return v
+}
+
+// flipOf returns v reversed along axes, as negative strides.
+func flipOf(v backends.View, axes []int) backends.View {
+	strides := append([]int(nil), v.Strides...)
+	for _, a := range axes {
+		if n := v.Shape[a]; n > 0 {
+			v.Offset += (n - 1) * strides[a]
+		}
+		strides[a] = -strides[a]
+	}
+	v.Strides = strides
+	return v
+}
+
+// viewOf returns a tensor sharing t's storage laid out as v (which must
+// describe t's buffer and dtype).
+func (t *Tensor) viewOf(v backends.View) *Tensor { return t.newView(v.Shape, v.Strides, v.Offset) }
+
+// rawSliceView returns the view of t holding n elements along axis from
+// start by step (see sliceOf). No graph.
+func rawSliceView(t *Tensor, axis, start, step, n int) *Tensor {
+	return t.viewOf(sliceOf(t.view(), axis, start, step, n))
+}
+
+// rawNarrow returns the view of t's elements [start, start+length) along
+// axis, which the caller has normalised and checked. No graph.
+func rawNarrow(t *Tensor, axis, start, length int) *Tensor {
+	return rawSliceView(t, axis, start, 1, length)
+}
+
+// rawSelect returns the view of t at position i of axis, without that
+// axis. No graph.
+func rawSelect(t *Tensor, axis, i int) *Tensor { return t.viewOf(selectOf(t.view(), axis, i)) }
+
+// rawFlip returns the view of t reversed along axes (negative strides). No graph.
+func rawFlip(t *Tensor, axes []int) *Tensor { return t.viewOf(flipOf(t.view(), axes)) }
