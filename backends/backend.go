@@ -128,7 +128,9 @@ type MemoryStats struct {
 // Execution may be asynchronous: kernel methods may return before the work is
 // done. Read and Sync are the synchronisation points. Kernel methods never
 // return errors: a failure (an index out of range, a device fault) is recorded
-// and returned, sticky, by the next Read or Sync. Callers (package tensor)
+// and returned by the next Read or Sync, which then forgets it (each failure
+// is reported once). A backend whose device cannot continue after a fault
+// (a lost GPU context) keeps reporting it. Callers (package tensor)
 // check shapes and dtypes before calling; backends may assume that
 //   - out views of elementwise kernels have the broadcast shape of the inputs,
 //   - inputs of Binary share one dtype (promotion happens above),

@@ -337,7 +337,7 @@ func (d Device) SetRNGState(seed, position uint64) {
 }
 
 // Sync waits for all work queued on the device and returns the first device
-// failure since the last one reported (failures are sticky until read).
+// failure since the last Sync or host read; each failure is reported once.
 func (d Device) Sync() error {
 	d.check("Device.Sync")
 	if err := d.st.backend.Sync(); err != nil {

@@ -140,7 +140,11 @@ func (t *Tensor) Backward() *Gradients {
 			"(call RequireGrad on parameters of an autodiff device)", shapeString(t.shape))
 	}
 	seed := rawFull("Backward", t.dev.Inner(), t.dtype, t.shape, 1)
-	return t.BackwardWith(seed)
+	grads := t.BackwardWith(seed)
+	if grads.Get(t) != seed { // t itself a leaf: the seed is its gradient
+		seed.Release()
+	}
+	return grads
 }
 
 // BackwardWith is Backward seeded with grad (the gradient of some scalar

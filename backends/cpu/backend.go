@@ -88,11 +88,14 @@ func (b *Backend) Read(buf backends.Buffer, off int64, dst []byte) error {
 	return b.Sync()
 }
 
-// Sync implements backends.Backend.
+// Sync implements backends.Backend. It returns the first failure since the
+// last Sync or Read and forgets it, so each failure is reported once.
 func (b *Backend) Sync() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.err
+	err := b.err
+	b.err = nil
+	return err
 }
 
 // fail records the first error; later ones are dropped (the first is the cause).

@@ -252,7 +252,6 @@ func (s *Backend) Read(b backends.Buffer, off int64, dst []byte) error {
 		s.fail(fmt.Errorf("strict: read of buffer #%d (%d × %s, allocated at %s) after it was freed",
 			sb.id, sb.n, sb.dtype, sb.site))
 	}
-	s.drain()
 	if err := s.Sync(); err != nil {
 		return err
 	}
@@ -270,16 +269,14 @@ func (s *Backend) Sync() error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.err
+	err := s.err
+	s.err = nil
+	return err
 }
 
-// ClearError forgets the sticky error (tests that plant failures use it).
-func (s *Backend) ClearError() {
-	s.drain()
-	s.mu.Lock()
-	s.err = nil
-	s.mu.Unlock()
-}
+// ClearError waits for queued work and forgets any failure not yet
+// reported (tests that plant failures use it).
+func (s *Backend) ClearError() { _ = s.Sync() }
 
 // MemoryStats implements backends.Backend.
 func (s *Backend) MemoryStats() backends.MemoryStats {
