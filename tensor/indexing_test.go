@@ -271,6 +271,11 @@ func TestIndexOutOfRangeIsDeviceError(t *testing.T) {
 				if !errors.Is(err, tensor.ErrDeviceFailed) {
 					t.Errorf("%s: Sync returned %v, want ErrDeviceFailed", dev.Info().Name, err)
 				}
+				if err := dev.Sync(); err != nil {
+					t.Errorf("%s: a failure must be reported once, but the next Sync returned %v", dev.Info().Name, err)
+				}
+				// Without a Sync in between, the host read is the sync point.
+				out = c.f(dev)
 				err = tensor.Try(func() { out.Float64s() })
 				if !errors.Is(err, tensor.ErrDeviceFailed) {
 					t.Errorf("%s: reading the result returned %v, want ErrDeviceFailed", dev.Info().Name, err)
