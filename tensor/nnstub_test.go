@@ -1,0 +1,3 @@
+package tensor_test
+
+var nnPoolFixtures, nnInterpolateFixtures, nnEmbeddingFixtures, nnAttentionFixtures map[string]nnFixtureFunc
