@@ -1,3 +1,3 @@
 package tensor_test
 
-var nnPoolFixtures, nnInterpolateFixtures, nnEmbeddingFixtures, nnAttentionFixtures map[string]nnFixtureFunc
+var nnInterpolateFixtures, nnEmbeddingFixtures, nnAttentionFixtures map[string]nnFixtureFunc
