@@ -1,3 +1,3 @@
 package tensor_test
 
-var nnInterpolateFixtures, nnEmbeddingFixtures, nnAttentionFixtures map[string]nnFixtureFunc
+var nnEmbeddingFixtures, nnAttentionFixtures map[string]nnFixtureFunc
