@@ -1,3 +1,3 @@
 package tensor_test
 
-var nnEmbeddingFixtures, nnAttentionFixtures map[string]nnFixtureFunc
+var nnAttentionFixtures map[string]nnFixtureFunc
