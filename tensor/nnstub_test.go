@@ -1,3 +1,0 @@
-package tensor_test
-
-var nnAttentionFixtures map[string]nnFixtureFunc
