@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kiln-ml/kiln/backends/strict"
 	"github.com/kiln-ml/kiln/tensor"
 )
 
@@ -393,4 +394,155 @@ func equalInts(v any, want []int) bool {
 		}
 	}
 	return true
+}
+
+// TestNNReleasesTemporaries runs every op outside any Scope on the strict
+// device and checks that the forward pass (without a graph) and the
+// backward pass leave no buffer behind once the caller releases what it
+// was given: the Scope around ordinary tests would hide such leaks.
+func TestNNReleasesTemporaries(t *testing.T) {
+	dev := tensor.MustDevice("strict")
+	sb := strict.Default()
+	r := func(seed uint64, shape ...int) *tensor.Tensor { return randFloat64(dev, seed, -1, 1, shape...) }
+	type op struct {
+		name   string
+		inputs func() []*tensor.Tensor
+		f      func(in []*tensor.Tensor) []*tensor.Tensor
+	}
+	one := func(x *tensor.Tensor) []*tensor.Tensor { return []*tensor.Tensor{x} }
+	ops := []op{
+		{"conv2d", func() []*tensor.Tensor { return []*tensor.Tensor{r(1, 2, 4, 5, 5), r(2, 6, 2, 3, 3), r(3, 6)} },
+			func(in []*tensor.Tensor) []*tensor.Tensor {
+				return one(tensor.Conv2d(in[0], in[1], in[2], tensor.ConvConfig{Groups: 2, PaddingMode: "same"}))
+			}},
+		{"conv1d", func() []*tensor.Tensor { return []*tensor.Tensor{r(1, 2, 3, 7), r(2, 4, 3, 2)} },
+			func(in []*tensor.Tensor) []*tensor.Tensor {
+				return one(tensor.Conv1d(in[0], in[1], nil, tensor.ConvConfig{Stride: []int{2}}))
+			}},
+		{"conv_transpose2d", func() []*tensor.Tensor { return []*tensor.Tensor{r(1, 2, 4, 3, 3), r(2, 4, 1, 2, 2), r(3, 2)} },
+			func(in []*tensor.Tensor) []*tensor.Tensor {
+				return one(tensor.ConvTranspose2d(in[0], in[1], in[2], tensor.ConvTransposeConfig{Stride: []int{2}, Groups: 2}))
+			}},
+		{"max_pool2d", func() []*tensor.Tensor { return []*tensor.Tensor{r(1, 2, 3, 5, 5)} },
+			func(in []*tensor.Tensor) []*tensor.Tensor {
+				v, i := tensor.MaxPool2d(in[0], tensor.PoolConfig{Kernel: []int{2}, CeilMode: true})
+				return []*tensor.Tensor{v, i}
+			}},
+		{"avg_pool2d", func() []*tensor.Tensor { return []*tensor.Tensor{r(1, 2, 3, 5, 5)} },
+			func(in []*tensor.Tensor) []*tensor.Tensor {
+				return one(tensor.AvgPool2d(in[0], tensor.AvgPoolConfig{Kernel: []int{3}, Padding: []int{1}}))
+			}},
+		{"adaptive_avg_pool2d", func() []*tensor.Tensor { return []*tensor.Tensor{r(1, 2, 3, 5, 5)} },
+			func(in []*tensor.Tensor) []*tensor.Tensor { return one(tensor.AdaptiveAvgPool2d(in[0], 2, 3)) }},
+		{"interpolate", func() []*tensor.Tensor { return []*tensor.Tensor{r(1, 2, 3, 5, 5)} },
+			func(in []*tensor.Tensor) []*tensor.Tensor {
+				return one(tensor.Interpolate(in[0], tensor.InterpolateConfig{Size: []int{7, 3}, Mode: "bilinear"}))
+			}},
+		{"embedding", func() []*tensor.Tensor {
+			return []*tensor.Tensor{r(1, 5, 3), tensor.FromInt32s(dev, []int32{1, 4, 1, 0}, 2, 2)}
+		}, func(in []*tensor.Tensor) []*tensor.Tensor { return one(tensor.EmbeddingPadded(in[0], in[1], 0)) }},
+		{"attention", func() []*tensor.Tensor {
+			return []*tensor.Tensor{r(1, 2, 3, 4), r(2, 2, 5, 4), r(3, 2, 5, 2), r(4, 3, 5)}
+		}, func(in []*tensor.Tensor) []*tensor.Tensor {
+			return one(tensor.ScaledDotProductAttention(in[0], in[1], in[2], in[3], tensor.AttentionConfig{}))
+		}},
+		{"causal attention", func() []*tensor.Tensor {
+			return []*tensor.Tensor{r(1, 2, 3, 4), r(2, 2, 5, 4), r(3, 2, 5, 2)}
+		}, func(in []*tensor.Tensor) []*tensor.Tensor {
+			return one(tensor.ScaledDotProductAttention(in[0], in[1], in[2], nil, tensor.AttentionConfig{Causal: true}))
+		}},
+	}
+	release := func(ts ...*tensor.Tensor) {
+		for _, x := range ts {
+			x.Release()
+		}
+	}
+	leaks := func(what string, mark uint64) {
+		if err := dev.Sync(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		for _, l := range sb.LiveSince(mark) {
+			t.Errorf("%s: leaked %s", what, l)
+		}
+	}
+	for _, o := range ops {
+		in := o.inputs()
+		mark := sb.Mark()
+		release(o.f(in)...)
+		leaks(o.name+" forward", mark)
+
+		ad := make([]*tensor.Tensor, len(in))
+		for i, x := range in {
+			ad[i] = x.ToDevice(dev.Autodiff())
+			if x.DType().IsFloat() {
+				ad[i].RequireGrad()
+			}
+		}
+		outs := o.f(ad)
+		seed := tensor.OnesLike(outs[0])
+		mark = sb.Mark()
+		grads := outs[0].BackwardWith(seed)
+		grads.Release()
+		leaks(o.name+" backward", mark)
+		release(seed)
+		release(outs...)
+		release(ad...)
+		release(in...)
+	}
+}
+
+// TestNNHalfPrecision runs the ops on float16 and bfloat16 inputs and
+// compares with float32 (backends compute halves in float32).
+func TestNNHalfPrecision(t *testing.T) {
+	forEachDevice(t, func(t *testing.T, dev tensor.Device) {
+		x := randFloat64(dev, 1, -1, 1, 1, 2, 5, 5).To(tensor.Float32)
+		w := randFloat64(dev, 2, -1, 1, 3, 2, 3, 3).To(tensor.Float32)
+		ops := map[string]func(x, w *tensor.Tensor) *tensor.Tensor{
+			"conv2d": func(x, w *tensor.Tensor) *tensor.Tensor {
+				return tensor.Conv2d(x, w, nil, tensor.ConvConfig{Padding: []int{1}})
+			},
+			"max_pool2d": func(x, _ *tensor.Tensor) *tensor.Tensor {
+				v, _ := tensor.MaxPool2d(x, tensor.PoolConfig{Kernel: []int{2}})
+				return v
+			},
+			"avg_pool2d": func(x, _ *tensor.Tensor) *tensor.Tensor {
+				return tensor.AvgPool2d(x, tensor.AvgPoolConfig{Kernel: []int{3}, Padding: []int{1}})
+			},
+			"interpolate": func(x, _ *tensor.Tensor) *tensor.Tensor {
+				return tensor.Interpolate(x, tensor.InterpolateConfig{Size: []int{7, 4}, Mode: "bilinear"})
+			},
+			"attention": func(x, _ *tensor.Tensor) *tensor.Tensor {
+				return tensor.ScaledDotProductAttention(x, x, x, nil, tensor.AttentionConfig{Causal: true})
+			},
+		}
+		for name, f := range ops {
+			want := f(x, w)
+			for _, dt := range []tensor.DType{tensor.Float16, tensor.BFloat16} {
+				got := f(x.To(dt), w.To(dt))
+				if got.DType() != dt {
+					t.Errorf("%s %s: result dtype %s", name, dt, got.DType())
+				}
+				assertValues(t, name+" "+dt.String(), got, want.Shape(), want.Float64s(), 0.05, 0.05)
+			}
+		}
+	})
+}
+
+// BenchmarkConv2dForwardBackward times a 3×3 convolution layer's forward
+// and backward passes on the CPU in float32 and reports GFLOP/s (counting
+// 2·N·O·C·9·H·W per pass, three passes).
+func BenchmarkConv2dForwardBackward(b *testing.B) {
+	dev := tensor.CPU().Autodiff()
+	const n, c, o, h, w = 8, 32, 32, 32, 32
+	x := tensor.Randn(dev, n, c, h, w).RequireGrad()
+	k := tensor.Randn(dev, o, c, 3, 3).RequireGrad()
+	b.ResetTimer()
+	for range b.N {
+		tensor.Scope(func() {
+			y := tensor.Conv2d(x, k, nil, tensor.ConvConfig{Padding: []int{1}})
+			y.Backward()
+		})
+	}
+	flops := 3 * 2 * float64(n*o*c*9*h*w)
+	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
