@@ -102,10 +102,11 @@ for name, (shape, ns, affine, eps) in ln_inputs.items():
         b = torch.randn(*ns, dtype=D)
         y, gw, (dx, dw, db) = with_grads(lambda a, ww, bb: F.layer_norm(a, ns, ww, bb, eps), [x, w, b])
         cases["layer_norm/" + name] = {"x": x, "w": w, "b": b, "y": y, "gw": gw, "dx": dx, "dw": dw, "db": db,
-                                       "eps": torch.tensor(eps, dtype=D)}
+                                       "eps": torch.tensor(eps, dtype=D), "normalized_shape": torch.tensor(ns)}
     else:
         y, gw, (dx,) = with_grads(lambda a: F.layer_norm(a, ns, None, None, eps), [x])
-        cases["layer_norm/" + name] = {"x": x, "y": y, "gw": gw, "dx": dx, "eps": torch.tensor(eps, dtype=D)}
+        cases["layer_norm/" + name] = {"x": x, "y": y, "gw": gw, "dx": dx, "eps": torch.tensor(eps, dtype=D),
+                                       "normalized_shape": torch.tensor(ns)}
 
 # Cross-entropy. Options are stored as tensors: "ignore" (absent: default
 # -100), "smoothing" (absent: 0) and the reduction in the case name.
