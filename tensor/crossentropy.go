@@ -120,7 +120,7 @@ func CrossEntropyFromLogits(logits, target *Tensor, opts CrossEntropyOptions) *T
 			shapeString(target.shape), shapeString(logits.shape), shapeString(positions), ca)
 	}
 
-	ce := &ceState{op: op, logits: logits, target: target, weight: weight, ca: ca, c: c, eps: eps,
+	ce := &ceState{op: op, logits: logits, target: target, ca: ca, c: c, eps: eps,
 		ignore: ignore, reduction: reduction, ct: actComputeType(logits.dtype)}
 	x := rawCast(op, logits, ce.ct)
 	ce.logp = actSoftmax(op, x, ca, true)
@@ -155,7 +155,6 @@ func CrossEntropyFromLogits(logits, target *Tensor, opts CrossEntropyOptions) *T
 type ceState struct {
 	op                   string
 	logits, target       *Tensor
-	weight               *Tensor
 	ca, c                int // class axis and number of classes
 	eps                  float64
 	ignore               int
