@@ -180,6 +180,9 @@ var UnaryOps = [numUnaryOps]UnaryDef{
 			const c = 0.7978845608028654
 			u := c * (x + 0.044715*x*x*x)
 			t := math.Tanh(u)
+			if t*t == 1 { // saturated: the second term is 0, though x² may overflow to inf
+				return 0.5 * (1 + t)
+			}
 			return 0.5*(1+t) + 0.5*x*(1-t*t)*c*(1+3*0.044715*x*x)
 		}},
 	Sigmoid: {Name: "sigmoid", F: func(x, _, _ float64) float64 { return sigmoid(x) },
