@@ -14,11 +14,12 @@ import (
 
 // mathScalarTensor returns a 0-d tensor holding v, to broadcast in Where.
 func mathScalarTensor(op string, dev Device, dtype DType, v float64) *Tensor {
-	return rawFull(op, dev.Inner(), dtype, []int{}, v)
+	return rawFull(op, dev, dtype, []int{}, v)
 }
 
-// mathWhere returns cond ? a : b broadcast to shape, in a's dtype (b must
-// share it; cond must be Bool), with no graph.
+// mathWhere returns cond ? a : b broadcast to shape, in a's dtype and on
+// a's device view (b must share the dtype; cond must be Bool), with no
+// graph.
 func mathWhere(op string, cond, a, b *Tensor, shape []int) *Tensor {
 	out := newTensor(op, a.dev, a.dtype, shape)
 	out.backend().Where(out.view(), cond.broadcastView(shape), a.broadcastView(shape), b.broadcastView(shape))

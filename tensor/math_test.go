@@ -450,6 +450,17 @@ func TestMathNoGradient(t *testing.T) {
 		if v := x.Pow(y).Node(); v == nil || v.Op != "pow" {
 			t.Errorf("Pow recorded %v, want a pow node", v)
 		}
+		// Results keep the autodiff view of inputs that need no gradient,
+		// so they can meet parameters later.
+		c := randFloat64(dev.Autodiff(), 3, -1, 1, 2, 3)
+		for name, r := range map[string]*tensor.Tensor{
+			"Sign": c.Sign(), "LogSumExp": c.LogSumExp(1), "Clamp": c.Clamp(0, 1), "Max": c.Max(),
+			"Cumprod": c.Cumprod(0), "Std": c.Std(), "Eq": c.Eq(c), "Arange": tensor.Arange(dev.Autodiff(), 0, 3, 1),
+		} {
+			if !r.Device().IsAutodiff() {
+				t.Errorf("%s of an autodiff tensor is on %s", name, r.Device())
+			}
+		}
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/kiln-ml/kiln/backends/strict"
 	"github.com/kiln-ml/kiln/tensor"
 )
 
@@ -230,4 +231,90 @@ func TestReductionBadInput(t *testing.T) {
 			x.AllKeep()
 		}},
 	})
+}
+
+// TestMathReleasesTemporaries runs each op of this area and its backward
+// on the strict device outside any Scope, releases everything it was
+// handed, and checks that no buffer is left: every temporary of the
+// forward and backward rules must be released by the rule itself. Ops
+// that keep their indices for the backward pass (MaxDim, Sort, TopK) hold
+// exactly that one buffer until their graph is collected.
+func TestMathReleasesTemporaries(t *testing.T) {
+	dev := tensor.MustDevice("strict")
+	ad := dev.Autodiff()
+	type result struct {
+		out   *tensor.Tensor
+		extra []*tensor.Tensor
+	}
+	one := func(o *tensor.Tensor) result { return result{out: o} }
+	two := func(o, i *tensor.Tensor) result { return result{out: o, extra: []*tensor.Tensor{i}} }
+	cases := []struct {
+		name  string
+		f     func(x, y *tensor.Tensor) result
+		saved int
+	}{
+		{"Pow", func(x, y *tensor.Tensor) result { return one(x.Pow(y)) }, 0},
+		{"PowScalar", func(x, _ *tensor.Tensor) result { return one(x.PowScalar(1.5)) }, 0},
+		{"ScalarPow zero base", func(x, _ *tensor.Tensor) result { return one(tensor.ScalarPow(0, x)) }, 0},
+		{"Rem", func(x, y *tensor.Tensor) result { return one(x.Rem(y)) }, 0},
+		{"RemScalar", func(x, _ *tensor.Tensor) result { return one(x.RemScalar(0.3)) }, 0},
+		{"Maximum", func(x, y *tensor.Tensor) result { return one(x.Maximum(y)) }, 0},
+		{"Minimum", func(x, y *tensor.Tensor) result { return one(x.Minimum(y)) }, 0},
+		{"Clamp", func(x, _ *tensor.Tensor) result { return one(x.Clamp(0.6, 1.2)) }, 0},
+		{"Sign", func(x, _ *tensor.Tensor) result { return one(x.Sign()) }, 0},
+		{"Rsqrt", func(x, _ *tensor.Tensor) result { return one(x.Rsqrt()) }, 0},
+		{"Prod", func(x, _ *tensor.Tensor) result { return one(x.Prod(1)) }, 0},
+		{"MaxKeep", func(x, _ *tensor.Tensor) result { return one(x.MaxKeep()) }, 0},
+		{"Min", func(x, _ *tensor.Tensor) result { return one(x.Min(0)) }, 0},
+		{"MaxDim", func(x, _ *tensor.Tensor) result { return two(x.MaxDim(1, false)) }, 1},
+		{"Var", func(x, _ *tensor.Tensor) result { return one(x.Var(1)) }, 0},
+		{"StdKeep", func(x, _ *tensor.Tensor) result { return one(x.StdKeep()) }, 0},
+		{"LogSumExp", func(x, _ *tensor.Tensor) result { return one(x.LogSumExp(0)) }, 0},
+		{"Cumsum", func(x, _ *tensor.Tensor) result { return one(x.Cumsum(1)) }, 0},
+		{"Cumprod", func(x, _ *tensor.Tensor) result { return one(x.Cumprod(1)) }, 0},
+		{"Sort", func(x, _ *tensor.Tensor) result { return two(x.Sort(1, false)) }, 1},
+		{"TopK", func(x, _ *tensor.Tensor) result { return two(x.TopK(2, 1, true)) }, 1},
+		{"Argsort", func(x, _ *tensor.Tensor) result { return one(x.Argsort(0, true)) }, 0},
+		{"ArgmaxAll of transposed", func(x, _ *tensor.Tensor) result {
+			xt := x.Transpose(0, 1)
+			return result{out: xt.ArgmaxAll(), extra: []*tensor.Tensor{xt}}
+		}, 0},
+		{"Any", func(x, _ *tensor.Tensor) result { return one(x.AnyKeep(1)) }, 0},
+		{"All", func(x, _ *tensor.Tensor) result { return one(x.All()) }, 0},
+		{"Eq", func(x, y *tensor.Tensor) result { return one(x.Eq(y)) }, 0},
+		{"Arange", func(_, _ *tensor.Tensor) result { return one(tensor.ArangeOf(ad, tensor.Float16, 0, 3, 1)) }, 0},
+		{"Linspace", func(_, _ *tensor.Tensor) result { return one(tensor.LinspaceOf(ad, tensor.Int32, 0, 3, 4)) }, 0},
+		{"Eye", func(_, _ *tensor.Tensor) result { return one(tensor.Eye(ad, 2, 3)) }, 0},
+	}
+	s := strict.Default()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s.ClearError()
+			mark := s.Mark()
+			x := tensor.FromFloat64s(ad, []float64{0.7, 0, 1.1, 0.9, 1.3, 0.8}, 2, 3).RequireGrad()
+			y := tensor.FromFloat64s(ad, []float64{1.1, 0.5, 1.1}, 3).RequireGrad()
+			r := c.f(x, y)
+			if r.out.RequiresGrad() {
+				seed := tensor.OnesLike(r.out)
+				grads := r.out.BackwardWith(seed)
+				grads.Release()
+				seed.Release()
+			}
+			r.out.Release()
+			for _, e := range r.extra {
+				e.Release()
+			}
+			x.Release()
+			y.Release()
+			if err := dev.Sync(); err != nil {
+				t.Fatalf("device error: %v", err)
+			}
+			if live := s.LiveSince(mark); len(live) != c.saved {
+				t.Errorf("%d buffers live, want %d:", len(live), c.saved)
+				for _, l := range live {
+					t.Errorf("  %s", l)
+				}
+			}
+		})
+	}
 }
