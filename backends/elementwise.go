@@ -247,14 +247,39 @@ var UnaryOps = [numUnaryOps]UnaryDef{
 	Not:   {Name: "logical_not", F: func(x, _, _ float64) float64 { return b2f(x == 0) }, Predicate: true, IntSafe: true},
 }
 
+// sign is torch.sign: ±1, ±0 for zeros, and 0 for NaN.
 func sign(x float64) float64 {
 	switch {
 	case x > 0:
 		return 1
 	case x < 0:
 		return -1
+	case x != x:
+		return 0
 	}
-	return x // keeps ±0 and NaN
+	return x // keeps the sign of zero
+}
+
+// floorDivide is torch.floor_divide for floats: the quotient rounded down,
+// computed from fmod as PyTorch does so that results agree at the edges
+// (inf // 2 is NaN; 1.0 // 0.1 is 9, because 0.1 is slightly above a tenth).
+func floorDivide(a, b float64) float64 {
+	if b == 0 {
+		return a / b
+	}
+	mod := math.Mod(a, b)
+	div := (a - mod) / b
+	if mod != 0 && (b < 0) != (mod < 0) {
+		div--
+	}
+	if div == 0 {
+		return math.Copysign(0, a/b)
+	}
+	fl := math.Floor(div)
+	if div-fl > 0.5 {
+		fl++
+	}
+	return fl
 }
 
 // String returns the op's name.
@@ -324,7 +349,7 @@ var BinaryOps = [numBinaryOps]BinaryDef{
 		}
 		return math.Min(a, b)
 	}},
-	FloorDiv: {Name: "floor_divide", F: func(a, b float64) float64 { return math.Floor(a / b) }},
+	FloorDiv: {Name: "floor_divide", F: floorDivide},
 	Eq:       {Name: "eq", F: func(a, b float64) float64 { return b2f(a == b) }, Predicate: true},
 	Ne:       {Name: "ne", F: func(a, b float64) float64 { return b2f(a != b) }, Predicate: true},
 	Lt:       {Name: "lt", F: func(a, b float64) float64 { return b2f(a < b) }, Predicate: true},

@@ -74,3 +74,15 @@ func (t *Tensor) LogicalNot() *Tensor {
 	t.live("LogicalNot")
 	return rawUnary("LogicalNot", backends.Not, t, 0, 0)
 }
+
+// And is LogicalAnd, under the name the issue tracker and Burn use.
+func (t *Tensor) And(other *Tensor) *Tensor { return t.LogicalAnd(other) }
+
+// Or is LogicalOr.
+func (t *Tensor) Or(other *Tensor) *Tensor { return t.LogicalOr(other) }
+
+// Xor is LogicalXor.
+func (t *Tensor) Xor(other *Tensor) *Tensor { return t.LogicalXor(other) }
+
+// Not is LogicalNot.
+func (t *Tensor) Not() *Tensor { return t.LogicalNot() }

@@ -280,3 +280,22 @@ func randFloat64(dev tensor.Device, seed uint64, lo, hi float64, shape ...int) *
 	}
 	return tensor.FromFloat64s(dev, v, shape...).Reshape(shape...)
 }
+
+// gradCase is one table entry for runGradCases: f applied to inputs built on dev.
+type gradCase struct {
+	name   string
+	f      func(in []*tensor.Tensor) *tensor.Tensor
+	inputs func(dev tensor.Device) []*tensor.Tensor
+}
+
+// runGradCases runs gradCheck for each case on every test device.
+func runGradCases(t *testing.T, cases []gradCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			forEachDevice(t, func(t *testing.T, dev tensor.Device) {
+				gradCheck(t, dev, c.f, c.inputs(dev)...)
+			})
+		})
+	}
+}

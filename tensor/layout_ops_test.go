@@ -209,23 +209,6 @@ func TestIndexFixturesAllUsed(t *testing.T) {
 	}
 }
 
-// gradCase is one gradient check: f applied to inputs built on dev.
-type gradCase struct {
-	name   string
-	f      func(in []*tensor.Tensor) *tensor.Tensor
-	inputs func(dev tensor.Device) []*tensor.Tensor
-}
-
-func runGradCases(t *testing.T, cases []gradCase) {
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			forEachDevice(t, func(t *testing.T, dev tensor.Device) {
-				gradCheck(t, dev, c.f, c.inputs(dev)...)
-			})
-		})
-	}
-}
-
 // rnd1 returns one random Float64 input of shape.
 func rnd1(shape ...int) func(dev tensor.Device) []*tensor.Tensor {
 	return func(dev tensor.Device) []*tensor.Tensor {

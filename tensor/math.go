@@ -337,3 +337,6 @@ func (t *Tensor) IsInf() *Tensor {
 	t.live("IsInf")
 	return rawUnary("IsInf", backends.IsInf, t, 0, 0)
 }
+
+// Recip is Reciprocal (1/x element-wise).
+func (t *Tensor) Recip() *Tensor { return t.Reciprocal() }

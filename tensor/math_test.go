@@ -221,24 +221,6 @@ func TestMathFixtureCoverage(t *testing.T) {
 	}
 }
 
-// gradCase is one finite-difference gradient check.
-type gradCase struct {
-	name   string
-	f      func(in []*tensor.Tensor) *tensor.Tensor
-	inputs func(dev tensor.Device) []*tensor.Tensor
-}
-
-func runGradCases(t *testing.T, cases []gradCase) {
-	t.Helper()
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			forEachDevice(t, func(t *testing.T, dev tensor.Device) {
-				gradCheck(t, dev, c.f, c.inputs(dev)...)
-			})
-		})
-	}
-}
-
 // inputs builds gradCheck inputs: each spec is (seed, lo, hi, shape...).
 func inputs(specs ...[]float64) func(dev tensor.Device) []*tensor.Tensor {
 	return func(dev tensor.Device) []*tensor.Tensor {

@@ -106,7 +106,7 @@ func fastUnaryF32(b *Backend, op backends.UnaryOp, out, x []float32, p0, p1 floa
 	case backends.Relu:
 		f = func(o, x []float32) {
 			for i, v := range x {
-				if v > 0 {
+				if v > 0 || v != v { // NaN passes through, as in PyTorch
 					o[i] = v
 				} else {
 					o[i] = 0
