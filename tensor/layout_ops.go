@@ -443,12 +443,6 @@ func planCat(op string, ts []*Tensor, dim int) catPlan {
 	return p
 }
 
-// rawCat concatenates ts along dim (PyTorch's torch.cat rules, dtypes
-// promoted) into a new tensor, with no graph.
-func rawCat(op string, ts []*Tensor, dim int) *Tensor {
-	return catWith(op, ts, planCat(op, ts, dim))
-}
-
 func catWith(op string, ts []*Tensor, p catPlan) *Tensor {
 	out := newTensor(op, ts[0].dev, p.dtype, p.shape)
 	ov := out.view()
