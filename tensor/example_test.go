@@ -1,6 +1,7 @@
 package tensor_test
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/kiln-ml/kiln/tensor"
@@ -38,4 +39,50 @@ func Example_xor() {
 	}
 	fmt.Printf("loss below 0.01: %v, memory flat: %v\n", loss < 0.01, flat)
 	// Output: loss below 0.01: true, memory flat: true
+}
+
+// Errors in tensor ops are panics carrying a *tensor.Error; Try turns them
+// into ordinary errors that name the op and the shapes.
+func ExampleTry() {
+	dev := tensor.CPU()
+	a, b := tensor.Ones(dev, 2, 3), tensor.Ones(dev, 2, 3)
+	err := tensor.Try(func() { a.Matmul(b) })
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, tensor.ErrShape))
+	// Output:
+	// tensor.Matmul: cannot multiply [2 3] by [2 3]: inner dimensions 3 and 2 differ
+	// true
+}
+
+// Backward returns the gradients of every leaf that requires them.
+func ExampleTensor_Backward() {
+	dev := tensor.CPU().Autodiff()
+	x := tensor.FromFloat32s(dev, []float32{1, 2, 3}).RequireGrad()
+	y := x.Square().Sum() // y = Σ x², dy/dx = 2x
+	grads := y.Backward()
+	fmt.Println(x.Grad(grads).Float32s())
+	// Output: [2 4 6]
+}
+
+// Printing follows PyTorch's format.
+func ExampleTensor_String() {
+	dev := tensor.CPU()
+	fmt.Println(tensor.Arange(dev, 0, 6, 1).Reshape(2, 3).To(tensor.Float32).DivScalar(4))
+	// Output:
+	// tensor([[0.0000, 0.2500, 0.5000],
+	//         [0.7500, 1.0000, 1.2500]], shape=[2 3], dtype=float32, device=cpu)
+}
+
+// ParseDevice accepts the names KILN_DEVICE uses; Autodiff is a view.
+func ExampleParseDevice() {
+	dev, err := tensor.ParseDevice("cpu")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(dev, dev.Autodiff(), dev.Autodiff().IsAutodiff())
+	_, err = tensor.ParseDevice("tpu:0")
+	fmt.Println(errors.Is(err, tensor.ErrNoDevice))
+	// Output:
+	// cpu cpu+autodiff true
+	// true
 }
