@@ -159,24 +159,8 @@ func checkTensor(op string, t *tensor.Tensor) {
 	}
 }
 
-// outsideScopes runs fn on a goroutine of its own and waits for it. Tensors
-// that fn creates therefore belong to no Scope (a Scope only collects the
-// tensors of its own goroutine): nn uses it for the tensors it creates in
-// place of a model's (ToDevice, SetFrozen), which must outlive the Scope of
-// whatever step happens to move or freeze the model. A panic in fn is
-// re-raised in the caller.
-func outsideScopes(fn func()) {
-	var caught any
-	done := make(chan struct{})
-	go func() {
-		defer func() {
-			caught = recover()
-			close(done)
-		}()
-		fn()
-	}()
-	<-done
-	if caught != nil {
-		panic(caught)
-	}
-}
+// outsideScopes runs fn so that the tensors it creates belong to no Scope:
+// nn uses it for the tensors it creates in place of a model's (ToDevice,
+// SetFrozen), which must outlive the Scope of whatever step happens to move
+// or freeze the model.
+func outsideScopes(fn func()) { tensor.NoScope(fn) }

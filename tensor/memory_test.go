@@ -177,3 +177,23 @@ func TestStrictCatchesPlantedLeak(t *testing.T) {
 		t.Fatalf("after release: %v", l)
 	}
 }
+
+func TestNoScopeEscapesEnclosingScope(t *testing.T) {
+	forEachDevice(t, func(t *testing.T, dev tensor.Device) {
+		var owned, temp, kept *tensor.Tensor
+		tensor.Scope(func() {
+			tensor.NoScope(func() {
+				owned = tensor.Ones(dev, 3)
+				tensor.Scope(func() {
+					temp = tensor.Ones(dev, 3)
+					kept = tensor.Ones(dev, 3).Keep()
+				})
+			})
+		})
+		if owned.Released() || kept.Released() || !temp.Released() {
+			t.Fatalf("owned released=%v kept released=%v temp released=%v", owned.Released(), kept.Released(), temp.Released())
+		}
+		owned.Release()
+		kept.Release()
+	})
+}

@@ -7,9 +7,10 @@ import (
 
 // scopeFrame collects the tensors created inside one Scope call.
 type scopeFrame struct {
-	parent  *scopeFrame
-	tensors []*Tensor
-	gid     uint64
+	parent   *scopeFrame
+	tensors  []*Tensor
+	gid      uint64
+	detached bool // a NoScope frame: tensors created under it belong to no scope
 }
 
 var scopes struct {
@@ -25,7 +26,7 @@ func registerInScope(t *Tensor) {
 	gid := goroutineKey()
 	scopes.mu.Lock()
 	f := scopes.top[gid]
-	if f != nil {
+	if f != nil && !f.detached {
 		f.tensors = append(f.tensors, t)
 		t.scope = f
 	}
@@ -40,9 +41,18 @@ func registerInScope(t *Tensor) {
 // Tensors created by other goroutines (a data loader's workers, say) are
 // not affected. Scopes nest; Keep moves a tensor to the enclosing scope. If
 // fn panics, its tensors are released and the panic continues.
-func Scope(fn func()) {
+func Scope(fn func()) { runFrame(&scopeFrame{}, fn) }
+
+// NoScope runs fn so that the tensors it creates belong to no Scope, even
+// when called inside one: they live until released. Models use it for the
+// tensors they own (parameters moved to another device, say), which must
+// outlive the step that happened to create them. Scopes opened inside fn
+// work as usual.
+func NoScope(fn func()) { runFrame(&scopeFrame{detached: true}, fn) }
+
+func runFrame(f *scopeFrame, fn func()) {
 	gid := goroutineKey()
-	f := &scopeFrame{gid: gid}
+	f.gid = gid
 	scopes.mu.Lock()
 	if scopes.top == nil {
 		scopes.top = map[uint64]*scopeFrame{}
@@ -88,7 +98,9 @@ func (t *Tensor) Keep() *Tensor {
 		return t
 	}
 	t.scope = f.parent
-	if f.parent != nil {
+	if f.parent != nil && f.parent.detached {
+		t.scope = nil
+	} else if f.parent != nil {
 		f.parent.tensors = append(f.parent.tensors, t)
 	}
 	return t
