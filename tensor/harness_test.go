@@ -1,285 +1,27 @@
 package tensor_test
 
 import (
-	"encoding/json"
-	"fmt"
-	"math"
-	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/kiln-ml/kiln/backends/strict"
+	"github.com/kiln-ml/kiln/internal/testutil"
 	"github.com/kiln-ml/kiln/tensor"
 )
 
-// testDevices are the devices every tensor test runs on: the CPU and the
-// strict backend (asynchronous, poisoning, leak-tracking).
-func testDevices() []tensor.Device {
-	return []tensor.Device{tensor.CPU(), tensor.MustDevice("strict")}
-}
+// The shared harness (internal/testutil) under the short names the tensor
+// tests use.
+var (
+	forEachDevice = testutil.ForEachDevice
+	gradCheck     = testutil.GradCheck
+	randFloat64   = testutil.RandFloat64
+	loadFixtures  = testutil.LoadFixtures
+	assertClose   = testutil.AssertClose
+	assertValues  = testutil.AssertValues
+)
 
-// forEachDevice runs fn as a subtest on every test device. Each run is
-// wrapped in a Scope; on the strict device the test then fails if any
-// buffer allocated during fn is still live or if the device reports an
-// error (use after free, bad view, out-of-range index).
-func forEachDevice(t *testing.T, fn func(t *testing.T, dev tensor.Device)) {
-	t.Helper()
-	for _, dev := range testDevices() {
-		t.Run(dev.String(), func(t *testing.T) {
-			isStrict := dev.Kind() == "strict"
-			var mark uint64
-			if isStrict {
-				strict.Default().ClearError()
-				mark = strict.Default().Mark()
-			}
-			tensor.Scope(func() { fn(t, dev) })
-			if err := dev.Sync(); err != nil {
-				t.Fatalf("device error after test: %v", err)
-			}
-			if isStrict && !t.Failed() {
-				for _, l := range strict.Default().LiveSince(mark) {
-					t.Errorf("leaked %s", l)
-				}
-			}
-		})
-	}
-}
-
-// fixtureTensor is one tensor in a fixture file written by testdata/*.py.
-type fixtureTensor struct {
-	Shape []int           `json:"shape"`
-	DType string          `json:"dtype"`
-	Data  []fixtureNumber `json:"data"`
-}
-
-// fixtureNumber decodes a JSON number or the strings "nan", "inf", "-inf".
-type fixtureNumber float64
-
-func (n *fixtureNumber) UnmarshalJSON(b []byte) error {
-	var s string
-	if json.Unmarshal(b, &s) == nil {
-		switch s {
-		case "nan":
-			*n = fixtureNumber(math.NaN())
-		case "inf":
-			*n = fixtureNumber(math.Inf(1))
-		case "-inf":
-			*n = fixtureNumber(math.Inf(-1))
-		default:
-			return fmt.Errorf("bad number %q", s)
-		}
-		return nil
-	}
-	var f float64
-	if err := json.Unmarshal(b, &f); err != nil {
-		return err
-	}
-	*n = fixtureNumber(f)
-	return nil
-}
-
-// Float64s returns the values.
-func (f fixtureTensor) Float64s() []float64 {
-	out := make([]float64, len(f.Data))
-	for i, v := range f.Data {
-		out[i] = float64(v)
-	}
-	return out
-}
-
-// Tensor builds the fixture on dev with its own dtype.
-func (f fixtureTensor) Tensor(dev tensor.Device) *tensor.Tensor {
-	shape := f.Shape
-	if shape == nil {
-		shape = []int{}
-	}
-	v := f.Float64s()
-	switch f.DType {
-	case "int64":
-		ints := make([]int64, len(v))
-		for i, x := range v {
-			ints[i] = int64(x)
-		}
-		return tensor.FromInt64s(dev, ints, shape...).Reshape(shape...)
-	case "bool":
-		bs := make([]bool, len(v))
-		for i, x := range v {
-			bs[i] = x != 0
-		}
-		return tensor.FromBools(dev, bs, shape...).Reshape(shape...)
-	case "float64":
-		return tensor.FromFloat64s(dev, v, shape...).Reshape(shape...)
-	}
-	fs := make([]float32, len(v))
-	for i, x := range v {
-		fs[i] = float32(x)
-	}
-	return tensor.FromFloat32s(dev, fs, shape...).Reshape(shape...)
-}
-
-// fixtureCase maps names (inputs and expected outputs) to tensors.
-type fixtureCase map[string]fixtureTensor
-
-// loadFixtures reads testdata/name: {"case": {"tensor": {...}}}.
-func loadFixtures(t *testing.T, name string) map[string]fixtureCase {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatalf("fixture %s: %v (regenerate with /usr/bin/python3 testdata/gen_*.py)", name, err)
-	}
-	var cases map[string]fixtureCase
-	if err := json.Unmarshal(raw, &cases); err != nil {
-		t.Fatalf("fixture %s: %v", name, err)
-	}
-	return cases
-}
-
-// assertClose fails unless got has want's shape and its values are within
-// atol + rtol·|want| (NaN matches NaN, infinities must match exactly).
-func assertClose(t *testing.T, what string, got *tensor.Tensor, want fixtureTensor, rtol, atol float64) {
-	t.Helper()
-	shape := want.Shape
-	if shape == nil {
-		shape = []int{}
-	}
-	assertValues(t, what, got, shape, want.Float64s(), rtol, atol)
-}
-
-// assertValues fails unless got has the given shape and values.
-func assertValues(t *testing.T, what string, got *tensor.Tensor, shape []int, want []float64, rtol, atol float64) {
-	t.Helper()
-	gs := got.Shape()
-	if fmt.Sprint(gs) != fmt.Sprint(shape) {
-		t.Errorf("%s: shape %v, want %v", what, gs, shape)
-		return
-	}
-	g := got.Float64s()
-	bad := 0
-	for i := range want {
-		w, v := want[i], g[i]
-		ok := false
-		switch {
-		case math.IsNaN(w):
-			ok = math.IsNaN(v)
-		case math.IsInf(w, 0):
-			ok = v == w
-		default:
-			ok = math.Abs(v-w) <= atol+rtol*math.Abs(w)
-		}
-		if !ok {
-			if bad < 5 {
-				t.Errorf("%s: element %d = %v, want %v", what, i, v, w)
-			}
-			bad++
-		}
-	}
-	if bad >= 5 {
-		t.Errorf("%s: %d of %d elements differ", what, bad, len(want))
-	}
-}
-
-// gradCheck compares the gradients Backward computes for f with central
-// finite differences in float64. Float inputs (converted to Float64) are
-// differentiated; other inputs (indices, masks) are passed through. The
-// loss is Σ f(x)·w with fixed random weights w, so every output element
-// contributes differently. f may build views (transposes, slices,
-// broadcasts) of its inputs to check gradients through them.
-func gradCheck(t *testing.T, dev tensor.Device, f func(in []*tensor.Tensor) *tensor.Tensor, inputs ...*tensor.Tensor) {
-	t.Helper()
-	const eps, rtol, atol = 1e-6, 1e-4, 1e-6
-	ad := dev.Autodiff()
-	host := make([][]float64, len(inputs))
-	for i, in := range inputs {
-		host[i] = in.Float64s()
-	}
-	build := func(d tensor.Device, i int, vals []float64) *tensor.Tensor {
-		in := inputs[i]
-		if !in.DType().IsFloat() {
-			return in.ToDevice(d)
-		}
-		return tensor.FromFloat64s(d, vals, in.Shape()...).Reshape(in.Shape()...)
-	}
-	xs := make([]*tensor.Tensor, len(inputs))
-	for i := range inputs {
-		xs[i] = build(ad, i, host[i])
-		if inputs[i].DType().IsFloat() {
-			xs[i].RequireGrad()
-		}
-	}
-	out := f(xs)
-	rng := rand.New(rand.NewPCG(7, 7))
-	w := make([]float64, out.NumElements())
-	for i := range w {
-		w[i] = rng.Float64()*2 - 1
-	}
-	wt := tensor.FromFloat64s(ad, w, out.Shape()...).Reshape(out.Shape()...)
-	loss := out.To(tensor.Float64).Mul(wt).Sum()
-	grads := loss.Backward()
-	lossAt := func(i int, vals []float64) float64 {
-		var l float64
-		tensor.Scope(func() {
-			in := make([]*tensor.Tensor, len(inputs))
-			for k := range inputs {
-				v := host[k]
-				if k == i {
-					v = vals
-				}
-				in[k] = build(dev, k, v)
-			}
-			o := f(in).Float64s()
-			for j := range o {
-				l += o[j] * w[j]
-			}
-		})
-		return l
-	}
-	for i, in := range inputs {
-		if !in.DType().IsFloat() {
-			continue
-		}
-		g := grads.Get(xs[i])
-		if g == nil {
-			t.Errorf("input %d: no gradient", i)
-			continue
-		}
-		if fmt.Sprint(g.Shape()) != fmt.Sprint(in.Shape()) {
-			t.Errorf("input %d: gradient shape %v, want %v", i, g.Shape(), in.Shape())
-			continue
-		}
-		analytic := g.Float64s()
-		bad := 0
-		for j := range host[i] {
-			v := append([]float64(nil), host[i]...)
-			v[j] = host[i][j] + eps
-			lp := lossAt(i, v)
-			v[j] = host[i][j] - eps
-			lm := lossAt(i, v)
-			num := (lp - lm) / (2 * eps)
-			if math.Abs(num-analytic[j]) > atol+rtol*math.Abs(num) && math.Abs(num-analytic[j]) > 1e-5 {
-				if bad < 5 {
-					t.Errorf("input %d element %d: gradient %v, finite difference %v", i, j, analytic[j], num)
-				}
-				bad++
-			}
-		}
-	}
-}
-
-// randFloat64 returns a Float64 tensor of uniform values in [lo, hi) from
-// a fixed seed, for gradient checks.
-func randFloat64(dev tensor.Device, seed uint64, lo, hi float64, shape ...int) *tensor.Tensor {
-	rng := rand.New(rand.NewPCG(seed, 1))
-	n := 1
-	for _, s := range shape {
-		n *= s
-	}
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = lo + (hi-lo)*rng.Float64()
-	}
-	return tensor.FromFloat64s(dev, v, shape...).Reshape(shape...)
-}
+type (
+	fixtureTensor = testutil.Fixture
+	fixtureCase   = testutil.FixtureCase
+)
 
 // gradCase is one table entry for runGradCases: f applied to inputs built on dev.
 type gradCase struct {
@@ -291,11 +33,9 @@ type gradCase struct {
 // runGradCases runs gradCheck for each case on every test device.
 func runGradCases(t *testing.T, cases []gradCase) {
 	t.Helper()
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			forEachDevice(t, func(t *testing.T, dev tensor.Device) {
-				gradCheck(t, dev, c.f, c.inputs(dev)...)
-			})
-		})
+	tc := make([]testutil.GradCase, len(cases))
+	for i, c := range cases {
+		tc[i] = testutil.GradCase{Name: c.name, F: c.f, Inputs: c.inputs}
 	}
+	testutil.RunGradCases(t, tc)
 }
