@@ -3,6 +3,7 @@ package nn
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -110,25 +111,13 @@ func mismatch(p *Param, src *tensor.Tensor) string {
 	case p.Tensor == nil || p.Released():
 		return "the model's tensor is missing or released"
 	}
-	if got, want := src.Shape(), p.Shape(); !equalShapes(got, want) {
+	if got, want := src.Shape(), p.Shape(); !slices.Equal(got, want) {
 		return fmt.Sprintf("shape %v, model has %v", got, want)
 	}
 	if got, want := src.DType(), p.DType(); got != want && !(got.IsFloat() && want.IsFloat()) {
 		return fmt.Sprintf("dtype %s, model has %s", got, want)
 	}
 	return ""
-}
-
-func equalShapes(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // load copies every planned source into its parameter. Sources on another

@@ -248,7 +248,7 @@ func (s *SummaryTree) String() string {
 	fmt.Fprintf(&b, "Frozen params: %s\n", groupDigits(s.Frozen))
 	fmt.Fprintf(&b, "Total params: %s\n", groupDigits(s.Total()))
 	fmt.Fprintf(&b, "Buffer elements: %s\n", groupDigits(s.Buffers))
-	fmt.Fprintf(&b, "Parameter and buffer memory: %s\n", formatBytes(s.Bytes))
+	fmt.Fprintf(&b, "Parameter and buffer memory: %s\n", tensor.FormatBytes(s.Bytes))
 	b.WriteString(rule + "\n")
 	return b.String()
 }
@@ -283,16 +283,4 @@ func groupDigits(n int) string {
 		return "-" + b.String()
 	}
 	return b.String()
-}
-
-func formatBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

@@ -3,6 +3,7 @@ package tensor_test
 import (
 	"errors"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -306,7 +307,7 @@ func TestActivationGraph(t *testing.T) {
 func TestActivationDTypes(t *testing.T) {
 	forEachDevice(t, func(t *testing.T, dev tensor.Device) {
 		i := tensor.FromInt64s(dev, []int64{-2, 0, 3})
-		if r := i.Relu(); r.DType() != tensor.Int64 || !sameInts(r.Int64s(), []int64{0, 0, 3}) {
+		if r := i.Relu(); r.DType() != tensor.Int64 || !slices.Equal(r.Int64s(), []int64{0, 0, 3}) {
 			t.Errorf("Relu of int64: %s %v", r.DType(), r.Int64s())
 		}
 		if r := i.Silu(); r.DType() != tensor.Float32 {
@@ -319,18 +320,6 @@ func TestActivationDTypes(t *testing.T) {
 		}
 		assertValues(t, "bfloat16 gelu", r, []int{3}, []float64{-0.158655, 0.345731, 1.954500}, 1e-2, 1e-3)
 	})
-}
-
-func sameInts(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestActivationBadInput checks the parameters activations reject.

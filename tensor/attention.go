@@ -165,25 +165,7 @@ func ScaledDotProductAttention(q, k, v, mask *Tensor, cfg AttentionConfig) *Tens
 // nnBroadcast returns the broadcast of a and b, or nil when they do not
 // broadcast.
 func nnBroadcast(a, b []int) []int {
-	n := max(len(a), len(b))
-	out := make([]int, n)
-	for i := range n {
-		da, db := 1, 1
-		if j := len(a) - n + i; j >= 0 {
-			da = a[j]
-		}
-		if j := len(b) - n + i; j >= 0 {
-			db = b[j]
-		}
-		switch {
-		case da == db || db == 1:
-			out[i] = da
-		case da == 1:
-			out[i] = db
-		default:
-			return nil
-		}
-	}
+	out, _ := broadcastShape(a, b)
 	return out
 }
 

@@ -173,12 +173,14 @@ func (l DeviceList) String() string {
 		if e.Default {
 			mark = "yes (" + DefaultDeviceReason() + ")"
 		}
-		fmt.Fprintf(&b, "%-8s %-40s %10s %6d  %s\n", e.String(), e.Name, formatBytes(e.MemoryBytes), e.Cores, mark)
+		fmt.Fprintf(&b, "%-8s %-40s %10s %6d  %s\n", e.String(), e.Name, FormatBytes(e.MemoryBytes), e.Cores, mark)
 	}
 	return b.String()
 }
 
-func formatBytes(n int64) string {
+// FormatBytes formats a byte count for people: "-" for zero or less,
+// else B, KiB, MiB or GiB with one decimal.
+func FormatBytes(n int64) string {
 	switch {
 	case n <= 0:
 		return "-"
@@ -357,8 +359,8 @@ type MemoryStats struct {
 
 // String formats the stats on one line.
 func (m MemoryStats) String() string {
-	return fmt.Sprintf("live %s in %d storages, peak %s, budget %s", formatBytes(m.LiveBytes), m.LiveTensors,
-		formatBytes(m.PeakBytes), formatBytes(m.BudgetBytes))
+	return fmt.Sprintf("live %s in %d storages, peak %s, budget %s", FormatBytes(m.LiveBytes), m.LiveTensors,
+		FormatBytes(m.PeakBytes), FormatBytes(m.BudgetBytes))
 }
 
 // MemoryStats reports the device's memory use.
@@ -383,7 +385,7 @@ func (st *deviceState) alloc(op string, dtype backends.DType, n int) backends.Bu
 	if b := st.budget.Load(); b > 0 && live > b {
 		st.live.Add(-bytes)
 		fail(op, ErrOutOfMemory, "allocating %s (%d × %s) on %s would exceed its budget: %s live of %s",
-			formatBytes(bytes), n, dtype, st.name, formatBytes(live-bytes), formatBytes(b))
+			FormatBytes(bytes), n, dtype, st.name, FormatBytes(live-bytes), FormatBytes(b))
 	}
 	for {
 		p := st.peak.Load()

@@ -25,29 +25,44 @@ func sameDevice(op string, ts ...*Tensor) {
 	}
 }
 
-// broadcastShapes returns the NumPy broadcast of a and b.
+// broadcastShapes returns the NumPy broadcast of a and b, panicking with
+// ErrShape for op when they do not broadcast.
 func broadcastShapes(op string, a, b []int) []int {
+	out, dim := broadcastShape(a, b)
+	if out == nil {
+		n := max(len(a), len(b))
+		fail(op, ErrShape, "shapes %s and %s cannot be broadcast together (dimension %d: %d vs %d)",
+			shapeString(a), shapeString(b), dim, dimFromEnd(a, n, dim), dimFromEnd(b, n, dim))
+	}
+	return out
+}
+
+// broadcastShape returns the NumPy broadcast of a and b, or nil and the
+// first dimension (of the broadcast rank) where they conflict.
+func broadcastShape(a, b []int) ([]int, int) {
 	n := max(len(a), len(b))
 	out := make([]int, n)
 	for i := range n {
-		da, db := 1, 1
-		if j := len(a) - n + i; j >= 0 {
-			da = a[j]
-		}
-		if j := len(b) - n + i; j >= 0 {
-			db = b[j]
-		}
+		da, db := dimFromEnd(a, n, i), dimFromEnd(b, n, i)
 		switch {
 		case da == db || db == 1:
 			out[i] = da
 		case da == 1:
 			out[i] = db
 		default:
-			fail(op, ErrShape, "shapes %s and %s cannot be broadcast together (dimension %d: %d vs %d)",
-				shapeString(a), shapeString(b), i, da, db)
+			return nil, i
 		}
 	}
-	return out
+	return out, -1
+}
+
+// dimFromEnd returns dimension i of shape aligned right to rank n (1 for
+// the implied leading dimensions).
+func dimFromEnd(shape []int, n, i int) int {
+	if j := len(shape) - n + i; j >= 0 {
+		return shape[j]
+	}
+	return 1
 }
 
 // broadcastView returns t's view expanded to shape (stride 0 on repeated

@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"github.com/kiln-ml/kiln/autodiff"
+	"slices"
 )
 
 // record attaches a graph node for op to out when some input requires
@@ -166,14 +167,4 @@ func (t *Tensor) BackwardWith(grad *Tensor) *Gradients {
 	return out
 }
 
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
+func sameShape(a, b []int) bool { return slices.Equal(a, b) }
