@@ -91,9 +91,10 @@ func (l *Linear) Forward(x *tensor.Tensor) *tensor.Tensor {
 
 // LayerNormConfig configures a LayerNorm; the zero value is PyTorch's default.
 type LayerNormConfig struct {
-	Eps      float64 `json:"eps,omitempty"`       // default 1e-5
-	NoAffine bool    `json:"no_affine,omitempty"` // no weight and bias (elementwise_affine=False)
-	NoBias   bool    `json:"no_bias,omitempty"`   // weight but no bias
+	Eps      float64      `json:"eps,omitempty"`       // default 1e-5
+	NoAffine bool         `json:"no_affine,omitempty"` // no weight and bias (elementwise_affine=False)
+	NoBias   bool         `json:"no_bias,omitempty"`   // weight but no bias
+	DType    tensor.DType `json:"dtype,omitempty"`     // parameter dtype; zero means Float32
 }
 
 // LayerNorm normalises over the trailing Shape dimensions, then scales by
@@ -116,9 +117,9 @@ func NewLayerNorm(dev tensor.Device, shape []int, cfg ...LayerNormConfig) *Layer
 	}
 	l := &LayerNorm{Shape: append([]int(nil), shape...), Eps: c.Eps}
 	if !c.NoAffine {
-		l.Weight = NewParam(tensor.Ones(dev, shape...))
+		l.Weight = NewParam(convert(tensor.Ones(dev, shape...), c.DType))
 		if !c.NoBias {
-			l.Bias = NewParam(tensor.Zeros(dev, shape...))
+			l.Bias = NewParam(convert(tensor.Zeros(dev, shape...), c.DType))
 		}
 	}
 	return l
@@ -166,9 +167,5 @@ func (d *Dropout) Forward(x *tensor.Tensor) *tensor.Tensor {
 	if !d.Training() || d.P == 0 {
 		return x
 	}
-	keep := tensor.Bernoulli(x.Device().Inner(), 1-d.P, x.Shape()...)
-	if keep.DType() != x.DType() {
-		keep = keep.To(x.DType())
-	}
-	return x.Mul(keep).MulScalar(1 / (1 - d.P))
+	return applyMask(x, x.Shape(), d.P)
 }
