@@ -1,0 +1,130 @@
+"""Writes the fixtures of nn's sequence layers (rnn.go, attention.go,
+transformer.go, positional.go, swiglu.go).
+
+Run from nn/testdata with Debian's interpreter:
+
+    /usr/bin/python3 gen_seq.py
+
+PyTorch 1.13 modules (LSTM, GRU, MultiheadAttention, Transformer*) give the
+outputs and the parameter gradients of loss = Σ_k Σ output_k · w_k, with
+fixed random weights w_k stored as "w.<output>". Each case stores the
+module's state dict as "param.<name>", its inputs, its outputs and
+"grad.<name>" for every parameter (and "grad.<input>" for float inputs).
+Everything runs in eval mode (dropout off) with gradients enabled, so
+PyTorch takes its reference paths, not its fused inference kernels.
+
+Rotary encoding, SwiGLU and the sinusoidal positional encoding are not
+PyTorch 1.13 modules: their references are computed here with NumPy in
+float64 from the defining equations.
+"""
+import sys
+
+import json  # noqa: E402
+import os  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../tensor/testdata"))
+from fixtures import t2j  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+
+def short(f):
+    """Writes float32 values with 9 significant digits, which identify a
+    float32 exactly, to keep the files small."""
+    if f["dtype"] == "float32":
+        f["data"] = [float("%.9g" % v) if isinstance(v, float) else v for v in f["data"]]
+    return f
+
+
+def dump(name, cases):
+    """Writes cases ({case: {tensor name: tensor}}) to nn/testdata/name.json
+    (fixtures.dump writes next to fixtures.py, in tensor/testdata)."""
+    out = {c: {k: short(t2j(v)) for k, v in ts.items()} for c, ts in cases.items()}
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".json")
+    with open(path, "w") as f:
+        json.dump(out, f, separators=(",", ":"), sort_keys=True)
+        f.write("\n")
+    print("wrote", path, len(out), "cases", os.path.getsize(path), "bytes")
+
+
+def record(module, inputs, run, grad_inputs=()):
+    """Runs run(module, **inputs) -> {name: output}, then backpropagates
+    Σ output·w with random w and returns the fixture case."""
+    module.eval()
+    case = {}
+    for k, v in module.state_dict().items():
+        case["param." + k] = v.clone()
+    for k, v in inputs.items():
+        if v is None:
+            continue
+        case[k] = v.clone()
+        if k in grad_inputs:
+            v.requires_grad_(True)
+    outs = run(module, **inputs)
+    loss = 0
+    for k, o in outs.items():
+        w = torch.rand(o.shape, dtype=o.dtype) * 2 - 1
+        case["w." + k] = w
+        case[k] = o.detach().clone()
+        loss = loss + (o * w).sum()
+    loss.backward()
+    for k, p in module.named_parameters():
+        case["grad." + k] = p.grad.clone()
+    for k in grad_inputs:
+        case["grad." + k] = inputs[k].grad.clone()
+    return case
+
+
+# ---------------------------------------------------------------- RNNs
+
+
+def lstm_run(m, x, h0=None, c0=None):
+    state = None if h0 is None else (h0, c0)
+    out, (hn, cn) = m(x, state)
+    return {"out": out, "hn": hn, "cn": cn}
+
+
+def gru_run(m, x, h0=None):
+    out, hn = m(x, h0)
+    return {"out": out, "hn": hn}
+
+
+def rnn_cases():
+    cases = {}
+    # name: (class, input, hidden, kwargs, input shape, with initial state)
+    specs = {
+        "lstm_basic": (torch.nn.LSTM, 3, 4, {}, (5, 2, 3), True),
+        "lstm_bidirectional_2layer": (torch.nn.LSTM, 3, 4, {"num_layers": 2, "bidirectional": True}, (4, 2, 3), False),
+        "lstm_batch_first_2layer": (torch.nn.LSTM, 3, 4, {"num_layers": 2, "batch_first": True}, (2, 5, 3), True),
+        "lstm_unbatched_bidirectional": (torch.nn.LSTM, 3, 4, {"bidirectional": True}, (4, 3), True),
+        "lstm_no_bias": (torch.nn.LSTM, 3, 4, {"bias": False}, (3, 2, 3), False),
+        "lstm_deep_bidirectional": (torch.nn.LSTM, 2, 3,
+                                    {"num_layers": 3, "bidirectional": True, "batch_first": True}, (2, 6, 2), True),
+        "gru_basic": (torch.nn.GRU, 3, 4, {}, (5, 2, 3), True),
+        "gru_bidirectional_2layer": (torch.nn.GRU, 3, 4, {"num_layers": 2, "bidirectional": True}, (4, 2, 3), True),
+        "gru_batch_first_bidirectional": (torch.nn.GRU, 3, 4, {"batch_first": True, "bidirectional": True},
+                                          (2, 4, 3), False),
+        "gru_unbatched_2layer": (torch.nn.GRU, 3, 4, {"num_layers": 2}, (5, 3), True),
+        "gru_no_bias": (torch.nn.GRU, 3, 4, {"bias": False}, (3, 2, 3), False),
+    }
+    for i, (name, (cls, inp, hid, kw, xshape, with_state)) in enumerate(specs.items()):
+        torch.manual_seed(100 + i)
+        m = cls(inp, hid, **kw)
+        x = torch.randn(xshape)
+        dirs = 2 if kw.get("bidirectional") else 1
+        layers = kw.get("num_layers", 1)
+        inputs = {"x": x}
+        if with_state:
+            sshape = (layers * dirs, hid) if len(xshape) == 2 else (layers * dirs, xshape[0 if kw.get("batch_first") else 1], hid)
+            inputs["h0"] = torch.randn(sshape)
+            if cls is torch.nn.LSTM:
+                inputs["c0"] = torch.randn(sshape)
+        grads = tuple(k for k in inputs)
+        run = lstm_run if cls is torch.nn.LSTM else gru_run
+        cases[name] = record(m, inputs, run, grads)
+    return cases
+
+
+if __name__ == "__main__":
+    dump("seq_rnn", rnn_cases())
