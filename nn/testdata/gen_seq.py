@@ -126,5 +126,87 @@ def rnn_cases():
     return cases
 
 
+# ----------------------------------------------------------- attention
+
+
+def mha_run(need_weights=True, average=True, causal=False):
+    def run(m, x=None, q=None, k=None, v=None, attn_mask=None, key_padding_mask=None):
+        if x is not None:
+            q = k = v = x
+        elif v is None:
+            v = k
+        if causal:
+            seq = 1 if m.batch_first and q.dim() == 3 else 0
+            L, S = q.shape[seq], k.shape[seq]
+            attn_mask = torch.ones(L, S, dtype=torch.bool).triu(1 + S - L)
+        out, w = m(q, k, v, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                   need_weights=need_weights, average_attn_weights=average)
+        res = {"out": out}
+        if need_weights:
+            res["weights"] = w
+        return res
+    return run
+
+
+def padding(n, s, pads):
+    """A [n, s] bool key padding mask with the last pads[i] keys of
+    sequence i masked."""
+    m = torch.zeros(n, s, dtype=torch.bool)
+    for i, p in enumerate(pads):
+        if p:
+            m[i, s - p:] = True
+    return m
+
+
+def mha_cases():
+    cases = {}
+    E, H = 8, 2
+
+    torch.manual_seed(200)
+    m = torch.nn.MultiheadAttention(E, H)
+    cases["mha_self"] = record(m, {"x": torch.randn(4, 3, E)}, mha_run(), ("x",))
+
+    torch.manual_seed(201)
+    m = torch.nn.MultiheadAttention(E, H, batch_first=True)
+    cases["mha_cross_batch_first_per_head"] = record(
+        m, {"q": torch.randn(2, 3, E), "k": torch.randn(2, 5, E)}, mha_run(average=False), ("q", "k"))
+
+    torch.manual_seed(202)
+    m = torch.nn.MultiheadAttention(E, H)
+    L, S, N = 3, 5, 2
+    am = torch.rand(L, S) < 0.3
+    am[:, 0] = False  # every query keeps a key
+    cases["mha_bool_masks"] = record(
+        m, {"q": torch.randn(L, N, E), "k": torch.randn(S, N, E), "v": torch.randn(S, N, E),
+            "attn_mask": am, "key_padding_mask": padding(N, S, [0, 2])},
+        mha_run(), ("q", "k", "v"))
+
+    torch.manual_seed(203)
+    m = torch.nn.MultiheadAttention(E, 4, batch_first=True)
+    L, S, N = 3, 4, 2
+    cases["mha_float_mask_per_head"] = record(
+        m, {"q": torch.randn(N, L, E), "k": torch.randn(N, S, E), "v": torch.randn(N, S, E),
+            "attn_mask": torch.randn(N * 4, L, S)},
+        mha_run(need_weights=False), ("q", "k", "v"))
+
+    torch.manual_seed(204)
+    m = torch.nn.MultiheadAttention(E, H)
+    cases["mha_unbatched_padding"] = record(
+        m, {"q": torch.randn(3, E), "k": torch.randn(5, E), "key_padding_mask": padding(1, 5, [2])[0]},
+        mha_run(), ("q", "k"))
+
+    torch.manual_seed(205)
+    m = torch.nn.MultiheadAttention(E, H, bias=False)
+    cases["mha_no_bias"] = record(m, {"x": torch.randn(4, 2, E)}, mha_run(), ("x",))
+
+    torch.manual_seed(206)
+    m = torch.nn.MultiheadAttention(E, H, batch_first=True)
+    cases["mha_causal_padding"] = record(
+        m, {"x": torch.randn(2, 5, E), "key_padding_mask": padding(2, 5, [1, 0])},
+        mha_run(need_weights=False, causal=True), ("x",))
+    return cases
+
+
 if __name__ == "__main__":
     dump("seq_rnn", rnn_cases())
+    dump("seq_attention", mha_cases())
