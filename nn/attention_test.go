@@ -190,7 +190,7 @@ func TestMultiHeadAttentionGradCheck(t *testing.T) {
 					testutil.RandFloat64(dev, 1, -1, 1, 3, 2, 4), // query [L, N, E]
 					testutil.RandFloat64(dev, 2, -1, 1, 2, 2, 4), // key [S, N, E]
 					testutil.RandFloat64(dev, 3, -1, 1, 2, 2, 4), // value
-					testutil.RandFloat64(dev, 4, -1, 1, 3, 2), // float attention mask [L, S]
+					testutil.RandFloat64(dev, 4, -1, 1, 3, 2),    // float attention mask [L, S]
 					testutil.RandFloat64(dev, 5, -1, 1, 12, 4),
 					testutil.RandFloat64(dev, 6, -1, 1, 12),
 					testutil.RandFloat64(dev, 7, -1, 1, 4, 4),
