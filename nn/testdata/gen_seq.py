@@ -207,6 +207,101 @@ def mha_cases():
     return cases
 
 
+# --------------------------------------------------------- transformers
+
+
+def scramble(m, seed):
+    """Gives every parameter its own random values, so that cloned layers
+    differ and layer norms are not the identity."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.copy_(torch.rand(p.shape, generator=g) - 0.5)
+
+
+def causal(n):
+    return torch.ones(n, n, dtype=torch.bool).triu(1)
+
+
+def encoder_run(m, src, src_mask=None, src_key_padding_mask=None):
+    if isinstance(m, torch.nn.TransformerEncoder):
+        return {"out": m(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask)}
+    return {"out": m(src, src_mask=src_mask, src_key_padding_mask=src_key_padding_mask)}
+
+
+def decoder_run(m, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_causal=False):
+    if tgt_causal:
+        tgt_mask = causal(tgt.shape[1 if m_batch_first(m) and tgt.dim() == 3 else 0])
+    return {"out": m(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                     tgt_key_padding_mask=tgt_key_padding_mask, memory_key_padding_mask=memory_key_padding_mask)}
+
+
+def m_batch_first(m):
+    layer = m.layers[0] if hasattr(m, "layers") else m
+    return layer.self_attn.batch_first
+
+
+def transformer_cases():
+    cases = {}
+    E, H, F = 8, 2, 12
+
+    torch.manual_seed(300)
+    m = torch.nn.TransformerEncoderLayer(E, H, dim_feedforward=F)
+    scramble(m, 1)
+    cases["encoder_layer_post_norm"] = record(
+        m, {"src": torch.randn(5, 2, E), "src_key_padding_mask": padding(2, 5, [0, 2])}, encoder_run, ("src",))
+
+    torch.manual_seed(301)
+    m = torch.nn.TransformerEncoderLayer(E, H, dim_feedforward=F, activation="gelu", batch_first=True, norm_first=True,
+                                         layer_norm_eps=1e-6)
+    scramble(m, 2)
+    cases["encoder_layer_pre_norm_gelu_batch_first"] = record(
+        m, {"src": torch.randn(2, 4, E), "src_mask": torch.randn(4, 4)}, encoder_run, ("src",))
+
+    torch.manual_seed(302)
+    m = torch.nn.TransformerEncoderLayer(E, H, dim_feedforward=F)
+    scramble(m, 3)
+    cases["encoder_layer_unbatched_causal"] = record(
+        m, {"src": torch.randn(4, E), "src_mask": causal(4)}, encoder_run, ("src",))
+
+    torch.manual_seed(303)
+    layer = torch.nn.TransformerEncoderLayer(E, H, dim_feedforward=F)
+    m = torch.nn.TransformerEncoder(layer, 3, norm=torch.nn.LayerNorm(E))
+    scramble(m, 4)
+    cases["encoder_stack_norm"] = record(
+        m, {"src": torch.randn(5, 2, E), "src_mask": causal(5), "src_key_padding_mask": padding(2, 5, [1, 0])},
+        encoder_run, ("src",))
+
+    torch.manual_seed(304)
+    m = torch.nn.TransformerDecoderLayer(E, H, dim_feedforward=F)
+    scramble(m, 5)
+    cases["decoder_layer_post_norm"] = record(
+        m, {"tgt": torch.randn(4, 2, E), "memory": torch.randn(5, 2, E), "tgt_mask": causal(4),
+            "memory_key_padding_mask": padding(2, 5, [2, 0])}, decoder_run, ("tgt", "memory"))
+
+    torch.manual_seed(305)
+    m = torch.nn.TransformerDecoderLayer(E, H, dim_feedforward=F, activation="gelu", batch_first=True, norm_first=True)
+    scramble(m, 6)
+    mm = torch.rand(3, 5) < 0.3
+    mm[:, 0] = False
+    cases["decoder_layer_pre_norm_gelu_batch_first"] = record(
+        m, {"tgt": torch.randn(2, 3, E), "memory": torch.randn(2, 5, E), "tgt_mask": torch.randn(2 * H, 3, 3),
+            "memory_mask": mm, "tgt_key_padding_mask": padding(2, 3, [0, 1])}, decoder_run, ("tgt", "memory"))
+
+    torch.manual_seed(306)
+    layer = torch.nn.TransformerDecoderLayer(E, H, dim_feedforward=F, batch_first=True)
+    m = torch.nn.TransformerDecoder(layer, 2, norm=torch.nn.LayerNorm(E))
+    scramble(m, 7)
+    cases["decoder_stack_causal_norm"] = record(
+        m, {"tgt": torch.randn(2, 4, E), "memory": torch.randn(2, 3, E)},
+        lambda m, **kw: decoder_run(m, tgt_causal=True, **kw), ("tgt", "memory"))
+    return cases
+
+
 if __name__ == "__main__":
     dump("seq_rnn", rnn_cases())
     dump("seq_attention", mha_cases())
+    tc = transformer_cases()
+    dump("seq_encoder", {k: v for k, v in tc.items() if k.startswith("encoder")})
+    dump("seq_decoder", {k: v for k, v in tc.items() if k.startswith("decoder")})
