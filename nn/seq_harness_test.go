@@ -21,11 +21,26 @@ type seqRun func(in map[string]*tensor.Tensor) map[string]*tensor.Tensor
 // outputs.
 func checkSeqFixture(t *testing.T, dev tensor.Device, fc testutil.FixtureCase, model any, run seqRun, rtol, atol float64) {
 	t.Helper()
+	checkSeqFixtureIn(t, dev, fc, model, run, false, rtol, atol)
+}
+
+// checkSeqFixtureIn is checkSeqFixture, with the fixture's float32 tensors
+// converted to float64 (after rounding to float32, as they were written)
+// when wide is set.
+func checkSeqFixtureIn(t *testing.T, dev tensor.Device, fc testutil.FixtureCase, model any, run seqRun, wide bool, rtol, atol float64) {
+	t.Helper()
 	ad := dev.Autodiff()
+	load := func(f testutil.Fixture) *tensor.Tensor {
+		x := f.Tensor(ad)
+		if wide && x.DType() == tensor.Float32 {
+			x = x.To(tensor.Float64)
+		}
+		return x
+	}
 	sd := map[string]*tensor.Tensor{}
 	for k, f := range fc {
 		if name, ok := strings.CutPrefix(k, "param."); ok {
-			sd[name] = f.Tensor(ad)
+			sd[name] = load(f)
 		}
 	}
 	if _, _, err := nn.LoadStateDict(model, sd); err != nil {
@@ -39,7 +54,7 @@ func checkSeqFixture(t *testing.T, dev tensor.Device, fc testutil.FixtureCase, m
 		if _, isOut := fc["w."+k]; isOut {
 			continue
 		}
-		in[k] = f.Tensor(ad)
+		in[k] = load(f)
 		if _, ok := fc["grad."+k]; ok {
 			in[k].RequireGrad()
 		}
@@ -57,7 +72,7 @@ func checkSeqFixture(t *testing.T, dev tensor.Device, fc testutil.FixtureCase, m
 			t.Fatalf("output %s is not in the fixture", k)
 		}
 		testutil.AssertClose(t, k, outs[k], want, rtol, atol)
-		term := outs[k].Mul(fc["w."+k].Tensor(ad).To(outs[k].DType())).Sum()
+		term := outs[k].Mul(load(fc["w."+k]).To(outs[k].DType())).Sum()
 		if loss == nil {
 			loss = term
 		} else {

@@ -299,9 +299,112 @@ def transformer_cases():
     return cases
 
 
+# ------------------------------------------------- NumPy references
+
+
+def rope_np(x, start, base, half_split, sign=1.0):
+    """Rotary encoding from its definition: feature pairs (a, b) at
+    position m rotated by m·θ_i, θ_i = base^(−2i/D); pairs (2i, 2i+1) or,
+    half split, (i, i + D/2). sign=−1 rotates back (the gradient)."""
+    x = x.astype(np.float64)
+    T, D = x.shape[-2], x.shape[-1]
+    theta = base ** (-2.0 * np.arange(D // 2) / D)
+    ang = sign * np.outer(np.arange(start, start + T), theta)  # [T, D/2]
+    c, s = np.cos(ang), np.sin(ang)
+    if half_split:
+        a, b = x[..., : D // 2], x[..., D // 2:]
+    else:
+        a, b = x[..., 0::2], x[..., 1::2]
+    ra, rb = a * c - b * s, a * s + b * c
+    out = np.empty_like(x)
+    if half_split:
+        out[..., : D // 2], out[..., D // 2:] = ra, rb
+    else:
+        out[..., 0::2], out[..., 1::2] = ra, rb
+    return out
+
+
+def positional_np(T, D, start):
+    pe = np.zeros((T, D))
+    pos = np.arange(start, start + T)[:, None]
+    div = np.exp(np.arange(0, D, 2) * (-np.log(10000.0) / D))
+    pe[:, 0::2] = np.sin(pos * div)
+    pe[:, 1::2] = np.cos(pos * div)
+    return pe
+
+
+def sigmoid(a):
+    return 1 / (1 + np.exp(-a))
+
+
+def swiglu_np(x, w1, w2, w3, b1=None, b2=None, b3=None, wout=None):
+    """SwiGLU forward and, for loss Σ out·wout, its gradients."""
+    x = x.astype(np.float64)
+    w1, w2, w3 = (w.astype(np.float64) for w in (w1, w2, w3))
+    a = x @ w1.T + (0 if b1 is None else b1)
+    b = x @ w3.T + (0 if b3 is None else b3)
+    sa = a * sigmoid(a)
+    h = sa * b
+    out = h @ w2.T + (0 if b2 is None else b2)
+    gy = wout.astype(np.float64)
+    gh = gy @ w2
+    ga = gh * b * sigmoid(a) * (1 + a * (1 - sigmoid(a)))
+    gb = gh * sa
+    flat = lambda t: t.reshape(-1, t.shape[-1])  # noqa: E731
+    grads = {
+        "grad.w1.weight": flat(ga).T @ flat(x), "grad.w2.weight": flat(gy).T @ flat(h),
+        "grad.w3.weight": flat(gb).T @ flat(x), "grad.x": ga @ w1 + gb @ w3,
+    }
+    if b1 is not None:
+        grads.update({"grad.w1.bias": flat(ga).sum(0), "grad.w2.bias": flat(gy).sum(0), "grad.w3.bias": flat(gb).sum(0)})
+    return out, grads
+
+
+def numpy_cases():
+    rng = np.random.default_rng(400)
+    f32 = lambda *shape: rng.standard_normal(shape).astype(np.float32)  # noqa: E731
+    w = lambda *shape: (rng.random(shape) * 2 - 1).astype(np.float32)  # noqa: E731
+    cases = {}
+    for name, shape, start, base, half in [
+        ("rope_interleaved", (2, 3, 5, 8), 0, 10000.0, False),
+        ("rope_interleaved_offset_base", (4, 6), 7, 500.0, False),
+        ("rope_half_split", (2, 3, 5, 8), 0, 10000.0, True),
+        ("rope_half_split_offset", (1, 2, 3, 6), 11, 10000.0, True),
+    ]:
+        x, wo = f32(*shape), w(*shape)
+        cases[name] = {"x": x, "out": rope_np(x, start, base, half), "w.out": wo,
+                       "grad.x": rope_np(wo, start, base, half, sign=-1.0)}
+    for name, shape, start, batch_first in [
+        ("positional_seq_first", (6, 2, 8), 0, False),
+        ("positional_batch_first_offset", (2, 5, 8), 4990, True),
+        ("positional_unbatched", (3, 4), 2, False),
+    ]:
+        x, wo = f32(*shape), w(*shape)
+        T = shape[1] if batch_first else shape[0]
+        pe = positional_np(T, shape[-1], start)
+        if len(shape) == 3 and not batch_first:
+            pe = pe[:, None, :]
+        cases[name] = {"x": x, "out": x.astype(np.float64) + pe, "w.out": wo, "grad.x": wo.astype(np.float64)}
+    for name, bias in [("swiglu", False), ("swiglu_bias", True)]:
+        dim, hid = 6, 10
+        x = f32(2, 3, dim)
+        p = {"w1.weight": w(hid, dim) * 0.5, "w2.weight": w(dim, hid) * 0.5, "w3.weight": w(hid, dim) * 0.5}
+        if bias:
+            p.update({"w1.bias": w(hid), "w2.bias": w(dim), "w3.bias": w(hid)})
+        wo = w(2, 3, dim)
+        out, grads = swiglu_np(x, p["w1.weight"], p["w2.weight"], p["w3.weight"], p.get("w1.bias"), p.get("w2.bias"),
+                               p.get("w3.bias"), wo)
+        c = {"param." + k: v for k, v in p.items()}
+        c.update({"x": x, "out": out, "w.out": wo})
+        c.update(grads)
+        cases[name] = c
+    return cases
+
+
 if __name__ == "__main__":
     dump("seq_rnn", rnn_cases())
     dump("seq_attention", mha_cases())
     tc = transformer_cases()
     dump("seq_encoder", {k: v for k, v in tc.items() if k.startswith("encoder")})
     dump("seq_decoder", {k: v for k, v in tc.items() if k.startswith("decoder")})
+    dump("seq_numpy", numpy_cases())
