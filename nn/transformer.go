@@ -378,23 +378,33 @@ func (l *TransformerDecoderLayer) Forward(tgt, memory *tensor.Tensor) *tensor.Te
 // panics as Forward does (and as MultiHeadAttention.Forward does for
 // masks that do not fit).
 func (l *TransformerDecoderLayer) ForwardMasked(tgt, memory *tensor.Tensor, m DecoderMasks) *tensor.Tensor {
+	return l.ForwardCached(tgt, memory, m, nil)
+}
+
+// ForwardCached is ForwardMasked for incremental decoding: tgt holds only
+// the new target positions, and the self-attention appends their keys and
+// values to cache and attends over everything it holds (see KVCache; with
+// TargetIsCausal the new positions see the cached ones). TargetMask and
+// TargetKeyPaddingMask then cover all target positions so far. A nil cache
+// makes it ForwardMasked.
+func (l *TransformerDecoderLayer) ForwardCached(tgt, memory *tensor.Tensor, m DecoderMasks, cache *KVCache) *tensor.Tensor {
 	e, bf := l.SelfAttn.EmbedDim, l.SelfAttn.BatchFirst
 	checkSequence("TransformerDecoderLayer", "tgt", "T", tgt, e, bf)
 	checkSequence("TransformerDecoderLayer", "memory", "S", memory, e, bf)
 	x := tgt
 	if l.NormFirst {
-		x = x.Add(l.selfAttention(l.Norm1.Forward(x), m))
+		x = x.Add(l.selfAttention(l.Norm1.Forward(x), m, cache))
 		x = x.Add(l.crossAttention(l.Norm2.Forward(x), memory, m))
 		return x.Add(l.feedForward(l.Norm3.Forward(x)))
 	}
-	x = l.Norm1.Forward(x.Add(l.selfAttention(x, m)))
+	x = l.Norm1.Forward(x.Add(l.selfAttention(x, m, cache)))
 	x = l.Norm2.Forward(x.Add(l.crossAttention(x, memory, m)))
 	return l.Norm3.Forward(x.Add(l.feedForward(x)))
 }
 
-func (l *TransformerDecoderLayer) selfAttention(x *tensor.Tensor, m DecoderMasks) *tensor.Tensor {
+func (l *TransformerDecoderLayer) selfAttention(x *tensor.Tensor, m DecoderMasks, cache *KVCache) *tensor.Tensor {
 	out, _ := l.SelfAttn.Forward(x, x, x, AttentionOptions{AttentionMask: m.TargetMask, KeyPaddingMask: m.TargetKeyPaddingMask,
-		IsCausal: m.TargetIsCausal, SkipWeights: true})
+		IsCausal: m.TargetIsCausal, SkipWeights: true, Cache: cache})
 	return l.Dropout1.Forward(out)
 }
 
@@ -444,9 +454,55 @@ func (d *TransformerDecoder) Forward(tgt, memory *tensor.Tensor) *tensor.Tensor 
 // ForwardMasked applies the layers, each with the masks m, and the final
 // norm.
 func (d *TransformerDecoder) ForwardMasked(tgt, memory *tensor.Tensor, m DecoderMasks) *tensor.Tensor {
+	return d.ForwardCached(tgt, memory, m, nil)
+}
+
+// DecoderCache holds the self-attention keys and values of every layer of
+// a TransformerDecoder for incremental decoding (see
+// TransformerDecoder.ForwardCached). Its zero value is an empty cache; it
+// owns its tensors (see KVCache) until Reset.
+type DecoderCache struct {
+	Layers []KVCache
+}
+
+// Len returns the number of cached target positions.
+func (c *DecoderCache) Len() int {
+	if len(c.Layers) == 0 {
+		return 0
+	}
+	return c.Layers[0].Len()
+}
+
+// Reset releases the cached tensors and empties the cache.
+func (c *DecoderCache) Reset() {
+	for i := range c.Layers {
+		c.Layers[i].Reset()
+	}
+	c.Layers = nil
+}
+
+// ForwardCached is ForwardMasked for incremental (autoregressive)
+// decoding: tgt holds only the new target positions (typically the last
+// generated token), and each layer's self-attention attends over the
+// positions cache holds plus the new ones, which it appends. With
+// TargetIsCausal, decoding a sequence piece by piece gives what one
+// causal call over the whole sequence gives. The attention to the memory
+// is recomputed at every call. A nil cache makes it ForwardMasked.
+func (d *TransformerDecoder) ForwardCached(tgt, memory *tensor.Tensor, m DecoderMasks, cache *DecoderCache) *tensor.Tensor {
+	if cache != nil && len(cache.Layers) == 0 {
+		cache.Layers = make([]KVCache, len(d.Layers))
+	}
+	if cache != nil && len(cache.Layers) != len(d.Layers) {
+		panic(&tensor.Error{Op: "nn.TransformerDecoder", Msg: fmt.Sprintf("the cache holds %d layers, the decoder has %d",
+			len(cache.Layers), len(d.Layers)), Err: tensor.ErrArgument})
+	}
 	x := tgt
-	for _, l := range d.Layers {
-		x = l.ForwardMasked(x, memory, m)
+	for i, l := range d.Layers {
+		var c *KVCache
+		if cache != nil {
+			c = &cache.Layers[i]
+		}
+		x = l.ForwardCached(x, memory, m, c)
 	}
 	if d.Norm != nil {
 		x = d.Norm.Forward(x)

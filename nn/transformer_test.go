@@ -197,6 +197,38 @@ func TestTransformerGradCheck(t *testing.T) {
 	})
 }
 
+// TestTransformerDecoderIncremental decodes a target one piece at a time
+// through a DecoderCache and checks that the outputs equal one causal
+// call over the whole target, for post- and pre-norm stacks.
+func TestTransformerDecoderIncremental(t *testing.T) {
+	for _, normFirst := range []bool{false, true} {
+		t.Run(fmt.Sprint("norm_first=", normFirst), func(t *testing.T) {
+			testutil.ForEachDevice(t, func(t *testing.T, dev tensor.Device) {
+				dev.Seed(11)
+				layer := nn.NewTransformerDecoderLayer(dev, 8, 2, nn.TransformerLayerConfig{DimFeedforward: 16, NormFirst: normFirst,
+					BatchFirst: true})
+				d := nn.NewTransformerDecoder(layer, 2, nn.NewLayerNorm(dev, []int{8}))
+				nn.Eval(d)
+				tgt, memory := tensor.Randn(dev, 2, 5, 8), tensor.Randn(dev, 2, 3, 8)
+				pad := tensor.FromBools(dev, []bool{false, false, true, false, false, false}, 2, 3) // memory padding
+				m := nn.DecoderMasks{TargetIsCausal: true, MemoryKeyPaddingMask: pad}
+				full := d.ForwardMasked(tgt, memory, m)
+				var cache nn.DecoderCache
+				defer cache.Reset()
+				var pieces []*tensor.Tensor
+				for _, span := range [][2]int{{0, 2}, {2, 3}, {3, 4}, {4, 5}} {
+					pieces = append(pieces, d.ForwardCached(tgt.Narrow(1, span[0], span[1]-span[0]), memory, m, &cache))
+				}
+				if cache.Len() != 5 {
+					t.Errorf("cache holds %d positions, want 5", cache.Len())
+				}
+				got := tensor.Cat(pieces, 1)
+				testutil.AssertValues(t, "incremental decoding", got, full.Shape(), full.Float64s(), 1e-5, 1e-6)
+			})
+		})
+	}
+}
+
 // TestTransformerBadInput checks the errors for inputs and configs that do
 // not fit.
 func TestTransformerBadInput(t *testing.T) {
@@ -226,6 +258,11 @@ func TestTransformerBadInput(t *testing.T) {
 		}, tensor.ErrArgument, []string{"nn.NewTransformerEncoderLayer", `"tanh"`}},
 		{"heads do not divide", func(dev tensor.Device) { nn.NewTransformerDecoderLayer(dev, 8, 3) }, tensor.ErrArgument,
 			[]string{"nn.NewTransformerDecoderLayer", "multiple of nhead 3"}},
+		{"cache of another decoder", func(dev tensor.Device) {
+			d := nn.NewTransformerDecoder(nn.NewTransformerDecoderLayer(dev, 8, 2, nn.TransformerLayerConfig{DimFeedforward: 4}), 2, nil)
+			c := nn.DecoderCache{Layers: make([]nn.KVCache, 3)}
+			d.ForwardCached(tensor.Zeros(dev, 1, 2, 8), tensor.Zeros(dev, 3, 2, 8), nn.DecoderMasks{}, &c)
+		}, tensor.ErrArgument, []string{"nn.TransformerDecoder: the cache holds 3 layers, the decoder has 2"}},
 		{"no layers", func(dev tensor.Device) {
 			nn.NewTransformerEncoder(nn.NewTransformerEncoderLayer(dev, 8, 2, nn.TransformerLayerConfig{DimFeedforward: 4}), 0, nil)
 		}, tensor.ErrArgument, []string{"nn.NewTransformerEncoder", "numLayers"}},
