@@ -124,7 +124,8 @@ type AttentionOptions struct {
 // the autodiff graph: gradients flow to the current call's keys and values,
 // not through the cache into earlier calls. Each call copies the cache
 // (tensor.Cat), so decoding S tokens one at a time copies O(S²) elements
-// in all. A cache serves one attention layer and one batch.
+// in all. A cache serves one attention layer and one batch;
+// TransformerDecoder keeps one per layer in a DecoderCache.
 type KVCache struct {
 	Key   *tensor.Tensor // [N, NumHeads, S, EmbedDim/NumHeads]; nil while empty
 	Value *tensor.Tensor // as Key

@@ -299,3 +299,39 @@ func TestRNNBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestInlineMapNames checks the `kiln:",inline"` tag recurrent layers rely
+// on: a map's entries are named as the parent's own fields, in key order,
+// for Params, state dicts, loading and Freeze patterns.
+func TestInlineMapNames(t *testing.T) {
+	testutil.ForEachDevice(t, func(t *testing.T, dev tensor.Device) {
+		type layer struct {
+			Scale   *nn.Param            `kiln:"scale"`
+			Weights map[string]*nn.Param `kiln:",inline"`
+		}
+		type model struct{ Blocks []*layer }
+		newModel := func() *model {
+			return &model{Blocks: []*layer{{Scale: nn.NewParam(tensor.Ones(dev, 1)),
+				Weights: map[string]*nn.Param{"w_l1": nn.NewParam(tensor.Zeros(dev, 2)), "w_l0": nn.NewParam(tensor.Zeros(dev, 3))}}}}
+		}
+		m := newModel()
+		var names []string
+		for _, np := range nn.Params(m) {
+			names = append(names, np.Name)
+		}
+		if fmt.Sprint(names) != "[Blocks.0.scale Blocks.0.w_l0 Blocks.0.w_l1]" {
+			t.Errorf("names %v", names)
+		}
+		if n := nn.Freeze(m, "Blocks.*.w_*"); n != 2 {
+			t.Errorf("Freeze matched %d", n)
+		}
+		m.Blocks[0].Weights["w_l0"].Assign(tensor.Full(dev, 7, 3))
+		fresh := newModel()
+		if _, _, err := nn.LoadStateDict(fresh, nn.StateDict(m)); err != nil {
+			t.Fatal(err)
+		}
+		if v := fresh.Blocks[0].Weights["w_l0"].Float64s()[2]; v != 7 {
+			t.Errorf("loaded %v, want 7", v)
+		}
+	})
+}
