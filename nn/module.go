@@ -150,7 +150,7 @@ func (w *walker) deref(v reflect.Value) (reflect.Value, bool) {
 }
 
 // fields visits the exported fields of struct v into n, flattening
-// embedded structs.
+// embedded structs and the entries of fields tagged `kiln:",inline"`.
 func (w *walker) fields(n *node, v reflect.Value) {
 	t := v.Type()
 	for i := range t.NumField() {
@@ -163,9 +163,12 @@ func (w *walker) fields(n *node, v reflect.Value) {
 		if embedded {
 			// Promote the embedded module's fields into n.
 			inner, ok := w.deref(fv)
-			if ok && inner.Kind() == reflect.Struct {
+			switch {
+			case ok && inner.Kind() == reflect.Struct:
 				n.embedded = append(n.embedded, exposed(inner))
 				w.fields(n, inner)
+			case ok && inner.Kind() == reflect.Map:
+				w.entries(n, inner)
 			}
 			continue
 		}
@@ -223,7 +226,7 @@ func joinPath(parent *node, name string, isRoot bool) string {
 // fieldName returns the path segment of field f of struct type t, whether
 // it is an embedded struct to flatten, and whether to visit it at all.
 func fieldName(t reflect.Type, f reflect.StructField) (name string, embedded, ok bool) {
-	tag, _, _ := strings.Cut(f.Tag.Get("kiln"), ",")
+	tag, opts, _ := strings.Cut(f.Tag.Get("kiln"), ",")
 	if tag == "-" {
 		return "", false, false
 	}
@@ -236,6 +239,12 @@ func fieldName(t reflect.Type, f reflect.StructField) (name string, embedded, ok
 	}
 	if !f.IsExported() {
 		return "", false, false
+	}
+	if opts == "inline" && ft.Kind() == reflect.Map {
+		// The entries of an inline map are named as if they were fields of
+		// the parent: layers whose parameter names are computed (an LSTM's
+		// weight_ih_l0, weight_ih_l1, …) keep them at the top level.
+		return "", true, true
 	}
 	if tag != "" {
 		return tag, false, true
@@ -387,8 +396,10 @@ func filter(m any, keep func(p *Param) bool) []NamedParam {
 // unexported fields, nil pointers and fields of other types (plain
 // *tensor.Tensor fields are not parameters: wrap them with NewParam or
 // NewBuffer). Embedded structs are flattened into their parent, as in
-// encoding/json. Structs declared in interpreted notebook cells work too;
-// the package doc says how their field names are recovered.
+// encoding/json, and so are the entries of a map field tagged
+// `kiln:",inline"` (their keys become the names, as an LSTM's
+// "weight_ih_l0"). Structs declared in interpreted notebook cells work
+// too; the package doc says how their field names are recovered.
 //
 // A pointer reached twice (shared modules, cycles) is walked once, and a
 // Param reachable under several names (tied weights) is listed once, under
