@@ -622,7 +622,7 @@ func (c *KernelClient) Interrupt(ctx context.Context) error {
 
 // Shutdown asks the kernel to exit (shutdown_request on control) and waits
 // for the reply. With restart the kernel is told a new one will follow;
-// starting it is the caller's job (KernelProcess.Restart).
+// KernelProcess.Restart starts the new one.
 func (c *KernelClient) Shutdown(ctx context.Context, restart bool) error {
 	var r ShutdownReply
 	return c.requestInto(ctx, Control, "shutdown_request", ShutdownRequest{Restart: restart}, &r)

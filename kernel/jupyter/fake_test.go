@@ -19,6 +19,8 @@ import (
 //	stderr TEXT      prints TEXT and a newline to stderr
 //	print N          prints N numbered lines to stdout, one Write each
 //	bulk N           prints N MiB to stdout in 1 MiB writes
+//	slowprint N DUR  prints N numbered lines spread evenly over DUR
+//	page TEXT        returns a pager payload showing TEXT
 //	result TEXT      returns TEXT as the cell's value
 //	error NAME       fails with ename NAME
 //	sleep DUR        waits DUR, or fails with KeyboardInterrupt when interrupted
@@ -71,6 +73,22 @@ func (h *fakeHandler) Execute(ctx context.Context, req jupyter.ExecuteRequest, o
 		for range n {
 			out.Stdout().Write(chunk)
 		}
+	case "slowprint":
+		var n int
+		var d time.Duration
+		f := strings.Fields(arg)
+		fmt.Sscan(f[0], &n)
+		d, _ = time.ParseDuration(f[1])
+		w := out.Stdout()
+		start := time.Now()
+		for i := range n {
+			fmt.Fprintf(w, "line %d\n", i)
+			if i%100 == 99 {
+				time.Sleep(time.Until(start.Add(d * time.Duration(i+1) / time.Duration(n))))
+			}
+		}
+	case "page":
+		return jupyter.ExecuteResult{Payload: []map[string]any{{"source": "page", "data": map[string]any{"text/plain": arg}, "start": 0}}}
 	case "result":
 		return jupyter.ExecuteResult{Data: jupyter.MimeBundle{"text/plain": arg}}
 	case "error":
@@ -138,6 +156,9 @@ func (h *fakeHandler) Complete(code string, cursor int) jupyter.CompleteResult {
 }
 
 func (h *fakeHandler) Inspect(code string, cursor, detail int) jupyter.InspectResult {
+	if code == "big" { // 64 KiB of documentation, to fill a peer's buffers
+		return jupyter.InspectResult{Found: true, Data: jupyter.MimeBundle{"text/plain": strings.Repeat("doc ", 16<<10)}}
+	}
 	if strings.Contains(code, "print") {
 		return jupyter.InspectResult{Found: true, Data: jupyter.MimeBundle{"text/plain": fmt.Sprintf("print: prints (cursor %d, detail %d)", cursor, detail)}}
 	}

@@ -31,7 +31,6 @@ type publisher struct {
 	pendingBytes int
 	timer        *time.Timer
 	lastFlush    time.Time
-	kept         int // bytes of an incomplete UTF-8 suffix the last flush kept
 	sent         int // messages handed to the outbox, for tests
 }
 
@@ -125,8 +124,7 @@ func (p *publisher) flushLocked(all bool) {
 	}
 	var keep []byte
 	last := &p.pending[len(p.pending)-1]
-	// A kept suffix with nothing new after it is sent as it is.
-	if !all && p.pendingBytes > p.kept {
+	if !all {
 		cut := incompleteSuffix(last.text)
 		keep = append([]byte(nil), last.text[len(last.text)-cut:]...)
 		last.text = last.text[:len(last.text)-cut]
@@ -141,20 +139,17 @@ func (p *publisher) flushLocked(all bool) {
 		}
 		p.sendLocked(m)
 	}
-	p.kept = len(keep)
-	if len(keep) > 0 {
-		p.pending = []streamChunk{{parent: last.parent, name: last.name, text: keep}}
-		p.pendingBytes = len(keep)
-		if p.timer == nil {
-			p.timer = time.AfterFunc(p.interval, p.timedFlush)
-		}
-		return
-	}
 	p.pending = nil
 	p.pendingBytes = 0
 	if p.timer != nil {
 		p.timer.Stop()
 		p.timer = nil
+	}
+	if len(keep) > 0 {
+		// Kept until more text arrives (which arms the timer again) or the
+		// next full flush (end of cell, other output).
+		p.pending = []streamChunk{{parent: last.parent, name: last.name, text: keep}}
+		p.pendingBytes = len(keep)
 	}
 }
 

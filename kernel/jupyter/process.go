@@ -45,6 +45,7 @@ type KernelProcess struct {
 	// Spec is the kernelspec it was started from.
 	Spec KernelSpec
 
+	opts       StartOptions
 	cmd        *exec.Cmd
 	removeFile bool
 	stderr     *tailBuffer
@@ -93,7 +94,7 @@ func StartKernel(opts StartOptions) (*KernelProcess, error) {
 		return nil, err
 	}
 	info.KernelName = filepath.Base(opts.Spec.Argv[0])
-	p := &KernelProcess{Info: info, Spec: opts.Spec, ConnectionFile: opts.ConnectionFile, done: make(chan struct{})}
+	p := &KernelProcess{Info: info, Spec: opts.Spec, ConnectionFile: opts.ConnectionFile, opts: opts, done: make(chan struct{})}
 	if p.ConnectionFile == "" {
 		p.ConnectionFile = filepath.Join(os.TempDir(), "kiln-kernel-"+NewID()+".json")
 		p.removeFile = true
@@ -258,6 +259,42 @@ func (p *KernelProcess) Shutdown(ctx context.Context, c *KernelClient, grace tim
 		}
 	}
 	return p.Kill()
+}
+
+// Restart shuts the kernel down through c with restart set (killing it if
+// it has not exited after grace), starts a new process with the same
+// options and connects to it. The old client is closed; use the returned
+// one. It fails if the new kernel cannot be started or reached.
+func (p *KernelProcess) Restart(ctx context.Context, c *KernelClient, grace time.Duration) (*KernelProcess, *KernelClient, error) {
+	if c != nil {
+		rctx, cancel := context.WithTimeout(ctx, grace)
+		err := c.Shutdown(rctx, true)
+		cancel()
+		if err == nil {
+			select {
+			case <-p.done:
+			case <-time.After(grace):
+			case <-ctx.Done():
+			}
+		}
+		c.Close()
+	}
+	p.Kill()
+	np, err := StartKernel(p.opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	var copts *ClientOptions
+	if c != nil {
+		o := c.opts
+		copts = &o
+	}
+	nc, err := np.Connect(ctx, copts)
+	if err != nil {
+		np.Kill()
+		return nil, nil, err
+	}
+	return np, nc, nil
 }
 
 // tailBuffer keeps the last max bytes written to it.

@@ -475,6 +475,48 @@ func TestOutputCoalescing(t *testing.T) {
 	t.Logf("20000 lines: %d stream messages, %v", streams, elapsed)
 }
 
+func TestOutputFlushedPeriodically(t *testing.T) {
+	// A cell printing steadily for a second: its output arrives while it
+	// runs, in about one message per flush interval, not one per line.
+	k := startKernel(t, nil)
+	c := k.connect(t)
+	var first time.Time
+	t0 := time.Now()
+	var mu sync.Mutex
+	var out []*jupyter.Message
+	rep, err := c.Execute(timeout(t, 10*time.Second), jupyter.NewExecuteRequest("slowprint 20000 1s"),
+		&jupyter.ExecuteHandlers{Output: func(m *jupyter.Message) {
+			mu.Lock()
+			defer mu.Unlock()
+			if m.Type() == "stream" && first.IsZero() {
+				first = time.Now()
+			}
+			out = append(out, m)
+		}})
+	if err != nil || rep.Status != "ok" {
+		t.Fatalf("%+v %v", rep, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	streams := 0
+	for _, m := range out {
+		if m.Type() == "stream" {
+			streams++
+		}
+	}
+	if got := streamText(out, "stdout"); strings.Count(got, "\n") != 20000 || !strings.HasSuffix(got, "line 19999\n") {
+		t.Errorf("output incomplete: %d lines", strings.Count(got, "\n"))
+	}
+	// 1 s at 50 ms per flush is about 20 messages.
+	if streams < 5 || streams > 60 {
+		t.Errorf("%d stream messages for 1 s of steady output, want about 20", streams)
+	}
+	if d := first.Sub(t0); d > 500*time.Millisecond {
+		t.Errorf("first output after %v: not flushed while the cell runs", d)
+	}
+	t.Logf("1 s of steady printing: %d stream messages, first after %v", streams, first.Sub(t0))
+}
+
 func TestOutputBackpressureIsBounded(t *testing.T) {
 	// A tiny buffer forces the writer to wait for the flush interval: the
 	// output still arrives complete and in order, in few messages.
@@ -794,40 +836,53 @@ func TestVanishedClientDoesNotBlockKernel(t *testing.T) {
 func TestStalledPeerIsDropped(t *testing.T) {
 	defer jupyter.SetStallTimeout(300 * time.Millisecond)()
 	k := startKernel(t, func(c *jupyter.Config) {
-		c.MaxStreamBuffer = 4 << 20
-		c.FlushInterval = 10 * time.Millisecond
+		c.MaxStreamBuffer = 256 << 10
+		c.FlushInterval = 5 * time.Millisecond
 	})
 	c := k.connect(t)
 	info := k.srv.ConnectionInfo()
 	// A subscriber whose owner never calls Recv: zmq4 stops reading its TCP
-	// connection after a few messages, so the kernel's writes to it stall.
+	// connection after ten messages (here at most 256 KiB each), so the
+	// kernel's writes to it stall once the TCP buffers (a few MB) are full.
 	stalled := zmq4.NewSub(context.Background())
 	defer stalled.Close()
 	if err := stalled.Dial(info.Endpoint(info.IOPubPort)); err != nil {
 		t.Fatal(err)
 	}
 	stalled.SetOption(zmq4.OptionSubscribe, "")
-	// Likewise a shell client that sends requests and never reads replies.
+	// Likewise a shell client that sends requests and never reads replies:
+	// 16 MB of replies fill its TCP buffers.
 	d := rawDealer(t, info)
 	signer, _ := jupyter.NewSigner("hmac-sha256", info.Key)
-	for range 50 {
-		m, _ := jupyter.NewMessage("stalled", "execute_request", nil, jupyter.NewExecuteRequest("bulk 1"))
+	for range 256 {
+		m, _ := jupyter.NewMessage("stalled", "inspect_request", nil, jupyter.InspectRequest{Code: "big"})
 		frames, _ := m.Frames(signer)
 		d.Send(zmq4.NewMsgFrom(frames...))
 	}
-	time.Sleep(100 * time.Millisecond)
 
-	const mib = 32
+	const mib = 12
 	t0 := time.Now()
-	rep, out := run(t, c, jupyter.NewExecuteRequest(fmt.Sprintf("bulk %d", mib)), nil)
-	if rep.Status != "ok" {
-		t.Fatalf("reply %+v", rep)
+	var out []*jupyter.Message
+	var mu sync.Mutex
+	rep, err := c.Execute(timeout(t, 60*time.Second), jupyter.NewExecuteRequest(fmt.Sprintf("bulk %d", mib)),
+		&jupyter.ExecuteHandlers{Output: func(m *jupyter.Message) {
+			mu.Lock()
+			out = append(out, m)
+			mu.Unlock()
+		}})
+	if err != nil || rep.Status != "ok" {
+		t.Fatalf("reply %+v, %v", rep, err)
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if got := len(streamText(out, "stdout")); got != mib<<20 {
 		t.Errorf("got %d bytes of output, want %d", got, mib<<20)
 	}
 	if len(out) == 0 || out[len(out)-1].Type() != "status" {
 		t.Errorf("iopub %v does not end with idle: output stalled behind the frozen peers", types(out))
+	}
+	if !strings.Contains(k.log.String(), "stopped reading") {
+		t.Errorf("no frozen peer was dropped")
 	}
 	t.Logf("%d MiB past a frozen subscriber and a frozen shell client in %v", mib, time.Since(t0))
 }
@@ -873,6 +928,47 @@ func TestShutdownRequest(t *testing.T) {
 			}
 			mu.Unlock()
 		})
+	}
+}
+
+func TestShutdownOnShell(t *testing.T) {
+	// Deprecated since 5.4 but still sent by old clients.
+	k := startKernel(t, nil)
+	c := k.connect(t)
+	r, err := c.Request(timeout(t, 5*time.Second), jupyter.Shell, "shutdown_request", jupyter.ShutdownRequest{Restart: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep jupyter.ShutdownReply
+	if r.Decode(&rep); r.Type() != "shutdown_reply" || rep.Status != "ok" || !rep.Restart {
+		t.Errorf("reply %s %+v", r.Type(), rep)
+	}
+	select {
+	case err := <-k.served:
+		k.served <- err
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+}
+
+func TestUnsignedKernel(t *testing.T) {
+	// An empty key turns signing off on both sides.
+	k := startKernel(t, func(c *jupyter.Config) { c.Connection.Key = "" })
+	c := k.connect(t)
+	rep, out := run(t, c, jupyter.NewExecuteRequest("echo plain"), nil)
+	if rep.Status != "ok" || streamText(out, "stdout") != "plain\n" {
+		t.Errorf("unsigned execute: %+v", rep)
+	}
+	d := rawDealer(t, k.srv.ConnectionInfo())
+	m, _ := jupyter.NewMessage("raw", "kernel_info_request", nil, nil)
+	frames, _ := m.Frames(nil)
+	d.Send(zmq4.NewMsgFrom(frames...))
+	zm, err := d.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sig := zm.Frames[1]; len(sig) != 0 {
+		t.Errorf("unsigned kernel sent signature %q", sig)
 	}
 }
 
