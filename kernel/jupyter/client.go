@@ -435,6 +435,7 @@ type ReplyError struct {
 	ErrorContent
 }
 
+// Error names the reply type and the kernel's error.
 func (e *ReplyError) Error() string {
 	return fmt.Sprintf("jupyter: %s: %s: %s", e.MsgType, e.Ename, e.Evalue)
 }

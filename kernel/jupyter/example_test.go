@@ -9,8 +9,9 @@ import (
 )
 
 // shout is a complete (if useless) language: a cell's value is its code in
-// capitals, and "say X" prints X.
-type shout struct{}
+// capitals, and "say X" prints X. BaseHandler answers completion,
+// inspection and the rest.
+type shout struct{ jupyter.BaseHandler }
 
 func (shout) KernelInfo() jupyter.KernelInfo {
 	return jupyter.KernelInfo{Implementation: "shout", LanguageInfo: jupyter.LanguageInfo{
@@ -24,19 +25,6 @@ func (shout) Execute(ctx context.Context, req jupyter.ExecuteRequest, out jupyte
 	}
 	return jupyter.ExecuteResult{Data: jupyter.MimeBundle{"text/plain": strings.ToUpper(req.Code)}}
 }
-
-func (shout) Evaluate(ctx context.Context, expr string) (jupyter.MimeBundle, *jupyter.ErrorContent) {
-	return jupyter.MimeBundle{"text/plain": strings.ToUpper(expr)}, nil
-}
-func (shout) Complete(code string, cursor int) jupyter.CompleteResult {
-	return jupyter.CompleteResult{}
-}
-func (shout) Inspect(code string, cursor, detail int) jupyter.InspectResult {
-	return jupyter.InspectResult{}
-}
-func (shout) IsComplete(code string) (string, string) { return jupyter.Complete, "" }
-func (shout) Interrupt()                              {}
-func (shout) Shutdown(restart bool)                   {}
 
 // A kernel serving a Handler, and a client driving it. A kernel process
 // would call jupyter.Run(ctx, connectionFile, handler, nil) instead.

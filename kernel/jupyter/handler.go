@@ -47,7 +47,8 @@ type Handler interface {
 	IsComplete(code string) (status, indent string)
 
 	// Interrupt stops the running cell if it can (the Execute ctx is already
-	// cancelled when it is called). It may be called while no cell runs.
+	// cancelled when it is called). It may be called while no cell runs, and
+	// must return promptly: it runs on the control channel's goroutine.
 	Interrupt()
 
 	// Shutdown is called once before the kernel exits on shutdown_request;
@@ -55,6 +56,34 @@ type Handler interface {
 	// Execute still runs and should make it return promptly.
 	Shutdown(restart bool)
 }
+
+// BaseHandler gives the optional parts of a Handler neutral answers: no
+// completions, nothing to inspect, "unknown" completeness, user expressions
+// unsupported, interrupt and shutdown doing nothing beyond cancelling the
+// cell's context. Embed it and write KernelInfo and Execute.
+type BaseHandler struct{}
+
+// Evaluate reports that user expressions are not supported.
+func (BaseHandler) Evaluate(ctx context.Context, expr string) (MimeBundle, *ErrorContent) {
+	return nil, &ErrorContent{Ename: "NotImplementedError", Evalue: "user expressions are not supported", Traceback: []string{}}
+}
+
+// Complete returns no matches.
+func (BaseHandler) Complete(code string, cursor int) CompleteResult {
+	return CompleteResult{CursorStart: cursor, CursorEnd: cursor}
+}
+
+// Inspect finds nothing.
+func (BaseHandler) Inspect(code string, cursor, detail int) InspectResult { return InspectResult{} }
+
+// IsComplete answers Unknown (frontends then decide themselves).
+func (BaseHandler) IsComplete(code string) (status, indent string) { return Unknown, "" }
+
+// Interrupt does nothing more than the cancelled context.
+func (BaseHandler) Interrupt() {}
+
+// Shutdown does nothing.
+func (BaseHandler) Shutdown(restart bool) {}
 
 // ExecuteResult is what Handler.Execute returns for a cell.
 type ExecuteResult struct {

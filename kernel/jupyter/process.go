@@ -18,6 +18,8 @@ type StartOptions struct {
 	// Spec gives the command line ("{connection_file}" in Argv is replaced),
 	// extra environment and the interrupt mode. Required: Spec.Argv.
 	Spec KernelSpec
+	// Name is the kernelspec's name, recorded in the connection file.
+	Name string
 	// Dir is the kernel's working directory. Default: the caller's.
 	Dir string
 	// Env adds "KEY=value" entries to the caller's environment and Spec.Env.
@@ -61,6 +63,7 @@ type KernelDiedError struct {
 	Stderr   string
 }
 
+// Error describes how the kernel died, with the last lines of its stderr.
 func (e *KernelDiedError) Error() string {
 	how := fmt.Sprintf("exit status %d", e.ExitCode)
 	if e.Signal != "" {
@@ -93,7 +96,7 @@ func StartKernel(opts StartOptions) (*KernelProcess, error) {
 	if err != nil {
 		return nil, err
 	}
-	info.KernelName = filepath.Base(opts.Spec.Argv[0])
+	info.KernelName = opts.Name
 	p := &KernelProcess{Info: info, Spec: opts.Spec, ConnectionFile: opts.ConnectionFile, opts: opts, done: make(chan struct{})}
 	if p.ConnectionFile == "" {
 		p.ConnectionFile = filepath.Join(os.TempDir(), "kiln-kernel-"+NewID()+".json")
