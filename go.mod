@@ -2,4 +2,13 @@ module github.com/kiln-ml/kiln
 
 go 1.26
 
-require github.com/traefik/yaegi v0.16.1
+require (
+	github.com/go-zeromq/zmq4 v0.17.0
+	github.com/traefik/yaegi v0.16.1
+)
+
+require (
+	github.com/go-zeromq/goczmq/v4 v4.2.2 // indirect
+	golang.org/x/sync v0.7.0 // indirect
+	golang.org/x/text v0.15.0 // indirect
+)
