@@ -2,4 +2,4 @@ module github.com/kiln-ml/kiln
 
 go 1.26
 
-require github.com/traefik/yaegi v0.16.1 // indirect
+require github.com/traefik/yaegi v0.16.1

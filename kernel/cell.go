@@ -177,18 +177,27 @@ func parseChunk(fset *token.FileSet, cell int, c chunk) (*parsed, error) {
 // (about the code the session wrapped it in), keeping at least one.
 func trimErrors(err error, c chunk) error {
 	list, ok := err.(scanner.ErrorList)
-	if !ok || len(list) < 2 {
+	if !ok || len(list) == 0 {
 		return err
 	}
-	last := c.line + strings.Count(c.text, "\n")
+	text := strings.TrimRight(c.text, " \t\r\n")
+	line := c.line + strings.Count(text, "\n")
+	col := len(text) - strings.LastIndexByte(text, '\n')
+	if line == c.line {
+		col += c.col - 1
+	}
 	var kept scanner.ErrorList
 	for _, e := range list {
-		if e.Pos.Line <= last {
+		if e.Pos.Line < line || (e.Pos.Line == line && e.Pos.Column <= col) {
 			kept = append(kept, e)
 		}
 	}
 	if len(kept) == 0 {
-		kept = list[:1]
+		// The code the session wrapped the chunk in was reached: the
+		// cell ended inside a statement or declaration.
+		pos := list[0].Pos
+		pos.Line, pos.Column = line, col
+		kept = scanner.ErrorList{{Pos: pos, Msg: "unexpected end of cell"}}
 	}
 	return kept
 }

@@ -50,7 +50,7 @@ func (s *Session) Complete(code string, cursor int) Completion {
 	if start > 0 && code[start-1] == '.' {
 		cands = s.members(code, start-1)
 	} else {
-		cands = s.scope(code)
+		cands = s.scope(code, start)
 	}
 	seen := map[string]bool{}
 	for _, c := range cands {
@@ -125,7 +125,7 @@ func memberNames(typ reflect.Type) []string {
 }
 
 // scope lists the names usable at the start of an identifier.
-func (s *Session) scope(code string) []string {
+func (s *Session) scope(code string, at int) []string {
 	out := append([]string{}, keywords...)
 	for n := range universe {
 		out = append(out, n)
@@ -150,13 +150,14 @@ func (s *Session) scope(code string) []string {
 	// Names the cell itself uses or declares.
 	var sc scanner.Scanner
 	fset := token.NewFileSet()
-	sc.Init(fset.AddFile("", -1, len(code)), []byte(code), nil, 0)
+	file := fset.AddFile("", -1, len(code))
+	sc.Init(file, []byte(code), nil, 0)
 	for {
-		_, tok, lit := sc.Scan()
+		pos, tok, lit := sc.Scan()
 		if tok == token.EOF {
 			break
 		}
-		if tok == token.IDENT {
+		if tok == token.IDENT && file.Offset(pos) != at {
 			out = append(out, lit)
 		}
 	}

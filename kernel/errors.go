@@ -134,15 +134,18 @@ func panicError(p interp.Panic, frames []string, code string, cell int) *Error {
 		e.err = err
 	}
 	e.Traceback = []string{"panic: " + value}
+	// Frames of functions point at the failing line; yaegi's position for
+	// the cell body itself (main) often does not, so it is left out.
+	quoted := false
 	for _, f := range frames {
-		f = strings.Replace(strings.TrimSuffix(f, "(...)"), ": panic: ", ": in ", 1)
-		e.Traceback = append(e.Traceback, "    "+positions(f, cell))
-	}
-	// The innermost frame in this cell locates the failing line.
-	for _, f := range frames {
-		if line, col := firstLine(f, cell); line > 0 {
+		pos, fn, ok := strings.Cut(strings.TrimSuffix(f, "(...)"), ": panic: ")
+		if !ok || fn == "main" {
+			continue
+		}
+		e.Traceback = append(e.Traceback, "    "+positions(pos, cell)+": in "+strings.TrimPrefix(fn, "main."))
+		if line, col := firstLine(f, cell); line > 0 && !quoted {
 			e.Traceback = append(e.Traceback, excerpt(code, line, col)...)
-			break
+			quoted = true
 		}
 	}
 	return e

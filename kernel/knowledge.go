@@ -180,11 +180,15 @@ func (k *knowledge) record(fset *token.FileSet, p *parsed, versions map[string]s
 		pos := fset.Position(n.Pos())
 		return savedDecl{src: p.textOf(fset, n), file: pos.Filename, line: pos.Line, col: pos.Column}
 	}
+	own := fset.File(p.file.Pos())
 	aliases := map[string]bool{}
 	for _, orig := range versions {
 		aliases[orig] = true
 	}
 	for _, d := range p.file.Decls {
+		if fset.File(d.Pos()) != own {
+			continue // merged in from another parse (recorded with it)
+		}
 		switch d := d.(type) {
 		case *ast.GenDecl:
 			for _, spec := range d.Specs {

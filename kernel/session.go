@@ -62,11 +62,13 @@ type Session struct {
 	router   *router
 	capture  *fdCapture
 	prevSink display.Sink
-	stopProg *interp.Program
 	noopProg *interp.Program
 
-	evalMu sync.Mutex // one evaluation at a time; guards names
+	evalMu sync.Mutex // one evaluation at a time; guards names, lingering
 	names  int        // counter for names the session invents
+	// lingering: an interrupted cell's goroutine may still be inside a
+	// compiled call (see interrupt.go).
+	lingering bool
 
 	mu       sync.Mutex
 	base     context.Context // parent of every cell's ctx; replaced on Interrupt
@@ -159,11 +161,7 @@ var Display = __kiln.Display
 		return fmt.Errorf("kernel: prelude: %w", err)
 	}
 	s.know.imports[reserved] = sessionPackage
-	prog, err := s.compileInternal("select {}", false)
-	if err != nil {
-		return fmt.Errorf("kernel: prelude: %w", err)
-	}
-	s.stopProg = prog
+	var err error
 	if s.noopProg, err = s.compileInternal("_ = 0", false); err != nil {
 		return fmt.Errorf("kernel: prelude: %w", err)
 	}
@@ -273,6 +271,9 @@ func (s *Session) Execute(ctx context.Context, code string, out Output) (*displa
 	if magic, ok := isMagic(code); ok {
 		return s.magic(magic)
 	}
+	if err := s.awaitInterrupted(r, out); err != nil {
+		return nil, err
+	}
 	return s.runCell(r)
 }
 
@@ -287,12 +288,12 @@ func (s *Session) drain() {
 // Interrupt stops the running cell: interpreted code stops at once, and
 // Execute returns an *Error wrapping ErrInterrupted. Every cell's ctx is
 // cancelled, so compiled Kiln calls that take it stop too. A compiled call
-// that does not watch ctx (a long op, time.Sleep) cannot be pre-empted: it
-// keeps running in the background until it returns, and what it prints
-// then appears under the cell that runs at that time. Goroutines that
-// earlier cells started are stopped too (when no cell runs, Interrupt stops
-// them by itself). Variables keep the values they had; the session stays
-// usable.
+// that does not watch ctx (time.Sleep, a long op) cannot be pre-empted:
+// Execute still returns at once, the call runs on in the background, and
+// the next cell waits until it returns, so that no two cells ever run at
+// the same time (see interrupt.go). Goroutines that earlier cells started
+// are stopped too; when no cell runs, Interrupt stops them by itself.
+// Variables keep the values they had; the session stays usable.
 func (s *Session) Interrupt() {
 	s.mu.Lock()
 	s.baseStop()
@@ -311,15 +312,6 @@ func (s *Session) Interrupt() {
 		s.stopGoroutines()
 		s.evalMu.Unlock()
 	}
-}
-
-// stopGoroutines halts every interpreted goroutine: evaluating with an
-// already cancelled context makes yaegi invalidate all running frames (the
-// trick noted in yaegi #1686). Callers hold evalMu.
-func (s *Session) stopGoroutines() {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, _ = s.interp.ExecuteWithContext(ctx, s.stopProg)
 }
 
 // Close stops the session: it interrupts the running cell, stops
@@ -397,13 +389,31 @@ func (s *Session) setContext(ctx context.Context) {
 // showResult receives the values of a cell's last expression.
 func (s *Session) showResult(vs ...any) {
 	d := resultBundle(vs)
-	wrapped := len(vs) == 1 && isWrapper(vs[0])
+	wrapped := len(vs) == 1 && isWrapper(vs[0]) && !givesText(vs[0])
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r := s.running; r != nil {
 		r.result = d
 		r.wrapped = wrapped
 	}
+}
+
+// givesText reports whether v's own rendering includes text/plain.
+func givesText(v any) bool {
+	switch x := v.(type) {
+	case fmt.Stringer:
+		return true
+	case display.MIMEr:
+		_, ok := x.MIME()[display.MIMETypeText]
+		return ok
+	case display.SimpleRenderer:
+		_, ok := x.SimpleRender()[display.MIMETypeText]
+		return ok
+	case display.Renderer:
+		_, ok := x.Render().Data[display.MIMETypeText]
+		return ok
+	}
+	return false
 }
 
 // isWrapper reports whether v is one of the interface wrappers yaegi
