@@ -106,7 +106,12 @@ func Render(v any) Data {
 		d = merge(d, Image(img))
 	}
 	if _, ok := d.Data[MIMETypeText]; !ok {
-		add(MIMETypeText, Text(v))
+		switch v.(type) {
+		case Data, *Data:
+			add(MIMETypeText, "") // a bundle's own text, if any, is all there is
+		default:
+			add(MIMETypeText, Text(v))
+		}
 	}
 	return d
 }
