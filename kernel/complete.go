@@ -130,7 +130,7 @@ func (s *Session) scope(code string, at int) []string {
 	for n := range universe {
 		out = append(out, n)
 	}
-	for n := range s.globals() {
+	for n := range s.snapshotGlobals() {
 		out = append(out, n)
 	}
 	s.know.mu.RLock()
@@ -417,7 +417,7 @@ var builtinDocs = map[string]string{
 // typerFor returns a typer that also knows the variables the cell declares
 // at top level in prefix (the code before the line being completed).
 func (s *Session) typerFor(prefix string) *typer {
-	t := &typer{k: s.know, globals: s.globals()}
+	t := &typer{k: s.know, globals: s.snapshotGlobals()}
 	locals := map[string]reflect.Value{}
 	fset := token.NewFileSet()
 	for _, c := range splitCell(prefix) {

@@ -43,6 +43,8 @@ operations run compiled, at native speed.
 - for i := range n over an integer is rewritten to a classic loop; if the
   kernel cannot tell n is an integer and the cell fails, write
   for i := 0; i < n; i++.
+- for i := range aString gives i as a count of runes, not a byte offset as
+  in Go (a yaegi bug); use i, r := range with utf8 if offsets matter.
 - A redefined type is a new type: values made earlier keep the old one, and
   functions declared earlier with the old type must be run again. Functions
   that call a redefined function keep calling the old one until their cell is

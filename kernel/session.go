@@ -61,6 +61,7 @@ type Session struct {
 	know     *knowledge
 	router   *router
 	capture  *fdCapture
+	sink     *sessionSink
 	prevSink display.Sink
 	noopProg *interp.Program
 
@@ -77,6 +78,11 @@ type Session struct {
 	cells    int
 	closed   bool
 }
+
+// sessionSink routes display requests to the running cell's Output.
+type sessionSink struct{ r *router }
+
+func (k *sessionSink) Display(m display.Message) { k.r.display(m) }
 
 // run is one Execute call.
 type run struct {
@@ -146,7 +152,8 @@ func New(opts Options) (*Session, error) {
 		s.release()
 		return nil, err
 	}
-	s.prevSink = display.SetSink(display.SinkFunc(s.router.display))
+	s.sink = &sessionSink{s.router}
+	s.prevSink = display.SetSink(s.sink)
 	limitMemory(opts.MemoryLimit)
 	return s, nil
 }
@@ -170,12 +177,22 @@ var Display = __kiln.Display
 
 // globals returns the interpreter's global variables and constants.
 // yaegi's Globals panics when a failed compile left symbols its frame does
-// not hold yet; then the frame is grown (by running a no-op) and asked again.
+// not hold yet; then the frame is grown (by running a no-op) and asked
+// again. Callers hold evalMu (running anything concurrently with a cell is
+// not safe); others use snapshotGlobals.
 func (s *Session) globals() map[string]reflect.Value {
 	if g, ok := s.tryGlobals(); ok {
 		return g
 	}
 	s.resync()
+	g, _ := s.tryGlobals()
+	return g
+}
+
+// snapshotGlobals is globals for callers that do not hold evalMu
+// (completion and inspection while a cell may run): best effort, empty when
+// yaegi cannot tell.
+func (s *Session) snapshotGlobals() map[string]reflect.Value {
 	g, _ := s.tryGlobals()
 	return g
 }
@@ -333,7 +350,10 @@ func (s *Session) Close() error {
 	s.evalMu.Lock()
 	defer s.evalMu.Unlock()
 	s.stopGoroutines()
-	display.SetSink(s.prevSink)
+	// Put the previous sink back, unless another session took over since.
+	if cur := display.SetSink(s.prevSink); cur != display.Sink(s.sink) {
+		display.SetSink(cur)
+	}
 	s.release()
 	return nil
 }
