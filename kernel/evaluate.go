@@ -112,10 +112,12 @@ func (s *Session) evalChunk(r *run, c chunk, last bool) error {
 			return err
 		}
 		if c.decl {
+			redefined, declared := s.redefinedFuncs(p)
 			if extra != nil {
 				s.know.record(fset, extra, versions)
 			}
 			s.know.record(fset, p, versions)
+			s.refreshDependents(redefined, declared)
 		}
 		return nil
 	}
@@ -551,4 +553,100 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// redefinedFuncs returns the functions p declares that an earlier cell
+// declared too, and all the functions p declares.
+func (s *Session) redefinedFuncs(p *parsed) (redefined, declared map[string]bool) {
+	s.know.mu.RLock()
+	defer s.know.mu.RUnlock()
+	redefined, declared = map[string]bool{}, map[string]bool{}
+	for _, d := range p.file.Decls {
+		if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil {
+			declared[fn.Name.Name] = true
+			if s.know.funcs[fn.Name.Name] != nil {
+				redefined[fn.Name.Name] = true
+			}
+		}
+	}
+	return redefined, declared
+}
+
+// refreshDependents compiles again the functions of earlier cells that
+// call a redefined function: yaegi binds a call to the function declared
+// when the caller was compiled, so they would keep calling the old one.
+// Methods are not refreshed. A failed compile leaves a half-declared
+// function behind in yaegi, so each caller is first compiled under a
+// throwaway name; callers that no longer compile (the function's signature
+// changed) are left as they were, with a note on stderr.
+func (s *Session) refreshDependents(redefined, declared map[string]bool) {
+	if len(redefined) == 0 {
+		return
+	}
+	var ok []string
+	var notes []string
+	for _, g := range s.know.dependents(redefined, declared) {
+		if _, err := s.compileFuncs([]string{g}, true); err != nil {
+			notes = append(notes, fmt.Sprintf("%s: %s", g, positions(err.Error(), -1)))
+			continue
+		}
+		ok = append(ok, g)
+	}
+	if len(ok) > 0 {
+		if f, err := s.compileFuncs(ok, false); err != nil {
+			notes = append(notes, fmt.Sprintf("%s: %s", strings.Join(ok, ", "), positions(err.Error(), -1)))
+		} else {
+			s.know.record(s.interp.FileSet(), f, nil)
+		}
+	}
+	if len(notes) > 0 {
+		s.router.write(Stderr, []byte(fmt.Sprintf("kernel: still calling the earlier %s: %s\n",
+			strings.Join(sortedKeys(redefined), ", "), strings.Join(notes, "; "))))
+	}
+}
+
+// compileFuncs compiles (and declares) the saved functions names; with
+// probe, under throwaway names, only to see whether they compile.
+func (s *Session) compileFuncs(names []string, probe bool) (*parsed, error) {
+	var src strings.Builder
+	src.WriteString("package main\n")
+	s.know.mu.RLock()
+	for _, g := range names {
+		d := s.know.funcs[g].decl
+		src.WriteString(d.directive(0) + d.src + "\n")
+	}
+	s.know.mu.RUnlock()
+	fset := s.interp.FileSet()
+	var failure error
+	for _, all := range []bool{false, true} {
+		f, err := parser.ParseFile(fset, "_.go", src.String(), parser.DeclarationErrors)
+		if err != nil {
+			return nil, err
+		}
+		if probe {
+			for _, d := range f.Decls {
+				if fn, ok := d.(*ast.FuncDecl); ok {
+					s.names++
+					fn.Name = &ast.Ident{NamePos: fn.Name.NamePos, Name: fmt.Sprintf("%s_probe%d_%s", reserved, s.names, fn.Name.Name)}
+				}
+			}
+		}
+		t := &typer{k: s.know, globals: s.globals()}
+		rw := &rangeRewriter{intness: t.intness, all: all, next: &s.names}
+		rw.rewrite(f)
+		prog, err, _ := s.compile(f)
+		if err != nil {
+			failure = err
+			s.resync()
+			if rw.uncertain == 0 {
+				break
+			}
+			continue
+		}
+		if _, err := s.interp.Execute(prog); err != nil {
+			return nil, err
+		}
+		return &parsed{chunk: chunk{decl: true}, src: src.String(), file: f}, nil
+	}
+	return nil, failure
 }

@@ -46,11 +46,17 @@ operations run compiled, at native speed.
 - for i := range aString gives i as a count of runes, not a byte offset as
   in Go (a yaegi bug); use i, r := range with utf8 if offsets matter.
 - A redefined type is a new type: values made earlier keep the old one, and
-  functions declared earlier with the old type must be run again. Functions
-  that call a redefined function keep calling the old one until their cell is
-  run again.
+  functions declared earlier with the old type must be run again.
+  Functions of earlier cells that call a redefined function are compiled
+  again to call the new one; methods are not (run their cell again).
+- Values computed by a cell's top-level statements (call results, shown
+  values, variables set to nil afterwards) stay referenced by the
+  interpreter for the rest of the session; values inside functions are
+  freed normally. Release big tensors explicitly (t.Release(),
+  tensor.Scope) or compute them inside a function.
 - Interrupting stops interpreted code at once, but a compiled call that does
-  not take ctx runs to its end in the background.
+  not take ctx runs to its end in the background, and the next cell waits
+  for it (interrupt again to give up waiting).
 - A panic in a goroutine a cell started, a stack overflow, or running out of
   memory ends the kernel process; restart the kernel (notebooks and
   variables of other kernels are unaffected).

@@ -43,6 +43,8 @@ func (d savedDecl) directive(colShift int) string {
 type funcInfo struct {
 	sig     string // "func f(n int) int"
 	results *ast.FieldList
+	decl    savedDecl
+	refs    map[string]bool // package-level names the body uses
 }
 
 type typeInfo struct {
@@ -232,7 +234,7 @@ func (k *knowledge) record(fset *token.FileSet, p *parsed, versions map[string]s
 				}
 				continue
 			}
-			k.funcs[d.Name.Name] = &funcInfo{sig: sig, results: d.Type.Results}
+			k.funcs[d.Name.Name] = &funcInfo{sig: sig, results: d.Type.Results, decl: save(d), refs: freeNames(d)}
 		}
 	}
 }
@@ -246,6 +248,54 @@ func (k *knowledge) importNameLocked(spec *ast.ImportSpec) (string, string) {
 		return p.name, importPath
 	}
 	return path.Base(importPath), importPath
+}
+
+// freeNames returns the names a function uses that it does not declare
+// itself: names of other cells (unresolved here), and functions, even those
+// declared beside it.
+func freeNames(fn *ast.FuncDecl) map[string]bool {
+	free := map[string]bool{}
+	var visit func(n ast.Node) bool
+	visit = func(n ast.Node) bool {
+		switch x := n.(type) {
+		case *ast.SelectorExpr:
+			ast.Inspect(x.X, visit)
+			return false
+		case *ast.Ident:
+			if x.Obj == nil || x.Obj.Kind == ast.Fun {
+				free[x.Name] = true
+			}
+		}
+		return true
+	}
+	ast.Inspect(fn.Type, visit)
+	ast.Inspect(fn.Body, visit)
+	return free
+}
+
+// dependents returns the functions of earlier cells that call, directly or
+// through one another, one of the functions named, leaving out skip.
+func (k *knowledge) dependents(names, skip map[string]bool) []string {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	found := map[string]bool{}
+	changed := true
+	for changed {
+		changed = false
+		for g, f := range k.funcs {
+			if found[g] || skip[g] || f.decl.src == "" {
+				continue
+			}
+			for ref := range f.refs {
+				if names[ref] || found[ref] {
+					found[g] = true
+					changed = true
+					break
+				}
+			}
+		}
+	}
+	return sortedKeys(found)
 }
 
 // funcSignature prints a function declaration without its body and doc.

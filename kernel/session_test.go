@@ -290,6 +290,11 @@ func TestRedefinition(t *testing.T) {
 			"func (p *P) Inc() { p.n += 100 }",
 			"p := &P{}\np.Inc()\np.Get()"}, "100"},
 		{"new method on an earlier type", []string{"type Q struct{}", "func (Q) Hi() string { return \"hi\" }", "Q{}.Hi()"}, "hi"},
+		{"callers of a redefined function call the new one", []string{
+			"func base() int { return 1 }\nfunc mid() int { return base() * 10 }",
+			"func top() int { return mid() + 1 }",
+			"func base() int { return 2 }",
+			"top()"}, "21"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -297,6 +302,24 @@ func TestRedefinition(t *testing.T) {
 				t.Errorf("%q = %q, want %q", tc.cells, got, tc.want)
 			}
 		})
+	}
+}
+
+func TestRedefinitionBreakingCallers(t *testing.T) {
+	s := newSession(t, kernel.Options{})
+	run(t, s, "func p() int { return 1 }\nfunc q() int { return p() + 1 }")
+	var rec recorder
+	if _, err := s.Execute(context.Background(), "func p() string { return \"x\" }", &rec); err != nil {
+		t.Fatal(describe(err))
+	}
+	if _, stderr := rec.out(); !strings.Contains(stderr, "still calling the earlier p: q: cell[1]:2:") {
+		t.Errorf("stderr = %q, want a note that q keeps the old p", stderr)
+	}
+	if got := run(t, s, "q()"); got != "2" {
+		t.Errorf("q() = %q, want 2 (the old p)", got)
+	}
+	if got := run(t, s, "p()"); got != "x" {
+		t.Errorf("p() = %q, want x", got)
 	}
 }
 
