@@ -515,8 +515,8 @@ func runeOffset(code string, off int) int {
 // what to prefix the next line with) or cannot run ("invalid": a closing
 // bracket too many, an unterminated string, a syntax error).
 func IsComplete(code string) (status, indent string) {
-	if strings.TrimSpace(code) == "" {
-		return "complete", ""
+	if t := strings.TrimSpace(code); t == "" || strings.HasPrefix(t, "%") {
+		return "complete", "" // magics are one line
 	}
 	var errs []string
 	var sc scanner.Scanner

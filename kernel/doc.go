@@ -19,18 +19,20 @@
 // The files follow the phases. cell.go splits a cell into runs of
 // declarations and runs of statements (yaegi parses a source as one or the
 // other) and parses each with a //line directive, so that every position
-// yaegi reports is in the cell's own lines. evaluate.go imports packages a
-// cell uses without importing them, turns repeated imports into no-ops,
-// gives redefined types (and types whose methods are redefined) a new
-// version, rewrites range-over-int loops (rewrite.go; yaegi v0.16.1 panics
-// on them), hands the last expression to the session to show, compiles —
-// turning yaegi's compiler panics into errors, retrying the rewrites it was
-// unsure of — and runs the chunk under the cell's context. infer.go types
-// expressions just enough for those decisions and for completion;
-// knowledge.go remembers what earlier cells declared. output.go and
-// capture.go bring stdout, stderr and display requests to the running
-// cell's Output; interrupt.go stops cells; complete.go answers completion,
-// inspection and is-complete requests; help.go is %help.
+// yaegi reports is in the cell's own lines. evaluate.go drives a chunk
+// through the rest: imports.go imports packages a cell uses without
+// importing them and turns repeated imports into no-ops; redefine.go gives
+// redefined types (and types whose methods are redefined) a new version and
+// recompiles the callers of redefined functions; rewrite.go rewrites
+// range-over-int loops (yaegi v0.16.1 panics on them) and hands the last
+// expression to the session to show; then the chunk is compiled, yaegi's
+// compiler panics turned into errors and unsure rewrites retried, and run
+// under the cell's context. infer.go types expressions just enough for
+// those decisions and for completion; knowledge.go remembers what earlier
+// cells declared. output.go and capture.go bring stdout, stderr and display
+// requests to the running cell's Output; interrupt.go stops cells;
+// complete.go answers completion, inspection and is-complete requests;
+// help.go is %help.
 //
 // # Rich results and MapTypes
 //

@@ -676,6 +676,7 @@ func TestIsComplete(t *testing.T) {
 		code, status string
 	}{
 		{"", "complete"},
+		{"%help", "complete"},
 		{"1", "complete"},
 		{`fmt.Println("x")`, "complete"},
 		{"func f() {\n}", "complete"},
