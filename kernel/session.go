@@ -1,0 +1,493 @@
+package kernel
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/traefik/yaegi/interp"
+	"github.com/traefik/yaegi/stdlib"
+	"github.com/traefik/yaegi/stdlib/unsafe"
+
+	"github.com/kiln-ml/kiln/kernel/display"
+	"github.com/kiln-ml/kiln/kernel/symbols"
+)
+
+// sessionPackage is the import path of the session's own symbols inside the
+// interpreter (bound as __kiln in every cell): Show receives the cell's
+// result, Context returns the running cell's context.
+const sessionPackage = "kiln/kernel/session"
+
+// Options configures a Session. The zero value is a working configuration
+// for tests and embedding; `kiln kernel` sets CaptureFDs.
+type Options struct {
+	// CaptureFDs redirects the process's file descriptors 1 and 2 into the
+	// session, so that output of compiled code (Kiln's packages, cgo
+	// libraries, runtime warnings) reaches the running cell. It is
+	// process-wide: one session at a time, restored by Close. The
+	// kernel's own logging should then go to OriginalStderr.
+	CaptureFDs bool
+	// MemoryLimit is the soft limit for the Go heap
+	// (debug.SetMemoryLimit), in bytes. Zero means DefaultMemoryFraction
+	// of the physical or container memory, unless GOMEMLIMIT is set;
+	// negative leaves the limit alone.
+	MemoryLimit int64
+	// Unrestricted gives cells the sandboxed parts of the standard library
+	// (os/exec, the real environment, os.Exit ending the kernel). By
+	// default os.Exit panics and the environment is a copy (Env).
+	Unrestricted bool
+	// Env is the environment interpreted code sees in restricted mode;
+	// nil means the kernel's own environment.
+	Env []string
+	// Args is os.Args as interpreted code sees it; nil means the kernel's.
+	Args []string
+	// Symbols are extra compiled packages made importable by cells, as
+	// yaegi symbol tables (see package symbols).
+	Symbols []interp.Exports
+}
+
+// Session is an interactive Go session: a yaegi interpreter loaded with the
+// standard library and Kiln's packages, which runs notebook cells one after
+// the other, keeping their variables, functions and types. Execute, Complete,
+// Inspect, IsComplete and Interrupt may be called from any goroutine;
+// executions are serialised.
+type Session struct {
+	opts     Options
+	interp   *interp.Interpreter
+	know     *knowledge
+	router   *router
+	capture  *fdCapture
+	sink     *sessionSink
+	prevSink display.Sink
+	noopProg *interp.Program
+
+	evalMu sync.Mutex // one evaluation at a time; guards names, lingering
+	names  int        // counter for names the session invents
+	// lingering: an interrupted cell's goroutine may still be inside a
+	// compiled call (see interrupt.go).
+	lingering bool
+
+	mu       sync.Mutex
+	base     context.Context // parent of every cell's ctx; replaced on Interrupt
+	baseStop context.CancelFunc
+	running  *run
+	cells    int
+	closed   bool
+}
+
+// sessionSink routes display requests to the running cell's Output.
+type sessionSink struct{ r *router }
+
+func (k *sessionSink) Display(m display.Message) { k.r.display(m) }
+
+// run is one Execute call.
+type run struct {
+	cell   int
+	code   string
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	result *display.Data
+	// wrapped: the result came through one of yaegi's interface wrappers.
+	wrapped bool
+}
+
+// New starts a session. It fails if CaptureFDs is set and another session
+// already captures the file descriptors, or if the interpreter cannot load
+// the symbol tables.
+func New(opts Options) (*Session, error) {
+	// With it yaegi lets os.Stdout/os.Stderr inside cells be the session's
+	// writers instead of the process's files (they are then io.Writers,
+	// not *os.File). yaegi reads it when the interpreter is created.
+	if os.Getenv("YAEGI_SPECIAL_STDIO") == "" {
+		os.Setenv("YAEGI_SPECIAL_STDIO", "1")
+	}
+	s := &Session{opts: opts, router: &router{}}
+	s.base, s.baseStop = context.WithCancel(context.Background())
+	if opts.CaptureFDs {
+		c, err := startCapture(s.router)
+		if err != nil {
+			return nil, err
+		}
+		s.capture = c
+	}
+	env := opts.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	s.interp = interp.New(interp.Options{
+		Stdin:        strings.NewReader(""),
+		Stdout:       streamWriter{s.router, Stdout},
+		Stderr:       streamWriter{s.router, Stderr},
+		Env:          env,
+		Args:         opts.Args,
+		Unrestricted: opts.Unrestricted,
+	})
+
+	show, text := reflect.ValueOf(s.showResult), reflect.ValueOf(s.showText)
+	private := interp.Exports{
+		sessionPackage + "/session": {
+			"Show":    show,
+			"Text":    text,
+			"Context": reflect.ValueOf(s.cellContext),
+			"Display": reflect.ValueOf(display.Display),
+		},
+		".": {"MapTypes": reflect.ValueOf(map[reflect.Value][]reflect.Type{
+			show: symbols.RenderInterfaces,
+			text: {reflect.TypeOf((*fmt.Stringer)(nil)).Elem()},
+		})},
+	}
+	all := append([]interp.Exports{stdlib.Symbols, unsafe.Symbols, symbols.Symbols, private}, opts.Symbols...)
+	for _, ex := range all {
+		if err := s.interp.Use(ex); err != nil {
+			s.release()
+			return nil, fmt.Errorf("kernel: load symbols: %w", err)
+		}
+	}
+	s.know = newKnowledge(all...)
+	if err := s.setup(); err != nil {
+		s.release()
+		return nil, err
+	}
+	s.sink = &sessionSink{s.router}
+	s.prevSink = display.SetSink(s.sink)
+	limitMemory(opts.MemoryLimit)
+	return s, nil
+}
+
+// setup declares what every cell sees: ctx, Display, and __kiln.
+func (s *Session) setup() error {
+	const prelude = `import __kiln "` + sessionPackage + `"
+var ctx = __kiln.Context()
+var Display = __kiln.Display
+`
+	if err := s.evalInternal(prelude, true); err != nil {
+		return fmt.Errorf("kernel: prelude: %w", err)
+	}
+	s.know.imports[reserved] = sessionPackage
+	var err error
+	if s.noopProg, err = s.compileInternal("_ = 0", false); err != nil {
+		return fmt.Errorf("kernel: prelude: %w", err)
+	}
+	return nil
+}
+
+// globals returns the interpreter's global variables and constants.
+// yaegi's Globals panics when a failed compile left symbols its frame does
+// not hold yet; then the frame is grown (by running a no-op) and asked
+// again. Callers hold evalMu (running anything concurrently with a cell is
+// not safe); others use snapshotGlobals.
+func (s *Session) globals() map[string]reflect.Value {
+	if g, ok := s.tryGlobals(); ok {
+		return g
+	}
+	s.resync()
+	g, _ := s.tryGlobals()
+	return g
+}
+
+// snapshotGlobals is globals for callers that do not hold evalMu
+// (completion and inspection while a cell may run): best effort, empty when
+// yaegi cannot tell.
+func (s *Session) snapshotGlobals() map[string]reflect.Value {
+	g, _ := s.tryGlobals()
+	return g
+}
+
+func (s *Session) tryGlobals() (g map[string]reflect.Value, ok bool) {
+	defer func() {
+		if recover() != nil {
+			g, ok = map[string]reflect.Value{}, false
+		}
+	}()
+	return s.interp.Globals(), true
+}
+
+// resync grows the interpreter's global frame to the symbols it knows,
+// which a failed compile leaves behind.
+func (s *Session) resync() {
+	defer func() { _ = recover() }()
+	if s.noopProg != nil {
+		_, _ = s.interp.Execute(s.noopProg)
+	}
+}
+
+// compileInternal compiles code the session writes itself.
+func (s *Session) compileInternal(code string, decl bool) (*interp.Program, error) {
+	c := chunk{decl: decl, text: code, line: 1, col: 1}
+	p, err := parseChunk(s.interp.FileSet(), 0, c)
+	if err != nil {
+		return nil, err
+	}
+	prog, err, _ := s.compile(p.node())
+	return prog, err
+}
+
+func (s *Session) evalInternal(code string, decl bool) error {
+	prog, err := s.compileInternal(code, decl)
+	if err != nil {
+		return err
+	}
+	_, err = s.interp.Execute(prog)
+	return err
+}
+
+// Execute runs one cell and returns its result, the MIME bundle of its last
+// expression (nil when the cell shows nothing), or an *Error. While it runs,
+// the cell's output goes to out (which may be nil). Cancelling ctx
+// interrupts the cell like Interrupt.
+//
+// A cell mixes imports, declarations and statements freely; variables,
+// functions and types persist into later cells and may be redefined there.
+// The cell sees `ctx`, a context.Context cancelled when the cell is
+// interrupted, and `Display`, display.Display. Packages of the standard
+// library and of Kiln are imported automatically on first use. A cell
+// consisting of %help shows the interpreter's limits.
+//
+// The result is shown when the last statement is an expression: `x` shows
+// x, a call shows the values it returns (not those of fmt.Print*), while
+// `x := 21` or a call returning nothing shows nothing.
+func (s *Session) Execute(ctx context.Context, code string, out Output) (*display.Data, error) {
+	if out == nil {
+		out = OutputFuncs{}
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	s.evalMu.Lock()
+	defer s.evalMu.Unlock()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	blank := strings.TrimSpace(code) == ""
+	if !blank {
+		s.cells++
+	}
+	cellCtx, cancel := context.WithCancelCause(s.base)
+	r := &run{cell: s.cells, code: code, ctx: cellCtx, cancel: cancel}
+	s.running = r
+	s.mu.Unlock()
+
+	stopAfter := context.AfterFunc(ctx, func() { cancel(ErrInterrupted) })
+	s.router.setOutput(out)
+	defer func() {
+		stopAfter()
+		s.drain()
+		s.mu.Lock()
+		s.running = nil
+		s.mu.Unlock()
+	}()
+	if blank {
+		return nil, nil
+	}
+	if magic, ok := isMagic(code); ok {
+		return s.magic(magic)
+	}
+	if err := s.awaitInterrupted(r, out); err != nil {
+		return nil, err
+	}
+	return s.runCell(r)
+}
+
+// drain hands everything the cell wrote to its Output.
+func (s *Session) drain() {
+	if s.capture != nil {
+		s.capture.sync(2 * time.Second)
+	}
+	s.router.flush()
+}
+
+// Interrupt stops the running cell: interpreted code stops at once, and
+// Execute returns an *Error wrapping ErrInterrupted. Every cell's ctx is
+// cancelled, so compiled Kiln calls that take it stop too. A compiled call
+// that does not watch ctx (time.Sleep, a long op) cannot be pre-empted:
+// Execute still returns at once, the call runs on in the background, and
+// the next cell waits until it returns, so that no two cells ever run at
+// the same time (see interrupt.go). Goroutines that earlier cells started
+// are stopped too; when no cell runs, Interrupt stops them by itself.
+// Variables keep the values they had; the session stays usable.
+func (s *Session) Interrupt() {
+	s.mu.Lock()
+	s.baseStop()
+	s.base, s.baseStop = context.WithCancel(context.Background())
+	r := s.running
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return
+	}
+	if r != nil {
+		r.cancel(ErrInterrupted)
+		return
+	}
+	if s.evalMu.TryLock() {
+		s.stopGoroutines()
+		s.evalMu.Unlock()
+	}
+}
+
+// Close stops the session: it interrupts the running cell, stops
+// interpreted goroutines, restores the file descriptors and the display
+// sink. The process keeps any compiled call still running. Close is
+// idempotent.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.baseStop()
+	if r := s.running; r != nil {
+		r.cancel(ErrClosed)
+	}
+	s.mu.Unlock()
+	s.evalMu.Lock()
+	defer s.evalMu.Unlock()
+	s.stopGoroutines()
+	// Put the previous sink back, unless another session took over since.
+	if cur := display.SetSink(s.prevSink); cur != display.Sink(s.sink) {
+		display.SetSink(cur)
+	}
+	s.release()
+	return nil
+}
+
+func (s *Session) release() {
+	if s.capture != nil {
+		s.capture.close()
+		s.capture = nil
+	}
+	s.router.setOutput(nil)
+}
+
+// OriginalStdout returns the process's standard output as it was before the
+// session captured it (os.Stdout when it does not capture); valid until
+// Close.
+func (s *Session) OriginalStdout() *os.File {
+	if s.capture != nil {
+		return s.capture.orig[Stdout]
+	}
+	return os.Stdout
+}
+
+// OriginalStderr returns the process's standard error as it was before the
+// session captured it (os.Stderr when it does not capture), for the
+// kernel's own logging; valid until Close.
+func (s *Session) OriginalStderr() *os.File {
+	if s.capture != nil {
+		return s.capture.orig[Stderr]
+	}
+	return os.Stderr
+}
+
+// cellContext returns the running cell's context (the session's base
+// context between cells).
+func (s *Session) cellContext() context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running != nil {
+		return s.running.ctx
+	}
+	return s.base
+}
+
+// setContext points the cells' global ctx at the running cell's context.
+func (s *Session) setContext(ctx context.Context) {
+	v, ok := s.globals()["ctx"]
+	if !ok || !v.CanSet() || !reflect.TypeOf(ctx).AssignableTo(v.Type()) {
+		return // the cells redefined ctx; theirs wins
+	}
+	v.Set(reflect.ValueOf(ctx))
+}
+
+// showResult receives the values of a cell's last expression.
+func (s *Session) showResult(vs ...any) {
+	d := resultBundle(vs)
+	wrapped := len(vs) == 1 && isWrapper(vs[0]) && !givesText(vs[0])
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.running; r != nil {
+		r.result = d
+		r.wrapped = wrapped
+	}
+}
+
+// givesText reports whether v's own rendering includes text/plain.
+func givesText(v any) bool {
+	switch x := v.(type) {
+	case fmt.Stringer:
+		return true
+	case display.MIMEr:
+		_, ok := x.MIME()[display.MIMETypeText]
+		return ok
+	case display.SimpleRenderer:
+		_, ok := x.SimpleRender()[display.MIMETypeText]
+		return ok
+	case display.Renderer:
+		_, ok := x.Render().Data[display.MIMETypeText]
+		return ok
+	}
+	return false
+}
+
+// isWrapper reports whether v is one of the interface wrappers yaegi
+// builds for interpreted values (see display.Unwrap).
+func isWrapper(v any) bool {
+	t := reflect.TypeOf(v)
+	return t != nil && t.Kind() == reflect.Struct && strings.HasPrefix(t.Name(), "_") &&
+		t.NumField() > 0 && t.Field(0).Name == "IValue"
+}
+
+// showText receives the value of a cell's last expression once more, as
+// itself or wrapped as a fmt.Stringer, for its text/plain form: the wrapper
+// yaegi built for showResult does not always hold the value (a struct
+// without methods gets replaced by its last field).
+func (s *Session) showText(v any) {
+	text := display.Text(v)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.running; r != nil && r.wrapped && r.result != nil {
+		r.result.Data[display.MIMETypeText] = text
+	}
+}
+
+// resultBundle renders the values of an expression: one value fully; for
+// several, the one rich value when all others are nil (a (value, error)
+// result that succeeded), else their texts. Nothing is shown when all are
+// nil.
+func resultBundle(vs []any) *display.Data {
+	nonNil, rich := 0, -1
+	for i, v := range vs {
+		if v != nil {
+			nonNil++
+			if display.IsRich(v) {
+				rich = i
+			}
+		}
+	}
+	switch {
+	case nonNil == 0:
+		return nil
+	case len(vs) == 1:
+		d := display.Render(vs[0])
+		return &d
+	case nonNil == 1 && rich >= 0:
+		d := display.Render(vs[rich])
+		return &d
+	}
+	texts := make([]string, len(vs))
+	for i, v := range vs {
+		if v == nil {
+			texts[i] = "<nil>"
+		} else {
+			texts[i] = display.Text(v)
+		}
+	}
+	return &display.Data{Data: display.MIMEMap{display.MIMETypeText: strings.Join(texts, " ")}}
+}
