@@ -67,6 +67,8 @@ func TestResultsIndependentOfWorkers(t *testing.T) {
 		{"matmul f32 transposed", matmul(transpose(bm), transpose(a))},
 		{"matmul f64", matmul(a64, b64)},
 		{"matmul batch of small", matmul(small, small)},
+		{"vector × matrix", matmul(backends.View{Buf: a.Buf, DType: f32, Shape: []int{1, 513}, Strides: []int{0, 1}}, bm)},
+		{"matrix × vector", matmul(a, backends.View{Buf: bm.Buf, DType: f32, Shape: []int{513, 1}, Strides: []int{200, 0}})},
 		{"sum all (segmented)", reduce(backends.Sum, long, 0)},
 		{"prod all (segmented)", reduce(backends.Prod, long, 0)},
 		{"sum rows (segmented)", reduce(backends.Sum, wide, 1)},

@@ -260,3 +260,80 @@ func macroTile[T float](kern kernel[T], a, bp []T, mc, nb, kc int, C matDst[T], 
 }
 
 func roundUp(x, m int) int { return (x + m - 1) / m * m }
+
+// matvec computes out[j] = Σ_p u[p]·M[p, j] for j < n, p < k: the m = 1
+// (row vector × matrix) and n = 1 (matrix × column vector) products, where
+// packing would cost as much as the arithmetic. u is at uOff with stride
+// us; M is at mOff with strides (mrs along p, mcs along j); out at oOff
+// with stride os. When M's columns are contiguous each output accumulates
+// in order over p (an axpy per p over a block of outputs); otherwise each
+// output is a dot product with four interleaved accumulators. Either way
+// the order depends only on the layout, and blocks of outputs run in
+// parallel.
+func matvec[T float](b *Backend, k, n int, u []T, uOff, us int, M []T, mOff, mrs, mcs int, out []T, oOff, os int, par bool) {
+	const block = 512
+	run := func(fn func(lo, hi int)) {
+		if par {
+			b.parallel(n, max(block, grainFor(n, k)), fn)
+			return
+		}
+		fn(0, n)
+	}
+	if mcs == 1 || abs(mcs) < abs(mrs) {
+		run(func(lo, hi int) {
+			var accBuf [block]T
+			for j0 := lo; j0 < hi; j0 += block {
+				acc := accBuf[:min(block, hi-j0)]
+				clear(acc)
+				for p := range k {
+					a := u[uOff+p*us]
+					base := mOff + p*mrs + j0*mcs
+					if mcs == 1 {
+						row := M[base : base+len(acc)]
+						for j, v := range row {
+							acc[j] += a * v
+						}
+						continue
+					}
+					for j := range acc {
+						acc[j] += a * M[base+j*mcs]
+					}
+				}
+				for j, v := range acc {
+					out[oOff+(j0+j)*os] = v
+				}
+			}
+		})
+		return
+	}
+	run(func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			base := mOff + j*mcs
+			var a0, a1, a2, a3 T
+			p := 0
+			if mrs == 1 && us == 1 {
+				x, y := u[uOff:uOff+k], M[base:base+k]
+				for ; len(x) >= 4 && len(y) >= 4; x, y = x[4:], y[4:] {
+					a0 += x[0] * y[0]
+					a1 += x[1] * y[1]
+					a2 += x[2] * y[2]
+					a3 += x[3] * y[3]
+				}
+				for i := range x {
+					a0 += x[i] * y[i]
+				}
+			} else {
+				for ; p+4 <= k; p += 4 {
+					a0 += u[uOff+p*us] * M[base+p*mrs]
+					a1 += u[uOff+(p+1)*us] * M[base+(p+1)*mrs]
+					a2 += u[uOff+(p+2)*us] * M[base+(p+2)*mrs]
+					a3 += u[uOff+(p+3)*us] * M[base+(p+3)*mrs]
+				}
+				for ; p < k; p++ {
+					a0 += u[uOff+p*us] * M[base+p*mrs]
+				}
+			}
+			out[oOff+j*os] = (a0 + a1) + (a2 + a3)
+		}
+	})
+}

@@ -73,6 +73,10 @@ func (b *Backend) Matmul(out, x, y backends.View) {
 	case sameType && out.DType == backends.Float32:
 		xs, ys, os := xb.f32(), yb.f32(), ob.f32()
 		each(func(o offsets, par bool) {
+			if matvecShape(m, n, k) {
+				matvecOf(b, m, n, k, xs, o[0], xr, xc, ys, o[1], yr, yc, os, o[2], or, oc, par)
+				return
+			}
 			gemm(b, kernelF32, m, n, k,
 				matSrc[float32]{s: xs, off: o[0], rs: xr, cs: xc},
 				matSrc[float32]{s: ys, off: o[1], rs: yr, cs: yc},
@@ -81,6 +85,10 @@ func (b *Backend) Matmul(out, x, y backends.View) {
 	case sameType && out.DType == backends.Float64:
 		xs, ys, os := xb.f64(), yb.f64(), ob.f64()
 		each(func(o offsets, par bool) {
+			if matvecShape(m, n, k) {
+				matvecOf(b, m, n, k, xs, o[0], xr, xc, ys, o[1], yr, yc, os, o[2], or, oc, par)
+				return
+			}
 			gemm(b, kernelF64, m, n, k,
 				matSrc[float64]{s: xs, off: o[0], rs: xr, cs: xc},
 				matSrc[float64]{s: ys, off: o[1], rs: yr, cs: yc},
@@ -115,4 +123,18 @@ func (b *Backend) Matmul(out, x, y backends.View) {
 			poolF64.put(tmp)
 		})
 	}
+}
+
+// matvecShape reports whether a product is a vector-matrix or
+// matrix-vector one, which matvec does without packing.
+func matvecShape(m, n, k int) bool { return (m == 1 || n == 1) && k > 0 }
+
+// matvecOf runs an m = 1 or n = 1 product through matvec.
+func matvecOf[T float](b *Backend, m, n, k int, xs []T, xo, xr, xc int, ys []T, yo, yr, yc int, os []T, oo, or, oc int, par bool) {
+	if m == 1 { // out[0, j] = Σ_p x[0, p]·y[p, j]
+		matvec(b, k, n, xs, xo, xc, ys, yo, yr, yc, os, oo, oc, par)
+		return
+	}
+	// out[i, 0] = Σ_p y[p, 0]·x[i, p]: M[p, i] = x[i, p]
+	matvec(b, k, m, ys, yo, yr, xs, xo, xc, xr, os, oo, or, par)
 }

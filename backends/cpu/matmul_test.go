@@ -26,6 +26,10 @@ var matmulCases = []matmulCase{
 	{[]int{3}, []int{1}, []int{3}, 5, 9, 7},
 	{[]int{2, 1}, []int{1, 3}, []int{2, 3}, 17, 33, 2},
 	{[]int{4}, []int{4}, []int{4}, 65, 40, 66},
+	{nil, nil, nil, 33, 70, 1},                   // matrix × vector
+	{[]int{3}, []int{3}, []int{3}, 1, 9, 40},     // batched vector × matrix
+	{nil, nil, nil, 1, 300, 1100},                // vector × matrix, several blocks
+	{[]int{2}, []int{1}, []int{2}, 1100, 301, 1}, // matrix × broadcast vector
 }
 
 // matmulView builds a batched matrix operand; batch dims of size 1 that the
