@@ -244,6 +244,10 @@ func (b *Backend) Copy(out, x backends.View) {
 
 func copyRaw[T elems](b *Backend, out, x backends.View) {
 	os, xs := rawElems[T](buf(out)), rawElems[T](buf(x))
+	if l := newLoop(out.Shape, out, x); transposing(l) {
+		copyTiled(b, l, os, xs)
+		return
+	}
 	b.elementwise(out.Shape, 1, []backends.View{out, x}, func(_ *scratch, st *[maxViews]int, o offsets, n int) {
 		switch {
 		case st[0] == 1 && st[1] == 1:
@@ -331,6 +335,47 @@ func whereRaw[T elems](b *Backend, views []backends.View) {
 				os[o[0]+i*st[0]] = xs[o[2]+i*st[2]]
 			} else {
 				os[o[0]+i*st[0]] = ys[o[3]+i*st[3]]
+			}
+		}
+	})
+}
+
+// transposing reports whether a copy's input walks its second-innermost
+// dimension faster than its innermost one while the output is contiguous
+// in the innermost: a transpose, which copyTiled does in cache-sized tiles.
+func transposing(l *loop) bool {
+	r := len(l.shape)
+	if r < 2 || l.inner[0] != 1 || l.rowLen < 16 || l.shape[r-2] < 16 {
+		return false
+	}
+	return abs(l.strides[1][r-2]) < abs(l.inner[1])
+}
+
+// copyTiled copies the last two dimensions of l in 64×64 tiles, so that the
+// input's cache lines are reused across a tile instead of being fetched
+// once per element. Tiles (and the outer dimensions) run in parallel.
+func copyTiled[T elems](b *Backend, l *loop, os, xs []T) {
+	const tile = 64
+	r := len(l.shape)
+	rows, cols := l.shape[r-2], l.shape[r-1]
+	ors, xrs, xcs := l.strides[0][r-2], l.strides[1][r-2], l.inner[1]
+	outer := newLoop(l.shape[:r-2], backends.View{Strides: l.strides[0][:r-2], Offset: l.base[0]},
+		backends.View{Strides: l.strides[1][:r-2], Offset: l.base[1]})
+	var bases []offsets
+	outer.each(0, outer.n, func(o offsets) { bases = append(bases, o) })
+	rt, ct := (rows+tile-1)/tile, (cols+tile-1)/tile
+	perBase := rt * ct
+	b.parallel(len(bases)*perBase, grainFor(len(bases)*perBase, tile*tile), func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			o := bases[t/perBase]
+			i0, j0 := (t%perBase/ct)*tile, (t%ct)*tile
+			i1, j1 := min(i0+tile, rows), min(j0+tile, cols)
+			for i := i0; i < i1; i++ {
+				d := os[o[0]+i*ors+j0 : o[0]+i*ors+j1]
+				src := o[1] + i*xrs + j0*xcs
+				for j := range d {
+					d[j] = xs[src+j*xcs]
+				}
 			}
 		}
 	})

@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/kiln-ml/kiln/backends"
@@ -366,5 +367,30 @@ func TestWhereMixedDTypes(t *testing.T) {
 		})
 		be.Where(out, cond, x, y)
 		checkExact(t, fmt.Sprintf("where %v", c), out, want)
+	}
+}
+
+func TestCopyTransposeTiles(t *testing.T) {
+	be := New(2)
+	for _, dt := range []backends.DType{backends.Uint8, backends.BFloat16, backends.Float32, backends.Float64} {
+		for _, shape := range [][]int{{70, 90}, {2, 33, 130}, {16, 16}, {5, 200, 17}} {
+			for _, lay := range []layout{transposed, strided} {
+				x := makeView(be, dt, lay, 3, true, shape...)
+				if lay == strided { // a strided buffer, read with its dims reversed
+					r := len(shape)
+					rev := make([]int, r)
+					for d := range rev {
+						rev[d] = shape[r-1-d]
+					}
+					x = makeView(be, dt, strided, 3, true, rev...)
+					x.Shape = append([]int(nil), shape...)
+					slices.Reverse(x.Strides)
+				}
+				out := makeView(be, dt, contiguous, 4, false, shape...)
+				want := snapshot(x)
+				be.Copy(out, x)
+				checkExact(t, fmt.Sprintf("copy %s %v %s", dt, shape, lay), out, want)
+			}
+		}
 	}
 }
