@@ -443,6 +443,12 @@ func unaryFloat[T float](op backends.UnaryOp, o, x []T, p0, p1 float64) {
 			o[i] = T(math.Sqrt(float64(v)))
 		}
 	case backends.Exp:
+		if o32, ok := any(o).([]float32); ok { // same bits, faster (exp.go)
+			for i, v := range any(x).([]float32) {
+				o32[i] = expF32(v)
+			}
+			return
+		}
 		for i, v := range x {
 			o[i] = T(math.Exp(float64(v)))
 		}
