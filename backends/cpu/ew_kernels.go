@@ -444,9 +444,7 @@ func unaryFloat[T float](op backends.UnaryOp, o, x []T, p0, p1 float64) {
 		}
 	case backends.Exp:
 		if o32, ok := any(o).([]float32); ok { // same bits, faster (exp.go)
-			for i, v := range any(x).([]float32) {
-				o32[i] = expF32(v)
-			}
+			expF32(o32, any(x).([]float32))
 			return
 		}
 		for i, v := range x {
