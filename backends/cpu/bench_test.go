@@ -45,6 +45,7 @@ func BenchmarkMatmulShapes(b *testing.B) {
 		{"linear-256x784x128-Wt", 1, 256, 784, 128, true},
 		{"batch-64x32x32x32", 64, 32, 32, 32, false},
 		{"vecmat-1x1024x1024", 1, 1, 1024, 1024, false},
+		{"tiny-16x16x16", 1, 16, 16, 16, false},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			x := randView(be, backends.Float32, 1, c.batch, c.m, c.k)
@@ -58,6 +59,7 @@ func BenchmarkMatmulShapes(b *testing.B) {
 			for b.Loop() {
 				be.Matmul(out, x, y)
 			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/matmul")
 			b.ReportMetric(2*float64(c.batch*c.m*c.k*c.n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 	}

@@ -5,15 +5,17 @@ import (
 )
 
 // The micro-kernels in use. They are variables so that faster kernels
-// (assembly, or ones tuned for a CPU) can be chosen at init; every kernel
-// must be deterministic, and results change (within rounding) with the
-// kernel, never with the worker count.
+// (assembly, or ones tuned for a CPU) can be chosen at init. Every kernel
+// sums each output over k in order, so the Go kernels all give the same
+// bits; a kernel that sums differently (say, with fused multiply-adds)
+// changes results within rounding, but never with the worker count.
 var (
 	kernelsF32 = []kernel[float32]{
 		{"go2x4", 2, 4, microF32x2x4},
 		{"go4x2", 4, 2, microF32x4x2},
 		{"go3x2", 3, 2, microF32x3x2},
 		{"go3x3", 3, 3, microF32x3x3},
+		{"go2x6", 2, 6, microF32x2x6}, // best with GOAMD64=v3 (gemm_amd64v3.go)
 	}
 	kernelsF64 = []kernel[float64]{
 		{"go2x4", 2, 4, microF64x2x4},
