@@ -107,7 +107,7 @@ func BenchmarkKernels(b *testing.B) {
 	outT := allocView(be, backends.Float32, n/2048, 2048)
 	sumLast := allocView(be, backends.Float32, 2048, 1)
 	sumFirst := allocView(be, backends.Float32, 1, n/2048)
-	sumAll := allocView(be, backends.Float32)
+	sumAll := allocView(be, backends.Float32, 1, 1)
 	half := allocView(be, backends.BFloat16, 2048, n/2048)
 	for _, c := range []struct {
 		name  string
