@@ -13,7 +13,8 @@ import (
 // calling goroutine and a shared worker pool, which satisfies the
 // asynchronous contract trivially: work is complete when a method returns.
 type Backend struct {
-	workers int // read through Workers; changed only by SetWorkers
+	workers int   // read through Workers; changed only by SetWorkers
+	pool    *pool // workers-1 persistent helper goroutines
 
 	mu      sync.Mutex
 	err     error // sticky
@@ -29,20 +30,31 @@ func New(workers int) *Backend {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	return &Backend{workers: workers}
+	b := &Backend{workers: workers, pool: newPool(workers)}
+	// The helpers hold only the pool, so an unreachable Backend is collected
+	// and its helpers stopped.
+	runtime.AddCleanup(b, (*pool).stop, b.pool)
+	return b
 }
 
-// Workers returns the number of goroutines kernels are split across.
+// Workers returns the number of goroutines kernels are split across (the
+// caller plus Workers()-1 persistent helpers).
 func (b *Backend) Workers() int { return b.workers }
 
 // SetWorkers changes the number of goroutines kernels are split across
-// (0 means runtime.GOMAXPROCS(0)). Results do not depend on it; call it
-// only while no kernel runs.
+// (0 means runtime.GOMAXPROCS(0)), replacing the helper goroutines. Results
+// do not depend on it, bit for bit; call it only while no kernel runs.
 func (b *Backend) SetWorkers(n int) {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	b.workers = n
+	if n == b.workers {
+		return
+	}
+	old := b.pool
+	b.workers, b.pool = n, newPool(n)
+	runtime.AddCleanup(b, (*pool).stop, b.pool)
+	old.stop()
 }
 
 // Info implements backends.Backend.
@@ -115,37 +127,3 @@ func (b *Backend) MemoryStats() backends.MemoryStats {
 }
 
 func buf(v backends.View) *buffer { return v.Buf.(*buffer) }
-
-// parallel splits [0, n) into chunks of at least grain and runs fn on them
-// across the workers. Chunk boundaries depend only on n and grain, never on
-// the worker count, so any per-chunk arithmetic is reproducible.
-func (b *Backend) parallel(n, grain int, fn func(lo, hi int)) {
-	if grain < 1 {
-		grain = 1
-	}
-	chunks := (n + grain - 1) / grain
-	if chunks <= 1 || b.workers == 1 {
-		for lo := 0; lo < n; lo += grain {
-			fn(lo, min(lo+grain, n))
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	w := min(b.workers, chunks)
-	wg.Add(w)
-	for range w {
-		go func() {
-			defer wg.Done()
-			for {
-				c := int(next.Add(1) - 1)
-				if c >= chunks {
-					return
-				}
-				lo := c * grain
-				fn(lo, min(lo+grain, n))
-			}
-		}()
-	}
-	wg.Wait()
-}

@@ -4,92 +4,139 @@ import (
 	"github.com/kiln-ml/kiln/backends"
 )
 
-// Matmul implements backends.Backend. Each batch's operands are packed into
-// contiguous row-major float32 or float64 panels, then multiplied with an
-// i-k-j loop whose inner loop is a contiguous AXPY; work is split over rows
-// of the output, so every output element is summed in the same order
-// whatever the worker count.
+// The micro-kernels in use. They are variables so that faster kernels
+// (assembly, or ones tuned for a CPU) can be chosen at init. Every kernel
+// sums each output over k in order, so the Go kernels all give the same
+// bits; a kernel that sums differently (say, with fused multiply-adds)
+// changes results within rounding, but never with the worker count.
+var (
+	kernelsF32 = []kernel[float32]{
+		{"go2x4", 2, 4, microF32x2x4},
+		{"go4x2", 4, 2, microF32x4x2},
+		{"go3x2", 3, 2, microF32x3x2},
+		{"go3x3", 3, 3, microF32x3x3},
+		{"go2x6", 2, 6, microF32x2x6}, // best with GOAMD64=v3 (gemm_amd64v3.go)
+	}
+	kernelsF64 = []kernel[float64]{
+		{"go2x4", 2, 4, microF64x2x4},
+		{"go4x2", 4, 2, microF64x4x2},
+		{"go3x2", 3, 2, microF64x3x2},
+	}
+	kernelF32 = kernelsF32[0]
+	kernelF64 = kernelsF64[0]
+)
+
+// smallBatchFlops is the size (m·n·k) under which a batched matmul runs its
+// matrices in parallel, each on one goroutine, instead of one after another
+// with each matrix split across the workers.
+const smallBatchFlops = 1 << 18
+
+// Matmul implements backends.Backend with the blocked GEMM in gemm.go.
+// Float32 and Float64 multiply in their own precision (products and sums
+// rounded in the dtype, in a fixed order); Float16 and BFloat16 are widened
+// to float32 while packing, multiplied in float32 and rounded once at the
+// end; other dtypes (which package tensor never sends) go through float64.
+// Transposed and otherwise strided operands are read in place by the
+// packing routines, never copied first.
 func (b *Backend) Matmul(out, x, y backends.View) {
 	r := len(out.Shape)
 	m, k, n := x.Shape[r-2], x.Shape[r-1], y.Shape[r-1]
-	batchShape := out.Shape[:r-2]
-	batch := backends.NumElements(batchShape)
-	bx := backends.View{Strides: x.Strides[:r-2]}
-	by := backends.View{Strides: y.Strides[:r-2]}
-	bo := backends.View{Strides: out.Strides[:r-2]}
-	offs := make([][3]int, 0, batch)
-	newStrided(batchShape, bx, by, bo).each(func(o []int) {
-		offs = append(offs, [3]int{o[0] + x.Offset, o[1] + y.Offset, o[2] + out.Offset})
-	})
-	if batch == 0 {
+	batch := newLoop(out.Shape[:r-2],
+		backends.View{Strides: x.Strides[:r-2], Offset: x.Offset},
+		backends.View{Strides: y.Strides[:r-2], Offset: y.Offset},
+		backends.View{Strides: out.Strides[:r-2], Offset: out.Offset})
+	if batch.n == 0 || m == 0 || n == 0 {
 		return
 	}
-	switch out.DType {
-	case backends.Float32:
-		matmulF32(b, out, x, y, offs, m, k, n)
-	default:
-		matmulGeneric(b, out, x, y, offs, m, k, n)
-	}
-}
-
-func matmulF32(b *Backend, out, x, y backends.View, offs [][3]int, m, k, n int) {
-	r := len(out.Shape)
-	xs, ys, os := buf(x).f32(), buf(y).f32(), buf(out).f32()
+	var offs []offsets
+	batch.each(0, batch.n, func(o offsets) { offs = append(offs, o) })
 	xr, xc := x.Strides[r-2], x.Strides[r-1]
 	yr, yc := y.Strides[r-2], y.Strides[r-1]
 	or, oc := out.Strides[r-2], out.Strides[r-1]
-	for _, off := range offs {
-		// pack y into a contiguous k×n panel
-		py := make([]float32, k*n)
-		for p := 0; p < k; p++ {
-			for j := 0; j < n; j++ {
-				py[p*n+j] = ys[off[1]+p*yr+j*yc]
-			}
+	xb, yb, ob := buf(x), buf(y), buf(out)
+
+	// each runs f for every batch entry, in parallel over the batch when
+	// the matrices are small, else one at a time with parallel GEMMs
+	each := func(f func(o offsets, par bool)) {
+		if len(offs) > 1 && m*n*k < smallBatchFlops {
+			b.parallel(len(offs), max(1, (smallBatchFlops/4)/max(m*n*k, 1)), func(lo, hi int) {
+				for _, o := range offs[lo:hi] {
+					f(o, false)
+				}
+			})
+			return
 		}
-		b.parallel(m, max(1, 4096/max(n*k/64, 1)), func(lo, hi int) {
-			row := make([]float32, n)
-			for i := lo; i < hi; i++ {
-				for j := range row {
-					row[j] = 0
-				}
-				for p := 0; p < k; p++ {
-					a := xs[off[0]+i*xr+p*xc]
-					pr := py[p*n : p*n+n]
-					for j, v := range pr {
-						row[j] += a * v
-					}
-				}
-				for j, v := range row {
-					os[off[2]+i*or+j*oc] = v
-				}
+		for _, o := range offs {
+			f(o, true)
+		}
+	}
+	sameType := x.DType == out.DType && y.DType == out.DType
+	switch {
+	case sameType && out.DType == backends.Float32:
+		xs, ys, os := xb.f32(), yb.f32(), ob.f32()
+		each(func(o offsets, par bool) {
+			if matvecShape(m, n, k) {
+				matvecOf(b, m, n, k, xs, o[0], xr, xc, ys, o[1], yr, yc, os, o[2], or, oc, par)
+				return
 			}
+			gemm(b, kernelF32, m, n, k,
+				matSrc[float32]{s: xs, off: o[0], rs: xr, cs: xc},
+				matSrc[float32]{s: ys, off: o[1], rs: yr, cs: yc},
+				matDst[float32]{s: os, off: o[2], rs: or, cs: oc}, par)
+		})
+	case sameType && out.DType == backends.Float64:
+		xs, ys, os := xb.f64(), yb.f64(), ob.f64()
+		each(func(o offsets, par bool) {
+			if matvecShape(m, n, k) {
+				matvecOf(b, m, n, k, xs, o[0], xr, xc, ys, o[1], yr, yc, os, o[2], or, oc, par)
+				return
+			}
+			gemm(b, kernelF64, m, n, k,
+				matSrc[float64]{s: xs, off: o[0], rs: xr, cs: xc},
+				matSrc[float64]{s: ys, off: o[1], rs: yr, cs: yc},
+				matDst[float64]{s: os, off: o[2], rs: or, cs: oc}, par)
+		})
+	case out.DType == backends.Float16 || out.DType == backends.BFloat16 || out.DType == backends.Float32:
+		lx := func(off, st int, dst []float32) { loadF32(xb, off, st, dst) }
+		ly := func(off, st int, dst []float32) { loadF32(yb, off, st, dst) }
+		each(func(o offsets, par bool) {
+			tmp := poolF32.get(m * n)
+			gemm(b, kernelF32, m, n, k,
+				matSrc[float32]{load: lx, off: o[0], rs: xr, cs: xc},
+				matSrc[float32]{load: ly, off: o[1], rs: yr, cs: yc},
+				matDst[float32]{s: *tmp, rs: n, cs: 1}, par)
+			for i := range m {
+				storeF32(ob, o[2]+i*or, oc, (*tmp)[i*n:(i+1)*n])
+			}
+			poolF32.put(tmp)
+		})
+	default:
+		lx := func(off, st int, dst []float64) { loadF64(xb, off, st, dst) }
+		ly := func(off, st int, dst []float64) { loadF64(yb, off, st, dst) }
+		each(func(o offsets, par bool) {
+			tmp := poolF64.get(m * n)
+			gemm(b, kernelF64, m, n, k,
+				matSrc[float64]{load: lx, off: o[0], rs: xr, cs: xc},
+				matSrc[float64]{load: ly, off: o[1], rs: yr, cs: yc},
+				matDst[float64]{s: *tmp, rs: n, cs: 1}, par)
+			for i := range m {
+				storeF64(ob, o[2]+i*or, oc, (*tmp)[i*n:(i+1)*n])
+			}
+			poolF64.put(tmp)
 		})
 	}
 }
 
-func matmulGeneric(b *Backend, out, x, y backends.View, offs [][3]int, m, k, n int) {
-	r := len(out.Shape)
-	lx, ly, st := buf(x).accessor().load, buf(y).accessor().load, buf(out).accessor().store
-	xr, xc := x.Strides[r-2], x.Strides[r-1]
-	yr, yc := y.Strides[r-2], y.Strides[r-1]
-	or, oc := out.Strides[r-2], out.Strides[r-1]
-	for _, off := range offs {
-		b.parallel(m, 1, func(lo, hi int) {
-			row := make([]float64, n)
-			for i := lo; i < hi; i++ {
-				for j := range row {
-					row[j] = 0
-				}
-				for p := 0; p < k; p++ {
-					a := lx(off[0] + i*xr + p*xc)
-					for j := range row {
-						row[j] += a * ly(off[1]+p*yr+j*yc)
-					}
-				}
-				for j, v := range row {
-					st(off[2]+i*or+j*oc, v)
-				}
-			}
-		})
+// matvecShape reports whether a product is a vector-matrix or
+// matrix-vector one, which matvec does without packing.
+func matvecShape(m, n, k int) bool { return (m == 1 || n == 1) && k > 0 }
+
+// matvecOf runs an m = 1 or n = 1 product through matvec.
+func matvecOf[T float](b *Backend, m, n, k int, xs []T, xo, xr, xc int, ys []T, yo, yr, yc int, os []T, oo, or, oc int, par bool) {
+	if m == 1 { // out[0, j] = Σ_p x[0, p]·y[p, j]
+		matvec(b, k, n, xs, xo, xc, ys, yo, yr, yc, os, oo, oc, par)
+		return
 	}
+	// out[i, 0] = Σ_p y[p, 0]·x[i, p]: M[p, i] = x[i, p]
+	matvec(b, k, m, ys, yo, yr, xs, xo, xc, xr, os, oo, or, par)
 }

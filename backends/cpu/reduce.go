@@ -1,336 +1,623 @@
 package cpu
 
 import (
-	"fmt"
 	"math"
-	"sort"
-	"sync/atomic"
 
 	"github.com/kiln-ml/kiln/backends"
 )
 
-// splitAxes reorders x's dimensions into kept ones (in order) followed by
-// reduced ones, returning the shapes and strides of both groups.
-func splitAxes(x backends.View, axes []int) (keptShape, keptStrides, redShape, redStrides []int) {
-	red := make([]bool, len(x.Shape))
-	for _, a := range axes {
-		red[a] = true
-	}
-	for d := range x.Shape {
-		if red[d] {
-			redShape = append(redShape, x.Shape[d])
-			redStrides = append(redStrides, x.Strides[d])
-		} else {
-			keptShape = append(keptShape, x.Shape[d])
-			keptStrides = append(keptStrides, x.Strides[d])
-		}
-	}
-	return
-}
+// Reductions.
+//
+// Order of operations (what makes results independent of the worker count):
+// the reduced elements of one output are visited in row-major order of the
+// reduced dimensions, after size-1 dimensions are dropped and adjacent ones
+// merged. When the reduced elements are the fastest-moving in memory
+// (reducing the last dimension, or everything), each run of the innermost
+// reduced dimension is reduced with four interleaved accumulators (element
+// i goes to accumulator i mod 4, combined as (a0∘a1)∘(a2∘a3)) and the runs
+// are combined in order. Otherwise (reducing leading dimensions of a
+// row-major tensor) each output accumulates its elements strictly in order,
+// many outputs at a time. When there are few outputs (under 64) and many
+// reduced elements (over 32768), the reduced range is cut into segments of
+// 32768 elements that are reduced in parallel and combined in segment order.
+// All of this depends only on the shapes and strides, never on the workers.
+//
+// Floating-point inputs accumulate in float64 (float32, float16 and
+// bfloat16 sums are exact up to float64 rounding before the final rounding
+// to the output dtype); integer and Bool inputs accumulate exactly in int64
+// (wrapping on overflow). Max and Min propagate NaN and treat -0 as smaller
+// than +0, which makes them independent of order.
 
-// dropAxes returns out's strides for the kept dimensions only.
-func dropAxes(strides []int, axes []int) []int {
-	red := make([]bool, len(strides))
-	for _, a := range axes {
-		red[a] = true
-	}
-	var s []int
-	for d, st := range strides {
-		if !red[d] {
-			s = append(s, st)
-		}
-	}
-	return s
-}
+// segment is the number of reduced elements per parallel segment.
+const segment = 1 << 15
 
-// reduceInit is the identity of op.
-func reduceInit(op backends.ReduceOp) float64 {
+// fewOutputs is the output count under which large reductions are segmented.
+const fewOutputs = 64
+
+// accum is the accumulator type: float64 for float inputs, int64 for integers.
+type accum interface{ ~float64 | ~int64 }
+
+func identity[A accum](op backends.ReduceOp) A {
+	var z A
 	switch op {
 	case backends.Prod:
 		return 1
 	case backends.Max:
-		return math.Inf(-1)
+		if _, ok := any(z).(float64); ok {
+			return A(math.Inf(-1))
+		}
+		return A(math.MinInt64)
 	case backends.Min:
-		return math.Inf(1)
+		if _, ok := any(z).(float64); ok {
+			return A(math.Inf(1))
+		}
+		return A(math.MaxInt64)
 	}
 	return 0
 }
 
-// Reduce implements backends.Backend. Sums of floats accumulate in float64
-// in a fixed row-major order, so results are reproducible.
-func (b *Backend) Reduce(op backends.ReduceOp, out, x backends.View, axes []int) {
-	keptShape, keptStrides, redShape, redStrides := splitAxes(x, axes)
-	outStrides := dropAxes(out.Strides, axes)
-	nOut := backends.NumElements(keptShape)
-	nRed := backends.NumElements(redShape)
-	xb, ob := buf(x), buf(out)
-	intPath := isIntLike(x.DType) && (op == backends.Sum || op == backends.Prod)
-	b.parallel(nOut, max(1, (1<<14)/max(nRed, 1)), func(lo, hi int) {
-		outer := newStrided(keptShape, backends.View{Strides: keptStrides}, backends.View{Strides: outStrides})
-		inner := newStrided(redShape, backends.View{Strides: redStrides})
-		if intPath {
-			ld, st := xb.intAccessor().load, ob.intAccessor().store
-			outer.eachRange([]int{x.Offset, out.Offset}, lo, hi, func(o []int) {
-				acc := int64(0)
-				if op == backends.Prod {
-					acc = 1
-				}
-				inner.eachRange([]int{o[0]}, 0, nRed, func(i []int) {
-					if op == backends.Sum {
-						acc += ld(i[0])
-					} else {
-						acc *= ld(i[0])
-					}
-				})
-				st(o[1], acc)
-			})
-			return
-		}
-		ld, st := xb.accessor().load, ob.accessor().store
-		outer.eachRange([]int{x.Offset, out.Offset}, lo, hi, func(o []int) {
-			acc := reduceInit(op)
-			inner.eachRange([]int{o[0]}, 0, nRed, func(i []int) {
-				v := ld(i[0])
-				switch op {
-				case backends.Sum:
-					acc += v
-				case backends.Prod:
-					acc *= v
-				case backends.Max:
-					if v > acc || math.IsNaN(v) && !math.IsNaN(acc) {
-						acc = v
-					}
-				case backends.Min:
-					if v < acc || math.IsNaN(v) && !math.IsNaN(acc) {
-						acc = v
-					}
-				}
-			})
-			st(o[1], acc)
-		})
-	})
+func combine[A accum](op backends.ReduceOp, a, v A) A {
+	switch op {
+	case backends.Sum:
+		return a + v
+	case backends.Prod:
+		return a * v
+	case backends.Max:
+		return max(a, v)
+	}
+	return min(a, v)
 }
 
-// ArgReduce implements backends.Backend. NaN counts as the maximum and the
-// minimum, as in PyTorch; ties resolve to the first index.
-func (b *Backend) ArgReduce(op backends.ReduceOp, out, x backends.View, axis int) {
-	axes := []int{axis}
-	keptShape, keptStrides, _, _ := splitAxes(x, axes)
-	outStrides := dropAxes(out.Strides, axes)
-	n, step := x.Shape[axis], x.Strides[axis]
-	ld := buf(x).accessor().load
-	os := buf(out).i64()
-	b.parallel(backends.NumElements(keptShape), 1024, func(lo, hi int) {
-		it := newStrided(keptShape, backends.View{Strides: keptStrides}, backends.View{Strides: outStrides})
-		it.eachRange([]int{x.Offset, out.Offset}, lo, hi, func(o []int) {
-			best, bi := ld(o[0]), 0
-			for k := 1; k < n && !math.IsNaN(best); k++ {
-				v := ld(o[0] + k*step)
-				if math.IsNaN(v) || (op == backends.ArgMax && v > best) || (op == backends.ArgMin && v < best) {
-					best, bi = v, k
-				}
+// reduceRun reduces n elements of s from off, stride st, with four
+// interleaved accumulators.
+func reduceRun[T float32 | float64 | int64, A accum](op backends.ReduceOp, s []T, off, st, n int) A {
+	id := identity[A](op)
+	a0, a1, a2, a3 := id, id, id, id
+	if st == 1 {
+		x := s[off : off+n]
+		switch op {
+		case backends.Sum:
+			for ; len(x) >= 4; x = x[4:] {
+				a0 += A(x[0])
+				a1 += A(x[1])
+				a2 += A(x[2])
+				a3 += A(x[3])
 			}
-			os[o[1]] = int64(bi)
-		})
-	})
+			for _, v := range x {
+				a0 += A(v)
+			}
+		case backends.Prod:
+			for ; len(x) >= 4; x = x[4:] {
+				a0 *= A(x[0])
+				a1 *= A(x[1])
+				a2 *= A(x[2])
+				a3 *= A(x[3])
+			}
+			for _, v := range x {
+				a0 *= A(v)
+			}
+		case backends.Max:
+			for ; len(x) >= 4; x = x[4:] {
+				a0 = max(a0, A(x[0]))
+				a1 = max(a1, A(x[1]))
+				a2 = max(a2, A(x[2]))
+				a3 = max(a3, A(x[3]))
+			}
+			for _, v := range x {
+				a0 = max(a0, A(v))
+			}
+		case backends.Min:
+			for ; len(x) >= 4; x = x[4:] {
+				a0 = min(a0, A(x[0]))
+				a1 = min(a1, A(x[1]))
+				a2 = min(a2, A(x[2]))
+				a3 = min(a3, A(x[3]))
+			}
+			for _, v := range x {
+				a0 = min(a0, A(v))
+			}
+		}
+	} else {
+		i := 0
+		for ; i+4 <= n; i += 4 {
+			p := off + i*st
+			a0 = combine(op, a0, A(s[p]))
+			a1 = combine(op, a1, A(s[p+st]))
+			a2 = combine(op, a2, A(s[p+2*st]))
+			a3 = combine(op, a3, A(s[p+3*st]))
+		}
+		for ; i < n; i++ {
+			a0 = combine(op, a0, A(s[off+i*st]))
+		}
+	}
+	return combine(op, combine(op, a0, a1), combine(op, a2, a3))
 }
 
-// Scan implements backends.Backend.
-func (b *Backend) Scan(op backends.ReduceOp, out, x backends.View, axis int) {
-	axes := []int{axis}
-	keptShape, keptStrides, _, _ := splitAxes(x, axes)
-	outKept := dropAxes(out.Strides, axes)
-	n, xs, ost := x.Shape[axis], x.Strides[axis], out.Strides[axis]
-	if isIntLike(x.DType) && isIntLike(out.DType) {
-		ld, st := buf(x).intAccessor().load, buf(out).intAccessor().store
-		b.parallel(backends.NumElements(keptShape), 256, func(lo, hi int) {
-			newStrided(keptShape, backends.View{Strides: keptStrides}, backends.View{Strides: outKept}).
-				eachRange([]int{x.Offset, out.Offset}, lo, hi, func(o []int) {
-					acc := int64(0)
-					if op == backends.Prod {
-						acc = 1
-					}
-					for k := 0; k < n; k++ {
-						if op == backends.Prod {
-							acc *= ld(o[0] + k*xs)
-						} else {
-							acc += ld(o[0] + k*xs)
-						}
-						st(o[1]+k*ost, acc)
-					}
-				})
+// accumulateRow folds len(acc) elements of s (from off, stride st) into acc
+// element by element.
+func accumulateRow[T float32 | float64 | int64, A accum](op backends.ReduceOp, acc []A, s []T, off, st int) {
+	if st == 1 {
+		x := s[off : off+len(acc)]
+		switch op {
+		case backends.Sum:
+			for i, v := range x {
+				acc[i] += A(v)
+			}
+		case backends.Prod:
+			for i, v := range x {
+				acc[i] *= A(v)
+			}
+		case backends.Max:
+			for i, v := range x {
+				acc[i] = max(acc[i], A(v))
+			}
+		case backends.Min:
+			for i, v := range x {
+				acc[i] = min(acc[i], A(v))
+			}
+		}
+		return
+	}
+	for i := range acc {
+		acc[i] = combine(op, acc[i], A(s[off+i*st]))
+	}
+}
+
+// reducer gives typed access to one input for the reduction driver.
+type reducer[A accum] struct {
+	op backends.ReduceOp
+	// run reduces n elements from off with stride st (four accumulators).
+	run func(sc *scratch, off, st, n int) A
+	// row folds len(acc) elements from off with stride st into acc.
+	row func(sc *scratch, acc []A, off, st int)
+	// store writes results to out from off with stride st.
+	store func(sc *scratch, off, st int, v []A)
+}
+
+func floatReducer(op backends.ReduceOp, x, out backends.View) reducer[float64] {
+	xb, ob := buf(x), buf(out)
+	r := reducer[float64]{op: op}
+	switch x.DType {
+	case backends.Float32:
+		xs := xb.f32()
+		r.run = func(_ *scratch, off, st, n int) float64 { return reduceRun[float32, float64](op, xs, off, st, n) }
+		r.row = func(_ *scratch, acc []float64, off, st int) { accumulateRow(op, acc, xs, off, st) }
+	case backends.Float64:
+		xs := xb.f64()
+		r.run = func(_ *scratch, off, st, n int) float64 { return reduceRun[float64, float64](op, xs, off, st, n) }
+		r.row = func(_ *scratch, acc []float64, off, st int) { accumulateRow(op, acc, xs, off, st) }
+	default:
+		r.run = func(sc *scratch, off, st, n int) float64 {
+			acc := identity[float64](op)
+			for n > 0 {
+				m := min(n, blk)
+				t := sc.f64[0][:m]
+				loadF64(xb, off, st, t)
+				acc = combine(op, acc, reduceRun[float64, float64](op, t, 0, 1, m))
+				off, n = off+m*st, n-m
+			}
+			return acc
+		}
+		r.row = func(sc *scratch, acc []float64, off, st int) {
+			t := sc.f64[0][:len(acc)]
+			loadF64(xb, off, st, t)
+			accumulateRow(op, acc, t, 0, 1)
+		}
+	}
+	r.store = func(_ *scratch, off, st int, v []float64) { storeF64(ob, off, st, v) }
+	return r
+}
+
+func intReducer(op backends.ReduceOp, x, out backends.View) reducer[int64] {
+	xb, ob := buf(x), buf(out)
+	r := reducer[int64]{op: op}
+	if x.DType == backends.Int64 {
+		xs := xb.i64()
+		r.run = func(_ *scratch, off, st, n int) int64 { return reduceRun[int64, int64](op, xs, off, st, n) }
+		r.row = func(_ *scratch, acc []int64, off, st int) { accumulateRow(op, acc, xs, off, st) }
+	} else {
+		r.run = func(sc *scratch, off, st, n int) int64 {
+			acc := identity[int64](op)
+			for n > 0 {
+				m := min(n, blk)
+				t := sc.i64[0][:m]
+				loadI64(xb, off, st, t)
+				acc = combine(op, acc, reduceRun[int64, int64](op, t, 0, 1, m))
+				off, n = off+m*st, n-m
+			}
+			return acc
+		}
+		r.row = func(sc *scratch, acc []int64, off, st int) {
+			t := sc.i64[0][:len(acc)]
+			loadI64(xb, off, st, t)
+			accumulateRow(op, acc, t, 0, 1)
+		}
+	}
+	if isIntLike(out.DType) {
+		r.store = func(_ *scratch, off, st int, v []int64) { storeI64(ob, off, st, v) }
+	} else {
+		r.store = func(sc *scratch, off, st int, v []int64) {
+			t := sc.f64[1][:len(v)]
+			for i, x := range v {
+				t[i] = float64(x)
+			}
+			storeF64(ob, off, st, t)
+		}
+	}
+	return r
+}
+
+// reducePlan is a reduction's index spaces after coalescing.
+type reducePlan struct {
+	kept *loop // views: x (kept strides, x's offset), out (out's offset)
+	red  *loop // view: x (reduced strides, offset 0)
+	K, R int   // outputs, reduced elements per output
+	redA bool  // reduced elements are the fastest-moving: reduce runs
+}
+
+// planAxes splits x's dimensions into kept and reduced ones.
+func planAxes(out, x backends.View, axes []int) reducePlan {
+	red := make([]bool, len(x.Shape))
+	for _, a := range axes {
+		red[a] = true
+	}
+	var kShape, kX, kOut, rShape, rX []int
+	for d, s := range x.Shape {
+		if red[d] {
+			rShape = append(rShape, s)
+			rX = append(rX, x.Strides[d])
+		} else {
+			kShape = append(kShape, s)
+			kX = append(kX, x.Strides[d])
+			kOut = append(kOut, out.Strides[d])
+		}
+	}
+	p := reducePlan{
+		kept: newLoop(kShape, backends.View{Strides: kX, Offset: x.Offset}, backends.View{Strides: kOut, Offset: out.Offset}),
+		red:  newLoop(rShape, backends.View{Strides: rX}),
+	}
+	p.K, p.R = p.kept.n, p.red.n
+	p.redA = p.K == 1 || p.R > 1 && abs(p.red.inner[0]) <= abs(p.kept.inner[0])
+	return p
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// Reduce implements backends.Backend (see the order of operations above).
+func (b *Backend) Reduce(op backends.ReduceOp, out, x backends.View, axes []int) {
+	p := planAxes(out, x, axes)
+	if isIntLike(x.DType) {
+		reduceWith(b, p, intReducer(op, x, out))
+		return
+	}
+	reduceWith(b, p, floatReducer(op, x, out))
+}
+
+func reduceWith[A accum](b *Backend, p reducePlan, r reducer[A]) {
+	if p.K == 0 {
+		return
+	}
+	op := r.op
+	if p.R == 0 { // empty reductions give the identity
+		b.parallel(p.K, grainFor(p.K, 1), func(lo, hi int) {
+			sc := scratches.Get().(*scratch)
+			p.kept.rows(lo, hi, func(o offsets, n int) {
+				id := []A{identity[A](op)}
+				for i := range n {
+					r.store(sc, o[1]+i*p.kept.inner[1], 1, id)
+				}
+			})
+			scratches.Put(sc)
 		})
 		return
 	}
-	ld, st := buf(x).accessor().load, buf(out).accessor().store
-	b.parallel(backends.NumElements(keptShape), 256, func(lo, hi int) {
-		newStrided(keptShape, backends.View{Strides: keptStrides}, backends.View{Strides: outKept}).
-			eachRange([]int{x.Offset, out.Offset}, lo, hi, func(o []int) {
-				acc := reduceInit(op)
-				for k := 0; k < n; k++ {
-					if op == backends.Prod {
-						acc *= ld(o[0] + k*xs)
-					} else {
-						acc += ld(o[0] + k*xs)
-					}
-					st(o[1]+k*ost, acc)
-				}
-			})
-	})
-}
-
-// Sort implements backends.Backend: a stable sort with NaN ordered above
-// every number, as in PyTorch.
-func (b *Backend) Sort(values, indices, x backends.View, axis int, descending bool) {
-	axes := []int{axis}
-	keptShape, keptStrides, _, _ := splitAxes(x, axes)
-	vKept, iKept := dropAxes(values.Strides, axes), dropAxes(indices.Strides, axes)
-	n, xs, vs, is := x.Shape[axis], x.Strides[axis], values.Strides[axis], indices.Strides[axis]
-	ld, st := buf(x).accessor().load, buf(values).accessor().store
-	idx := buf(indices).i64()
-	intCopy := isIntLike(x.DType)
-	var ildx func(int) int64
-	var istv func(int, int64)
-	if intCopy {
-		ildx, istv = buf(x).intAccessor().load, buf(values).intAccessor().store
-	}
-	b.parallel(backends.NumElements(keptShape), 16, func(lo, hi int) {
-		keys := make([]float64, n)
-		perm := make([]int, n)
-		newStrided(keptShape, backends.View{Strides: keptStrides}, backends.View{Strides: vKept}, backends.View{Strides: iKept}).
-			eachRange([]int{x.Offset, values.Offset, indices.Offset}, lo, hi, func(o []int) {
-				for k := range n {
-					keys[k] = ld(o[0] + k*xs)
-					perm[k] = k
-				}
-				less := func(a, c float64) bool {
-					if math.IsNaN(a) {
-						return false
-					}
-					return math.IsNaN(c) || a < c
-				}
-				sort.SliceStable(perm, func(i, j int) bool {
-					if descending {
-						return less(keys[perm[j]], keys[perm[i]])
-					}
-					return less(keys[perm[i]], keys[perm[j]])
-				})
-				for k, p := range perm {
-					if intCopy {
-						istv(o[1]+k*vs, ildx(o[0]+p*xs))
-					} else {
-						st(o[1]+k*vs, keys[p])
-					}
-					idx[o[2]+k*is] = int64(p)
-				}
-			})
-	})
-}
-
-// Gather implements backends.Backend.
-func (b *Backend) Gather(out, x, index backends.View, axis int) {
-	is := buf(index).i64()
-	n := x.Shape[axis]
-	xv := x
-	xv.Strides = append([]int(nil), x.Strides...)
-	xv.Strides[axis] = 0 // the index supplies this coordinate
-	step := x.Strides[axis]
-	copyElem := b.elementCopier(out, x)
-	var bad atomic.Bool
-	var badIndex atomic.Int64
-	b.parallelEach(out.Shape, []backends.View{out, xv, index}, func(o []int) {
-		k := is[o[2]]
-		if k < 0 {
-			k += int64(n)
+	// reduceRange reduces the flat reduced elements [r0, r1) of the output
+	// whose first element is at x offset base.
+	rs := p.red.inner[0]
+	single := len(p.red.shape) == 1
+	reduceRange := func(sc *scratch, base, r0, r1 int) A {
+		if single {
+			return r.run(sc, base+r0*rs, rs, r1-r0)
 		}
-		if k < 0 || k >= int64(n) {
-			badIndex.Store(is[o[2]])
-			bad.Store(true)
+		acc := identity[A](op)
+		p.red.rows(r0, r1, func(o offsets, n int) { acc = combine(op, acc, r.run(sc, base+o[0], rs, n)) })
+		return acc
+	}
+	// foldRange folds the reduced elements [r0, r1) into acc, a row of
+	// outputs whose first element is at x offset base (stride ks).
+	ks := p.kept.inner[0]
+	foldRange := func(sc *scratch, acc []A, base, r0, r1 int) {
+		if single {
+			for k := r0; k < r1; k++ {
+				r.row(sc, acc, base+k*rs, ks)
+			}
 			return
 		}
-		copyElem(o[0], o[1]+int(k)*step)
+		p.red.each(r0, r1, func(o offsets) { r.row(sc, acc, base+o[0], ks) })
+	}
+
+	if p.K < fewOutputs && p.R > segment {
+		reduceSegmented(b, p, r, reduceRange, foldRange)
+		return
+	}
+	if p.redA {
+		b.parallel(p.K, grainFor(p.K, p.R), func(lo, hi int) {
+			sc := scratches.Get().(*scratch)
+			res := make([]A, 0, blk)
+			p.kept.rows(lo, hi, func(o offsets, n int) {
+				for n > 0 {
+					m := min(n, blk)
+					res = res[:m]
+					for i := range res {
+						res[i] = reduceRange(sc, o[0]+i*p.kept.inner[0], 0, p.R)
+					}
+					r.store(sc, o[1], p.kept.inner[1], res)
+					o[0] += m * p.kept.inner[0]
+					o[1] += m * p.kept.inner[1]
+					n -= m
+				}
+			})
+			scratches.Put(sc)
+		})
+		return
+	}
+	b.parallel(p.K, max(grainFor(p.K, p.R), 64), func(lo, hi int) {
+		sc := scratches.Get().(*scratch)
+		acc := make([]A, blk)
+		p.kept.rows(lo, hi, func(o offsets, n int) {
+			for n > 0 {
+				m := min(n, blk)
+				a := acc[:m]
+				fillSlice(a, identity[A](op))
+				foldRange(sc, a, o[0], 0, p.R)
+				r.store(sc, o[1], p.kept.inner[1], a)
+				o[0] += m * p.kept.inner[0]
+				o[1] += m * p.kept.inner[1]
+				n -= m
+			}
+		})
+		scratches.Put(sc)
 	})
-	if bad.Load() {
-		b.fail(fmt.Errorf("cpu: gather: index %d out of range for axis %d of size %d", badIndex.Load(), axis, n))
-	}
 }
 
-// elementCopier returns a function copying one element from x to out at
-// element offsets, exactly for integer types.
-func (b *Backend) elementCopier(out, x backends.View) func(o, i int) {
-	if out.DType == x.DType {
-		sz := out.DType.Size()
-		ob, xb := buf(out).bytes, buf(x).bytes
-		switch sz {
-		case 4:
-			os, xs := buf(out).i32(), buf(x).i32()
-			return func(o, i int) { os[o] = xs[i] }
-		case 8:
-			os, xs := buf(out).i64(), buf(x).i64()
-			return func(o, i int) { os[o] = xs[i] }
-		}
-		return func(o, i int) { copy(ob[o*sz:(o+1)*sz], xb[i*sz:(i+1)*sz]) }
-	}
-	ld, st := buf(x).accessor().load, buf(out).accessor().store
-	return func(o, i int) { st(o, ld(i)) }
-}
-
-// Scatter implements backends.Backend. It runs on one goroutine so that
-// duplicate indices resolve (last write wins, or accumulate) in row-major
-// order of src, reproducibly.
-func (b *Backend) Scatter(out, index, src backends.View, axis int, add bool) {
-	is := buf(index).i64()
-	n := out.Shape[axis]
-	ov := out
-	ov.Strides = append([]int(nil), out.Strides...)
-	ov.Strides[axis] = 0
-	step := out.Strides[axis]
-	var bad int64 = -1
-	if add {
-		if isIntLike(out.DType) {
-			lo, ls, st := buf(out).intAccessor().load, buf(src).intAccessor().load, buf(out).intAccessor().store
-			newStrided(src.Shape, ov, index, src).each(func(o []int) {
-				k := is[o[1]]
-				if k < 0 {
-					k += int64(n)
-				}
-				if k < 0 || k >= int64(n) {
-					bad = is[o[1]]
-					return
-				}
-				p := o[0] + int(k)*step
-				st(p, lo(p)+ls(o[2]))
-			})
-		} else {
-			lo, ls, st := buf(out).accessor().load, buf(src).accessor().load, buf(out).accessor().store
-			newStrided(src.Shape, ov, index, src).each(func(o []int) {
-				k := is[o[1]]
-				if k < 0 {
-					k += int64(n)
-				}
-				if k < 0 || k >= int64(n) {
-					bad = is[o[1]]
-					return
-				}
-				p := o[0] + int(k)*step
-				st(p, lo(p)+ls(o[2]))
-			})
-		}
+// reduceSegmented handles few outputs with many reduced elements each: the
+// reduced range is cut into segments reduced in parallel, then the segment
+// results of each output are combined in segment order.
+func reduceSegmented[A accum](b *Backend, p reducePlan, r reducer[A],
+	reduceRange func(sc *scratch, base, r0, r1 int) A, foldRange func(sc *scratch, acc []A, base, r0, r1 int)) {
+	op := r.op
+	S := (p.R + segment - 1) / segment
+	// the outputs' x and out offsets, in flat kept order
+	xOff, oOff := make([]int, 0, p.K), make([]int, 0, p.K)
+	p.kept.each(0, p.K, func(o offsets) {
+		xOff = append(xOff, o[0])
+		oOff = append(oOff, o[1])
+	})
+	part := make([]A, p.K*S) // part[s*K + j]
+	if p.redA {
+		b.parallelTasks(p.K*S, func(t int) {
+			sc := scratches.Get().(*scratch)
+			j, s := t/S, t%S
+			part[s*p.K+j] = reduceRange(sc, xOff[j], s*segment, min((s+1)*segment, p.R))
+			scratches.Put(sc)
+		})
 	} else {
-		cp := b.elementCopier(out, src)
-		newStrided(src.Shape, ov, index, src).each(func(o []int) {
-			k := is[o[1]]
-			if k < 0 {
-				k += int64(n)
-			}
-			if k < 0 || k >= int64(n) {
-				bad = is[o[1]]
-				return
-			}
-			cp(o[0]+int(k)*step, o[2])
+		// one task per segment folds every output: K < fewOutputs, so rows of
+		// outputs that are contiguous in x are folded as rows
+		b.parallelTasks(S, func(s int) {
+			sc := scratches.Get().(*scratch)
+			a := part[s*p.K : (s+1)*p.K]
+			fillSlice(a, identity[A](op))
+			r0, r1 := s*segment, min((s+1)*segment, p.R)
+			j := 0
+			p.kept.rows(0, p.K, func(o offsets, n int) {
+				foldRange(sc, a[j:j+n], o[0], r0, r1)
+				j += n
+			})
+			scratches.Put(sc)
 		})
 	}
-	if bad != -1 {
-		b.fail(fmt.Errorf("cpu: scatter: index %d out of range for axis %d of size %d", bad, axis, n))
+	sc := scratches.Get().(*scratch)
+	for j := range p.K {
+		acc := part[j]
+		for s := 1; s < S; s++ {
+			acc = combine(op, acc, part[s*p.K+j])
+		}
+		r.store(sc, oOff[j], 1, []A{acc})
 	}
+	scratches.Put(sc)
+}
+
+// argPlan is the layout of ArgReduce and Scan: outputs over the kept
+// dimensions, a line of n elements along axis for each.
+func argPlan(out, x backends.View, axis int) (kept *loop, n, xs, os int) {
+	var kShape, kX, kOut []int
+	for d, s := range x.Shape {
+		if d != axis {
+			kShape = append(kShape, s)
+			kX = append(kX, x.Strides[d])
+			kOut = append(kOut, out.Strides[d])
+		}
+	}
+	kept = newLoop(kShape, backends.View{Strides: kX, Offset: x.Offset}, backends.View{Strides: kOut, Offset: out.Offset})
+	return kept, x.Shape[axis], x.Strides[axis], out.Strides[axis]
+}
+
+// argBest scans n elements for the first maximum (or minimum), NaN counting
+// as both and the first NaN winning; it returns the value and its index.
+func argBest[T float32 | float64](max bool, s []T, off, st, n int) (T, int) {
+	best, bi := s[off], 0
+	if best != best {
+		return best, 0
+	}
+	if st == 1 {
+		x := s[off : off+n]
+		for k := 1; k < len(x); k++ {
+			v := x[k]
+			if v != v {
+				return v, k
+			}
+			if max && v > best || !max && v < best {
+				best, bi = v, k
+			}
+		}
+		return best, bi
+	}
+	for k := 1; k < n; k++ {
+		v := s[off+k*st]
+		if v != v {
+			return v, k
+		}
+		if max && v > best || !max && v < best {
+			best, bi = v, k
+		}
+	}
+	return best, bi
+}
+
+// better reports whether v (found later) replaces best in an arg-reduction.
+func better[T float32 | float64](max bool, v, best T) bool {
+	if best != best {
+		return false
+	}
+	return v != v || max && v > best || !max && v < best
+}
+
+// ArgReduce implements backends.Backend. NaN counts as the maximum and the
+// minimum, as in PyTorch; ties resolve to the first index. Long lines with
+// few outputs are split into segments whose winners are combined in order,
+// which gives exactly the sequential answer.
+func (b *Backend) ArgReduce(op backends.ReduceOp, out, x backends.View, axis int) {
+	kept, n, st, _ := argPlan(out, x, axis)
+	if kept.n == 0 || n == 0 {
+		return
+	}
+	isMax := op == backends.ArgMax
+	os := buf(out).i64()
+	switch x.DType {
+	case backends.Float32:
+		argReduceTyped(b, isMax, kept, buf(x).f32(), os, n, st)
+	case backends.Float64:
+		argReduceTyped(b, isMax, kept, buf(x).f64(), os, n, st)
+	default:
+		// convert each line to float64 first (exact for every dtype but
+		// int64 beyond 2^53, as the definition's float64 comparison)
+		xb := buf(x)
+		b.parallel(kept.n, grainFor(kept.n, n), func(lo, hi int) {
+			line := make([]float64, n)
+			kept.each(lo, hi, func(o offsets) {
+				loadF64(xb, o[0], st, line)
+				_, k := argBest(isMax, line, 0, 1, n)
+				os[o[1]] = int64(k)
+			})
+		})
+	}
+}
+
+func argReduceTyped[T float32 | float64](b *Backend, isMax bool, kept *loop, xs []T, os []int64, n, st int) {
+	if kept.n < fewOutputs && n > segment {
+		S := (n + segment - 1) / segment
+		offs := make([]offsets, 0, kept.n)
+		kept.each(0, kept.n, func(o offsets) { offs = append(offs, o) })
+		vals, idx := make([]T, kept.n*S), make([]int, kept.n*S)
+		b.parallelTasks(kept.n*S, func(t int) {
+			j, s := t/S, t%S
+			k0 := s * segment
+			v, k := argBest(isMax, xs, offs[j][0]+k0*st, st, min(segment, n-k0))
+			vals[t], idx[t] = v, k0+k
+		})
+		for j, o := range offs {
+			best, bi := vals[j*S], idx[j*S]
+			for s := 1; s < S; s++ {
+				if better(isMax, vals[j*S+s], best) {
+					best, bi = vals[j*S+s], idx[j*S+s]
+				}
+			}
+			os[o[1]] = int64(bi)
+		}
+		return
+	}
+	b.parallel(kept.n, grainFor(kept.n, n), func(lo, hi int) {
+		kept.each(lo, hi, func(o offsets) {
+			_, k := argBest(isMax, xs, o[0], st, n)
+			os[o[1]] = int64(k)
+		})
+	})
+}
+
+// Scan implements backends.Backend: an inclusive cumulative sum or product
+// along axis, accumulated in float64 for floats (rounded to the output at
+// every step) and exactly in int64 for integers. Each line is sequential;
+// lines run in parallel, many at a time when they are interleaved in memory.
+func (b *Backend) Scan(op backends.ReduceOp, out, x backends.View, axis int) {
+	kept, n, xst, ost := argPlan(out, x, axis)
+	if kept.n == 0 || n == 0 {
+		return
+	}
+	if isIntLike(x.DType) && isIntLike(out.DType) {
+		scanWith(b, op, kept, n, xst, ost, loadI64, storeI64, buf(x), buf(out))
+		return
+	}
+	scanWith(b, op, kept, n, xst, ost, loadF64, storeF64, buf(x), buf(out))
+}
+
+func scanWith[A accum](b *Backend, op backends.ReduceOp, kept *loop, n, xst, ost int,
+	load func(*buffer, int, int, []A), store func(*buffer, int, int, []A), xb, ob *buffer) {
+	ks := kept.inner[0]
+	if abs(xst) <= abs(ks) || kept.n == 1 {
+		// one line at a time, in blocks along the line
+		b.parallel(kept.n, grainFor(kept.n, n), func(lo, hi int) {
+			t := make([]A, min(n, blk))
+			kept.each(lo, hi, func(o offsets) {
+				acc := identity[A](op)
+				for k := 0; k < n; k += len(t) {
+					m := min(n-k, len(t))
+					v := t[:m]
+					load(xb, o[0]+k*xst, xst, v)
+					for i, x := range v {
+						if op == backends.Prod {
+							acc *= x
+						} else {
+							acc += x
+						}
+						v[i] = acc
+					}
+					store(ob, o[1]+k*ost, ost, v)
+				}
+			})
+		})
+		return
+	}
+	// lines interleaved in memory (scanning a leading axis): a row of
+	// accumulators walks the axis, reading and writing rows of the input
+	b.parallel(kept.n, max(grainFor(kept.n, n), 64), func(lo, hi int) {
+		acc := make([]A, blk)
+		row := make([]A, blk)
+		kept.rows(lo, hi, func(o offsets, cnt int) {
+			for cnt > 0 {
+				m := min(cnt, blk)
+				a, v := acc[:m], row[:m]
+				fillSlice(a, identity[A](op))
+				for k := range n {
+					load(xb, o[0]+k*xst, ks, v)
+					for i, x := range v {
+						if op == backends.Prod {
+							a[i] *= x
+						} else {
+							a[i] += x
+						}
+					}
+					store(ob, o[1]+k*ost, kept.inner[1], a)
+				}
+				o[0] += m * ks
+				o[1] += m * kept.inner[1]
+				cnt -= m
+			}
+		})
+	})
 }
