@@ -2,6 +2,7 @@ package nn
 
 import (
 	"github.com/kiln-ml/kiln/tensor"
+	"slices"
 )
 
 // BilinearConfig configures a Bilinear layer; the zero value is PyTorch's
@@ -53,7 +54,7 @@ func (l *Bilinear) Forward(x1, x2 *tensor.Tensor) *tensor.Tensor {
 	out, in1, in2 := l.Weight.Dim(0), l.Weight.Dim(1), l.Weight.Dim(2)
 	s1, s2 := x1.Shape(), x2.Shape()
 	if len(s1) == 0 || len(s2) == 0 || s1[len(s1)-1] != in1 || s2[len(s2)-1] != in2 ||
-		!equalShapes(s1[:len(s1)-1], s2[:len(s2)-1]) {
+		!slices.Equal(s1[:len(s1)-1], s2[:len(s2)-1]) {
 		shapeError("Bilinear", "expects inputs [..., %d] and [..., %d] with equal leading dimensions, got %v and %v",
 			in1, in2, s1, s2)
 	}

@@ -2,6 +2,7 @@ package nn
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/kiln-ml/kiln/tensor"
 )
@@ -76,7 +77,7 @@ func floatInput(loss, what string, t *tensor.Tensor) {
 
 // sameShapes panics with ErrShape unless a and b have the same shape.
 func sameShapes(loss, aName string, a *tensor.Tensor, bName string, b *tensor.Tensor) {
-	if !equalShapes(a.Shape(), b.Shape()) {
+	if !slices.Equal(a.Shape(), b.Shape()) {
 		lossError(loss, tensor.ErrShape, "%s %v and %s %v must have the same shape", aName, a.Shape(), bName, b.Shape())
 	}
 }
@@ -159,13 +160,13 @@ func NLL(logProbs, target *tensor.Tensor, opts NLLOptions) *tensor.Tensor {
 	if !target.DType().IsInt() {
 		lossError(loss, tensor.ErrDType, "target %v is %s; it must hold integer class indices", target.Shape(), target.DType())
 	}
-	if !equalShapes(target.Shape(), positions) {
+	if !slices.Equal(target.Shape(), positions) {
 		lossError(loss, tensor.ErrShape, "target %v does not match log-probabilities %v: want %v (without the class dimension %d)",
 			target.Shape(), shape, positions, ca)
 	}
 	if w := opts.Weight; w != nil {
 		floatInput(loss, "class weights", w)
-		if !equalShapes(w.Shape(), []int{c}) {
+		if !slices.Equal(w.Shape(), []int{c}) {
 			lossError(loss, tensor.ErrShape, "class weights %v do not match the %d classes of log-probabilities %v", w.Shape(), c, shape)
 		}
 	}

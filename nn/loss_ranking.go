@@ -2,6 +2,7 @@ package nn
 
 import (
 	"math"
+	"slices"
 
 	"github.com/kiln-ml/kiln/tensor"
 )
@@ -38,7 +39,7 @@ func CosineEmbedding(x1, x2, y *tensor.Tensor, opts CosineEmbeddingOptions) *ten
 	if len(s) != 1 && len(s) != 2 {
 		lossError(loss, tensor.ErrShape, "inputs x1 and x2 must be [N D] or [D], got %v", s)
 	}
-	if want := s[:len(s)-1]; !equalShapes(y.Shape(), want) {
+	if want := s[:len(s)-1]; !slices.Equal(y.Shape(), want) {
 		lossError(loss, tensor.ErrShape, "labels y %v do not match inputs %v: want %v", y.Shape(), s, want)
 	}
 	d := len(s) - 1
@@ -125,7 +126,7 @@ func TripletMargin(anchor, positive, negative *tensor.Tensor, opts TripletMargin
 	}{{"anchor", anchor}, {"positive", positive}, {"negative", negative}} {
 		floatInput(loss, x.name, x.t)
 	}
-	if !equalShapes(anchor.Shape(), positive.Shape()) || !equalShapes(anchor.Shape(), negative.Shape()) {
+	if !slices.Equal(anchor.Shape(), positive.Shape()) || !slices.Equal(anchor.Shape(), negative.Shape()) {
 		lossError(loss, tensor.ErrShape, "anchor %v, positive %v and negative %v must have the same shape",
 			anchor.Shape(), positive.Shape(), negative.Shape())
 	}

@@ -3,6 +3,7 @@ package nn
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/kiln-ml/kiln/tensor"
 )
@@ -306,7 +307,7 @@ func NewRMSNorm(dev tensor.Device, shape []int, cfg ...RMSNormConfig) *RMSNorm {
 // non-float input.
 func (r *RMSNorm) Forward(x *tensor.Tensor) *tensor.Tensor {
 	xs := x.Shape()
-	if len(xs) < len(r.Shape) || !equalShapes(xs[len(xs)-len(r.Shape):], r.Shape) {
+	if len(xs) < len(r.Shape) || !slices.Equal(xs[len(xs)-len(r.Shape):], r.Shape) {
 		shapeError("RMSNorm", "expects input [..., %s], got %v", trimBrackets(r.Shape), xs)
 	}
 	requireFloat("RMSNorm", x)

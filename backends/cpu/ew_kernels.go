@@ -158,8 +158,6 @@ func binaryF64(op backends.BinaryOp, o, a, b []float64) {
 	switch op {
 	case backends.Pow:
 		f = math.Pow
-	case backends.FloorDiv:
-		f = floorDiv
 	default:
 		f = backends.BinaryOps[op].F
 	}
@@ -181,8 +179,6 @@ func binaryF64(op backends.BinaryOp, o, a, b []float64) {
 		}
 	}
 }
-
-func floorDiv(a, b float64) float64 { return math.Floor(a / b) }
 
 // flipCompare returns the op that gives the same answer with its operands
 // swapped (s < x is x > s).

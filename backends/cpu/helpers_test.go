@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -302,8 +301,6 @@ func checkExact(t *testing.T, what string, got backends.View, want []float64) {
 // testShapes are the shapes element-wise kernels are checked on: scalars,
 // edge lengths around blocking boundaries, and ranks up to 4.
 var testShapes = [][]int{{}, {1}, {7}, {65}, {3, 17}, {2, 1, 129}, {2, 3, 4, 5}, {600}}
-
-func shapeName(s []int) string { return fmt.Sprint(s) }
 
 // roundTo returns v as stored into dtype dt and read back.
 func roundTo(dt backends.DType, v float64) float64 {

@@ -179,10 +179,3 @@ func incompleteSuffix(b []byte) int {
 	}
 	return 0
 }
-
-// messages reports how many messages were published (for tests).
-func (p *publisher) messages() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.sent
-}
