@@ -45,7 +45,7 @@
 //
 // # What it does not do
 //
-// It does not speak Jupyter's protocol, read stdin (cells get EOF), import
+// It does not speak Jupyter's protocol, read stdin unless the Output can ask for input (see InputOutput; otherwise cells get EOF), import
 // packages other than the standard library, Kiln's and those passed in
 // Options.Symbols (yaegi's source imports are not wired up), or protect the
 // process from what ends any Go program: a panic in a goroutine a cell

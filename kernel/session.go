@@ -119,7 +119,7 @@ func New(opts Options) (*Session, error) {
 		env = os.Environ()
 	}
 	s.interp = interp.New(interp.Options{
-		Stdin:        strings.NewReader(""),
+		Stdin:        &stdinReader{s: s},
 		Stdout:       streamWriter{s.router, Stdout},
 		Stderr:       streamWriter{s.router, Stderr},
 		Env:          env,

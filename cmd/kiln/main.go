@@ -15,6 +15,7 @@ var commands = map[string]struct {
 }{
 	"demo":    {runDemo, "train a small network on XOR-like data and print the loss falling"},
 	"devices": {runDevices, "list the devices Kiln detects"},
+	"kernel":  {runKernel, "the Jupyter kernel: run -f CONN, install [--user|--prefix DIR] [--name N], uninstall"},
 	"version": {func([]string) error { fmt.Println("kiln", version); return nil }, "print the version"},
 }
 
@@ -37,7 +38,7 @@ func main() {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: kiln <command> [arguments]\n\ncommands:")
-	for _, name := range []string{"demo", "devices", "version"} {
+	for _, name := range []string{"demo", "devices", "kernel", "version"} {
 		fmt.Fprintf(os.Stderr, "  %-10s %s\n", name, commands[name].usage)
 	}
 }

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"os"
+	"path/filepath"
+
+	"github.com/kiln-ml/kiln/kernel"
+	"github.com/kiln-ml/kiln/kernel/jupyter"
+)
+
+// runKernel dispatches `kiln kernel run|install|uninstall`.
+func runKernel(args []string) error {
+	if len(args) == 0 {
+		return errors.New("usage: kiln kernel run|install|uninstall [flags]")
+	}
+	switch args[0] {
+	case "run":
+		fs := flag.NewFlagSet("kernel run", flag.ContinueOnError)
+		conn := fs.String("f", "", "connection file written by the Jupyter front end")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		if *conn == "" && fs.NArg() == 1 {
+			*conn = fs.Arg(0)
+		}
+		if *conn == "" {
+			return errors.New("kernel run: a connection file is required (-f FILE)")
+		}
+		return kernel.Serve(context.Background(), *conn, kernel.Options{CaptureFDs: true})
+	case "install", "uninstall":
+		fs := flag.NewFlagSet("kernel "+args[0], flag.ContinueOnError)
+		user := fs.Bool("user", false, "install for the current user (the default)")
+		prefix := fs.String("prefix", "", "install under PREFIX/share/jupyter/kernels (e.g. a virtualenv)")
+		name := fs.String("name", "kiln", "kernelspec name")
+		display := fs.String("display-name", "Go (Kiln)", "name shown in front ends")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		_ = *user
+		dir, err := kernelspecDir(*prefix, *name)
+		if err != nil {
+			return err
+		}
+		if args[0] == "uninstall" {
+			if _, err := os.Stat(filepath.Join(dir, "kernel.json")); err != nil {
+				return fmt.Errorf("kernel uninstall: no kernelspec at %s", dir)
+			}
+			if err := os.RemoveAll(dir); err != nil {
+				return err
+			}
+			fmt.Println("removed", dir)
+			return nil
+		}
+		return installKernelspec(dir, *display)
+	}
+	return fmt.Errorf("kernel: unknown subcommand %q (want run, install or uninstall)", args[0])
+}
+
+// kernelspecDir is where Jupyter looks for the named kernelspec: under
+// PREFIX/share/jupyter with --prefix, else the user's Jupyter data directory
+// ($JUPYTER_DATA_DIR, or ~/.local/share/jupyter).
+func kernelspecDir(prefix, name string) (string, error) {
+	if name == "" || filepath.Base(name) != name {
+		return "", fmt.Errorf("kernel: bad kernelspec name %q", name)
+	}
+	if prefix != "" {
+		return filepath.Join(prefix, "share", "jupyter", "kernels", name), nil
+	}
+	if d := os.Getenv("JUPYTER_DATA_DIR"); d != "" {
+		return filepath.Join(d, "kernels", name), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("kernel: no home directory for a user install (use --prefix): %w", err)
+	}
+	return filepath.Join(home, ".local", "share", "jupyter", "kernels", name), nil
+}
+
+// installKernelspec writes kernel.json pointing at this very binary, plus logos.
+func installKernelspec(dir, displayName string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("kernel install: cannot locate the kiln binary: %w", err)
+	}
+	if exe, err = filepath.EvalSymlinks(exe); err != nil {
+		return fmt.Errorf("kernel install: %w", err)
+	}
+	spec := jupyter.KernelSpec{
+		Argv:          []string{exe, "kernel", "run", "-f", "{connection_file}"},
+		DisplayName:   displayName,
+		Language:      "go",
+		InterruptMode: "message",
+	}
+	if err := jupyter.WriteKernelSpec(dir, spec); err != nil {
+		return err
+	}
+	for _, size := range []int{32, 64} {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("logo-%dx%d.png", size, size)), logo(size), 0o644); err != nil {
+			return fmt.Errorf("kernel install: %w", err)
+		}
+	}
+	fmt.Println("installed kernelspec", filepath.Base(dir), "in", dir)
+	return nil
+}
+
+// logo draws Kiln's mark: a flame in a kiln's arched mouth.
+func logo(size int) []byte {
+	img := image.NewNRGBA(image.Rect(0, 0, size, size))
+	brick := color.NRGBA{0x8a, 0x3b, 0x1f, 0xff}
+	flame := color.NRGBA{0xf5, 0xa6, 0x23, 0xff}
+	core := color.NRGBA{0xff, 0xe0, 0x8a, 0xff}
+	s := float64(size)
+	for y := 0; y < size; y++ {
+		for x := 0; x < size; x++ {
+			fx, fy := (float64(x)+0.5)/s, (float64(y)+0.5)/s
+			dx := fx - 0.5
+			// the kiln: a dome over a block
+			inKiln := (fy > 0.45 && fy < 0.95 && fx > 0.1 && fx < 0.9) || (dx*dx+(fy-0.45)*(fy-0.45) < 0.16 && fy <= 0.45)
+			// the mouth: a smaller arch
+			inMouth := (fy > 0.6 && fy < 0.95 && fx > 0.3 && fx < 0.7) || (dx*dx+(fy-0.6)*(fy-0.6) < 0.04 && fy <= 0.6)
+			// the flame: a teardrop inside the mouth
+			h := (0.93 - fy) / 0.4
+			inFlame := h > 0 && h < 1 && abs(dx) < 0.15*(1-h)*(0.6+h)
+			inCore := h > 0 && h < 0.6 && abs(dx) < 0.07*(1-h/0.6)*(0.6+h)
+			switch {
+			case inCore:
+				img.Set(x, y, core)
+			case inFlame:
+				img.Set(x, y, flame)
+			case inKiln && !inMouth:
+				img.Set(x, y, brick)
+			}
+		}
+	}
+	var b bytes.Buffer
+	_ = png.Encode(&b, img)
+	return b.Bytes()
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
