@@ -65,9 +65,10 @@ vet:
 staticcheck:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
-# fixtures regenerates the PyTorch/NumPy reference values tests compare with.
+# fixtures regenerates the PyTorch/NumPy reference values tests compare with
+# (every */testdata/gen_*.py script; tests themselves never need Python).
 fixtures: deps-fixtures
-	@for f in tensor/testdata/gen_*.py; do echo "$(PYTHON) $$f"; (cd tensor/testdata && $(PYTHON) $$(basename $$f)) || exit 1; done
+	@for f in $$(git ls-files '*/testdata/gen_*.py'); do echo "$(PYTHON) $$f"; (cd $$(dirname $$f) && $(PYTHON) $$(basename $$f)) || exit 1; done
 
 clean:
 	rm -rf bin
