@@ -1511,7 +1511,7 @@ fmt.Sprintf("%s|%v|%v|%v", text, rendered.Data["text/plain"], read.Data["text/pl
 // type (nn.LinearConfig{WeightInit: &Init{}}, nn.Sequential{&Layer{}}):
 // "reflect.Set: value of type … is not assignable". Going through a
 // variable of the interface type works; this test keeps both facts, so that
-// the day yaegi wraps literals, the workaround in %help can go.
+// the day yaegi wraps literals, advice about the workaround can go.
 func TestInterpretedValuesInCompiledLiterals(t *testing.T) {
 	s := newSession(t, kernel.Options{})
 	got := run(t, s, kilnImports, `dev := tensor.CPU()
@@ -1542,7 +1542,7 @@ fmt.Sprint(l.Weight.Float32s(), len(seq))`)
 		var ke *kernel.Error
 		if err == nil || !errors.As(err, &ke) || !strings.Contains(ke.Value, "is not assignable") {
 			t.Errorf("%s: %v; yaegi no longer refuses cell values in compiled composite literals: "+
-				"update this test and the advice in %%help", cell, err)
+				"update this test and drop any advice about the workaround", cell, err)
 		}
 	}
 }
