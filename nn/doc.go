@@ -34,7 +34,10 @@
 // is an interface declared in interpreted code are followed as well, and an
 // embedded field of an interpreted struct with other fields is not
 // flattened (yaegi does not mark it embedded), so its type name becomes a
-// path segment.
+// path segment. An interpreted value held where a compiled interface is
+// expected (a layer in a Sequential, a field of type Module) reaches nn in
+// a wrapper struct of yaegi's; nn walks what the wrapper holds, under the
+// same name, and calls the wrapper's methods for the modes.
 //
 // # Parameters and gradients
 //
@@ -70,5 +73,9 @@
 // name, so a state dict that lists tied weights under both names needs
 // LoadStateDictPartial. Methods of interpreted types are invisible to
 // reflection, so Train and Eval reach only compiled modules (including
-// compiled modules and nn.Mode embedded in interpreted structs).
+// compiled modules and nn.Mode embedded in interpreted structs) and
+// interpreted ones that yaegi passes in a wrapper: the model given to
+// Train or Eval itself, and values held in a compiled interface (the
+// kernel's symbol tables arrange both); an interpreted module with its own
+// SetTraining in a plain field of an interpreted struct is not reached.
 package nn

@@ -146,8 +146,13 @@ func isModule(n *node) bool {
 			return true
 		}
 	}
-	_, ok := reflect.PointerTo(n.value.Type()).MethodByName("Forward")
-	return ok
+	for _, v := range append([]reflect.Value{n.value}, n.embedded...) {
+		// embedded holds yaegi's wrapper of an interpreted module, if any
+		if _, ok := reflect.PointerTo(v.Type()).MethodByName("Forward"); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // summaryRow is one line of the table.

@@ -6,12 +6,15 @@
 // line below, the one place that lists them, and run `go generate
 // ./kernel/symbols` (it needs the Go module proxy or a module cache holding
 // yaegi v0.16.1). Generic functions and types are silently left out by yaegi
-// extract; Kiln's public API has none.
+// extract; Kiln's public API has none, and TestTablesHoldEveryExport fails
+// when a package exports a generic name or a name the tables lack.
 //
 // If compiled Kiln code type-asserts an argument of interface type (any or
-// another interface) to a further interface, also add a MapTypes entry in
-// maptypes.go, or values of types declared in notebook cells will not
-// satisfy the assertion (see the comment there).
+// another interface) to a further interface, or takes a variadic parameter
+// of interface type, also add a MapTypes entry in maptypes.go, or values of
+// types declared in notebook cells will not satisfy the assertion (see the
+// comment there). kernel's TestEveryExportCallable calls every exported
+// function and method from notebook cells.
 package symbols
 
 import (
@@ -20,7 +23,7 @@ import (
 	"strings"
 )
 
-//go:generate go run github.com/traefik/yaegi/cmd/yaegi@v0.16.1 extract github.com/kiln-ml/kiln/tensor github.com/kiln-ml/kiln/backends github.com/kiln-ml/kiln/autodiff github.com/kiln-ml/kiln/kernel/display
+//go:generate go run github.com/traefik/yaegi/cmd/yaegi@v0.16.1 extract github.com/kiln-ml/kiln/tensor github.com/kiln-ml/kiln/backends github.com/kiln-ml/kiln/autodiff github.com/kiln-ml/kiln/kernel/display github.com/kiln-ml/kiln/nn github.com/kiln-ml/kiln/optim
 
 // Symbols maps "importpath/packagename" to the exported symbols of each
 // Kiln package, plus the "." entry holding MapTypes. Pass it to

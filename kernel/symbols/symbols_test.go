@@ -18,6 +18,8 @@ func TestPackages(t *testing.T) {
 		"github.com/kiln-ml/kiln/autodiff",
 		"github.com/kiln-ml/kiln/backends",
 		"github.com/kiln-ml/kiln/kernel/display",
+		"github.com/kiln-ml/kiln/nn",
+		"github.com/kiln-ml/kiln/optim",
 		"github.com/kiln-ml/kiln/tensor",
 	}
 	if got := symbols.Packages(); !slices.Equal(got, want) {
