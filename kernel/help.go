@@ -60,6 +60,14 @@ operations run compiled, at native speed.
 - A panic in a goroutine a cell started, a stack overflow, or running out of
   memory ends the kernel process; restart the kernel (notebooks and
   variables of other kernels are unaffected).
+- A value of a cell-declared type cannot be placed in a composite literal
+  of a compiled type that expects an interface (nn.Sequential{&MyLayer{}},
+  nn.LinearConfig{WeightInit: &MyInit{}}): use a constructor
+  (nn.NewSequential(&MyLayer{})) or assign the field afterwards.
+- A package-level var initialised from another cell's := variable can fail
+  with "definition loop"; use := in the cell instead of var.
+- return x, len(s) can return the wrong values (yaegi v0.16.1): assign
+  len(s) to a variable first.
 - os.Exit panics instead of exiting; os.Stdout and os.Stderr are io.Writers.
 `
 
