@@ -176,7 +176,9 @@ class KilnFrontendTests(unittest.TestCase):
 
     def test_abort_queued_after_error(self):
         self.drain_iopub()
-        failing = self.kc.execute('panic("first")', stop_on_error=True)
+        # the failing cell takes a while, so the next request is surely
+        # queued (arrived) before it fails: only those are aborted
+        failing = self.kc.execute('time.Sleep(300 * time.Millisecond)\npanic("first")', stop_on_error=True)
         queued = self.kc.execute("1+1")
         self.assertEqual(self.reply(failing)["content"]["status"], "error")
         self.assertEqual(self.reply(queued)["content"]["status"], "aborted")
