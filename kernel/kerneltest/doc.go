@@ -30,5 +30,5 @@
 // by kernel/bench/bench.py and through Kiln's Go client (the workbench's) by
 // this package's benchmarks:
 //
-//	go test -run '^$' -bench . -benchtime 200x ./kernel/kerneltest
+//	go test -run '^$' -bench . ./kernel/kerneltest
 package kerneltest
