@@ -13,8 +13,11 @@ PYTHON := /usr/bin/python3
 STATICCHECK_VERSION := v0.8.2
 GOTESTFLAGS ?=
 
-# System packages the tests and tools use, installed when missing.
-APT_PACKAGES := python3 python3-numpy
+# System packages the tests and tools use, installed when missing. The
+# Jupyter ones drive the real kernel in kernel/kerneltest (the conformance
+# suite, nbconvert on notebooks/) and kernel/jupyter's client tests.
+APT_PACKAGES := python3 python3-numpy python3-jupyter-client python3-jupyter-kernel-test \
+	python3-nbclient python3-nbformat jupyter-nbconvert
 # Extra packages only for regenerating fixtures and comparing with PyTorch.
 APT_FIXTURE_PACKAGES := python3-torch python3-numpy libopenblas0-pthread
 

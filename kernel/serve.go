@@ -3,9 +3,12 @@ package kernel
 import (
 	"context"
 	"errors"
-
 	"log/slog"
+	"os"
+	"regexp"
 	"runtime"
+	"time"
+	"unicode/utf8"
 
 	"github.com/kiln-ml/kiln/kernel/display"
 	"github.com/kiln-ml/kiln/kernel/jupyter"
@@ -26,7 +29,34 @@ func Serve(ctx context.Context, connectionFile string, opts Options) error {
 	}
 	defer s.Close()
 	logger := slog.New(slog.NewTextHandler(s.OriginalStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	if os.Getenv("JPY_PARENT_PID") != "" {
+		go watchParent(ctx, os.Getppid(), time.Second, stop)
+	}
 	return jupyter.Run(ctx, connectionFile, &Handler{Session: s}, logger)
+}
+
+// watchParent calls stop once the kernel's parent process has gone (the
+// kernel is then re-parented, and its parent pid changes), as ipykernel's
+// parent poller does. jupyter_client sets JPY_PARENT_PID in the kernels it
+// starts: a front end that dies or is killed without a shutdown_request
+// (a client run under `timeout`, a crashed notebook server) would otherwise
+// leave the kernel running, holding its memory and the client's pipes.
+func watchParent(ctx context.Context, ppid int, every time.Duration, stop func()) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if os.Getppid() != ppid {
+				stop()
+				return
+			}
+		}
+	}
 }
 
 // Handler serves a Session over Jupyter's protocol (it implements
@@ -98,8 +128,13 @@ func errorContent(err error) *jupyter.ErrorContent {
 	return &jupyter.ErrorContent{Ename: "Error", Evalue: err.Error(), Traceback: []string{err.Error()}}
 }
 
-// Execute implements jupyter.Handler.
+// Execute implements jupyter.Handler. A cell that is just a name with a
+// question mark (`tensor.Zeros?`, `?x`, IPython's help syntax) is not run:
+// what Inspect says about the name goes to the front end's pager.
 func (h *Handler) Execute(ctx context.Context, req jupyter.ExecuteRequest, out jupyter.Output) jupyter.ExecuteResult {
+	if name, ok := pageTarget(req.Code); ok {
+		return h.page(name)
+	}
 	data, err := h.Session.Execute(ctx, req.Code, cellOutput{out})
 	if err != nil {
 		return jupyter.ExecuteResult{Error: errorContent(err)}
@@ -108,6 +143,34 @@ func (h *Handler) Execute(ctx context.Context, req jupyter.ExecuteRequest, out j
 		return jupyter.ExecuteResult{}
 	}
 	return jupyter.ExecuteResult{Data: jupyter.MimeBundle(data.Data), Metadata: data.Metadata}
+}
+
+// pageRequest matches a help cell: an identifier or selector with one or two
+// question marks before or after it.
+var pageRequest = regexp.MustCompile(`^\s*(\?{0,2})\s*([\pL_][\pL\pN_]*(?:\.[\pL_][\pL\pN_]*)*)\s*(\?{0,2})\s*$`)
+
+// pageTarget returns the name a help cell asks about.
+func pageTarget(code string) (string, bool) {
+	m := pageRequest.FindStringSubmatch(code)
+	if m == nil || (m[1] == "") == (m[3] == "") {
+		return "", false // no question mark, or on both sides
+	}
+	return m[2], true
+}
+
+// page answers a help cell with a pager payload (execute_reply's "page"
+// source, which notebooks show in a pager or below the cell), or a NameError.
+func (h *Handler) page(name string) jupyter.ExecuteResult {
+	text, found := h.Session.Inspect(name, utf8.RuneCountInString(name))
+	if !found {
+		msg := "nothing known about " + name
+		return jupyter.ExecuteResult{Error: &jupyter.ErrorContent{Ename: "NameError", Evalue: msg, Traceback: []string{"NameError: " + msg}}}
+	}
+	return jupyter.ExecuteResult{Payload: []map[string]any{{
+		"source": "page",
+		"data":   map[string]any{display.MIMETypeText: text},
+		"start":  0,
+	}}}
 }
 
 // Evaluate implements jupyter.Handler: a user expression is run as a cell
@@ -143,7 +206,12 @@ func (h *Handler) Inspect(code string, cursor, detail int) jupyter.InspectResult
 }
 
 // IsComplete implements jupyter.Handler.
-func (h *Handler) IsComplete(code string) (status, indent string) { return IsComplete(code) }
+func (h *Handler) IsComplete(code string) (status, indent string) {
+	if _, ok := pageTarget(code); ok {
+		return jupyter.Complete, ""
+	}
+	return IsComplete(code)
+}
 
 // Interrupt implements jupyter.Handler.
 func (h *Handler) Interrupt() { h.Session.Interrupt() }
