@@ -49,9 +49,11 @@ test: deps lint test-unit
 test-unit:
 	$(GO) test $(GOTESTFLAGS) -count=1 ./...
 
-# Slow accuracy runs kept out of `make test`.
+# Slow accuracy runs kept out of `make test`. The MNIST training runs go
+# last, verbose, so that their epoch times and accuracies are printed.
 test-long: deps
-	$(GO) test $(GOTESTFLAGS) -count=1 -tags long -timeout 60m ./...
+	$(GO) test $(GOTESTFLAGS) -count=1 -tags long -timeout 60m -skip '^TestTrainMNIST' ./...
+	$(GO) test $(GOTESTFLAGS) -count=1 -tags long -timeout 60m -run '^TestTrainMNIST' -v ./nn
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 2x -count 1 ./backends/cpu ./tensor

