@@ -34,7 +34,8 @@ type Options struct {
 	// MemoryLimit is the soft limit for the Go heap
 	// (debug.SetMemoryLimit), in bytes. Zero means DefaultMemoryFraction
 	// of the physical or container memory, unless GOMEMLIMIT is set;
-	// negative leaves the limit alone.
+	// negative leaves the limit alone. Unless negative, the CPU device's
+	// tensor budget is lowered to CPUBudgetFraction of the limit.
 	MemoryLimit int64
 	// Unrestricted gives cells the sandboxed parts of the standard library
 	// (os/exec, the real environment, os.Exit ending the kernel). By
