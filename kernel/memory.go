@@ -61,3 +61,14 @@ func setMemoryLimit(limit int64) int64 {
 	debug.SetMemoryLimit(limit)
 	return limit
 }
+
+// limitStack applies Options.MaxStack.
+func limitStack(max int) {
+	if max < 0 {
+		return
+	}
+	if max == 0 {
+		max = DefaultMaxStack
+	}
+	debug.SetMaxStack(max)
+}

@@ -49,7 +49,27 @@ type Options struct {
 	// Symbols are extra compiled packages made importable by cells, as
 	// yaegi symbol tables (see package symbols).
 	Symbols []interp.Exports
+	// MaxStack is the most stack a goroutine may use, in bytes
+	// (debug.SetMaxStack, process-wide). Zero means DefaultMaxStack;
+	// negative leaves the limit alone. Infinite recursion in a cell ends
+	// the process (see CrashMonitor); a lower limit makes that quick.
+	MaxStack int
+	// CrashMonitor, if set with CaptureFDs, is the command line of a
+	// process that New starts to receive the Go runtime's report when the
+	// kernel dies of a failure Go cannot recover from (stack overflow, a
+	// panic in a goroutine, a concurrent map write, out of memory); it runs
+	// RunCrashMonitor, which prints the report and a final line with the
+	// reason on the kernel's original stderr. `kiln kernel run` sets it to
+	// itself with the arguments "kernel crash-monitor". See crash.go.
+	CrashMonitor []string
 }
+
+// DefaultMaxStack is the default Options.MaxStack: 128 MiB, an eighth of
+// Go's own default. Interpreted recursion uses about 500 bytes of it per
+// call, so cells may recurse some 200,000 calls deep, and runaway recursion
+// ends the kernel in a second or two, where Go's 1 GB default takes several
+// seconds and as much memory again.
+const DefaultMaxStack = 128 << 20
 
 // Session is an interactive Go session: a yaegi interpreter loaded with the
 // standard library and Kiln's packages, which runs notebook cells one after
@@ -65,6 +85,7 @@ type Session struct {
 	sink     *sessionSink
 	prevSink display.Sink
 	noopProg *interp.Program
+	monitor  *crashMonitor
 
 	evalMu sync.Mutex // one evaluation at a time; guards names, lingering
 	names  int        // counter for names the session invents
@@ -115,6 +136,14 @@ func New(opts Options) (*Session, error) {
 		}
 		s.capture = c
 	}
+	if len(opts.CrashMonitor) > 0 && s.capture != nil {
+		m, err := s.capture.startCrashMonitor(opts.CrashMonitor)
+		if err != nil {
+			// The kernel works without it; crash reports are only less clear.
+			fmt.Fprintf(s.OriginalStderr(), "kiln kernel: %v (crash reports go to stderr only)\n", err)
+		}
+		s.monitor = m
+	}
 	env := opts.Env
 	if env == nil {
 		env = os.Environ()
@@ -156,6 +185,7 @@ func New(opts Options) (*Session, error) {
 	s.sink = &sessionSink{s.router}
 	s.prevSink = display.SetSink(s.sink)
 	limitMemory(opts.MemoryLimit)
+	limitStack(opts.MaxStack)
 	return s, nil
 }
 
@@ -360,6 +390,14 @@ func (s *Session) Close() error {
 }
 
 func (s *Session) release() {
+	if s.monitor != nil {
+		var fallback *os.File
+		if s.capture != nil {
+			fallback = s.capture.orig[Stderr]
+		}
+		s.monitor.close(fallback)
+		s.monitor = nil
+	}
 	if s.capture != nil {
 		s.capture.close()
 		s.capture = nil

@@ -50,6 +50,7 @@ func (r *recorder) out() (string, string) {
 func newSession(t *testing.T, opts kernel.Options) *kernel.Session {
 	t.Helper()
 	opts.MemoryLimit = -1 // leave the test process alone
+	opts.MaxStack = -1
 	s, err := kernel.New(opts)
 	if err != nil {
 		t.Fatal(err)
