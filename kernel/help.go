@@ -54,9 +54,9 @@ operations run compiled, at native speed.
   interpreter for the rest of the session; values inside functions are
   freed normally. Release big tensors explicitly (t.Release(),
   tensor.Scope) or compute them inside a function.
-- Interrupting stops interpreted code at once, but a compiled call that does
-  not take ctx runs to its end in the background, and the next cell waits
-  for it (interrupt again to give up waiting).
+- Interrupting stops interpreted code (and time.Sleep) at once, but a
+  compiled call that does not take ctx runs to its end in the background,
+  and the next cell waits for it (interrupt again to give up waiting).
 - A panic in a goroutine a cell started, a stack overflow (recursion deeper
   than about 200,000 calls), a concurrent map write or running out of
   memory ends the kernel process, with the reason as the last line of its

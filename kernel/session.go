@@ -99,6 +99,8 @@ type Session struct {
 	running  *run
 	cells    int
 	closed   bool
+	stops    uint64        // how many times the interpreter was stopped
+	stopNote chan struct{} // closed and replaced at each stop
 }
 
 // sessionSink routes display requests to the running cell's Output.
@@ -127,7 +129,7 @@ func New(opts Options) (*Session, error) {
 	if os.Getenv("YAEGI_SPECIAL_STDIO") == "" {
 		os.Setenv("YAEGI_SPECIAL_STDIO", "1")
 	}
-	s := &Session{opts: opts, router: &router{}}
+	s := &Session{opts: opts, router: &router{}, stopNote: make(chan struct{})}
 	s.base, s.baseStop = context.WithCancel(context.Background())
 	if opts.CaptureFDs {
 		c, err := startCapture(s.router)
@@ -165,6 +167,8 @@ func New(opts Options) (*Session, error) {
 			"Context": reflect.ValueOf(s.cellContext),
 			"Display": reflect.ValueOf(display.Display),
 		},
+		// Replaces stdlib's entry: see sleep.
+		"time/time": {"Sleep": reflect.ValueOf(s.sleep)},
 		".": {"MapTypes": reflect.ValueOf(map[reflect.Value][]reflect.Type{
 			show: symbols.RenderInterfaces,
 			text: {reflect.TypeOf((*fmt.Stringer)(nil)).Elem()},
@@ -443,6 +447,54 @@ func (s *Session) setContext(ctx context.Context) {
 		return // the cells redefined ctx; theirs wins
 	}
 	v.Set(reflect.ValueOf(ctx))
+}
+
+// sleep is time.Sleep as cells see it: it returns early when the kernel is
+// interrupted. time.Sleep itself is a compiled call that nothing can cut
+// short, so an interrupted time.Sleep(time.Hour) would make the next cell
+// wait an hour (see interrupt.go). Returning early is harmless: the
+// interrupt stops the interpreted code around the call, and sleep returns
+// only once the interpreter has been stopped, so that no statement after
+// the call runs.
+func (s *Session) sleep(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	s.mu.Lock()
+	gen := s.stops
+	s.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return
+	case <-s.cellContext().Done():
+	}
+	// Should the interpreter not be stopped (an interrupt that found no
+	// cell to stop), the call returns after a second.
+	deadline := time.After(time.Second)
+	for {
+		s.mu.Lock()
+		stopped, note := s.stops > gen, s.stopNote
+		s.mu.Unlock()
+		if stopped {
+			return
+		}
+		select {
+		case <-note:
+		case <-deadline:
+			return
+		}
+	}
+}
+
+// noteStop records that the interpreter stopped its goroutines.
+func (s *Session) noteStop() {
+	s.mu.Lock()
+	s.stops++
+	close(s.stopNote)
+	s.stopNote = make(chan struct{})
+	s.mu.Unlock()
 }
 
 // showResult receives the values of a cell's last expression.
