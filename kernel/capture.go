@@ -3,6 +3,7 @@ package kernel
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"time"
@@ -25,9 +26,10 @@ var (
 var syncMarker = []byte("\x00\x1b[kiln-sync]\x00")
 
 type fdCapture struct {
-	r    *router
-	orig [3]*os.File // duplicates of the original fd 1 and 2
-	wg   sync.WaitGroup
+	r      *router
+	orig   [3]*os.File // duplicates of the original fd 1 and 2
+	reader [3]*os.File // the pipes' read ends
+	wg     sync.WaitGroup
 
 	mu     sync.Mutex
 	sent   [3]uint64
@@ -50,6 +52,7 @@ func startCapture(r *router) (*fdCapture, error) {
 			return nil, err
 		}
 		c.orig[s] = orig
+		c.reader[s] = reader
 		c.wg.Add(1)
 		go c.read(s, reader)
 	}
@@ -63,8 +66,12 @@ func (c *fdCapture) read(s Stream, f *os.File) {
 	defer f.Close()
 	buf := make([]byte, 32<<10)
 	var data []byte
+	read := f.Read
+	if s == Stderr {
+		read = settledReader(f)
+	}
 	for {
-		n, err := f.Read(buf)
+		n, err := read(buf)
 		data = append(data, buf[:n]...)
 		for {
 			i := bytes.Index(data, syncMarker)
@@ -167,4 +174,24 @@ func (c *fdCapture) restore() {
 			c.orig[s] = nil
 		}
 	}
+}
+
+// startCrashMonitor starts the crash monitor (see crash.go) on the original
+// stderr, giving it the read end of fd 2's pipe.
+func (c *fdCapture) startCrashMonitor(argv []string) (*crashMonitor, error) {
+	var fd2Pipe *os.File
+	// SyscallConn, not Fd: Fd would make the pipe blocking under the
+	// reader's feet.
+	rc, err := c.reader[Stderr].SyscallConn()
+	if err == nil {
+		cerr := rc.Control(func(fd uintptr) { fd2Pipe, err = dupFile(fd, "fd 2 pipe") })
+		if err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kernel: crash monitor: %w", err)
+	}
+	defer fd2Pipe.Close()
+	return startCrashMonitor(argv, c.orig[Stderr], fd2Pipe)
 }

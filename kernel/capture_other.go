@@ -15,3 +15,7 @@ func redirect(fd int) (orig, reader *os.File, err error) { return nil, nil, errN
 func restoreFD(fd int, orig *os.File) error { return errNoCapture }
 
 func writeFD(fd int, p []byte) error { return errNoCapture }
+
+func dupFile(fd uintptr, name string) (*os.File, error) { return nil, errNoCapture }
+
+func settledReader(f *os.File) func([]byte) (int, error) { return f.Read }

@@ -4,15 +4,33 @@ package kernel
 
 import (
 	"fmt"
+	"io"
+	"log"
 	"os"
 	"runtime/debug"
 	"syscall"
+	"time"
 )
+
+// While fd 2 is captured, os.Stderr is a pollable file on a duplicate of
+// the pipe (see redirect); savedStderr is the os.Stderr it replaced.
+// Guarded by captureMu.
+var savedStderr, pipeStderr *os.File
 
 // redirect points fd at the write end of a new pipe and returns a duplicate
 // of the original descriptor and the pipe's read end. Fatal crash reports of
-// the Go runtime keep going to the original stderr (debug.SetCrashOutput):
-// the pipe dies with the process.
+// the Go runtime keep going to the original stderr (debug.SetCrashOutput;
+// or to the crash monitor, see crash.go): the pipe dies with the process.
+//
+// The runtime writes a fatal error's report to fd 2 too, while every
+// goroutine, the pipe's reader included, is frozen. With a blocking pipe a
+// report larger than the pipe's buffer (a stack overflow or a concurrent map
+// write lists every goroutine) would block the dying process for ever, so
+// the captured fd 2 is non-blocking: what does not fit is dropped there,
+// and the whole report still reaches the crash output. Go code writing to
+// os.Stderr (and the log package) gets a pollable file on the same pipe
+// instead, which waits for room rather than failing; writers to fd 2 that
+// bypass them (C libraries) may lose output when the pipe is full.
 func redirect(fd int) (orig, reader *os.File, err error) {
 	saved, err := syscall.Dup(fd)
 	if err != nil {
@@ -33,9 +51,35 @@ func redirect(fd int) (orig, reader *os.File, err error) {
 		return nil, nil, fmt.Errorf("kernel: capture fd %d: %w", fd, err)
 	}
 	if fd == 2 {
+		if err := pollableStderr(); err != nil {
+			_ = dup2(int(orig.Fd()), fd)
+			pr.Close()
+			orig.Close()
+			return nil, nil, fmt.Errorf("kernel: capture fd %d: %w", fd, err)
+		}
 		_ = debug.SetCrashOutput(orig, debug.CrashOptions{})
 	}
 	return orig, pr, nil
+}
+
+// pollableStderr makes the captured fd 2 non-blocking and points os.Stderr
+// (and the standard logger, if it writes there) at a pollable duplicate.
+func pollableStderr() error {
+	if err := syscall.SetNonblock(2, true); err != nil {
+		return err
+	}
+	fd, err := syscall.Dup(2)
+	if err != nil {
+		return err
+	}
+	syscall.CloseOnExec(fd)
+	pipeStderr = os.NewFile(uintptr(fd), "/dev/stderr")
+	savedStderr = os.Stderr
+	os.Stderr = pipeStderr
+	if log.Writer() == savedStderr {
+		log.SetOutput(pipeStderr)
+	}
+	return nil
 }
 
 // restoreFD points fd back at orig and closes orig.
@@ -43,6 +87,16 @@ func restoreFD(fd int, orig *os.File) error {
 	err := dup2(int(orig.Fd()), fd)
 	if fd == 2 {
 		_ = debug.SetCrashOutput(nil, debug.CrashOptions{})
+		if pipeStderr != nil {
+			if os.Stderr == pipeStderr {
+				os.Stderr = savedStderr
+			}
+			if log.Writer() == pipeStderr {
+				log.SetOutput(savedStderr)
+			}
+			pipeStderr.Close()
+			pipeStderr, savedStderr = nil, nil
+		}
 	}
 	orig.Close()
 	return err
@@ -54,10 +108,70 @@ func writeFD(fd int, p []byte) error {
 		if err == syscall.EINTR {
 			continue
 		}
+		if err == syscall.EAGAIN { // the non-blocking fd 2 is full
+			time.Sleep(time.Millisecond)
+			continue
+		}
 		if err != nil {
 			return err
 		}
 		p = p[n:]
 	}
 	return nil
+}
+
+// dupFile returns a close-on-exec duplicate of fd as a file.
+func dupFile(fd uintptr, name string) (*os.File, error) {
+	nfd, err := syscall.Dup(int(fd))
+	if err != nil {
+		return nil, err
+	}
+	syscall.CloseOnExec(nfd)
+	return os.NewFile(uintptr(nfd), name), nil
+}
+
+// settleDelay is how long the reader of fd 2's pipe lets a writer go on
+// after data arrived on an idle pipe before it reads.
+const settleDelay = 5 * time.Millisecond
+
+// settledReader returns f.Read, except that when it had to wait for data it
+// first lets the writer go on for settleDelay. When the runtime is
+// crashing it writes its reason ("fatal error: …") to fd 2 and then
+// freezes every goroutine, within microseconds; the delay keeps those
+// lines in the pipe, where the crash monitor finds them, instead of in
+// this goroutine's buffer, which dies with the process. Output arriving
+// back to back is read without delay.
+func settledReader(f *os.File) func([]byte) (int, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return f.Read
+	}
+	return func(buf []byte) (n int, err error) {
+		waited := false
+		cerr := rc.Read(func(fd uintptr) bool {
+			if waited {
+				time.Sleep(settleDelay)
+			}
+			for {
+				n, err = syscall.Read(int(fd), buf)
+				if err != syscall.EINTR {
+					break
+				}
+			}
+			if err == syscall.EAGAIN {
+				waited = true
+				return false
+			}
+			return true
+		})
+		switch {
+		case cerr != nil:
+			return 0, cerr
+		case err != nil:
+			return 0, err
+		case n == 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
 }

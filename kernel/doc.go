@@ -32,7 +32,7 @@
 // cells declared. output.go and capture.go bring stdout, stderr and display
 // requests to the running cell's Output; interrupt.go stops cells;
 // complete.go answers completion, inspection and is-complete requests;
-// help.go is %help.
+// help.go is %help; crash.go is the crash monitor.
 //
 // # Rich results and MapTypes
 //
@@ -50,5 +50,6 @@
 // Options.Symbols (yaegi's source imports are not wired up), or protect the
 // process from what ends any Go program: a panic in a goroutine a cell
 // started, a stack overflow, running out of memory. The kernel process is
-// meant to be restarted then. %help lists the interpreter's other limits.
+// meant to be restarted then; with Options.CrashMonitor the last line of
+// its stderr says why it ended. %help lists the interpreter's other limits.
 package kernel

@@ -235,6 +235,7 @@ func (s *Session) execute(r *run, prog *interp.Program) (err error) {
 	_, err = s.interp.ExecuteWithContext(r.ctx, prog)
 	frames := s.router.takePanicLines()
 	if r.ctx.Err() != nil {
+		s.noteStop()
 		// Give the cell's goroutine a moment to notice (see interrupt.go).
 		s.lingering = !awaitExecution(context.Background(), 250*time.Millisecond)
 		cause := context.Cause(r.ctx)

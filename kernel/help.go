@@ -54,12 +54,15 @@ operations run compiled, at native speed.
   interpreter for the rest of the session; values inside functions are
   freed normally. Release big tensors explicitly (t.Release(),
   tensor.Scope) or compute them inside a function.
-- Interrupting stops interpreted code at once, but a compiled call that does
-  not take ctx runs to its end in the background, and the next cell waits
-  for it (interrupt again to give up waiting).
-- A panic in a goroutine a cell started, a stack overflow, or running out of
-  memory ends the kernel process; restart the kernel (notebooks and
-  variables of other kernels are unaffected).
+- Interrupting stops interpreted code (and time.Sleep) at once, but a
+  compiled call that does not take ctx runs to its end in the background,
+  and the next cell waits for it (interrupt again to give up waiting).
+- A panic in a goroutine a cell started, a stack overflow (recursion deeper
+  than about 200,000 calls), a concurrent map write or running out of
+  memory ends the kernel process, with the reason as the last line of its
+  stderr; restart the kernel (notebooks and variables of other kernels are
+  unaffected). Too big a tensor is an ordinary error: tensors are held to a
+  per-device memory budget (dev.MemoryStats()).
 - A value of a cell-declared type cannot be placed in a composite literal
   of a compiled type that expects an interface (nn.Sequential{&MyLayer{}},
   nn.LinearConfig{WeightInit: &MyInit{}}): use a constructor

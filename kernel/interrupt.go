@@ -100,4 +100,5 @@ func (s *Session) stopGoroutines() {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, _ = s.interp.EvalWithContext(ctx, "}")
+	s.noteStop()
 }

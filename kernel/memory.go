@@ -1,8 +1,11 @@
 package kernel
 
 import (
+	"math"
 	"os"
 	"runtime/debug"
+
+	"github.com/kiln-ml/kiln/tensor"
 )
 
 // DefaultMemoryFraction is the share of the machine's memory (or of the
@@ -16,8 +19,32 @@ import (
 // the browser) and for memory Go does not count (cgo, GPU drivers).
 const DefaultMemoryFraction = 0.75
 
+// CPUBudgetFraction is the share of the Go heap's limit that CPU tensors
+// may hold (the CPU device's memory budget, see tensor.Device.SetMemoryBudget).
+// CPU tensors live in the Go heap: with a budget above the heap's limit, a
+// cell could allocate a tensor the garbage collector cannot make room for
+// (it then runs flat out until the operating system kills the process);
+// below it, too big a tensor is an ordinary error (tensor.ErrOutOfMemory)
+// and the rest leaves room for everything else on the heap.
+const CPUBudgetFraction = 0.8
+
 // limitMemory applies Options.MemoryLimit and returns the limit in force.
-func limitMemory(limit int64) int64 {
+// Unless told to leave the limit alone, it also lowers the CPU device's
+// tensor budget to CPUBudgetFraction of the limit.
+func limitMemory(opt int64) int64 {
+	limit := setMemoryLimit(opt)
+	if opt >= 0 && limit > 0 && limit < math.MaxInt64 {
+		cpu := tensor.CPU()
+		budget := int64(float64(limit) * CPUBudgetFraction)
+		if b := cpu.MemoryStats().BudgetBytes; b == 0 || b > budget {
+			cpu.SetMemoryBudget(budget)
+		}
+	}
+	return limit
+}
+
+// setMemoryLimit applies Options.MemoryLimit and returns the limit in force.
+func setMemoryLimit(limit int64) int64 {
 	if limit < 0 {
 		return debug.SetMemoryLimit(-1)
 	}
@@ -33,4 +60,15 @@ func limitMemory(limit int64) int64 {
 	}
 	debug.SetMemoryLimit(limit)
 	return limit
+}
+
+// limitStack applies Options.MaxStack.
+func limitStack(max int) {
+	if max < 0 {
+		return
+	}
+	if max == 0 {
+		max = DefaultMaxStack
+	}
+	debug.SetMaxStack(max)
 }

@@ -34,7 +34,8 @@ type Options struct {
 	// MemoryLimit is the soft limit for the Go heap
 	// (debug.SetMemoryLimit), in bytes. Zero means DefaultMemoryFraction
 	// of the physical or container memory, unless GOMEMLIMIT is set;
-	// negative leaves the limit alone.
+	// negative leaves the limit alone. Unless negative, the CPU device's
+	// tensor budget is lowered to CPUBudgetFraction of the limit.
 	MemoryLimit int64
 	// Unrestricted gives cells the sandboxed parts of the standard library
 	// (os/exec, the real environment, os.Exit ending the kernel). By
@@ -48,7 +49,27 @@ type Options struct {
 	// Symbols are extra compiled packages made importable by cells, as
 	// yaegi symbol tables (see package symbols).
 	Symbols []interp.Exports
+	// MaxStack is the most stack a goroutine may use, in bytes
+	// (debug.SetMaxStack, process-wide). Zero means DefaultMaxStack;
+	// negative leaves the limit alone. Infinite recursion in a cell ends
+	// the process (see CrashMonitor); a lower limit makes that quick.
+	MaxStack int
+	// CrashMonitor, if set with CaptureFDs, is the command line of a
+	// process that New starts to receive the Go runtime's report when the
+	// kernel dies of a failure Go cannot recover from (stack overflow, a
+	// panic in a goroutine, a concurrent map write, out of memory); it runs
+	// RunCrashMonitor, which prints the report and a final line with the
+	// reason on the kernel's original stderr. `kiln kernel run` sets it to
+	// itself with the arguments "kernel crash-monitor". See crash.go.
+	CrashMonitor []string
 }
+
+// DefaultMaxStack is the default Options.MaxStack: 128 MiB, an eighth of
+// Go's own default. Interpreted recursion uses about 500 bytes of it per
+// call, so cells may recurse some 200,000 calls deep, and runaway recursion
+// ends the kernel in a second or two, where Go's 1 GB default takes several
+// seconds and as much memory again.
+const DefaultMaxStack = 128 << 20
 
 // Session is an interactive Go session: a yaegi interpreter loaded with the
 // standard library and Kiln's packages, which runs notebook cells one after
@@ -64,6 +85,7 @@ type Session struct {
 	sink     *sessionSink
 	prevSink display.Sink
 	noopProg *interp.Program
+	monitor  *crashMonitor
 
 	evalMu sync.Mutex // one evaluation at a time; guards names, lingering
 	names  int        // counter for names the session invents
@@ -77,6 +99,8 @@ type Session struct {
 	running  *run
 	cells    int
 	closed   bool
+	stops    uint64        // how many times the interpreter was stopped
+	stopNote chan struct{} // closed and replaced at each stop
 }
 
 // sessionSink routes display requests to the running cell's Output.
@@ -105,7 +129,7 @@ func New(opts Options) (*Session, error) {
 	if os.Getenv("YAEGI_SPECIAL_STDIO") == "" {
 		os.Setenv("YAEGI_SPECIAL_STDIO", "1")
 	}
-	s := &Session{opts: opts, router: &router{}}
+	s := &Session{opts: opts, router: &router{}, stopNote: make(chan struct{})}
 	s.base, s.baseStop = context.WithCancel(context.Background())
 	if opts.CaptureFDs {
 		c, err := startCapture(s.router)
@@ -113,6 +137,14 @@ func New(opts Options) (*Session, error) {
 			return nil, err
 		}
 		s.capture = c
+	}
+	if len(opts.CrashMonitor) > 0 && s.capture != nil {
+		m, err := s.capture.startCrashMonitor(opts.CrashMonitor)
+		if err != nil {
+			// The kernel works without it; crash reports are only less clear.
+			fmt.Fprintf(s.OriginalStderr(), "kiln kernel: %v (crash reports go to stderr only)\n", err)
+		}
+		s.monitor = m
 	}
 	env := opts.Env
 	if env == nil {
@@ -135,6 +167,8 @@ func New(opts Options) (*Session, error) {
 			"Context": reflect.ValueOf(s.cellContext),
 			"Display": reflect.ValueOf(display.Display),
 		},
+		// Replaces stdlib's entry: see sleep.
+		"time/time": {"Sleep": reflect.ValueOf(s.sleep)},
 		".": {"MapTypes": reflect.ValueOf(map[reflect.Value][]reflect.Type{
 			show: symbols.RenderInterfaces,
 			text: {reflect.TypeOf((*fmt.Stringer)(nil)).Elem()},
@@ -155,6 +189,7 @@ func New(opts Options) (*Session, error) {
 	s.sink = &sessionSink{s.router}
 	s.prevSink = display.SetSink(s.sink)
 	limitMemory(opts.MemoryLimit)
+	limitStack(opts.MaxStack)
 	return s, nil
 }
 
@@ -359,6 +394,14 @@ func (s *Session) Close() error {
 }
 
 func (s *Session) release() {
+	if s.monitor != nil {
+		var fallback *os.File
+		if s.capture != nil {
+			fallback = s.capture.orig[Stderr]
+		}
+		s.monitor.close(fallback)
+		s.monitor = nil
+	}
 	if s.capture != nil {
 		s.capture.close()
 		s.capture = nil
@@ -404,6 +447,54 @@ func (s *Session) setContext(ctx context.Context) {
 		return // the cells redefined ctx; theirs wins
 	}
 	v.Set(reflect.ValueOf(ctx))
+}
+
+// sleep is time.Sleep as cells see it: it returns early when the kernel is
+// interrupted. time.Sleep itself is a compiled call that nothing can cut
+// short, so an interrupted time.Sleep(time.Hour) would make the next cell
+// wait an hour (see interrupt.go). Returning early is harmless: the
+// interrupt stops the interpreted code around the call, and sleep returns
+// only once the interpreter has been stopped, so that no statement after
+// the call runs.
+func (s *Session) sleep(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	s.mu.Lock()
+	gen := s.stops
+	s.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return
+	case <-s.cellContext().Done():
+	}
+	// Should the interpreter not be stopped (an interrupt that found no
+	// cell to stop), the call returns after a second.
+	deadline := time.After(time.Second)
+	for {
+		s.mu.Lock()
+		stopped, note := s.stops > gen, s.stopNote
+		s.mu.Unlock()
+		if stopped {
+			return
+		}
+		select {
+		case <-note:
+		case <-deadline:
+			return
+		}
+	}
+}
+
+// noteStop records that the interpreter stopped its goroutines.
+func (s *Session) noteStop() {
+	s.mu.Lock()
+	s.stops++
+	close(s.stopNote)
+	s.stopNote = make(chan struct{})
+	s.mu.Unlock()
 }
 
 // showResult receives the values of a cell's last expression.

@@ -50,6 +50,7 @@ func (r *recorder) out() (string, string) {
 func newSession(t *testing.T, opts kernel.Options) *kernel.Session {
 	t.Helper()
 	opts.MemoryLimit = -1 // leave the test process alone
+	opts.MaxStack = -1
 	s, err := kernel.New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -324,7 +325,11 @@ func TestRedefinitionBreakingCallers(t *testing.T) {
 }
 
 func TestInterrupt(t *testing.T) {
-	s := newSession(t, kernel.Options{})
+	// block.Sleep is a compiled call that ignores interrupts (time.Sleep
+	// in cells does not: the session replaces it).
+	s := newSession(t, kernel.Options{Symbols: []interp.Exports{{"kilntest/block/block": {
+		"Sleep": reflect.ValueOf(time.Sleep),
+	}}}})
 	run(t, s, "kept := 7")
 
 	interrupt := func(code string) (time.Duration, error) {
@@ -362,11 +367,43 @@ func TestInterrupt(t *testing.T) {
 			t.Errorf("after the interrupt n > 0 = %q, want true", got)
 		}
 	})
-	t.Run("blocking compiled call", func(t *testing.T) {
-		run(t, s, "hits := 0")
-		took, err := interrupt("time.Sleep(1500 * time.Millisecond)\nhits++")
+	t.Run("time.Sleep", func(t *testing.T) {
+		run(t, s, "slept := 0")
+		took, err := interrupt("time.Sleep(time.Hour)\nslept++")
 		if took > time.Second || !errors.Is(err, kernel.ErrInterrupted) {
 			t.Errorf("interrupting time.Sleep: %v after %v", err, took)
+		}
+		// The next cell runs at once; the rest of the interrupted one never.
+		var rec recorder
+		start := time.Now()
+		res, err := s.Execute(context.Background(), "slept", &rec)
+		if err != nil || res == nil || fmt.Sprint(res.Data["text/plain"]) != "0" {
+			t.Errorf("slept after the interrupted cell = %v, %v; want 0", res, err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("the next cell took %v", d)
+		}
+		if _, stderr := rec.out(); stderr != "" {
+			t.Errorf("stderr of the next cell = %q", stderr)
+		}
+		// Sleeping goroutines of earlier cells wake up when interrupted
+		// between cells, and stop.
+		run(t, s, "woke := 0\ngo func() {\n\ttime.Sleep(time.Hour)\n\twoke++\n}()")
+		time.Sleep(50 * time.Millisecond)
+		s.Interrupt()
+		time.Sleep(50 * time.Millisecond)
+		if got := run(t, s, "woke"); got != "0" {
+			t.Errorf("woke = %s: the goroutine went on after its interrupted sleep", got)
+		}
+		if got := run(t, s, "time.Sleep(time.Millisecond)\n1"); got != "1" {
+			t.Errorf("a short sleep: %q", got)
+		}
+	})
+	t.Run("blocking compiled call", func(t *testing.T) {
+		run(t, s, "hits := 0")
+		took, err := interrupt("import \"kilntest/block\"\nblock.Sleep(1500 * time.Millisecond)\nhits++")
+		if took > time.Second || !errors.Is(err, kernel.ErrInterrupted) {
+			t.Errorf("interrupting block.Sleep: %v after %v", err, took)
 		}
 		// The next cell waits for the sleep to end; the rest of the
 		// interrupted cell never runs.

@@ -10,6 +10,7 @@ import (
 	"image/color"
 	"image/png"
 	"os"
+	"os/signal"
 	"path/filepath"
 
 	"github.com/kiln-ml/kiln/kernel"
@@ -34,7 +35,16 @@ func runKernel(args []string) error {
 		if *conn == "" {
 			return errors.New("kernel run: a connection file is required (-f FILE)")
 		}
-		return kernel.Serve(context.Background(), *conn, kernel.Options{CaptureFDs: true})
+		opts := kernel.Options{CaptureFDs: true}
+		if exe, err := os.Executable(); err == nil {
+			opts.CrashMonitor = []string{exe, "kernel", "crash-monitor"}
+		}
+		return kernel.Serve(context.Background(), *conn, opts)
+	case "crash-monitor":
+		// Started by `kernel run` (see kernel.Options.CrashMonitor); an
+		// interrupt meant for the kernel's process group is not for it.
+		signal.Ignore(os.Interrupt)
+		return kernel.RunCrashMonitor(os.Stdin, os.NewFile(3, "kernel stderr pipe"), os.Stderr)
 	case "install", "uninstall":
 		fs := flag.NewFlagSet("kernel "+args[0], flag.ContinueOnError)
 		user := fs.Bool("user", false, "install for the current user (the default)")
