@@ -173,16 +173,20 @@ func (l DeviceList) String() string {
 		if e.Default {
 			mark = "yes (" + DefaultDeviceReason() + ")"
 		}
-		fmt.Fprintf(&b, "%-8s %-40s %10s %6d  %s\n", e.String(), e.Name, FormatBytes(e.MemoryBytes), e.Cores, mark)
+		mem := "-" // unknown
+		if e.MemoryBytes > 0 {
+			mem = FormatBytes(e.MemoryBytes)
+		}
+		fmt.Fprintf(&b, "%-8s %-40s %10s %6d  %s\n", e.String(), e.Name, mem, e.Cores, mark)
 	}
 	return b.String()
 }
 
-// FormatBytes formats a byte count for people: "-" for zero or less,
+// FormatBytes formats a byte count for people: "-" for a negative (unknown) count,
 // else B, KiB, MiB or GiB with one decimal.
 func FormatBytes(n int64) string {
 	switch {
-	case n <= 0:
+	case n < 0:
 		return "-"
 	case n >= 1<<30:
 		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
@@ -359,8 +363,12 @@ type MemoryStats struct {
 
 // String formats the stats on one line.
 func (m MemoryStats) String() string {
+	budget := "none"
+	if m.BudgetBytes > 0 {
+		budget = FormatBytes(m.BudgetBytes)
+	}
 	return fmt.Sprintf("live %s in %d storages, peak %s, budget %s", FormatBytes(m.LiveBytes), m.LiveTensors,
-		FormatBytes(m.PeakBytes), FormatBytes(m.BudgetBytes))
+		FormatBytes(m.PeakBytes), budget)
 }
 
 // MemoryStats reports the device's memory use.
