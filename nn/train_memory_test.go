@@ -12,8 +12,9 @@ import (
 // TestHundredStepsKeepMemoryFlat trains a model with state everywhere a
 // step can leave some (batch-norm running statistics, dropout masks, AdamW
 // moments, a cosine schedule) for 100 steps, each in a tensor.Scope, and
-// requires the device's live bytes to be identical after every step once
-// the optimizer has made its state.
+// requires the device's live bytes never to grow after the first step
+// (when the optimizer has made its state); on the strict device the
+// harness also finds any buffer the steps leaked.
 func TestHundredStepsKeepMemoryFlat(t *testing.T) {
 	testutil.ForEachDevice(t, func(t *testing.T, dev tensor.Device) {
 		ad := dev.Autodiff()
@@ -44,8 +45,10 @@ func TestHundredStepsKeepMemoryFlat(t *testing.T) {
 			})
 			live = append(live, dev.MemoryStats().LiveBytes)
 		}
+		// Tensors other tests left to the garbage collector may be freed
+		// while this runs, so live bytes may drop; they must never grow.
 		for i := 1; i < len(live); i++ {
-			if live[i] != live[1] {
+			if live[i] > live[1] {
 				t.Fatalf("live bytes after step %d: %d, after step 1: %d", i, live[i], live[1])
 			}
 		}
