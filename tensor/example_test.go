@@ -33,9 +33,9 @@ func Example_xor() {
 			live = append(live, dev.MemoryStats().LiveBytes)
 		}
 	}
-	flat := true
+	flat := true // no growth (tensors other code left to the GC may be freed meanwhile)
 	for _, b := range live {
-		flat = flat && b == live[0]
+		flat = flat && b <= live[0]
 	}
 	fmt.Printf("loss below 0.01: %v, memory flat: %v\n", loss < 0.01, flat)
 	// Output: loss below 0.01: true, memory flat: true

@@ -105,8 +105,8 @@ func TestTrainingStepMemoryIsFlat(t *testing.T) {
 			}
 		}
 		for _, b := range live {
-			if b != live[0] {
-				t.Fatalf("live bytes changed across steps: %v", live)
+			if b > live[0] { // others' garbage may be freed meanwhile; growth is the bug
+				t.Fatalf("live bytes grew across steps: %v", live)
 			}
 		}
 	})
