@@ -56,7 +56,7 @@ test-long: deps
 	$(GO) test $(GOTESTFLAGS) -count=1 -tags long -timeout 60m -run '^TestTrainMNIST' -v ./nn
 
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchtime 2x -count 1 ./backends/cpu ./tensor
+	$(GO) test -run '^$$' -bench . -benchtime 1s -count 1 ./backends/cpu ./tensor
 
 lint: fmt-check vet staticcheck
 
