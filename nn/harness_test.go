@@ -5,42 +5,16 @@ import (
 	"math"
 	"testing"
 
-	"github.com/kiln-ml/kiln/backends/strict"
+	"github.com/kiln-ml/kiln/internal/testutil"
 	"github.com/kiln-ml/kiln/tensor"
 )
 
-// testDevices are the devices every nn test runs on: the CPU and the strict
-// backend (asynchronous, poisoning freed buffers, tracking leaks).
-func testDevices() []tensor.Device {
-	return []tensor.Device{tensor.CPU(), tensor.MustDevice("strict")}
-}
-
-// forEachDevice runs fn as a subtest on every test device, inside a Scope.
-// On the strict device the test then fails if a buffer allocated during fn
-// is still live (tensors nn makes outside scopes must be freed with
-// nn.Release) or if the device reports an error.
-func forEachDevice(t *testing.T, fn func(t *testing.T, dev tensor.Device)) {
-	t.Helper()
-	for _, dev := range testDevices() {
-		t.Run(dev.String(), func(t *testing.T) {
-			isStrict := dev.Kind() == "strict"
-			var mark uint64
-			if isStrict {
-				strict.Default().ClearError()
-				mark = strict.Default().Mark()
-			}
-			tensor.Scope(func() { fn(t, dev) })
-			if err := dev.Sync(); err != nil {
-				t.Fatalf("device error after test: %v", err)
-			}
-			if isStrict && !t.Failed() {
-				for _, l := range strict.Default().LiveSince(mark) {
-					t.Errorf("leaked %s", l)
-				}
-			}
-		})
-	}
-}
+// forEachDevice is the shared harness (internal/testutil): fn runs on the
+// CPU and the strict device, inside a Scope; on the strict device the test
+// fails if a buffer allocated during fn is still live (tensors nn makes
+// outside scopes must be freed with nn.Release) or the device reports an
+// error.
+var forEachDevice = testutil.ForEachDevice
 
 // floats builds a Float32 tensor from values.
 func floats(dev tensor.Device, vals []float32, shape ...int) *tensor.Tensor {
