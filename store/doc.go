@@ -1,0 +1,31 @@
+// Package store reads and writes model weights and checkpoints.
+//
+// This file set covers safetensors, the format Hugging Face and PyTorch
+// tools share: an 8-byte little-endian header length, a JSON header naming
+// each tensor's dtype, shape and byte range, then the raw little-endian
+// tensor bytes. WriteSafetensors writes a file atomically (temporary file,
+// fsync, rename); ReadSafetensors loads every tensor; OpenSafetensors
+// validates the header once and then reads single tensors on demand with
+// ReadAt, so a large file never has to fit in memory.
+//
+//	dev := tensor.CPU()
+//	w := tensor.Randn(dev, 128, 784)
+//	err := store.WriteSafetensors("model.safetensors",
+//		map[string]*tensor.Tensor{"l1.weight": w},
+//		map[string]string{"format": "pt"})
+//	...
+//	f, err := store.OpenSafetensors("model.safetensors")
+//	...
+//	defer f.Close()
+//	w2, err := f.Tensor("l1.weight", dev)
+//
+// Every malformed file (truncated, a header that is not JSON, offsets out
+// of range or overlapping, an unknown dtype, …) is reported as an error
+// wrapping ErrCorrupt that names the file and the defect; reading never
+// panics and never returns part of a file's tensors.
+//
+// The package deliberately does not convert dtypes on load, map PyTorch
+// parameter names to Kiln's, or write dtypes Kiln has no tensor type for
+// (I8, U16, F8_*): tensors of those dtypes in a file are listed by Names
+// and Info but reading them fails with ErrUnsupported.
+package store
