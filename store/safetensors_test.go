@@ -322,8 +322,8 @@ func TestWriteSafetensorsErrors(t *testing.T) {
 type fixtureFile struct {
 	Metadata map[string]string `json:"metadata"`
 	Tensors  map[string]struct {
-		DType string        `json:"dtype"`
-		Shape []int         `json:"shape"`
+		DType string         `json:"dtype"`
+		Shape []int          `json:"shape"`
 		Data  []fixtureValue `json:"data"`
 	} `json:"tensors"`
 }
@@ -463,8 +463,8 @@ func TestSafetensorsReadByTorch(t *testing.T) {
 			Metadata  map[string]string `json:"metadata"`
 			HeaderLen int               `json:"header_len"`
 			Tensors   map[string]struct {
-				DType string        `json:"dtype"`
-				Shape []int         `json:"shape"`
+				DType string         `json:"dtype"`
+				Shape []int          `json:"shape"`
 				Data  []fixtureValue `json:"data"`
 			} `json:"tensors"`
 		}
