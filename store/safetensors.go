@@ -407,6 +407,14 @@ func Decode(name string, data []byte, dev tensor.Device) (map[string]*tensor.Ten
 // written in row-major order. It fails on a nil or released tensor, a
 // tensor named "__metadata__", or an error from w.
 func Encode(w io.Writer, tensors map[string]*tensor.Tensor, metadata map[string]string) error {
+	if err := encode(w, tensors, metadata); err != nil {
+		return err
+	}
+	return nil
+}
+
+// encode is Encode with errors that do not yet say where they come from.
+func encode(w io.Writer, tensors map[string]*tensor.Tensor, metadata map[string]string) error {
 	names := make([]string, 0, len(tensors))
 	for n := range tensors {
 		names = append(names, n)
@@ -418,7 +426,7 @@ func Encode(w io.Writer, tensors map[string]*tensor.Tensor, metadata map[string]
 	if len(metadata) > 0 {
 		md, err := json.Marshal(metadata) // sorted keys
 		if err != nil {
-			return fmt.Errorf("store: encode metadata: %w", err)
+			return fmt.Errorf("metadata: %w", err)
 		}
 		hdr.WriteString(`"` + metadataKey + `":`)
 		hdr.Write(md)
@@ -427,17 +435,17 @@ func Encode(w io.Writer, tensors map[string]*tensor.Tensor, metadata map[string]
 	for i, n := range names {
 		t := tensors[n]
 		if n == metadataKey {
-			return fmt.Errorf("store: encode: %q is reserved for metadata and cannot name a tensor", n)
+			return fmt.Errorf("%q is reserved for metadata and cannot name a tensor", n)
 		}
 		if t == nil {
-			return fmt.Errorf("store: encode: tensor %q is nil", n)
+			return fmt.Errorf("tensor %q is nil", n)
 		}
 		if t.Released() {
-			return fmt.Errorf("store: encode: tensor %q was released", n)
+			return fmt.Errorf("tensor %q was released", n)
 		}
 		dt, ok := safetensorsName(t.DType())
 		if !ok {
-			return fmt.Errorf("store: encode: tensor %q: %w: dtype %s", n, ErrUnsupported, t.DType())
+			return fmt.Errorf("tensor %q: %w: dtype %s", n, ErrUnsupported, t.DType())
 		}
 		size := int64(t.NumElements()) * int64(t.DType().Size())
 		key, _ := json.Marshal(n)
@@ -456,18 +464,18 @@ func Encode(w io.Writer, tensors map[string]*tensor.Tensor, metadata map[string]
 	var lenBuf [8]byte
 	binary.LittleEndian.PutUint64(lenBuf[:], uint64(hdr.Len()))
 	if _, err := w.Write(lenBuf[:]); err != nil {
-		return fmt.Errorf("store: encode: %w", err)
+		return err
 	}
 	if _, err := w.Write(hdr.Bytes()); err != nil {
-		return fmt.Errorf("store: encode: %w", err)
+		return err
 	}
 	for _, n := range names {
 		var raw []byte
 		if err := tensor.Try(func() { raw = tensors[n].Bytes() }); err != nil {
-			return fmt.Errorf("store: encode: tensor %q: %w", n, err)
+			return fmt.Errorf("tensor %q: %w", n, err)
 		}
 		if _, err := w.Write(raw); err != nil {
-			return fmt.Errorf("store: encode: %w", err)
+			return err
 		}
 	}
 	return nil
@@ -502,7 +510,7 @@ func WriteSafetensors(path string, tensors map[string]*tensor.Tensor, metadata m
 		}
 	}()
 	bw := bufio.NewWriterSize(tmp, 1<<20)
-	if err := Encode(bw, tensors, metadata); err != nil {
+	if err := encode(bw, tensors, metadata); err != nil {
 		return fmt.Errorf("store: write %s: %w", path, err)
 	}
 	if err := bw.Flush(); err != nil {
