@@ -553,3 +553,68 @@ func FuzzReadSafetensors(f *testing.F) {
 		}
 	})
 }
+
+// TestSafetensorsLazyLargeFile opens a file declaring a 4 GiB tensor (a
+// sparse file, so the test writes only the header and a few bytes) and
+// reads the small tensor after it, from several goroutines at once:
+// OpenSafetensors and Tensor must not touch the big tensor's bytes.
+func TestSafetensorsLazyLargeFile(t *testing.T) {
+	const big = 4 << 30
+	header := `{"big":{"dtype":"U8","shape":[` + strconv.Itoa(big) + `],"data_offsets":[0,` + strconv.Itoa(big) + `]},` +
+		`"small":{"dtype":"I32","shape":[2],"data_offsets":[` + strconv.Itoa(big) + `,` + strconv.Itoa(big+8) + `]}}`
+	path := filepath.Join(t.TempDir(), "big.safetensors")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := rawFile(header, 0)
+	small := binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, 42), 0xfffffff9) // 42, -7
+	if _, err := f.Write(head); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(small, int64(len(head))+big); err != nil {
+		t.Skipf("cannot write a sparse 4 GiB file here: %v", err)
+	}
+	f.Close()
+
+	sf, err := store.OpenSafetensors(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sf.Close()
+	if info, _ := sf.Info("big"); info.Size != big {
+		t.Fatalf("Info(big).Size = %d", info.Size)
+	}
+	testutil.ForEachDevice(t, func(t *testing.T, dev tensor.Device) {
+		errs := make(chan error, 4)
+		for range 4 {
+			go func() {
+				var got []int64
+				var err error
+				tensor.Scope(func() {
+					var x *tensor.Tensor
+					if x, err = sf.Tensor("small", dev); err == nil {
+						got = x.Int64s()
+					}
+				})
+				if err == nil && !slices.Equal(got, []int64{42, -7}) {
+					err = errors.New("Tensor(small) = " + fmtInts(got) + ", want [42 -7]")
+				}
+				errs <- err
+			}()
+		}
+		for range 4 {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+	})
+}
+
+func fmtInts(v []int64) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.FormatInt(x, 10)
+	}
+	return "[" + strings.Join(s, " ") + "]"
+}
