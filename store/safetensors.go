@@ -401,9 +401,11 @@ func Decode(name string, data []byte, dev tensor.Device) (map[string]*tensor.Ten
 }
 
 // Encode writes tensors and metadata to w in the safetensors format, as
-// the reference writer lays it out: the metadata first, tensors sorted by
-// name and stored contiguously, the header padded with spaces to a
-// multiple of 8 bytes. Non-contiguous tensors (transposed views) are
+// the reference writer lays it out: the metadata first, then the tensors
+// stored contiguously, ordered by element size (largest first) and then
+// by name, with the header padded with spaces to a multiple of 8 bytes, so
+// every tensor starts at a file offset that is a multiple of its element
+// size (memory-mapping readers such as Hugging Face's need that). Non-contiguous tensors (transposed views) are
 // written in row-major order. It fails on a nil or released tensor, a
 // tensor named "__metadata__", or an error from w.
 func Encode(w io.Writer, tensors map[string]*tensor.Tensor, metadata map[string]string) error {
@@ -419,7 +421,27 @@ func encode(w io.Writer, tensors map[string]*tensor.Tensor, metadata map[string]
 	for n := range tensors {
 		names = append(names, n)
 	}
-	sort.Strings(names)
+	for _, n := range names {
+		t := tensors[n]
+		switch {
+		case n == metadataKey:
+			return fmt.Errorf("%q is reserved for metadata and cannot name a tensor", n)
+		case t == nil:
+			return fmt.Errorf("tensor %q is nil", n)
+		case t.Released():
+			return fmt.Errorf("tensor %q was released", n)
+		}
+		if _, ok := safetensorsName(t.DType()); !ok {
+			return fmt.Errorf("tensor %q: %w: dtype %s", n, ErrUnsupported, t.DType())
+		}
+	}
+	sort.Slice(names, func(i, j int) bool {
+		si, sj := tensors[names[i]].DType().Size(), tensors[names[j]].DType().Size()
+		if si != sj {
+			return si > sj
+		}
+		return names[i] < names[j]
+	})
 
 	var hdr bytes.Buffer
 	hdr.WriteByte('{')
@@ -434,19 +456,7 @@ func encode(w io.Writer, tensors map[string]*tensor.Tensor, metadata map[string]
 	var at int64
 	for i, n := range names {
 		t := tensors[n]
-		if n == metadataKey {
-			return fmt.Errorf("%q is reserved for metadata and cannot name a tensor", n)
-		}
-		if t == nil {
-			return fmt.Errorf("tensor %q is nil", n)
-		}
-		if t.Released() {
-			return fmt.Errorf("tensor %q was released", n)
-		}
-		dt, ok := safetensorsName(t.DType())
-		if !ok {
-			return fmt.Errorf("tensor %q: %w: dtype %s", n, ErrUnsupported, t.DType())
-		}
+		dt, _ := safetensorsName(t.DType())
 		size := int64(t.NumElements()) * int64(t.DType().Size())
 		key, _ := json.Marshal(n)
 		shape, _ := json.Marshal(nonNil(t.Shape()))

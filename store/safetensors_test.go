@@ -92,18 +92,24 @@ func TestSafetensorsRoundTrip(t *testing.T) {
 	})
 }
 
-// TestSafetensorsLayout checks the exact bytes Encode writes: metadata
-// first, tensors sorted by name, compact JSON padded with spaces to 8.
+// TestSafetensorsLayout checks the exact bytes Encode writes, as the
+// reference writer lays them out: metadata first, tensors ordered by
+// element size (largest first) then name, compact JSON padded with spaces
+// to 8, so that every tensor starts aligned to its element size.
 func TestSafetensorsLayout(t *testing.T) {
 	dev := tensor.CPU()
 	tensor.Scope(func() {
+		a := tensor.FromBytes(dev, tensor.Uint8, []byte{1, 2, 3}, 3)
 		b := tensor.FromFloat32s(dev, []float32{1, -2}, 2)
-		a := tensor.FromInt64s(dev, []int64{7}, 1).Reshape()
+		c := tensor.FromInt64s(dev, []int64{7}, 1).Reshape()
 		var buf bytes.Buffer
-		if err := store.Encode(&buf, map[string]*tensor.Tensor{"b": b, "a": a}, map[string]string{"k": "v"}); err != nil {
+		if err := store.Encode(&buf, map[string]*tensor.Tensor{"a": a, "b": b, "c": c}, map[string]string{"k": "v"}); err != nil {
 			t.Fatal(err)
 		}
-		header := `{"__metadata__":{"k":"v"},"a":{"dtype":"I64","shape":[],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}}`
+		header := `{"__metadata__":{"k":"v"},` +
+			`"c":{"dtype":"I64","shape":[],"data_offsets":[0,8]},` +
+			`"b":{"dtype":"F32","shape":[2],"data_offsets":[8,16]},` +
+			`"a":{"dtype":"U8","shape":[3],"data_offsets":[16,19]}}`
 		for len(header)%8 != 0 {
 			header += " "
 		}
@@ -112,6 +118,7 @@ func TestSafetensorsLayout(t *testing.T) {
 		want = binary.LittleEndian.AppendUint64(want, 7)
 		want = binary.LittleEndian.AppendUint32(want, math.Float32bits(1))
 		want = binary.LittleEndian.AppendUint32(want, math.Float32bits(-2))
+		want = append(want, 1, 2, 3)
 		if !bytes.Equal(buf.Bytes(), want) {
 			t.Errorf("encoded\n%q\nwant\n%q", buf.Bytes(), want)
 		}
@@ -460,9 +467,10 @@ func TestSafetensorsReadByTorch(t *testing.T) {
 			t.Fatal(err)
 		}
 		var parsed struct {
-			Metadata  map[string]string `json:"metadata"`
-			HeaderLen int               `json:"header_len"`
-			Tensors   map[string]struct {
+			Metadata   map[string]string `json:"metadata"`
+			HeaderLen  int               `json:"header_len"`
+			Misaligned []string          `json:"misaligned"`
+			Tensors    map[string]struct {
 				DType string         `json:"dtype"`
 				Shape []int          `json:"shape"`
 				Data  []fixtureValue `json:"data"`
@@ -475,6 +483,9 @@ func TestSafetensorsReadByTorch(t *testing.T) {
 		}
 		if parsed.HeaderLen%8 != 0 {
 			t.Errorf("header length %d is not a multiple of 8", parsed.HeaderLen)
+		}
+		if len(parsed.Misaligned) != 0 {
+			t.Errorf("tensors not aligned to their element size in the file: %v", parsed.Misaligned)
 		}
 		if len(parsed.Metadata) != len(md) || parsed.Metadata["epoch"] != "3" || parsed.Metadata["format"] != "pt" {
 			t.Errorf("torch read metadata %v, wrote %v", parsed.Metadata, md)

@@ -3,8 +3,9 @@
 Used by the store tests (TestSafetensorsReadByTorch) to check that files
 Kiln writes parse with an independent reader: the header is parsed with
 json, the tensor bytes are turned into tensors with torch.frombuffer.
-Prints {"metadata": {...}, "header_len": n, "tensors": {name: {"dtype",
-"shape", "data"}}}; float values are printed as repr-exact JSON numbers,
+Prints {"metadata": {...}, "header_len": n, "misaligned": [names of tensors
+whose file offset is not a multiple of their element size], "tensors":
+{name: {"dtype", "shape", "data"}}}; float values are printed as repr-exact JSON numbers,
 non-finite ones as the strings "nan", "inf", "-inf".
 
 Usage: /usr/bin/python3 read_with_torch.py FILE
@@ -49,7 +50,7 @@ def main(path):
     (n,) = struct.unpack("<Q", buf[:8])
     header = json.loads(buf[8 : 8 + n].decode("utf-8"))
     data = buf[8 + n :]
-    out = {"metadata": header.pop("__metadata__", {}), "header_len": n, "tensors": {}}
+    out = {"metadata": header.pop("__metadata__", {}), "header_len": n, "misaligned": [], "tensors": {}}
     for name, e in header.items():
         b, end = e["data_offsets"]
         dt = DTYPES[e["dtype"]]
@@ -58,6 +59,8 @@ def main(path):
             t = torch.zeros(shape, dtype=dt)
         else:
             t = torch.frombuffer(bytearray(data[b:end]), dtype=dt).reshape(shape)
+        if (8 + n + b) % t.element_size() != 0:
+            out["misaligned"].append(name)
         out["tensors"][name] = {"dtype": e["dtype"], "shape": list(t.shape), "data": values(t)}
     json.dump(out, sys.stdout)
 
