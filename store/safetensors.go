@@ -320,7 +320,9 @@ func (sf *SafetensorsFile) Metadata() map[string]string {
 
 // Tensor reads the named tensor onto dev, reading only that tensor's bytes.
 // It fails with ErrNotFound for an unknown name, ErrUnsupported for a dtype
-// Kiln cannot hold, ErrCorrupt if the file shrank since it was opened, and
+// Kiln cannot hold, ErrCorrupt if the file shrank since it was opened or a
+// BOOL tensor holds a byte other than 0 and 1 (which the header check
+// cannot see), and
 // with the tensor package's error if dev cannot allocate the tensor.
 func (sf *SafetensorsFile) Tensor(name string, dev tensor.Device) (*tensor.Tensor, error) {
 	info, ok := sf.infos[name]
@@ -334,6 +336,14 @@ func (sf *SafetensorsFile) Tensor(name string, dev tensor.Device) (*tensor.Tenso
 	if info.Size > 0 {
 		if _, err := sf.r.ReadAt(raw, sf.dataAt+info.begin); err != nil {
 			return nil, corrupt(sf.name, "reading tensor %q (%d bytes at %d): %v", name, info.Size, sf.dataAt+info.begin, err)
+		}
+	}
+	if info.DType == tensor.Bool {
+		// Kiln's kernels assume booleans are 0 or 1, as PyTorch writes them.
+		for i, b := range raw {
+			if b > 1 {
+				return nil, corrupt(sf.name, "BOOL tensor %q holds byte %d at element %d, not 0 or 1", name, b, i)
+			}
 		}
 	}
 	var out *tensor.Tensor

@@ -246,6 +246,7 @@ func TestSafetensorsCorrupt(t *testing.T) {
 		{"duplicate names", rawFile(`{`+f32("a", "[1]", 0, 4)+`,`+f32("a", "[1]", 4, 8)+`}`, 8), `duplicate header entry "a"`},
 		{"metadata not strings", rawFile(`{"__metadata__":{"epoch":3}}`, 0), "bad __metadata__"},
 		{"data after the JSON object", rawFile(`{}  x`, 0), "unexpected data after the JSON header"},
+		{"bool byte other than 0 or 1", append(rawFile(`{"m":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}}`, 0), 1, 2), `BOOL tensor "m" holds byte 2 at element 1`},
 		{"truncated file", valid[:len(valid)-3], "runs past the end of the file"},
 		{"truncated header", valid[:20], "runs past the end of the file"},
 	}
