@@ -99,6 +99,21 @@ func corrupt(name, format string, args ...any) error {
 	return fmt.Errorf("store: read %s: %w: %s", name, ErrCorrupt, fmt.Sprintf(format, args...))
 }
 
+// readAt fills buf from r at off. A short read means the file is shorter
+// than its header says (ErrCorrupt); other failures are I/O errors and are
+// returned as such.
+func readAt(name string, r io.ReaderAt, buf []byte, off int64, what string) error {
+	n, err := r.ReadAt(buf, off)
+	switch {
+	case n == len(buf): // io.ReaderAt may report io.EOF with a full read
+		return nil
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return corrupt(name, "file ends before %s", what)
+	default:
+		return fmt.Errorf("store: read %s: reading %s: %w", name, what, err)
+	}
+}
+
 // OpenSafetensors opens the safetensors file at path and validates its
 // header and offsets against the file's size. It reads no tensor data.
 // It fails with an error wrapping ErrCorrupt for a malformed file, or with
@@ -130,8 +145,8 @@ func parseSafetensors(name string, r io.ReaderAt, size int64) (*SafetensorsFile,
 	if size < 8 {
 		return nil, corrupt(name, "file is %d bytes, shorter than the 8-byte header length", size)
 	}
-	if _, err := r.ReadAt(lenBuf[:], 0); err != nil {
-		return nil, corrupt(name, "reading header length: %v", err)
+	if err := readAt(name, r, lenBuf[:], 0, "the header length"); err != nil {
+		return nil, err
 	}
 	n := binary.LittleEndian.Uint64(lenBuf[:])
 	if n > MaxHeaderBytes {
@@ -141,8 +156,8 @@ func parseSafetensors(name string, r io.ReaderAt, size int64) (*SafetensorsFile,
 		return nil, corrupt(name, "header length %d runs past the end of the file (%d bytes after the length)", n, size-8)
 	}
 	header := make([]byte, n)
-	if _, err := r.ReadAt(header, 8); err != nil {
-		return nil, corrupt(name, "reading %d-byte header: %v", n, err)
+	if err := readAt(name, r, header, 8, fmt.Sprintf("the %d-byte header", n)); err != nil {
+		return nil, err
 	}
 	sf := &SafetensorsFile{name: name, r: r, dataAt: 8 + int64(n), infos: map[string]TensorInfo{}}
 	if err := sf.parseHeader(header); err != nil {
@@ -334,8 +349,8 @@ func (sf *SafetensorsFile) Tensor(name string, dev tensor.Device) (*tensor.Tenso
 	}
 	raw := make([]byte, info.Size)
 	if info.Size > 0 {
-		if _, err := sf.r.ReadAt(raw, sf.dataAt+info.begin); err != nil {
-			return nil, corrupt(sf.name, "reading tensor %q (%d bytes at %d): %v", name, info.Size, sf.dataAt+info.begin, err)
+		if err := readAt(sf.name, sf.r, raw, sf.dataAt+info.begin, fmt.Sprintf("tensor %q (%d bytes at %d)", name, info.Size, sf.dataAt+info.begin)); err != nil {
+			return nil, err
 		}
 	}
 	if info.DType == tensor.Bool {

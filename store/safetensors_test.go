@@ -164,6 +164,26 @@ func TestSafetensorsOpenLazy(t *testing.T) {
 	})
 }
 
+func TestSafetensorsFileShrinksAfterOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "shrink.safetensors")
+	if err := os.WriteFile(path, validFile(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := store.OpenSafetensors(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	info, _ := f.Info("a") // the last tensor in the file: smallest elements
+	st, _ := os.Stat(path)
+	if err := os.Truncate(path, st.Size()-info.Size/2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Tensor("a", tensor.CPU()); !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), `file ends before tensor "a"`) {
+		t.Errorf("Tensor(a) on a shrunk file: %v, want ErrCorrupt saying the file ends early", err)
+	}
+}
+
 func TestSafetensorsUnsupportedDType(t *testing.T) {
 	data := rawFile(`{"small":{"dtype":"I8","shape":[3],"data_offsets":[0,3]},"x":{"dtype":"U8","shape":[1],"data_offsets":[3,4]}}`, 4)
 	path := filepath.Join(t.TempDir(), "i8.safetensors")
