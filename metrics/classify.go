@@ -189,6 +189,9 @@ func (m *ConfusionMatrix) Update(outputs, targets *tensor.Tensor) error {
 	if err != nil {
 		return err
 	}
+	if len(m.counts) != m.NumClasses*m.NumClasses {
+		m.counts = make([]int64, m.NumClasses*m.NumClasses)
+	}
 	if classes != m.NumClasses {
 		return inputErr(m.Name(), "outputs have %d classes, the matrix %d", classes, m.NumClasses)
 	}
@@ -203,7 +206,10 @@ func (m *ConfusionMatrix) Matrix() [][]int64 {
 	k := m.NumClasses
 	out := make([][]int64, k)
 	for i := range out {
-		out[i] = append([]int64(nil), m.counts[i*k:(i+1)*k]...)
+		out[i] = make([]int64, k)
+		if len(m.counts) == k*k {
+			copy(out[i], m.counts[i*k:(i+1)*k])
+		}
 	}
 	return out
 }

@@ -131,10 +131,17 @@ func (m *IterationSpeed) Add(items int, elapsed time.Duration) error {
 
 // Tick records that items were processed since the previous Tick.
 func (m *IterationSpeed) Tick(items int) error {
-	t := m.now()
+	t := m.clock()
 	err := m.Add(items, t.Sub(m.last))
 	m.last = t
 	return err
+}
+
+func (m *IterationSpeed) clock() time.Time {
+	if m.now == nil {
+		m.now = time.Now
+	}
+	return m.now()
 }
 
 // Update returns ErrNotTensor: use Add or Tick.
@@ -144,4 +151,4 @@ func (m *IterationSpeed) Update(outputs, targets *tensor.Tensor) error { return 
 func (m *IterationSpeed) Value() float64 { return nanIfZero(m.items, m.seconds) }
 
 // Reset forgets the totals and restarts the Tick clock.
-func (m *IterationSpeed) Reset() { m.items, m.seconds, m.last = 0, 0, m.now() }
+func (m *IterationSpeed) Reset() { m.items, m.seconds, m.last = 0, 0, m.clock() }
