@@ -43,8 +43,12 @@ func TestZeroValues(t *testing.T) {
 		}
 	})
 	var s metrics.IterationSpeed
+	_ = s.Tick(1000) // starts the clock only
 	time.Sleep(time.Millisecond)
 	if err := s.Tick(5); err != nil {
 		t.Fatal(err)
+	}
+	if v := s.Value(); !(v > 0 && v <= 5000) {
+		t.Errorf("zero-value IterationSpeed = %v items/s, want at most 5 per ms", v)
 	}
 }

@@ -129,9 +129,15 @@ func (m *IterationSpeed) Add(items int, elapsed time.Duration) error {
 	return nil
 }
 
-// Tick records that items were processed since the previous Tick.
+// Tick records that items were processed since the previous Tick (or
+// Reset, or NewIterationSpeed). On a zero IterationSpeed never reset, the
+// first Tick only starts the clock.
 func (m *IterationSpeed) Tick(items int) error {
 	t := m.clock()
+	if m.last.IsZero() {
+		m.last = t
+		return nil
+	}
 	err := m.Add(items, t.Sub(m.last))
 	m.last = t
 	return err

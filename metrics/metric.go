@@ -9,6 +9,20 @@
 // float64 on the CPU and keep only the counts they need, except AUROC and
 // AveragePrecision, which keep every score.
 //
+// The metrics:
+//
+//   - loop: Loss (size-weighted mean), LearningRate, IterationSpeed;
+//   - classification: Accuracy, TopKAccuracy, ConfusionMatrix, PRF
+//     (NewPrecision, NewRecall, NewFBeta, NewF1; Binary, Multiclass or
+//     Multilabel tasks, Micro or Macro averages), HammingScore;
+//   - ranking (binary): AUROC, AUCPR (average precision);
+//   - regression: MSE (with RMSE), MAE, R2;
+//   - language models: Perplexity;
+//   - text (TextMetric, fed strings): NewCER, NewWER, BLEU, RougeL.
+//
+// Snapshot collects the values of several metrics by name for a log line
+// or a chart; ResetAll starts an epoch.
+//
 // Metrics are not safe for concurrent use; give each goroutine its own.
 package metrics
 
