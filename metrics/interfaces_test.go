@@ -23,3 +23,8 @@ var (
 	_ metrics.TextMetric  = (*metrics.RougeL)(nil)
 	_ metrics.MultiValued = (*metrics.RougeL)(nil)
 )
+
+var (
+	_ metrics.Metric      = (*metrics.CPUUsage)(nil)
+	_ metrics.MultiValued = (*metrics.MemoryUsage)(nil)
+)

@@ -18,7 +18,8 @@
 //   - ranking (binary): AUROC, AUCPR (average precision);
 //   - regression: MSE (with RMSE), MAE, R2;
 //   - language models: Perplexity;
-//   - text (TextMetric, fed strings): NewCER, NewWER, BLEU, RougeL.
+//   - text (TextMetric, fed strings): NewCER, NewWER, BLEU, RougeL;
+//   - host system (gopsutil, fed by Sample): CPUUsage, MemoryUsage.
 //
 // Snapshot collects the values of several metrics by name for a log line
 // or a chart; ResetAll starts an epoch.
