@@ -1,0 +1,125 @@
+// Package metrics holds training and evaluation metrics: a small Metric
+// interface and the metrics themselves (loss, classification, ranking,
+// regression, language-model and text metrics, and loop statistics).
+//
+// Every metric accumulates sums and counts over the batches it is fed, never
+// means of means, so the same data fed as one batch or as uneven batches gives
+// the same value. Tensor metrics read outputs and targets to the host (one
+// copy per Update, which is also a sync point of the device); they compute in
+// float64 on the CPU and keep only the counts they need, except AUROC and
+// AveragePrecision, which keep every score.
+//
+// The metrics:
+//
+//   - loop: Loss (size-weighted mean), LearningRate, IterationSpeed;
+//   - classification: Accuracy, TopKAccuracy, ConfusionMatrix, PRF
+//     (NewPrecision, NewRecall, NewFBeta, NewF1; Binary, Multiclass or
+//     Multilabel tasks, Micro or Macro averages), HammingScore;
+//   - ranking (binary): AUROC, AUCPR (average precision);
+//   - regression: MSE (with RMSE), MAE, R2;
+//   - language models: Perplexity;
+//   - text (TextMetric, fed strings): NewCER, NewWER, BLEU, RougeL;
+//   - host system (gopsutil, fed by Sample): CPUUsage, MemoryUsage.
+//
+// Snapshot collects the values of several metrics by name for a log line
+// or a chart; ResetAll starts an epoch.
+//
+// Metrics are not safe for concurrent use; give each goroutine its own.
+package metrics
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/kiln-ml/kiln/tensor"
+)
+
+// Metric is what every metric implements.
+//
+//   - Name is a stable, lower-case identifier used in logs and charts
+//     ("accuracy", "top5_accuracy", "f1_macro").
+//   - Update adds one batch: outputs are model outputs (logits, probabilities
+//     or predictions), targets are the labels or values. It reads both to the
+//     host and returns an error (wrapping ErrInput or the tensor error) when
+//     their shapes or dtypes do not fit the metric, leaving the metric
+//     unchanged. Metrics fed by other means (Loss, LearningRate, the text
+//     metrics) document their own feeding methods and return ErrNotTensor
+//     from Update.
+//   - Value is the metric over everything fed since the last Reset; it is NaN
+//     when nothing was fed or the metric is undefined on the data (for
+//     example AUROC with a single class present).
+//   - Reset forgets everything fed.
+//
+// Metrics with more than one natural output (a confusion matrix, precision
+// and recall together, BLEU's n-gram precisions) also implement MultiValued;
+// their Value is the headline number named by Name.
+type Metric interface {
+	Name() string
+	Update(outputs, targets *tensor.Tensor) error
+	Value() float64
+	Reset()
+}
+
+// MultiValued is implemented by metrics that report several numbers. Values
+// returns them by name; the map always contains Name() with Value().
+type MultiValued interface {
+	Metric
+	Values() map[string]float64
+}
+
+// ErrInput is wrapped by the errors Update returns for outputs or targets
+// whose shape, dtype or values do not fit the metric.
+var ErrInput = errors.New("metrics: invalid input")
+
+// ErrNotTensor is returned by Update on metrics that are not fed tensors.
+var ErrNotTensor = errors.New("metrics: metric is not fed by Update")
+
+func inputErr(metric, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrInput, metric, fmt.Sprintf(format, args...))
+}
+
+// host reads t to the host as float64 together with its shape.
+func host(metric, what string, t *tensor.Tensor) ([]float64, []int, error) {
+	if t == nil {
+		return nil, nil, inputErr(metric, "%s is nil", what)
+	}
+	var v []float64
+	var shape []int
+	if err := tensor.Try(func() { shape = t.Shape(); v = t.Float64s() }); err != nil {
+		return nil, nil, fmt.Errorf("metrics: %s: reading %s: %w", metric, what, err)
+	}
+	return v, shape, nil
+}
+
+// hostInts reads t to the host as int64, requiring an integer or bool dtype,
+// or a float dtype holding whole numbers.
+func hostInts(metric, what string, t *tensor.Tensor) ([]int64, []int, error) {
+	v, shape, err := host(metric, what, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]int64, len(v))
+	for i, x := range v {
+		if x != float64(int64(x)) {
+			return nil, nil, inputErr(metric, "%s holds %v, not a class index", what, x)
+		}
+		out[i] = int64(x)
+	}
+	return out, shape, nil
+}
+
+func shapeStr(s []int) string { return fmt.Sprint(s) }
+
+func ratio(num, den float64) float64 {
+	if den == 0 {
+		return 0
+	}
+	return num / den
+}
+
+func nanIfZero(num, den float64) float64 {
+	if den == 0 {
+		return nanValue
+	}
+	return num / den
+}
