@@ -255,6 +255,7 @@ func TestLoaderCancel(t *testing.T) {
 	before := runtime.NumGoroutine()
 	t.Run("cancel while the consumer waits", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
 		l := newLoader(t, blocking{numbers(100), ctx}, data.LoaderConfig{BatchSize: 4, Workers: 4, Prefetch: 4})
 		it := l.Iter(ctx, 0)
 		n := 0
