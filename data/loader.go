@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/kiln-ml/kiln/tensor"
@@ -194,18 +195,28 @@ type result struct {
 //	if err := it.Err(); err != nil { … }
 //
 // Its workers stop, and every goroutine it started ends, when the epoch is
-// done, on the first error, when ctx is cancelled, or on Close.
+// done, on the first error, when ctx is cancelled, or on Close. An
+// Iterator dropped without any of these is stopped when the garbage
+// collector finds it unreachable (batches it had prefetched are then left
+// to the tensors' finalizers); call Close to stop it at once.
 type Iterator struct {
 	l        *DataLoader
 	epoch    int
 	step     int // index of the next batch Next will deliver
 	cur      *Batch
 	err      error
-	cancel   context.CancelFunc
-	ctx      context.Context
-	queue    chan chan result
-	wg       sync.WaitGroup
 	finished bool
+	p        *pipe
+}
+
+// pipe is what an Iterator's goroutines share. They never refer to the
+// Iterator itself, so an Iterator dropped without Close becomes garbage,
+// and its cleanup cancels them.
+type pipe struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	queue  chan chan result
+	wg     sync.WaitGroup
 }
 
 // IterFrom returns an iterator over the batches of epoch starting at batch
@@ -215,8 +226,9 @@ type Iterator struct {
 func (l *DataLoader) IterFrom(ctx context.Context, epoch, step int) *Iterator {
 	step = max(step, 0)
 	ctx, cancel := context.WithCancel(ctx)
-	it := &Iterator{l: l, epoch: epoch, step: step, cancel: cancel, ctx: ctx,
-		queue: make(chan chan result, l.cfg.Prefetch)}
+	p := &pipe{ctx: ctx, cancel: cancel, queue: make(chan chan result, l.cfg.Prefetch)}
+	it := &Iterator{l: l, epoch: epoch, step: step, p: p}
+	runtime.AddCleanup(it, func(cancel context.CancelFunc) { cancel() }, cancel)
 	order := l.Order(epoch)
 	nb := l.Len()
 	type job struct {
@@ -224,15 +236,15 @@ func (l *DataLoader) IterFrom(ctx context.Context, epoch, step int) *Iterator {
 		out  chan result
 	}
 	jobs := make(chan job)
-	it.wg.Add(1 + l.cfg.Workers)
+	p.wg.Add(1 + l.cfg.Workers)
 	go func() { // dispatcher: hands steps to workers and queues their results in order
-		defer it.wg.Done()
+		defer p.wg.Done()
 		defer close(jobs)
-		defer close(it.queue)
+		defer close(p.queue)
 		for s := step; s < nb; s++ {
 			j := job{s, make(chan result, 1)}
 			select { // the queue's capacity bounds the batches in flight
-			case it.queue <- j.out:
+			case p.queue <- j.out:
 			case <-ctx.Done():
 				return
 			}
@@ -245,7 +257,7 @@ func (l *DataLoader) IterFrom(ctx context.Context, epoch, step int) *Iterator {
 	}()
 	for range l.cfg.Workers {
 		go func() {
-			defer it.wg.Done()
+			defer p.wg.Done()
 			for j := range jobs {
 				lo := j.step * l.cfg.BatchSize
 				idx := order[lo:min(lo+l.cfg.BatchSize, len(order))]
@@ -299,18 +311,18 @@ func (it *Iterator) Next() bool {
 	var out chan result
 	var ok bool
 	select {
-	case out, ok = <-it.queue:
-	case <-it.ctx.Done():
+	case out, ok = <-it.p.queue:
+	case <-it.p.ctx.Done():
 	}
 	if !ok {
-		it.finish(it.ctx.Err())
+		it.finish(it.p.ctx.Err())
 		return false
 	}
 	var r result
 	select {
 	case r = <-out:
-	case <-it.ctx.Done():
-		it.finish(it.ctx.Err())
+	case <-it.p.ctx.Done():
+		it.finish(it.p.ctx.Err())
 		return false
 	}
 	if r.err != nil {
@@ -332,9 +344,9 @@ func (it *Iterator) finish(err error) {
 	if it.err == nil && err != nil {
 		it.err = err
 	}
-	it.cancel()
-	it.wg.Wait()
-	for out := range it.queue { // closed by the dispatcher, which has ended
+	it.p.cancel()
+	it.p.wg.Wait()
+	for out := range it.p.queue { // closed by the dispatcher, which has ended
 		select {
 		case r := <-out:
 			if r.b != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kiln-ml/kiln/data"
+	"github.com/kiln-ml/kiln/internal/testutil"
 	"github.com/kiln-ml/kiln/tensor"
 )
 
@@ -326,4 +327,56 @@ func TestStackBatcherTargets(t *testing.T) {
 	if _, err := data.NewLoader(numbers(1), data.LoaderConfig{BatchSize: -1}); err == nil {
 		t.Error("a negative batch size did not fail")
 	}
+}
+
+func TestLoaderAbandonedIterator(t *testing.T) {
+	before := runtime.NumGoroutine()
+	l := newLoader(t, numbers(1000), data.LoaderConfig{BatchSize: 2, Workers: 3})
+	func() {
+		it := l.Iter(context.Background(), 0)
+		if !it.Next() {
+			t.Fatal(it.Err())
+		}
+		it.Batch().Release()
+		// dropped without Close
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	waitGoroutines(t, before)
+}
+
+// On the strict backend (asynchronous, leak-tracking), batches built by
+// workers are valid on the consumer's goroutine, and an early Close
+// releases the batches prefetched but never delivered.
+func TestLoaderDevices(t *testing.T) {
+	testutil.ForEachDevice(t, func(t *testing.T, dev tensor.Device) {
+		l := newLoader(t, numbers(64), data.LoaderConfig{BatchSize: 4, Workers: 4, Prefetch: 8, Device: dev, Shuffle: true})
+		it := l.Iter(context.Background(), 0)
+		for it.Next() {
+			b := it.Batch()
+			if b.X.Device() != dev {
+				t.Fatalf("batch on %v, want %v", b.X.Device(), dev)
+			}
+			y := b.Y.Int64s()
+			for k, i := range b.Indices {
+				if y[k] != int64(i) {
+					t.Fatalf("y %v for indices %v", y, b.Indices)
+				}
+			}
+			b.Release()
+		}
+		if it.Err() != nil {
+			t.Fatal(it.Err())
+		}
+		it = l.Iter(context.Background(), 1)
+		if !it.Next() {
+			t.Fatal(it.Err())
+		}
+		it.Batch().Release()
+		time.Sleep(5 * time.Millisecond) // let the workers fill the queue
+		it.Close()
+	})
 }
