@@ -158,8 +158,10 @@ func (l *DataLoader) Order(epoch int) []int {
 }
 
 // ItemError is the error of a batch whose item could not be read or
-// batched: Index is the item's index in the data set (−1 when the Batcher
-// failed for the batch as a whole).
+// batched: Index is the item's index in the data set the loader reads (for
+// a Shuffle or Subset, an index into it, not into its base; −1 when the
+// Batcher failed for the batch as a whole), Epoch and Step the batch's
+// position.
 type ItemError struct {
 	Index       int
 	Epoch, Step int
