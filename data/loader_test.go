@@ -60,6 +60,7 @@ func TestLoaderBatches(t *testing.T) {
 		{"drops a short last batch", data.LoaderConfig{BatchSize: 4, DropLast: true}, []int{4, 4}},
 		{"exact fit", data.LoaderConfig{BatchSize: 5, DropLast: true}, []int{5, 5}},
 		{"batch larger than the data set", data.LoaderConfig{BatchSize: 64}, []int{10}},
+		{"batch larger than the data set, dropped", data.LoaderConfig{BatchSize: 64, DropLast: true}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newLoader(t, ds, tc.cfg)
@@ -379,4 +380,11 @@ func TestLoaderDevices(t *testing.T) {
 		time.Sleep(5 * time.Millisecond) // let the workers fill the queue
 		it.Close()
 	})
+}
+
+func TestLoaderEmpty(t *testing.T) {
+	l := newLoader(t, numbers(0), data.LoaderConfig{Shuffle: true, Workers: 2})
+	if got, err := collect(t, l, 0, 0); len(got) != 0 || err != nil || l.Len() != 0 {
+		t.Errorf("empty data set: %d batches (Len %d), error %v", len(got), l.Len(), err)
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"github.com/kiln-ml/kiln/tensor"
 )
 
 // MapFunc transforms one item; i is the item's index in the mapped data set.
@@ -195,10 +197,12 @@ type window struct {
 // stacks theirs, shaped [size, item shape...], and its Label and Target
 // are those of the window's last item (for sequence-to-one models; Map the
 // window to change that). Get returns an error when the items' shapes
-// differ. It panics with an error message when size or step is below 1.
+// differ. It panics with ErrArgument (a *tensor.Error) when size or step
+// is below 1.
 func Window(ds Dataset, size, step int) Dataset {
 	if size < 1 || step < 1 {
-		panic(fmt.Sprintf("data.Window: size %d and step %d must be at least 1", size, step))
+		panic(&tensor.Error{Op: "data.Window", Msg: fmt.Sprintf("size %d and step %d must be at least 1", size, step),
+			Err: tensor.ErrArgument})
 	}
 	return &window{ds, size, step}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kiln-ml/kiln/data"
+	"github.com/kiln-ml/kiln/tensor"
 )
 
 // numbers returns a data set of n items; item i has X = [i, 10i] and Label i.
@@ -187,5 +188,14 @@ func TestTransformErrors(t *testing.T) {
 				t.Errorf("error %v, want one wrapping %v and containing %q", tc.err, tc.want, tc.text)
 			}
 		})
+	}
+}
+
+func TestWindowBadArguments(t *testing.T) {
+	for _, sz := range [][2]int{{0, 1}, {2, 0}} {
+		err := tensor.Try(func() { data.Window(numbers(3), sz[0], sz[1]) })
+		if !errors.Is(err, tensor.ErrArgument) || !strings.Contains(fmt.Sprint(err), "data.Window") {
+			t.Errorf("Window(size %d, step %d): %v, want ErrArgument naming data.Window", sz[0], sz[1], err)
+		}
 	}
 }
