@@ -204,7 +204,7 @@ func LoadCSV(path string, cfg CSVConfig) (*CSVDataset, error) {
 	if labelCol >= 0 && ltype == CSVCategory {
 		ds.Classes = cats[labelCol]
 	}
-	bad := func(line, c int, v, typ string, err error) error {
+	bad := func(line, c int, v, typ string) error {
 		return fmt.Errorf("data: CSV %s line %d column %q: cannot parse %q as %s: %w", path, line,
 			strings.TrimSpace(names[c]), v, typ, ErrCorrupt)
 	}
@@ -217,19 +217,19 @@ func LoadCSV(path string, cfg CSVConfig) (*CSVDataset, error) {
 			case CSVFloat:
 				x, err := strconv.ParseFloat(v, 32)
 				if err != nil {
-					return nil, bad(lines[ri], c, v, "float", err)
+					return nil, bad(lines[ri], c, v, "float")
 				}
 				it.X[k] = float32(x)
 			case CSVInt:
 				x, err := strconv.ParseInt(v, 10, 64)
 				if err != nil {
-					return nil, bad(lines[ri], c, v, "int", err)
+					return nil, bad(lines[ri], c, v, "int")
 				}
 				it.X[k] = float32(x)
 			case CSVBool:
 				x, err := strconv.ParseBool(v)
 				if err != nil {
-					return nil, bad(lines[ri], c, v, "bool", err)
+					return nil, bad(lines[ri], c, v, "bool")
 				}
 				if x {
 					it.X[k] = 1
@@ -244,13 +244,13 @@ func LoadCSV(path string, cfg CSVConfig) (*CSVDataset, error) {
 			case CSVInt:
 				x, err := strconv.ParseInt(v, 10, 64)
 				if err != nil {
-					return nil, bad(lines[ri], labelCol, v, "int", err)
+					return nil, bad(lines[ri], labelCol, v, "int")
 				}
 				it.Label = x
 			case CSVFloat:
 				x, err := strconv.ParseFloat(v, 32)
 				if err != nil {
-					return nil, bad(lines[ri], labelCol, v, "float", err)
+					return nil, bad(lines[ri], labelCol, v, "float")
 				}
 				it.Target = []float32{float32(x)}
 			case CSVCategory:

@@ -327,6 +327,13 @@ func (it *Iterator) Next() bool {
 		it.finish(it.p.ctx.Err())
 		return false
 	}
+	if err := it.p.ctx.Err(); err != nil { // cancelled while this batch was built: deliver nothing more
+		if r.b != nil {
+			r.b.Release()
+		}
+		it.finish(err)
+		return false
+	}
 	if r.err != nil {
 		it.finish(r.err)
 		return false

@@ -228,15 +228,16 @@ func TestLoaderErrors(t *testing.T) {
 	}
 }
 
-// blocking is a data set whose Get waits until its context ends.
+// blocking is a data set whose Get of items from 8 on waits until
+// release is closed.
 type blocking struct {
 	data.Dataset
-	ctx context.Context
+	release chan struct{}
 }
 
 func (b blocking) Get(i int) (data.Item, error) {
 	if i >= 8 {
-		<-b.ctx.Done()
+		<-b.release
 	}
 	return b.Dataset.Get(i)
 }
@@ -258,13 +259,18 @@ func TestLoaderCancel(t *testing.T) {
 	t.Run("cancel while the consumer waits", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		l := newLoader(t, blocking{numbers(100), ctx}, data.LoaderConfig{BatchSize: 4, Workers: 4, Prefetch: 4})
+		release := make(chan struct{})
+		l := newLoader(t, blocking{numbers(100), release}, data.LoaderConfig{BatchSize: 4, Workers: 4, Prefetch: 4})
 		it := l.Iter(ctx, 0)
 		n := 0
 		for it.Next() {
 			it.Batch().Release()
 			if n++; n == 2 {
-				go func() { time.Sleep(10 * time.Millisecond); cancel() }()
+				go func() { // batches built after the cancellation are never delivered
+					time.Sleep(10 * time.Millisecond)
+					cancel()
+					close(release)
+				}()
 			}
 		}
 		if !errors.Is(it.Err(), context.Canceled) || n != 2 {
