@@ -71,10 +71,10 @@ func (f *ImageFolder) Len() int { return len(f.Paths) }
 
 // Get decodes image i: X is float32 in [0, 1], shaped [3, H, W] (RGB,
 // channels first, as convolutions want) or [1, H, W] with Gray set; Label
-// is its class. Images are not resized: Map a resize, or batch images of
-// one size. It returns an error naming the file when it cannot be read or
-// decoded (wrapping ErrCorrupt for a corrupt image), and one wrapping
-// ErrIndex when i is out of range.
+// is its class; Extra["path"] is the file. Images are not resized: Map a
+// resize, or batch images of one size. It returns an error naming the file
+// when it cannot be read or decoded (wrapping ErrCorrupt for a corrupt
+// image), and one wrapping ErrIndex when i is out of range.
 func (f *ImageFolder) Get(i int) (Item, error) {
 	if i < 0 || i >= len(f.Paths) {
 		return Item{}, indexErr("ImageFolder.Get", i, len(f.Paths))
