@@ -1,7 +1,31 @@
-// Package data loads data sets for training. For now it holds MNIST:
-// LoadMNIST reads the four IDX files (gzipped or plain) into memory,
-// checking every header, and MNIST.Batch turns a list of indices into an
-// image tensor and a label tensor on any device.
+// Package data loads data sets for training.
+//
+// A Dataset is anything with Len and Get(i) (Item, error). Items are host
+// values (float32 features with a shape, an int64 label or float32
+// targets), not tensors: data sets cost no device memory and can be read
+// from any goroutine; a Batcher stacks a batch of items into tensors. Data
+// sets: InMemory, LoadCSV (typed columns), LoadImageFolder (PNG/JPEG, one
+// class per sub-folder) and MNIST. Lazy transforms: Map, Shuffle, Subset,
+// Split, Partial, Sample, Concat, Window.
+//
+// A DataLoader reads a Dataset in batches on background workers with a
+// bounded prefetch, reshuffling every epoch from (Seed, epoch), so the
+// batches never depend on the number of workers and a run resumes exactly
+// from a checkpointed (epoch, step):
+//
+//	loader, err := data.NewLoader(ds, data.LoaderConfig{BatchSize: 64, Shuffle: true, Seed: 1, Workers: 4, Device: dev})
+//	it := loader.IterFrom(ctx, epoch, step) // or loader.Iter(ctx, epoch)
+//	defer it.Close()
+//	for it.Next() {
+//		b := it.Batch() // b.X, b.Y on dev, in no tensor.Scope: b.Release() when done
+//		…
+//	}
+//	if err := it.Err(); err != nil { … } // an *ItemError names the item's index
+//
+// MNIST can also be used directly: LoadMNIST reads the four IDX files
+// (gzipped or plain) into memory, checking every header, and MNIST.Batch
+// turns a list of indices into an image tensor and a label tensor on any
+// device.
 //
 //	dir, err := data.MNISTDir() // $KILN_DATA, else the copy in the Go module cache
 //	if err != nil { … }
@@ -24,6 +48,6 @@
 // they never panic on bad input. Methods given bad arguments (an index out
 // of range) panic with a *tensor.Error, like tensor ops.
 //
-// The package does not yet have the Dataset and DataLoader abstractions,
-// transforms or augmentation, background loading, or other data sets.
+// The package does not yet resize or augment images, or stream data sets
+// larger than memory other than image folders.
 package data
