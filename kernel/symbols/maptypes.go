@@ -4,6 +4,8 @@ import (
 	"encoding"
 	"encoding/json"
 	"fmt"
+	"github.com/kiln-ml/kiln/data"
+	"github.com/kiln-ml/kiln/metrics"
 	"image"
 	"io"
 	"reflect"
@@ -296,6 +298,9 @@ func init() {
 		MapTypes[reflect.ValueOf(fn)] = modeInterfaces
 	}
 	MapTypes[reflect.ValueOf(nn.NewSequential)] = []reflect.Type{reflect.TypeOf((*nn.Module)(nil)).Elem()}
+	MapTypes[reflect.ValueOf(data.Concat)] = []reflect.Type{reflect.TypeOf((*data.Dataset)(nil)).Elem()}
+	MapTypes[reflect.ValueOf(metrics.ResetAll)] = []reflect.Type{reflect.TypeOf((*metrics.Metric)(nil)).Elem()}
+	MapTypes[reflect.ValueOf(metrics.Snapshot)] = []reflect.Type{reflect.TypeOf((*metrics.Metric)(nil)).Elem()}
 	MapTypes[wrapperKey((*_github_com_kiln_ml_kiln_nn_Module)(nil))] = []reflect.Type{
 		reflect.TypeOf(wrapModuleModeful{}),
 		reflect.TypeOf(wrapModuleSetter{}),

@@ -17,9 +17,12 @@ func TestPackages(t *testing.T) {
 	want := []string{
 		"github.com/kiln-ml/kiln/autodiff",
 		"github.com/kiln-ml/kiln/backends",
+		"github.com/kiln-ml/kiln/data",
 		"github.com/kiln-ml/kiln/kernel/display",
+		"github.com/kiln-ml/kiln/metrics",
 		"github.com/kiln-ml/kiln/nn",
 		"github.com/kiln-ml/kiln/optim",
+		"github.com/kiln-ml/kiln/store",
 		"github.com/kiln-ml/kiln/tensor",
 	}
 	if got := symbols.Packages(); !slices.Equal(got, want) {
