@@ -21,7 +21,8 @@ APT_PACKAGES := python3 python3-numpy python3-jupyter-client python3-jupyter-ker
 # Extra packages only for regenerating fixtures and comparing with PyTorch.
 APT_FIXTURE_PACKAGES := python3-torch python3-numpy libopenblas0-pthread
 
-.PHONY: all build run test test-unit test-long bench lint fmt-check vet staticcheck deps deps-fixtures fixtures clean
+
+.PHONY: all build run test test-unit fuzz test-long bench lint fmt-check vet staticcheck deps deps-fixtures fixtures clean
 
 all: build
 
@@ -44,7 +45,19 @@ build: deps
 run: build
 	./bin/kiln demo
 
-test: deps lint test-unit
+test: deps lint test-unit fuzz
+
+# fuzz runs every parser's fuzz target briefly (FUZZTIME each); longer runs:
+# make fuzz FUZZTIME=10m.
+FUZZTIME ?= 8s
+fuzz:
+	@for f in $$(grep -rl --include='*_test.go' '^func Fuzz' .); do \
+		pkg=./$$(dirname $$f); \
+		for name in $$(grep -o '^func Fuzz[A-Za-z0-9_]*' $$f | cut -d' ' -f2); do \
+			echo "$(GO) test -run '^$$' -fuzz '^$$name$$' -fuzztime $(FUZZTIME) $$pkg"; \
+			$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
 
 test-unit:
 	$(GO) test $(GOTESTFLAGS) -count=1 ./...
