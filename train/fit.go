@@ -108,6 +108,7 @@ type run struct {
 	vloss   *metrics.Loss
 	logErr  error
 	lastLog int
+	warned  bool // a mode warning was logged
 }
 
 // Fit trains l. It runs Epochs epochs over Train (each optimizer step in a
@@ -237,23 +238,25 @@ func (r *run) loop(cfg Config) Result {
 	return res
 }
 
-// setMode calls nn.Train or nn.Eval, ignoring models whose mode cannot be
-// set (they have no mode-carrying modules reachable by pointer).
-func setMode(model any, training bool) {
-	_ = tensor.Try(func() {
-		defer func() {
-			if p := recover(); p != nil {
-				if _, ok := p.(*tensor.Error); ok {
-					panic(p)
-				}
+// setMode calls nn.Train or nn.Eval. It returns the error of a model
+// whose mode cannot be set (a mode-carrying module that is not
+// addressable); models without mode-carrying modules are fine.
+func setMode(model any, training bool) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			if e, ok := p.(error); ok {
+				err = e
+				return
 			}
-		}()
-		if training {
-			nn.Train(model)
-		} else {
-			nn.Eval(model)
+			err = fmt.Errorf("%v", p)
 		}
-	})
+	}()
+	if training {
+		nn.Train(model)
+	} else {
+		nn.Eval(model)
+	}
+	return nil
 }
 
 // forward runs the model's step on a batch.
@@ -344,7 +347,10 @@ func (v Values) String() string {
 func (r *run) trainEpoch(cfg Config, epoch int) (Values, StopReason, string) {
 	r.loss.Reset()
 	metrics.ResetAll(r.s.Metrics...)
-	setMode(r.l.Model, true)
+	if err := setMode(r.l.Model, true); err != nil && !r.warned {
+		r.warned = true
+		r.logf("warning: %v", err)
+	}
 	it := r.s.Train.Iter(r.ctx, epoch-1)
 	defer it.Close()
 	nb := r.s.Train.Len()
@@ -447,8 +453,11 @@ func (r *run) clip(c optim.GradClip, grads *tensor.Gradients) {
 func (r *run) validate(epoch int) (Values, StopReason, string) {
 	r.vloss.Reset()
 	metrics.ResetAll(r.s.ValidMetrics...)
-	setMode(r.l.Model, false)
-	defer setMode(r.l.Model, true)
+	if err := setMode(r.l.Model, false); err != nil && !r.warned {
+		r.warned = true
+		r.logf("warning: validating in training mode: %v", err)
+	}
+	defer func() { _ = setMode(r.l.Model, true) }()
 	it := r.s.Valid.Iter(r.ctx, epoch-1)
 	defer it.Close()
 	var failure string

@@ -126,3 +126,39 @@ func TestFitFailures(t *testing.T) {
 		}
 	})
 }
+
+type panicky struct{}
+
+func (panicky) OnEvent(e train.Event) { panic("observer bug") }
+
+func TestFitSurvivesPanickingObserver(t *testing.T) {
+	testutil.ForEachDevice(t, func(t *testing.T, dev tensor.Device) {
+		ad := dev.Autodiff()
+		ad.Seed(30)
+		var model nn.Sequential
+		tensor.NoScope(func() { model = nn.NewSequential(nn.NewLinear(ad, 4, 3), nn.NewDropout(0.1)) })
+		defer nn.Release(model)
+		var log strings.Builder
+		rec := &recorder{}
+		s := &train.Supervised{
+			Config:    train.Config{Epochs: 1},
+			Train:     loader(t, blobs(32, 31), dev, data.LoaderConfig{}),
+			Valid:     loader(t, blobs(16, 32), dev, data.LoaderConfig{}),
+			Observers: []train.Observer{panicky{}, rec},
+			Log:       &log,
+		}
+		res, err := s.Fit(context.Background(), &train.Learner{Model: model, Optimizer: optim.NewSGD(optim.SGDConfig{LR: 0.1})})
+		if err != nil || res.Reason != train.StopCompleted {
+			t.Fatalf("%+v, %v", res, err)
+		}
+		rec.mu.Lock()
+		n := len(rec.evs)
+		rec.mu.Unlock()
+		if n != 4 { // start, train epoch, valid epoch, end
+			t.Fatalf("recorder got %d events", n)
+		}
+		if !strings.HasPrefix(log.String(), "epoch 1/1 train loss") || !strings.Contains(log.String(), "| valid loss") {
+			t.Fatalf("log:\n%s", log.String())
+		}
+	})
+}
