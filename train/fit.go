@@ -119,7 +119,8 @@ type run struct {
 // optimizer step: Fit then returns a Result with Reason StopCancelled and a
 // nil error. It returns an error (and Reason StopFailed) for a missing
 // loader or learner, a failed batch, a tensor error panicking in a step, or
-// a run directory it cannot write.
+// a run directory it cannot write. Other panics in a model's step (bugs)
+// propagate, after the end event is written and the observers closed.
 func (s *Supervised) Fit(ctx context.Context, l *Learner) (res Result, err error) {
 	if s.Train == nil || l == nil || l.Model == nil || l.Optimizer == nil {
 		return Result{Reason: StopFailed}, errors.New("train: Fit needs Train, a Learner, its Model and its Optimizer")
@@ -146,6 +147,19 @@ func (s *Supervised) Fit(ctx context.Context, l *Learner) (res Result, err error
 	}
 	r.out = newFanout(s.Observers)
 	r.emit(Event{Version: EventLogVersion, Kind: EventStart, Config: cfgJSON})
+	defer func() {
+		// A panic that is not a *tensor.Error (a bug in a model's step)
+		// goes on up with its stack, after the end event is logged and the
+		// observers and the log are closed.
+		if p := recover(); p != nil {
+			r.emit(Event{Kind: EventEnd, Reason: StopFailed, Error: fmt.Sprintf("panic: %v", p)})
+			r.out.close()
+			if r.log != nil {
+				_ = r.log.close()
+			}
+			panic(p)
+		}
+	}()
 	res = r.loop(cfg)
 	if res.Reason == StopFailed {
 		err = errors.New(res.Why)

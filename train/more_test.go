@@ -162,3 +162,31 @@ func TestFitSurvivesPanickingObserver(t *testing.T) {
 		}
 	})
 }
+
+type buggy struct{ L *nn.Linear }
+
+func (b *buggy) TrainStep(x, y *tensor.Tensor) (loss, outputs *tensor.Tensor) { panic("bug in step") }
+
+func TestFitPanicInStepPropagatesAfterLogging(t *testing.T) {
+	testutil.ForEachDevice(t, func(t *testing.T, dev tensor.Device) {
+		b := &buggy{L: newLinear(dev, 40)}
+		defer nn.Release(b)
+		dir := t.TempDir()
+		s := &train.Supervised{
+			Config: train.Config{Epochs: 1, RunDir: dir},
+			Train:  loader(t, blobs(32, 41), dev, data.LoaderConfig{}),
+		}
+		func() {
+			defer func() {
+				if p := recover(); p != "bug in step" {
+					t.Fatalf("recovered %v", p)
+				}
+			}()
+			_, _ = s.Fit(context.Background(), &train.Learner{Model: b, Optimizer: optim.NewSGD(optim.SGDConfig{LR: 0.1})})
+		}()
+		evs, err := train.ReadEvents(dir + "/" + train.EventsFile)
+		if err != nil || len(evs) != 2 || evs[1].Reason != train.StopFailed || !strings.Contains(evs[1].Error, "bug in step") {
+			t.Fatalf("events %+v, %v", evs, err)
+		}
+	})
+}
