@@ -1,11 +1,3 @@
-// Package train runs supervised training loops: a Learner (model,
-// optimizer, optional schedule) is fitted by Supervised.Fit over data
-// loaders, with metrics, gradient accumulation and clipping, validation
-// every epoch, early stopping, Events published to Observers and written to
-// a versioned JSON-lines event log, and plain log lines.
-//
-// Checkpoints are not written by this package yet: Supervised.Checkpoint is
-// the hook a checkpoint strategy (package store) plugs into.
 package train
 
 import (
