@@ -10,7 +10,8 @@
 // A model either implements TrainStepper (TrainStep(x, y) returns the loss
 // and the outputs metrics are fed) and optionally ValidStepper, or is an
 // nn.Module, whose loss is then nn.CrossEntropy(Forward(x), y). Both are
-// plain interfaces, so models declared in yaegi notebook cells work.
+// plain interfaces. For a model type declared in a yaegi notebook cell,
+// also set Learner.Stepper to the model (see Learner).
 //
 // # The run directory
 //

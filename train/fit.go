@@ -18,10 +18,17 @@ import (
 
 // Learner is what Fit trains: a model (any struct nn.Params walks), its
 // optimizer, and an optional schedule stepped after every optimizer step.
+//
+// Stepper, when set, computes the loss instead of Model's own methods. In
+// yaegi notebooks set it for a model type declared in a cell (Stepper:
+// model): compiled code cannot see an interpreted type's methods through
+// Model (an any), but the interpreter wraps a value assigned to an
+// interface-typed field.
 type Learner struct {
 	Model     any
 	Optimizer optim.Optimizer
 	Scheduler *optim.Scheduler // optional
+	Stepper   TrainStepper     // optional; see above
 }
 
 // Config is the plain, JSON-serializable part of a training run; Fit writes
@@ -265,8 +272,13 @@ func setMode(model any, training bool) (err error) {
 	return nil
 }
 
-// forward runs the model's step on a batch.
-func forward(model any, x, y *tensor.Tensor, valid bool) (loss, outputs *tensor.Tensor) {
+// forward runs the learner's step on a batch: Stepper's when set, else
+// the model's.
+func forward(l *Learner, x, y *tensor.Tensor, valid bool) (loss, outputs *tensor.Tensor) {
+	var model any = l.Model
+	if l.Stepper != nil {
+		model = l.Stepper
+	}
 	if valid {
 		if v, ok := model.(ValidStepper); ok {
 			return v.ValidStep(x, y)
@@ -381,7 +393,7 @@ func (r *run) trainEpoch(cfg Config, epoch int) (Values, StopReason, string) {
 					}
 					bt := it.Batch()
 					batches = append(batches, bt)
-					loss, out := forward(r.l.Model, bt.X, bt.Y, false)
+					loss, out := forward(r.l, bt.X, bt.Y, false)
 					if err := r.loss.UpdateLoss(loss.Item(), batchSize(bt.X)); err != nil {
 						reason, why = StopFailed, fmt.Sprintf("train: epoch %d batch %d: loss: %v", epoch, b, err)
 						return
@@ -474,7 +486,7 @@ func (r *run) validate(epoch int) (Values, StopReason, string) {
 				defer bt.Release()
 				x := bt.X.ToDevice(bt.X.Device().NoGrad())
 				y := bt.Y.ToDevice(bt.Y.Device().NoGrad())
-				loss, out := forward(r.l.Model, x, y, true)
+				loss, out := forward(r.l, x, y, true)
 				if err := r.vloss.UpdateLoss(loss.Item(), batchSize(x)); err != nil {
 					failure = err.Error()
 					return

@@ -190,3 +190,28 @@ func TestFitPanicInStepPropagatesAfterLogging(t *testing.T) {
 		}
 	})
 }
+
+// stepOnly computes a loss for a model it does not own, as a Stepper.
+type stepOnly struct {
+	M     *nn.Linear
+	calls int
+}
+
+func (s *stepOnly) TrainStep(x, y *tensor.Tensor) (loss, outputs *tensor.Tensor) {
+	s.calls++
+	out := s.M.Forward(x)
+	return nn.CrossEntropy(out, y, nn.CrossEntropyOptions{}), out
+}
+
+func TestFitUsesLearnerStepper(t *testing.T) {
+	testutil.ForEachDevice(t, func(t *testing.T, dev tensor.Device) {
+		model := newLinear(dev, 50)
+		defer nn.Release(model)
+		st := &stepOnly{M: model}
+		s := &train.Supervised{Config: train.Config{Epochs: 1}, Train: loader(t, blobs(32, 51), dev, data.LoaderConfig{})}
+		res, err := s.Fit(context.Background(), &train.Learner{Model: model, Stepper: st, Optimizer: optim.NewSGD(optim.SGDConfig{LR: 0.1})})
+		if err != nil || res.Steps != 2 || st.calls != 2 {
+			t.Fatalf("%+v, %v, stepper calls %d", res, err, st.calls)
+		}
+	})
+}
