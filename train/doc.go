@@ -11,7 +11,8 @@
 // and the outputs metrics are fed) and optionally ValidStepper, or is an
 // nn.Module, whose loss is then nn.CrossEntropy(Forward(x), y). Both are
 // plain interfaces. For a model type declared in a yaegi notebook cell,
-// also set Learner.Stepper to the model (see Learner).
+// also set Learner.Stepper to the model, in an assignment statement (see
+// Learner).
 //
 // # The run directory
 //

@@ -20,10 +20,12 @@ import (
 // optimizer, and an optional schedule stepped after every optimizer step.
 //
 // Stepper, when set, computes the loss instead of Model's own methods. In
-// yaegi notebooks set it for a model type declared in a cell (Stepper:
-// model): compiled code cannot see an interpreted type's methods through
-// Model (an any), but the interpreter wraps a value assigned to an
-// interface-typed field.
+// yaegi notebooks set it for a model type declared in a cell: compiled code
+// cannot see an interpreted type's methods through Model (an any), but the
+// interpreter wraps a value assigned to an interface-typed field. yaegi
+// v0.16.1 does so in an assignment statement (l.Stepper = model; likewise
+// s.Observers = append(s.Observers, obs)), not in a composite literal,
+// which panics.
 type Learner struct {
 	Model     any
 	Optimizer optim.Optimizer

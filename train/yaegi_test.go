@@ -1,0 +1,89 @@
+package train_test
+
+//go:generate go run github.com/traefik/yaegi/cmd/yaegi@v0.16.1 extract -name train_test github.com/kiln-ml/kiln/train
+//go:generate mv github_com-kiln-ml-kiln-train.go yaegi_symbols_test.go
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/kiln-ml/kiln/kernel/symbols"
+	"github.com/traefik/yaegi/interp"
+	"github.com/traefik/yaegi/stdlib"
+)
+
+// Symbols holds the yaegi symbols of package train (generated into
+// yaegi_symbols_test.go); the other Kiln packages' come from
+// kernel/symbols.
+var Symbols = map[string]map[string]reflect.Value{}
+
+// A model and an observer declared in interpreted code, trained by Fit:
+// the model supplies its step through Learner.Stepper.
+func TestYaegiFit(t *testing.T) {
+	i := interp.New(interp.Options{})
+	for _, s := range []map[string]map[string]reflect.Value{stdlib.Symbols, symbols.Symbols, Symbols} {
+		if err := i.Use(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const src = `
+package main
+
+import (
+	"context"
+
+	"github.com/kiln-ml/kiln/data"
+	"github.com/kiln-ml/kiln/nn"
+	"github.com/kiln-ml/kiln/optim"
+	"github.com/kiln-ml/kiln/tensor"
+	"github.com/kiln-ml/kiln/train"
+)
+
+type Net struct{ L *nn.Linear }
+
+func (n *Net) TrainStep(x, y *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor) {
+	out := n.L.Forward(x)
+	return nn.CrossEntropy(out, y, nn.CrossEntropyOptions{}), out
+}
+
+type Counter struct{ N int }
+
+func (c *Counter) OnEvent(e train.Event) { c.N++ }
+
+func Run() (string, int, int) {
+	ad := tensor.CPU().Autodiff()
+	ad.Seed(1)
+	var items []data.Item
+	for i := 0; i < 40; i++ {
+		c := i % 2
+		items = append(items, data.Item{X: []float32{float32(2*c - 1), 0.5}, Label: int64(c)})
+	}
+	ld, err := data.NewLoader(data.NewInMemory(items), data.LoaderConfig{BatchSize: 10})
+	if err != nil {
+		panic(err)
+	}
+	net := &Net{L: nn.NewLinear(ad, 2, 2)}
+	cnt := &Counter{}
+	s := &train.Supervised{Config: train.Config{Epochs: 2, LogEvery: 1000}, Train: ld}
+	s.Observers = append(s.Observers, cnt)
+	l := &train.Learner{Model: net, Optimizer: optim.NewSGD(optim.SGDConfig{LR: 0.5})}
+	l.Stepper = net
+	res, err := s.Fit(context.Background(), l)
+	if err != nil {
+		panic(err)
+	}
+	return string(res.Reason), res.Steps, cnt.N
+}
+`
+	if _, err := i.Eval(src); err != nil {
+		t.Fatal(err)
+	}
+	v, err := i.Eval("main.Run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := v.Call(nil)
+	if reason, steps, events := out[0].String(), out[1].Int(), out[2].Int(); reason != "completed" || steps != 8 || events != 4 {
+		t.Fatalf("reason %q, steps %d, events seen %d", reason, steps, events)
+	}
+}
