@@ -24,6 +24,7 @@ func TestPackages(t *testing.T) {
 		"github.com/kiln-ml/kiln/optim",
 		"github.com/kiln-ml/kiln/store",
 		"github.com/kiln-ml/kiln/tensor",
+		"github.com/kiln-ml/kiln/train",
 	}
 	if got := symbols.Packages(); !slices.Equal(got, want) {
 		t.Errorf("Packages() = %v, want %v", got, want)
