@@ -172,9 +172,10 @@ func fromRawJSON(m json.RawMessage) []byte {
 // then renames it into place; an existing checkpoint at dir is first
 // renamed aside (".<base>.old-*") and removed once the new one is in
 // place. A crash therefore leaves either the old or the new checkpoint at
-// dir (or, between the two renames, none at dir with the old one intact
-// beside it), plus leftover siblings that LoadCheckpoint never reads and
-// the next SaveCheckpoint to dir removes. Concurrent saves to the same dir
+// dir (or, between the two renames, none at dir with both intact beside
+// it, which LoadCheckpoint finds and the next SaveCheckpoint moves back),
+// plus leftover siblings that LoadCheckpoint otherwise ignores and the
+// next SaveCheckpoint to dir removes. Concurrent saves to the same dir
 // are not supported.
 //
 // It fails, leaving dir as it was, on a nil or released tensor, a dtype
@@ -275,9 +276,37 @@ func nonNilMap(m map[string]*tensor.Tensor) map[string]*tensor.Tensor {
 	return m
 }
 
+// interrupted returns the checkpoint that a SaveCheckpoint to
+// parent/base interrupted between its two renames left beside the missing
+// directory: the new one (".<base>.tmp-S", complete, since the old one is
+// set aside only after it is synced) when its set-aside twin
+// ".<base>.old-S" exists, else that set-aside previous one. It returns ""
+// when there is none (or more than one, which SaveCheckpoint never leaves).
+func interrupted(parent, base string) string {
+	olds, _ := filepath.Glob(filepath.Join(parent, globEscape("."+base+".old-")+"*"))
+	if len(olds) != 1 {
+		return ""
+	}
+	suffix := strings.TrimPrefix(filepath.Base(olds[0]), "."+base+".old-")
+	tmp := filepath.Join(parent, "."+base+".tmp-"+suffix)
+	if fi, err := os.Stat(filepath.Join(tmp, checkpointManifest)); err == nil && fi.Mode().IsRegular() {
+		return tmp
+	}
+	return olds[0]
+}
+
 // removeLeftovers removes the temporary and set-aside siblings that an
-// interrupted SaveCheckpoint to parent/base may have left.
+// interrupted SaveCheckpoint to parent/base may have left. When the
+// checkpoint itself is missing because the save stopped between its two
+// renames, it first moves the surviving checkpoint (see interrupted) back
+// into place.
 func removeLeftovers(parent, base string) {
+	dir := filepath.Join(parent, base)
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		if p := interrupted(parent, base); p != "" {
+			os.Rename(p, dir)
+		}
+	}
 	for _, kind := range []string{".tmp-", ".old-"} {
 		matches, _ := filepath.Glob(filepath.Join(parent, globEscape("."+base+kind)+"*"))
 		for _, m := range matches {
@@ -367,8 +396,25 @@ func checkpointCorrupt(dir, file, format string, args ...any) error {
 // what is wrong; a dtype Kiln cannot hold wraps ErrUnsupported; other I/O
 // failures are returned as such. On error no tensors are returned (those
 // loaded are released). It never panics on bad input.
+//
+// When dir is missing because a SaveCheckpoint stopped between setting
+// the previous checkpoint aside and renaming the new one in, it loads the
+// newest complete one of the two from where it lies (the next
+// SaveCheckpoint moves it back); errors then name that path.
 func LoadCheckpoint(dir string, dev tensor.Device) (*Checkpoint, error) {
 	dir = filepath.Clean(dir)
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		parent, base := filepath.Split(dir)
+		if p := interrupted(parent, base); p != "" {
+			return loadCheckpoint(p, dev)
+		}
+	}
+	return loadCheckpoint(dir, dev)
+}
+
+// loadCheckpoint is LoadCheckpoint without the recovery of an interrupted
+// save.
+func loadCheckpoint(dir string, dev tensor.Device) (*Checkpoint, error) {
 	manPath := filepath.Join(dir, checkpointManifest)
 	manBytes, err := readCapped(manPath, maxManifestBytes)
 	if err != nil {

@@ -588,3 +588,80 @@ func FuzzLoadCheckpointManifest(f *testing.F) {
 		got.Release()
 	})
 }
+
+// TestCheckpointCrashBetweenRenames simulates a save stopped after the
+// previous checkpoint was set aside and before the new one was renamed in:
+// LoadCheckpoint finds the newest complete one, and the next save puts
+// things back in order.
+func TestCheckpointCrashBetweenRenames(t *testing.T) {
+	testutil.ForEachDevice(t, func(t *testing.T, dev tensor.Device) {
+		cases := []struct {
+			name      string
+			newState  string // "complete", "partial" or "none"
+			wantEpoch int
+		}{
+			{"new checkpoint complete", "complete", 2},
+			{"new checkpoint partial", "partial", 1},
+			{"new checkpoint gone", "none", 1},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				parent := t.TempDir()
+				dir := filepath.Join(parent, "ckpt")
+				if err := store.SaveCheckpoint(dir, store.Checkpoint{Epoch: 1}); err != nil {
+					t.Fatal(err)
+				}
+				tmp := filepath.Join(parent, ".ckpt.tmp-42")
+				switch tc.newState {
+				case "complete":
+					if err := store.SaveCheckpoint(tmp, store.Checkpoint{Epoch: 2}); err != nil {
+						t.Fatal(err)
+					}
+				case "partial":
+					os.Mkdir(tmp, 0o755)
+					os.WriteFile(filepath.Join(tmp, "model.safetensors"), []byte("par"), 0o644)
+				}
+				if err := os.Rename(dir, filepath.Join(parent, ".ckpt.old-42")); err != nil {
+					t.Fatal(err)
+				}
+				got, err := store.LoadCheckpoint(dir, dev)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got.Release()
+				if got.Epoch != tc.wantEpoch {
+					t.Errorf("loaded epoch %d, want %d", got.Epoch, tc.wantEpoch)
+				}
+				// A failing save moves the survivor back and keeps it.
+				if err := store.SaveCheckpoint(dir, store.Checkpoint{Model: map[string]*tensor.Tensor{"w": nil}}); err == nil {
+					t.Fatal("saving a nil tensor succeeded")
+				}
+				if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err != nil {
+					t.Fatalf("survivor not moved back into place: %v", err)
+				}
+				got, err = store.LoadCheckpoint(dir, dev)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got.Release()
+				if got.Epoch != tc.wantEpoch {
+					t.Errorf("after a failed save loaded epoch %d, want %d", got.Epoch, tc.wantEpoch)
+				}
+				if err := store.SaveCheckpoint(dir, store.Checkpoint{Epoch: 3}); err != nil {
+					t.Fatal(err)
+				}
+				got, err = store.LoadCheckpoint(dir, dev)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got.Release()
+				if got.Epoch != 3 {
+					t.Errorf("after the next save loaded epoch %d, want 3", got.Epoch)
+				}
+				if entries, _ := os.ReadDir(parent); len(entries) != 1 {
+					t.Errorf("parent holds %d entries, want 1", len(entries))
+				}
+			})
+		}
+	})
+}
