@@ -178,6 +178,10 @@ func fromRawJSON(m json.RawMessage) []byte {
 // next SaveCheckpoint to dir removes. Concurrent saves to the same dir
 // are not supported.
 //
+// An existing dir must be a checkpoint (a directory holding
+// manifest.json) or an empty directory; SaveCheckpoint refuses to replace
+// anything else (a file, a directory of other things).
+//
 // It fails, leaving dir as it was, on a nil or released tensor, a dtype
 // the safetensors format cannot hold, JSON fields that are not valid JSON,
 // or an I/O error.
@@ -207,6 +211,9 @@ func SaveCheckpoint(dir string, c Checkpoint) (err error) {
 		parent = "."
 	}
 	removeLeftovers(parent, base)
+	if err := replaceable(dir); err != nil {
+		return fail(err)
+	}
 	tmp, err := os.MkdirTemp(parent, "."+base+".tmp-")
 	if err != nil {
 		return fail(err)
@@ -264,6 +271,34 @@ func SaveCheckpoint(dir string, c Checkpoint) (err error) {
 	syncDir(parent)
 	if old != "" {
 		os.RemoveAll(old)
+	}
+	return nil
+}
+
+// replaceable checks that SaveCheckpoint may replace what is at dir:
+// nothing, an empty directory, or a checkpoint (a directory holding
+// manifest.json). Anything else (a file, a directory of other things) is
+// refused, so a mistyped path never deletes a user's data.
+func replaceable(dir string) error {
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s exists and is not a directory; refusing to replace it", dir)
+	}
+	if mf, err := os.Lstat(filepath.Join(dir, checkpointManifest)); err == nil && mf.Mode().IsRegular() {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	if len(entries) > 0 {
+		return fmt.Errorf("%s is a non-empty directory without %s, not a checkpoint; refusing to replace it", dir, checkpointManifest)
 	}
 	return nil
 }

@@ -665,3 +665,50 @@ func TestCheckpointCrashBetweenRenames(t *testing.T) {
 		}
 	})
 }
+
+// SaveCheckpoint replaces only checkpoints and empty directories, never a
+// file or a directory of other things.
+func TestCheckpointRefusesToReplaceOtherData(t *testing.T) {
+	testutil.ForEachDevice(t, func(t *testing.T, dev tensor.Device) {
+		cases := []struct {
+			name    string
+			prepare func(path string)
+			ok      bool
+		}{
+			{"a file", func(p string) { os.WriteFile(p, []byte("precious"), 0o644) }, false},
+			{"a directory of other files", func(p string) {
+				os.Mkdir(p, 0o755)
+				os.WriteFile(filepath.Join(p, "notes.txt"), []byte("precious"), 0o644)
+			}, false},
+			{"an empty directory", func(p string) { os.Mkdir(p, 0o755) }, true},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				parent := t.TempDir()
+				p := filepath.Join(parent, "target")
+				tc.prepare(p)
+				err := store.SaveCheckpoint(p, store.Checkpoint{Epoch: 1})
+				if tc.ok {
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, err := store.LoadCheckpoint(p, dev)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got.Release()
+					return
+				}
+				if err == nil || !strings.Contains(err.Error(), "refusing") {
+					t.Fatalf("err = %v, want a refusal", err)
+				}
+				if entries, _ := os.ReadDir(parent); len(entries) != 1 {
+					t.Errorf("refused save left %d entries in the parent, want 1", len(entries))
+				}
+				if _, err := os.Stat(p); err != nil {
+					t.Errorf("refused save removed the target: %v", err)
+				}
+			})
+		}
+	})
+}
