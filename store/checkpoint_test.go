@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -711,4 +712,46 @@ func TestCheckpointRefusesToReplaceOtherData(t *testing.T) {
 			})
 		}
 	})
+}
+
+func ExampleSaveCheckpoint() {
+	parent, err := os.MkdirTemp("", "kiln-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(parent)
+	dir := filepath.Join(parent, "epoch-3")
+
+	dev := tensor.CPU()
+	tensor.Scope(func() {
+		err := store.SaveCheckpoint(dir, store.Checkpoint{
+			Model:         map[string]*tensor.Tensor{"l1.bias": tensor.FromFloat32s(dev, []float32{0.5, -0.5}, 2)},
+			Optimizer:     map[string]*tensor.Tensor{"l1.bias.exp_avg": tensor.FromFloat32s(dev, []float32{0.01, 0.02}, 2)},
+			OptimizerJSON: []byte(`{"kind":"AdamW","lr":0.001,"steps":{"l1.bias":300}}`),
+			RNG:           store.RNGState{Seed: 1, Position: 4096},
+			Epoch:         3,
+			Step:          300,
+			Metrics:       map[string]float64{"valid_loss": 0.125},
+		})
+		if err != nil {
+			panic(err)
+		}
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			fmt.Println(e.Name())
+		}
+
+		c, err := store.LoadCheckpoint(dir, dev)
+		if err != nil {
+			panic(err)
+		}
+		defer c.Release()
+		fmt.Println(c.Epoch, c.Step, c.RNG.Position, c.Metrics["valid_loss"], c.Model["l1.bias"].Float32s())
+	})
+	// Output:
+	// manifest.json
+	// model.safetensors
+	// optimizer.safetensors
+	// state.json
+	// 3 300 4096 0.125 [0.5 -0.5]
 }
