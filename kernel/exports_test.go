@@ -133,6 +133,9 @@ var exportStrings = map[string]string{
 	"backends.ParseDType/name": "float32",
 	"optim.SplitStateKey/key":  "L1.weight/exp_avg",
 	"nn.NewGELU/approximate":   "tanh",
+	// An existing file, which SaveCheckpoint refuses to replace, so the
+	// call reaches compiled code without writing into the source tree.
+	"store.SaveCheckpoint/dir": "testdata/exports/hello.txt",
 }
 
 var exportStringHints = []struct{ sub, value string }{

@@ -12,17 +12,23 @@ import (
 func init() {
 	Symbols["github.com/kiln-ml/kiln/store/store"] = map[string]reflect.Value{
 		// function, constant and variable definitions
-		"Decode":           reflect.ValueOf(store.Decode),
-		"Encode":           reflect.ValueOf(store.Encode),
-		"ErrCorrupt":       reflect.ValueOf(&store.ErrCorrupt).Elem(),
-		"ErrNotFound":      reflect.ValueOf(&store.ErrNotFound).Elem(),
-		"ErrUnsupported":   reflect.ValueOf(&store.ErrUnsupported).Elem(),
-		"MaxHeaderBytes":   reflect.ValueOf(constant.MakeFromLiteral("104857600", token.INT, 0)),
-		"OpenSafetensors":  reflect.ValueOf(store.OpenSafetensors),
-		"ReadSafetensors":  reflect.ValueOf(store.ReadSafetensors),
-		"WriteSafetensors": reflect.ValueOf(store.WriteSafetensors),
+		"CheckpointFormat":  reflect.ValueOf(constant.MakeFromLiteral("\"kiln-checkpoint\"", token.STRING, 0)),
+		"CheckpointVersion": reflect.ValueOf(constant.MakeFromLiteral("1", token.INT, 0)),
+		"Decode":            reflect.ValueOf(store.Decode),
+		"Encode":            reflect.ValueOf(store.Encode),
+		"ErrCorrupt":        reflect.ValueOf(&store.ErrCorrupt).Elem(),
+		"ErrNotFound":       reflect.ValueOf(&store.ErrNotFound).Elem(),
+		"ErrUnsupported":    reflect.ValueOf(&store.ErrUnsupported).Elem(),
+		"LoadCheckpoint":    reflect.ValueOf(store.LoadCheckpoint),
+		"MaxHeaderBytes":    reflect.ValueOf(constant.MakeFromLiteral("104857600", token.INT, 0)),
+		"OpenSafetensors":   reflect.ValueOf(store.OpenSafetensors),
+		"ReadSafetensors":   reflect.ValueOf(store.ReadSafetensors),
+		"SaveCheckpoint":    reflect.ValueOf(store.SaveCheckpoint),
+		"WriteSafetensors":  reflect.ValueOf(store.WriteSafetensors),
 
 		// type definitions
+		"Checkpoint":      reflect.ValueOf((*store.Checkpoint)(nil)),
+		"RNGState":        reflect.ValueOf((*store.RNGState)(nil)),
 		"SafetensorsFile": reflect.ValueOf((*store.SafetensorsFile)(nil)),
 		"TensorInfo":      reflect.ValueOf((*store.TensorInfo)(nil)),
 	}
