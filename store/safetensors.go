@@ -17,9 +17,10 @@ import (
 	"github.com/kiln-ml/kiln/tensor"
 )
 
-// ErrCorrupt is wrapped by every error that reports a malformed
-// safetensors file: truncated, a bad header, or inconsistent offsets.
-var ErrCorrupt = errors.New("corrupt safetensors file")
+// ErrCorrupt is wrapped by every error that reports a malformed safetensors
+// file or checkpoint (truncated, a bad header, inconsistent offsets, a
+// checksum mismatch); the message names the file and the defect.
+var ErrCorrupt = errors.New("corrupt file")
 
 // ErrUnsupported is wrapped by errors about valid safetensors content that
 // Kiln has no tensor type for (dtypes such as I8, U16 or F8_E4M3).
