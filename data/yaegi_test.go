@@ -1,24 +1,16 @@
 package data_test
 
-//go:generate go run github.com/traefik/yaegi/cmd/yaegi@v0.16.1 extract -name data_test github.com/kiln-ml/kiln/data
-//go:generate mv github_com-kiln-ml-kiln-data.go yaegi_symbols_test.go
-
 import (
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/kiln-ml/kiln/data"
+	"github.com/kiln-ml/kiln/kernel/symbols"
 	"github.com/traefik/yaegi/interp"
 	"github.com/traefik/yaegi/stdlib"
 )
-
-// Symbols holds the yaegi symbols of package data (generated into
-// yaegi_symbols_test.go), so this test can check that notebook cells can
-// use the API: the kernel's own tables live in kernel/symbols.
-var Symbols = map[string]map[string]reflect.Value{}
 
 // A data set declared in interpreted code, mapped by an interpreted
 // function and read by a loader whose workers call back into the
@@ -28,7 +20,7 @@ func TestYaegiDataset(t *testing.T) {
 	if err := i.Use(stdlib.Symbols); err != nil {
 		t.Fatal(err)
 	}
-	if err := i.Use(Symbols); err != nil {
+	if err := i.Use(symbols.Symbols); err != nil { // the kernel's tables, as notebook cells see them
 		t.Fatal(err)
 	}
 	const src = `

@@ -1,8 +1,5 @@
 package train_test
 
-//go:generate go run github.com/traefik/yaegi/cmd/yaegi@v0.16.1 extract -name train_test github.com/kiln-ml/kiln/train
-//go:generate mv github_com-kiln-ml-kiln-train.go yaegi_symbols_test.go
-
 import (
 	"reflect"
 	"testing"
@@ -12,16 +9,11 @@ import (
 	"github.com/traefik/yaegi/stdlib"
 )
 
-// Symbols holds the yaegi symbols of package train (generated into
-// yaegi_symbols_test.go); the other Kiln packages' come from
-// kernel/symbols.
-var Symbols = map[string]map[string]reflect.Value{}
-
 // A model and an observer declared in interpreted code, trained by Fit:
 // the model supplies its step through Learner.Stepper.
 func TestYaegiFit(t *testing.T) {
 	i := interp.New(interp.Options{})
-	for _, s := range []map[string]map[string]reflect.Value{stdlib.Symbols, symbols.Symbols, Symbols} {
+	for _, s := range []map[string]map[string]reflect.Value{stdlib.Symbols, symbols.Symbols} {
 		if err := i.Use(s); err != nil {
 			t.Fatal(err)
 		}
