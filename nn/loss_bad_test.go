@@ -3,13 +3,8 @@ package nn_test
 import (
 	"errors"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 
-	"github.com/kiln-ml/kiln/backends"
-	"github.com/kiln-ml/kiln/backends/cpu"
-	"github.com/kiln-ml/kiln/backends/strict"
 	"github.com/kiln-ml/kiln/internal/testutil"
 	"github.com/kiln-ml/kiln/nn"
 	"github.com/kiln-ml/kiln/tensor"
@@ -162,53 +157,13 @@ func TestLossBadInput(t *testing.T) {
 	})
 }
 
-// lossFaultDriver opens private CPU and strict backends, so that a sticky
-// device error from an out-of-range class stays out of the shared devices.
-type lossFaultDriver struct {
-	kind   string
-	strict bool
-}
-
-func (d lossFaultDriver) Kind() string                   { return d.kind }
-func (lossFaultDriver) Priority() int                    { return -100 }
-func (lossFaultDriver) Enumerate() []backends.DeviceInfo { return nil }
-func (d lossFaultDriver) Open(int) (backends.Backend, error) {
-	if d.strict {
-		return strict.New(cpu.New(1)), nil
-	}
-	return cpu.New(1), nil
-}
-
-var (
-	lossFaultOnce  sync.Once
-	lossFaultIndex atomic.Int64
-)
-
-// lossFaultDevices returns a fresh, private CPU device and strict device.
-func lossFaultDevices(t *testing.T) []tensor.Device {
-	lossFaultOnce.Do(func() {
-		backends.Register(lossFaultDriver{kind: "nn-loss-fault-cpu"})
-		backends.Register(lossFaultDriver{kind: "nn-loss-fault-strict", strict: true})
-	})
-	i := int(lossFaultIndex.Add(1))
-	var devs []tensor.Device
-	for _, k := range []string{"nn-loss-fault-cpu", "nn-loss-fault-strict"} {
-		d, err := tensor.Open(k, i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		devs = append(devs, d)
-	}
-	return devs
-}
-
 // TestNLLTargetOutOfRange checks that NLL's class indices outside [0, C)
 // (other than the ignore index) are reported by the device at the next
 // read, as data-dependent failures are, and that negative ones do not
 // silently count from the end.
 func TestNLLTargetOutOfRange(t *testing.T) {
 	for _, target := range [][]int64{{0, 3, 1}, {0, -1, 1}, {-7, 0, 1}} {
-		for _, dev := range lossFaultDevices(t) {
+		for _, dev := range testutil.FreshDevices(t) {
 			tensor.Scope(func() {
 				lp := tensor.Zeros(dev.Autodiff(), 3, 3).RequireGrad()
 				y := nn.NLL(lp, tensor.FromInt64s(dev, target), nn.NLLOptions{})

@@ -4,13 +4,9 @@ import (
 	"errors"
 	"math"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 
-	"github.com/kiln-ml/kiln/backends"
-	"github.com/kiln-ml/kiln/backends/cpu"
-	"github.com/kiln-ml/kiln/backends/strict"
+	"github.com/kiln-ml/kiln/internal/testutil"
 	"github.com/kiln-ml/kiln/tensor"
 )
 
@@ -229,47 +225,6 @@ func TestCrossEntropyBadInput(t *testing.T) {
 	})
 }
 
-// actFaultDriver opens a fresh backend for every device index, so that a
-// test can make a device fail without spoiling the shared "cpu" and
-// "strict" devices (device failures are sticky for a backend's lifetime).
-type actFaultDriver struct {
-	kind   string
-	strict bool
-}
-
-func (d actFaultDriver) Kind() string                   { return d.kind }
-func (actFaultDriver) Priority() int                    { return -100 }
-func (actFaultDriver) Enumerate() []backends.DeviceInfo { return nil }
-func (d actFaultDriver) Open(int) (backends.Backend, error) {
-	if d.strict {
-		return strict.New(cpu.New(1)), nil
-	}
-	return cpu.New(1), nil
-}
-
-var (
-	actFaultOnce  sync.Once
-	actFaultIndex atomic.Int64
-)
-
-// actFaultDevices returns a fresh, private CPU device and strict device.
-func actFaultDevices(t *testing.T) []tensor.Device {
-	actFaultOnce.Do(func() {
-		backends.Register(actFaultDriver{kind: "act-fault-cpu"})
-		backends.Register(actFaultDriver{kind: "act-fault-strict", strict: true})
-	})
-	i := int(actFaultIndex.Add(1))
-	var devs []tensor.Device
-	for _, k := range []string{"act-fault-cpu", "act-fault-strict"} {
-		d, err := tensor.Open(k, i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		devs = append(devs, d)
-	}
-	return devs
-}
-
 // TestCrossEntropyTargetOutOfRange checks that class indices outside
 // [0, C) (other than the ignore index) are reported by the device at the
 // next read or Sync, as data-dependent failures are. It runs on private
@@ -287,7 +242,7 @@ func TestCrossEntropyTargetOutOfRange(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			for _, dev := range actFaultDevices(t) {
+			for _, dev := range testutil.FreshDevices(t) {
 				tensor.Scope(func() {
 					logits := tensor.Zeros(dev.Autodiff(), 3, 4).RequireGrad()
 					y := tensor.CrossEntropyFromLogits(logits, tensor.FromInt64s(dev.Autodiff(), c.target), tensor.CrossEntropyOptions{})
@@ -306,7 +261,7 @@ func TestCrossEntropyTargetOutOfRange(t *testing.T) {
 		})
 	}
 	// The same devices' fresh siblings run valid targets without error.
-	for _, dev := range actFaultDevices(t) {
+	for _, dev := range testutil.FreshDevices(t) {
 		tensor.Scope(func() {
 			y := tensor.CrossEntropyFromLogits(tensor.Zeros(dev, 3, 4), tensor.FromInt64s(dev, []int64{0, 3, -100}), tensor.CrossEntropyOptions{})
 			if err := tensor.Try(func() { y.Item() }); err != nil || dev.Sync() != nil {

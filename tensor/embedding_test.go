@@ -2,13 +2,9 @@ package tensor_test
 
 import (
 	"errors"
-	"sync/atomic"
 	"testing"
 
-	"github.com/kiln-ml/kiln/backends"
-	"github.com/kiln-ml/kiln/backends/cpu"
-	"github.com/kiln-ml/kiln/backends/strict"
-
+	"github.com/kiln-ml/kiln/internal/testutil"
 	"github.com/kiln-ml/kiln/tensor"
 )
 
@@ -62,33 +58,8 @@ func TestNNEmbeddingPaddingRowGetsNoGradient(t *testing.T) {
 	})
 }
 
-// nnScratchDriver opens a fresh CPU backend for every device index, so a
-// test can plant a sticky device error without poisoning the shared
-// devices. It enumerates nothing, so it never shows in Devices.
-type nnScratchDriver struct{}
-
-func (nnScratchDriver) Kind() string                     { return "nn-scratch" }
-func (nnScratchDriver) Priority() int                    { return -100 }
-func (nnScratchDriver) Enumerate() []backends.DeviceInfo { return nil }
-func (nnScratchDriver) Open(int) (backends.Backend, error) {
-	return strict.New(cpu.New(1)), nil
-}
-
-var nnScratchIndex atomic.Int64
-
-// nnScratchDevice returns a device of its own (a strict backend over a
-// private CPU backend).
-func nnScratchDevice(t *testing.T) tensor.Device {
-	backends.Register(nnScratchDriver{})
-	dev, err := tensor.Open("nn-scratch", int(nnScratchIndex.Add(1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dev
-}
-
 func TestNNEmbeddingIndexOutOfRangeIsDeviceError(t *testing.T) {
-	dev := nnScratchDevice(t)
+	dev := testutil.FreshDevices(t)[1] // the strict one
 	tensor.Scope(func() {
 		out := tensor.Embedding(tensor.Ones(dev, 3, 2), tensor.FromInt64s(dev, []int64{0, 3}))
 		err := tensor.Try(func() { out.Float64s() })

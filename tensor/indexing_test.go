@@ -2,13 +2,10 @@ package tensor_test
 
 import (
 	"errors"
-	"fmt"
-	"sync/atomic"
 	"testing"
 
-	"github.com/kiln-ml/kiln/backends"
-	"github.com/kiln-ml/kiln/backends/cpu"
 	"github.com/kiln-ml/kiln/backends/strict"
+	"github.com/kiln-ml/kiln/internal/testutil"
 	"github.com/kiln-ml/kiln/tensor"
 )
 
@@ -197,39 +194,6 @@ func TestIndexingOpsBadInput(t *testing.T) {
 	runErrCases(t, cases)
 }
 
-// faultDevices counts the private devices made for planted failures.
-var faultDevices atomic.Int64
-
-// faultDriver serves one private backend under its own kind, so that a
-// planted device failure (sticky by contract) cannot leak into other tests.
-type faultDriver struct {
-	kind string
-	b    backends.Backend
-}
-
-func (d faultDriver) Kind() string                     { return d.kind }
-func (d faultDriver) Priority() int                    { return -100 }
-func (d faultDriver) Enumerate() []backends.DeviceInfo { return nil } // never listed, never the default
-func (d faultDriver) Open(index int) (backends.Backend, error) {
-	return d.b, nil
-}
-
-// freshDevices returns a new CPU device and a new strict device of their
-// own, for tests that plant device failures.
-func freshDevices(t *testing.T) []tensor.Device {
-	var out []tensor.Device
-	for _, b := range []backends.Backend{cpu.New(1), strict.New(cpu.New(1))} {
-		kind := fmt.Sprintf("index-fault-%d", faultDevices.Add(1))
-		backends.Register(faultDriver{kind: kind, b: b})
-		dev, err := tensor.Open(kind, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, dev)
-	}
-	return out
-}
-
 // TestIndexOutOfRangeIsDeviceError checks that an index outside its
 // dimension is reported as a device failure at the next sync and at host
 // reads, as an error rather than a crash.
@@ -262,7 +226,7 @@ func TestIndexOutOfRangeIsDeviceError(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			for _, dev := range freshDevices(t) {
+			for _, dev := range testutil.FreshDevices(t) {
 				var out *tensor.Tensor
 				if err := tensor.Try(func() { out = c.f(dev) }); err != nil {
 					t.Fatalf("%s: the call failed at once (%v); want a device failure at sync", dev.Info().Name, err)

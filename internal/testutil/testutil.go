@@ -12,8 +12,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
+	"github.com/kiln-ml/kiln/backends"
+	"github.com/kiln-ml/kiln/backends/cpu"
 	"github.com/kiln-ml/kiln/backends/strict"
 	"github.com/kiln-ml/kiln/tensor"
 )
@@ -303,4 +306,36 @@ func RunGradCases(t *testing.T, cases []GradCase) {
 			})
 		})
 	}
+}
+
+// faultDriver serves one private backend under a kind of its own.
+type faultDriver struct {
+	kind string
+	b    backends.Backend
+}
+
+func (d faultDriver) Kind() string                       { return d.kind }
+func (faultDriver) Priority() int                        { return -100 }
+func (faultDriver) Enumerate() []backends.DeviceInfo     { return nil } // never listed, never the default
+func (d faultDriver) Open(int) (backends.Backend, error) { return d.b, nil }
+
+var faultDevices atomic.Int64
+
+// FreshDevices returns a new CPU device and a new strict device, each over
+// a backend of its own, for tests that plant device failures: whatever such
+// a test leaves behind (an unreported failure, a poisoned buffer) cannot
+// reach the shared devices other tests use.
+func FreshDevices(t testing.TB) []tensor.Device {
+	t.Helper()
+	var out []tensor.Device
+	for _, b := range []backends.Backend{cpu.New(1), strict.New(cpu.New(1))} {
+		kind := fmt.Sprintf("test-fault-%d", faultDevices.Add(1))
+		backends.Register(faultDriver{kind: kind, b: b})
+		dev, err := tensor.Open(kind, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, dev)
+	}
+	return out
 }
