@@ -215,10 +215,11 @@ func (p *parsed) textOf(fset *token.FileSet, n ast.Node) string {
 	return p.src[start:end]
 }
 
-// isMagic reports whether a cell is a magic command (a line starting with %).
+// isMagic reports whether a cell is a magic (its first line starts with %
+// or !), and returns it trimmed.
 func isMagic(code string) (string, bool) {
 	t := strings.TrimSpace(code)
-	if !strings.HasPrefix(t, "%") {
+	if !strings.HasPrefix(t, "%") && !strings.HasPrefix(t, "!") {
 		return "", false
 	}
 	return t, true

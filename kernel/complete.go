@@ -35,6 +35,8 @@ var keywords = strings.Fields(`break case chan const continue default defer else
 // scope (globals, functions and types of earlier cells, names used in this
 // cell, packages), keywords and builtins.
 func (s *Session) Complete(code string, cursor int) Completion {
+	s.nsMu.RLock()
+	defer s.nsMu.RUnlock()
 	off := byteOffset(code, cursor)
 	start := off
 	for start > 0 {
@@ -169,6 +171,8 @@ func (s *Session) scope(code string, at int) []string {
 // and value of a variable or constant, the members of a package. It
 // returns false when there is nothing to say.
 func (s *Session) Inspect(code string, cursor int) (string, bool) {
+	s.nsMu.RLock()
+	defer s.nsMu.RUnlock()
 	off := byteOffset(code, cursor)
 	start, end := off, off
 	for start > 0 {

@@ -1,14 +1,12 @@
 package kernel
 
-import (
-	"strings"
 
-	"github.com/kiln-ml/kiln/kernel/display"
-)
+// Help is the text of %help: how cells behave, the interpreter's known
+// limits and the magics.
+const Help = cellHelp + "\n" + magicHelp
 
-// Help is the text of %help: how cells behave and the interpreter's known
-// limits.
-const Help = `# Kiln kernel
+// cellHelp is the part of Help about cells and the interpreter.
+const cellHelp = `# Kiln kernel
 
 Cells are Go, run by the yaegi interpreter (v0.16.1); Kiln's tensor
 operations run compiled, at native speed.
@@ -73,17 +71,3 @@ operations run compiled, at native speed.
   len(s) to a variable first.
 - os.Exit panics instead of exiting; os.Stdout and os.Stderr are io.Writers.
 `
-
-// magic runs a magic command cell.
-func (s *Session) magic(cmd string) (*display.Data, error) {
-	name := strings.Fields(cmd)[0]
-	switch name {
-	case "%help", "%?":
-		return &display.Data{Data: display.MIMEMap{
-			display.MIMETypeText:     Help,
-			display.MIMETypeMarkdown: Help,
-		}}, nil
-	}
-	msg := "unknown magic " + name + " (%help lists what the kernel offers)"
-	return nil, &Error{Name: "UsageError", Value: msg, Traceback: []string{msg}}
-}

@@ -92,6 +92,11 @@ type Session struct {
 	// lingering: an interrupted cell's goroutine may still be inside a
 	// compiled call (see interrupt.go).
 	lingering bool
+	envOut    []string // the interpreter's environment, as %env last read it
+
+	// nsMu guards the interpreter and its knowledge against %reset
+	// replacing them while Complete or Inspect reads them.
+	nsMu sync.RWMutex
 
 	mu       sync.Mutex
 	base     context.Context // parent of every cell's ctx; replaced on Interrupt
@@ -146,43 +151,7 @@ func New(opts Options) (*Session, error) {
 		}
 		s.monitor = m
 	}
-	env := opts.Env
-	if env == nil {
-		env = os.Environ()
-	}
-	s.interp = interp.New(interp.Options{
-		Stdin:        &stdinReader{s: s},
-		Stdout:       streamWriter{s.router, Stdout},
-		Stderr:       streamWriter{s.router, Stderr},
-		Env:          env,
-		Args:         opts.Args,
-		Unrestricted: opts.Unrestricted,
-	})
-
-	show, text := reflect.ValueOf(s.showResult), reflect.ValueOf(s.showText)
-	private := interp.Exports{
-		sessionPackage + "/session": {
-			"Show":    show,
-			"Text":    text,
-			"Context": reflect.ValueOf(s.cellContext),
-			"Display": reflect.ValueOf(display.Display),
-		},
-		// Replaces stdlib's entry: see sleep.
-		"time/time": {"Sleep": reflect.ValueOf(s.sleep)},
-		".": {"MapTypes": reflect.ValueOf(map[reflect.Value][]reflect.Type{
-			show: symbols.RenderInterfaces,
-			text: {reflect.TypeOf((*fmt.Stringer)(nil)).Elem()},
-		})},
-	}
-	all := append([]interp.Exports{stdlib.Symbols, unsafe.Symbols, symbols.Symbols, private}, opts.Symbols...)
-	for _, ex := range all {
-		if err := s.interp.Use(ex); err != nil {
-			s.release()
-			return nil, fmt.Errorf("kernel: load symbols: %w", err)
-		}
-	}
-	s.know = newKnowledge(all...)
-	if err := s.setup(); err != nil {
+	if err := s.newInterpreter(); err != nil {
 		s.release()
 		return nil, err
 	}
@@ -193,9 +162,53 @@ func New(opts Options) (*Session, error) {
 	return s, nil
 }
 
+// newInterpreter makes the session's interpreter, loaded with the standard
+// library, Kiln's packages, the extra symbols and the prelude every cell
+// sees. New calls it, and %reset calls it again for a fresh namespace.
+func (s *Session) newInterpreter() error {
+	env := s.opts.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	s.interp = interp.New(interp.Options{
+		Stdin:        &stdinReader{s: s},
+		Stdout:       streamWriter{s.router, Stdout},
+		Stderr:       streamWriter{s.router, Stderr},
+		Env:          env,
+		Args:         s.opts.Args,
+		Unrestricted: s.opts.Unrestricted,
+	})
+
+	show, text := reflect.ValueOf(s.showResult), reflect.ValueOf(s.showText)
+	private := interp.Exports{
+		sessionPackage + "/session": {
+			"Show":    show,
+			"Text":    text,
+			"Context": reflect.ValueOf(s.cellContext),
+			"Display": reflect.ValueOf(display.Display),
+			"PutEnv":  reflect.ValueOf(func(env []string) { s.envOut = env }),
+		},
+		// Replaces stdlib's entry: see sleep.
+		"time/time": {"Sleep": reflect.ValueOf(s.sleep)},
+		".": {"MapTypes": reflect.ValueOf(map[reflect.Value][]reflect.Type{
+			show: symbols.RenderInterfaces,
+			text: {reflect.TypeOf((*fmt.Stringer)(nil)).Elem()},
+		})},
+	}
+	all := append([]interp.Exports{stdlib.Symbols, unsafe.Symbols, symbols.Symbols, private}, s.opts.Symbols...)
+	for _, ex := range all {
+		if err := s.interp.Use(ex); err != nil {
+			return fmt.Errorf("kernel: load symbols: %w", err)
+		}
+	}
+	s.know = newKnowledge(all...)
+	return s.setup()
+}
+
 // setup declares what every cell sees: ctx, Display, and __kiln.
 func (s *Session) setup() error {
 	const prelude = `import __kiln "` + sessionPackage + `"
+import __kilnos "os"
 var ctx = __kiln.Context()
 var Display = __kiln.Display
 `
@@ -321,7 +334,7 @@ func (s *Session) Execute(ctx context.Context, code string, out Output) (*displa
 		return nil, nil
 	}
 	if magic, ok := isMagic(code); ok {
-		return s.magic(magic)
+		return s.magic(r, out, magic)
 	}
 	if err := s.awaitInterrupted(r, out); err != nil {
 		return nil, err

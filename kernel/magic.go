@@ -1,0 +1,328 @@
+package kernel
+
+import (
+	"errors"
+	"fmt"
+	"html"
+	"os"
+	"os/exec"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kiln-ml/kiln/kernel/display"
+	"github.com/kiln-ml/kiln/tensor"
+)
+
+// magicHelp is the part of Help about magics.
+const magicHelp = `## Magics
+A cell that starts with % or ! is a magic instead of Go:
+- %help: this text.
+- %device: the session's default device and every device detected;
+  %device NAME (cpu, cuda:0, strict, …) makes NAME the default, so tensors
+  created without an explicit device go there.
+- %reset: forget every variable, function, type and import of the session
+  (tensors held by variables are released) and start a fresh namespace.
+- %time CODE runs one line of Go and prints its wall time; a cell whose
+  first line is %%time runs the rest of the cell and prints its wall time.
+- %env lists the environment cells see; %env NAME shows one variable;
+  %env NAME=VALUE sets it for cells, for Kiln's compiled code (KILN_*
+  settings) and for ! commands.
+- !COMMAND runs a shell command (sh -c) with its output streamed into the
+  cell; a cell may hold several ! lines, run in order until one fails.
+  Interrupting the cell kills the command.
+- %load FILE runs a Go source file as a cell (its line numbers in errors).
+- %who lists the session's variables with their types; tensors with shape,
+  dtype, device and memory.
+`
+
+// magic runs a magic cell: one whose first line starts with % or !.
+func (s *Session) magic(r *run, out Output, cell string) (*display.Data, error) {
+	if strings.HasPrefix(cell, "!") {
+		return nil, s.shell(r, cell)
+	}
+	first, rest, _ := strings.Cut(cell, "\n")
+	name, arg, _ := strings.Cut(strings.TrimSpace(first), " ")
+	arg = strings.TrimSpace(arg)
+	switch name {
+	case "%help", "%?":
+		return &display.Data{Data: display.MIMEMap{
+			display.MIMETypeText:     Help,
+			display.MIMETypeMarkdown: Help,
+		}}, nil
+	case "%%time":
+		// The blank first line keeps the cell's line numbers in errors.
+		return s.timed(r, out, "\n"+rest)
+	}
+	if strings.TrimSpace(rest) != "" {
+		return nil, usageError(name + " takes one line; only %%time and ! lines may be followed by more")
+	}
+	switch name {
+	case "%time":
+		if arg == "" {
+			return nil, usageError("%time needs code to run: %time f(x)")
+		}
+		return s.timed(r, out, arg)
+	case "%device":
+		return s.deviceMagic(arg)
+	case "%reset":
+		return nil, s.reset()
+	case "%env":
+		return s.envMagic(r, arg)
+	case "%load":
+		if arg == "" {
+			return nil, usageError("%load needs a file: %load model.go")
+		}
+		src, err := os.ReadFile(arg)
+		if err != nil {
+			return nil, usageError("%load: " + err.Error())
+		}
+		return s.runCode(r, out, string(src))
+	case "%who":
+		return s.who(), nil
+	}
+	return nil, usageError("unknown magic " + name + " (%help lists what the kernel offers)")
+}
+
+// usageError is the error of a magic used wrongly.
+func usageError(msg string) error {
+	return &Error{Name: "UsageError", Value: msg, Traceback: []string{msg}}
+}
+
+// runCode runs code as the cell r.
+func (s *Session) runCode(r *run, out Output, code string) (*display.Data, error) {
+	if err := s.awaitInterrupted(r, out); err != nil {
+		return nil, err
+	}
+	r.code = code
+	return s.runCell(r)
+}
+
+// timed runs code and writes its wall time to stdout.
+func (s *Session) timed(r *run, out Output, code string) (*display.Data, error) {
+	start := time.Now()
+	res, err := s.runCode(r, out, code)
+	s.drain()
+	s.router.write(Stdout, []byte(fmt.Sprintf("Wall time: %s\n", formatDuration(time.Since(start)))))
+	return res, err
+}
+
+// formatDuration prints d with three significant digits in a unit that
+// suits it.
+func formatDuration(d time.Duration) string {
+	switch {
+	case d < time.Microsecond:
+		return fmt.Sprintf("%d ns", d.Nanoseconds())
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.3g µs", float64(d)/float64(time.Microsecond))
+	case d < time.Second:
+		return fmt.Sprintf("%.3g ms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%.3g s", d.Seconds())
+}
+
+// deviceMagic shows the devices, or sets the default device to name.
+func (s *Session) deviceMagic(name string) (*display.Data, error) {
+	if name != "" {
+		dev, err := tensor.ParseDevice(name)
+		if err != nil {
+			return nil, usageError("%device: " + err.Error())
+		}
+		if err := tensor.Try(func() { tensor.SetDefaultDevice(dev, "set by %device in the notebook") }); err != nil {
+			return nil, usageError("%device: " + err.Error())
+		}
+	}
+	def, err := tensor.DefaultDevice()
+	head := fmt.Sprintf("default device: %s (%s)", def, tensor.DefaultDeviceReason())
+	if err != nil {
+		head = "no default device: " + err.Error()
+	}
+	list := tensor.Devices()
+	return &display.Data{Data: display.MIMEMap{
+		display.MIMETypeText: head + "\n\n" + list.String(),
+		display.MIMETypeHTML: "<p>" + html.EscapeString(head) + "</p>\n<pre>" + html.EscapeString(list.String()) + "</pre>",
+	}}, nil
+}
+
+// reset replaces the interpreter with a fresh one. Tensors held by the old
+// session's variables are released.
+func (s *Session) reset() error {
+	s.stopGoroutines()
+	for _, v := range s.globals() {
+		if v.IsValid() && v.CanInterface() {
+			if t, ok := v.Interface().(*tensor.Tensor); ok && t != nil {
+				_ = tensor.Try(t.Release)
+			}
+		}
+	}
+	s.nsMu.Lock()
+	defer s.nsMu.Unlock()
+	if err := s.newInterpreter(); err != nil {
+		return fmt.Errorf("kernel: %%reset: %w", err)
+	}
+	return nil
+}
+
+// environ returns the environment cells see: the interpreter's, which in
+// restricted mode is a copy of the kernel's.
+func (s *Session) environ() ([]string, error) {
+	s.envOut = nil
+	if err := s.evalInternal(reserved+`.PutEnv(`+reserved+`os.Environ())`, false); err != nil {
+		return nil, err
+	}
+	return s.envOut, nil
+}
+
+// envMagic lists, shows or sets environment variables.
+func (s *Session) envMagic(r *run, arg string) (*display.Data, error) {
+	if k, v, ok := strings.Cut(arg, "="); ok {
+		k = strings.TrimSpace(k)
+		if k == "" || strings.ContainsAny(k, " \t\x00") {
+			return nil, usageError(fmt.Sprintf("%%env: bad variable name %q", k))
+		}
+		v = strings.TrimSpace(v)
+		code := reserved + `os.Setenv(` + strconv.Quote(k) + `, ` + strconv.Quote(v) + `)`
+		if err := s.evalInternal(code, false); err != nil {
+			return nil, err
+		}
+		if err := os.Setenv(k, v); err != nil {
+			return nil, usageError("%env: " + err.Error())
+		}
+		s.router.write(Stdout, []byte("env: "+k+"="+v+"\n"))
+		return nil, nil
+	}
+	env, err := s.environ()
+	if err != nil {
+		return nil, err
+	}
+	if arg != "" {
+		for _, kv := range env {
+			if k, v, _ := strings.Cut(kv, "="); k == arg {
+				return &display.Data{Data: display.MIMEMap{display.MIMETypeText: v}}, nil
+			}
+		}
+		return nil, usageError("%env: " + arg + " is not set")
+	}
+	sort.Strings(env)
+	return &display.Data{Data: display.MIMEMap{display.MIMETypeText: strings.Join(env, "\n")}}, nil
+}
+
+// shell runs the cell's ! lines one after the other with sh -c, streaming
+// their output, until one fails.
+func (s *Session) shell(r *run, cell string) error {
+	env, err := s.environ()
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(cell, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		if !strings.HasPrefix(line, "!") {
+			return usageError(fmt.Sprintf("a ! cell holds only ! lines; %q is not one", line))
+		}
+		cmd := exec.CommandContext(r.ctx, "sh", "-c", strings.TrimPrefix(line, "!"))
+		cmd.Env = env
+		cmd.Stdout = streamWriter{s.router, Stdout}
+		cmd.Stderr = streamWriter{s.router, Stderr}
+		killGroup(cmd)
+		err := cmd.Run()
+		if r.ctx.Err() != nil {
+			return interruptedError()
+		}
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			msg := fmt.Sprintf("%s: exit status %d", line, exit.ExitCode())
+			return &Error{Name: "CommandError", Value: msg, Traceback: []string{msg}}
+		}
+		if err != nil {
+			msg := fmt.Sprintf("%s: %v", line, err)
+			return &Error{Name: "CommandError", Value: msg, Traceback: []string{msg}}
+		}
+	}
+	return nil
+}
+
+// interruptedError is the error of a cell stopped by an interrupt.
+func interruptedError() error {
+	msg := "interrupted"
+	return &Error{Name: "Interrupted", Value: msg, Traceback: []string{msg}, err: ErrInterrupted}
+}
+
+// who lists the session's variables.
+func (s *Session) who() *display.Data {
+	g := s.globals()
+	names := make([]string, 0, len(g))
+	for n := range g {
+		if n == "ctx" || n == "Display" || n == "_" || strings.HasPrefix(n, reserved) || strings.Contains(n, "__v") {
+			continue
+		}
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return &display.Data{Data: display.MIMEMap{display.MIMETypeText: "no variables"}}
+	}
+	var text strings.Builder
+	tw := tabwriter.NewWriter(&text, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tTYPE\tVALUE")
+	var rows strings.Builder
+	for _, n := range names {
+		typ, val := describeValue(g[n])
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", n, typ, val)
+		fmt.Fprintf(&rows, "<tr><td><code>%s</code></td><td><code>%s</code></td><td>%s</td></tr>\n",
+			html.EscapeString(n), html.EscapeString(typ), html.EscapeString(val))
+	}
+	tw.Flush()
+	return &display.Data{Data: display.MIMEMap{
+		display.MIMETypeText: text.String(),
+		display.MIMETypeHTML: "<table><thead><tr><th>name</th><th>type</th><th>value</th></tr></thead><tbody>\n" +
+			rows.String() + "</tbody></table>",
+	}}
+}
+
+// describeValue returns a variable's type and a one-line summary of it:
+// for tensors their shape, dtype, device and memory.
+func describeValue(v reflect.Value) (typ, val string) {
+	if !v.IsValid() {
+		return "nil", ""
+	}
+	typ = v.Type().String()
+	if !v.CanInterface() {
+		return typ, ""
+	}
+	x := v.Interface()
+	if t, ok := x.(*tensor.Tensor); ok {
+		if t == nil {
+			return typ, "nil"
+		}
+		var desc string
+		err := tensor.Try(func() {
+			desc = fmt.Sprintf("%v %s on %s, %s", t.Shape(), t.DType(), t.Device(), tensor.FormatBytes(int64(t.NumElements())*int64(t.DType().Size())))
+		})
+		if err != nil {
+			return typ, "released"
+		}
+		return typ, desc
+	}
+	switch v.Kind() {
+	case reflect.Func:
+		return typ, ""
+	case reflect.Slice, reflect.Map, reflect.Chan:
+		if v.IsNil() {
+			return typ, "nil"
+		}
+		return typ, fmt.Sprintf("len %d", v.Len())
+	case reflect.Struct:
+		return typ, ""
+	}
+	s := fmt.Sprint(x)
+	if len(s) > 60 {
+		s = s[:57] + "..."
+	}
+	return typ, s
+}
