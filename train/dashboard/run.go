@@ -1,0 +1,103 @@
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"golang.org/x/term"
+
+	"github.com/kiln-ml/kiln/train"
+)
+
+// Options configure Run. The zero value shows the dashboard on standard
+// output when it is a terminal.
+type Options struct {
+	Title  string    // shown in the dashboard's header, e.g. "mnist-mlp"
+	Output io.Writer // where the dashboard or the log lines go; nil means os.Stdout
+	Input  io.Reader // where keys come from on a terminal; nil means os.Stdin (or the terminal when stdin is not one)
+	Plain  bool      // log lines even on a terminal
+}
+
+// IsTerminal reports whether w is a terminal (an *os.File, or anything
+// with an Fd method, whose descriptor is a terminal).
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(interface{ Fd() uintptr })
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// Run fits s with l under ctx. When opts.Output is a terminal (and not
+// opts.Plain) it shows the dashboard while Fit runs, with an Observer added
+// to a copy of s, and leaves its final state on the screen; q or ctrl+c
+// cancel the run (see the package doc). Otherwise it runs Fit with plain
+// log lines: s.Log, or opts.Output when s.Log is nil. s itself is not
+// changed. Run returns what Fit returns; when the dashboard fails (the
+// terminal cannot be set up), the run is cancelled and the dashboard's
+// error is returned with Fit's result if Fit itself succeeded.
+func Run(ctx context.Context, s *train.Supervised, l *train.Learner, opts Options) (train.Result, error) {
+	out := opts.Output
+	if out == nil {
+		out = os.Stdout
+	}
+	sup := *s
+	if opts.Plain || !IsTerminal(out) {
+		if sup.Log == nil {
+			sup.Log = out
+		}
+		return sup.Fit(ctx, l)
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	m := NewModel(opts.Title, cancel, out)
+	popts := []tea.ProgramOption{tea.WithOutput(out), tea.WithFilter(filterInterrupt)}
+	if opts.Input != nil {
+		popts = append(popts, tea.WithInput(opts.Input))
+	}
+	p := tea.NewProgram(m, popts...)
+	sup.Observers = append(append([]train.Observer(nil), s.Observers...), Observe(p))
+
+	type outcome struct {
+		res   train.Result
+		err   error
+		panic any
+	}
+	fitted := make(chan outcome, 1)
+	go func() {
+		var o outcome
+		defer func() {
+			// A panic from Fit (a bug in a model) goes on in Run's
+			// goroutine once the terminal is restored.
+			o.panic = recover()
+			p.Send(doneMsg{o.err})
+			fitted <- o
+		}()
+		o.res, o.err = sup.Fit(ctx, l)
+	}()
+	_, uiErr := p.Run()
+	if uiErr != nil {
+		cancel()
+	}
+	o := <-fitted
+	if o.panic != nil {
+		panic(o.panic)
+	}
+	if uiErr != nil && o.err == nil && o.res.Reason != train.StopCompleted {
+		o.err = fmt.Errorf("dashboard: %w", uiErr)
+	}
+	return o.res, o.err
+}
+
+// interruptMsg is a SIGINT, which Bubble Tea reports as tea.InterruptMsg
+// and would end the program with an error; the dashboard treats it as
+// ctrl+c instead.
+type interruptMsg struct{}
+
+func filterInterrupt(_ tea.Model, msg tea.Msg) tea.Msg {
+	if _, ok := msg.(tea.InterruptMsg); ok {
+		return interruptMsg{}
+	}
+	return msg
+}
