@@ -71,14 +71,15 @@ type Model struct {
 	etaEpoch    float64 // seconds left, as of the latest event (NaN: unknown)
 	etaTotal    float64
 
-	running    train.Values // the latest step event's running means
-	trainVals  train.Values // the latest train epoch
-	validVals  train.Values // the latest valid epoch
-	trainEpoch int
-	validEpoch int
-	seenValid  bool
-	losses     []float64
-	notes      []string
+	running      train.Values // the latest step event's running means
+	runningEpoch int          // and its epoch
+	trainVals    train.Values // the latest train epoch
+	validVals    train.Values // the latest valid epoch
+	trainEpoch   int
+	validEpoch   int
+	seenValid    bool
+	losses       []float64
+	notes        []string
 
 	endOfEpoch bool         // between a train epoch event and the next step
 	stopping   bool         // stop was asked for
@@ -197,7 +198,7 @@ func (m *Model) handle(e train.Event) {
 		if e.LR != 0 {
 			m.lr = e.LR
 		}
-		m.running = e.Metrics
+		m.running, m.runningEpoch = e.Metrics, e.Epoch
 		if loss, ok := e.Metrics["loss"]; ok {
 			if len(m.losses) == maxLosses { // halve the history, keeping its shape
 				m.losses = resample(m.losses, maxLosses/2)
@@ -391,9 +392,11 @@ func (m *Model) View() string {
 	if math.IsNaN(fe) {
 		epochInfo = "  batches unknown"
 	}
-	add(m.progressLine(epochLabel, fe, epochInfo, w))
 	totalInfo := fmt.Sprintf(" %3.0f%%  step %d  ETA %s", 100*ft, m.step, duration(m.eta(m.etaTotal)))
-	add(m.progressLine("total", ft, totalInfo, w))
+	// Both bars end in the same column.
+	infoWidth := max(len([]rune(epochInfo)), len([]rune(totalInfo)))
+	add(m.progressLine(epochLabel, fe, fmt.Sprintf("%-*s", infoWidth, epochInfo), w))
+	add(m.progressLine("total", ft, fmt.Sprintf("%-*s", infoWidth, totalInfo), w))
 
 	speed := fmt.Sprintf("speed %s samples/s  %s steps/s", rate(m.itemsPerSec), rate(m.stepsPerSec))
 	if m.lr != 0 {
@@ -427,8 +430,8 @@ func (m *Model) progressLine(label string, f float64, info string, w int) string
 }
 
 // table is the metrics: a column per metric name (loss first), a row for
-// the running means of the current epoch, the last training epoch and the
-// last validation.
+// the running means of the epoch in progress (from the latest step event),
+// the last training epoch and the last validation.
 func (m *Model) table() []string {
 	names := map[string]bool{}
 	for _, v := range []train.Values{m.running, m.trainVals, m.validVals} {
@@ -449,7 +452,7 @@ func (m *Model) table() []string {
 	if names["loss"] {
 		cols = append([]string{"loss"}, cols...)
 	}
-	const labelWidth = 18
+	const labelWidth = 21
 	row := func(label string, v train.Values) string {
 		s := fmt.Sprintf("%-*s", labelWidth, label)
 		for _, c := range cols {
@@ -467,7 +470,7 @@ func (m *Model) table() []string {
 	}
 	out := []string{m.st.faint.Render(strings.TrimRight(header, " "))}
 	if m.running != nil {
-		out = append(out, row(fmt.Sprintf("train step %d", m.step), m.running))
+		out = append(out, row(fmt.Sprintf("train epoch %d so far", m.runningEpoch), m.running))
 	}
 	if m.trainVals != nil {
 		out = append(out, row(fmt.Sprintf("train epoch %d", m.trainEpoch), m.trainVals))

@@ -17,7 +17,7 @@ import (
 type Options struct {
 	Title  string    // shown in the dashboard's header, e.g. "mnist-mlp"
 	Output io.Writer // where the dashboard or the log lines go; nil means os.Stdout
-	Input  io.Reader // where keys come from on a terminal; nil means os.Stdin (or the terminal when stdin is not one)
+	Input  io.Reader // where keys come from on a terminal; nil means os.Stdin, or /dev/tty when stdin is not a terminal, or none
 	Plain  bool      // log lines even on a terminal
 }
 
@@ -53,8 +53,19 @@ func Run(ctx context.Context, s *train.Supervised, l *train.Learner, opts Option
 	defer cancel()
 	m := NewModel(opts.Title, cancel, out)
 	popts := []tea.ProgramOption{tea.WithOutput(out), tea.WithFilter(filterInterrupt)}
-	if opts.Input != nil {
+	switch {
+	case opts.Input != nil:
 		popts = append(popts, tea.WithInput(opts.Input))
+	case !term.IsTerminal(int(os.Stdin.Fd())):
+		// Keys come from the controlling terminal; without one there are
+		// no keys, and SIGINT still stops the run (Bubble Tea would fail
+		// to start instead).
+		if tty, err := os.Open("/dev/tty"); err == nil {
+			defer tty.Close()
+			popts = append(popts, tea.WithInput(tty))
+		} else {
+			popts = append(popts, tea.WithInput(nil))
+		}
 	}
 	p := tea.NewProgram(m, popts...)
 	sup.Observers = append(append([]train.Observer(nil), s.Observers...), Observe(p))
