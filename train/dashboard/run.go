@@ -33,9 +33,10 @@ func IsTerminal(w io.Writer) bool {
 // to a copy of s, and leaves its final state on the screen; q or ctrl+c
 // cancel the run (see the package doc). Otherwise it runs Fit with plain
 // log lines: s.Log, or opts.Output when s.Log is nil. s itself is not
-// changed. Run returns what Fit returns; when the dashboard fails (the
-// terminal cannot be set up), the run is cancelled and the dashboard's
-// error is returned with Fit's result if Fit itself succeeded.
+// changed. Run returns what Fit returns. When the dashboard ends before
+// the run (it failed, or was left with a second ctrl+c or SIGTERM), the run
+// is cancelled; a dashboard error is then returned with Fit's result unless
+// Fit returned one or completed.
 func Run(ctx context.Context, s *train.Supervised, l *train.Learner, opts Options) (train.Result, error) {
 	out := opts.Output
 	if out == nil {
@@ -88,9 +89,9 @@ func Run(ctx context.Context, s *train.Supervised, l *train.Learner, opts Option
 		o.res, o.err = sup.Fit(ctx, l)
 	}()
 	_, uiErr := p.Run()
-	if uiErr != nil {
-		cancel()
-	}
+	// The dashboard ends with the run, unless it failed or was left early
+	// (a second ctrl+c, SIGTERM): then the run stops too.
+	cancel()
 	o := <-fitted
 	if o.panic != nil {
 		panic(o.panic)
