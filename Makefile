@@ -42,6 +42,8 @@ deps-fixtures:
 build: deps
 	$(GO) build -o bin/kiln ./cmd/kiln
 
+# run trains the MNIST MLP for two epochs with a live dashboard (log lines
+# when stdout is not a terminal) and writes its run under runs/.
 run: build
 	./bin/kiln demo
 
@@ -62,11 +64,12 @@ fuzz:
 test-unit:
 	$(GO) test $(GOTESTFLAGS) -count=1 ./...
 
-# Slow accuracy runs kept out of `make test`. The MNIST training runs go
-# last, verbose, so that their epoch times and accuracies are printed.
+# Slow accuracy runs kept out of `make test`. The MNIST training runs (nn's
+# and the `make run` demo's, cmd/kiln's TestTrainMNISTDemo) go last, verbose,
+# so that their epoch times and accuracies are printed.
 test-long: deps
 	$(GO) test $(GOTESTFLAGS) -count=1 -tags long -timeout 60m -skip '^TestTrainMNIST' ./...
-	$(GO) test $(GOTESTFLAGS) -count=1 -tags long -timeout 60m -run '^TestTrainMNIST' -v ./nn
+	$(GO) test $(GOTESTFLAGS) -count=1 -tags long -timeout 60m -run '^TestTrainMNIST' -v ./nn ./cmd/kiln
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1s -count 1 ./backends/cpu ./tensor

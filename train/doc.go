@@ -28,9 +28,12 @@
 // fields they do not know; the version changes only when a field changes
 // meaning or goes away. Records, in order:
 //
-//	kind "start": version, time, config
+//	kind "start": version, time, config, batches (training batches per
+//	              epoch)
 //	kind "step":  every LogEvery optimizer steps: epoch, step, split "train",
-//	              metrics (running means over the epoch so far), lr
+//	              metrics (running means over the epoch so far), lr,
+//	              batches, batch (batches of this epoch done) and samples
+//	              (training samples in them)
 //	kind "epoch": after each epoch, once with split "train" (and lr), then
 //	              once with split "valid" when there is a validation loader
 //	kind "end":   reason ("completed", "cancelled", "early_stop", "failed")

@@ -27,8 +27,8 @@ const (
 // Event is one record of a training run, published to Observers and
 // written as one JSON line of the run directory's events.jsonl:
 //
-//	{"version":1,"kind":"start","time":"…","epoch":0,"step":0,"config":{…}}
-//	{"kind":"step","time":"…","epoch":1,"step":10,"split":"train","metrics":{"loss":0.69},"lr":0.01}
+//	{"version":1,"kind":"start","time":"…","epoch":0,"step":0,"config":{…},"batches":32}
+//	{"kind":"step","time":"…","epoch":1,"step":10,"split":"train","metrics":{"loss":0.69},"lr":0.01,"batches":32,"batch":10,"samples":160}
 //	{"kind":"epoch","time":"…","epoch":1,"step":32,"split":"valid","metrics":{"loss":0.5,"accuracy":0.8}}
 //	{"kind":"end","time":"…","epoch":3,"step":96,"reason":"completed"}
 //
@@ -48,6 +48,14 @@ type Event struct {
 	Reason  StopReason      `json:"reason,omitempty"` // on the end event
 	Error   string          `json:"error,omitempty"`  // on the end event of a failed run
 	Config  json.RawMessage `json:"config,omitempty"` // on the start event
+
+	// Progress within the epoch, for dashboards: Batches is the number of
+	// training batches per epoch (on start and step events), Batch the
+	// batches of the current epoch done so far and Samples the training
+	// samples they held (on step events).
+	Batches int `json:"batches,omitempty"`
+	Batch   int `json:"batch,omitempty"`
+	Samples int `json:"samples,omitempty"`
 }
 
 // Values maps metric names to values. In JSON, non-finite values are the

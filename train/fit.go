@@ -147,7 +147,7 @@ func (s *Supervised) Fit(ctx context.Context, l *Learner) (res Result, err error
 		}
 	}
 	r.out = newFanout(s.Observers)
-	r.emit(Event{Version: EventLogVersion, Kind: EventStart, Config: cfgJSON})
+	r.emit(Event{Version: EventLogVersion, Kind: EventStart, Config: cfgJSON, Batches: s.Train.Len()})
 	defer func() {
 		// A panic that is not a *tensor.Error (a bug in a model's step)
 		// goes on up with its stack, after the end event is logged and the
@@ -374,6 +374,7 @@ func (r *run) trainEpoch(cfg Config, epoch int) (Values, StopReason, string) {
 	it := r.s.Train.Iter(r.ctx, epoch-1)
 	defer it.Close()
 	nb := r.s.Train.Len()
+	samples := 0 // training samples of this epoch so far, for step events
 	done := false
 	for b := 0; !done; {
 		var reason StopReason
@@ -395,6 +396,7 @@ func (r *run) trainEpoch(cfg Config, epoch int) (Values, StopReason, string) {
 					}
 					bt := it.Batch()
 					batches = append(batches, bt)
+					samples += batchSize(bt.X)
 					loss, out := forward(r.l, bt.X, bt.Y, false)
 					if err := r.loss.UpdateLoss(loss.Item(), batchSize(bt.X)); err != nil {
 						reason, why = StopFailed, fmt.Sprintf("train: epoch %d batch %d: loss: %v", epoch, b, err)
@@ -438,7 +440,8 @@ func (r *run) trainEpoch(cfg Config, epoch int) (Values, StopReason, string) {
 			r.lastLog = r.step
 			vals := snapshot(r.loss, r.s.Metrics)
 			lr := r.l.Optimizer.LR()
-			r.emit(Event{Kind: EventStep, Epoch: epoch, Split: "train", Metrics: vals, LR: lr})
+			r.emit(Event{Kind: EventStep, Epoch: epoch, Split: "train", Metrics: vals, LR: lr,
+				Batches: nb, Batch: b, Samples: samples})
 			r.logf("epoch %d/%d batch %d/%d step %d %s lr %.4g", epoch, cfg.Epochs, b, nb, r.step, vals, lr)
 		}
 		if r.ctx.Err() != nil {

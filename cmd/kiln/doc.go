@@ -5,7 +5,15 @@
 //
 // Usage:
 //
-//	kiln demo [-steps N] [-device NAME]   train a small network and print the loss
-//	kiln devices                          list detected devices
-//	kiln version                          print the version
+//	kiln demo [-epochs N] [-batch N] [-lr X] [-subset N] [-device NAME] [-run-dir DIR]
+//	                 train a 784-256-128-10 MLP on MNIST (two epochs, AdamW, cosine
+//	                 schedule) with a live dashboard on a terminal (q stops after the
+//	                 current step), log lines otherwise; writes config.json and
+//	                 events.jsonl to DIR (default runs/mnist-mlp-<time>) and prints
+//	                 the test accuracy and each epoch's time
+//	kiln demo -xor [-steps N] [-device NAME]
+//	                 train a two-layer perceptron on XOR-like data, written with
+//	                 tensors alone, and print the loss
+//	kiln devices     list detected devices
+//	kiln version     print the version
 package main

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"os"
+
+	"github.com/kiln-ml/kiln/tensor"
 )
 
 // version is the Kiln release; set at link time with -ldflags "-X main.version=…".
@@ -13,7 +15,7 @@ var commands = map[string]struct {
 	run   func(args []string) error
 	usage string
 }{
-	"demo":    {runDemo, "train a small network on XOR-like data and print the loss falling"},
+	"demo":    {runDemo, "train an MLP on MNIST with a live dashboard (-epochs, -batch, -subset, -device, -run-dir; -xor for the XOR demo)"},
 	"devices": {runDevices, "list the devices Kiln detects"},
 	"kernel":  {runKernel, "the Jupyter kernel: run -f CONN, install [--user|--prefix DIR] [--name N], uninstall"},
 	"version": {func([]string) error { fmt.Println("kiln", version); return nil }, "print the version"},
@@ -41,4 +43,10 @@ func usage() {
 	for _, name := range []string{"demo", "devices", "kernel", "version"} {
 		fmt.Fprintf(os.Stderr, "  %-10s %s\n", name, commands[name].usage)
 	}
+}
+
+// runDevices prints the detected devices as a table.
+func runDevices([]string) error {
+	fmt.Print(tensor.Devices())
+	return nil
 }
