@@ -397,17 +397,20 @@ func (c *Checkpoints) begin(r *run, resume bool) error {
 		return nil
 	}
 	// Resumed: the index's entries whose directories exist, plus
-	// directories the index misses (written just before a crash).
+	// directories the index misses (written just before a crash), up to
+	// the step resumed from: later ones belong to a course the run no
+	// longer follows (it resumed from an older checkpoint, or passed over
+	// a corrupt one) and are written again as the run gets there.
 	if idx, err := ReadCheckpointIndex(dir); err == nil {
 		for _, ci := range idx.Checkpoints {
-			if _, _, ok := parseCheckpointName(ci.Name); ok && isCheckpointDir(filepath.Join(dir, ci.Name)) {
+			if _, _, ok := parseCheckpointName(ci.Name); ok && ci.Position.Step <= r.step && isCheckpointDir(filepath.Join(dir, ci.Name)) {
 				c.list = append(c.list, ci)
 			}
 		}
 	}
 	for _, e := range entries {
 		epoch, step, ok := parseCheckpointName(e.Name())
-		if !ok || !isCheckpointDir(filepath.Join(dir, e.Name())) ||
+		if !ok || step > r.step || !isCheckpointDir(filepath.Join(dir, e.Name())) ||
 			slices.ContainsFunc(c.list, func(ci CheckpointInfo) bool { return ci.Name == e.Name() }) {
 			continue
 		}
@@ -473,8 +476,10 @@ func (c *Checkpoints) Checkpoint(ctx context.Context, m *Moment) error {
 	return c.prune(name)
 }
 
-// prune deletes the checkpoints no Retention keeps (never newest), then
-// writes the index and the pointer files.
+// prune writes the index and the pointer files listing the checkpoints
+// some Retention keeps (and newest), then deletes the others: a crash in
+// between leaves directories the next Fit deletes, never a pointer to a
+// deleted checkpoint.
 func (c *Checkpoints) prune(newest string) error {
 	keep := make([]bool, len(c.list))
 	if len(c.Keep) == 0 {
@@ -492,16 +497,12 @@ func (c *Checkpoints) prune(newest string) error {
 			}
 		}
 	}
-	var kept []CheckpointInfo
-	var failed error
+	var kept, dropped []CheckpointInfo
 	for i, ci := range c.list {
 		if keep[i] || ci.Name == newest {
 			kept = append(kept, ci)
-			continue
-		}
-		if err := os.RemoveAll(filepath.Join(c.dir, ci.Name)); err != nil {
-			kept = append(kept, ci) // try again after the next checkpoint
-			failed = err
+		} else {
+			dropped = append(dropped, ci)
 		}
 	}
 	c.list = kept
@@ -533,8 +534,11 @@ func (c *Checkpoints) prune(newest string) error {
 	if err != nil {
 		return fmt.Errorf("train: checkpoints: %w", err)
 	}
-	if failed != nil {
-		c.run.logf("warning: could not delete an old checkpoint: %v", failed)
+	for _, ci := range dropped {
+		// A checkpoint that cannot be deleted is not worth ending the run.
+		if err := os.RemoveAll(filepath.Join(c.dir, ci.Name)); err != nil {
+			c.run.logf("warning: could not delete an old checkpoint: %v", err)
+		}
 	}
 	return nil
 }

@@ -83,9 +83,8 @@ type Position struct {
 // and writes with Moment.Save. An error ends the run with StopFailed.
 //
 // At a final moment ctx is never cancelled (it is detached from Fit's), so
-// that a cancelled run still gets its last checkpoint written; the moment
-// after each step makes the call cheap to refuse, so keep the decision
-// cheap.
+// that a cancelled run still gets its last checkpoint written. Fit calls
+// Checkpoint after every step, so deciding not to write must be cheap.
 type Checkpointer interface {
 	Checkpoint(ctx context.Context, m *Moment) error
 }
@@ -106,7 +105,8 @@ type Supervised struct {
 	Checkpoint Checkpointer
 }
 
-// Result is the outcome of Fit.
+// Result is the outcome of Fit or Resume. After a Resume it covers the
+// whole run, the epochs and steps before the checkpoint included.
 type Result struct {
 	Reason        StopReason
 	Why           string   // details, e.g. the early-stopping rule's message
@@ -197,7 +197,7 @@ func (s *Supervised) Fit(ctx context.Context, l *Learner) (Result, error) {
 // newRun checks s and l and fills in the defaults.
 func (s *Supervised) newRun(ctx context.Context, l *Learner) (*run, error) {
 	if s.Train == nil || l == nil || l.Model == nil || l.Optimizer == nil {
-		return nil, errors.New("train: Fit needs Train, a Learner, its Model and its Optimizer")
+		return nil, errors.New("train: a run needs Train, a Learner, its Model and its Optimizer")
 	}
 	cfg := s.Config
 	if cfg.Epochs <= 0 {
@@ -578,7 +578,7 @@ func (r *run) trainEpoch(epoch int) (Values, StopReason, string) {
 					loss, out := forward(r.l, bt.X, bt.Y, false)
 					r.loss.add(loss.Item(), batchSize(bt.X))
 					if err := update(r.s.Metrics, out, bt.Y); err != nil {
-						reason, why = StopFailed, fmt.Sprintf("train: epoch %d batch %d: metrics: %v", epoch, r.batch, err)
+						reason, why = StopFailed, fmt.Sprintf("train: epoch %d batch %d: metrics: %v", epoch, r.batch+n, err)
 						return
 					}
 					if total == nil {

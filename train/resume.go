@@ -30,11 +30,12 @@ type resumed struct {
 // numbers as an uninterrupted run, bit for bit.
 //
 // dir is a checkpoint directory, or a run directory (or its checkpoints
-// directory), whose newest checkpoint by step is taken; when that one is
-// corrupt (store.ErrCorrupt: a checksum mismatch, a missing or truncated
-// file) Resume says so in a log line and the resume event and falls back
-// to the next newest. A corrupt checkpoint named directly is an error
-// naming the file.
+// directory), whose last checkpoint is taken (the one its "last" file
+// names, else the newest by step); when that one is corrupt
+// (store.ErrCorrupt: a checksum mismatch, a missing or truncated file)
+// Resume says so in a log line and the resume event and falls back to the
+// next newest. A corrupt checkpoint named directly is an error naming the
+// file.
 //
 // s and l must be built as for the run being resumed: the same kinds of
 // model, optimizer and schedule, the same loaders (Epochs may be raised to
@@ -49,7 +50,9 @@ type resumed struct {
 // <run>: Resume appends to its events.jsonl (a resume event, see the
 // package documentation) and, unless s.Checkpoint says otherwise, keeps
 // checkpointing there with the default strategy, taking over the
-// checkpoints already there. A Stop rule is first shown the metric values
+// checkpoints already there up to the one it resumes from (later ones,
+// from a course the run no longer follows, are left out of the index and
+// written again, or deleted by the next Fit). A Stop rule is first shown the metric values
 // of the epochs before the checkpoint (after Reset, for a rule that has
 // one), so that EarlyStopping's patience carries over; a run that had
 // stopped early then stops at once. Of the training metrics of an epoch
@@ -82,8 +85,9 @@ func (s *Supervised) Resume(ctx context.Context, dir string, l *Learner) (Result
 }
 
 // findCheckpoints returns the checkpoint directories to try for dir,
-// newest first, and the run directory they belong to ("" when not inside
-// one's checkpoints directory).
+// and the run directory they belong to ("" when not inside one's
+// checkpoints directory). For a run directory they are the checkpoint the
+// "last" file names, then the others, newest (by step) first.
 func findCheckpoints(dir string) (cands []string, runDir string, err error) {
 	dir = filepath.Clean(dir)
 	runOf := func(ckDir string) string {
@@ -107,26 +111,38 @@ func findCheckpoints(dir string) (cands []string, runDir string, err error) {
 		return nil, "", fmt.Errorf("train: resume: %w", err)
 	}
 	type cand struct {
-		path        string
+		name        string
 		epoch, step int
 	}
 	var list []cand
 	for _, e := range entries {
 		if epoch, step, ok := parseCheckpointName(e.Name()); ok && e.IsDir() {
-			list = append(list, cand{filepath.Join(ckDir, e.Name()), epoch, step})
+			list = append(list, cand{e.Name(), epoch, step})
 		}
 	}
 	if len(list) == 0 {
 		return nil, "", fmt.Errorf("train: resume: no checkpoint in %s", dir)
 	}
+	// The "last" file names the newest checkpoint of the run's current
+	// course: after a Resume from an older checkpoint, newer ones from
+	// before it may still lie about until they are written again.
+	last := ""
+	if b, err := os.ReadFile(filepath.Join(ckDir, LastCheckpointFile)); err == nil {
+		last = strings.TrimSpace(string(b))
+	}
 	slices.SortFunc(list, func(a, b cand) int {
-		if a.step != b.step {
+		switch {
+		case a.name == last:
+			return -1
+		case b.name == last:
+			return 1
+		case a.step != b.step:
 			return b.step - a.step
 		}
 		return b.epoch - a.epoch
 	})
 	for _, c := range list {
-		cands = append(cands, c.path)
+		cands = append(cands, filepath.Join(ckDir, c.name))
 	}
 	return cands, runOf(ckDir), nil
 }

@@ -568,3 +568,55 @@ func withModel(t *testing.T, dev tensor.Device, build func(ad tensor.Device) nn.
 	r.l.Model, r.st.M = other, other
 	return r.s, r.l, func() { r.release(); nn.Release(orig) }
 }
+
+// Resuming from an older checkpoint of a run directory starts a new
+// course: the later checkpoints are left out of the index, "last" names
+// the new course's, and a Resume of the run directory follows it.
+func TestResumeFromAnOlderCheckpointFollowsTheNewCourse(t *testing.T) {
+	dev := tensor.CPU()
+	base := runBaseline(t, dev, 1)
+	dir := t.TempDir()
+	keepAll := func() train.Checkpointer { return &train.Checkpoints{} }
+	a := newMLPRun(t, dev, 1, dir, 1)
+	a.s.Checkpoint = keepAll()
+	if _, err := a.s.Fit(context.Background(), a.l); err != nil {
+		t.Fatal(err)
+	}
+	a.release()
+	if got := checkpointDirs(t, dir); len(got) != 3 {
+		t.Fatalf("checkpoints %v", got)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b := newMLPRun(t, dev, 99, "", 1)
+	b.s.Checkpoint = keepAll()
+	b.st.cancel, b.st.cancelAt = cancel, 5
+	res, err := b.s.Resume(ctx, filepath.Join(dir, train.CheckpointsDir, "epoch-0001-step-000012"), b.l)
+	b.release()
+	if err != nil || res.Reason != train.StopCancelled || res.Steps != 17 {
+		t.Fatalf("second run %+v, %v", res, err)
+	}
+	idx, err := train.ReadCheckpointIndex(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range idx.Checkpoints {
+		names = append(names, c.Name)
+	}
+	if !slices.Equal(names, []string{"epoch-0001-step-000012", "epoch-0002-step-000017"}) || idx.Last != "epoch-0002-step-000017" {
+		t.Fatalf("index after resuming from epoch 1: %+v", idx)
+	}
+
+	c := newMLPRun(t, dev, 99, "", 1)
+	defer c.release()
+	c.s.Checkpoint = keepAll()
+	res, err = c.s.Resume(context.Background(), dir, c.l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pos := checkResumed(t, base, dir, c, res, 1); pos.Step != 17 {
+		t.Fatalf("resumed the run directory from %+v, want step 17", pos)
+	}
+}
