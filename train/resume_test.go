@@ -620,3 +620,37 @@ func TestResumeFromAnOlderCheckpointFollowsTheNewCourse(t *testing.T) {
 		t.Fatalf("resumed the run directory from %+v, want step 17", pos)
 	}
 }
+
+// A record cut short by a crash is cut off when Resume appends to the log.
+func TestResumeCutsOffAPartialRecord(t *testing.T) {
+	dev := tensor.CPU()
+	dir := t.TempDir()
+	a := newMLPRun(t, dev, 1, dir, 1)
+	a.s.Epochs = 1
+	if _, err := a.s.Fit(context.Background(), a.l); err != nil {
+		t.Fatal(err)
+	}
+	a.release()
+	before := readEvents(t, dir)
+	f, err := os.OpenFile(filepath.Join(dir, train.EventsFile), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"kind":"step","time":"2026-`); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := train.ReadEvents(filepath.Join(dir, train.EventsFile)); err == nil {
+		t.Fatal("the damaged log reads")
+	}
+	b := newMLPRun(t, dev, 99, "", 1)
+	defer b.release()
+	b.s.Epochs = 2
+	if _, err := b.s.Resume(context.Background(), dir, b.l); err != nil {
+		t.Fatal(err)
+	}
+	after := readEvents(t, dir)
+	if len(after) <= len(before) || after[len(before)].Kind != train.EventResume || after[len(after)-1].Kind != train.EventEnd {
+		t.Fatalf("log after the resume: %d records before, %d after, record %d is %+v", len(before), len(after), len(before), after[len(before)])
+	}
+}
