@@ -19,7 +19,9 @@
 //   - regression: MSE (with RMSE), MAE, R2;
 //   - language models: Perplexity;
 //   - text (TextMetric, fed strings): NewCER, NewWER, BLEU, RougeL;
-//   - host system (gopsutil, fed by Sample): CPUUsage, MemoryUsage.
+//   - host system (gopsutil, fed by Sample): CPUUsage, MemoryUsage;
+//   - devices: DeviceUsage (memory as tensors see it, plus what a backend
+//     implementing DeviceReporter says: a GPU's utilisation, say).
 //
 // Snapshot collects the values of several metrics by name for a log line
 // or a chart; ResetAll starts an epoch.

@@ -140,3 +140,37 @@ func (m *MemoryUsage) Values() map[string]float64 {
 
 // Reset forgets the sample.
 func (m *MemoryUsage) Reset() { *m = MemoryUsage{} }
+
+// DeviceReporter is implemented by backends that can report their device's
+// state as its driver sees it: a GPU backend's utilisation and memory
+// ("gpu_util_percent", "gpu_mem_used_mib", …; names are lower case with
+// the unit last). DeviceUsage looks it up on a device's backend; package
+// train adds the values to its epoch events. DeviceMetrics is called at
+// most every few seconds and should return quickly (a counter read or one
+// driver query, not a sampling window); it returns nil or an empty map
+// when it has nothing to say.
+type DeviceReporter interface {
+	DeviceMetrics() map[string]float64
+}
+
+// DeviceUsage returns dev's memory use as tensors see it, in MiB:
+// "device_live_mib" (storage held now) and "device_peak_mib" (the most held
+// so far), plus what dev's backend reports when it implements
+// DeviceReporter (its keys win on a clash). It reads counters only, unless
+// the backend's DeviceMetrics does more; an invalid (zero) Device gives nil.
+func DeviceUsage(dev tensor.Device) map[string]float64 {
+	if dev == (tensor.Device{}) {
+		return nil
+	}
+	ms := dev.MemoryStats()
+	out := map[string]float64{
+		"device_live_mib": float64(ms.LiveBytes) / (1 << 20),
+		"device_peak_mib": float64(ms.PeakBytes) / (1 << 20),
+	}
+	if r, ok := dev.Backend().(DeviceReporter); ok {
+		for k, v := range r.DeviceMetrics() {
+			out[k] = v
+		}
+	}
+	return out
+}

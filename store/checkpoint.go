@@ -52,10 +52,14 @@ type RNGState struct {
 // state dict (PyTorch names and layouts), the optimizer's state (its
 // tensors and the JSON of the rest, as optim.State splits them), the
 // learning-rate schedule's JSON, the random stream's position, the epoch
-// and step, the run's configuration as JSON and the latest metrics.
+// and step, the run's configuration as JSON, the latest metrics, and any
+// further state the program that saves it needs to resume (Extra: package
+// train keeps its loop's position within the epoch, running loss and
+// history there).
 //
-// JSON fields (OptimizerJSON, Schedule, Config) hold any valid JSON value;
-// nil means none and loads back as nil.
+// JSON fields (OptimizerJSON, Schedule, Config, Extra) hold any valid JSON
+// value; nil means none and loads back as nil. A checkpoint without Extra
+// writes a state.json without the "extra" key.
 type Checkpoint struct {
 	Model         map[string]*tensor.Tensor
 	Optimizer     map[string]*tensor.Tensor
@@ -66,6 +70,7 @@ type Checkpoint struct {
 	Step          int
 	Config        []byte
 	Metrics       map[string]float64
+	Extra         []byte
 }
 
 // Release releases the checkpoint's model and optimizer tensors.
@@ -142,6 +147,7 @@ type stateFile struct {
 	Optimizer json.RawMessage   `json:"optimizer"`
 	Schedule  json.RawMessage   `json:"schedule"`
 	Config    json.RawMessage   `json:"config"`
+	Extra     json.RawMessage   `json:"extra,omitempty"`
 }
 
 // rawJSON returns b as a JSON value for state.json: null for nil.
@@ -200,6 +206,11 @@ func SaveCheckpoint(dir string, c Checkpoint) (err error) {
 	}
 	if st.Config, err = rawJSON("Config", c.Config); err != nil {
 		return fail(err)
+	}
+	if c.Extra != nil {
+		if st.Extra, err = rawJSON("Extra", c.Extra); err != nil {
+			return fail(err)
+		}
 	}
 	stateJSON, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
@@ -484,6 +495,7 @@ func loadCheckpoint(dir string, dev tensor.Device) (*Checkpoint, error) {
 		OptimizerJSON: fromRawJSON(st.Optimizer),
 		Schedule:      fromRawJSON(st.Schedule),
 		Config:        fromRawJSON(st.Config),
+		Extra:         fromRawJSON(st.Extra),
 		RNG:           st.RNG,
 		Epoch:         st.Epoch,
 		Step:          st.Step,

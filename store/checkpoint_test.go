@@ -46,6 +46,7 @@ func sampleCheckpoint(dev tensor.Device) store.Checkpoint {
 		Step:          700,
 		Config:        []byte(`{"batch":64,"name":"ünïcode"}`),
 		Metrics:       map[string]float64{"loss": 0.25, "acc": 0.9, "nan": math.NaN(), "inf": math.Inf(1), "ninf": math.Inf(-1)},
+		Extra:         []byte(`{"batch":5,"history":[1,2]}`),
 	}
 }
 
@@ -73,7 +74,7 @@ func checkSame(t *testing.T, got *store.Checkpoint, want store.Checkpoint) {
 	for _, f := range []struct {
 		name      string
 		got, want []byte
-	}{{"OptimizerJSON", got.OptimizerJSON, want.OptimizerJSON}, {"Schedule", got.Schedule, want.Schedule}, {"Config", got.Config, want.Config}} {
+	}{{"OptimizerJSON", got.OptimizerJSON, want.OptimizerJSON}, {"Schedule", got.Schedule, want.Schedule}, {"Config", got.Config, want.Config}, {"Extra", got.Extra, want.Extra}} {
 		if !jsonEqual(f.got, f.want) {
 			t.Errorf("%s = %s, want %s", f.name, f.got, f.want)
 		}
@@ -178,8 +179,14 @@ func TestCheckpointEmptyFields(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer got.Release()
-		if len(got.Model) != 0 || len(got.Optimizer) != 0 || got.Config != nil || got.Schedule != nil || got.OptimizerJSON != nil {
+		if len(got.Model) != 0 || len(got.Optimizer) != 0 || got.Config != nil || got.Schedule != nil || got.OptimizerJSON != nil || got.Extra != nil {
 			t.Errorf("empty checkpoint loaded as %+v", got)
+		}
+		// Without Extra, state.json has no "extra" key: the files stay as
+		// they were before the field existed.
+		state, err := os.ReadFile(filepath.Join(dir, "state.json"))
+		if err != nil || strings.Contains(string(state), "extra") {
+			t.Errorf("state.json of a checkpoint without Extra: %s (%v)", state, err)
 		}
 	})
 }
@@ -222,6 +229,7 @@ func TestCheckpointSaveErrors(t *testing.T) {
 			{"invalid config JSON", store.Checkpoint{Config: []byte("{")}, "Config"},
 			{"invalid schedule JSON", store.Checkpoint{Schedule: []byte("nope")}, "Schedule"},
 			{"invalid optimizer JSON", store.Checkpoint{OptimizerJSON: []byte("[1,")}, "OptimizerJSON"},
+			{"invalid extra JSON", store.Checkpoint{Extra: []byte("{]")}, "Extra"},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {

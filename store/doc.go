@@ -23,11 +23,11 @@
 // state dict as model.safetensors (PyTorch's names and layouts, so PyTorch
 // and Hugging Face tools read it as it is), the optimizer's tensors as
 // optimizer.safetensors, everything else (schedule, RNG, data-loader
-// position, config, metrics) in state.json, and manifest.json listing each
-// file's size and sha256. A checkpoint is written under a temporary name,
-// fsynced and renamed into place, and verified against its manifest before
-// anything is loaded, so a crash never leaves half a checkpoint and a
-// damaged one is refused whole.
+// position, config, metrics, the trainer's own state) in state.json, and
+// manifest.json listing each file's size and sha256. A checkpoint is
+// written under a temporary name, fsynced and renamed into place, and
+// verified against its manifest before anything is loaded, so a crash
+// never leaves half a checkpoint and a damaged one is refused whole.
 //
 // Every malformed file (truncated, a header that is not JSON, offsets out
 // of range or overlapping, an unknown dtype, …) is reported as an error

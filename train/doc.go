@@ -2,7 +2,8 @@
 // optimizer, optional schedule) is fitted by Supervised.Fit over data
 // loaders, with metrics, gradient accumulation and clipping, validation
 // every epoch on a NoGrad view, early stopping (EarlyStopping or any
-// StopRule), Events published to Observers, a versioned JSON-lines event
+// StopRule), checkpoints (Checkpoints, or any Checkpointer), Resume from a
+// checkpoint, Events published to Observers, a versioned JSON-lines event
 // log, and plain log lines.
 //
 // # Models
@@ -16,37 +17,125 @@
 //
 // # The run directory
 //
-// With Config.RunDir set, Fit writes two files there:
+// With Config.RunDir set, Fit writes there:
 //
 //   - config.json: the run's Config (defaults filled in), indented JSON;
 //   - events.jsonl: one JSON object per line, each an Event, flushed line
 //     by line so that a reader following the file (the workbench) only
-//     ever sees whole records.
+//     ever sees whole records;
+//   - checkpoints/: the checkpoints of the default strategy (see below).
+//
+// A Fit replaces the files an earlier run left there; a Resume appends to
+// them.
+//
+// # The event log
 //
 // The event log's first record is the start event; its "version" field is
 // EventLogVersion (now 1), and only it carries one. Readers must ignore
-// fields they do not know; the version changes only when a field changes
-// meaning or goes away. Records, in order:
+// fields and record kinds they do not know; the version changes only when
+// a field changes meaning or goes away (the checkpoint and resume kinds
+// and the position, path and system fields were added in version 1
+// without changing it). Records, in order:
 //
-//	kind "start": version, time, config, batches (training batches per
-//	              epoch)
-//	kind "step":  every LogEvery optimizer steps: epoch, step, split "train",
-//	              metrics (running means over the epoch so far), lr,
-//	              batches, batch (batches of this epoch done) and samples
-//	              (training samples in them)
-//	kind "epoch": after each epoch, once with split "train" (and lr), then
-//	              once with split "valid" when there is a validation loader
-//	kind "end":   reason ("completed", "cancelled", "early_stop", "failed")
-//	              and, for a failed run, error
+//	kind "start":      version, time, config, batches (training batches per
+//	                   epoch)
+//	kind "step":       every LogEvery optimizer steps: epoch, step, split "train",
+//	                   metrics (running means over the epoch so far), lr,
+//	                   batches, batch (batches of this epoch done), samples
+//	                   (training samples in them), and at most every 5
+//	                   seconds system
+//	kind "epoch":      after each epoch, once with split "train" (and lr and
+//	                   system), then once with split "valid" when there is a
+//	                   validation loader
+//	kind "checkpoint": when a checkpoint is written: path (its directory),
+//	                   position, metrics ("train.<name>", "valid.<name>")
+//	kind "end":        reason ("completed", "cancelled", "early_stop", "failed")
+//	                   and, for a failed run, error
 //
-// Every record has time (RFC 3339), epoch (from 1; 0 before the first),
-// step (optimizer steps so far) and elapsed_s (seconds since the start).
-// Metric values that are not finite are the strings "nan", "inf", "-inf".
-// ReadEvents reads a log back.
+// Every record has time (RFC 3339), epoch, step (optimizer steps so far)
+// and elapsed_s (seconds since the start of this Fit or Resume call).
+// Epoch counts from 1: the epoch under way on step and epoch records, the
+// epochs completed on checkpoint, resume and end records (0 before the
+// first). Metric values that are not finite are the strings "nan", "inf",
+// "-inf". ReadEvents reads a log back.
+//
+// A position is {"epochs": epochs completed, "batch": batches of the next
+// epoch trained on, "step": optimizer steps}; see Position.
+//
+// The system values are host and device usage: "cpu_percent" (the
+// machine's, since the previous sample), "mem_percent", "process_rss_mib"
+// (from package metrics, through gopsutil), "device_live_mib" and
+// "device_peak_mib" (the model's device, as tensors see it), and whatever
+// the device's backend reports when it implements metrics.DeviceReporter
+// (a GPU's utilisation, say). Values a platform cannot read are left out.
+// They are sampled once per epoch and at most every 5 seconds on step
+// records, never per step.
+//
+// Resumed runs: Resume appends to the same events.jsonl a record of kind
+// "resume" (position and path of the checkpoint it continues from, the
+// config it runs with, and in error the corrupt checkpoints it passed
+// over), then the records of the continued run, ending with their own end
+// record. So a log may hold several end records, each but the last
+// followed by a resume record, and the step of a resume record may be
+// lower than that of the records before it: the records in between
+// describe work lost in the interruption (after the last checkpoint),
+// which the continued run redoes. A reader charting a run should, at each
+// resume record, drop the earlier records with a larger step, or keep the
+// last record of each step and kind as the tests do. A run killed outright
+// leaves no end record; Resume cuts off a last line written only in part.
 //
 // # Checkpoints
 //
-// This package does not write checkpoints yet: Supervised.Checkpoint is the
-// hook a checkpoint strategy (package store) plugs into; Fit calls it after
-// every epoch with the run's Position and the epoch's metric values.
+// Fit offers its Checkpointer (Supervised.Checkpoint) a Moment after every
+// optimizer step inside an epoch, at every epoch's end (after validation
+// and the stop rule) and, when the run stops, at a final moment; the
+// strategy decides whether to write and writes with Moment.Save, through
+// store.SaveCheckpoint (atomic: a crash leaves the old checkpoint or the
+// new one, never half of one). A checkpoint holds the model's state dict,
+// the optimizer's state, the schedule's state, the model device's random
+// stream, the position, the Config, the latest metrics and the loop's own
+// state (the epoch's running loss sums and the metric values of every
+// epoch completed).
+//
+// Checkpoints is the package's strategy: every N epochs, every N
+// optimizer steps (inside epochs), at the end of every run, keeping the
+// last N, the best N by a metric, or any composition (Retention), with an
+// index.json and "last" and "best" files in the checkpoints directory so
+// that tools find them. With RunDir set and Checkpoint nil, Fit uses
+// NewCheckpoints(): one checkpoint per epoch, keeping the last two and
+// the best by validation loss (training loss without validation).
+// NoCheckpoints turns checkpoints off.
+//
+// Cancelling ctx stops Fit after the current optimizer step (or during
+// validation) and the strategy is offered that position as a final
+// moment, so a cancelled run resumes exactly where it stopped; a run that
+// completes or stops early is checkpointed at its end too.
+//
+// # Resume
+//
+// Supervised.Resume(ctx, dir, learner) continues a run from a checkpoint
+// directory, or from the newest loadable checkpoint of a run directory,
+// and trains on to Epochs. It is a method beside Fit, rather than a
+// Config field, because resuming is an action on a run directory, not part
+// of a run's description: the Config saved in config.json and in every
+// checkpoint stays the same whether a run was interrupted or not, and a
+// resumed run's checkpoints do not point back at where it came from.
+//
+// On the same device, with the same data and the same kinds of model,
+// optimizer and schedule, a resumed run computes what the uninterrupted
+// run would have, bit for bit: the loader's batches depend only on its
+// seed, the epoch and the batch index (never on Workers or timing), the
+// CPU backend's results do not depend on its worker count, and the random
+// stream is restored. The batch losses, the running losses of step
+// records, every epoch's loss and the final weights are equal; the
+// training metrics other than the loss of an epoch resumed inside it
+// cover the batches after the resume only (they keep no state a checkpoint
+// could save).
+//
+// # What it does not do
+//
+// It does not save a StopRule's state: Resume replays the stop rule over
+// the epochs the checkpoint saw instead (see Resume). It writes checkpoints
+// on the training goroutine, synchronously. It does not train on several
+// devices.
 package train

@@ -18,10 +18,12 @@ type EventKind string
 
 // The kinds of Event, in the order a run publishes them.
 const (
-	EventStart EventKind = "start" // the run begins; carries Version and Config
-	EventStep  EventKind = "step"  // every Config.LogEvery optimizer steps: running training metrics
-	EventEpoch EventKind = "epoch" // an epoch ended: one event per split ("train", then "valid")
-	EventEnd   EventKind = "end"   // the run ended; Reason says why
+	EventStart      EventKind = "start"      // the run begins; carries Version and Config
+	EventResume     EventKind = "resume"     // Resume continues the run from the checkpoint at Path, at Position; carries Config
+	EventStep       EventKind = "step"       // every Config.LogEvery optimizer steps: running training metrics
+	EventEpoch      EventKind = "epoch"      // an epoch ended: one event per split ("train", then "valid")
+	EventCheckpoint EventKind = "checkpoint" // a checkpoint was written to Path, at Position, with the latest Metrics
+	EventEnd        EventKind = "end"        // the run ended; Reason says why
 )
 
 // Event is one record of a training run, published to Observers and
@@ -29,12 +31,18 @@ const (
 //
 //	{"version":1,"kind":"start","time":"…","epoch":0,"step":0,"config":{…},"batches":32}
 //	{"kind":"step","time":"…","epoch":1,"step":10,"split":"train","metrics":{"loss":0.69},"lr":0.01,"batches":32,"batch":10,"samples":160}
+//	{"kind":"epoch","time":"…","epoch":1,"step":32,"split":"train","metrics":{"loss":0.6},"lr":0.01,"system":{"cpu_percent":93,…}}
 //	{"kind":"epoch","time":"…","epoch":1,"step":32,"split":"valid","metrics":{"loss":0.5,"accuracy":0.8}}
+//	{"kind":"checkpoint","time":"…","epoch":1,"step":32,"path":"run/checkpoints/epoch-0001-step-000032",
+//	 "position":{"epochs":1,"batch":0,"step":32},"metrics":{"train.loss":0.6,"valid.loss":0.5,"valid.accuracy":0.8}}
 //	{"kind":"end","time":"…","epoch":3,"step":96,"reason":"completed"}
 //
-// Epoch counts from 1 (0 before the first epoch); Step is the number of
-// optimizer steps taken so far in the run. Metric values that are not
-// finite are written as the strings "nan", "inf" and "-inf".
+// Epoch counts from 1 (0 before the first epoch): on step and epoch events
+// it is the epoch under way, on checkpoint, resume and end events the
+// epochs completed. Step is the number of optimizer steps taken so far in
+// the run. Metric values that are not finite are written as the strings
+// "nan", "inf" and "-inf". The package documentation describes the log as
+// a whole, resumed runs included.
 type Event struct {
 	Version int             `json:"version,omitempty"` // EventLogVersion, on the start event only
 	Kind    EventKind       `json:"kind"`
@@ -42,12 +50,16 @@ type Event struct {
 	Epoch   int             `json:"epoch"`
 	Step    int             `json:"step"`
 	Split   string          `json:"split,omitempty"`   // "train" or "valid"
-	Metrics Values          `json:"metrics,omitempty"` // metric values by name
+	Metrics Values          `json:"metrics,omitempty"` // metric values by name ("train.loss", "valid.loss", … on checkpoint events)
 	LR      float64         `json:"lr,omitempty"`      // the learning rate, on step and train epoch events
 	Elapsed float64         `json:"elapsed_s,omitempty"`
 	Reason  StopReason      `json:"reason,omitempty"` // on the end event
-	Error   string          `json:"error,omitempty"`  // on the end event of a failed run
-	Config  json.RawMessage `json:"config,omitempty"` // on the start event
+	Error   string          `json:"error,omitempty"`  // on the end event of a failed run; on a resume event, the corrupt checkpoints skipped
+	Config  json.RawMessage `json:"config,omitempty"` // on start and resume events
+
+	Path     string    `json:"path,omitempty"`     // the checkpoint directory, on checkpoint and resume events
+	Position *Position `json:"position,omitempty"` // the run's position, on checkpoint and resume events
+	System   Values    `json:"system,omitempty"`   // host and device usage, on train epoch events and at most every 5 s on step events (see the package doc)
 
 	// Progress within the epoch, for dashboards: Batches is the number of
 	// training batches per epoch (on start and step events), Batch the

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/kiln-ml/kiln/data"
@@ -59,17 +62,31 @@ type ValidStepper interface {
 	ValidStep(x, y *tensor.Tensor) (loss, outputs *tensor.Tensor)
 }
 
-// Position is where a run stands, handed to a Checkpointer.
+// Position is where a run stands: what a checkpoint records and Resume
+// goes on from. Epoch is the number of epochs completed (trained,
+// validated and shown to the stop rule); Batch is the number of batches of
+// the next epoch already trained on, 0 at an epoch's end (it equals
+// Train.Len() when that epoch's training finished but its validation did
+// not: resuming then validates); Step is the number of optimizer steps.
 type Position struct {
-	Epoch int // epochs completed
-	Step  int // optimizer steps taken
+	Epoch int `json:"epochs"`
+	Batch int `json:"batch"`
+	Step  int `json:"step"`
 }
 
-// Checkpointer is the hook for checkpoint strategies: Fit calls Checkpoint
-// after every epoch (after validation and the stop rule), with the epoch's
-// train and valid metric values. An error ends the run with StopFailed.
+// Checkpointer is the hook for checkpoint strategies; Checkpoints is this
+// package's. Fit calls Checkpoint on its own goroutine at every moment a
+// checkpoint could be taken: after each optimizer step inside an epoch,
+// at each epoch's end (after validation and the stop rule), and, when the
+// run stops, at a final moment (Moment.Final) which is the epoch's end
+// moment when the run stops there. The strategy decides whether to write
+// and writes with Moment.Save. An error ends the run with StopFailed.
+//
+// At a final moment ctx is never cancelled (it is detached from Fit's), so
+// that a cancelled run still gets its last checkpoint written. Fit calls
+// Checkpoint after every step, so deciding not to write must be cheap.
 type Checkpointer interface {
-	Checkpoint(ctx context.Context, l *Learner, pos Position, train, valid Values) error
+	Checkpoint(ctx context.Context, m *Moment) error
 }
 
 // Supervised is a supervised training run. Only Train is required.
@@ -81,11 +98,15 @@ type Supervised struct {
 	ValidMetrics []metrics.Metric // fed the validation outputs and targets (not the same objects as Metrics)
 	Stop         StopRule         // optional, e.g. NewEarlyStopping("loss", 3)
 	Observers    []Observer
-	Log          io.Writer    // plain log lines (one per LogEvery steps and per epoch); nil for none
-	Checkpoint   Checkpointer // optional hook, see Checkpointer
+	Log          io.Writer // plain log lines (one per LogEvery steps and per epoch); nil for none
+	// Checkpoint is the checkpoint strategy. Nil means NewCheckpoints()
+	// when RunDir is set (keep the last 2 and the best, one per epoch) and
+	// none otherwise; NoCheckpoints turns checkpoints off.
+	Checkpoint Checkpointer
 }
 
-// Result is the outcome of Fit.
+// Result is the outcome of Fit or Resume. After a Resume it covers the
+// whole run, the epochs and steps before the checkpoint included.
 type Result struct {
 	Reason        StopReason
 	Why           string   // details, e.g. the early-stopping rule's message
@@ -96,35 +117,87 @@ type Result struct {
 	DroppedEvents int      // events slow observers missed
 }
 
-// run is the state of one Fit call.
+// run is the state of one Fit or Resume call.
 type run struct {
 	s       *Supervised
 	l       *Learner
+	cfg     Config
+	cfgJSON json.RawMessage
 	ctx     context.Context
 	out     *fanout
 	log     *eventLog
+	ck      Checkpointer
+	dev     tensor.Device // the model's device: its random stream goes into checkpoints
+	sys     *systemSampler
 	start   time.Time
-	step    int
-	loss    *metrics.Loss
-	vloss   *metrics.Loss
+	resumed bool // a Resume, not a Fit
+
+	epoch   int         // epochs completed
+	batch   int         // batches of epoch+1 trained on
+	step    int         // optimizer steps taken
+	loss    runningLoss // the training loss of the epoch so far
+	vloss   runningLoss
+	hist    history
+	lastLog int // step of the last step event
 	logErr  error
-	lastLog int
 	warned  bool // a mode warning was logged
+}
+
+// history holds the metric values of the epochs completed.
+type history struct {
+	Train []Values `json:"train,omitempty"`
+	Valid []Values `json:"valid,omitempty"`
+}
+
+// runningLoss is the size-weighted mean of batch losses, as metrics.Loss
+// computes it, with sums a checkpoint can save and restore exactly.
+type runningLoss struct{ sum, count float64 }
+
+func (l *runningLoss) add(loss float64, n int) {
+	l.sum += loss * float64(n)
+	l.count += float64(n)
+}
+
+func (l *runningLoss) value() float64 {
+	if l.count == 0 {
+		return math.NaN()
+	}
+	return l.sum / l.count
 }
 
 // Fit trains l. It runs Epochs epochs over Train (each optimizer step in a
 // tensor.Scope, after GradAccumulation batches), steps the schedule after
 // each optimizer step, validates on Valid after each epoch (the model in
 // nn.Eval mode, batches on a NoGrad view), asks Stop whether to go on and
-// calls Checkpoint. Cancelling ctx stops the run after the current
-// optimizer step: Fit then returns a Result with Reason StopCancelled and a
-// nil error. It returns an error (and Reason StopFailed) for a missing
-// loader or learner, a failed batch, a tensor error panicking in a step, or
-// a run directory it cannot write. Other panics in a model's step (bugs)
+// offers the Checkpoint strategy every step and epoch (see Checkpointer).
+// Cancelling ctx stops the run after the current optimizer step (whose
+// batches are all read first), or during validation: the strategy is then
+// offered a final moment at that position (the default one writes it),
+// and Fit returns a Result with Reason StopCancelled and a nil error.
+// Resume continues such a run. Fit returns an error (and Reason
+// StopFailed) for a missing loader or learner, a failed batch, a tensor
+// error panicking in a step, a checkpoint that cannot be written or a run
+// directory it cannot write. Other panics in a model's step (bugs)
 // propagate, after the end event is written and the observers closed.
-func (s *Supervised) Fit(ctx context.Context, l *Learner) (res Result, err error) {
+//
+// With RunDir set, Fit replaces the files of an earlier run there:
+// config.json, events.jsonl and, with a Checkpoints strategy, the
+// checkpoints it wrote.
+func (s *Supervised) Fit(ctx context.Context, l *Learner) (Result, error) {
+	r, err := s.newRun(ctx, l)
+	if err != nil {
+		return Result{Reason: StopFailed}, err
+	}
+	if err := r.prepare(nil); err != nil {
+		return Result{Reason: StopFailed}, err
+	}
+	return r.execute(nil)
+}
+
+// newRun checks s and l and fills in the defaults.
+func (s *Supervised) newRun(ctx context.Context, l *Learner) (*run, error) {
 	if s.Train == nil || l == nil || l.Model == nil || l.Optimizer == nil {
-		return Result{Reason: StopFailed}, errors.New("train: Fit needs Train, a Learner, its Model and its Optimizer")
+		return nil, errors.New("train: a run needs Train, a Learner, its Model and its Optimizer")
 	}
 	cfg := s.Config
 	if cfg.Epochs <= 0 {
@@ -136,24 +209,58 @@ func (s *Supervised) Fit(ctx context.Context, l *Learner) (res Result, err error
 	if cfg.GradAccumulation <= 0 {
 		cfg.GradAccumulation = 1
 	}
-	r := &run{s: s, l: l, ctx: ctx, start: time.Now(), loss: metrics.NewLoss(), vloss: metrics.NewLoss()}
-	cfgJSON, err := json.Marshal(cfg)
-	if err != nil {
-		return Result{Reason: StopFailed}, fmt.Errorf("train: config: %w", err)
+	r := &run{s: s, l: l, cfg: cfg, ctx: ctx, start: time.Now(), dev: modelDevice(l.Model), ck: s.Checkpoint}
+	if r.ck == nil && cfg.RunDir != "" {
+		r.ck = NewCheckpoints()
 	}
-	if cfg.RunDir != "" {
-		if r.log, err = openEventLog(cfg.RunDir, cfgJSON); err != nil {
-			return Result{Reason: StopFailed}, err
+	return r, nil
+}
+
+// prepare readies the run directory and the checkpoint strategy: afresh
+// for Fit, or, for Resume (res non-nil), continuing the run there.
+func (r *run) prepare(res *resumed) error {
+	var err error
+	if r.cfgJSON, err = json.Marshal(r.cfg); err != nil {
+		return fmt.Errorf("train: config: %w", err)
+	}
+	if c, ok := r.ck.(*Checkpoints); ok {
+		if err := c.begin(r, r.resumed); err != nil {
+			return err
 		}
 	}
-	r.out = newFanout(s.Observers)
-	r.emit(Event{Version: EventLogVersion, Kind: EventStart, Config: cfgJSON, Batches: s.Train.Len()})
+	if r.cfg.RunDir != "" {
+		if res == nil {
+			r.log, err = openEventLog(r.cfg.RunDir, r.cfgJSON)
+		} else {
+			r.log, err = appendEventLog(r.cfg.RunDir, r.cfgJSON)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// execute runs the loop between the first and the end event. res is the
+// checkpoint a Resume continues from.
+func (r *run) execute(res *resumed) (out Result, err error) {
+	r.out = newFanout(r.s.Observers)
+	r.sys = newSystemSampler(r.dev)
+	if res == nil || r.log != nil && r.log.fresh {
+		r.emit(Event{Version: EventLogVersion, Kind: EventStart, Config: r.cfgJSON, Batches: r.s.Train.Len()})
+	}
+	if res != nil {
+		pos := r.position()
+		r.emit(Event{Kind: EventResume, Epoch: r.epoch, Path: res.path, Position: &pos, Config: r.cfgJSON,
+			Error: strings.Join(res.skipped, "; ")})
+		r.logf("resuming from %s: epoch %d batch %d step %d", res.path, r.epoch, r.batch, r.step)
+	}
 	defer func() {
 		// A panic that is not a *tensor.Error (a bug in a model's step)
 		// goes on up with its stack, after the end event is logged and the
 		// observers and the log are closed.
 		if p := recover(); p != nil {
-			r.emit(Event{Kind: EventEnd, Reason: StopFailed, Error: fmt.Sprintf("panic: %v", p)})
+			r.emit(Event{Kind: EventEnd, Epoch: r.epoch, Reason: StopFailed, Error: fmt.Sprintf("panic: %v", p)})
 			r.out.close()
 			if r.log != nil {
 				_ = r.log.close()
@@ -161,17 +268,17 @@ func (s *Supervised) Fit(ctx context.Context, l *Learner) (res Result, err error
 			panic(p)
 		}
 	}()
-	res = r.loop(cfg)
-	if res.Reason == StopFailed {
-		err = errors.New(res.Why)
+	out = r.loop(res)
+	if out.Reason == StopFailed {
+		err = errors.New(out.Why)
 	}
-	end := Event{Kind: EventEnd, Epoch: res.Epochs, Reason: res.Reason}
-	if res.Reason == StopFailed {
-		end.Error = res.Why
+	end := Event{Kind: EventEnd, Epoch: out.Epochs, Reason: out.Reason}
+	if out.Reason == StopFailed {
+		end.Error = out.Why
 	}
 	r.emit(end)
 	r.out.close()
-	res.DroppedEvents = r.out.dropped
+	out.DroppedEvents = r.out.dropped
 	if r.log != nil {
 		if cerr := r.log.close(); cerr != nil && err == nil {
 			err = cerr
@@ -180,7 +287,7 @@ func (s *Supervised) Fit(ctx context.Context, l *Learner) (res Result, err error
 	if r.logErr != nil && err == nil {
 		err = r.logErr
 	}
-	return res, err
+	return out, err
 }
 
 func (r *run) emit(e Event) {
@@ -201,56 +308,108 @@ func (r *run) logf(format string, args ...any) {
 	}
 }
 
-func (r *run) loop(cfg Config) Result {
-	var res Result
-	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
-		train, stop, why := r.trainEpoch(cfg, epoch)
-		if stop != "" && stop != StopCancelled {
-			res.Reason, res.Why = stop, why
-			return res
+func (r *run) position() Position { return Position{Epoch: r.epoch, Batch: r.batch, Step: r.step} }
+
+// result is the Result so far.
+func (r *run) result(reason StopReason, why string) Result {
+	return Result{Reason: reason, Why: why, Epochs: r.epoch, Steps: r.step,
+		Train: slices.Clone(r.hist.Train), Valid: slices.Clone(r.hist.Valid)}
+}
+
+// moment offers the checkpoint strategy the run's position. When ctx is
+// cancelled during a moment that was not final, the strategy is offered
+// the same position again as final, since the run stops there.
+func (r *run) moment(epochEnd, final bool, train, valid Values) error {
+	if r.ck == nil {
+		return nil
+	}
+	for {
+		ctx := r.ctx
+		if final {
+			ctx = context.WithoutCancel(ctx)
 		}
-		res.Steps = r.step
-		if stop == StopCancelled {
-			res.Reason, res.Why = StopCancelled, why
-			return res
+		m := &Moment{Position: r.position(), EpochEnd: epochEnd, Final: final, run: r, train: train, valid: valid}
+		if err := r.ck.Checkpoint(ctx, m); err != nil {
+			return fmt.Errorf("train: checkpoint at epoch %d batch %d step %d: %w", r.epoch, r.batch, r.step, err)
 		}
-		res.Train = append(res.Train, train)
-		r.emit(Event{Kind: EventEpoch, Epoch: epoch, Split: "train", Metrics: train.clone(), LR: r.l.Optimizer.LR()})
-		line := fmt.Sprintf("epoch %d/%d train %s", epoch, cfg.Epochs, train)
+		if final || r.ctx.Err() == nil {
+			return nil
+		}
+		final = true
+	}
+}
+
+func (r *run) loop(res *resumed) Result {
+	if res != nil {
+		if stop, why := r.replayStopRule(); stop {
+			return r.result(StopEarly, why)
+		}
+	}
+	for epoch := r.epoch + 1; epoch <= r.cfg.Epochs; epoch++ {
+		train, stop, why := r.trainEpoch(epoch)
+		if stop != "" {
+			return r.result(stop, why)
+		}
+		r.emit(Event{Kind: EventEpoch, Epoch: epoch, Split: "train", Metrics: train.clone(), LR: r.l.Optimizer.LR(),
+			System: r.sys.sample(true)})
+		line := fmt.Sprintf("epoch %d/%d train %s", epoch, r.cfg.Epochs, train)
 		var valid Values
 		if r.s.Valid != nil {
 			var reason StopReason
 			valid, reason, why = r.validate(epoch)
-			if reason != "" {
-				res.Reason, res.Why = reason, why
-				return res
+			if reason == StopCancelled {
+				if err := r.moment(false, true, nil, nil); err != nil {
+					return r.result(StopFailed, err.Error())
+				}
 			}
-			res.Valid = append(res.Valid, valid)
+			if reason != "" {
+				return r.result(reason, why)
+			}
 			r.emit(Event{Kind: EventEpoch, Epoch: epoch, Split: "valid", Metrics: valid.clone()})
 			line += " | valid " + valid.String()
 		}
-		res.Epochs = epoch
+		r.epoch, r.batch = epoch, 0
+		r.hist.Train = append(r.hist.Train, train)
+		if r.s.Valid != nil {
+			r.hist.Valid = append(r.hist.Valid, valid)
+		}
 		r.logf("%s (%.1fs)", line, time.Since(r.start).Seconds())
-		if r.s.Checkpoint != nil {
-			if err := r.s.Checkpoint.Checkpoint(r.ctx, r.l, Position{Epoch: epoch, Step: r.step}, train, valid); err != nil {
-				res.Reason, res.Why = StopFailed, fmt.Sprintf("train: checkpoint after epoch %d: %v", epoch, err)
-				return res
+		stopEarly, why := false, ""
+		if r.s.Stop != nil {
+			if stopEarly, why = r.s.Stop.ShouldStop(epoch, train, valid); stopEarly {
+				r.logf("stopping early: %s", why)
 			}
 		}
-		if r.s.Stop != nil {
-			if ok, why := r.s.Stop.ShouldStop(epoch, train, valid); ok {
-				r.logf("stopping early: %s", why)
-				res.Reason, res.Why = StopEarly, why
-				return res
-			}
+		final := stopEarly || epoch == r.cfg.Epochs || r.ctx.Err() != nil
+		if err := r.moment(true, final, train, valid); err != nil {
+			return r.result(StopFailed, err.Error())
+		}
+		if stopEarly {
+			return r.result(StopEarly, why)
 		}
 		if r.ctx.Err() != nil {
-			res.Reason, res.Why = StopCancelled, r.ctx.Err().Error()
-			return res
+			return r.result(StopCancelled, r.ctx.Err().Error())
 		}
 	}
-	res.Reason = StopCompleted
-	return res
+	return r.result(StopCompleted, "")
+}
+
+// modelDevice returns the plain device of model's first parameter or
+// buffer, or the CPU for a model without any.
+func modelDevice(model any) (dev tensor.Device) {
+	defer func() {
+		if recover() != nil {
+			dev = tensor.CPU()
+		}
+	}()
+	for _, list := range [][]nn.NamedParam{nn.Params(model), nn.Buffers(model)} {
+		for _, np := range list {
+			if np.Param != nil && np.Param.Tensor != nil {
+				return np.Param.Device().Inner()
+			}
+		}
+	}
+	return tensor.CPU()
 }
 
 // setMode calls nn.Train or nn.Eval. It returns the error of a model
@@ -318,8 +477,8 @@ func update(ms []metrics.Metric, outputs, y *tensor.Tensor) error {
 	return nil
 }
 
-func snapshot(loss *metrics.Loss, ms []metrics.Metric) Values {
-	v := Values{"loss": loss.Value()}
+func snapshot(loss float64, ms []metrics.Metric) Values {
+	v := Values{"loss": loss}
 	for _, m := range ms {
 		if mv, ok := m.(metrics.MultiValued); ok {
 			for k, x := range mv.Values() {
@@ -362,21 +521,42 @@ func (v Values) String() string {
 	return s
 }
 
-// trainEpoch runs one epoch of training. It returns the epoch's metric
-// values, or a stop reason (StopCancelled or StopFailed) and its details.
-func (r *run) trainEpoch(cfg Config, epoch int) (Values, StopReason, string) {
-	r.loss.Reset()
+// trainEpoch runs epoch's training from batch r.batch (0 unless a resumed
+// run continues inside the epoch). It returns the epoch's metric values,
+// or a stop reason (StopCancelled or StopFailed) and its details; when it
+// returns StopCancelled the final moment has been offered.
+//
+// The loader reads on a context detached from Fit's, so that a step whose
+// batches are being read when ctx is cancelled still gets all of them
+// (with GradAccumulation, a cut-short step would not be the step an
+// uninterrupted run takes); ctx is checked between steps.
+func (r *run) trainEpoch(epoch int) (Values, StopReason, string) {
+	cfg := r.cfg
+	if r.batch == 0 {
+		r.loss = runningLoss{}
+	}
+	// After a resume inside the epoch the loss sums are the checkpoint's;
+	// other metrics start empty and cover the batches from here on.
 	metrics.ResetAll(r.s.Metrics...)
 	if err := setMode(r.l.Model, true); err != nil && !r.warned {
 		r.warned = true
 		r.logf("warning: %v", err)
 	}
-	it := r.s.Train.Iter(r.ctx, epoch-1)
-	defer it.Close()
 	nb := r.s.Train.Len()
 	samples := 0 // training samples of this epoch so far, for step events
-	done := false
-	for b := 0; !done; {
+	it := r.s.Train.IterFrom(context.WithoutCancel(r.ctx), epoch-1, r.batch)
+	defer it.Close()
+	cancelled := func() (Values, StopReason, string) {
+		why := r.ctx.Err().Error()
+		if err := r.moment(false, true, nil, nil); err != nil {
+			return nil, StopFailed, err.Error()
+		}
+		return nil, StopCancelled, why
+	}
+	for done := false; !done; {
+		if r.ctx.Err() != nil {
+			return cancelled()
+		}
 		var reason StopReason
 		var why string
 		n := 0
@@ -398,12 +578,9 @@ func (r *run) trainEpoch(cfg Config, epoch int) (Values, StopReason, string) {
 					batches = append(batches, bt)
 					samples += batchSize(bt.X)
 					loss, out := forward(r.l, bt.X, bt.Y, false)
-					if err := r.loss.UpdateLoss(loss.Item(), batchSize(bt.X)); err != nil {
-						reason, why = StopFailed, fmt.Sprintf("train: epoch %d batch %d: loss: %v", epoch, b, err)
-						return
-					}
+					r.loss.add(loss.Item(), batchSize(bt.X))
 					if err := update(r.s.Metrics, out, bt.Y); err != nil {
-						reason, why = StopFailed, fmt.Sprintf("train: epoch %d batch %d: metrics: %v", epoch, b, err)
+						reason, why = StopFailed, fmt.Sprintf("train: epoch %d batch %d: metrics: %v", epoch, r.batch+n, err)
 						return
 					}
 					if total == nil {
@@ -412,7 +589,6 @@ func (r *run) trainEpoch(cfg Config, epoch int) (Values, StopReason, string) {
 						total = total.Add(loss)
 					}
 					n++
-					b++
 				}
 				if n == 0 {
 					return
@@ -428,6 +604,7 @@ func (r *run) trainEpoch(cfg Config, epoch int) (Values, StopReason, string) {
 					r.l.Scheduler.Step()
 				}
 				r.step++
+				r.batch += n
 			})
 		})
 		if err != nil {
@@ -436,25 +613,35 @@ func (r *run) trainEpoch(cfg Config, epoch int) (Values, StopReason, string) {
 		if reason != "" {
 			return nil, reason, why
 		}
-		if n > 0 && (r.step-r.lastLog >= cfg.LogEvery) {
+		if n == 0 {
+			continue
+		}
+		if r.step-r.lastLog >= cfg.LogEvery {
 			r.lastLog = r.step
-			vals := snapshot(r.loss, r.s.Metrics)
+			vals := snapshot(r.loss.value(), r.s.Metrics)
 			lr := r.l.Optimizer.LR()
-			r.emit(Event{Kind: EventStep, Epoch: epoch, Split: "train", Metrics: vals, LR: lr,
-				Batches: nb, Batch: b, Samples: samples})
-			r.logf("epoch %d/%d batch %d/%d step %d %s lr %.4g", epoch, cfg.Epochs, b, nb, r.step, vals, lr)
+			r.emit(Event{Kind: EventStep, Epoch: epoch, Split: "train", Metrics: vals, LR: lr, System: r.sys.sample(false),
+				Batches: nb, Batch: r.batch, Samples: samples})
+			r.logf("epoch %d/%d batch %d/%d step %d %s lr %.4g", epoch, cfg.Epochs, r.batch, nb, r.step, vals, lr)
 		}
 		if r.ctx.Err() != nil {
-			return nil, StopCancelled, r.ctx.Err().Error()
+			return cancelled()
+		}
+		// The step that ends the epoch is offered at the epoch's end,
+		// after validation.
+		if r.batch < nb {
+			if err := r.moment(false, false, nil, nil); err != nil {
+				return nil, StopFailed, err.Error()
+			}
+			if r.ctx.Err() != nil { // the final moment was offered
+				return nil, StopCancelled, r.ctx.Err().Error()
+			}
 		}
 	}
 	if err := it.Err(); err != nil {
-		if r.ctx.Err() != nil {
-			return nil, StopCancelled, r.ctx.Err().Error()
-		}
 		return nil, StopFailed, fmt.Sprintf("train: epoch %d: %v", epoch, err)
 	}
-	return snapshot(r.loss, r.s.Metrics), "", ""
+	return snapshot(r.loss.value(), r.s.Metrics), "", ""
 }
 
 // clip applies c to grads in place.
@@ -474,7 +661,7 @@ func (r *run) clip(c optim.GradClip, grads *tensor.Gradients) {
 // validate runs the model over Valid in eval mode without recording
 // gradients.
 func (r *run) validate(epoch int) (Values, StopReason, string) {
-	r.vloss.Reset()
+	r.vloss = runningLoss{}
 	metrics.ResetAll(r.s.ValidMetrics...)
 	if err := setMode(r.l.Model, false); err != nil && !r.warned {
 		r.warned = true
@@ -492,10 +679,7 @@ func (r *run) validate(epoch int) (Values, StopReason, string) {
 				x := bt.X.ToDevice(bt.X.Device().NoGrad())
 				y := bt.Y.ToDevice(bt.Y.Device().NoGrad())
 				loss, out := forward(r.l, x, y, true)
-				if err := r.vloss.UpdateLoss(loss.Item(), batchSize(x)); err != nil {
-					failure = err.Error()
-					return
-				}
+				r.vloss.add(loss.Item(), batchSize(x))
 				if err := update(r.s.ValidMetrics, out, bt.Y); err != nil {
 					failure = err.Error()
 				}
@@ -514,5 +698,5 @@ func (r *run) validate(epoch int) (Values, StopReason, string) {
 		}
 		return nil, StopFailed, fmt.Sprintf("train: validation after epoch %d: %v", epoch, err)
 	}
-	return snapshot(r.vloss, r.s.ValidMetrics), "", ""
+	return snapshot(r.vloss.value(), r.s.ValidMetrics), "", ""
 }

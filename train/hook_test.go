@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,15 +20,21 @@ import (
 
 type fakeCheckpointer struct {
 	got    []train.Position
+	ends   []bool // EpochEnd of each moment
+	final  []int  // indices of final moments
 	failAt int
 }
 
-func (f *fakeCheckpointer) Checkpoint(ctx context.Context, l *train.Learner, pos train.Position, tr, va train.Values) error {
-	if _, ok := tr["loss"]; !ok || va == nil {
-		return errors.New("missing metric values")
+func (f *fakeCheckpointer) Checkpoint(ctx context.Context, m *train.Moment) error {
+	if _, ok := m.Train()["loss"]; !ok || (m.EpochEnd && m.Valid() == nil) || (!m.EpochEnd && m.Valid() != nil) {
+		return fmt.Errorf("metric values at %+v: train %v, valid %v", m.Position, m.Train(), m.Valid())
 	}
-	f.got = append(f.got, pos)
-	if pos.Epoch == f.failAt {
+	if m.Final {
+		f.final = append(f.final, len(f.got))
+	}
+	f.got = append(f.got, m.Position)
+	f.ends = append(f.ends, m.EpochEnd)
+	if m.EpochEnd && m.Position.Epoch == f.failAt {
 		return errors.New("disk full")
 	}
 	return nil
@@ -46,13 +53,19 @@ func TestFitCallsCheckpointer(t *testing.T) {
 				Checkpoint: ck,
 			}
 			res, err := s.Fit(context.Background(), &train.Learner{Model: model, Optimizer: optim.NewSGD(optim.SGDConfig{LR: 0.1})})
+			// 3 batches an epoch: moments after steps 1 and 2 inside
+			// the epoch, the third step's at the epoch's end.
 			switch failAt {
 			case 0:
-				if err != nil || len(ck.got) != 3 || ck.got[2] != (train.Position{Epoch: 3, Step: 9}) {
-					t.Fatalf("positions %v, %v", ck.got, err)
+				want := []train.Position{{0, 1, 1}, {0, 2, 2}, {1, 0, 3}, {1, 1, 4}, {1, 2, 5}, {2, 0, 6}, {2, 1, 7}, {2, 2, 8}, {3, 0, 9}}
+				if err != nil || !slices.Equal(ck.got, want) || !slices.Equal(ck.final, []int{8}) {
+					t.Fatalf("positions %v (final %v), want %v; %v", ck.got, ck.final, want, err)
+				}
+				if !slices.Equal(ck.ends, []bool{false, false, true, false, false, true, false, false, true}) {
+					t.Fatalf("epoch ends %v", ck.ends)
 				}
 			default:
-				if err == nil || !strings.Contains(err.Error(), "disk full") || res.Reason != train.StopFailed || len(ck.got) != 2 {
+				if err == nil || !strings.Contains(err.Error(), "disk full") || res.Reason != train.StopFailed || len(ck.got) != 6 {
 					t.Fatalf("result %+v, %v, positions %v", res, err, ck.got)
 				}
 			}

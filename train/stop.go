@@ -20,6 +20,8 @@ const (
 // and valid are the epoch's metric values by name (valid is nil without a
 // validation loader). ShouldStop returns true and a human-readable reason
 // to stop. A rule may keep state; Fit calls it once per epoch, in order.
+// Resume shows a rule the epochs before its checkpoint again, in order,
+// first calling its Reset method if it has one (func Reset()).
 type StopRule interface {
 	ShouldStop(epoch int, train, valid Values) (stop bool, why string)
 }
@@ -45,6 +47,10 @@ type EarlyStopping struct {
 func NewEarlyStopping(metric string, patience int) *EarlyStopping {
 	return &EarlyStopping{Metric: metric, Patience: patience}
 }
+
+// Reset forgets the values seen, keeping the configuration. Resume calls
+// it before showing the rule the epochs a checkpoint had completed.
+func (e *EarlyStopping) Reset() { e.best, e.seen, e.stale = 0, false, 0 }
 
 // Best returns the best value seen so far (NaN before any).
 func (e *EarlyStopping) Best() float64 {

@@ -12,6 +12,7 @@ func init() {
 	Symbols["github.com/kiln-ml/kiln/metrics/metrics"] = map[string]reflect.Value{
 		// function, constant and variable definitions
 		"Binary":             reflect.ValueOf(metrics.Binary),
+		"DeviceUsage":        reflect.ValueOf(metrics.DeviceUsage),
 		"ErrInput":           reflect.ValueOf(&metrics.ErrInput).Elem(),
 		"ErrNotTensor":       reflect.ValueOf(&metrics.ErrNotTensor).Elem(),
 		"Macro":              reflect.ValueOf(metrics.Macro),
@@ -53,6 +54,7 @@ func init() {
 		"BLEU":            reflect.ValueOf((*metrics.BLEU)(nil)),
 		"CPUUsage":        reflect.ValueOf((*metrics.CPUUsage)(nil)),
 		"ConfusionMatrix": reflect.ValueOf((*metrics.ConfusionMatrix)(nil)),
+		"DeviceReporter":  reflect.ValueOf((*metrics.DeviceReporter)(nil)),
 		"ErrorRate":       reflect.ValueOf((*metrics.ErrorRate)(nil)),
 		"HammingScore":    reflect.ValueOf((*metrics.HammingScore)(nil)),
 		"IterationSpeed":  reflect.ValueOf((*metrics.IterationSpeed)(nil)),
@@ -72,10 +74,21 @@ func init() {
 		"TopKAccuracy":    reflect.ValueOf((*metrics.TopKAccuracy)(nil)),
 
 		// interface wrapper definitions
-		"_Metric":      reflect.ValueOf((*_github_com_kiln_ml_kiln_metrics_Metric)(nil)),
-		"_MultiValued": reflect.ValueOf((*_github_com_kiln_ml_kiln_metrics_MultiValued)(nil)),
-		"_TextMetric":  reflect.ValueOf((*_github_com_kiln_ml_kiln_metrics_TextMetric)(nil)),
+		"_DeviceReporter": reflect.ValueOf((*_github_com_kiln_ml_kiln_metrics_DeviceReporter)(nil)),
+		"_Metric":         reflect.ValueOf((*_github_com_kiln_ml_kiln_metrics_Metric)(nil)),
+		"_MultiValued":    reflect.ValueOf((*_github_com_kiln_ml_kiln_metrics_MultiValued)(nil)),
+		"_TextMetric":     reflect.ValueOf((*_github_com_kiln_ml_kiln_metrics_TextMetric)(nil)),
 	}
+}
+
+// _github_com_kiln_ml_kiln_metrics_DeviceReporter is an interface wrapper for DeviceReporter type
+type _github_com_kiln_ml_kiln_metrics_DeviceReporter struct {
+	IValue         interface{}
+	WDeviceMetrics func() map[string]float64
+}
+
+func (W _github_com_kiln_ml_kiln_metrics_DeviceReporter) DeviceMetrics() map[string]float64 {
+	return W.WDeviceMetrics()
 }
 
 // _github_com_kiln_ml_kiln_metrics_Metric is an interface wrapper for Metric type

@@ -14,42 +14,59 @@ import (
 func init() {
 	Symbols["github.com/kiln-ml/kiln/train/train"] = map[string]reflect.Value{
 		// function, constant and variable definitions
-		"ConfigFile":       reflect.ValueOf(constant.MakeFromLiteral("\"config.json\"", token.STRING, 0)),
-		"EventEnd":         reflect.ValueOf(train.EventEnd),
-		"EventEpoch":       reflect.ValueOf(train.EventEpoch),
-		"EventLogVersion":  reflect.ValueOf(constant.MakeFromLiteral("1", token.INT, 0)),
-		"EventStart":       reflect.ValueOf(train.EventStart),
-		"EventStep":        reflect.ValueOf(train.EventStep),
-		"EventsFile":       reflect.ValueOf(constant.MakeFromLiteral("\"events.jsonl\"", token.STRING, 0)),
-		"NewEarlyStopping": reflect.ValueOf(train.NewEarlyStopping),
-		"ObserverBuffer":   reflect.ValueOf(constant.MakeFromLiteral("1024", token.INT, 0)),
-		"ReadEvents":       reflect.ValueOf(train.ReadEvents),
-		"StopCancelled":    reflect.ValueOf(train.StopCancelled),
-		"StopCompleted":    reflect.ValueOf(train.StopCompleted),
-		"StopEarly":        reflect.ValueOf(train.StopEarly),
-		"StopFailed":       reflect.ValueOf(train.StopFailed),
+		"BestCheckpointFile":  reflect.ValueOf(constant.MakeFromLiteral("\"best\"", token.STRING, 0)),
+		"CheckpointIndexFile": reflect.ValueOf(constant.MakeFromLiteral("\"index.json\"", token.STRING, 0)),
+		"CheckpointsDir":      reflect.ValueOf(constant.MakeFromLiteral("\"checkpoints\"", token.STRING, 0)),
+		"ConfigFile":          reflect.ValueOf(constant.MakeFromLiteral("\"config.json\"", token.STRING, 0)),
+		"EventCheckpoint":     reflect.ValueOf(train.EventCheckpoint),
+		"EventEnd":            reflect.ValueOf(train.EventEnd),
+		"EventEpoch":          reflect.ValueOf(train.EventEpoch),
+		"EventLogVersion":     reflect.ValueOf(constant.MakeFromLiteral("1", token.INT, 0)),
+		"EventResume":         reflect.ValueOf(train.EventResume),
+		"EventStart":          reflect.ValueOf(train.EventStart),
+		"EventStep":           reflect.ValueOf(train.EventStep),
+		"EventsFile":          reflect.ValueOf(constant.MakeFromLiteral("\"events.jsonl\"", token.STRING, 0)),
+		"LastCheckpointFile":  reflect.ValueOf(constant.MakeFromLiteral("\"last\"", token.STRING, 0)),
+		"NewCheckpoints":      reflect.ValueOf(train.NewCheckpoints),
+		"NewEarlyStopping":    reflect.ValueOf(train.NewEarlyStopping),
+		"NoCheckpoints":       reflect.ValueOf(&train.NoCheckpoints).Elem(),
+		"ObserverBuffer":      reflect.ValueOf(constant.MakeFromLiteral("1024", token.INT, 0)),
+		"ReadCheckpointIndex": reflect.ValueOf(train.ReadCheckpointIndex),
+		"ReadEvents":          reflect.ValueOf(train.ReadEvents),
+		"StopCancelled":       reflect.ValueOf(train.StopCancelled),
+		"StopCompleted":       reflect.ValueOf(train.StopCompleted),
+		"StopEarly":           reflect.ValueOf(train.StopEarly),
+		"StopFailed":          reflect.ValueOf(train.StopFailed),
 
 		// type definitions
-		"Checkpointer":  reflect.ValueOf((*train.Checkpointer)(nil)),
-		"Config":        reflect.ValueOf((*train.Config)(nil)),
-		"EarlyStopping": reflect.ValueOf((*train.EarlyStopping)(nil)),
-		"Event":         reflect.ValueOf((*train.Event)(nil)),
-		"EventKind":     reflect.ValueOf((*train.EventKind)(nil)),
-		"Learner":       reflect.ValueOf((*train.Learner)(nil)),
-		"Observer":      reflect.ValueOf((*train.Observer)(nil)),
-		"ObserverFunc":  reflect.ValueOf((*train.ObserverFunc)(nil)),
-		"Position":      reflect.ValueOf((*train.Position)(nil)),
-		"Result":        reflect.ValueOf((*train.Result)(nil)),
-		"StopReason":    reflect.ValueOf((*train.StopReason)(nil)),
-		"StopRule":      reflect.ValueOf((*train.StopRule)(nil)),
-		"Supervised":    reflect.ValueOf((*train.Supervised)(nil)),
-		"TrainStepper":  reflect.ValueOf((*train.TrainStepper)(nil)),
-		"ValidStepper":  reflect.ValueOf((*train.ValidStepper)(nil)),
-		"Values":        reflect.ValueOf((*train.Values)(nil)),
+		"CheckpointIndex": reflect.ValueOf((*train.CheckpointIndex)(nil)),
+		"CheckpointInfo":  reflect.ValueOf((*train.CheckpointInfo)(nil)),
+		"Checkpointer":    reflect.ValueOf((*train.Checkpointer)(nil)),
+		"Checkpoints":     reflect.ValueOf((*train.Checkpoints)(nil)),
+		"Config":          reflect.ValueOf((*train.Config)(nil)),
+		"EarlyStopping":   reflect.ValueOf((*train.EarlyStopping)(nil)),
+		"Event":           reflect.ValueOf((*train.Event)(nil)),
+		"EventKind":       reflect.ValueOf((*train.EventKind)(nil)),
+		"KeepBest":        reflect.ValueOf((*train.KeepBest)(nil)),
+		"KeepLast":        reflect.ValueOf((*train.KeepLast)(nil)),
+		"Learner":         reflect.ValueOf((*train.Learner)(nil)),
+		"Moment":          reflect.ValueOf((*train.Moment)(nil)),
+		"Observer":        reflect.ValueOf((*train.Observer)(nil)),
+		"ObserverFunc":    reflect.ValueOf((*train.ObserverFunc)(nil)),
+		"Position":        reflect.ValueOf((*train.Position)(nil)),
+		"Result":          reflect.ValueOf((*train.Result)(nil)),
+		"Retention":       reflect.ValueOf((*train.Retention)(nil)),
+		"StopReason":      reflect.ValueOf((*train.StopReason)(nil)),
+		"StopRule":        reflect.ValueOf((*train.StopRule)(nil)),
+		"Supervised":      reflect.ValueOf((*train.Supervised)(nil)),
+		"TrainStepper":    reflect.ValueOf((*train.TrainStepper)(nil)),
+		"ValidStepper":    reflect.ValueOf((*train.ValidStepper)(nil)),
+		"Values":          reflect.ValueOf((*train.Values)(nil)),
 
 		// interface wrapper definitions
 		"_Checkpointer": reflect.ValueOf((*_github_com_kiln_ml_kiln_train_Checkpointer)(nil)),
 		"_Observer":     reflect.ValueOf((*_github_com_kiln_ml_kiln_train_Observer)(nil)),
+		"_Retention":    reflect.ValueOf((*_github_com_kiln_ml_kiln_train_Retention)(nil)),
 		"_StopRule":     reflect.ValueOf((*_github_com_kiln_ml_kiln_train_StopRule)(nil)),
 		"_TrainStepper": reflect.ValueOf((*_github_com_kiln_ml_kiln_train_TrainStepper)(nil)),
 		"_ValidStepper": reflect.ValueOf((*_github_com_kiln_ml_kiln_train_ValidStepper)(nil)),
@@ -59,11 +76,11 @@ func init() {
 // _github_com_kiln_ml_kiln_train_Checkpointer is an interface wrapper for Checkpointer type
 type _github_com_kiln_ml_kiln_train_Checkpointer struct {
 	IValue      interface{}
-	WCheckpoint func(ctx context.Context, l *train.Learner, pos train.Position, train train.Values, valid train.Values) error
+	WCheckpoint func(ctx context.Context, m *train.Moment) error
 }
 
-func (W _github_com_kiln_ml_kiln_train_Checkpointer) Checkpoint(ctx context.Context, l *train.Learner, pos train.Position, train train.Values, valid train.Values) error {
-	return W.WCheckpoint(ctx, l, pos, train, valid)
+func (W _github_com_kiln_ml_kiln_train_Checkpointer) Checkpoint(ctx context.Context, m *train.Moment) error {
+	return W.WCheckpoint(ctx, m)
 }
 
 // _github_com_kiln_ml_kiln_train_Observer is an interface wrapper for Observer type
@@ -74,6 +91,16 @@ type _github_com_kiln_ml_kiln_train_Observer struct {
 
 func (W _github_com_kiln_ml_kiln_train_Observer) OnEvent(e train.Event) {
 	W.WOnEvent(e)
+}
+
+// _github_com_kiln_ml_kiln_train_Retention is an interface wrapper for Retention type
+type _github_com_kiln_ml_kiln_train_Retention struct {
+	IValue interface{}
+	WKeep  func(list []train.CheckpointInfo) []bool
+}
+
+func (W _github_com_kiln_ml_kiln_train_Retention) Keep(list []train.CheckpointInfo) []bool {
+	return W.WKeep(list)
 }
 
 // _github_com_kiln_ml_kiln_train_StopRule is an interface wrapper for StopRule type
