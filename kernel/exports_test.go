@@ -136,6 +136,12 @@ var exportStrings = map[string]string{
 	// An existing file, which SaveCheckpoint refuses to replace, so the
 	// call reaches compiled code without writing into the source tree.
 	"store.SaveCheckpoint/dir": "testdata/exports/hello.txt",
+	// Paths in a directory that does not exist: these writers fail before
+	// writing anything, so the calls reach compiled code without changing
+	// testdata/exports/hello.txt.
+	"store.SaveModel/path":              "testdata/exports/missing/model.safetensors",
+	"store.NameMap.Save/path":           "testdata/exports/missing/model.safetensors",
+	"store.SafetensorsFile.CopyTo/path": "testdata/exports/missing/copy.safetensors",
 }
 
 var exportStringHints = []struct{ sub, value string }{

@@ -429,12 +429,14 @@ func checkpointCorrupt(dir, file, format string, args ...any) error {
 }
 
 // LoadCheckpoint loads the checkpoint directory dir (see SaveCheckpoint)
-// onto dev. It first reads manifest.json and verifies it completely: a
-// known format and version, and every file it lists present with the
-// listed size and SHA-256; only then does it decode anything, from the
-// bytes it verified. Files in dir that the manifest does not list (a
-// README, a leftover) are allowed and ignored; the manifest itself must
-// list exactly model.safetensors, optimizer.safetensors and state.json.
+// onto dev. It first opens it with OpenCheckpoint, which verifies the
+// manifest completely: a known format and version, and every file it
+// lists present with the listed size and SHA-256; only then does it decode
+// anything, tensor by tensor, from the files it verified (kept open since,
+// so a checkpoint renamed over this one meanwhile is not read). Files in
+// dir that the manifest does not list (a README, a leftover) are allowed
+// and ignored; the manifest itself must list exactly model.safetensors,
+// optimizer.safetensors and state.json.
 //
 // Any problem with the content (a missing file, a size or checksum
 // mismatch, a truncated file, an unknown version, JSON that does not
@@ -448,19 +450,108 @@ func checkpointCorrupt(dir, file, format string, args ...any) error {
 // newest complete one of the two from where it lies (the next
 // SaveCheckpoint moves it back); errors then name that path.
 func LoadCheckpoint(dir string, dev tensor.Device) (*Checkpoint, error) {
+	r, err := OpenCheckpoint(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	info := r.Info
+	c := &Checkpoint{
+		OptimizerJSON: info.OptimizerJSON,
+		Schedule:      info.Schedule,
+		Config:        info.Config,
+		Extra:         info.Extra,
+		RNG:           info.RNG,
+		Epoch:         info.Epoch,
+		Step:          info.Step,
+		Metrics:       info.Metrics,
+	}
+	c.Model, _, err = r.Model.readAll(dev)
+	if err != nil {
+		return nil, fmt.Errorf("store: load checkpoint %s: %w", info.Dir, err)
+	}
+	c.Optimizer, _, err = r.Optimizer.readAll(dev)
+	if err != nil {
+		c.Release()
+		return nil, fmt.Errorf("store: load checkpoint %s: %w", info.Dir, err)
+	}
+	return c, nil
+}
+
+// CheckpointFile describes one file of a checkpoint as its manifest lists
+// it.
+type CheckpointFile struct {
+	Name   string // file name inside the checkpoint directory
+	Size   int64  // size in bytes
+	SHA256 string // lower-case hex SHA-256 of the content
+}
+
+// CheckpointInfo is what a checkpoint directory says about itself besides
+// its tensors: its manifest and its state.json.
+type CheckpointInfo struct {
+	// Dir is the directory read: the one asked for, or the complete
+	// checkpoint an interrupted save left beside it (see LoadCheckpoint).
+	Dir string
+	// Created is the manifest's creation time (RFC 3339, UTC).
+	Created string
+	// Version is the checkpoint layout version (CheckpointVersion).
+	Version int
+	// Files lists the files the manifest describes, all verified.
+	Files []CheckpointFile
+
+	Epoch         int
+	Step          int
+	RNG           RNGState
+	Metrics       map[string]float64
+	OptimizerJSON []byte // nil when none
+	Schedule      []byte // nil when none
+	Config        []byte // nil when none
+	Extra         []byte // nil when none
+}
+
+// CheckpointReader is an open, verified checkpoint directory whose
+// tensors are read on demand, one at a time, from its two safetensors
+// files (see SafetensorsFile). Close it when done.
+type CheckpointReader struct {
+	Info      CheckpointInfo
+	Model     *SafetensorsFile // model.safetensors: the state dict, PyTorch names and layouts
+	Optimizer *SafetensorsFile // optimizer.safetensors: the optimizer's tensors
+}
+
+// Close closes the checkpoint's files. Tensors already read stay valid.
+func (r *CheckpointReader) Close() error {
+	var err error
+	for _, f := range []*SafetensorsFile{r.Model, r.Optimizer} {
+		if f == nil {
+			continue
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+// OpenCheckpoint opens the checkpoint directory dir (see SaveCheckpoint)
+// and verifies it as LoadCheckpoint does (the manifest, then every file's
+// size and SHA-256, streamed from the open files so that no file is held
+// in memory whole), parses state.json and validates both safetensors
+// headers, but reads no tensor. It fails as LoadCheckpoint does, and
+// finds the checkpoint an interrupted save left as LoadCheckpoint does.
+func OpenCheckpoint(dir string) (*CheckpointReader, error) {
 	dir = filepath.Clean(dir)
 	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
 		parent, base := filepath.Split(dir)
 		if p := interrupted(parent, base); p != "" {
-			return loadCheckpoint(p, dev)
+			return openCheckpoint(p)
 		}
 	}
-	return loadCheckpoint(dir, dev)
+	return openCheckpoint(dir)
 }
 
-// loadCheckpoint is LoadCheckpoint without the recovery of an interrupted
+// openCheckpoint is OpenCheckpoint without the recovery of an interrupted
 // save.
-func loadCheckpoint(dir string, dev tensor.Device) (*Checkpoint, error) {
+func openCheckpoint(dir string) (_ *CheckpointReader, err error) {
 	manPath := filepath.Join(dir, checkpointManifest)
 	manBytes, err := readCapped(manPath, maxManifestBytes)
 	if err != nil {
@@ -479,41 +570,69 @@ func loadCheckpoint(dir string, dev tensor.Device) (*Checkpoint, error) {
 	if err != nil {
 		return nil, checkpointCorrupt(dir, checkpointManifest, "%v", err)
 	}
-	contents := map[string][]byte{}
+	r := &CheckpointReader{Info: CheckpointInfo{Dir: dir, Created: man.Created, Version: man.Version}}
+	defer func() {
+		if err != nil {
+			r.Close()
+		}
+	}()
+	// Verify every file before parsing any, so that a damaged file is
+	// reported as a checksum mismatch rather than as whatever its damage
+	// looks like to a parser.
+	opened := map[string]*os.File{}
+	defer func() {
+		for _, f := range opened {
+			f.Close()
+		}
+	}()
 	for _, f := range man.Files {
-		b, err := readVerified(dir, f)
+		fh, err := openVerified(dir, f)
 		if err != nil {
 			return nil, err
 		}
-		contents[f.Name] = b
+		opened[f.Name] = fh
+		r.Info.Files = append(r.Info.Files, CheckpointFile{Name: f.Name, Size: f.Size, SHA256: strings.ToLower(f.SHA256)})
 	}
-	st, err := parseState(contents[checkpointState])
+	stateBytes := make([]byte, sizeOf(man, checkpointState))
+	if _, err := opened[checkpointState].ReadAt(stateBytes, 0); err != nil && !(errors.Is(err, io.EOF) && len(stateBytes) == 0) {
+		return nil, checkpointCorrupt(dir, checkpointState, "truncated while reading: %v", err)
+	}
+	st, err := parseState(stateBytes)
 	if err != nil {
 		return nil, checkpointCorrupt(dir, checkpointState, "%v", err)
 	}
-	c := &Checkpoint{
-		OptimizerJSON: fromRawJSON(st.Optimizer),
-		Schedule:      fromRawJSON(st.Schedule),
-		Config:        fromRawJSON(st.Config),
-		Extra:         fromRawJSON(st.Extra),
-		RNG:           st.RNG,
-		Epoch:         st.Epoch,
-		Step:          st.Step,
-		Metrics:       make(map[string]float64, len(st.Metrics)),
-	}
+	r.Info.Epoch, r.Info.Step, r.Info.RNG = st.Epoch, st.Step, st.RNG
+	r.Info.OptimizerJSON = fromRawJSON(st.Optimizer)
+	r.Info.Schedule = fromRawJSON(st.Schedule)
+	r.Info.Config = fromRawJSON(st.Config)
+	r.Info.Metrics = make(map[string]float64, len(st.Metrics))
+	r.Info.Extra = fromRawJSON(st.Extra)
 	for k, v := range st.Metrics {
-		c.Metrics[k] = float64(v)
+		r.Info.Metrics[k] = float64(v)
 	}
-	c.Model, _, err = Decode(filepath.Join(dir, checkpointModel), contents[checkpointModel], dev)
-	if err != nil {
-		return nil, fmt.Errorf("store: load checkpoint %s: %w", dir, err)
+	for _, f := range []struct {
+		name string
+		dst  **SafetensorsFile
+	}{{checkpointModel, &r.Model}, {checkpointOptimizer, &r.Optimizer}} {
+		fh := opened[f.name]
+		delete(opened, f.name) // openFile owns it now
+		sf, err := openFile(filepath.Join(dir, f.name), fh, sizeOf(man, f.name))
+		if err != nil {
+			return nil, fmt.Errorf("store: load checkpoint %s: %w", dir, err)
+		}
+		*f.dst = sf
 	}
-	c.Optimizer, _, err = Decode(filepath.Join(dir, checkpointOptimizer), contents[checkpointOptimizer], dev)
-	if err != nil {
-		c.Release()
-		return nil, fmt.Errorf("store: load checkpoint %s: %w", dir, err)
+	return r, nil
+}
+
+// sizeOf returns the size the manifest lists for the named file.
+func sizeOf(m *manifest, name string) int64 {
+	for _, f := range m.Files {
+		if f.Name == name {
+			return f.Size
+		}
 	}
-	return c, nil
+	return 0
 }
 
 var errTooLarge = errors.New("file too large")
@@ -576,9 +695,10 @@ func parseManifest(b []byte) (*manifest, error) {
 	return &m, nil
 }
 
-// readVerified reads one file the manifest lists and checks its size and
-// SHA-256.
-func readVerified(dir string, f manifestFile) ([]byte, error) {
+// openVerified opens one file the manifest lists and checks its size and
+// SHA-256, reading it through once; the caller reads the content from the
+// returned file and closes it.
+func openVerified(dir string, f manifestFile) (_ *os.File, err error) {
 	path := filepath.Join(dir, f.Name)
 	fh, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -587,7 +707,11 @@ func readVerified(dir string, f manifestFile) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: load checkpoint %s: %w", dir, err)
 	}
-	defer fh.Close()
+	defer func() {
+		if err != nil {
+			fh.Close()
+		}
+	}()
 	fi, err := fh.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("store: load checkpoint %s: %w", dir, err)
@@ -600,18 +724,18 @@ func readVerified(dir string, f manifestFile) ([]byte, error) {
 	case fi.Size() > f.Size:
 		return nil, checkpointCorrupt(dir, f.Name, "%d bytes, manifest says %d", fi.Size(), f.Size)
 	}
-	b := make([]byte, f.Size)
-	if _, err := io.ReadFull(fh, b); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			return nil, checkpointCorrupt(dir, f.Name, "truncated while reading")
-		}
-		return nil, fmt.Errorf("store: load checkpoint %s: %w", dir, err)
+	h := sha256.New()
+	n, err := io.CopyBuffer(h, io.NewSectionReader(fh, 0, f.Size), make([]byte, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("store: load checkpoint %s: %s: %w", dir, f.Name, err)
 	}
-	sum := sha256.Sum256(b)
-	if got := hex.EncodeToString(sum[:]); !strings.EqualFold(got, f.SHA256) {
+	if n != f.Size {
+		return nil, checkpointCorrupt(dir, f.Name, "truncated while reading")
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); !strings.EqualFold(got, f.SHA256) {
 		return nil, checkpointCorrupt(dir, f.Name, "checksum mismatch: sha256 %s, manifest says %s", got, f.SHA256)
 	}
-	return b, nil
+	return fh, nil
 }
 
 // parseState decodes state.json.

@@ -11,8 +11,10 @@ import (
 	"math/bits"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/kiln-ml/kiln/tensor"
 )
@@ -83,16 +85,23 @@ type TensorInfo struct {
 }
 
 // SafetensorsFile is an open safetensors file whose header has been
-// validated; tensors are read from it one at a time, on demand. It is safe
-// for concurrent use by several goroutines.
+// validated; tensors are read from it one at a time, on demand. Where the
+// platform allows (Linux, macOS, the BSDs) the file is memory-mapped and
+// a tensor is copied from the page cache straight into its device buffer,
+// with no intermediate copy on the heap; elsewhere each tensor is read
+// with ReadAt. It is safe for concurrent use by several goroutines.
 type SafetensorsFile struct {
 	name     string
 	r        io.ReaderAt
-	closer   io.Closer
-	dataAt   int64 // file offset of the data section
+	file     *os.File // nil for content held in memory (Decode)
+	mapped   []byte   // the whole content when memory-mapped or in memory; nil when read with ReadAt
+	dataAt   int64    // file offset of the data section
 	infos    map[string]TensorInfo
 	names    []string
 	metadata map[string]string
+
+	mu     sync.RWMutex // held for reading while tensor bytes are read, for writing by Close
+	closed bool
 }
 
 // corrupt returns an error wrapping ErrCorrupt that names the file.
@@ -130,12 +139,24 @@ func OpenSafetensors(path string) (*SafetensorsFile, error) {
 		f.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	sf, err := parseSafetensors(path, f, st.Size())
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("store: open %s: not a regular file", path)
+	}
+	return openFile(path, f, st.Size())
+}
+
+// openFile validates the header of the size-byte safetensors file f and
+// maps it into memory where it can. It takes ownership of f: on error f is
+// closed.
+func openFile(name string, f *os.File, size int64) (*SafetensorsFile, error) {
+	sf, err := parseSafetensors(name, f, size)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	sf.closer = f
+	sf.file = f
+	sf.mapped = mapFile(f, size)
 	return sf, nil
 }
 
@@ -336,10 +357,10 @@ func (sf *SafetensorsFile) Metadata() map[string]string {
 
 // Tensor reads the named tensor onto dev, reading only that tensor's bytes.
 // It fails with ErrNotFound for an unknown name, ErrUnsupported for a dtype
-// Kiln cannot hold, ErrCorrupt if the file shrank since it was opened or a
-// BOOL tensor holds a byte other than 0 and 1 (which the header check
-// cannot see), and
-// with the tensor package's error if dev cannot allocate the tensor.
+// Kiln cannot hold, ErrCorrupt if the file shrank or changed since it was
+// opened or a BOOL tensor holds a byte other than 0 and 1 (which the
+// header check cannot see), os.ErrClosed after Close, and with the tensor
+// package's error if dev cannot allocate the tensor.
 func (sf *SafetensorsFile) Tensor(name string, dev tensor.Device) (*tensor.Tensor, error) {
 	info, ok := sf.infos[name]
 	if !ok {
@@ -348,42 +369,119 @@ func (sf *SafetensorsFile) Tensor(name string, dev tensor.Device) (*tensor.Tenso
 	if !info.Supported {
 		return nil, fmt.Errorf("store: read %s: tensor %q: %w: Kiln has no dtype for %s", sf.name, name, ErrUnsupported, info.FileDType)
 	}
-	raw := make([]byte, info.Size)
-	if info.Size > 0 {
-		if err := readAt(sf.name, sf.r, raw, sf.dataAt+info.begin, fmt.Sprintf("tensor %q (%d bytes at %d)", name, info.Size, sf.dataAt+info.begin)); err != nil {
-			return nil, err
-		}
-	}
-	if info.DType == tensor.Bool {
-		// Kiln's kernels assume booleans are 0 or 1, as PyTorch writes them.
-		for i, b := range raw {
-			if b > 1 {
-				return nil, corrupt(sf.name, "BOOL tensor %q holds byte %d at element %d, not 0 or 1", name, b, i)
+	var out *tensor.Tensor
+	what := fmt.Sprintf("tensor %q (%d bytes at %d)", name, info.Size, sf.dataAt+info.begin)
+	err := sf.withBytes(info.begin, info.Size, what, func(raw []byte) error {
+		if info.DType == tensor.Bool {
+			// Kiln's kernels assume booleans are 0 or 1, as PyTorch writes them.
+			for i, b := range raw {
+				if b > 1 {
+					return corrupt(sf.name, "BOOL tensor %q holds byte %d at element %d, not 0 or 1", name, b, i)
+				}
 			}
 		}
-	}
-	var out *tensor.Tensor
-	err := tensor.Try(func() {
-		if len(info.Shape) == 0 {
-			flat := tensor.FromBytes(dev, info.DType, raw, 1)
-			out = flat.Reshape()
-			flat.Release()
-			return
+		err := tensor.Try(func() {
+			if len(info.Shape) == 0 {
+				flat := tensor.FromBytes(dev, info.DType, raw, 1)
+				out = flat.Reshape()
+				flat.Release()
+				return
+			}
+			out = tensor.FromBytes(dev, info.DType, raw, info.Shape...)
+		})
+		if err != nil {
+			return fmt.Errorf("store: read %s: tensor %q: %w", sf.name, name, err)
 		}
-		out = tensor.FromBytes(dev, info.DType, raw, info.Shape...)
+		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store: read %s: tensor %q: %w", sf.name, name, err)
+		if out != nil {
+			out.Release()
+		}
+		return nil, err
 	}
 	return out, nil
 }
 
-// Close closes the underlying file. Tensors already read stay valid.
+// withBytes calls fn with the n bytes at offset off of the data section
+// (what names them in errors). A memory-mapped file hands fn a slice of
+// the mapping, after checking that the file still holds those bytes, and
+// turns a fault while fn reads it (the file truncated meanwhile) into an
+// ErrCorrupt error; otherwise the bytes are read into a buffer first. fn
+// must not keep the slice.
+func (sf *SafetensorsFile) withBytes(off, n int64, what string, fn func([]byte) error) error {
+	sf.mu.RLock()
+	defer sf.mu.RUnlock()
+	if sf.closed {
+		return fmt.Errorf("store: read %s: %s: %w", sf.name, what, os.ErrClosed)
+	}
+	at := sf.dataAt + off
+	if sf.mapped == nil {
+		if sf.r == nil {
+			return fmt.Errorf("store: read %s: %s: the file is not open", sf.name, what)
+		}
+		buf := make([]byte, n)
+		if n > 0 {
+			if err := readAt(sf.name, sf.r, buf, at, what); err != nil {
+				return err
+			}
+		}
+		return fn(buf)
+	}
+	if sf.file == nil {
+		return fn(sf.mapped[at : at+n]) // content held in memory: nothing can change it
+	}
+	// A mapped file that shrank raises SIGBUS on access: check the size
+	// first (the usual case), and recover the fault should it shrink
+	// between the check and the copy.
+	st, err := sf.file.Stat()
+	if err != nil {
+		return fmt.Errorf("store: read %s: %s: %w", sf.name, what, err)
+	}
+	if st.Size() < at+n {
+		return corrupt(sf.name, "file ends before %s", what)
+	}
+	return faultGuard(sf.name, what, func() error { return fn(sf.mapped[at : at+n]) })
+}
+
+// faultGuard runs fn, which reads memory-mapped bytes, turning the
+// run-time fault of reading a page the file no longer has into an
+// ErrCorrupt error instead of a crash.
+func faultGuard(name, what string, fn func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(interface{ Addr() uintptr }); ok {
+				err = corrupt(name, "the file changed while reading %s (fault reading its mapping)", what)
+				return
+			}
+			panic(r)
+		}
+	}()
+	return fn()
+}
+
+// Close closes the underlying file and releases its mapping. Tensors
+// already read stay valid; reading more fails with os.ErrClosed. Closing
+// twice is not an error.
 func (sf *SafetensorsFile) Close() error {
-	if sf.closer == nil {
+	sf.mu.Lock()
+	defer sf.mu.Unlock()
+	if sf.closed {
 		return nil
 	}
-	return sf.closer.Close()
+	sf.closed = true
+	var err error
+	if sf.file != nil {
+		if sf.mapped != nil {
+			err = unmapFile(sf.mapped)
+		}
+		if cerr := sf.file.Close(); err == nil {
+			err = cerr
+		}
+	}
+	sf.mapped = nil
+	return err
 }
 
 // readAll loads every tensor of sf onto dev, releasing what it loaded if
@@ -423,6 +521,7 @@ func Decode(name string, data []byte, dev tensor.Device) (map[string]*tensor.Ten
 	if err != nil {
 		return nil, nil, err
 	}
+	sf.mapped = data
 	return sf.readAll(dev)
 }
 
@@ -530,7 +629,13 @@ func nonNil(s []int) []int {
 // syncs it and renames it over path, so a crash leaves either the old file
 // or the complete new one, never a partial file. On error the temporary
 // file is removed and path is untouched.
-func WriteSafetensors(path string, tensors map[string]*tensor.Tensor, metadata map[string]string) (err error) {
+func WriteSafetensors(path string, tensors map[string]*tensor.Tensor, metadata map[string]string) error {
+	return writeAtomic(path, func(w io.Writer) error { return encode(w, tensors, metadata) })
+}
+
+// writeAtomic writes path with write through a synced temporary file in
+// the same directory renamed over path (see WriteSafetensors).
+func writeAtomic(path string, write func(io.Writer) error) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -546,7 +651,7 @@ func WriteSafetensors(path string, tensors map[string]*tensor.Tensor, metadata m
 		}
 	}()
 	bw := bufio.NewWriterSize(tmp, 1<<20)
-	if err := encode(bw, tensors, metadata); err != nil {
+	if err := write(bw); err != nil {
 		return fmt.Errorf("store: write %s: %w", path, err)
 	}
 	if err := bw.Flush(); err != nil {
@@ -567,4 +672,69 @@ func WriteSafetensors(path string, tensors map[string]*tensor.Tensor, metadata m
 		d.Close()
 	}
 	return nil
+}
+
+// CopyTo writes the tensors of sf, byte for byte and without decoding
+// them (dtypes Kiln cannot hold included), to a new safetensors file at
+// path with metadata in place of sf's own (pass sf.Metadata(), changed, to
+// keep it); nil metadata writes none. Tensors keep their order and
+// alignment in the data section. The data is streamed, never held in
+// memory whole, and path is written atomically as WriteSafetensors does.
+// It fails, leaving path untouched, when sf is closed, when sf's file
+// shrank or changed since it was opened (ErrCorrupt), or on an I/O error.
+// Writing over sf's own file is allowed: sf keeps reading the file it
+// opened.
+func (sf *SafetensorsFile) CopyTo(path string, metadata map[string]string) error {
+	if sf.r == nil && sf.mapped == nil {
+		return fmt.Errorf("store: write %s: the source safetensors file is not open", path)
+	}
+	order := slices.Clone(sf.names)
+	sort.SliceStable(order, func(i, j int) bool { return sf.infos[order[i]].begin < sf.infos[order[j]].begin })
+	var hdr bytes.Buffer
+	hdr.WriteByte('{')
+	if len(metadata) > 0 {
+		md, err := json.Marshal(metadata) // sorted keys
+		if err != nil {
+			return fmt.Errorf("store: write %s: metadata: %w", path, err)
+		}
+		hdr.WriteString(`"` + metadataKey + `":`)
+		hdr.Write(md)
+	}
+	var dataLen int64
+	for i, n := range order {
+		info := sf.infos[n]
+		key, _ := json.Marshal(n)
+		shape, _ := json.Marshal(nonNil(info.Shape))
+		if i > 0 || len(metadata) > 0 {
+			hdr.WriteByte(',')
+		}
+		fmt.Fprintf(&hdr, `%s:{"dtype":%q,"shape":%s,"data_offsets":[%d,%d]}`, key, info.FileDType, shape, info.begin, info.begin+info.Size)
+		dataLen = max(dataLen, info.begin+info.Size)
+	}
+	hdr.WriteByte('}')
+	for hdr.Len()%8 != 0 {
+		hdr.WriteByte(' ')
+	}
+	return writeAtomic(path, func(w io.Writer) error {
+		var lenBuf [8]byte
+		binary.LittleEndian.PutUint64(lenBuf[:], uint64(hdr.Len()))
+		if _, err := w.Write(lenBuf[:]); err != nil {
+			return err
+		}
+		if _, err := w.Write(hdr.Bytes()); err != nil {
+			return err
+		}
+		const chunk = 4 << 20
+		for at := int64(0); at < dataLen; at += chunk {
+			n := min(chunk, dataLen-at)
+			what := fmt.Sprintf("data bytes %d to %d", at, at+n)
+			if err := sf.withBytes(at, n, what, func(b []byte) error {
+				_, err := w.Write(b)
+				return err
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

@@ -15,5 +15,11 @@
 //	                 train a two-layer perceptron on XOR-like data, written with
 //	                 tensors alone, and print the loss
 //	kiln devices     list detected devices
+//	kiln export RUN_OR_CHECKPOINT [--format safetensors] -o FILE
+//	                 write the model weights of a checkpoint (or of a run
+//	                 directory's best checkpoint) to one file
+//	kiln inspect [--json] PATH
+//	                 show the tensors and metadata of a safetensors file,
+//	                 checkpoint or run directory
 //	kiln version     print the version
 package main

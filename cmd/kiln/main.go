@@ -17,6 +17,8 @@ var commands = map[string]struct {
 }{
 	"demo":    {runDemo, "train an MLP on MNIST with a live dashboard (-epochs, -batch, -subset, -device, -run-dir; -xor for the XOR demo)"},
 	"devices": {runDevices, "list the devices Kiln detects"},
+	"export":  {runExport, "write a run's or checkpoint's model weights to one file: RUN_OR_CHECKPOINT --format safetensors -o FILE"},
+	"inspect": {runInspect, "show what a safetensors file, checkpoint or run directory holds: [--json] PATH"},
 	"kernel":  {runKernel, "the Jupyter kernel: run -f CONN, install [--user|--prefix DIR] [--name N], uninstall"},
 	"version": {func([]string) error { fmt.Println("kiln", version); return nil }, "print the version"},
 }
@@ -40,7 +42,7 @@ func main() {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: kiln <command> [arguments]\n\ncommands:")
-	for _, name := range []string{"demo", "devices", "kernel", "version"} {
+	for _, name := range []string{"demo", "devices", "export", "inspect", "kernel", "version"} {
 		fmt.Fprintf(os.Stderr, "  %-10s %s\n", name, commands[name].usage)
 	}
 }

@@ -1,0 +1,299 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/kiln-ml/kiln/store"
+)
+
+// runExport implements `kiln export RUN_OR_CHECKPOINT --format safetensors -o FILE`.
+func runExport(args []string) error { return exportCommand(args, os.Stdout, os.Stderr) }
+
+// exportCommand is runExport writing its report to out and flag errors to
+// errOut.
+func exportCommand(args []string, out, errOut io.Writer) error {
+	fs := flag.NewFlagSet("export", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	format := fs.String("format", "safetensors", "output format: safetensors (onnx and gguf are not yet supported)")
+	output := fs.String("o", "", "the file to write (required)")
+	fs.Usage = func() {
+		fmt.Fprintln(errOut, "usage: kiln export RUN_OR_CHECKPOINT [--format safetensors] -o FILE")
+		fmt.Fprintln(errOut, "\nWrites the model weights of a checkpoint directory, or of a run directory's best")
+		fmt.Fprintln(errOut, "checkpoint (checkpoints/best, else checkpoints/last, else the newest checkpoints/*),")
+		fmt.Fprintln(errOut, "to one safetensors file with PyTorch's names and layouts, after verifying the")
+		fmt.Fprintln(errOut, "checkpoint's manifest.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // -h: the usage is printed
+	}
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return fmt.Errorf("export: want one run or checkpoint directory, got %d arguments", len(pos))
+	}
+	switch f := strings.ToLower(*format); f {
+	case "safetensors":
+	case "onnx", "gguf":
+		return fmt.Errorf("export: format %s is not yet supported (only safetensors is)", f)
+	default:
+		return fmt.Errorf("export: unknown format %q (want safetensors)", *format)
+	}
+	if *output == "" {
+		return errors.New("export: an output file is required (-o FILE)")
+	}
+	if fi, err := os.Stat(*output); err == nil && fi.IsDir() {
+		return fmt.Errorf("export: output %s is a directory; give a file name", *output)
+	}
+
+	dir, how, err := resolveCheckpoint(pos[0])
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	r, err := store.OpenCheckpoint(dir)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	defer r.Close()
+	info := r.Info
+	if ofi, err := os.Stat(*output); err == nil {
+		for _, f := range info.Files {
+			if fi, err := os.Stat(filepath.Join(info.Dir, f.Name)); err == nil && os.SameFile(fi, ofi) {
+				return fmt.Errorf("export: output %s is the checkpoint's own %s; writing it would break the checkpoint", *output, f.Name)
+			}
+		}
+	}
+	md := exportMetadata(info)
+	if err := r.Model.CopyTo(*output, md); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	var total int64
+	for _, n := range r.Model.Names() {
+		ti, _ := r.Model.Info(n)
+		total += ti.Size
+	}
+	fmt.Fprintf(out, "exported %s (%s, epoch %d, step %d): %d tensors, %s of weights, to %s\n",
+		info.Dir, how, info.Epoch, info.Step, len(r.Model.Names()), humanBytes(total), *output)
+	return nil
+}
+
+// exportMetadata is the __metadata__ of an exported file: "format": "pt"
+// as Hugging Face's tools expect for PyTorch weights, and where the
+// weights came from.
+func exportMetadata(info store.CheckpointInfo) map[string]string {
+	src, err := filepath.Abs(info.Dir)
+	if err != nil {
+		src = info.Dir
+	}
+	md := map[string]string{
+		"format":                 "pt",
+		"kiln.source":            src,
+		"kiln.epoch":             strconv.Itoa(info.Epoch),
+		"kiln.step":              strconv.Itoa(info.Step),
+		"kiln.checkpoint_format": fmt.Sprintf("%s v%d", store.CheckpointFormat, info.Version),
+		"kiln.version":           version,
+	}
+	if info.Created != "" {
+		md["kiln.created"] = info.Created
+	}
+	if len(info.Metrics) > 0 {
+		// NaN and infinities are not JSON numbers: write them as strings.
+		m := map[string]any{}
+		for k, v := range info.Metrics {
+			m[k] = metricValue(v)
+		}
+		if b, err := json.Marshal(m); err == nil {
+			md["kiln.metrics"] = string(b)
+		}
+	}
+	return md
+}
+
+// metricValue returns v, or its name for values JSON cannot hold.
+func metricValue(v float64) any {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return v
+}
+
+// parseInterleaved parses flags that may come before, between or after
+// the positional arguments (`kiln export RUN -o out.safetensors`), which
+// the flag package alone stops at; "--" ends the flags.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	return pos, nil
+}
+
+// resolveCheckpoint returns the checkpoint directory path names: path
+// itself when it holds manifest.json, else, for a run directory (one with
+// checkpoints/), the checkpoint that checkpoints/best names, else the one
+// checkpoints/last names, else the newest checkpoints/*/ holding
+// manifest.json by name (numbers compared as numbers, so epoch-10 is newer
+// than epoch-9). A pointer is a file holding a directory name (relative to
+// checkpoints/, to the run directory, or absolute) or a symbolic link to
+// the directory. It also says, in words, which one it chose and why.
+func resolveCheckpoint(path string) (dir, how string, err error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", "", err
+	}
+	if !fi.IsDir() {
+		return "", "", fmt.Errorf("%s is a file, not a run or checkpoint directory", path)
+	}
+	if isCheckpoint(path) {
+		return path, "checkpoint", nil
+	}
+	ck := filepath.Join(path, "checkpoints")
+	if fi, err := os.Stat(ck); err != nil || !fi.IsDir() {
+		return "", "", fmt.Errorf("%s is neither a checkpoint directory (no manifest.json) nor a run directory (no checkpoints/)", path)
+	}
+	for _, ptr := range []string{"best", "last"} {
+		dir, err := followPointer(path, ck, ptr)
+		if err != nil {
+			return "", "", err
+		}
+		if dir != "" {
+			return dir, "the run's " + ptr + " checkpoint, from checkpoints/" + ptr, nil
+		}
+	}
+	entries, err := os.ReadDir(ck)
+	if err != nil {
+		return "", "", err
+	}
+	var names []string
+	for _, e := range entries {
+		// Hidden names are a save's temporary or set-aside directories.
+		if !strings.HasPrefix(e.Name(), ".") && isCheckpoint(filepath.Join(ck, e.Name())) {
+			names = append(names, e.Name())
+		}
+	}
+	if len(names) == 0 {
+		return "", "", fmt.Errorf("run directory %s has no checkpoints (no checkpoints/*/manifest.json)", path)
+	}
+	sort.Slice(names, func(i, j int) bool { return naturalLess(names[i], names[j]) })
+	return filepath.Join(ck, names[len(names)-1]), "the run's newest checkpoint by name", nil
+}
+
+// followPointer resolves checkpoints/<ptr> of run directory run: "" when
+// there is no such pointer, an error when it exists but does not lead to
+// a checkpoint.
+func followPointer(run, ck, ptr string) (string, error) {
+	p := filepath.Join(ck, ptr)
+	fi, err := os.Stat(p) // follows a symbolic link
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if _, lerr := os.Lstat(p); lerr == nil {
+			return "", fmt.Errorf("checkpoints/%s in %s is a broken link", ptr, run)
+		}
+		return "", nil
+	case err != nil:
+		return "", err
+	case fi.IsDir():
+		if !isCheckpoint(p) {
+			return "", fmt.Errorf("checkpoints/%s in %s is a directory without manifest.json, not a checkpoint", ptr, run)
+		}
+		return p, nil
+	case fi.Size() > 4096:
+		return "", fmt.Errorf("checkpoints/%s in %s is %d bytes, too long for a pointer to a checkpoint directory", ptr, run, fi.Size())
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "", err
+	}
+	name, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return "", fmt.Errorf("checkpoints/%s in %s is empty; it should name a checkpoint directory", ptr, run)
+	}
+	candidates := []string{name}
+	if !filepath.IsAbs(name) {
+		candidates = []string{filepath.Join(ck, name), filepath.Join(run, name)}
+	}
+	for _, c := range candidates {
+		if isCheckpoint(c) {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("checkpoints/%s in %s names %q, which is not a checkpoint directory (no manifest.json there)", ptr, run, name)
+}
+
+// isCheckpoint reports whether dir holds a manifest.json file.
+func isCheckpoint(dir string) bool {
+	fi, err := os.Stat(filepath.Join(dir, "manifest.json"))
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// naturalLess orders names with runs of digits compared as numbers:
+// "epoch-9" < "epoch-10".
+func naturalLess(a, b string) bool {
+	for a != "" && b != "" {
+		da, db := digitRun(a), digitRun(b)
+		if da > 0 && db > 0 {
+			na, nb := strings.TrimLeft(a[:da], "0"), strings.TrimLeft(b[:db], "0")
+			if len(na) != len(nb) {
+				return len(na) < len(nb)
+			}
+			if na != nb {
+				return na < nb
+			}
+			a, b = a[da:], b[db:]
+			continue
+		}
+		if a[0] != b[0] {
+			return a[0] < b[0]
+		}
+		a, b = a[1:], b[1:]
+	}
+	return len(a) < len(b)
+}
+
+// digitRun returns the length of the run of ASCII digits s starts with.
+func digitRun(s string) int {
+	n := 0
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	return n
+}
+
+// humanBytes formats a byte count for people: "812 B", "1.5 KiB", "2.0 GiB".
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -1,0 +1,274 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"unicode/utf8"
+
+	"github.com/kiln-ml/kiln/store"
+)
+
+// runInspect implements `kiln inspect FILE`.
+func runInspect(args []string) error { return inspectCommand(args, os.Stdout, os.Stderr) }
+
+// tensorReport describes one tensor of a file.
+type tensorReport struct {
+	Name      string `json:"name"`
+	DType     string `json:"dtype"`
+	Shape     []int  `json:"shape"`
+	Bytes     int64  `json:"bytes"`
+	Supported bool   `json:"supported"` // whether Kiln has a tensor type for the dtype
+}
+
+// fileReport describes one safetensors file.
+type fileReport struct {
+	Path     string            `json:"path"`
+	Bytes    int64             `json:"bytes"`
+	Metadata map[string]string `json:"metadata"`
+	Tensors  []tensorReport    `json:"tensors"`
+	Elements int64             `json:"elements"`   // total number of elements
+	Data     int64             `json:"data_bytes"` // total bytes of tensor data
+}
+
+// checkpointReport describes a checkpoint directory.
+type checkpointReport struct {
+	Dir       string                 `json:"dir"`
+	Chosen    string                 `json:"chosen,omitempty"` // how it was chosen from a run directory
+	Format    string                 `json:"format"`
+	Version   int                    `json:"version"`
+	Created   string                 `json:"created"`
+	Epoch     int                    `json:"epoch"`
+	Step      int                    `json:"step"`
+	RNG       store.RNGState         `json:"rng"`
+	Metrics   map[string]any         `json:"metrics"`
+	Files     []store.CheckpointFile `json:"files"`
+	Model     fileReport             `json:"model"`
+	Optimizer fileReport             `json:"optimizer"`
+	Config    json.RawMessage        `json:"config,omitempty"`
+	Schedule  json.RawMessage        `json:"schedule,omitempty"`
+	OptState  json.RawMessage        `json:"optimizer_state,omitempty"`
+}
+
+// inspectCommand is runInspect writing to out and flag errors to errOut.
+func inspectCommand(args []string, out, errOut io.Writer) error {
+	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	asJSON := fs.Bool("json", false, "print a JSON description instead of tables")
+	fs.Usage = func() {
+		fmt.Fprintln(errOut, "usage: kiln inspect [--json] FILE_OR_DIRECTORY")
+		fmt.Fprintln(errOut, "\nPrints what a safetensors file holds (metadata; each tensor's name, dtype, shape and")
+		fmt.Fprintln(errOut, "size), or a checkpoint directory (epoch, step, metrics, verified files, the model's and")
+		fmt.Fprintln(errOut, "optimizer's tensors). A run directory shows the checkpoint `kiln export` would use.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // -h: the usage is printed
+	}
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return fmt.Errorf("inspect: want one file or directory, got %d arguments", len(pos))
+	}
+	path := pos[0]
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("inspect: %w", err)
+	}
+	if !fi.IsDir() {
+		sf, err := store.OpenSafetensors(path)
+		if err != nil {
+			return fmt.Errorf("inspect: %w", err)
+		}
+		defer sf.Close()
+		rep := describeFile(path, fi.Size(), sf)
+		if *asJSON {
+			return writeJSON(out, rep)
+		}
+		printFile(out, rep, "")
+		return nil
+	}
+
+	dir, how, err := resolveCheckpoint(path)
+	if err != nil {
+		return fmt.Errorf("inspect: %w", err)
+	}
+	r, err := store.OpenCheckpoint(dir)
+	if err != nil {
+		return fmt.Errorf("inspect: %w", err)
+	}
+	defer r.Close()
+	rep := describeCheckpoint(r)
+	if how != "checkpoint" {
+		rep.Chosen = how
+	}
+	if *asJSON {
+		return writeJSON(out, rep)
+	}
+	printCheckpoint(out, rep)
+	return nil
+}
+
+func writeJSON(out io.Writer, v any) error {
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// describeFile describes the size-byte file at path that sf reads, its
+// tensors sorted by name.
+func describeFile(path string, size int64, sf *store.SafetensorsFile) fileReport {
+	rep := fileReport{Path: path, Bytes: size, Metadata: sf.Metadata(), Tensors: []tensorReport{}}
+	for _, n := range sf.Names() {
+		info, _ := sf.Info(n)
+		shape := info.Shape
+		if shape == nil {
+			shape = []int{}
+		}
+		elems := int64(1)
+		for _, d := range shape {
+			elems *= int64(d)
+		}
+		rep.Tensors = append(rep.Tensors, tensorReport{Name: n, DType: info.FileDType, Shape: shape, Bytes: info.Size, Supported: info.Supported})
+		rep.Elements += elems
+		rep.Data += info.Size
+	}
+	return rep
+}
+
+// describeCheckpoint gathers what r says about itself.
+func describeCheckpoint(r *store.CheckpointReader) checkpointReport {
+	info := r.Info
+	rep := checkpointReport{
+		Dir: info.Dir, Format: store.CheckpointFormat, Version: info.Version, Created: info.Created,
+		Epoch: info.Epoch, Step: info.Step, RNG: info.RNG, Files: info.Files,
+		Metrics:  map[string]any{},
+		Config:   info.Config,
+		Schedule: info.Schedule,
+		OptState: info.OptimizerJSON,
+	}
+	for k, v := range info.Metrics {
+		rep.Metrics[k] = metricValue(v)
+	}
+	sizes := map[string]int64{}
+	for _, f := range info.Files {
+		sizes[f.Name] = f.Size
+	}
+	rep.Model = describeFile(filepath.Join(info.Dir, "model.safetensors"), sizes["model.safetensors"], r.Model)
+	rep.Optimizer = describeFile(filepath.Join(info.Dir, "optimizer.safetensors"), sizes["optimizer.safetensors"], r.Optimizer)
+	return rep
+}
+
+// printFile prints a file's metadata and a table of its tensors, each
+// line prefixed with indent.
+func printFile(out io.Writer, rep fileReport, indent string) {
+	fmt.Fprintf(out, "%sfile      %s (%s)\n", indent, rep.Path, humanBytes(rep.Bytes))
+	keys := make([]string, 0, len(rep.Metadata))
+	for k := range rep.Metadata {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if len(keys) == 0 {
+		fmt.Fprintf(out, "%smetadata  (none)\n", indent)
+	}
+	for i, k := range keys {
+		label := "metadata "
+		if i > 0 {
+			label = "         "
+		}
+		fmt.Fprintf(out, "%s%s %s = %s\n", indent, label, k, rep.Metadata[k])
+	}
+	fmt.Fprintf(out, "%stensors   %d, %d elements, %s of data\n", indent, len(rep.Tensors), rep.Elements, humanBytes(rep.Data))
+	if len(rep.Tensors) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "%s  NAME\tDTYPE\tSHAPE\tSIZE\n", indent)
+	for _, t := range rep.Tensors {
+		dtype := t.DType
+		if !t.Supported {
+			dtype += " (not readable by Kiln)"
+		}
+		fmt.Fprintf(tw, "%s  %s\t%s\t%s\t%s\n", indent, t.Name, dtype, shapeText(t.Shape), humanBytes(t.Bytes))
+	}
+	tw.Flush()
+}
+
+// printCheckpoint prints a checkpoint's state, files and tensors.
+func printCheckpoint(out io.Writer, rep checkpointReport) {
+	fmt.Fprintf(out, "checkpoint  %s\n", rep.Dir)
+	if rep.Chosen != "" {
+		fmt.Fprintf(out, "chosen as   %s\n", rep.Chosen)
+	}
+	fmt.Fprintf(out, "format      %s v%d, created %s\n", rep.Format, rep.Version, rep.Created)
+	fmt.Fprintf(out, "epoch       %d\nstep        %d\n", rep.Epoch, rep.Step)
+	fmt.Fprintf(out, "rng         seed %d, position %d\n", rep.RNG.Seed, rep.RNG.Position)
+	names := make([]string, 0, len(rep.Metrics))
+	for k := range rep.Metrics {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var ms []string
+	for _, k := range names {
+		ms = append(ms, fmt.Sprintf("%s=%v", k, rep.Metrics[k]))
+	}
+	if len(ms) == 0 {
+		ms = []string{"(none)"}
+	}
+	fmt.Fprintf(out, "metrics     %s\n", strings.Join(ms, "  "))
+	for _, j := range []struct {
+		label string
+		v     json.RawMessage
+	}{{"config", rep.Config}, {"schedule", rep.Schedule}, {"optimizer", rep.OptState}} {
+		if len(j.v) > 0 {
+			fmt.Fprintf(out, "%-11s %s\n", j.label, compactJSON(j.v, 200))
+		}
+	}
+	fmt.Fprintln(out, "files       (sizes and SHA-256 verified against manifest.json)")
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	for _, f := range rep.Files {
+		fmt.Fprintf(tw, "  %s\t%s\tsha256 %s\n", f.Name, humanBytes(f.Size), f.SHA256)
+	}
+	tw.Flush()
+	fmt.Fprintln(out, "\nmodel:")
+	printFile(out, rep.Model, "  ")
+	fmt.Fprintln(out, "\noptimizer:")
+	printFile(out, rep.Optimizer, "  ")
+}
+
+// compactJSON returns v on one line, cut to about limit bytes.
+func compactJSON(v json.RawMessage, limit int) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, v); err != nil {
+		return string(v)
+	}
+	s := b.String()
+	if len(s) > limit {
+		cut := limit
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+// shapeText formats a shape as Kiln prints shapes: [4 3]; [] for a scalar.
+func shapeText(s []int) string {
+	parts := make([]string, len(s))
+	for i, d := range s {
+		parts[i] = fmt.Sprint(d)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kiln-ml/kiln/store"
+	"github.com/kiln-ml/kiln/tensor"
+)
+
+func TestInspectCommand(t *testing.T) {
+	dir := t.TempDir()
+	run := runLayout(t)
+	ckpt := filepath.Join(run, "checkpoints", "epoch-2")
+
+	file := filepath.Join(dir, "w.safetensors")
+	tensor.Scope(func() {
+		dev := tensor.CPU()
+		err := store.WriteSafetensors(file, map[string]*tensor.Tensor{
+			"enc.weight": tensor.Zeros(dev, 4, 3),
+			"enc.count":  tensor.ScalarOf(dev, tensor.Int64, 3),
+			"mask":       tensor.Zeros(dev, 2, 2).To(tensor.Bool),
+		}, map[string]string{"format": "pt", "note": "hi"})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	raw, _ := os.ReadFile(file)
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, b, 0o644)
+		return p
+	}
+	i8Header := `{"small":{"dtype":"I8","shape":[3],"data_offsets":[0,3]}}`
+	i8 := write("i8.safetensors", append(append([]byte{byte(len(i8Header)), 0, 0, 0, 0, 0, 0, 0}, i8Header...), 1, 2, 3))
+
+	cases := []struct {
+		name    string
+		args    []string
+		says    []string // in the output, in order
+		errSays string
+		errIs   error
+	}{
+		{"safetensors file", []string{file}, []string{
+			"file      " + file, "metadata  format = pt", "note = hi", "tensors   3, 17 elements",
+			"NAME", "DTYPE", "SHAPE", "SIZE",
+			"enc.count", "I64", "[]", "8 B",
+			"enc.weight", "F32", "[4 3]", "48 B",
+			"mask", "BOOL", "[2 2]", "4 B"}, "", nil},
+		{"a dtype Kiln cannot hold", []string{i8}, []string{"small", "I8 (not readable by Kiln)", "[3]"}, "", nil},
+		{"checkpoint directory", []string{ckpt}, []string{
+			"checkpoint  " + ckpt, "kiln-checkpoint v1", "epoch       2", "step        200",
+			"metrics     accuracy=0.75  valid_loss=0.16666", `config      {"lr":0.01}`,
+			"model.safetensors", "sha256 ", "optimizer.safetensors", "state.json",
+			"model:", "tensors   7", "BN.running_mean", "F32", "[4]", "L1.weight", "[4 3]",
+			"optimizer:", "L1.weight/exp_avg"}, "", nil},
+		{"run directory", []string{run}, []string{"checkpoint  " + filepath.Join(run, "checkpoints", "epoch-10"), "chosen as   the run's newest checkpoint by name", "epoch       10"}, "", nil},
+		{"missing file", []string{filepath.Join(dir, "nope.safetensors")}, nil, "nope.safetensors", os.ErrNotExist},
+		{"truncated file", []string{write("trunc.safetensors", raw[:len(raw)-3])}, nil, "trunc.safetensors", store.ErrCorrupt},
+		{"not a safetensors file", []string{write("notes.txt", []byte("just some notes, not tensors"))}, nil, "notes.txt", store.ErrCorrupt},
+		{"empty file", []string{write("empty.safetensors", nil)}, nil, "shorter than the 8-byte header length", store.ErrCorrupt},
+		{"plain directory", []string{dir}, nil, "neither a checkpoint directory", nil},
+		{"no argument", nil, nil, "want one file or directory, got 0", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := inspectCommand(tc.args, &stdout, &stderr)
+			if tc.errSays != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errSays) || (tc.errIs != nil && !errors.Is(err, tc.errIs)) {
+					t.Fatalf("err = %v, want one saying %q (wrapping %v)", err, tc.errSays, tc.errIs)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := stdout.String()
+			rest := out
+			for _, s := range tc.says {
+				i := strings.Index(rest, s)
+				if i < 0 {
+					t.Fatalf("output lacks %q (in order):\n%s", s, out)
+				}
+				rest = rest[i+len(s):]
+			}
+		})
+	}
+}
+
+// TestInspectCorruptCheckpoint damages each file of a checkpoint in turn:
+// inspect refuses it, naming the file.
+func TestInspectCorruptCheckpoint(t *testing.T) {
+	for _, name := range []string{"model.safetensors", "optimizer.safetensors", "state.json", "manifest.json"} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "ckpt")
+			saveCheckpoint(t, dir, 1, 1)
+			p := filepath.Join(dir, name)
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, b[:len(b)/2], 0o644)
+			var stdout, stderr bytes.Buffer
+			err := inspectCommand([]string{dir}, &stdout, &stderr)
+			if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), name) {
+				t.Errorf("err = %v, want ErrCorrupt naming %s", err, name)
+			}
+		})
+	}
+}
+
+func TestInspectJSON(t *testing.T) {
+	run := runLayout(t)
+	ckpt := filepath.Join(run, "checkpoints", "epoch-9")
+	var stdout, stderr bytes.Buffer
+	if err := inspectCommand([]string{"--json", ckpt}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	var rep checkpointReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	if rep.Epoch != 9 || rep.Step != 900 || rep.Metrics["accuracy"] != 0.75 || len(rep.Files) != 3 || len(rep.Model.Tensors) != 7 || rep.Model.Tensors[0].Name != "BN.bias" {
+		t.Errorf("report %+v", rep)
+	}
+
+	// A safetensors file, with flags after the path.
+	stdout.Reset()
+	out := filepath.Join(t.TempDir(), "m.safetensors")
+	if err := exportCommand([]string{ckpt, "-o", out}, &bytes.Buffer{}, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if err := inspectCommand([]string{out, "-json"}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	var file fileReport
+	if err := json.Unmarshal(stdout.Bytes(), &file); err != nil {
+		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	if file.Metadata["kiln.epoch"] != "9" || len(file.Tensors) != 7 || file.Tensors[6].Name != "L1.weight" || file.Tensors[6].DType != "F32" || file.Elements != 4*4+1+4+4*3 {
+		t.Errorf("report %+v", file)
+	}
+}
