@@ -118,8 +118,9 @@ func newID() string {
 }
 
 // waitTicks is how many 50 ms ticks a chart waits for the library (or for
-// its element to be attached to the page) before giving up.
-const waitTicks = 200
+// its element to be attached to the page) before giving up (a variable so
+// that tests can shorten it).
+var waitTicks = 200
 
 // lateNote is shown when a chart rendered without the library finds none
 // in the page.

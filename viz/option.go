@@ -159,7 +159,8 @@ func (f *figure) heatmapOption() map[string]any {
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: f.xLabel, NameLocation: "middle", NameGap: 28,
 			Data: f.xCategories, SplitArea: &opts.SplitArea{Show: opts.Bool(true)}}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "category", Name: f.yLabel, Data: f.yCategories,
-			Inverse: opts.Bool(true), SplitArea: &opts.SplitArea{Show: opts.Bool(true)}}),
+			NameLocation: "start", // the top, on an inverted axis
+			Inverse:      opts.Bool(true), SplitArea: &opts.SplitArea{Show: opts.Bool(true)}}),
 		charts.WithVisualMapOpts(opts.VisualMap{Calculable: opts.Bool(true), Min: float32(lo), Max: float32(hi),
 			Orient: "vertical", Right: "0", Top: "center",
 			InRange: &opts.VisualMapInRange{Color: []string{"#f7fbff", "#6baed6", "#08306b"}}}),
