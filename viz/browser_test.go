@@ -20,7 +20,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -123,7 +122,6 @@ func expect(t *testing.T, charts ...*Chart) expectation {
 	return e
 }
 
-func (e expectation) then(more expectation) expectation { return append(slices.Clone(e), more...) }
 
 // page is one browser check.
 type page struct {
