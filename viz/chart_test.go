@@ -3,6 +3,7 @@ package viz
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"regexp"
@@ -468,5 +469,35 @@ func TestDeviceTable(t *testing.T) {
 	}
 	if empty := DeviceTable(nil); !strings.Contains(empty.String(), "No device") {
 		t.Errorf("empty table: %q", empty.String())
+	}
+}
+
+func TestLargeChartsStayBounded(t *testing.T) {
+	n := 100_000
+	ys := make([]float64, n)
+	for i := range ys {
+		ys[i] = math.Sin(float64(i) / 1000)
+	}
+	line := Line(nil, ys)
+	if svg := line.SVG(); len(svg) > 400_000 {
+		t.Errorf("SVG of a %d-point line: %d bytes", n, len(svg))
+	}
+	if _, lengths := seriesLengths(t, optionOf(t, line)); lengths[0] != n {
+		t.Errorf("the option must keep every point: %d", lengths[0])
+	}
+	rows := make([][]float64, 200)
+	for i := range rows {
+		rows[i] = make([]float64, 200)
+		for j := range rows[i] {
+			rows[i][j] = float64(i * j)
+		}
+	}
+	heat := HeatmapRows(rows)
+	if svg := heat.SVG(); len(svg) > 1_000_000 || !strings.Contains(svg, "<image") {
+		t.Errorf("SVG of a 200×200 heat map: %d bytes, rasterized %v", len(svg), strings.Contains(svg, "<image"))
+	}
+	data := optionOf(t, heat)["series"].([]any)[0].(map[string]any)["data"].([]any)
+	if len(data) != 40_000 || fmt.Sprint(data[201]) != "[1 1 1]" {
+		t.Errorf("heat map data: %d cells, cell 201 = %v", len(data), data[201])
 	}
 }

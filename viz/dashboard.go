@@ -300,8 +300,10 @@ func (d *LiveDashboard) emit(block bool) {
 }
 
 // Close ends the dashboard as the run's end event would: it sends the
-// final update (if none was sent), after which events are ignored. Use it
-// when the run's events stop without an end event.
+// final update (if none was sent), after which events are ignored, and
+// returns once the sink has received it. Use it when the run's events stop
+// without an end event. A sink's Update must not call Close (it would wait
+// for itself).
 func (d *LiveDashboard) Close() {
 	d.mu.Lock()
 	d.final = true

@@ -15,6 +15,13 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
+// svgMaxPoints bounds the points per series an SVG draws; svgMaxCells
+// the heat map cells it draws as vectors (more are drawn as an image).
+const (
+	svgMaxPoints = 2000
+	svgMaxCells  = 4096
+)
+
 // pxToPt converts CSS pixels (96 per inch) to the points (72 per inch)
 // gonum's vg works in, so that an SVG of w×h px displays at that size.
 func pxToPt(px int) vg.Length { return vg.Length(float64(px) * 0.75) }
@@ -109,7 +116,13 @@ func (f *figure) xyPlot() (*plot.Plot, error) {
 		if s.faded {
 			col = fade(col)
 		}
-		runs := finiteRuns(s.xs, s.ys, f.logY)
+		xs, ys := s.xs, s.ys
+		if len(ys) > svgMaxPoints {
+			// A static picture 1,000 pixels wide shows no more; the
+			// extremes of each bucket are kept.
+			xs, ys = Thin(xs, ys, svgMaxPoints)
+		}
+		runs := finiteRuns(xs, ys, f.logY)
 		if s.kind == scatterSeries {
 			var pts plotter.XYs
 			for _, r := range runs {
@@ -295,6 +308,7 @@ func (f *figure) heatmapPlot() (*plot.Plot, error) {
 	}
 	h := plotter.NewHeatMap(g, blues{})
 	h.Min, h.Max = lo, hi
+	h.Rasterized = rows*cols > svgMaxCells
 	h.NaN = color.RGBA{R: 0xdd, G: 0xdd, B: 0xdd, A: 255}
 	p.Add(h)
 	if f.cellValues {
