@@ -122,7 +122,6 @@ func expect(t *testing.T, charts ...*Chart) expectation {
 	return e
 }
 
-
 // page is one browser check.
 type page struct {
 	name  string
