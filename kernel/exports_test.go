@@ -122,6 +122,8 @@ var exportRecipes = map[string]string{
 	"optim.ReduceLROnPlateau": "optim.NewReduceLROnPlateau(optim.NewSGD(optim.SGDConfig{LR: 0.1}), optim.ReduceLROnPlateauConfig{})",
 	"optim.OneCycleLR":        "optim.OneCycleLR{MaxLR: 0.1, TotalSteps: 10}",
 	"optim.SequentialLR":      "optim.NewSequentialLR([]optim.Schedule{optim.NewStepLR(0.1, 2, 0.5), optim.NewStepLR(0.1, 2, 0.5)}, []int{2})",
+	"viz.Chart":               "viz.Line(nil, []float64{1, 2, 3})",
+	"viz.Board":               `viz.NewBoard("b", viz.Line(nil, []float64{1, 2, 3}))`,
 }
 
 // exportStrings gives string arguments by "target/param" or by parameter
@@ -317,7 +319,7 @@ func panicOrigin(stack []byte) string {
 // kilnFrame reports whether a stack frame is in one of Kiln's API packages
 // (not in the symbol tables' wrappers, the kernel or this test).
 func kilnFrame(f string) bool {
-	for _, p := range []string{"tensor.", "backends.", "backends/", "autodiff.", "nn.", "optim.", "data.", "metrics.", "store.", "train.", "kernel/display."} {
+	for _, p := range []string{"tensor.", "backends.", "backends/", "autodiff.", "nn.", "optim.", "data.", "metrics.", "store.", "train.", "viz.", "kernel/display."} {
 		if strings.HasPrefix(f, kilnModule+p) {
 			return true
 		}

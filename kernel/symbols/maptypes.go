@@ -14,6 +14,7 @@ import (
 	"github.com/kiln-ml/kiln/nn"
 	"github.com/kiln-ml/kiln/optim"
 	"github.com/kiln-ml/kiln/tensor"
+	"github.com/kiln-ml/kiln/viz"
 )
 
 // Why MapTypes: when interpreted code passes a value of a type declared in a
@@ -323,6 +324,9 @@ func init() {
 	MapTypes[wrapperKey((*_github_com_kiln_ml_kiln_optim_Optimizer)(nil))] = []reflect.Type{
 		reflect.TypeOf(wrapOptimizerMomentum{}),
 	}
+
+	// viz: For returns a cell-declared Visual as it is.
+	MapTypes[reflect.ValueOf(viz.For)] = []reflect.Type{reflect.TypeOf((*viz.Visual)(nil)).Elem()}
 
 	Symbols["."] = map[string]reflect.Value{"MapTypes": reflect.ValueOf(MapTypes)}
 }

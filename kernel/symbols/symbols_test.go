@@ -25,6 +25,7 @@ func TestPackages(t *testing.T) {
 		"github.com/kiln-ml/kiln/store",
 		"github.com/kiln-ml/kiln/tensor",
 		"github.com/kiln-ml/kiln/train",
+		"github.com/kiln-ml/kiln/viz",
 	}
 	if got := symbols.Packages(); !slices.Equal(got, want) {
 		t.Errorf("Packages() = %v, want %v", got, want)
