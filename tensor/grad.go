@@ -57,6 +57,7 @@ func record(op string, attrs map[string]any, out *Tensor, inputs []*Tensor, back
 	out.node.Scope = currentModuleScope()
 	out.requiresGrad = true
 	out.dev = out.dev.Autodiff()
+	notifyObservers(out.node)
 	return out
 }
 
