@@ -172,7 +172,14 @@ func (h *hostTensor) device(dev tensor.Device) *tensor.Tensor {
 			raw[k] = byte(h.i[k])
 		}
 	}
-	return tensor.FromBytes(dev, h.dtype, raw, h.shape...)
+	t := tensor.FromBytes(dev, h.dtype, raw, h.shape...)
+	if len(h.shape) == 0 {
+		// From* functions read an empty shape as a vector.
+		s := t.Reshape()
+		t.Release()
+		t = s
+	}
+	return t
 }
 
 // hostOf downloads t (a synchronisation point).

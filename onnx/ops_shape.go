@@ -23,7 +23,7 @@ func init() {
 	ops["Size"] = &opDef{
 		role: func(int, int64, map[string]*AttributeProto) role { return roleBuffer },
 		run: func(c *call) []*value {
-			return []*value{{h: hostInts([]int64{int64(backends.NumElements(c.need(0).shape()))}, []int{}...)}}
+			return []*value{{h: &hostTensor{dtype: tensor.Int64, shape: []int{}, i: []int64{int64(backends.NumElements(c.need(0).shape()))}}}}
 		},
 	}
 	ops["Constant"] = &opDef{host: constantOf}
@@ -380,7 +380,7 @@ func constantOf(c *call) []*hostTensor {
 			}
 			return hosts(&hostTensor{dtype: tensor.Float32, shape: []int{len(f)}, f: f})
 		case "value_int":
-			return hosts(hostInts([]int64{a.I}, []int{}...))
+			return hosts(&hostTensor{dtype: tensor.Int64, shape: []int{}, i: []int64{a.I}})
 		case "value_ints":
 			return hosts(hostInts(append([]int64{}, a.Ints...)))
 		}
