@@ -70,6 +70,55 @@ func runCase(t *testing.T, dev tensor.Device, name string, c testutil.FixtureCas
 	if n != len(got) {
 		t.Errorf("%d outputs checked, the model has %d", n, len(got))
 	}
+	checkInferred(t, m, got)
+}
+
+// checkInferred compares the inferred types of the outputs with what the
+// run produced: fixed dimensions must be equal, and each symbol must stand
+// for one size throughout the run. Every output's rank and every
+// dimension must be inferred (as a number or a symbol).
+func checkInferred(t *testing.T, m *onnx.Model, got map[string]*tensor.Tensor) {
+	t.Helper()
+	// Infer from the inputs alone: what the file declares about other
+	// values is dropped.
+	g := *m.Proto().Graph
+	g.ValueInfo = nil
+	g.Outputs = nil
+	for _, o := range m.Proto().Graph.Outputs {
+		g.Outputs = append(g.Outputs, &onnx.ValueInfoProto{Name: o.Name})
+	}
+	types := onnx.InferShapes(&g, int64(m.Opset()))
+	bound := map[string]int{}
+	for name, g := range got {
+		vt := types[name]
+		if !vt.RankKnown {
+			t.Errorf("output %s: rank not inferred", name)
+			continue
+		}
+		shape := g.Shape()
+		if len(vt.Shape) != len(shape) {
+			t.Errorf("output %s: inferred %v, got shape %v", name, vt, shape)
+			continue
+		}
+		for i, d := range vt.Shape {
+			switch {
+			case d.HasValue:
+				if int(d.Value) != shape[i] {
+					t.Errorf("output %s: inferred %v, got shape %v", name, vt, shape)
+				}
+			case d.Param != "":
+				if b, ok := bound[d.Param]; ok && b != shape[i] {
+					t.Errorf("output %s: symbol %s is %d here and %d elsewhere", name, d.Param, shape[i], b)
+				}
+				bound[d.Param] = shape[i]
+			default:
+				t.Errorf("output %s: dimension %d not inferred (%v; got shape %v)", name, i, vt, shape)
+			}
+		}
+		if et := onnx.DataTypeName(vt.ElemType); vt.ElemType == 0 || !strings.EqualFold(strings.TrimSuffix(et, "EAN"), strings.TrimSuffix(strings.ToUpper(g.DType().String()), "EAN")) && !(et == "FLOAT" && g.DType() == tensor.Float32) && !(et == "DOUBLE" && g.DType() == tensor.Float64) {
+			t.Errorf("output %s: inferred element type %s, got %s", name, et, g.DType())
+		}
+	}
 }
 
 func TestFixturesMatchReference(t *testing.T) {
