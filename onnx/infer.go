@@ -147,7 +147,7 @@ type info struct {
 	et    int32
 	shape []mono // nil: rank unknown
 	rank  bool
-	val   []mono // elements of a small integer tensor, when known
+	val   []mono      // elements of a small integer tensor, when known
 	h     *hostTensor // the whole value, when it is a known small constant
 }
 
