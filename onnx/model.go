@@ -121,11 +121,10 @@ func newModel(mp *ModelProto, path string, dev tensor.Device) (*Model, error) {
 	g := mp.Graph
 	opset, ok := defaultOpset(mp)
 	if !ok {
-		if len(mp.OpsetImports) == 0 && mp.IRVersion < 3 {
-			opset = 1
-		} else {
-			return nil, fmt.Errorf("%w: the model imports no opset of the default ONNX domain", ErrUnsupported)
+		if len(mp.OpsetImports) == 0 {
+			return nil, fmt.Errorf("%w: model: no opset_import (field %d)", ErrCorrupt, fModelOpsetImport)
 		}
+		return nil, fmt.Errorf("%w: the model imports no opset of the default ONNX domain", ErrUnsupported)
 	}
 	if opset < MinOpset {
 		return nil, fmt.Errorf("%w: opset %d: Kiln runs opsets %d to %d", ErrUnsupported, opset, MinOpset, MaxOpset)

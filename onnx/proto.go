@@ -328,6 +328,10 @@ type TensorProto struct {
 	hasRaw       bool
 }
 
+// raw reports whether t's elements are in RawData (set, even empty, by
+// the file or by the caller).
+func (t *TensorProto) raw() bool { return t.hasRaw || t.RawData != nil }
+
 // SparseTensorProto is a sparse tensor: Values [NNZ] at Indices ([NNZ]
 // linear positions or [NNZ, rank] coordinates) in a tensor of shape Dims.
 type SparseTensorProto struct {
@@ -403,9 +407,22 @@ type field struct {
 	data []byte // bytes payload
 }
 
+// modelFields names ModelProto's fields in errors about the whole file
+// (a truncated file ends inside one of them).
+var modelFields = map[protowire.Number]string{
+	fModelIRVersion: "ir_version", fModelProducerName: "producer_name", fModelProducerVersion: "producer_version",
+	fModelDomain: "domain", fModelModelVersion: "model_version", fModelDocString: "doc_string",
+	fModelGraph: "graph", fModelOpsetImport: "opset_import", fModelMetadataProps: "metadata_props",
+	fModelTrainingInfo: "training_info", fModelFunctions: "functions",
+}
+
 // fields splits b into its fields, calling fn for each; unknown fields are
 // handed on too (fn ignores them). Malformed tags and payloads are errors.
 func (d *decoder) fields(b []byte, fn func(f field) error) error {
+	return d.fieldsNamed(b, nil, fn)
+}
+
+func (d *decoder) fieldsNamed(b []byte, names map[protowire.Number]string, fn func(f field) error) error {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -433,7 +450,10 @@ func (d *decoder) fields(b []byte, fn func(f field) error) error {
 			return d.errf("field %d has unknown wire type %d", num, typ)
 		}
 		if n < 0 {
-			return d.errf("field %d: %v", num, protowire.ParseError(n))
+			if name, ok := names[num]; ok {
+				return d.errf("field %s (%d) is truncated or malformed: %v", name, num, protowire.ParseError(n))
+			}
+			return d.errf("field %d is truncated or malformed: %v", num, protowire.ParseError(n))
 		}
 		b = b[n:]
 		if err := fn(f); err != nil {
@@ -556,7 +576,7 @@ func Decode(b []byte) (*ModelProto, error) {
 	d := &decoder{}
 	m := &ModelProto{}
 	sawGraph := false
-	err := d.fields(b, func(f field) error {
+	err := d.fieldsNamed(b, modelFields, func(f field) error {
 		switch f.num {
 		case fModelIRVersion:
 			return d.int64v(f, "ir_version", &m.IRVersion)

@@ -114,8 +114,38 @@ func tensorHost(t *TensorProto) (*hostTensor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, where, err)
 	}
-	if t.DataLocation == LocationExternal && !t.hasRaw {
+	if t.DataLocation == LocationExternal && !t.raw() {
 		return nil, fmt.Errorf("%w: %s: external data was not loaded (decode with ReadFile, which knows the model's directory)", ErrCorrupt, where)
+	}
+	count := func(field string, have int) error {
+		if have != n {
+			return fmt.Errorf("%w: %s: %s holds %d values, shape %v needs %d", ErrCorrupt, where, field, have, t.Dims, n)
+		}
+		return nil
+	}
+	// Check the data's length before allocating for the declared shape.
+	if t.raw() {
+		if sz := rawSize(t.DataType); len(t.RawData) != n*sz {
+			return nil, fmt.Errorf("%w: %s: raw_data holds %d bytes, %s %v needs %d", ErrCorrupt, where,
+				len(t.RawData), DataTypeName(t.DataType), t.Dims, n*sz)
+		}
+	} else {
+		var err error
+		switch t.DataType {
+		case TypeFloat:
+			err = count("float_data", len(t.FloatData))
+		case TypeDouble:
+			err = count("double_data", len(t.DoubleData))
+		case TypeInt64:
+			err = count("int64_data", len(t.Int64Data))
+		case TypeUint32, TypeUint64:
+			err = count("uint64_data", len(t.Uint64Data))
+		default:
+			err = count("int32_data", len(t.Int32Data))
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	shape := make([]int, len(t.Dims))
 	for i, d := range t.Dims {
@@ -127,18 +157,7 @@ func tensorHost(t *TensorProto) (*hostTensor, error) {
 	} else {
 		h.i = make([]int64, n)
 	}
-	count := func(field string, have int) error {
-		if have != n {
-			return fmt.Errorf("%w: %s: %s holds %d values, shape %v needs %d", ErrCorrupt, where, field, have, t.Dims, n)
-		}
-		return nil
-	}
-	if t.hasRaw {
-		sz := rawSize(t.DataType)
-		if len(t.RawData) != n*sz {
-			return nil, fmt.Errorf("%w: %s: raw_data holds %d bytes, %s %v needs %d", ErrCorrupt, where,
-				len(t.RawData), DataTypeName(t.DataType), t.Dims, n*sz)
-		}
+	if t.raw() {
 		r := t.RawData
 		for k := range n {
 			switch t.DataType {
@@ -174,33 +193,18 @@ func tensorHost(t *TensorProto) (*hostTensor, error) {
 	}
 	switch t.DataType {
 	case TypeFloat:
-		if err := count("float_data", len(t.FloatData)); err != nil {
-			return nil, err
-		}
 		for k, v := range t.FloatData {
 			h.f[k] = float64(v)
 		}
 	case TypeDouble:
-		if err := count("double_data", len(t.DoubleData)); err != nil {
-			return nil, err
-		}
 		copy(h.f, t.DoubleData)
 	case TypeInt64:
-		if err := count("int64_data", len(t.Int64Data)); err != nil {
-			return nil, err
-		}
 		copy(h.i, t.Int64Data)
 	case TypeUint32, TypeUint64:
-		if err := count("uint64_data", len(t.Uint64Data)); err != nil {
-			return nil, err
-		}
 		for k, v := range t.Uint64Data {
 			h.i[k] = int64(v)
 		}
 	default: // int32_data holds every type of 32 bits or fewer.
-		if err := count("int32_data", len(t.Int32Data)); err != nil {
-			return nil, err
-		}
 		for k, v := range t.Int32Data {
 			switch t.DataType {
 			case TypeFloat16:
@@ -242,7 +246,7 @@ func sparseHost(s *SparseTensorProto) (*hostTensor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: sparse tensor %q: %v", ErrCorrupt, name, err)
 	}
-	if n > 1<<28 {
+	if n > 1<<24 {
 		return nil, fmt.Errorf("%w: sparse tensor %q: dense shape %v is too large to densify", ErrUnsupported, name, s.Dims)
 	}
 	shape := make([]int, len(s.Dims))
