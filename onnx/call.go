@@ -192,3 +192,23 @@ func staticFrom(from int) func(int, int64, map[string]*AttributeProto) role {
 		return roleData
 	}
 }
+
+// maxRunElements bounds the size of a tensor a shape argument may ask
+// for, so a corrupt shape fails instead of exhausting memory.
+const maxRunElements = 1 << 32
+
+// size returns the element count of shape, failing for negative sizes and
+// for counts past maxRunElements (overflow included).
+func (c *call) size(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		if d < 0 {
+			c.fail(tensor.ErrShape, "shape %v has a negative dimension", shape)
+		}
+		if d != 0 && n > maxRunElements/d {
+			c.fail(tensor.ErrArgument, "shape %v has more than 2^32 elements", shape)
+		}
+		n *= d
+	}
+	return n
+}

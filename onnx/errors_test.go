@@ -167,20 +167,32 @@ func TestCorruptBytes(t *testing.T) {
 			}
 		})
 	}
-	// Random damage never panics: it is reported, or it changed only
-	// values.
-	raw, err := os.ReadFile("testdata/models/transformer_op13.onnx")
-	if err != nil {
-		t.Fatal(err)
-	}
+}
+
+// TestDamagedModelsLoad damages fixture files at random: decoding and
+// loading never panic; damage is reported as an error or changed only
+// values.
+func TestDamagedModelsLoad(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	for range 200 {
-		b := append([]byte(nil), raw...)
-		for range 1 + r.IntN(4) {
-			b[r.IntN(len(b))] = byte(r.IntN(256))
+	for _, name := range []string{"models/mlp_op13.onnx", "models/lstm_op14.onnx", "models/transformer_op13.onnx",
+		"ops/resize_op13_linear_sizes.onnx", "ops/constantofshape_op9.onnx", "ops/split_op13.onnx", "ops/slice_op13_steps.onnx"} {
+		raw, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
 		}
-		if m, err := onnx.Decode(b); err == nil {
+		for range damageRounds {
+			b := append([]byte(nil), raw...)
+			for range 1 + r.IntN(3) {
+				b[r.IntN(len(b))] = byte(r.IntN(256))
+			}
+			m, err := onnx.Decode(b)
+			if err != nil {
+				continue
+			}
 			_ = onnx.DescribeModel(m)
+			if model, err := onnx.FromProto(m, name, tensor.CPU()); err == nil {
+				nn.Release(model)
+			}
 		}
 	}
 }
@@ -231,4 +243,14 @@ func TestRunRefusesBadInputs(t *testing.T) {
 			t.Errorf("Forward on two inputs: err = %v", err)
 		}
 	})
+}
+
+// damageRounds is how many damaged copies of each file TestDamagedModelsLoad
+// tries.
+var damageRounds = 100
+
+func init() {
+	if os.Getenv("KILN_ONNX_DAMAGE") != "" {
+		damageRounds = 5000
+	}
 }

@@ -107,6 +107,20 @@ func Load(path string, dev tensor.Device) (*Model, error) {
 	return m, nil
 }
 
+// FromProto prepares a decoded model to run on dev, as Load does for a
+// file. Externally stored tensors must have been loaded (ReadFile does
+// that); name names the model in errors.
+func FromProto(m *ModelProto, name string, dev tensor.Device) (*Model, error) {
+	if m == nil || m.Graph == nil {
+		return nil, fmt.Errorf("onnx: load %s: %w: no graph", name, ErrCorrupt)
+	}
+	model, err := newModel(m, name, dev)
+	if err != nil {
+		return nil, fmt.Errorf("onnx: load %s: %w", name, err)
+	}
+	return model, nil
+}
+
 // defaultOpset returns the default domain's opset version of m.
 func defaultOpset(m *ModelProto) (int64, bool) {
 	for _, o := range m.OpsetImports {

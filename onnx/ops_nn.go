@@ -540,6 +540,9 @@ func resize(c *call) []*value {
 		if out == in && (scales == nil || scale == 1) {
 			continue
 		}
+		others := y.Shape()
+		others[a] = out
+		c.size(others)
 		if out <= 0 || scale <= 0 {
 			c.fail(tensor.ErrArgument, "axis %d of %v resizes to %d", a, shape, out)
 		}

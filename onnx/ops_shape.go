@@ -31,11 +31,12 @@ func init() {
 		role: staticInputs(0),
 		run: func(c *call) []*value {
 			shape, fill := constantOfShape(c)
+			c.size(shape)
 			return outs(tensor.FullOf(c.dev.Inner(), fill.dtype, fill.at(0), shape...))
 		},
 		host: func(c *call) []*hostTensor {
 			shape, fill := constantOfShape(c)
-			if backends.NumElements(shape) > hostLimit {
+			if c.size(shape) > hostLimit {
 				return nil
 			}
 			return hosts(hostExpand(fill.reshaped([]int{}), shape))
@@ -88,7 +89,7 @@ func init() {
 					}
 				}
 			}
-			if backends.NumElements(shape) != x.size() {
+			if c.size(shape) != x.size() {
 				c.fail(tensor.ErrShape, "cannot reshape %v to %v", x.shape, shape)
 			}
 			return hosts(x.reshaped(shape))
@@ -266,12 +267,13 @@ func init() {
 		run: func(c *call) []*value {
 			x := c.t(0)
 			shape := expandShape(c, x.Shape())
+			c.size(shape)
 			return outs(x.Expand(shape...))
 		},
 		host: func(c *call) []*hostTensor {
 			x := c.h(0)
 			shape := expandShape(c, x.shape)
-			if backends.NumElements(shape) > hostLimit {
+			if c.size(shape) > hostLimit {
 				return nil
 			}
 			return hosts(hostExpand(x, shape))
@@ -285,6 +287,11 @@ func init() {
 			if len(reps) != x.Dims() {
 				c.fail(tensor.ErrShape, "repeats %v must have one entry per dimension of %v", reps, x.Shape())
 			}
+			tiled := x.Shape()
+			for i := range tiled {
+				tiled[i] *= max(reps[i], 0)
+			}
+			c.size(append(tiled, reps...))
 			return outs(x.Repeat(reps...))
 		},
 	}
@@ -418,7 +425,7 @@ func rangeCount(c *call, start, limit, delta float64) int {
 	if n < 0 || math.IsNaN(n) {
 		n = 0
 	}
-	if n > 1<<31 {
+	if n > maxRunElements {
 		c.fail(tensor.ErrArgument, "range of %v elements is too long", n)
 	}
 	return int(n)
