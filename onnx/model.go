@@ -403,7 +403,9 @@ func (p *plan) loadInitializers(model *Model) error {
 				var prm *nn.Param
 				if data && in.h.dtype.IsFloat() {
 					if p.dev.IsAutodiff() {
-						t = t.ToDevice(p.dev)
+						v := t.ToDevice(p.dev)
+						t.Release()
+						t = v
 					}
 					prm = nn.NewParam(t)
 				} else {
