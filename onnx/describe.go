@@ -22,6 +22,9 @@ func Describe(path string) (string, error) {
 
 // DescribeModel is Describe for a model already decoded.
 func DescribeModel(m *ModelProto) string {
+	if m == nil || m.Graph == nil {
+		return "not an ONNX model (no graph)\n"
+	}
 	var b strings.Builder
 	g := m.Graph
 	producer := strings.TrimSpace(m.ProducerName + " " + m.ProducerVersion)

@@ -11,6 +11,9 @@ import (
 // (typed fields or RawData). External-data tensors keep their
 // ExternalData entries and DataLocation and have no RawData written.
 func Encode(m *ModelProto) []byte {
+	if m == nil {
+		return nil
+	}
 	var b []byte
 	b = appendInt(b, fModelIRVersion, m.IRVersion)
 	b = appendString(b, fModelProducerName, m.ProducerName)

@@ -164,6 +164,9 @@ func numsInfo(et int32, v []mono, shape []mono) *info {
 // inference cannot type get what the graph's value_info declares, if
 // anything. It never fails: what cannot be inferred is unknown.
 func InferShapes(g *GraphProto, opset int64) map[string]ValueType {
+	if g == nil {
+		return map[string]ValueType{}
+	}
 	env := map[string]*info{}
 	fromType := func(t *TypeProto) *info {
 		if t == nil || t.Kind != "tensor" {
@@ -1374,9 +1377,7 @@ func inferEinsum(attrs map[string]*AttributeProto, in []*info) *info {
 	count := map[rune]int{}
 	for k, term := range terms {
 		t := at(in, k)
-		if strings.Contains(term, "...") {
-			term = strings.Replace(term, "...", ellLabels(t.r()-len([]rune(strings.ReplaceAll(term, "...", "")))), 1)
-		}
+		term = strings.Replace(term, "...", ellLabels(t.r()-len([]rune(strings.ReplaceAll(term, "...", "")))), 1)
 		if t.r() != len([]rune(term)) {
 			return &info{et: et}
 		}

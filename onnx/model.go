@@ -539,6 +539,9 @@ func (p *plan) exec(s *step, ins []*value, folding bool) (outs []*value, err err
 // Inputs returns the names of the graph's inputs (initializers excluded),
 // in order.
 func (m *Model) Inputs() []string {
+	if m == nil || m.g == nil {
+		return nil
+	}
 	out := make([]string, len(m.g.inputs))
 	for i, in := range m.g.inputs {
 		out[i] = in.Name
@@ -547,14 +550,32 @@ func (m *Model) Inputs() []string {
 }
 
 // Outputs returns the names of the graph's outputs, in order.
-func (m *Model) Outputs() []string { return append([]string(nil), m.g.outputs...) }
+func (m *Model) Outputs() []string {
+	if m == nil || m.g == nil {
+		return nil
+	}
+	return append([]string(nil), m.g.outputs...)
+}
 
 // Opset returns the opset version of the default ONNX domain the model
 // imports.
-func (m *Model) Opset() int { return int(m.g.opset) }
+func (m *Model) Opset() int {
+	if m == nil || m.g == nil {
+		return 0
+	}
+	return int(m.g.opset)
+}
 
-// Proto returns the decoded model file.
-func (m *Model) Proto() *ModelProto { return m.g.proto }
+// Proto returns the decoded model file (nil for a Model not made by Load).
+func (m *Model) Proto() *ModelProto {
+	if m == nil || m.g == nil {
+		return nil
+	}
+	return m.g.proto
+}
+
+// errNotLoaded reports a Model that Load did not make.
+var errNotLoaded = fmt.Errorf("onnx: %w: the Model was not made by Load or FromProto", tensor.ErrArgument)
 
 // Forward runs the graph on x, fed to its only input, and returns its first
 // output. It panics with a *tensor.Error (Op "onnx.Model.Forward") wrapping
@@ -562,6 +583,9 @@ func (m *Model) Proto() *ModelProto { return m.g.proto }
 // input.
 func (m *Model) Forward(x *tensor.Tensor) *tensor.Tensor {
 	const op = "onnx.Model.Forward"
+	if m == nil || m.g == nil {
+		panic(&tensor.Error{Op: op, Msg: errNotLoaded.Error(), Err: tensor.ErrArgument})
+	}
 	if len(m.g.inputs) != 1 {
 		panic(&tensor.Error{Op: op, Msg: fmt.Sprintf("the graph has %d inputs %v; use Run", len(m.g.inputs), m.Inputs()), Err: tensor.ErrArgument})
 	}
@@ -592,6 +616,9 @@ func (m *Model) Forward(x *tensor.Tensor) *tensor.Tensor {
 // with any op; on an autodiff device the outputs carry the graph, so
 // Backward reaches the model's Params.
 func (m *Model) Run(inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
+	if m == nil || m.g == nil {
+		return nil, errNotLoaded
+	}
 	p := m.g
 	env := map[string]*value{}
 	known := map[string]bool{}

@@ -395,9 +395,8 @@ func (d *decoder) errf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrCorrupt, where, fmt.Sprintf(format, args...))
 }
 
-func (d *decoder) push(s string)            { d.path = append(d.path, s) }
-func (d *decoder) pushf(f string, a ...any) { d.path = append(d.path, fmt.Sprintf(f, a...)) }
-func (d *decoder) pop()                     { d.path = d.path[:len(d.path)-1] }
+func (d *decoder) push(s string) { d.path = append(d.path, s) }
+func (d *decoder) pop()          { d.path = d.path[:len(d.path)-1] }
 
 // field is one decoded field: its number, wire type and payload.
 type field struct {
