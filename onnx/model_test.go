@@ -199,3 +199,34 @@ func TestExternalData(t *testing.T) {
 		t.Errorf("external data without ReadFile: err = %v", err)
 	}
 }
+
+// TestInferSymbolic infers from the graph inputs alone (declared types of
+// other values dropped): the symbolic batch and sequence dimensions survive
+// the Shape → Gather → Concat → Reshape computations of attention.
+func TestInferSymbolic(t *testing.T) {
+	for file, want := range map[string]map[string]string{
+		"transformer_op13": {"y": "FLOAT[batch seq 16]"},
+		"mnist_cnn_op9":    {"y": "FLOAT[batch 10]"},
+		"lstm_op9":         {"y": "FLOAT[batch 5 8]", "h": "FLOAT[2 batch 8]"},
+		"shapes_op13":      {"y1": "FLOAT[batch 6 2]", "y12": "FLOAT[batch 3 4]", "y23": "FLOAT[3]"},
+	} {
+		m, err := onnx.ReadFile(filepath.Join("testdata", "models", file+".onnx"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := *m.Graph
+		g.ValueInfo, g.Outputs = nil, nil
+		var opset int64
+		for _, o := range m.OpsetImports {
+			if o.Domain == "" {
+				opset = o.Version
+			}
+		}
+		types := onnx.InferShapes(&g, opset)
+		for name, w := range want {
+			if got := types[name].String(); got != w {
+				t.Errorf("%s: %s is %s, want %s", file, name, got, w)
+			}
+		}
+	}
+}
