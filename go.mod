@@ -16,6 +16,7 @@ require (
 	github.com/traefik/yaegi v0.16.1
 	golang.org/x/sys v0.50.0
 	golang.org/x/term v0.48.0
+	google.golang.org/protobuf v1.36.12
 )
 
 require (

@@ -319,7 +319,7 @@ func panicOrigin(stack []byte) string {
 // kilnFrame reports whether a stack frame is in one of Kiln's API packages
 // (not in the symbol tables' wrappers, the kernel or this test).
 func kilnFrame(f string) bool {
-	for _, p := range []string{"tensor.", "backends.", "backends/", "autodiff.", "nn.", "optim.", "data.", "metrics.", "store.", "train.", "viz.", "kernel/display."} {
+	for _, p := range []string{"tensor.", "backends.", "backends/", "autodiff.", "nn.", "onnx.", "optim.", "data.", "metrics.", "store.", "train.", "viz.", "kernel/display."} {
 		if strings.HasPrefix(f, kilnModule+p) {
 			return true
 		}

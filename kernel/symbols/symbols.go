@@ -23,7 +23,7 @@ import (
 	"strings"
 )
 
-//go:generate go run github.com/traefik/yaegi/cmd/yaegi@v0.16.1 extract github.com/kiln-ml/kiln/tensor github.com/kiln-ml/kiln/backends github.com/kiln-ml/kiln/autodiff github.com/kiln-ml/kiln/kernel/display github.com/kiln-ml/kiln/nn github.com/kiln-ml/kiln/optim github.com/kiln-ml/kiln/data github.com/kiln-ml/kiln/metrics github.com/kiln-ml/kiln/store github.com/kiln-ml/kiln/train github.com/kiln-ml/kiln/viz
+//go:generate go run github.com/traefik/yaegi/cmd/yaegi@v0.16.1 extract github.com/kiln-ml/kiln/tensor github.com/kiln-ml/kiln/backends github.com/kiln-ml/kiln/autodiff github.com/kiln-ml/kiln/kernel/display github.com/kiln-ml/kiln/nn github.com/kiln-ml/kiln/optim github.com/kiln-ml/kiln/data github.com/kiln-ml/kiln/metrics github.com/kiln-ml/kiln/store github.com/kiln-ml/kiln/train github.com/kiln-ml/kiln/viz github.com/kiln-ml/kiln/onnx
 
 // Symbols maps "importpath/packagename" to the exported symbols of each
 // Kiln package, plus the "." entry holding MapTypes. Pass it to

@@ -21,6 +21,7 @@ func TestPackages(t *testing.T) {
 		"github.com/kiln-ml/kiln/kernel/display",
 		"github.com/kiln-ml/kiln/metrics",
 		"github.com/kiln-ml/kiln/nn",
+		"github.com/kiln-ml/kiln/onnx",
 		"github.com/kiln-ml/kiln/optim",
 		"github.com/kiln-ml/kiln/store",
 		"github.com/kiln-ml/kiln/tensor",

@@ -1,0 +1,137 @@
+package onnx
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Describe reads the ONNX model at path and returns a readable summary:
+// producer, IR version and opsets; the graph's inputs and outputs with
+// their types (outputs as inferred, symbolic dimensions kept); the
+// operators used, with counts, marking those Kiln cannot run; and the
+// initializers with their element types and shapes. It fails like
+// ReadFile. `kiln inspect` prints it.
+func Describe(path string) (string, error) {
+	m, err := ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	return DescribeModel(m), nil
+}
+
+// DescribeModel is Describe for a model already decoded.
+func DescribeModel(m *ModelProto) string {
+	if m == nil || m.Graph == nil {
+		return "not an ONNX model (no graph)\n"
+	}
+	var b strings.Builder
+	g := m.Graph
+	producer := strings.TrimSpace(m.ProducerName + " " + m.ProducerVersion)
+	if producer == "" {
+		producer = "unknown producer"
+	}
+	fmt.Fprintf(&b, "ONNX model (IR version %d, %s)\n", m.IRVersion, producer)
+	var opsets []string
+	for _, o := range m.OpsetImports {
+		d := o.Domain
+		if d == "" {
+			d = "ai.onnx"
+		}
+		opsets = append(opsets, fmt.Sprintf("%s %d", d, o.Version))
+	}
+	fmt.Fprintf(&b, "opsets: %s\n", strings.Join(opsets, ", "))
+	if g.Name != "" {
+		fmt.Fprintf(&b, "graph: %s\n", g.Name)
+	}
+	opset, _ := defaultOpset(m)
+	types := InferShapes(g, opset)
+	inits := map[string]bool{}
+	for _, t := range g.Initializers {
+		inits[t.Name] = true
+	}
+	b.WriteString("inputs:\n")
+	for _, in := range g.Inputs {
+		if inits[in.Name] {
+			continue
+		}
+		fmt.Fprintf(&b, "  %s: %s\n", in.Name, typeString(in.Type))
+	}
+	b.WriteString("outputs:\n")
+	for _, out := range g.Outputs {
+		fmt.Fprintf(&b, "  %s: %s\n", out.Name, types[out.Name])
+	}
+	counts := map[string]int{}
+	for _, n := range g.Nodes {
+		key := n.OpType
+		if n.Domain != "" && n.Domain != "ai.onnx" {
+			key = n.Domain + "." + n.OpType
+		}
+		counts[key]++
+	}
+	names := make([]string, 0, len(counts))
+	for k := range counts {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(&b, "operators (%d nodes):\n", len(g.Nodes))
+	var unsupported []string
+	for _, k := range names {
+		mark := ""
+		if ops[k] == nil {
+			mark = "  (not supported by Kiln)"
+			unsupported = append(unsupported, k)
+		}
+		fmt.Fprintf(&b, "  %-24s %d%s\n", k, counts[k], mark)
+	}
+	total := 0
+	for _, t := range g.Initializers {
+		if n, err := numElements(t.Dims); err == nil {
+			total += n
+		}
+	}
+	fmt.Fprintf(&b, "initializers: %d tensors, %d elements\n", len(g.Initializers)+len(g.SparseInitializers), total)
+	const maxListed = 50
+	for i, t := range g.Initializers {
+		if i == maxListed {
+			fmt.Fprintf(&b, "  … %d more\n", len(g.Initializers)-maxListed)
+			break
+		}
+		where := ""
+		if t.DataLocation == LocationExternal {
+			where = " (external)"
+		}
+		fmt.Fprintf(&b, "  %s: %s%v%s\n", t.Name, DataTypeName(t.DataType), t.Dims, where)
+	}
+	for _, s := range g.SparseInitializers {
+		fmt.Fprintf(&b, "  %s: sparse %v\n", s.Values.Name, s.Dims)
+	}
+	if len(unsupported) > 0 {
+		fmt.Fprintf(&b, "unsupported operators: %s\n", strings.Join(unsupported, ", "))
+	}
+	if len(m.MetadataProps) > 0 {
+		b.WriteString("metadata:\n")
+		for _, e := range m.MetadataProps {
+			fmt.Fprintf(&b, "  %s: %s\n", e.Key, e.Value)
+		}
+	}
+	return b.String()
+}
+
+// typeString formats a declared type ("FLOAT[batch 1 28 28]").
+func typeString(t *TypeProto) string {
+	if t == nil {
+		return "?"
+	}
+	if t.Kind != "tensor" {
+		return t.Kind
+	}
+	et := "?"
+	if t.ElemType != TypeUndefined {
+		et = DataTypeName(t.ElemType)
+	}
+	if !t.HasShape {
+		return et + "[…]"
+	}
+	return et + dimsString(t.Shape)
+}

@@ -1,0 +1,51 @@
+// Package onnx reads ONNX models, runs them as Kiln modules, and writes
+// Kiln models as ONNX.
+//
+// Reading: Decode and ReadFile parse the protobuf file format with
+// google.golang.org/protobuf's protowire over the schema's field numbers
+// (ModelProto, GraphProto, NodeProto, AttributeProto of every type,
+// TensorProto of every data type in typed fields or raw_data or external
+// files, sparse tensors, ValueInfoProto shapes with dim_value and
+// dim_param, opset imports). A truncated or corrupt file is an error
+// wrapping ErrCorrupt naming the field where decoding stopped; decoding
+// never panics. InferShapes types every value of a graph, keeping symbolic
+// dimensions ("batch", "batch*seq") through the Shape → Gather → Concat →
+// Reshape computations exporters emit. Describe summarises a file for
+// `kiln inspect`.
+//
+// Running: Load returns a *Model, a Kiln module whose Params field holds
+// the initializers as *nn.Param keyed by their ONNX names (made safe for
+// dotted paths by ParamName: PyTorch's "fc1.weight" stays "fc1.weight"), so
+// nn.Params, nn.StateDict, optimizers, checkpoints and Export work on it.
+// Forward runs a one-input graph; Run takes and returns tensors by name.
+// Nodes run as Kiln tensor ops (Gemm as one Linear, Conv as Conv2d,
+// LayerNormalization as LayerNorm, …), so on an autodiff device the
+// outputs carry gradients back to the Params and the model can be
+// fine-tuned:
+//
+//	m, err := onnx.Load("model.onnx", tensor.CPU().Autodiff())
+//	if err != nil { ... }
+//	defer nn.Release(m)
+//	loss := nn.CrossEntropy(m.Forward(x), labels, nn.CrossEntropyOptions{})
+//	opt.Step(m, loss.Backward())
+//
+// Small integer tensors (shapes, axes, indices of shape computations) are
+// evaluated on the host, once at Load when they are constant and at each
+// run when they depend on input shapes, so graphs with dynamic batch
+// dimensions run on any batch size. Load reports every operator Kiln does
+// not implement at once, by name and opset, wrapping ErrUnsupported.
+// Opsets 7 to 17 are tested (against PyTorch 1.13's exports and NumPy
+// references); later opsets load for the operators Kiln follows there.
+//
+// Writing: Export traces one Forward of a Kiln model through the autodiff
+// tape and writes opset 17 with the parameters as initializers; Encode
+// serializes any ModelProto.
+//
+// The package deliberately does not run control flow (If, Loop, Scan:
+// their graph attributes are decoded only), sequences, maps, strings,
+// quantized operators, training-mode BatchNormalization or Dropout, or
+// convolutions over more than two spatial dimensions; such models are
+// refused at Load with the operators named. Export translates the ops of
+// common layers (linear, convolutions, pooling, normalisation, softmax,
+// activations, arithmetic, layout) and refuses the others by name.
+package onnx

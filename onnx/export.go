@@ -1,0 +1,540 @@
+package onnx
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/kiln-ml/kiln/autodiff"
+	"github.com/kiln-ml/kiln/backends"
+	"github.com/kiln-ml/kiln/nn"
+	"github.com/kiln-ml/kiln/tensor"
+)
+
+// Export traces one forward pass and writes it as ONNX: every op Kiln
+// records on the autodiff tape becomes one or a few ONNX nodes.
+
+// ExportOpset is the default-domain opset Export writes.
+const ExportOpset = 17
+
+// ErrExport reports a model Export cannot write: an op with no ONNX
+// translation, or a tensor the forward pass used that is neither the input
+// nor one of the model's parameters and buffers.
+var ErrExport = errors.New("cannot export to ONNX")
+
+// Export runs model.Forward on example in evaluation mode (restoring the
+// model's mode afterwards), records the ops it applies, and writes them to
+// path as an ONNX model (opset 17) with the model's parameters and buffers
+// as initializers named by their dotted names (so onnx.Load gives them
+// back under the same names). The graph's input is "input" and its output
+// "output"; the first dimension is the symbolic "batch" wherever the
+// traced shapes carry the example's batch size through, so the exported
+// model runs on other batch sizes. Shapes are otherwise those of the
+// trace, as with torch.onnx.export.
+//
+// It returns an error wrapping ErrExport for ops without an ONNX
+// translation (listing them all) and for tensors that are neither the
+// input nor parameters or buffers of model (constants a Forward builds on
+// the fly), and the tensor error of a Forward that fails. The file is
+// written to a temporary name and renamed into place.
+func Export(model nn.Module, example *tensor.Tensor, path string) error {
+	if model == nil || example == nil {
+		return fmt.Errorf("onnx: export %s: %w: nil model or example", path, tensor.ErrArgument)
+	}
+	mp, err := Trace(model, example)
+	if err != nil {
+		return fmt.Errorf("onnx: export %s: %w", path, err)
+	}
+	if err := writeAtomic(path, Encode(mp)); err != nil {
+		return fmt.Errorf("onnx: export %s: %w", path, err)
+	}
+	return nil
+}
+
+// Trace is Export without the file: it returns the traced model.
+func Trace(model nn.Module, example *tensor.Tensor) (mp *ModelProto, err error) {
+	training := nn.IsTraining(model)
+	if err := tensor.Try(func() { nn.Eval(model) }); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if training {
+			if e := tensor.Try(func() { nn.Train(model) }); e != nil && err == nil {
+				err = e
+			}
+		}
+	}()
+	named := map[*tensor.Tensor]string{}
+	for _, np := range append(nn.Params(model), nn.Buffers(model)...) {
+		named[np.Param.Tensor] = np.Name
+	}
+	var root, input *autodiff.Node
+	var tr *tracer
+	err = tensor.Try(func() {
+		tensor.Scope(func() {
+			if !example.DType().IsFloat() {
+				panic(&tensor.Error{Op: "onnx.Export", Msg: fmt.Sprintf("example input is %s: Export traces float inputs", example.DType()), Err: tensor.ErrDType})
+			}
+			x := example.Detach().ToDevice(example.Device().Autodiff())
+			x.RequireGrad()
+			input = x.Node()
+			y := model.Forward(x)
+			root = y.Node()
+			if root == nil || root == input {
+				panic(&tensor.Error{Op: "onnx.Export", Msg: "the output does not depend on the input through any recorded op", Err: ErrExport})
+			}
+			leaves := map[*autodiff.Node]*tensor.Tensor{}
+			for t := range named {
+				if n := t.Node(); n != nil {
+					leaves[n] = t
+				}
+			}
+			tr = &tracer{input: input, batch: example.Shape(), named: named, leaves: leaves,
+				names: map[*autodiff.Node]string{}, batched: map[*autodiff.Node]bool{}}
+			tr.build(root)
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(tr.missing) > 0 {
+		var ops []string
+		for op, n := range tr.missing {
+			ops = append(ops, fmt.Sprintf("%s (%d)", op, n))
+		}
+		sort.Strings(ops)
+		return nil, fmt.Errorf("%w: no ONNX translation for ops: %s", ErrExport, strings.Join(ops, ", "))
+	}
+	if tr.err != nil {
+		return nil, tr.err
+	}
+	return &ModelProto{IRVersion: 8, ProducerName: "kiln", Graph: tr.g,
+		OpsetImports: []OperatorSetID{{Domain: "", Version: ExportOpset}}}, nil
+}
+
+// tracer turns recorded nodes into an ONNX graph.
+type tracer struct {
+	input   *autodiff.Node
+	batch   []int
+	named   map[*tensor.Tensor]string
+	leaves  map[*autodiff.Node]*tensor.Tensor
+	names   map[*autodiff.Node]string
+	batched map[*autodiff.Node]bool // first dimension is the input's batch
+	g       *GraphProto
+	missing map[string]int
+	err     error
+	consts  int
+	inits   map[string]bool
+}
+
+func (tr *tracer) build(root *autodiff.Node) {
+	tr.g = &GraphProto{Name: "kiln"}
+	tr.missing = map[string]int{}
+	tr.inits = map[string]bool{}
+	autodiff.Walk([]*autodiff.Node{root}, func(n *autodiff.Node) {
+		if tr.err != nil {
+			return
+		}
+		if n.Leaf {
+			tr.leaf(n)
+			return
+		}
+		tr.names[n] = fmt.Sprintf("%s_%d", n.Op, n.ID)
+		tr.op(n)
+	})
+	if tr.err != nil || len(tr.missing) > 0 {
+		return
+	}
+	out := tr.names[root]
+	tr.g.Nodes = append(tr.g.Nodes, &NodeProto{OpType: "Identity", Name: "output", Inputs: []string{out}, Outputs: []string{"output"}})
+	tr.g.Outputs = []*ValueInfoProto{tr.valueInfo("output", root, tr.batched[root])}
+}
+
+func (tr *tracer) valueInfo(name string, n *autodiff.Node, batched bool) *ValueInfoProto {
+	dt, _ := backends.ParseDType(n.DType)
+	t := &TypeProto{Kind: "tensor", ElemType: onnxDType(dt), HasShape: true}
+	for i, d := range n.Shape {
+		if i == 0 && batched {
+			t.Shape = append(t.Shape, Dim{Param: "batch"})
+		} else {
+			t.Shape = append(t.Shape, Dim{Value: int64(d), HasValue: true})
+		}
+	}
+	return &ValueInfoProto{Name: name, Type: t}
+}
+
+func (tr *tracer) leaf(n *autodiff.Node) {
+	if n == tr.input {
+		tr.names[n] = "input"
+		tr.batched[n] = len(n.Shape) > 0
+		tr.g.Inputs = append(tr.g.Inputs, tr.valueInfo("input", n, tr.batched[n]))
+		return
+	}
+	t, ok := tr.leaves[n]
+	if !ok {
+		tr.err = fmt.Errorf("%w: the forward pass used a %s tensor of shape %v that is neither the input nor a parameter or buffer of the model",
+			ErrExport, n.DType, n.Shape)
+		return
+	}
+	name := tr.named[t]
+	tr.names[n] = name
+	tr.g.Initializers = append(tr.g.Initializers, tensorProto(name, t))
+}
+
+// tensorProto copies t's elements into an initializer.
+func tensorProto(name string, t *tensor.Tensor) *TensorProto {
+	dims := make([]int64, t.Dims())
+	for i, d := range t.Shape() {
+		dims[i] = int64(d)
+	}
+	return &TensorProto{Name: name, Dims: dims, DataType: onnxDType(t.DType()), RawData: t.Bytes()}
+}
+
+// constant adds a small initializer holding values of dtype dt.
+func (tr *tracer) constant(dt string, shape []int, values ...float64) string {
+	tr.consts++
+	name := fmt.Sprintf("const_%d", tr.consts)
+	d, _ := backends.ParseDType(dt)
+	h := newHost(d, shape)
+	for i, v := range values {
+		h.set(i, v)
+	}
+	return tr.hostInit(name, h)
+}
+
+func (tr *tracer) ints(values ...int) string {
+	tr.consts++
+	name := fmt.Sprintf("const_%d", tr.consts)
+	v := make([]int64, len(values))
+	for i, x := range values {
+		v[i] = int64(x)
+	}
+	return tr.hostInit(name, hostInts(v))
+}
+
+func (tr *tracer) hostInit(name string, h *hostTensor) string {
+	var t *TensorProto
+	tensor.NoScope(func() {
+		d := h.device(tensor.CPU())
+		t = tensorProto(name, d)
+		d.Release()
+	})
+	tr.g.Initializers = append(tr.g.Initializers, t)
+	return name
+}
+
+func (tr *tracer) emit(op string, ins []string, out string, attrs ...*AttributeProto) {
+	tr.g.Nodes = append(tr.g.Nodes, &NodeProto{OpType: op, Name: out, Inputs: ins, Outputs: []string{out}, Attributes: attrs})
+}
+
+// tmp returns a fresh intermediate name for node n.
+func (tr *tracer) tmp(n *autodiff.Node, what string) string {
+	tr.consts++
+	return fmt.Sprintf("%s_%d_%s%d", n.Op, n.ID, what, tr.consts)
+}
+
+func aInts(name string, v ...int) *AttributeProto {
+	out := make([]int64, len(v))
+	for i, x := range v {
+		out[i] = int64(x)
+	}
+	return &AttributeProto{Name: name, Type: AttrInts, Ints: out}
+}
+
+func aInt(name string, v int) *AttributeProto {
+	return &AttributeProto{Name: name, Type: AttrInt, I: int64(v)}
+}
+
+func aFloat(name string, v float64) *AttributeProto {
+	return &AttributeProto{Name: name, Type: AttrFloat, F: float32(v)}
+}
+
+func attrI(n *autodiff.Node, key string) int {
+	switch v := n.Attrs[key].(type) {
+	case int:
+		return v
+	case int64:
+		return int(v)
+	case bool:
+		if v {
+			return 1
+		}
+	}
+	return 0
+}
+
+func attrIs(n *autodiff.Node, key string) []int {
+	v, _ := n.Attrs[key].([]int)
+	return v
+}
+
+func attrF(n *autodiff.Node, key string, def float64) float64 {
+	if v, ok := n.Attrs[key].(float64); ok {
+		return v
+	}
+	return def
+}
+
+var unaryExport = map[string]string{
+	"neg": "Neg", "abs": "Abs", "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "reciprocal": "Reciprocal",
+	"erf": "Erf", "sin": "Sin", "cos": "Cos", "tan": "Tan", "tanh": "Tanh", "relu": "Relu", "sigmoid": "Sigmoid",
+	"floor": "Floor", "ceil": "Ceil", "round": "Round", "sign": "Sign", "selu": "Selu", "hard_swish": "HardSwish",
+	"softsign": "Softsign", "to_device": "Identity", "contiguous": "Identity",
+}
+
+var binaryExport = map[string]string{
+	"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow", "maximum": "Max", "minimum": "Min",
+	"matmul": "MatMul",
+}
+
+// op translates one recorded node.
+func (tr *tracer) op(n *autodiff.Node) {
+	out := tr.names[n]
+	in := make([]string, len(n.Inputs))
+	for i, x := range n.Inputs {
+		in[i] = tr.names[x]
+	}
+	var x *autodiff.Node
+	if len(n.Inputs) > 0 {
+		x = n.Inputs[0]
+	}
+	// The batch dimension survives ops that keep the first dimension's size
+	// and, for the ones that mix axes, leave axis 0 alone.
+	keepsBatch := x != nil && tr.batched[x] && len(n.Shape) > 0 && len(x.Shape) > 0 && n.Shape[0] == x.Shape[0]
+	tr.batched[n] = keepsBatch
+	scalar := func() float64 { return attrF(n, "scalar", 0) }
+	switch op := n.Op; {
+	case unaryExport[op] != "":
+		tr.emit(unaryExport[op], in[:1], out)
+	case binaryExport[op] != "":
+		tr.emit(binaryExport[op], in[:2], out)
+		// Either operand's batch dimension is the output's when their
+		// ranks align (broadcasting pads on the left).
+		tr.batched[n] = false
+		for _, o := range n.Inputs[:2] {
+			if tr.batched[o] && len(o.Shape) == len(n.Shape) && n.Shape[0] == o.Shape[0] {
+				tr.batched[n] = true
+			}
+		}
+	case op == "add_scalar", op == "mul_scalar", op == "div_scalar":
+		c := tr.constant(x.DType, []int{}, scalar())
+		tr.emit(map[string]string{"add_scalar": "Add", "mul_scalar": "Mul", "div_scalar": "Div"}[op], []string{in[0], c}, out)
+	case op == "square":
+		tr.emit("Mul", []string{in[0], in[0]}, out)
+	case op == "rsqrt":
+		s := tr.tmp(n, "sqrt")
+		tr.emit("Sqrt", in[:1], s)
+		tr.emit("Reciprocal", []string{s}, out)
+	case op == "log1p":
+		a := tr.tmp(n, "add")
+		tr.emit("Add", []string{in[0], tr.constant(x.DType, []int{}, 1)}, a)
+		tr.emit("Log", []string{a}, out)
+	case op == "leaky_relu":
+		tr.emit("LeakyRelu", in[:1], out, aFloat("alpha", attrF(n, "p0", 0.01)))
+	case op == "elu":
+		tr.emit("Elu", in[:1], out, aFloat("alpha", attrF(n, "p0", 1)))
+	case op == "celu":
+		tr.emit("Celu", in[:1], out, aFloat("alpha", attrF(n, "p0", 1)))
+	case op == "hard_sigmoid":
+		tr.emit("HardSigmoid", in[:1], out, aFloat("alpha", 1.0/6), aFloat("beta", 0.5))
+	case op == "relu6":
+		tr.emit("Clip", []string{in[0], tr.constant(x.DType, []int{}, 0), tr.constant(x.DType, []int{}, 6)}, out)
+	case op == "clamp":
+		lo, hi := "", ""
+		if v, ok := n.Attrs["min"].(float64); ok {
+			lo = tr.constant(x.DType, []int{}, v)
+		}
+		if v, ok := n.Attrs["max"].(float64); ok {
+			hi = tr.constant(x.DType, []int{}, v)
+		}
+		tr.emit("Clip", []string{in[0], lo, hi}, out)
+	case op == "pow" && len(n.Inputs) == 1:
+		tr.emit("Pow", []string{in[0], tr.constant(x.DType, []int{}, attrF(n, "p0", 1))}, out)
+	case op == "silu":
+		s := tr.tmp(n, "sigmoid")
+		tr.emit("Sigmoid", in[:1], s)
+		tr.emit("Mul", []string{in[0], s}, out)
+	case op == "gelu":
+		// 0.5·x·(1 + erf(x/√2)): opset 17 has no Gelu.
+		d, e, a, m := tr.tmp(n, "div"), tr.tmp(n, "erf"), tr.tmp(n, "add"), tr.tmp(n, "mul")
+		tr.emit("Div", []string{in[0], tr.constant(x.DType, []int{}, math.Sqrt2)}, d)
+		tr.emit("Erf", []string{d}, e)
+		tr.emit("Add", []string{e, tr.constant(x.DType, []int{}, 1)}, a)
+		tr.emit("Mul", []string{in[0], a}, m)
+		tr.emit("Mul", []string{m, tr.constant(x.DType, []int{}, 0.5)}, out)
+	case op == "softplus" && attrF(n, "p0", 1) == 1:
+		tr.emit("Softplus", in[:1], out)
+	case op == "linear":
+		w := n.Inputs[1]
+		if len(x.Shape) == 2 {
+			tr.emit("Gemm", in, out, aInt("transB", 1))
+			return
+		}
+		wt := tr.tmp(n, "wt")
+		tr.emit("Transpose", []string{tr.names[w]}, wt, aInts("perm", 1, 0))
+		if len(in) == 2 {
+			tr.emit("MatMul", []string{in[0], wt}, out)
+			return
+		}
+		mm := tr.tmp(n, "matmul")
+		tr.emit("MatMul", []string{in[0], wt}, mm)
+		tr.emit("Add", []string{mm, in[2]}, out)
+	case op == "conv1d" || op == "conv2d":
+		k := n.Inputs[1].Shape[2:]
+		tr.emit("Conv", in, out, aInts("kernel_shape", k...), aInts("strides", attrIs(n, "stride")...),
+			aInts("pads", attrIs(n, "padding")...), aInts("dilations", attrIs(n, "dilation")...), aInt("group", max(attrI(n, "groups"), 1)))
+	case op == "max_pool1d" || op == "max_pool2d":
+		p := attrIs(n, "padding")
+		tr.emit("MaxPool", in[:1], out, aInts("kernel_shape", attrIs(n, "kernel")...), aInts("strides", attrIs(n, "stride")...),
+			aInts("pads", append(append([]int{}, p...), p...)...), aInts("dilations", attrIs(n, "dilation")...), aInt("ceil_mode", attrI(n, "ceil_mode")))
+	case (op == "avg_pool1d" || op == "avg_pool2d") && attrI(n, "divisor_override") == 0:
+		p := attrIs(n, "padding")
+		tr.emit("AveragePool", in[:1], out, aInts("kernel_shape", attrIs(n, "kernel")...), aInts("strides", attrIs(n, "stride")...),
+			aInts("pads", append(append([]int{}, p...), p...)...), aInt("ceil_mode", attrI(n, "ceil_mode")),
+			aInt("count_include_pad", attrI(n, "count_include_pad")))
+	case (op == "adaptive_avg_pool2d" || op == "adaptive_avg_pool1d") && allOnes(attrIs(n, "output_size")) && len(x.Shape) >= 3:
+		tr.emit("GlobalAveragePool", in[:1], out)
+	case op == "softmax" || op == "log_softmax":
+		tr.emit(map[string]string{"softmax": "Softmax", "log_softmax": "LogSoftmax"}[op], in[:1], out, aInt("axis", attrI(n, "dim")))
+	case op == "layer_norm":
+		ns := attrIs(n, "normalized_shape")
+		ins := append([]string{}, in...)
+		if len(ins) == 1 {
+			ins = append(ins, tr.constant(x.DType, ns, onesOf(ns)...))
+		}
+		tr.emit("LayerNormalization", ins, out, aInt("axis", -len(ns)), aFloat("epsilon", attrF(n, "eps", 1e-5)))
+	case op == "reshape" || op == "flatten" || op == "unflatten" || op == "squeeze" || op == "unsqueeze":
+		shape := append([]int{}, n.Shape...)
+		if keepsBatch {
+			shape[0] = 0 // copy the input's (symbolic) batch size
+		}
+		tr.emit("Reshape", []string{in[0], tr.ints(shape...)}, out)
+	case op == "permute":
+		perm := attrIs(n, "perm")
+		tr.emit("Transpose", in[:1], out, aInts("perm", perm...))
+		tr.batched[n] = tr.batched[x] && len(perm) > 0 && perm[0] == 0
+	case op == "transpose":
+		d := attrIs(n, "dims")
+		perm := make([]int, len(x.Shape))
+		for i := range perm {
+			perm[i] = i
+		}
+		if len(d) == 2 {
+			perm[d[0]], perm[d[1]] = perm[d[1]], perm[d[0]]
+		}
+		tr.emit("Transpose", in[:1], out, aInts("perm", perm...))
+		tr.batched[n] = tr.batched[x] && perm[0] == 0
+	case op == "expand":
+		tr.emit("Expand", []string{in[0], tr.ints(n.Shape...)}, out)
+		tr.batched[n] = false
+	case op == "cat":
+		tr.emit("Concat", in, out, aInt("axis", attrI(n, "dim")))
+		tr.batched[n] = keepsBatch && attrI(n, "dim") != 0
+	case op == "sum" || op == "mean":
+		axes := attrIs(n, "axes")
+		keep := attrI(n, "keepdim")
+		if op == "sum" {
+			ins := in[:1]
+			if len(axes) > 0 {
+				ins = []string{in[0], tr.ints(axes...)}
+			}
+			tr.emit("ReduceSum", ins, out, aInt("keepdims", keep))
+		} else {
+			attrs := []*AttributeProto{aInt("keepdims", keep)}
+			if len(axes) > 0 {
+				attrs = append(attrs, aInts("axes", axes...))
+			}
+			tr.emit("ReduceMean", in[:1], out, attrs...)
+		}
+		tr.batched[n] = keepsBatch && !contains(axes, 0) && len(axes) > 0
+	case op == "cast":
+		dt, err := backends.ParseDType(fmt.Sprint(n.Attrs["dtype"]))
+		if err != nil {
+			tr.missing[op]++
+			return
+		}
+		tr.emit("Cast", in[:1], out, aInt("to", int(onnxDType(dt))))
+	case op == "narrow" || op == "slice":
+		dim, start := attrI(n, "dim"), attrI(n, "start")
+		length, step := attrI(n, "length"), 1
+		if op == "slice" {
+			step = attrI(n, "step")
+		}
+		end := start + length*step
+		if step < 0 && end < 0 {
+			end = math.MinInt32
+		}
+		tr.emit("Slice", []string{in[0], tr.ints(start), tr.ints(end), tr.ints(dim), tr.ints(step)}, out)
+		tr.batched[n] = keepsBatch && dim != 0
+	case op == "select":
+		dim, idx := attrI(n, "dim"), attrI(n, "index")
+		tr.emit("Gather", []string{in[0], tr.hostInit(tr.tmp(n, "index"), &hostTensor{dtype: tensor.Int64, shape: []int{}, i: []int64{int64(idx)}})}, out, aInt("axis", dim))
+		tr.batched[n] = keepsBatch && dim != 0
+	case op == "where":
+		tr.emit("Where", in, out)
+	case op == "embedding":
+		tr.emit("Gather", []string{in[0], in[1]}, out)
+		tr.batched[n] = tr.batched[n.Inputs[1]]
+	default:
+		tr.missing[op]++
+	}
+}
+
+func allOnes(v []int) bool {
+	for _, x := range v {
+		if x != 1 {
+			return false
+		}
+	}
+	return len(v) > 0
+}
+
+func onesOf(shape []int) []float64 {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = 1
+	}
+	return out
+}
+
+func contains(v []int, x int) bool {
+	for _, y := range v {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// writeAtomic writes data to a temporary file beside path and renames it
+// into place.
+func writeAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, path)
+}
