@@ -69,6 +69,7 @@ func init() {
 		"MustDevice":                reflect.ValueOf(tensor.MustDevice),
 		"NoScope":                   reflect.ValueOf(tensor.NoScope),
 		"Normal":                    reflect.ValueOf(tensor.Normal),
+		"ObserveNodes":              reflect.ValueOf(tensor.ObserveNodes),
 		"Ones":                      reflect.ValueOf(tensor.Ones),
 		"OnesLike":                  reflect.ValueOf(tensor.OnesLike),
 		"OnesOf":                    reflect.ValueOf(tensor.OnesOf),
