@@ -28,6 +28,31 @@ func benchMatmul(b *testing.B, n int) {
 	}
 }
 
+// BenchmarkSgemm runs square float32 products on 1 and 2 worker
+// goroutines (New(threads)); make bench-compare sets these against OpenBLAS.
+func BenchmarkSgemm(b *testing.B) {
+	for _, n := range []int{128, 256, 512, 1024, 2048} {
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("n=%d/threads=%d", n, threads), func(b *testing.B) {
+				be := New(threads)
+				x := randView(be, backends.Float32, 1, n, n)
+				y := randView(be, backends.Float32, 2, n, n)
+				out := allocView(be, backends.Float32, n, n)
+				be.Matmul(out, x, y) // warm the packing buffers
+				c0 := cpuSeconds()
+				for b.Loop() {
+					be.Matmul(out, x, y)
+				}
+				flops := 2 * float64(n) * float64(n) * float64(n) * float64(b.N)
+				b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				if c := cpuSeconds() - c0; c > 0 {
+					b.ReportMetric(flops/c/1e9, "GFLOP/cpu-s")
+				}
+			})
+		}
+	}
+}
+
 func BenchmarkMatmul256(b *testing.B)  { benchMatmul(b, 256) }
 func BenchmarkMatmul512(b *testing.B)  { benchMatmul(b, 512) }
 func BenchmarkMatmul1024(b *testing.B) { benchMatmul(b, 1024) }

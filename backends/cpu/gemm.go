@@ -1,7 +1,10 @@
 package cpu
 
 import (
+	"math/bits"
+	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // The GEMM driver: C = A·B for one matrix, blocked for the caches in the
@@ -31,15 +34,21 @@ var (
 	gemmNC = 4096
 )
 
-// kernel is a register-blocked micro-kernel: fn computes the MR×NR product
-// of a packed A panel (kc×MR, a[p·MR+i]) and a packed B panel (kc×NR,
-// b[p·NR+j]), summing over p in order, and writes it row-major to c
-// (c[i·NR+j], len MR·NR). Implementations can be swapped at init (see
-// gemm_kernels.go); they must be deterministic.
+// kernel is a register-blocked micro-kernel for a packed A panel (kc×MR,
+// a[p·MR+i]) and a packed B panel (kc×NR, b[p·NR+j]), summing over p in
+// order. A portable kernel (fn) writes the MR×NR product row-major to c
+// (c[i·NR+j], len MR·NR). An assembly kernel (asm) writes rows i < mv of it
+// straight into C (row stride ldc elements), only the columns j whose bit
+// is set in mask, replacing them or, with accum, adding to them; its edge
+// tiles need no scalar code. fused reports whether products are summed with
+// fused multiply-adds; kernels of one kind give the same bits. Kernels can
+// be swapped at init; they must be deterministic.
 type kernel[T float] struct {
 	name   string
 	mr, nr int
 	fn     func(kc int, a, b, c []T)
+	asm    func(kc int, a, b, c *T, ldc, mv int, mask uint64, accum bool)
+	fused  bool
 }
 
 // matSrc is a matrix operand: element (r, c) is at element offset
@@ -94,24 +103,20 @@ func pack[T float](dst []T, src matSrc[T], r0, rn, c0, cn, w int, tmp []T) {
 		}
 		return
 	}
-	// the long dimension is the contiguous one: gather each row, then
-	// spread it over the panel
+	// the long dimension is the contiguous one: transpose blocks of 16
+	// columns, so the panel lines being filled stay in L1
 	for pn := range panels {
 		d := dst[pn*cn*w : (pn+1)*cn*w]
-		for i := range w {
-			r := pn*w + i
-			if r >= rn {
-				for c := range cn {
-					d[c*w+i] = 0
-				}
-				continue
+		rows := min(w, rn-pn*w)
+		for i := rows; i < w; i++ {
+			for c := range cn {
+				d[c*w+i] = 0
 			}
-			off := base + r*src.rs
-			var row []T
-			if src.s != nil && src.cs == 1 {
-				row = src.s[off : off+cn]
-			} else {
-				row = tmp[:cn]
+		}
+		if src.s == nil || src.cs != 1 {
+			for i := range rows {
+				off := base + (pn*w+i)*src.rs
+				row := tmp[:cn]
 				if src.s != nil {
 					for c := range row {
 						row[c] = src.s[off+c*src.cs]
@@ -119,31 +124,47 @@ func pack[T float](dst []T, src matSrc[T], r0, rn, c0, cn, w int, tmp []T) {
 				} else {
 					src.load(off, src.cs, row)
 				}
+				for c, v := range row {
+					d[c*w+i] = v
+				}
 			}
-			for c, v := range row {
-				d[c*w+i] = v
+			continue
+		}
+		for c0 := 0; c0 < cn; c0 += 16 {
+			c1 := min(c0+16, cn)
+			blk := d[c0*w : c1*w]
+			for i := range rows {
+				off := base + (pn*w+i)*src.rs
+				for c, v := range src.s[off+c0 : off+c1] {
+					blk[c*w+i] = v
+				}
 			}
 		}
 	}
 }
 
-// bufPool recycles packing buffers (no allocation per call once warm).
-type bufPool[T float] struct{ p sync.Pool }
+// bufPool recycles packing buffers (no allocation per call once warm), in
+// power-of-two size classes so that small and large requests do not evict
+// each other.
+type bufPool[T float] struct{ p [48]sync.Pool }
 
 func (bp *bufPool[T]) get(n int) *[]T {
-	if v, ok := bp.p.Get().(*[]T); ok && cap(*v) >= n {
+	c := bits.Len(uint(max(n, 1) - 1))
+	if v, ok := bp.p[c].Get().(*[]T); ok {
 		*v = (*v)[:n]
 		return v
 	}
-	s := make([]T, n)
+	s := make([]T, n, 1<<c)
 	return &s
 }
 
-func (bp *bufPool[T]) put(v *[]T) { bp.p.Put(v) }
+func (bp *bufPool[T]) put(v *[]T) { bp.p[bits.Len(uint(cap(*v)))-1].Put(v) }
 
 var (
 	poolF32 bufPool[float32]
 	poolF64 bufPool[float64]
+	stepF32 = sync.Pool{New: func() any { return new(gemmStep[float32]) }}
+	stepF64 = sync.Pool{New: func() any { return new(gemmStep[float64]) }}
 )
 
 func poolFor[T float]() *bufPool[T] {
@@ -152,6 +173,81 @@ func poolFor[T float]() *bufPool[T] {
 		return any(&poolF32).(*bufPool[T])
 	}
 	return any(&poolF64).(*bufPool[T])
+}
+
+func stepPoolFor[T float]() *sync.Pool {
+	var z T
+	if _, ok := any(z).(float32); ok {
+		return &stepF32
+	}
+	return &stepF64
+}
+
+// gemmStep is one (jc, pc) step of the GEMM: pack a kc×nc block of B and
+// the m×kc block of A, then multiply tiles of C. It runs as one parallel
+// job whose first tasks pack and whose later tasks wait until every packing
+// task has finished (tasks are taken in order, so those are all running)
+// and then multiply one tile each. It lives in a pool, so a call allocates
+// nothing once warm.
+type gemmStep[T float] struct {
+	kern           kernel[T]
+	A, Bt          matSrc[T]
+	C              matDst[T]
+	aPack, bPack   []T
+	m, ncur, kcur  int
+	jc, pc         int
+	first          bool
+	bGroup, bTasks int // B panels per packing task, packing tasks for B
+	aGroup, aTasks int
+	mc, nb, mt, nt int // tile sizes and counts
+	packed         atomic.Int64
+	tmp            *bufPool[T]
+}
+
+func (g *gemmStep[T]) tasks() int { return g.bTasks + g.aTasks + g.mt*g.nt }
+
+func (g *gemmStep[T]) runChunk(lo, hi int) {
+	for t := lo; t < hi; t++ {
+		g.task(t)
+	}
+}
+
+func (g *gemmStep[T]) task(t int) {
+	mr, nr, kc := g.kern.mr, g.kern.nr, g.kcur
+	switch {
+	case t < g.bTasks:
+		p0 := t * g.bGroup
+		p1 := min((g.ncur+nr-1)/nr, p0+g.bGroup)
+		tmp := g.tmp.get(kc)
+		pack(g.bPack[p0*nr*kc:p1*nr*kc], g.Bt, g.jc+p0*nr, min(g.ncur, p1*nr)-p0*nr, g.pc, kc, nr, *tmp)
+		g.tmp.put(tmp)
+		g.packed.Add(1)
+		return
+	case t < g.bTasks+g.aTasks:
+		t -= g.bTasks
+		p0 := t * g.aGroup
+		p1 := min((g.m+mr-1)/mr, p0+g.aGroup)
+		tmp := g.tmp.get(kc)
+		pack(g.aPack[p0*mr*kc:p1*mr*kc], g.A, p0*mr, min(g.m, p1*mr)-p0*mr, g.pc, kc, mr, *tmp)
+		g.tmp.put(tmp)
+		g.packed.Add(1)
+		return
+	}
+	t -= g.bTasks + g.aTasks
+	for spins := 0; g.packed.Load() < int64(g.bTasks+g.aTasks); spins++ {
+		if spins > 64 {
+			runtime.Gosched()
+		}
+	}
+	ic, jb := (t/g.nt)*g.mc, (t%g.nt)*g.nb
+	mcur, nbcur := min(g.mc, g.m-ic), min(g.nb, g.ncur-jb)
+	a := g.aPack[ic*kc : (ic+roundUp(mcur, mr))*kc]
+	b := g.bPack[jb*kc : (jb+roundUp(nbcur, nr))*kc]
+	if g.kern.asm != nil {
+		macroTileAsm(g.kern, a, b, mcur, nbcur, kc, g.C, ic, g.jc+jb, g.first)
+	} else {
+		macroTile(g.kern, a, b, mcur, nbcur, kc, g.C, ic, g.jc+jb, g.first)
+	}
 }
 
 // gemm computes C = A·B (m×k times k×n). With par false it runs on the
@@ -169,51 +265,100 @@ func gemm[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], C ma
 		return
 	}
 	mr, nr := kern.mr, kern.nr
-	nc := min(gemmNC/nr*nr, roundUp(n, nr))
+	nc := min(max(nr, gemmNC/nr*nr), roundUp(n, nr))
 	kc := min(gemmKC, k)
-	mc := max(mr, gemmMC/mr*mr)
-	nb := max(nr, gemmNB/nr*nr)
+	workers := 1
+	if par {
+		workers = b.workers
+	}
 	pool := poolFor[T]()
 	bBuf := pool.get(kc * nc)
-	defer pool.put(bBuf)
-	Bt := B.t() // rows of Bt are columns of B: NR-tall panels of Bt are NR-wide panels of B
-	run := func(tasks int, fn func(t int)) {
-		if par {
-			b.parallelTasks(tasks, fn)
-			return
-		}
-		for t := range tasks {
-			fn(t)
-		}
-	}
+	aBuf := pool.get(roundUp(m, mr) * kc)
+	g := stepPoolFor[T]().Get().(*gemmStep[T])
+	*g = gemmStep[T]{kern: kern, A: A, Bt: B.t(), C: C, m: m, tmp: pool}
 	for jc := 0; jc < n; jc += nc {
 		ncur := min(nc, n-jc)
-		bPanels := (ncur + nr - 1) / nr
+		g.mc, g.nb, g.mt, g.nt = tileGrid(m, ncur, mr, nr, workers)
 		for pc := 0; pc < k; pc += kc {
 			kcur := min(kc, k-pc)
-			first := pc == 0
-			packed := (*bBuf)[:bPanels*nr*kcur]
-			// pack B in groups of panels (about 16K elements a task)
-			group := max(1, (1<<14)/(kcur*nr))
-			run((bPanels+group-1)/group, func(t int) {
-				p0 := t * group
-				p1 := min(bPanels, p0+group)
-				tmp := pool.get(kcur)
-				pack(packed[p0*nr*kcur:p1*nr*kcur], Bt, jc+p0*nr, min(ncur, p1*nr)-p0*nr, pc, kcur, nr, *tmp)
-				pool.put(tmp)
-			})
-			mTiles := (m + mc - 1) / mc
-			nTiles := (ncur + nb - 1) / nb
-			run(mTiles*nTiles, func(t int) {
-				ic, jb := (t/nTiles)*mc, (t%nTiles)*nb
-				mcur, nbcur := min(mc, m-ic), min(nb, ncur-jb)
-				aBuf := pool.get(roundUp(mcur, mr) * kcur)
-				tmp := pool.get(kcur)
-				pack(*aBuf, A, ic, mcur, pc, kcur, mr, *tmp)
-				pool.put(tmp)
-				macroTile(kern, *aBuf, packed[(jb/nr)*nr*kcur:], mcur, nbcur, kcur, C, ic, jc+jb, first)
-				pool.put(aBuf)
-			})
+			g.jc, g.pc, g.ncur, g.kcur, g.first = jc, pc, ncur, kcur, pc == 0
+			g.bPack = (*bBuf)[:roundUp(ncur, nr)*kcur]
+			g.aPack = (*aBuf)[:roundUp(m, mr)*kcur]
+			// packing tasks of about 16K elements
+			g.bGroup = max(1, (1<<14)/(kcur*nr))
+			g.bTasks = ((ncur+nr-1)/nr + g.bGroup - 1) / g.bGroup
+			g.aGroup = max(1, (1<<14)/(kcur*mr))
+			g.aTasks = ((m+mr-1)/mr + g.aGroup - 1) / g.aGroup
+			g.packed.Store(0)
+			if par {
+				b.parallelRun(g.tasks(), 1, g)
+			} else {
+				g.runChunk(0, g.tasks())
+			}
+		}
+	}
+	*g = gemmStep[T]{}
+	stepPoolFor[T]().Put(g)
+	pool.put(aBuf)
+	pool.put(bBuf)
+}
+
+// tileGrid cuts an m×n block of C into tiles of mc×nb (multiples of MR and
+// NR), at most gemmMC×gemmNB, split further while there are fewer than
+// four tiles per worker, so that the workers stay balanced. Tiling never
+// changes results: each element's sum is the same whatever tile holds it.
+func tileGrid(m, n, mr, nr, workers int) (mc, nb, mt, nt int) {
+	mc = min(max(mr, gemmMC/mr*mr), roundUp(m, mr))
+	nb = min(max(nr, gemmNB/nr*nr), roundUp(n, nr))
+	for {
+		mt, nt = (m+mc-1)/mc, (n+nb-1)/nb
+		if workers <= 1 || mt*nt >= 4*workers {
+			return
+		}
+		switch {
+		case nb >= mc && nb > nr:
+			nb = roundUp((nb+1)/2, nr)
+		case mc > mr:
+			mc = roundUp((mc+1)/2, mr)
+		case nb > nr:
+			nb = roundUp((nb+1)/2, nr)
+		default:
+			return
+		}
+	}
+}
+
+// macroTileAsm is macroTile for an assembly kernel: it writes C directly
+// when C's rows are contiguous, with masks for the partial edge tiles, and
+// else through a tile buffer.
+func macroTileAsm[T float](kern kernel[T], a, bp []T, mc, nb, kc int, C matDst[T], i0, j0 int, first bool) {
+	mr, nr := kern.mr, kern.nr
+	var tile [512]T // MR·NR ≤ 512
+	_ = a[roundUp(mc, mr)*kc-1]
+	_ = bp[roundUp(nb, nr)*kc-1]
+	for jr := 0; jr < nb; jr += nr {
+		bPanel := &bp[(jr/nr)*nr*kc]
+		nv := min(nr, nb-jr)
+		mask := uint64(1)<<nv - 1
+		for ir := 0; ir < mc; ir += mr {
+			aPanel := &a[(ir/mr)*mr*kc]
+			mv := min(mr, mc-ir)
+			base := C.off + (i0+ir)*C.rs + (j0+jr)*C.cs
+			if C.cs == 1 {
+				kern.asm(kc, aPanel, bPanel, &C.s[base], C.rs, mv, mask, !first)
+				continue
+			}
+			kern.asm(kc, aPanel, bPanel, &tile[0], nr, mr, 1<<nr-1, false)
+			for i := range mv {
+				for j := range nv {
+					p := base + i*C.rs + j*C.cs
+					if first {
+						C.s[p] = tile[i*nr+j]
+					} else {
+						C.s[p] += tile[i*nr+j]
+					}
+				}
+			}
 		}
 	}
 }
