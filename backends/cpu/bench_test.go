@@ -108,6 +108,38 @@ func BenchmarkAdd16M(b *testing.B) {
 	gbPerSec(b, 3*4*elems16M)
 }
 
+// BenchmarkStream measures STREAM-style kernels on 16M float32 elements
+// (64 MiB an array, beyond the caches) on 1 and 2 worker goroutines,
+// counting the bytes read plus written as STREAM does: copy out = x (8 bytes
+// an element), add out = x + y (12), scale out = 3·x (8), and the Go
+// runtime's own copy for reference.
+func BenchmarkStream(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		bytes int
+		fn    func(be *Backend, out, x, y backends.View)
+	}{
+		{"copy", 8, func(be *Backend, out, x, _ backends.View) { be.Copy(out, x) }},
+		{"add", 12, func(be *Backend, out, x, y backends.View) { be.Binary(backends.Add, out, x, y) }},
+		{"scale", 8, func(be *Backend, out, x, _ backends.View) { be.BinaryScalar(backends.Mul, out, x, 3, false) }},
+		{"gocopy", 8, func(_ *Backend, out, x, _ backends.View) { copy(buf(out).f32(), buf(x).f32()) }},
+	} {
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("op=%s/threads=%d", c.name, threads), func(b *testing.B) {
+				be := New(threads)
+				x := randView(be, backends.Float32, 1, elems16M)
+				y := randView(be, backends.Float32, 2, elems16M)
+				out := allocView(be, backends.Float32, elems16M)
+				c.fn(be, out, x, y)
+				for b.Loop() {
+					c.fn(be, out, x, y)
+				}
+				gbPerSec(b, c.bytes*elems16M)
+			})
+		}
+	}
+}
+
 func BenchmarkExp16M(b *testing.B) {
 	be := New(0)
 	x := randView(be, backends.Float32, 1, elems16M)

@@ -33,3 +33,103 @@ func dgemm14x16AVX512(kc int, a *float64, b *float64, c *float64, ldc int, mv in
 //
 //go:noescape
 func dgemm6x8AVX2(kc int, a *float64, b *float64, c *float64, ldc int, mv int, mask uint64, accum bool)
+
+// addvvF32 sets dst[i] = a[i] + b[i] for i < n (AVX2).
+//
+//go:noescape
+func addvvF32(dst *float32, a *float32, b *float32, n int)
+
+// addvvF32NT sets dst[i] = a[i] + b[i] for i < n (AVX2) with non-temporal stores; dst must be 32-byte aligned.
+//
+//go:noescape
+func addvvF32NT(dst *float32, a *float32, b *float32, n int)
+
+// addvsF32 sets dst[i] = a[i] + s for i < n (AVX2).
+//
+//go:noescape
+func addvsF32(dst *float32, a *float32, s float32, n int)
+
+// addvsF32NT sets dst[i] = a[i] + s for i < n (AVX2) with non-temporal stores; dst must be 32-byte aligned.
+//
+//go:noescape
+func addvsF32NT(dst *float32, a *float32, s float32, n int)
+
+// subvvF32 sets dst[i] = a[i] - b[i] for i < n (AVX2).
+//
+//go:noescape
+func subvvF32(dst *float32, a *float32, b *float32, n int)
+
+// subvvF32NT sets dst[i] = a[i] - b[i] for i < n (AVX2) with non-temporal stores; dst must be 32-byte aligned.
+//
+//go:noescape
+func subvvF32NT(dst *float32, a *float32, b *float32, n int)
+
+// subvsF32 sets dst[i] = a[i] - s for i < n (AVX2).
+//
+//go:noescape
+func subvsF32(dst *float32, a *float32, s float32, n int)
+
+// subvsF32NT sets dst[i] = a[i] - s for i < n (AVX2) with non-temporal stores; dst must be 32-byte aligned.
+//
+//go:noescape
+func subvsF32NT(dst *float32, a *float32, s float32, n int)
+
+// subsvF32 sets dst[i] = s - a[i] for i < n (AVX2).
+//
+//go:noescape
+func subsvF32(dst *float32, a *float32, s float32, n int)
+
+// subsvF32NT sets dst[i] = s - a[i] for i < n (AVX2) with non-temporal stores; dst must be 32-byte aligned.
+//
+//go:noescape
+func subsvF32NT(dst *float32, a *float32, s float32, n int)
+
+// mulvvF32 sets dst[i] = a[i] × b[i] for i < n (AVX2).
+//
+//go:noescape
+func mulvvF32(dst *float32, a *float32, b *float32, n int)
+
+// mulvvF32NT sets dst[i] = a[i] × b[i] for i < n (AVX2) with non-temporal stores; dst must be 32-byte aligned.
+//
+//go:noescape
+func mulvvF32NT(dst *float32, a *float32, b *float32, n int)
+
+// mulvsF32 sets dst[i] = a[i] × s for i < n (AVX2).
+//
+//go:noescape
+func mulvsF32(dst *float32, a *float32, s float32, n int)
+
+// mulvsF32NT sets dst[i] = a[i] × s for i < n (AVX2) with non-temporal stores; dst must be 32-byte aligned.
+//
+//go:noescape
+func mulvsF32NT(dst *float32, a *float32, s float32, n int)
+
+// divvvF32 sets dst[i] = a[i] ÷ b[i] for i < n (AVX2).
+//
+//go:noescape
+func divvvF32(dst *float32, a *float32, b *float32, n int)
+
+// divvvF32NT sets dst[i] = a[i] ÷ b[i] for i < n (AVX2) with non-temporal stores; dst must be 32-byte aligned.
+//
+//go:noescape
+func divvvF32NT(dst *float32, a *float32, b *float32, n int)
+
+// divvsF32 sets dst[i] = a[i] ÷ s for i < n (AVX2).
+//
+//go:noescape
+func divvsF32(dst *float32, a *float32, s float32, n int)
+
+// divvsF32NT sets dst[i] = a[i] ÷ s for i < n (AVX2) with non-temporal stores; dst must be 32-byte aligned.
+//
+//go:noescape
+func divvsF32NT(dst *float32, a *float32, s float32, n int)
+
+// divsvF32 sets dst[i] = s ÷ a[i] for i < n (AVX2).
+//
+//go:noescape
+func divsvF32(dst *float32, a *float32, s float32, n int)
+
+// divsvF32NT sets dst[i] = s ÷ a[i] for i < n (AVX2) with non-temporal stores; dst must be 32-byte aligned.
+//
+//go:noescape
+func divsvF32NT(dst *float32, a *float32, s float32, n int)

@@ -2570,3 +2570,1117 @@ dgemm6x8AVX2_maskacc:
 dgemm6x8AVX2_done:
 	VZEROUPPER
 	RET
+
+// func addvvF32(dst *float32, a *float32, b *float32, n int)
+// Requires: AVX
+TEXT ·addvvF32(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ n+24(FP), CX
+	MOVQ b+16(FP), DX
+
+addvvF32_loop32:
+	CMPQ    CX, $0x00000020
+	JB      addvvF32_loop8
+	VMOVUPS (SI), Y0
+	VADDPS  (DX), Y0, Y0
+	VMOVUPS 32(SI), Y1
+	VADDPS  32(DX), Y1, Y1
+	VMOVUPS 64(SI), Y2
+	VADDPS  64(DX), Y2, Y2
+	VMOVUPS 96(SI), Y3
+	VADDPS  96(DX), Y3, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ    $0x00000080, SI
+	ADDQ    $0x00000080, DI
+	ADDQ    $0x00000080, DX
+	SUBQ    $0x00000020, CX
+	JMP     addvvF32_loop32
+
+addvvF32_loop8:
+	CMPQ    CX, $0x00000008
+	JB      addvvF32_tail
+	VMOVUPS (SI), Y0
+	VADDPS  (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	ADDQ    $0x00000020, DX
+	SUBQ    $0x00000008, CX
+	JMP     addvvF32_loop8
+
+addvvF32_tail:
+	TESTQ  CX, CX
+	JZ     addvvF32_done
+	VMOVSS (SI), X0
+	VADDSS (DX), X0, X0
+	VMOVSS X0, (DI)
+	ADDQ   $0x00000004, SI
+	ADDQ   $0x00000004, DI
+	ADDQ   $0x00000004, DX
+	DECQ   CX
+	JMP    addvvF32_tail
+
+addvvF32_done:
+	VZEROUPPER
+	RET
+
+// func addvvF32NT(dst *float32, a *float32, b *float32, n int)
+// Requires: AVX, MMX+
+TEXT ·addvvF32NT(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ n+24(FP), CX
+	MOVQ b+16(FP), DX
+
+addvvF32NT_loop32:
+	CMPQ     CX, $0x00000020
+	JB       addvvF32NT_loop8
+	VMOVUPS  (SI), Y0
+	VADDPS   (DX), Y0, Y0
+	VMOVUPS  32(SI), Y1
+	VADDPS   32(DX), Y1, Y1
+	VMOVUPS  64(SI), Y2
+	VADDPS   64(DX), Y2, Y2
+	VMOVUPS  96(SI), Y3
+	VADDPS   96(DX), Y3, Y3
+	VMOVNTPS Y0, (DI)
+	VMOVNTPS Y1, 32(DI)
+	VMOVNTPS Y2, 64(DI)
+	VMOVNTPS Y3, 96(DI)
+	ADDQ     $0x00000080, SI
+	ADDQ     $0x00000080, DI
+	ADDQ     $0x00000080, DX
+	SUBQ     $0x00000020, CX
+	JMP      addvvF32NT_loop32
+
+addvvF32NT_loop8:
+	CMPQ    CX, $0x00000008
+	JB      addvvF32NT_tail
+	VMOVUPS (SI), Y0
+	VADDPS  (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	ADDQ    $0x00000020, DX
+	SUBQ    $0x00000008, CX
+	JMP     addvvF32NT_loop8
+
+addvvF32NT_tail:
+	TESTQ  CX, CX
+	JZ     addvvF32NT_done
+	VMOVSS (SI), X0
+	VADDSS (DX), X0, X0
+	VMOVSS X0, (DI)
+	ADDQ   $0x00000004, SI
+	ADDQ   $0x00000004, DI
+	ADDQ   $0x00000004, DX
+	DECQ   CX
+	JMP    addvvF32NT_tail
+
+addvvF32NT_done:
+	SFENCE
+	VZEROUPPER
+	RET
+
+// func addvsF32(dst *float32, a *float32, s float32, n int)
+// Requires: AVX
+TEXT ·addvsF32(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         a+8(FP), SI
+	MOVQ         n+24(FP), CX
+	VBROADCASTSS s+16(FP), Y15
+
+addvsF32_loop32:
+	CMPQ    CX, $0x00000020
+	JB      addvsF32_loop8
+	VMOVUPS (SI), Y0
+	VADDPS  Y15, Y0, Y0
+	VMOVUPS 32(SI), Y1
+	VADDPS  Y15, Y1, Y1
+	VMOVUPS 64(SI), Y2
+	VADDPS  Y15, Y2, Y2
+	VMOVUPS 96(SI), Y3
+	VADDPS  Y15, Y3, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ    $0x00000080, SI
+	ADDQ    $0x00000080, DI
+	SUBQ    $0x00000020, CX
+	JMP     addvsF32_loop32
+
+addvsF32_loop8:
+	CMPQ    CX, $0x00000008
+	JB      addvsF32_tail
+	VMOVUPS (SI), Y0
+	VADDPS  Y15, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JMP     addvsF32_loop8
+
+addvsF32_tail:
+	TESTQ  CX, CX
+	JZ     addvsF32_done
+	VMOVSS (SI), X0
+	VADDSS X15, X0, X0
+	VMOVSS X0, (DI)
+	ADDQ   $0x00000004, SI
+	ADDQ   $0x00000004, DI
+	DECQ   CX
+	JMP    addvsF32_tail
+
+addvsF32_done:
+	VZEROUPPER
+	RET
+
+// func addvsF32NT(dst *float32, a *float32, s float32, n int)
+// Requires: AVX, MMX+
+TEXT ·addvsF32NT(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         a+8(FP), SI
+	MOVQ         n+24(FP), CX
+	VBROADCASTSS s+16(FP), Y15
+
+addvsF32NT_loop32:
+	CMPQ     CX, $0x00000020
+	JB       addvsF32NT_loop8
+	VMOVUPS  (SI), Y0
+	VADDPS   Y15, Y0, Y0
+	VMOVUPS  32(SI), Y1
+	VADDPS   Y15, Y1, Y1
+	VMOVUPS  64(SI), Y2
+	VADDPS   Y15, Y2, Y2
+	VMOVUPS  96(SI), Y3
+	VADDPS   Y15, Y3, Y3
+	VMOVNTPS Y0, (DI)
+	VMOVNTPS Y1, 32(DI)
+	VMOVNTPS Y2, 64(DI)
+	VMOVNTPS Y3, 96(DI)
+	ADDQ     $0x00000080, SI
+	ADDQ     $0x00000080, DI
+	SUBQ     $0x00000020, CX
+	JMP      addvsF32NT_loop32
+
+addvsF32NT_loop8:
+	CMPQ    CX, $0x00000008
+	JB      addvsF32NT_tail
+	VMOVUPS (SI), Y0
+	VADDPS  Y15, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JMP     addvsF32NT_loop8
+
+addvsF32NT_tail:
+	TESTQ  CX, CX
+	JZ     addvsF32NT_done
+	VMOVSS (SI), X0
+	VADDSS X15, X0, X0
+	VMOVSS X0, (DI)
+	ADDQ   $0x00000004, SI
+	ADDQ   $0x00000004, DI
+	DECQ   CX
+	JMP    addvsF32NT_tail
+
+addvsF32NT_done:
+	SFENCE
+	VZEROUPPER
+	RET
+
+// func subvvF32(dst *float32, a *float32, b *float32, n int)
+// Requires: AVX
+TEXT ·subvvF32(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ n+24(FP), CX
+	MOVQ b+16(FP), DX
+
+subvvF32_loop32:
+	CMPQ    CX, $0x00000020
+	JB      subvvF32_loop8
+	VMOVUPS (SI), Y0
+	VSUBPS  (DX), Y0, Y0
+	VMOVUPS 32(SI), Y1
+	VSUBPS  32(DX), Y1, Y1
+	VMOVUPS 64(SI), Y2
+	VSUBPS  64(DX), Y2, Y2
+	VMOVUPS 96(SI), Y3
+	VSUBPS  96(DX), Y3, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ    $0x00000080, SI
+	ADDQ    $0x00000080, DI
+	ADDQ    $0x00000080, DX
+	SUBQ    $0x00000020, CX
+	JMP     subvvF32_loop32
+
+subvvF32_loop8:
+	CMPQ    CX, $0x00000008
+	JB      subvvF32_tail
+	VMOVUPS (SI), Y0
+	VSUBPS  (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	ADDQ    $0x00000020, DX
+	SUBQ    $0x00000008, CX
+	JMP     subvvF32_loop8
+
+subvvF32_tail:
+	TESTQ  CX, CX
+	JZ     subvvF32_done
+	VMOVSS (SI), X0
+	VSUBSS (DX), X0, X0
+	VMOVSS X0, (DI)
+	ADDQ   $0x00000004, SI
+	ADDQ   $0x00000004, DI
+	ADDQ   $0x00000004, DX
+	DECQ   CX
+	JMP    subvvF32_tail
+
+subvvF32_done:
+	VZEROUPPER
+	RET
+
+// func subvvF32NT(dst *float32, a *float32, b *float32, n int)
+// Requires: AVX, MMX+
+TEXT ·subvvF32NT(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ n+24(FP), CX
+	MOVQ b+16(FP), DX
+
+subvvF32NT_loop32:
+	CMPQ     CX, $0x00000020
+	JB       subvvF32NT_loop8
+	VMOVUPS  (SI), Y0
+	VSUBPS   (DX), Y0, Y0
+	VMOVUPS  32(SI), Y1
+	VSUBPS   32(DX), Y1, Y1
+	VMOVUPS  64(SI), Y2
+	VSUBPS   64(DX), Y2, Y2
+	VMOVUPS  96(SI), Y3
+	VSUBPS   96(DX), Y3, Y3
+	VMOVNTPS Y0, (DI)
+	VMOVNTPS Y1, 32(DI)
+	VMOVNTPS Y2, 64(DI)
+	VMOVNTPS Y3, 96(DI)
+	ADDQ     $0x00000080, SI
+	ADDQ     $0x00000080, DI
+	ADDQ     $0x00000080, DX
+	SUBQ     $0x00000020, CX
+	JMP      subvvF32NT_loop32
+
+subvvF32NT_loop8:
+	CMPQ    CX, $0x00000008
+	JB      subvvF32NT_tail
+	VMOVUPS (SI), Y0
+	VSUBPS  (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	ADDQ    $0x00000020, DX
+	SUBQ    $0x00000008, CX
+	JMP     subvvF32NT_loop8
+
+subvvF32NT_tail:
+	TESTQ  CX, CX
+	JZ     subvvF32NT_done
+	VMOVSS (SI), X0
+	VSUBSS (DX), X0, X0
+	VMOVSS X0, (DI)
+	ADDQ   $0x00000004, SI
+	ADDQ   $0x00000004, DI
+	ADDQ   $0x00000004, DX
+	DECQ   CX
+	JMP    subvvF32NT_tail
+
+subvvF32NT_done:
+	SFENCE
+	VZEROUPPER
+	RET
+
+// func subvsF32(dst *float32, a *float32, s float32, n int)
+// Requires: AVX
+TEXT ·subvsF32(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         a+8(FP), SI
+	MOVQ         n+24(FP), CX
+	VBROADCASTSS s+16(FP), Y15
+
+subvsF32_loop32:
+	CMPQ    CX, $0x00000020
+	JB      subvsF32_loop8
+	VMOVUPS (SI), Y0
+	VSUBPS  Y15, Y0, Y0
+	VMOVUPS 32(SI), Y1
+	VSUBPS  Y15, Y1, Y1
+	VMOVUPS 64(SI), Y2
+	VSUBPS  Y15, Y2, Y2
+	VMOVUPS 96(SI), Y3
+	VSUBPS  Y15, Y3, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ    $0x00000080, SI
+	ADDQ    $0x00000080, DI
+	SUBQ    $0x00000020, CX
+	JMP     subvsF32_loop32
+
+subvsF32_loop8:
+	CMPQ    CX, $0x00000008
+	JB      subvsF32_tail
+	VMOVUPS (SI), Y0
+	VSUBPS  Y15, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JMP     subvsF32_loop8
+
+subvsF32_tail:
+	TESTQ  CX, CX
+	JZ     subvsF32_done
+	VMOVSS (SI), X0
+	VSUBSS X15, X0, X0
+	VMOVSS X0, (DI)
+	ADDQ   $0x00000004, SI
+	ADDQ   $0x00000004, DI
+	DECQ   CX
+	JMP    subvsF32_tail
+
+subvsF32_done:
+	VZEROUPPER
+	RET
+
+// func subvsF32NT(dst *float32, a *float32, s float32, n int)
+// Requires: AVX, MMX+
+TEXT ·subvsF32NT(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         a+8(FP), SI
+	MOVQ         n+24(FP), CX
+	VBROADCASTSS s+16(FP), Y15
+
+subvsF32NT_loop32:
+	CMPQ     CX, $0x00000020
+	JB       subvsF32NT_loop8
+	VMOVUPS  (SI), Y0
+	VSUBPS   Y15, Y0, Y0
+	VMOVUPS  32(SI), Y1
+	VSUBPS   Y15, Y1, Y1
+	VMOVUPS  64(SI), Y2
+	VSUBPS   Y15, Y2, Y2
+	VMOVUPS  96(SI), Y3
+	VSUBPS   Y15, Y3, Y3
+	VMOVNTPS Y0, (DI)
+	VMOVNTPS Y1, 32(DI)
+	VMOVNTPS Y2, 64(DI)
+	VMOVNTPS Y3, 96(DI)
+	ADDQ     $0x00000080, SI
+	ADDQ     $0x00000080, DI
+	SUBQ     $0x00000020, CX
+	JMP      subvsF32NT_loop32
+
+subvsF32NT_loop8:
+	CMPQ    CX, $0x00000008
+	JB      subvsF32NT_tail
+	VMOVUPS (SI), Y0
+	VSUBPS  Y15, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JMP     subvsF32NT_loop8
+
+subvsF32NT_tail:
+	TESTQ  CX, CX
+	JZ     subvsF32NT_done
+	VMOVSS (SI), X0
+	VSUBSS X15, X0, X0
+	VMOVSS X0, (DI)
+	ADDQ   $0x00000004, SI
+	ADDQ   $0x00000004, DI
+	DECQ   CX
+	JMP    subvsF32NT_tail
+
+subvsF32NT_done:
+	SFENCE
+	VZEROUPPER
+	RET
+
+// func subsvF32(dst *float32, a *float32, s float32, n int)
+// Requires: AVX
+TEXT ·subsvF32(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         a+8(FP), SI
+	MOVQ         n+24(FP), CX
+	VBROADCASTSS s+16(FP), Y15
+
+subsvF32_loop32:
+	CMPQ    CX, $0x00000020
+	JB      subsvF32_loop8
+	VMOVUPS (SI), Y0
+	VSUBPS  Y0, Y15, Y0
+	VMOVUPS 32(SI), Y1
+	VSUBPS  Y1, Y15, Y1
+	VMOVUPS 64(SI), Y2
+	VSUBPS  Y2, Y15, Y2
+	VMOVUPS 96(SI), Y3
+	VSUBPS  Y3, Y15, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ    $0x00000080, SI
+	ADDQ    $0x00000080, DI
+	SUBQ    $0x00000020, CX
+	JMP     subsvF32_loop32
+
+subsvF32_loop8:
+	CMPQ    CX, $0x00000008
+	JB      subsvF32_tail
+	VMOVUPS (SI), Y0
+	VSUBPS  Y0, Y15, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JMP     subsvF32_loop8
+
+subsvF32_tail:
+	TESTQ  CX, CX
+	JZ     subsvF32_done
+	VMOVSS (SI), X0
+	VSUBSS X0, X15, X0
+	VMOVSS X0, (DI)
+	ADDQ   $0x00000004, SI
+	ADDQ   $0x00000004, DI
+	DECQ   CX
+	JMP    subsvF32_tail
+
+subsvF32_done:
+	VZEROUPPER
+	RET
+
+// func subsvF32NT(dst *float32, a *float32, s float32, n int)
+// Requires: AVX, MMX+
+TEXT ·subsvF32NT(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         a+8(FP), SI
+	MOVQ         n+24(FP), CX
+	VBROADCASTSS s+16(FP), Y15
+
+subsvF32NT_loop32:
+	CMPQ     CX, $0x00000020
+	JB       subsvF32NT_loop8
+	VMOVUPS  (SI), Y0
+	VSUBPS   Y0, Y15, Y0
+	VMOVUPS  32(SI), Y1
+	VSUBPS   Y1, Y15, Y1
+	VMOVUPS  64(SI), Y2
+	VSUBPS   Y2, Y15, Y2
+	VMOVUPS  96(SI), Y3
+	VSUBPS   Y3, Y15, Y3
+	VMOVNTPS Y0, (DI)
+	VMOVNTPS Y1, 32(DI)
+	VMOVNTPS Y2, 64(DI)
+	VMOVNTPS Y3, 96(DI)
+	ADDQ     $0x00000080, SI
+	ADDQ     $0x00000080, DI
+	SUBQ     $0x00000020, CX
+	JMP      subsvF32NT_loop32
+
+subsvF32NT_loop8:
+	CMPQ    CX, $0x00000008
+	JB      subsvF32NT_tail
+	VMOVUPS (SI), Y0
+	VSUBPS  Y0, Y15, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JMP     subsvF32NT_loop8
+
+subsvF32NT_tail:
+	TESTQ  CX, CX
+	JZ     subsvF32NT_done
+	VMOVSS (SI), X0
+	VSUBSS X0, X15, X0
+	VMOVSS X0, (DI)
+	ADDQ   $0x00000004, SI
+	ADDQ   $0x00000004, DI
+	DECQ   CX
+	JMP    subsvF32NT_tail
+
+subsvF32NT_done:
+	SFENCE
+	VZEROUPPER
+	RET
+
+// func mulvvF32(dst *float32, a *float32, b *float32, n int)
+// Requires: AVX
+TEXT ·mulvvF32(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ n+24(FP), CX
+	MOVQ b+16(FP), DX
+
+mulvvF32_loop32:
+	CMPQ    CX, $0x00000020
+	JB      mulvvF32_loop8
+	VMOVUPS (SI), Y0
+	VMULPS  (DX), Y0, Y0
+	VMOVUPS 32(SI), Y1
+	VMULPS  32(DX), Y1, Y1
+	VMOVUPS 64(SI), Y2
+	VMULPS  64(DX), Y2, Y2
+	VMOVUPS 96(SI), Y3
+	VMULPS  96(DX), Y3, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ    $0x00000080, SI
+	ADDQ    $0x00000080, DI
+	ADDQ    $0x00000080, DX
+	SUBQ    $0x00000020, CX
+	JMP     mulvvF32_loop32
+
+mulvvF32_loop8:
+	CMPQ    CX, $0x00000008
+	JB      mulvvF32_tail
+	VMOVUPS (SI), Y0
+	VMULPS  (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	ADDQ    $0x00000020, DX
+	SUBQ    $0x00000008, CX
+	JMP     mulvvF32_loop8
+
+mulvvF32_tail:
+	TESTQ  CX, CX
+	JZ     mulvvF32_done
+	VMOVSS (SI), X0
+	VMULSS (DX), X0, X0
+	VMOVSS X0, (DI)
+	ADDQ   $0x00000004, SI
+	ADDQ   $0x00000004, DI
+	ADDQ   $0x00000004, DX
+	DECQ   CX
+	JMP    mulvvF32_tail
+
+mulvvF32_done:
+	VZEROUPPER
+	RET
+
+// func mulvvF32NT(dst *float32, a *float32, b *float32, n int)
+// Requires: AVX, MMX+
+TEXT ·mulvvF32NT(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ n+24(FP), CX
+	MOVQ b+16(FP), DX
+
+mulvvF32NT_loop32:
+	CMPQ     CX, $0x00000020
+	JB       mulvvF32NT_loop8
+	VMOVUPS  (SI), Y0
+	VMULPS   (DX), Y0, Y0
+	VMOVUPS  32(SI), Y1
+	VMULPS   32(DX), Y1, Y1
+	VMOVUPS  64(SI), Y2
+	VMULPS   64(DX), Y2, Y2
+	VMOVUPS  96(SI), Y3
+	VMULPS   96(DX), Y3, Y3
+	VMOVNTPS Y0, (DI)
+	VMOVNTPS Y1, 32(DI)
+	VMOVNTPS Y2, 64(DI)
+	VMOVNTPS Y3, 96(DI)
+	ADDQ     $0x00000080, SI
+	ADDQ     $0x00000080, DI
+	ADDQ     $0x00000080, DX
+	SUBQ     $0x00000020, CX
+	JMP      mulvvF32NT_loop32
+
+mulvvF32NT_loop8:
+	CMPQ    CX, $0x00000008
+	JB      mulvvF32NT_tail
+	VMOVUPS (SI), Y0
+	VMULPS  (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	ADDQ    $0x00000020, DX
+	SUBQ    $0x00000008, CX
+	JMP     mulvvF32NT_loop8
+
+mulvvF32NT_tail:
+	TESTQ  CX, CX
+	JZ     mulvvF32NT_done
+	VMOVSS (SI), X0
+	VMULSS (DX), X0, X0
+	VMOVSS X0, (DI)
+	ADDQ   $0x00000004, SI
+	ADDQ   $0x00000004, DI
+	ADDQ   $0x00000004, DX
+	DECQ   CX
+	JMP    mulvvF32NT_tail
+
+mulvvF32NT_done:
+	SFENCE
+	VZEROUPPER
+	RET
+
+// func mulvsF32(dst *float32, a *float32, s float32, n int)
+// Requires: AVX
+TEXT ·mulvsF32(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         a+8(FP), SI
+	MOVQ         n+24(FP), CX
+	VBROADCASTSS s+16(FP), Y15
+
+mulvsF32_loop32:
+	CMPQ    CX, $0x00000020
+	JB      mulvsF32_loop8
+	VMOVUPS (SI), Y0
+	VMULPS  Y15, Y0, Y0
+	VMOVUPS 32(SI), Y1
+	VMULPS  Y15, Y1, Y1
+	VMOVUPS 64(SI), Y2
+	VMULPS  Y15, Y2, Y2
+	VMOVUPS 96(SI), Y3
+	VMULPS  Y15, Y3, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ    $0x00000080, SI
+	ADDQ    $0x00000080, DI
+	SUBQ    $0x00000020, CX
+	JMP     mulvsF32_loop32
+
+mulvsF32_loop8:
+	CMPQ    CX, $0x00000008
+	JB      mulvsF32_tail
+	VMOVUPS (SI), Y0
+	VMULPS  Y15, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JMP     mulvsF32_loop8
+
+mulvsF32_tail:
+	TESTQ  CX, CX
+	JZ     mulvsF32_done
+	VMOVSS (SI), X0
+	VMULSS X15, X0, X0
+	VMOVSS X0, (DI)
+	ADDQ   $0x00000004, SI
+	ADDQ   $0x00000004, DI
+	DECQ   CX
+	JMP    mulvsF32_tail
+
+mulvsF32_done:
+	VZEROUPPER
+	RET
+
+// func mulvsF32NT(dst *float32, a *float32, s float32, n int)
+// Requires: AVX, MMX+
+TEXT ·mulvsF32NT(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         a+8(FP), SI
+	MOVQ         n+24(FP), CX
+	VBROADCASTSS s+16(FP), Y15
+
+mulvsF32NT_loop32:
+	CMPQ     CX, $0x00000020
+	JB       mulvsF32NT_loop8
+	VMOVUPS  (SI), Y0
+	VMULPS   Y15, Y0, Y0
+	VMOVUPS  32(SI), Y1
+	VMULPS   Y15, Y1, Y1
+	VMOVUPS  64(SI), Y2
+	VMULPS   Y15, Y2, Y2
+	VMOVUPS  96(SI), Y3
+	VMULPS   Y15, Y3, Y3
+	VMOVNTPS Y0, (DI)
+	VMOVNTPS Y1, 32(DI)
+	VMOVNTPS Y2, 64(DI)
+	VMOVNTPS Y3, 96(DI)
+	ADDQ     $0x00000080, SI
+	ADDQ     $0x00000080, DI
+	SUBQ     $0x00000020, CX
+	JMP      mulvsF32NT_loop32
+
+mulvsF32NT_loop8:
+	CMPQ    CX, $0x00000008
+	JB      mulvsF32NT_tail
+	VMOVUPS (SI), Y0
+	VMULPS  Y15, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JMP     mulvsF32NT_loop8
+
+mulvsF32NT_tail:
+	TESTQ  CX, CX
+	JZ     mulvsF32NT_done
+	VMOVSS (SI), X0
+	VMULSS X15, X0, X0
+	VMOVSS X0, (DI)
+	ADDQ   $0x00000004, SI
+	ADDQ   $0x00000004, DI
+	DECQ   CX
+	JMP    mulvsF32NT_tail
+
+mulvsF32NT_done:
+	SFENCE
+	VZEROUPPER
+	RET
+
+// func divvvF32(dst *float32, a *float32, b *float32, n int)
+// Requires: AVX
+TEXT ·divvvF32(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ n+24(FP), CX
+	MOVQ b+16(FP), DX
+
+divvvF32_loop32:
+	CMPQ    CX, $0x00000020
+	JB      divvvF32_loop8
+	VMOVUPS (SI), Y0
+	VDIVPS  (DX), Y0, Y0
+	VMOVUPS 32(SI), Y1
+	VDIVPS  32(DX), Y1, Y1
+	VMOVUPS 64(SI), Y2
+	VDIVPS  64(DX), Y2, Y2
+	VMOVUPS 96(SI), Y3
+	VDIVPS  96(DX), Y3, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ    $0x00000080, SI
+	ADDQ    $0x00000080, DI
+	ADDQ    $0x00000080, DX
+	SUBQ    $0x00000020, CX
+	JMP     divvvF32_loop32
+
+divvvF32_loop8:
+	CMPQ    CX, $0x00000008
+	JB      divvvF32_tail
+	VMOVUPS (SI), Y0
+	VDIVPS  (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	ADDQ    $0x00000020, DX
+	SUBQ    $0x00000008, CX
+	JMP     divvvF32_loop8
+
+divvvF32_tail:
+	TESTQ  CX, CX
+	JZ     divvvF32_done
+	VMOVSS (SI), X0
+	VDIVSS (DX), X0, X0
+	VMOVSS X0, (DI)
+	ADDQ   $0x00000004, SI
+	ADDQ   $0x00000004, DI
+	ADDQ   $0x00000004, DX
+	DECQ   CX
+	JMP    divvvF32_tail
+
+divvvF32_done:
+	VZEROUPPER
+	RET
+
+// func divvvF32NT(dst *float32, a *float32, b *float32, n int)
+// Requires: AVX, MMX+
+TEXT ·divvvF32NT(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ n+24(FP), CX
+	MOVQ b+16(FP), DX
+
+divvvF32NT_loop32:
+	CMPQ     CX, $0x00000020
+	JB       divvvF32NT_loop8
+	VMOVUPS  (SI), Y0
+	VDIVPS   (DX), Y0, Y0
+	VMOVUPS  32(SI), Y1
+	VDIVPS   32(DX), Y1, Y1
+	VMOVUPS  64(SI), Y2
+	VDIVPS   64(DX), Y2, Y2
+	VMOVUPS  96(SI), Y3
+	VDIVPS   96(DX), Y3, Y3
+	VMOVNTPS Y0, (DI)
+	VMOVNTPS Y1, 32(DI)
+	VMOVNTPS Y2, 64(DI)
+	VMOVNTPS Y3, 96(DI)
+	ADDQ     $0x00000080, SI
+	ADDQ     $0x00000080, DI
+	ADDQ     $0x00000080, DX
+	SUBQ     $0x00000020, CX
+	JMP      divvvF32NT_loop32
+
+divvvF32NT_loop8:
+	CMPQ    CX, $0x00000008
+	JB      divvvF32NT_tail
+	VMOVUPS (SI), Y0
+	VDIVPS  (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	ADDQ    $0x00000020, DX
+	SUBQ    $0x00000008, CX
+	JMP     divvvF32NT_loop8
+
+divvvF32NT_tail:
+	TESTQ  CX, CX
+	JZ     divvvF32NT_done
+	VMOVSS (SI), X0
+	VDIVSS (DX), X0, X0
+	VMOVSS X0, (DI)
+	ADDQ   $0x00000004, SI
+	ADDQ   $0x00000004, DI
+	ADDQ   $0x00000004, DX
+	DECQ   CX
+	JMP    divvvF32NT_tail
+
+divvvF32NT_done:
+	SFENCE
+	VZEROUPPER
+	RET
+
+// func divvsF32(dst *float32, a *float32, s float32, n int)
+// Requires: AVX
+TEXT ·divvsF32(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         a+8(FP), SI
+	MOVQ         n+24(FP), CX
+	VBROADCASTSS s+16(FP), Y15
+
+divvsF32_loop32:
+	CMPQ    CX, $0x00000020
+	JB      divvsF32_loop8
+	VMOVUPS (SI), Y0
+	VDIVPS  Y15, Y0, Y0
+	VMOVUPS 32(SI), Y1
+	VDIVPS  Y15, Y1, Y1
+	VMOVUPS 64(SI), Y2
+	VDIVPS  Y15, Y2, Y2
+	VMOVUPS 96(SI), Y3
+	VDIVPS  Y15, Y3, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ    $0x00000080, SI
+	ADDQ    $0x00000080, DI
+	SUBQ    $0x00000020, CX
+	JMP     divvsF32_loop32
+
+divvsF32_loop8:
+	CMPQ    CX, $0x00000008
+	JB      divvsF32_tail
+	VMOVUPS (SI), Y0
+	VDIVPS  Y15, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JMP     divvsF32_loop8
+
+divvsF32_tail:
+	TESTQ  CX, CX
+	JZ     divvsF32_done
+	VMOVSS (SI), X0
+	VDIVSS X15, X0, X0
+	VMOVSS X0, (DI)
+	ADDQ   $0x00000004, SI
+	ADDQ   $0x00000004, DI
+	DECQ   CX
+	JMP    divvsF32_tail
+
+divvsF32_done:
+	VZEROUPPER
+	RET
+
+// func divvsF32NT(dst *float32, a *float32, s float32, n int)
+// Requires: AVX, MMX+
+TEXT ·divvsF32NT(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         a+8(FP), SI
+	MOVQ         n+24(FP), CX
+	VBROADCASTSS s+16(FP), Y15
+
+divvsF32NT_loop32:
+	CMPQ     CX, $0x00000020
+	JB       divvsF32NT_loop8
+	VMOVUPS  (SI), Y0
+	VDIVPS   Y15, Y0, Y0
+	VMOVUPS  32(SI), Y1
+	VDIVPS   Y15, Y1, Y1
+	VMOVUPS  64(SI), Y2
+	VDIVPS   Y15, Y2, Y2
+	VMOVUPS  96(SI), Y3
+	VDIVPS   Y15, Y3, Y3
+	VMOVNTPS Y0, (DI)
+	VMOVNTPS Y1, 32(DI)
+	VMOVNTPS Y2, 64(DI)
+	VMOVNTPS Y3, 96(DI)
+	ADDQ     $0x00000080, SI
+	ADDQ     $0x00000080, DI
+	SUBQ     $0x00000020, CX
+	JMP      divvsF32NT_loop32
+
+divvsF32NT_loop8:
+	CMPQ    CX, $0x00000008
+	JB      divvsF32NT_tail
+	VMOVUPS (SI), Y0
+	VDIVPS  Y15, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JMP     divvsF32NT_loop8
+
+divvsF32NT_tail:
+	TESTQ  CX, CX
+	JZ     divvsF32NT_done
+	VMOVSS (SI), X0
+	VDIVSS X15, X0, X0
+	VMOVSS X0, (DI)
+	ADDQ   $0x00000004, SI
+	ADDQ   $0x00000004, DI
+	DECQ   CX
+	JMP    divvsF32NT_tail
+
+divvsF32NT_done:
+	SFENCE
+	VZEROUPPER
+	RET
+
+// func divsvF32(dst *float32, a *float32, s float32, n int)
+// Requires: AVX
+TEXT ·divsvF32(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         a+8(FP), SI
+	MOVQ         n+24(FP), CX
+	VBROADCASTSS s+16(FP), Y15
+
+divsvF32_loop32:
+	CMPQ    CX, $0x00000020
+	JB      divsvF32_loop8
+	VMOVUPS (SI), Y0
+	VDIVPS  Y0, Y15, Y0
+	VMOVUPS 32(SI), Y1
+	VDIVPS  Y1, Y15, Y1
+	VMOVUPS 64(SI), Y2
+	VDIVPS  Y2, Y15, Y2
+	VMOVUPS 96(SI), Y3
+	VDIVPS  Y3, Y15, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ    $0x00000080, SI
+	ADDQ    $0x00000080, DI
+	SUBQ    $0x00000020, CX
+	JMP     divsvF32_loop32
+
+divsvF32_loop8:
+	CMPQ    CX, $0x00000008
+	JB      divsvF32_tail
+	VMOVUPS (SI), Y0
+	VDIVPS  Y0, Y15, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JMP     divsvF32_loop8
+
+divsvF32_tail:
+	TESTQ  CX, CX
+	JZ     divsvF32_done
+	VMOVSS (SI), X0
+	VDIVSS X0, X15, X0
+	VMOVSS X0, (DI)
+	ADDQ   $0x00000004, SI
+	ADDQ   $0x00000004, DI
+	DECQ   CX
+	JMP    divsvF32_tail
+
+divsvF32_done:
+	VZEROUPPER
+	RET
+
+// func divsvF32NT(dst *float32, a *float32, s float32, n int)
+// Requires: AVX, MMX+
+TEXT ·divsvF32NT(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         a+8(FP), SI
+	MOVQ         n+24(FP), CX
+	VBROADCASTSS s+16(FP), Y15
+
+divsvF32NT_loop32:
+	CMPQ     CX, $0x00000020
+	JB       divsvF32NT_loop8
+	VMOVUPS  (SI), Y0
+	VDIVPS   Y0, Y15, Y0
+	VMOVUPS  32(SI), Y1
+	VDIVPS   Y1, Y15, Y1
+	VMOVUPS  64(SI), Y2
+	VDIVPS   Y2, Y15, Y2
+	VMOVUPS  96(SI), Y3
+	VDIVPS   Y3, Y15, Y3
+	VMOVNTPS Y0, (DI)
+	VMOVNTPS Y1, 32(DI)
+	VMOVNTPS Y2, 64(DI)
+	VMOVNTPS Y3, 96(DI)
+	ADDQ     $0x00000080, SI
+	ADDQ     $0x00000080, DI
+	SUBQ     $0x00000020, CX
+	JMP      divsvF32NT_loop32
+
+divsvF32NT_loop8:
+	CMPQ    CX, $0x00000008
+	JB      divsvF32NT_tail
+	VMOVUPS (SI), Y0
+	VDIVPS  Y0, Y15, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JMP     divsvF32NT_loop8
+
+divsvF32NT_tail:
+	TESTQ  CX, CX
+	JZ     divsvF32NT_done
+	VMOVSS (SI), X0
+	VDIVSS X0, X15, X0
+	VMOVSS X0, (DI)
+	ADDQ   $0x00000004, SI
+	ADDQ   $0x00000004, DI
+	DECQ   CX
+	JMP    divsvF32NT_tail
+
+divsvF32NT_done:
+	SFENCE
+	VZEROUPPER
+	RET

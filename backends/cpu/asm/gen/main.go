@@ -18,5 +18,6 @@ func main() {
 	gemmKernel("sgemm6x16AVX2", f32, false, 6, 2, 4)
 	gemmKernel("dgemm14x16AVX512", f64, true, 14, 2, 4)
 	gemmKernel("dgemm6x8AVX2", f64, false, 6, 2, 4)
+	ewKernels()
 	Generate()
 }

@@ -1,0 +1,85 @@
+//go:build !purego
+
+package cpu
+
+import (
+	"unsafe"
+
+	"github.com/kiln-ml/kiln/backends"
+)
+
+// ntBytes is the output size (bytes) from which element-wise kernels write
+// with non-temporal stores: the output cannot stay in the caches anyway,
+// and streaming it skips reading each output line before writing it.
+const ntBytes = 32 << 20
+
+type (
+	ewVV func(dst, a, b *float32, n int)
+	ewVS func(dst, a *float32, s float32, n int)
+)
+
+// ewKernelsF32 holds, per op, the AVX2 kernels for vector op vector,
+// vector op scalar and scalar op vector (nil where the op commutes), plain
+// and with non-temporal stores.
+var ewKernelsF32 = map[backends.BinaryOp]struct {
+	vv, vvNT ewVV
+	vs, vsNT ewVS
+	sv, svNT ewVS
+}{
+	backends.Add: {addvvF32, addvvF32NT, addvsF32, addvsF32NT, nil, nil},
+	backends.Sub: {subvvF32, subvvF32NT, subvsF32, subvsF32NT, subsvF32, subsvF32NT},
+	backends.Mul: {mulvvF32, mulvvF32NT, mulvsF32, mulvsF32NT, nil, nil},
+	backends.Div: {divvvF32, divvvF32NT, divvsF32, divvsF32NT, divsvF32, divsvF32NT},
+}
+
+// ewF32 computes o = a op c with the AVX2 kernels, where a and c are each
+// as long as o or one element; it reports false when it has no kernel.
+func ewF32(op backends.BinaryOp, o, a, c []float32, nt bool) bool {
+	k, ok := ewKernelsF32[op]
+	n := len(o)
+	if !ok || !hasAVX2 || n == 0 {
+		return false
+	}
+	// with nt, the head up to a 32-byte boundary of o uses plain stores
+	head := 0
+	if nt {
+		head = min(n, int((32-uintptr(unsafe.Pointer(&o[0]))%32)%32/4))
+	}
+	switch {
+	case len(a) == n && len(c) == n:
+		_, _ = a[n-1], c[n-1]
+		if head > 0 {
+			k.vv(&o[0], &a[0], &c[0], head)
+		}
+		if nt && head < n {
+			k.vvNT(&o[head], &a[head], &c[head], n-head)
+		} else if head < n {
+			k.vv(&o[head], &a[head], &c[head], n-head)
+		}
+	case len(a) == n && len(c) == 1:
+		_ = a[n-1]
+		ewScalar(k.vs, k.vsNT, o, a, c[0], head, nt)
+	case len(a) == 1 && len(c) == n:
+		fn, fnNT := k.sv, k.svNT
+		if fn == nil { // the op commutes
+			fn, fnNT = k.vs, k.vsNT
+		}
+		_ = c[n-1]
+		ewScalar(fn, fnNT, o, c, a[0], head, nt)
+	default:
+		return false
+	}
+	return true
+}
+
+func ewScalar(fn, fnNT ewVS, o, x []float32, s float32, head int, nt bool) {
+	n := len(o)
+	if head > 0 {
+		fn(&o[0], &x[0], s, head)
+	}
+	if nt && head < n {
+		fnNT(&o[head], &x[head], s, n-head)
+	} else if head < n {
+		fn(&o[head], &x[head], s, n-head)
+	}
+}

@@ -1,0 +1,12 @@
+//go:build purego || !amd64
+
+package cpu
+
+import "github.com/kiln-ml/kiln/backends"
+
+// ntBytes is the output size from which kernels would stream past the
+// caches; the portable build has no such kernels.
+const ntBytes = 1 << 62
+
+// ewF32 has no vector kernels to offer in the portable build.
+func ewF32(backends.BinaryOp, []float32, []float32, []float32, bool) bool { return false }
