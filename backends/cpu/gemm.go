@@ -333,7 +333,12 @@ func tileGrid(m, n, mr, nr, workers int) (mc, nb, mt, nt int) {
 // else through a tile buffer.
 func macroTileAsm[T float](kern kernel[T], a, bp []T, mc, nb, kc int, C matDst[T], i0, j0 int, first bool) {
 	mr, nr := kern.mr, kern.nr
-	var tile [512]T // MR·NR ≤ 512
+	var tile []T // for C with strided rows; from the pool (the kernel is called through a func value, so a local array would escape)
+	if C.cs != 1 {
+		tb := poolFor[T]().get(mr * nr)
+		defer poolFor[T]().put(tb)
+		tile = *tb
+	}
 	_ = a[roundUp(mc, mr)*kc-1]
 	_ = bp[roundUp(nb, nr)*kc-1]
 	for jr := 0; jr < nb; jr += nr {
@@ -367,8 +372,9 @@ func macroTileAsm[T float](kern kernel[T], a, bp []T, mc, nb, kc int, C matDst[T
 // B into C rows [i0, i0+mc) and columns [j0, j0+nb).
 func macroTile[T float](kern kernel[T], a, bp []T, mc, nb, kc int, C matDst[T], i0, j0 int, first bool) {
 	mr, nr := kern.mr, kern.nr
-	var tile [64]T // MR·NR ≤ 64
-	c := tile[:mr*nr]
+	tb := poolFor[T]().get(mr * nr) // a local array would escape through kern.fn
+	defer poolFor[T]().put(tb)
+	c := *tb
 	for jr := 0; jr < nb; jr += nr {
 		bPanel := bp[(jr/nr)*nr*kc : (jr/nr+1)*nr*kc]
 		nv := min(nr, nb-jr)
