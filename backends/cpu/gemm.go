@@ -2,9 +2,7 @@ package cpu
 
 import (
 	"math/bits"
-	"runtime"
 	"sync"
-	"sync/atomic"
 )
 
 // The GEMM driver: C = A·B for one matrix, blocked for the caches in the
@@ -23,16 +21,15 @@ import (
 // the chosen micro-kernel, so results are bit-identical whatever the number
 // of workers and however tiles are distributed.
 
-// Blocking parameters. kc·(MR+NR) floats of micro-panels stay in L1, an
-// mc×kc block of A in L2, a kc×nc block of B in L2/L3. They are variables
-// only so that tests can shrink them to exercise every blocking path on
-// small matrices; results depend on gemmKC (the summation blocks).
-var (
-	gemmKC = 256
-	gemmMC = 96  // rounded down to a multiple of MR
-	gemmNB = 256 // columns per parallel task, rounded down to a multiple of NR
-	gemmNC = 4096
-)
+// Blocking parameters, set from the detected caches (blocking.go): a
+// kc×NR micro-panel of B stays in L1 while MR×kc panels of A stream from
+// L2, an mc×kc block of A stays in L2, and a kc×nc block of B in L3. gemmMC
+// is for float32 (float64 uses half as many rows); gemmNB is the number of
+// columns a parallel task takes at most. They are variables so that tests
+// can shrink them to exercise every blocking path on small matrices; results
+// depend only on gemmKC (the summation blocks), never on the others or on
+// the number of workers.
+var gemmKC, gemmMC, gemmNB, gemmNC = blockSizes(detectCaches())
 
 // kernel is a register-blocked micro-kernel for a packed A panel (kc×MR,
 // a[p·MR+i]) and a packed B panel (kc×NR, b[p·NR+j]), summing over p in
@@ -186,8 +183,9 @@ func stepPoolFor[T float]() *sync.Pool {
 // gemmStep is one (jc, pc) step of the GEMM: pack a kc×nc block of B and
 // the m×kc block of A, then multiply tiles of C. It runs as one parallel
 // job whose first tasks pack and whose later tasks wait until every packing
-// task has finished (tasks are taken in order, so those are all running)
-// and then multiply one tile each. It lives in a pool, so a call allocates
+// task has finished (tasks are taken in order, so those are all running;
+// the wait blocks rather than spins, so a packer the OS has descheduled
+// gets the core back) and then multiply one tile each. It lives in a pool, so a call allocates
 // nothing once warm.
 type gemmStep[T float] struct {
 	kern           kernel[T]
@@ -200,7 +198,7 @@ type gemmStep[T float] struct {
 	bGroup, bTasks int // B panels per packing task, packing tasks for B
 	aGroup, aTasks int
 	mc, nb, mt, nt int // tile sizes and counts
-	packed         atomic.Int64
+	packing        sync.WaitGroup
 	tmp            *bufPool[T]
 }
 
@@ -221,7 +219,7 @@ func (g *gemmStep[T]) task(t int) {
 		tmp := g.tmp.get(kc)
 		pack(g.bPack[p0*nr*kc:p1*nr*kc], g.Bt, g.jc+p0*nr, min(g.ncur, p1*nr)-p0*nr, g.pc, kc, nr, *tmp)
 		g.tmp.put(tmp)
-		g.packed.Add(1)
+		g.packing.Done()
 		return
 	case t < g.bTasks+g.aTasks:
 		t -= g.bTasks
@@ -230,15 +228,11 @@ func (g *gemmStep[T]) task(t int) {
 		tmp := g.tmp.get(kc)
 		pack(g.aPack[p0*mr*kc:p1*mr*kc], g.A, p0*mr, min(g.m, p1*mr)-p0*mr, g.pc, kc, mr, *tmp)
 		g.tmp.put(tmp)
-		g.packed.Add(1)
+		g.packing.Done()
 		return
 	}
 	t -= g.bTasks + g.aTasks
-	for spins := 0; g.packed.Load() < int64(g.bTasks+g.aTasks); spins++ {
-		if spins > 64 {
-			runtime.Gosched()
-		}
-	}
+	g.packing.Wait()
 	ic, jb := (t/g.nt)*g.mc, (t%g.nt)*g.nb
 	mcur, nbcur := min(g.mc, g.m-ic), min(g.nb, g.ncur-jb)
 	a := g.aPack[ic*kc : (ic+roundUp(mcur, mr))*kc]
@@ -278,7 +272,7 @@ func gemm[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], C ma
 	*g = gemmStep[T]{kern: kern, A: A, Bt: B.t(), C: C, m: m, tmp: pool}
 	for jc := 0; jc < n; jc += nc {
 		ncur := min(nc, n-jc)
-		g.mc, g.nb, g.mt, g.nt = tileGrid(m, ncur, mr, nr, workers)
+		g.mc, g.nb, g.mt, g.nt = tileGrid(m, ncur, mr, nr, int(sizeOf[T]()), workers)
 		for pc := 0; pc < k; pc += kc {
 			kcur := min(kc, k-pc)
 			g.jc, g.pc, g.ncur, g.kcur, g.first = jc, pc, ncur, kcur, pc == 0
@@ -289,7 +283,7 @@ func gemm[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], C ma
 			g.bTasks = ((ncur+nr-1)/nr + g.bGroup - 1) / g.bGroup
 			g.aGroup = max(1, (1<<14)/(kcur*mr))
 			g.aTasks = ((m+mr-1)/mr + g.aGroup - 1) / g.aGroup
-			g.packed.Store(0)
+			g.packing.Add(g.bTasks + g.aTasks)
 			if par {
 				b.parallelRun(g.tasks(), 1, g)
 			} else {
@@ -307,8 +301,8 @@ func gemm[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], C ma
 // NR), at most gemmMC×gemmNB, split further while there are fewer than
 // four tiles per worker, so that the workers stay balanced. Tiling never
 // changes results: each element's sum is the same whatever tile holds it.
-func tileGrid(m, n, mr, nr, workers int) (mc, nb, mt, nt int) {
-	mc = min(max(mr, gemmMC/mr*mr), roundUp(m, mr))
+func tileGrid(m, n, mr, nr, size, workers int) (mc, nb, mt, nt int) {
+	mc = min(max(mr, gemmMC*4/size/mr*mr), roundUp(m, mr))
 	nb = min(max(nr, gemmNB/nr*nr), roundUp(n, nr))
 	for {
 		mt, nt = (m+mc-1)/mc, (n+nb-1)/nb

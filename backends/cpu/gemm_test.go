@@ -193,3 +193,22 @@ func TestEwFlatLarge(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockSizes checks the cache blocks derived for a few cache sets.
+func TestBlockSizes(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		caches         caches
+		kc, mc, nb, nc int
+	}{
+		{"zen5 48K/1M/32M", caches{48 << 10, 1 << 20, 32 << 20}, 256, 512, 256, 8192},
+		{"zen4 32K/1M/32M", caches{32 << 10, 1 << 20, 32 << 20}, 160, 819, 409, 8192},
+		{"unknown", caches{}, 160, 409, 204, 6553},
+		{"tiny", caches{4 << 10, 64 << 10, 1 << 20}, 64, 128, 64, 2048},
+	} {
+		kc, mc, nb, nc := blockSizes(c.caches)
+		if kc != c.kc || mc != c.mc || nb != c.nb || nc != c.nc {
+			t.Errorf("%s: blocks %d %d %d %d, want %d %d %d %d", c.name, kc, mc, nb, nc, c.kc, c.mc, c.nb, c.nc)
+		}
+	}
+}

@@ -4,6 +4,11 @@
 
 package cpu
 
+// sgemm8x32AVX512 is the 8×32 float32 micro-kernel (AVX-512).
+//
+//go:noescape
+func sgemm8x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, mv int, mask uint64, accum bool)
+
 // sgemm14x32AVX512 is the 14×32 float32 micro-kernel (AVX-512).
 //
 //go:noescape
@@ -13,11 +18,6 @@ func sgemm14x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, mv in
 //
 //go:noescape
 func sgemm6x64AVX512(kc int, a *float32, b *float32, c *float32, ldc int, mv int, mask uint64, accum bool)
-
-// sgemm8x48AVX512 is the 8×48 float32 micro-kernel (AVX-512).
-//
-//go:noescape
-func sgemm8x48AVX512(kc int, a *float32, b *float32, c *float32, ldc int, mv int, mask uint64, accum bool)
 
 // sgemm6x16AVX2 is the 6×16 float32 micro-kernel (AVX2+FMA).
 //

@@ -14,10 +14,11 @@ var (
 	hasAVX512 = cpuid.CPU.Supports(cpuid.AVX512F)
 	hasAVX2   = cpuid.CPU.Supports(cpuid.AVX2, cpuid.FMA3)
 
+	// the first usable kernel of each list is the default
 	asmKernelsF32 = []kernel[float32]{
-		{name: "avx512-6x64", mr: 6, nr: 64, asm: sgemm6x64AVX512, fused: true},
+		{name: "avx512-8x32", mr: 8, nr: 32, asm: sgemm8x32AVX512, fused: true},
 		{name: "avx512-14x32", mr: 14, nr: 32, asm: sgemm14x32AVX512, fused: true},
-		{name: "avx512-8x48", mr: 8, nr: 48, asm: sgemm8x48AVX512, fused: true},
+		{name: "avx512-6x64", mr: 6, nr: 64, asm: sgemm6x64AVX512, fused: true},
 		{name: "avx2-6x16", mr: 6, nr: 16, asm: sgemm6x16AVX2, fused: true},
 	}
 	asmKernelsF64 = []kernel[float64]{
