@@ -83,3 +83,22 @@ func ewScalar(fn, fnNT ewVS, o, x []float32, s float32, head int, nt bool) {
 		fn(&o[head], &x[head], s, n-head)
 	}
 }
+
+// packTransposed packs the leading columns of a full panel of w rows of s
+// (row i at off + i·rs, contiguous along the columns) into d[c·w+i] with
+// the AVX 8×8 transpose, for float32 and w a multiple of 8, and returns how
+// many columns it packed (a multiple of 8; the caller packs the rest).
+func packTransposed[T float](d, s []T, off, rs, cn, w int) int {
+	df, ok := any(d).([]float32)
+	if !ok || w%8 != 0 || cn < 8 || !hasAVX2 {
+		return 0
+	}
+	sf := any(s).([]float32)
+	c8 := cn / 8 * 8
+	_ = df[(c8-1)*w+w-1]
+	_, _ = sf[off+c8-1], sf[off+(w-1)*rs+c8-1] // first and last rows (rs may be negative)
+	for g := 0; g < w; g += 8 {
+		packT8F32(&df[g], &sf[off+g*rs], rs, c8, w)
+	}
+	return c8
+}

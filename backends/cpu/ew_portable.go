@@ -10,3 +10,7 @@ const ntBytes = 1 << 62
 
 // ewF32 has no vector kernels to offer in the portable build.
 func ewF32(backends.BinaryOp, []float32, []float32, []float32, bool) bool { return false }
+
+// packTransposed would pack with a vector transpose; the portable build has
+// none, so it packs no columns.
+func packTransposed[T float](d, s []T, off, rs, cn, w int) int { return 0 }

@@ -127,7 +127,12 @@ func pack[T float](dst []T, src matSrc[T], r0, rn, c0, cn, w int, tmp []T) {
 			}
 			continue
 		}
-		for c0 := 0; c0 < cn; c0 += 16 {
+		off := base + pn*w*src.rs
+		c0 := 0
+		if rows == w {
+			c0 = packTransposed(d, src.s, off, src.rs, cn, w)
+		}
+		for ; c0 < cn; c0 += 16 {
 			c1 := min(c0+16, cn)
 			blk := d[c0*w : c1*w]
 			for i := range rows {

@@ -34,6 +34,11 @@ func dgemm14x16AVX512(kc int, a *float64, b *float64, c *float64, ldc int, mv in
 //go:noescape
 func dgemm6x8AVX2(kc int, a *float64, b *float64, c *float64, ldc int, mv int, mask uint64, accum bool)
 
+// packT8F32 sets dst[c·ds+i] = src[i·lds+c] for i < 8 and c < cn (a multiple of 8), with AVX.
+//
+//go:noescape
+func packT8F32(dst *float32, src *float32, lds int, cn int, ds int)
+
 // addvvF32 sets dst[i] = a[i] + b[i] for i < n (AVX2).
 //
 //go:noescape

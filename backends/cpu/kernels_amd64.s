@@ -2484,6 +2484,75 @@ dgemm6x8AVX2_done:
 	VZEROUPPER
 	RET
 
+// func packT8F32(dst *float32, src *float32, lds int, cn int, ds int)
+// Requires: AVX
+TEXT ·packT8F32(SB), NOSPLIT, $0-40
+	MOVQ   dst+0(FP), DI
+	MOVQ   src+8(FP), SI
+	MOVQ   lds+16(FP), R8
+	MOVQ   cn+24(FP), CX
+	MOVQ   ds+32(FP), DX
+	SHLQ   $0x02, R8
+	SHLQ   $0x02, DX
+	IMUL3Q $0x03, R8, R9
+	IMUL3Q $0x05, R8, R10
+	IMUL3Q $0x07, R8, R11
+	IMUL3Q $0x03, DX, R12
+	IMUL3Q $0x05, DX, R13
+	IMUL3Q $0x07, DX, BX
+	SHRQ   $0x03, CX
+	JZ     packT8_done
+
+packT8_loop:
+	VMOVUPS    (SI), Y0
+	VMOVUPS    (SI)(R8*1), Y1
+	VMOVUPS    (SI)(R8*2), Y2
+	VMOVUPS    (SI)(R9*1), Y3
+	VMOVUPS    (SI)(R8*4), Y4
+	VMOVUPS    (SI)(R10*1), Y5
+	VMOVUPS    (SI)(R9*2), Y6
+	VMOVUPS    (SI)(R11*1), Y7
+	VUNPCKLPS  Y1, Y0, Y8
+	VUNPCKHPS  Y1, Y0, Y9
+	VUNPCKLPS  Y3, Y2, Y10
+	VUNPCKHPS  Y3, Y2, Y11
+	VUNPCKLPS  Y5, Y4, Y12
+	VUNPCKHPS  Y5, Y4, Y13
+	VUNPCKLPS  Y7, Y6, Y14
+	VUNPCKHPS  Y7, Y6, Y15
+	VSHUFPS    $0x44, Y10, Y8, Y0
+	VSHUFPS    $0xee, Y10, Y8, Y1
+	VSHUFPS    $0x44, Y11, Y9, Y2
+	VSHUFPS    $0xee, Y11, Y9, Y3
+	VSHUFPS    $0x44, Y14, Y12, Y4
+	VSHUFPS    $0xee, Y14, Y12, Y5
+	VSHUFPS    $0x44, Y15, Y13, Y6
+	VSHUFPS    $0xee, Y15, Y13, Y7
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x31, Y4, Y0, Y12
+	VPERM2F128 $0x20, Y5, Y1, Y9
+	VPERM2F128 $0x31, Y5, Y1, Y13
+	VPERM2F128 $0x20, Y6, Y2, Y10
+	VPERM2F128 $0x31, Y6, Y2, Y14
+	VPERM2F128 $0x20, Y7, Y3, Y11
+	VPERM2F128 $0x31, Y7, Y3, Y15
+	VMOVUPS    Y8, (DI)
+	VMOVUPS    Y9, (DI)(DX*1)
+	VMOVUPS    Y10, (DI)(DX*2)
+	VMOVUPS    Y11, (DI)(R12*1)
+	VMOVUPS    Y12, (DI)(DX*4)
+	VMOVUPS    Y13, (DI)(R13*1)
+	VMOVUPS    Y14, (DI)(R12*2)
+	VMOVUPS    Y15, (DI)(BX*1)
+	ADDQ       $0x00000020, SI
+	LEAQ       (DI)(DX*8), DI
+	DECQ       CX
+	JNZ        packT8_loop
+
+packT8_done:
+	VZEROUPPER
+	RET
+
 // func addvvF32(dst *float32, a *float32, b *float32, n int)
 // Requires: AVX
 TEXT ·addvvF32(SB), NOSPLIT, $0-32

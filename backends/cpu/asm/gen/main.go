@@ -21,6 +21,7 @@ func main() {
 	// float64: 14×16 AVX-512, 6×8 AVX2
 	gemmKernel("dgemm14x16AVX512", f64, true, 14, 2, 4)
 	gemmKernel("dgemm6x8AVX2", f64, false, 6, 2, 4)
+	packT8()
 	ewKernels()
 	Generate()
 }
