@@ -61,6 +61,7 @@ fuzz:
 
 test-unit:
 	$(GO) test $(GOTESTFLAGS) -count=1 ./...
+	$(GO) test $(GOTESTFLAGS) -count=1 -tags purego ./backends/cpu/...
 
 # Slow accuracy runs kept out of `make test`. The MNIST training runs go
 # last, verbose, so that their epoch times and accuracies are printed.
@@ -70,6 +71,8 @@ test-long: deps
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1s -count 1 ./backends/cpu ./tensor
+
+include backends/cpu/bench.mk
 
 lint: fmt-check vet staticcheck
 
