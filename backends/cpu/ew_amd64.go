@@ -102,3 +102,28 @@ func packTransposed[T float](d, s []T, off, rs, cn, w int) int {
 	}
 	return c8
 }
+
+// vecAxpy sets dst[i] += a·x[i] (fused) with AVX2 for float32, reporting
+// false where it has no kernel.
+func vecAxpy[T float](dst, x []T, a T) bool {
+	d, ok := any(dst).([]float32)
+	if !ok || !hasAVX2 || len(d) == 0 {
+		return false
+	}
+	xf := any(x).([]float32)
+	_ = xf[len(d)-1]
+	axpyF32(&d[0], &xf[0], any(a).(float32), len(d))
+	return true
+}
+
+// vecDot returns Σ x[i]·y[i] with AVX2 for float32 (32 partial sums in a
+// fixed order), reporting false where it has no kernel.
+func vecDot[T float](x, y []T) (T, bool) {
+	xf, ok := any(x).([]float32)
+	if !ok || !hasAVX2 || len(xf) == 0 {
+		return 0, false
+	}
+	yf := any(y).([]float32)
+	_ = yf[len(xf)-1]
+	return any(dotF32(&xf[0], &yf[0], len(xf))).(T), true
+}

@@ -14,3 +14,9 @@ func ewF32(backends.BinaryOp, []float32, []float32, []float32, bool) bool { retu
 // packTransposed would pack with a vector transpose; the portable build has
 // none, so it packs no columns.
 func packTransposed[T float](d, s []T, off, rs, cn, w int) int { return 0 }
+
+// vecAxpy has no vector kernel in the portable build.
+func vecAxpy[T float](dst, x []T, a T) bool { return false }
+
+// vecDot has no vector kernel in the portable build.
+func vecDot[T float](x, y []T) (T, bool) { return 0, false }

@@ -440,6 +440,9 @@ func matvec[T float](b *Backend, k, n int, u []T, uOff, us int, M []T, mOff, mrs
 					base := mOff + p*mrs + j0*mcs
 					if mcs == 1 {
 						row := M[base : base+len(acc)]
+						if vecAxpy(acc, row, a) {
+							continue
+						}
 						for j, v := range row {
 							acc[j] += a * v
 						}
@@ -463,6 +466,10 @@ func matvec[T float](b *Backend, k, n int, u []T, uOff, us int, M []T, mOff, mrs
 			p := 0
 			if mrs == 1 && us == 1 {
 				x, y := u[uOff:uOff+k], M[base:base+k]
+				if d, ok := vecDot(x, y); ok {
+					out[oOff+j*os] = d
+					continue
+				}
 				for ; len(x) >= 4 && len(y) >= 4; x, y = x[4:], y[4:] {
 					a0 += x[0] * y[0]
 					a1 += x[1] * y[1]

@@ -39,6 +39,16 @@ func dgemm6x8AVX2(kc int, a *float64, b *float64, c *float64, ldc int, mv int, m
 //go:noescape
 func packT8F32(dst *float32, src *float32, lds int, cn int, ds int)
 
+// axpyF32 sets dst[i] += a·x[i] for i < n with fused multiply-adds (AVX2+FMA).
+//
+//go:noescape
+func axpyF32(dst *float32, x *float32, a float32, n int)
+
+// dotF32 returns Σ x[i]·y[i] for i < n (AVX2+FMA), in a fixed order.
+//
+//go:noescape
+func dotF32(x *float32, y *float32, n int) float32
+
 // addvvF32 sets dst[i] = a[i] + b[i] for i < n (AVX2).
 //
 //go:noescape

@@ -2553,6 +2553,123 @@ packT8_done:
 	VZEROUPPER
 	RET
 
+// func axpyF32(dst *float32, x *float32, a float32, n int)
+// Requires: AVX, FMA3
+TEXT ·axpyF32(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+24(FP), CX
+	VBROADCASTSS a+16(FP), Y15
+
+axpy_loop32:
+	CMPQ        CX, $0x00000020
+	JB          axpy_loop8
+	VMOVUPS     (DI), Y0
+	VFMADD231PS (SI), Y15, Y0
+	VMOVUPS     Y0, (DI)
+	VMOVUPS     32(DI), Y1
+	VFMADD231PS 32(SI), Y15, Y1
+	VMOVUPS     Y1, 32(DI)
+	VMOVUPS     64(DI), Y2
+	VFMADD231PS 64(SI), Y15, Y2
+	VMOVUPS     Y2, 64(DI)
+	VMOVUPS     96(DI), Y3
+	VFMADD231PS 96(SI), Y15, Y3
+	VMOVUPS     Y3, 96(DI)
+	ADDQ        $0x00000080, DI
+	ADDQ        $0x00000080, SI
+	SUBQ        $0x00000020, CX
+	JMP         axpy_loop32
+
+axpy_loop8:
+	CMPQ        CX, $0x00000008
+	JB          axpy_tail
+	VMOVUPS     (DI), Y0
+	VFMADD231PS (SI), Y15, Y0
+	VMOVUPS     Y0, (DI)
+	ADDQ        $0x00000020, DI
+	ADDQ        $0x00000020, SI
+	SUBQ        $0x00000008, CX
+	JMP         axpy_loop8
+
+axpy_tail:
+	TESTQ       CX, CX
+	JZ          axpy_done
+	VMOVSS      (DI), X0
+	VFMADD231SS (SI), X15, X0
+	VMOVSS      X0, (DI)
+	ADDQ        $0x00000004, DI
+	ADDQ        $0x00000004, SI
+	DECQ        CX
+	JMP         axpy_tail
+
+axpy_done:
+	VZEROUPPER
+	RET
+
+// func dotF32(x *float32, y *float32, n int) float32
+// Requires: AVX, FMA3, SSE
+TEXT ·dotF32(SB), NOSPLIT, $0-28
+	MOVQ   x+0(FP), SI
+	MOVQ   y+8(FP), DI
+	MOVQ   n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS X4, X4, X4
+
+dot_loop32:
+	CMPQ        CX, $0x00000020
+	JB          dot_loop8
+	VMOVUPS     (SI), Y5
+	VFMADD231PS (DI), Y5, Y0
+	VMOVUPS     32(SI), Y5
+	VFMADD231PS 32(DI), Y5, Y1
+	VMOVUPS     64(SI), Y5
+	VFMADD231PS 64(DI), Y5, Y2
+	VMOVUPS     96(SI), Y5
+	VFMADD231PS 96(DI), Y5, Y3
+	ADDQ        $0x00000080, SI
+	ADDQ        $0x00000080, DI
+	SUBQ        $0x00000020, CX
+	JMP         dot_loop32
+
+dot_loop8:
+	CMPQ        CX, $0x00000008
+	JB          dot_tail
+	VMOVUPS     (SI), Y5
+	VFMADD231PS (DI), Y5, Y0
+	ADDQ        $0x00000020, SI
+	ADDQ        $0x00000020, DI
+	SUBQ        $0x00000008, CX
+	JMP         dot_loop8
+
+dot_tail:
+	TESTQ       CX, CX
+	JZ          dot_reduce
+	VMOVSS      (SI), X5
+	VFMADD231SS (DI), X5, X4
+	ADDQ        $0x00000004, SI
+	ADDQ        $0x00000004, DI
+	DECQ        CX
+	JMP         dot_tail
+
+dot_reduce:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VADDSS       X4, X0, X0
+	MOVSS        X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
 // func addvvF32(dst *float32, a *float32, b *float32, n int)
 // Requires: AVX
 TEXT ·addvvF32(SB), NOSPLIT, $0-32

@@ -22,6 +22,8 @@ func main() {
 	gemmKernel("dgemm14x16AVX512", f64, true, 14, 2, 4)
 	gemmKernel("dgemm6x8AVX2", f64, false, 6, 2, 4)
 	packT8()
+	axpy()
+	dot()
 	ewKernels()
 	Generate()
 }
