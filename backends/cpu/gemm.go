@@ -37,15 +37,15 @@ var gemmKC, gemmMC, gemmNB, gemmNC = blockSizes(detectCaches())
 // (c[i·NR+j], len MR·NR). An assembly kernel (asm) writes rows i < mv of it
 // straight into C (row stride ldc elements), only the columns j whose bit
 // is set in mask, replacing them or, with accum, adding to them; its edge
-// tiles need no scalar code. fused reports whether products are summed with
-// fused multiply-adds; kernels of one kind give the same bits. Kernels can
-// be swapped at init; they must be deterministic.
+// tiles need no scalar code. The assembly kernels sum with fused
+// multiply-adds in the same order, so they all give the same bits, as do
+// the portable ones among themselves. Kernels can be swapped at init; they
+// must be deterministic.
 type kernel[T float] struct {
 	name   string
 	mr, nr int
 	fn     func(kc int, a, b, c []T)
 	asm    func(kc int, a, b, c *T, ldc, mv int, mask uint64, accum bool)
-	fused  bool
 }
 
 // matSrc is a matrix operand: element (r, c) is at element offset

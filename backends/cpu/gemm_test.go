@@ -112,7 +112,7 @@ func TestEwKernels(t *testing.T) {
 		for i := range v {
 			v[i] = float32(r.NormFloat64() * 10)
 			if r.IntN(50) == 0 {
-				v[i] = float32([]float64{0, math.Inf(1), math.NaN(), -0.0}[r.IntN(4)])
+				v[i] = float32([]float64{0, math.Inf(1), math.NaN(), math.Copysign(0, -1)}[r.IntN(4)])
 			}
 		}
 		return v
