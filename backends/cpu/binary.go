@@ -94,7 +94,7 @@ func binaryTyped[T float](b *Backend, op backends.BinaryOp, views []backends.Vie
 			return
 		}
 		ov := outRow(os, o[0], st[0], n, to)
-		if !binaryFloat(op, ov, a, c) {
+		if !ewVector(op, ov, a, c, false) && !binaryFloat(op, ov, a, c) {
 			binaryF64(op, any(ov).([]float64), any(a).([]float64), any(c).([]float64))
 		}
 		scatterRow(os, o[0], st[0], ov)
@@ -196,7 +196,7 @@ func binaryScalarTyped[T float](b *Backend, op backends.BinaryOp, views []backen
 			return
 		}
 		ov := outRow(os, o[0], st[0], n, to)
-		if !binaryFloat(op, ov, a, c) {
+		if !ewVector(op, ov, a, c, false) && !binaryFloat(op, ov, a, c) {
 			binaryF64(op, any(ov).([]float64), any(a).([]float64), any(c).([]float64))
 		}
 		scatterRow(os, o[0], st[0], ov)
