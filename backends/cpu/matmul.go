@@ -48,7 +48,7 @@ func (b *Backend) Matmul(out, x, y backends.View) {
 	if batch.n == 0 || m == 0 || n == 0 {
 		return
 	}
-	var offs []offsets
+	offs := make([]offsets, 0, batch.n)
 	batch.each(0, batch.n, func(o offsets) { offs = append(offs, o) })
 	xr, xc := x.Strides[r-2], x.Strides[r-1]
 	yr, yc := y.Strides[r-2], y.Strides[r-1]
