@@ -31,6 +31,10 @@ import (
 // the number of workers.
 var gemmKC, gemmMC, gemmNB, gemmNC = blockSizes(detectCaches())
 
+// gemmMChunk is the most rows of A packed at once (for float32 with kc =
+// 256, 2 MiB of packed panels).
+var gemmMChunk = 2048
+
 // kernel is a register-blocked micro-kernel for a packed A panel (kc×MR,
 // a[p·MR+i]) and a packed B panel (kc×NR, b[p·NR+j]), summing over p in
 // order. A portable kernel (fn) writes the MR×NR product row-major to c
@@ -185,8 +189,9 @@ func stepPoolFor[T float]() *sync.Pool {
 	return &stepF64
 }
 
-// gemmStep is one (jc, pc) step of the GEMM: pack a kc×nc block of B and
-// the m×kc block of A, then multiply tiles of C. It runs as one parallel
+// gemmStep is one (jc, pc, chunk of M) step of the GEMM: pack a kc×nc
+// block of B (in the first chunk only) and the chunk's block of A, then
+// multiply tiles of C. It runs as one parallel
 // job whose first tasks pack and whose later tasks wait until every packing
 // task has finished (tasks are taken in order, so those are all running;
 // the wait blocks rather than spins, so a packer the OS has descheduled
@@ -197,7 +202,8 @@ type gemmStep[T float] struct {
 	A, Bt          matSrc[T]
 	C              matDst[T]
 	aPack, bPack   []T
-	m, ncur, kcur  int
+	m, ncur, kcur  int // m: rows of this step's chunk of A and C
+	i0             int // first row of the chunk
 	jc, pc         int
 	first          bool
 	bGroup, bTasks int // B panels per packing task, packing tasks for B
@@ -231,7 +237,7 @@ func (g *gemmStep[T]) task(t int) {
 		p0 := t * g.aGroup
 		p1 := min((g.m+mr-1)/mr, p0+g.aGroup)
 		tmp := g.tmp.get(kc)
-		pack(g.aPack[p0*mr*kc:p1*mr*kc], g.A, p0*mr, min(g.m, p1*mr)-p0*mr, g.pc, kc, mr, *tmp)
+		pack(g.aPack[p0*mr*kc:p1*mr*kc], g.A, g.i0+p0*mr, min(g.m, p1*mr)-p0*mr, g.pc, kc, mr, *tmp)
 		g.tmp.put(tmp)
 		g.packing.Done()
 		return
@@ -243,9 +249,9 @@ func (g *gemmStep[T]) task(t int) {
 	a := g.aPack[ic*kc : (ic+roundUp(mcur, mr))*kc]
 	b := g.bPack[jb*kc : (jb+roundUp(nbcur, nr))*kc]
 	if g.kern.asm != nil {
-		macroTileAsm(g.kern, a, b, mcur, nbcur, kc, g.C, ic, g.jc+jb, g.first)
+		macroTileAsm(g.kern, a, b, mcur, nbcur, kc, g.C, g.i0+ic, g.jc+jb, g.first)
 	} else {
-		macroTile(g.kern, a, b, mcur, nbcur, kc, g.C, ic, g.jc+jb, g.first)
+		macroTile(g.kern, a, b, mcur, nbcur, kc, g.C, g.i0+ic, g.jc+jb, g.first)
 	}
 }
 
@@ -271,28 +277,37 @@ func gemm[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], C ma
 		workers = b.workers
 	}
 	pool := poolFor[T]()
+	// A is packed in chunks of at most gemmMChunk rows, so that its buffer
+	// stays within L3 however tall A is
+	mChunk := min(roundUp(m, mr), max(mr, gemmMChunk/mr*mr))
 	bBuf := pool.get(kc * nc)
-	aBuf := pool.get(roundUp(m, mr) * kc)
+	aBuf := pool.get(mChunk * kc)
 	g := stepPoolFor[T]().Get().(*gemmStep[T])
-	*g = gemmStep[T]{kern: kern, A: A, Bt: B.t(), C: C, m: m, tmp: pool}
+	*g = gemmStep[T]{kern: kern, A: A, Bt: B.t(), C: C, tmp: pool}
 	for jc := 0; jc < n; jc += nc {
 		ncur := min(nc, n-jc)
-		g.mc, g.nb, g.mt, g.nt = tileGrid(m, ncur, mr, nr, int(sizeOf[T]()), workers)
 		for pc := 0; pc < k; pc += kc {
 			kcur := min(kc, k-pc)
 			g.jc, g.pc, g.ncur, g.kcur, g.first = jc, pc, ncur, kcur, pc == 0
 			g.bPack = (*bBuf)[:roundUp(ncur, nr)*kcur]
-			g.aPack = (*aBuf)[:roundUp(m, mr)*kcur]
-			// packing tasks of about 16K elements
-			g.bGroup = max(1, (1<<14)/(kcur*nr))
-			g.bTasks = ((ncur+nr-1)/nr + g.bGroup - 1) / g.bGroup
-			g.aGroup = max(1, (1<<14)/(kcur*mr))
-			g.aTasks = ((m+mr-1)/mr + g.aGroup - 1) / g.aGroup
-			g.packing.Add(g.bTasks + g.aTasks)
-			if par {
-				b.parallelRun(g.tasks(), 1, g)
-			} else {
-				g.runChunk(0, g.tasks())
+			for i0 := 0; i0 < m; i0 += mChunk {
+				g.i0, g.m = i0, min(mChunk, m-i0)
+				g.mc, g.nb, g.mt, g.nt = tileGrid(g.m, ncur, mr, nr, int(sizeOf[T]()), workers)
+				g.aPack = (*aBuf)[:roundUp(g.m, mr)*kcur]
+				// packing tasks of about 16K elements; B in the first chunk
+				g.bGroup = max(1, (1<<14)/(kcur*nr))
+				g.bTasks = 0
+				if i0 == 0 {
+					g.bTasks = ((ncur+nr-1)/nr + g.bGroup - 1) / g.bGroup
+				}
+				g.aGroup = max(1, (1<<14)/(kcur*mr))
+				g.aTasks = ((g.m+mr-1)/mr + g.aGroup - 1) / g.aGroup
+				g.packing.Add(g.bTasks + g.aTasks)
+				if par {
+					b.parallelRun(g.tasks(), 1, g)
+				} else {
+					g.runChunk(0, g.tasks())
+				}
 			}
 		}
 	}

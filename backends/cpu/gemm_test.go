@@ -22,10 +22,10 @@ var gemmEdgeSizes = []int{1, 2, 3, 5, 6, 7, 8, 13, 14, 15, 16, 17, 31, 32, 33, 4
 func TestGemmRandomShapes(t *testing.T) {
 	be := New(2)
 	oldF32, oldF64 := kernelF32, kernelF64
-	oldBlocks := [4]int{gemmKC, gemmMC, gemmNB, gemmNC}
+	oldBlocks := [5]int{gemmKC, gemmMC, gemmNB, gemmNC, gemmMChunk}
 	defer func() {
 		kernelF32, kernelF64 = oldF32, oldF64
-		gemmKC, gemmMC, gemmNB, gemmNC = oldBlocks[0], oldBlocks[1], oldBlocks[2], oldBlocks[3]
+		gemmKC, gemmMC, gemmNB, gemmNC, gemmMChunk = oldBlocks[0], oldBlocks[1], oldBlocks[2], oldBlocks[3], oldBlocks[4]
 	}()
 	r := rand.New(rand.NewPCG(1, 2))
 	pick := func() int { return gemmEdgeSizes[r.IntN(len(gemmEdgeSizes))] }
@@ -44,8 +44,8 @@ func TestGemmRandomShapes(t *testing.T) {
 			checkMatmul(t, fmt.Sprintf("%s %s m=%d k=%d n=%d %s·%s→%s", name, dt, c.m, c.k, c.n, xl, yl, ol), c, x, y, out)
 		}
 	}
-	for _, blocks := range [][4]int{oldBlocks, {24, 28, 64, 128}} {
-		gemmKC, gemmMC, gemmNB, gemmNC = blocks[0], blocks[1], blocks[2], blocks[3]
+	for _, blocks := range [][5]int{oldBlocks, {24, 28, 64, 128, 40}} {
+		gemmKC, gemmMC, gemmNB, gemmNC, gemmMChunk = blocks[0], blocks[1], blocks[2], blocks[3], blocks[4]
 		for _, k := range kernelsF32 {
 			kernelF32 = k
 			run(backends.Float32, fmt.Sprint(k.name, blocks))
