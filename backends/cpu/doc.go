@@ -54,7 +54,9 @@
 // Float arithmetic (+, -, ×, ÷) over contiguous views, or a contiguous view
 // and a scalar, runs in large parallel chunks (ew_fast.go) with AVX2
 // kernels that write outputs larger than the caches with non-temporal
-// stores (ew_amd64.go); the results are the same bits as the Go loops.
+// stores (ew_amd64.go); strided and broadcast rows of the general driver
+// use the same kernels, as do float32 relu, neg, abs and square. The
+// results are the same bits as the Go loops.
 //
 // # Threads
 //

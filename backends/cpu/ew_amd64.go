@@ -127,3 +127,22 @@ func vecDot[T float](x, y []T) (T, bool) {
 	_ = yf[len(xf)-1]
 	return any(dotF32(&xf[0], &yf[0], len(xf))).(T), true
 }
+
+// unaryKernelsF32 are the AVX2 kernels for the unary ops exact in float32.
+var unaryKernelsF32 = map[backends.UnaryOp]func(dst, x *float32, n int){
+	backends.Relu: reluF32, backends.Neg: negF32, backends.Abs: absF32, backends.Square: squareF32,
+}
+
+// vecUnary sets o = op(x) with an AVX2 kernel for float32, reporting false
+// where it has none.
+func vecUnary[T float](op backends.UnaryOp, o, x []T) bool {
+	of, ok := any(o).([]float32)
+	fn := unaryKernelsF32[op]
+	if !ok || fn == nil || !hasAVX2 || len(of) == 0 {
+		return false
+	}
+	xf := any(x).([]float32)
+	_ = xf[len(of)-1]
+	fn(&of[0], &xf[0], len(of))
+	return true
+}

@@ -20,3 +20,6 @@ func vecAxpy[T float](dst, x []T, a T) bool { return false }
 
 // vecDot has no vector kernel in the portable build.
 func vecDot[T float](x, y []T) (T, bool) { return 0, false }
+
+// vecUnary has no vector kernels in the portable build.
+func vecUnary[T float](op backends.UnaryOp, o, x []T) bool { return false }

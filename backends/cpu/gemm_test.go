@@ -212,3 +212,31 @@ func TestBlockSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestUnaryKernels checks the vector unary kernels against Go's float32
+// loops bit for bit, specials included, on lengths around the vector widths.
+func TestUnaryKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	specials := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1e-40, -1e-40}
+	for _, op := range []backends.UnaryOp{backends.Relu, backends.Neg, backends.Abs, backends.Square} {
+		for _, n := range []int{1, 7, 8, 9, 31, 32, 33, 70, 1000} {
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
+				if r.IntN(4) == 0 {
+					x[i] = specials[r.IntN(len(specials))]
+				}
+			}
+			got, want := make([]float32, n), make([]float32, n)
+			if !vecUnary(op, got, x) {
+				continue
+			}
+			unaryFloat(op, want, x, 0, 0)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(got[i] != got[i] && want[i] != want[i]) {
+					t.Fatalf("%s n=%d: element %d of %v = %v, want %v", backends.UnaryOps[op].Name, n, i, x[i], got[i], want[i])
+				}
+			}
+		}
+	}
+}

@@ -148,3 +148,23 @@ func divsvF32(dst *float32, a *float32, s float32, n int)
 //
 //go:noescape
 func divsvF32NT(dst *float32, a *float32, s float32, n int)
+
+// reluF32 sets dst[i] = relu(x[i]) for i < n (AVX2), bit for bit as Go's float32 arithmetic.
+//
+//go:noescape
+func reluF32(dst *float32, x *float32, n int)
+
+// negF32 sets dst[i] = neg(x[i]) for i < n (AVX2), bit for bit as Go's float32 arithmetic.
+//
+//go:noescape
+func negF32(dst *float32, x *float32, n int)
+
+// absF32 sets dst[i] = abs(x[i]) for i < n (AVX2), bit for bit as Go's float32 arithmetic.
+//
+//go:noescape
+func absF32(dst *float32, x *float32, n int)
+
+// squareF32 sets dst[i] = square(x[i]) for i < n (AVX2), bit for bit as Go's float32 arithmetic.
+//
+//go:noescape
+func squareF32(dst *float32, x *float32, n int)

@@ -3783,3 +3783,228 @@ divsvF32NT_done:
 	SFENCE
 	VZEROUPPER
 	RET
+
+// func reluF32(dst *float32, x *float32, n int)
+// Requires: AVX
+TEXT ·reluF32(SB), NOSPLIT, $0-24
+	MOVQ   dst+0(FP), DI
+	MOVQ   x+8(FP), SI
+	MOVQ   n+16(FP), CX
+	VXORPS Y15, Y15, Y15
+
+reluF32_loop32:
+	CMPQ    CX, $0x00000020
+	JB      reluF32_loop8
+	VMOVUPS (SI), Y0
+	VMAXPS  Y0, Y15, Y0
+	VADDPS  Y15, Y0, Y0
+	VMOVUPS Y0, (DI)
+	VMOVUPS 32(SI), Y1
+	VMAXPS  Y1, Y15, Y1
+	VADDPS  Y15, Y1, Y1
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS 64(SI), Y2
+	VMAXPS  Y2, Y15, Y2
+	VADDPS  Y15, Y2, Y2
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS 96(SI), Y3
+	VMAXPS  Y3, Y15, Y3
+	VADDPS  Y15, Y3, Y3
+	VMOVUPS Y3, 96(DI)
+	ADDQ    $0x00000080, SI
+	ADDQ    $0x00000080, DI
+	SUBQ    $0x00000020, CX
+	JMP     reluF32_loop32
+
+reluF32_loop8:
+	CMPQ    CX, $0x00000008
+	JB      reluF32_tail
+	VMOVUPS (SI), Y0
+	VMAXPS  Y0, Y15, Y0
+	VADDPS  Y15, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JMP     reluF32_loop8
+
+reluF32_tail:
+	TESTQ  CX, CX
+	JZ     reluF32_done
+	VMOVSS (SI), X0
+	VMAXSS X0, X15, X0
+	VADDSS X15, X0, X0
+	VMOVSS X0, (DI)
+	ADDQ   $0x00000004, SI
+	ADDQ   $0x00000004, DI
+	DECQ   CX
+	JMP    reluF32_tail
+
+reluF32_done:
+	VZEROUPPER
+	RET
+
+// func negF32(dst *float32, x *float32, n int)
+// Requires: AVX, AVX2
+TEXT ·negF32(SB), NOSPLIT, $0-24
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	MOVL         $0x80000000, AX
+	VMOVD        AX, X15
+	VBROADCASTSS X15, Y15
+
+negF32_loop32:
+	CMPQ    CX, $0x00000020
+	JB      negF32_loop8
+	VMOVUPS (SI), Y0
+	VXORPS  Y15, Y0, Y0
+	VMOVUPS Y0, (DI)
+	VMOVUPS 32(SI), Y1
+	VXORPS  Y15, Y1, Y1
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS 64(SI), Y2
+	VXORPS  Y15, Y2, Y2
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS 96(SI), Y3
+	VXORPS  Y15, Y3, Y3
+	VMOVUPS Y3, 96(DI)
+	ADDQ    $0x00000080, SI
+	ADDQ    $0x00000080, DI
+	SUBQ    $0x00000020, CX
+	JMP     negF32_loop32
+
+negF32_loop8:
+	CMPQ    CX, $0x00000008
+	JB      negF32_tail
+	VMOVUPS (SI), Y0
+	VXORPS  Y15, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JMP     negF32_loop8
+
+negF32_tail:
+	TESTQ  CX, CX
+	JZ     negF32_done
+	VMOVSS (SI), X0
+	VXORPS X15, X0, X0
+	VMOVSS X0, (DI)
+	ADDQ   $0x00000004, SI
+	ADDQ   $0x00000004, DI
+	DECQ   CX
+	JMP    negF32_tail
+
+negF32_done:
+	VZEROUPPER
+	RET
+
+// func absF32(dst *float32, x *float32, n int)
+// Requires: AVX, AVX2
+TEXT ·absF32(SB), NOSPLIT, $0-24
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	MOVL         $0x7fffffff, AX
+	VMOVD        AX, X15
+	VBROADCASTSS X15, Y15
+
+absF32_loop32:
+	CMPQ    CX, $0x00000020
+	JB      absF32_loop8
+	VMOVUPS (SI), Y0
+	VANDPS  Y15, Y0, Y0
+	VMOVUPS Y0, (DI)
+	VMOVUPS 32(SI), Y1
+	VANDPS  Y15, Y1, Y1
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS 64(SI), Y2
+	VANDPS  Y15, Y2, Y2
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS 96(SI), Y3
+	VANDPS  Y15, Y3, Y3
+	VMOVUPS Y3, 96(DI)
+	ADDQ    $0x00000080, SI
+	ADDQ    $0x00000080, DI
+	SUBQ    $0x00000020, CX
+	JMP     absF32_loop32
+
+absF32_loop8:
+	CMPQ    CX, $0x00000008
+	JB      absF32_tail
+	VMOVUPS (SI), Y0
+	VANDPS  Y15, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JMP     absF32_loop8
+
+absF32_tail:
+	TESTQ  CX, CX
+	JZ     absF32_done
+	VMOVSS (SI), X0
+	VANDPS X15, X0, X0
+	VMOVSS X0, (DI)
+	ADDQ   $0x00000004, SI
+	ADDQ   $0x00000004, DI
+	DECQ   CX
+	JMP    absF32_tail
+
+absF32_done:
+	VZEROUPPER
+	RET
+
+// func squareF32(dst *float32, x *float32, n int)
+// Requires: AVX
+TEXT ·squareF32(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+
+squareF32_loop32:
+	CMPQ    CX, $0x00000020
+	JB      squareF32_loop8
+	VMOVUPS (SI), Y0
+	VMULPS  Y0, Y0, Y0
+	VMOVUPS Y0, (DI)
+	VMOVUPS 32(SI), Y1
+	VMULPS  Y1, Y1, Y1
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS 64(SI), Y2
+	VMULPS  Y2, Y2, Y2
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS 96(SI), Y3
+	VMULPS  Y3, Y3, Y3
+	VMOVUPS Y3, 96(DI)
+	ADDQ    $0x00000080, SI
+	ADDQ    $0x00000080, DI
+	SUBQ    $0x00000020, CX
+	JMP     squareF32_loop32
+
+squareF32_loop8:
+	CMPQ    CX, $0x00000008
+	JB      squareF32_tail
+	VMOVUPS (SI), Y0
+	VMULPS  Y0, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JMP     squareF32_loop8
+
+squareF32_tail:
+	TESTQ  CX, CX
+	JZ     squareF32_done
+	VMOVSS (SI), X0
+	VMULSS X0, X0, X0
+	VMOVSS X0, (DI)
+	ADDQ   $0x00000004, SI
+	ADDQ   $0x00000004, DI
+	DECQ   CX
+	JMP    squareF32_tail
+
+squareF32_done:
+	VZEROUPPER
+	RET

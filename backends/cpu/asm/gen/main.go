@@ -25,5 +25,6 @@ func main() {
 	axpy()
 	dot()
 	ewKernels()
+	unaryKernels()
 	Generate()
 }
