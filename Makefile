@@ -63,6 +63,7 @@ fuzz:
 
 test-unit:
 	$(GO) test $(GOTESTFLAGS) -count=1 ./...
+	$(GO) test $(GOTESTFLAGS) -count=1 -tags purego ./backends/cpu/...
 
 # Slow accuracy runs kept out of `make test`. The MNIST training runs (nn's
 # and the `make run` demo's, cmd/kiln's TestTrainMNISTDemo) go last, verbose,
@@ -73,6 +74,8 @@ test-long: deps
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1s -count 1 ./backends/cpu ./tensor
+
+include backends/cpu/bench.mk
 
 lint: fmt-check vet staticcheck
 

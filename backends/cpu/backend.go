@@ -2,7 +2,9 @@ package cpu
 
 import (
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -25,10 +27,11 @@ type Backend struct {
 }
 
 // New returns a CPU backend that uses up to workers goroutines per kernel
-// (0 means runtime.GOMAXPROCS(0)).
+// (0 means the default: the KILN_CPU_THREADS environment variable when it
+// holds a positive number, else runtime.GOMAXPROCS(0)).
 func New(workers int) *Backend {
 	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
+		workers = defaultWorkers()
 	}
 	b := &Backend{workers: workers, pool: newPool(workers)}
 	// The helpers hold only the pool, so an unreachable Backend is collected
@@ -37,16 +40,26 @@ func New(workers int) *Backend {
 	return b
 }
 
+// defaultWorkers is KILN_CPU_THREADS when that is a positive number, else
+// runtime.GOMAXPROCS(0).
+func defaultWorkers() int {
+	if n, err := strconv.Atoi(os.Getenv("KILN_CPU_THREADS")); err == nil && n > 0 {
+		return n
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
 // Workers returns the number of goroutines kernels are split across (the
 // caller plus Workers()-1 persistent helpers).
 func (b *Backend) Workers() int { return b.workers }
 
 // SetWorkers changes the number of goroutines kernels are split across
-// (0 means runtime.GOMAXPROCS(0)), replacing the helper goroutines. Results
-// do not depend on it, bit for bit; call it only while no kernel runs.
+// (0 means the default, as for New), replacing the helper goroutines.
+// Results do not depend on it, bit for bit; call it only while no kernel
+// runs.
 func (b *Backend) SetWorkers(n int) {
 	if n <= 0 {
-		n = runtime.GOMAXPROCS(0)
+		n = defaultWorkers()
 	}
 	if n == b.workers {
 		return

@@ -28,6 +28,31 @@ func benchMatmul(b *testing.B, n int) {
 	}
 }
 
+// BenchmarkSgemm runs square float32 products on 1 and 2 worker
+// goroutines (New(threads)); make bench-compare sets these against OpenBLAS.
+func BenchmarkSgemm(b *testing.B) {
+	for _, n := range []int{128, 256, 512, 1024, 2048} {
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("n=%d/threads=%d", n, threads), func(b *testing.B) {
+				be := New(threads)
+				x := randView(be, backends.Float32, 1, n, n)
+				y := randView(be, backends.Float32, 2, n, n)
+				out := allocView(be, backends.Float32, n, n)
+				be.Matmul(out, x, y) // warm the packing buffers
+				c0 := cpuSeconds()
+				for b.Loop() {
+					be.Matmul(out, x, y)
+				}
+				flops := 2 * float64(n) * float64(n) * float64(n) * float64(b.N)
+				b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				if c := cpuSeconds() - c0; c > 0 {
+					b.ReportMetric(flops/c/1e9, "GFLOP/cpu-s")
+				}
+			})
+		}
+	}
+}
+
 func BenchmarkMatmul256(b *testing.B)  { benchMatmul(b, 256) }
 func BenchmarkMatmul512(b *testing.B)  { benchMatmul(b, 512) }
 func BenchmarkMatmul1024(b *testing.B) { benchMatmul(b, 1024) }
@@ -81,6 +106,38 @@ func BenchmarkAdd16M(b *testing.B) {
 		be.Binary(backends.Add, out, x, y)
 	}
 	gbPerSec(b, 3*4*elems16M)
+}
+
+// BenchmarkStream measures STREAM-style kernels on 16M float32 elements
+// (64 MiB an array, beyond the caches) on 1 and 2 worker goroutines,
+// counting the bytes read plus written as STREAM does: copy out = x (8 bytes
+// an element), add out = x + y (12), scale out = 3·x (8), and the Go
+// runtime's own copy for reference.
+func BenchmarkStream(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		bytes int
+		fn    func(be *Backend, out, x, y backends.View)
+	}{
+		{"copy", 8, func(be *Backend, out, x, _ backends.View) { be.Copy(out, x) }},
+		{"add", 12, func(be *Backend, out, x, y backends.View) { be.Binary(backends.Add, out, x, y) }},
+		{"scale", 8, func(be *Backend, out, x, _ backends.View) { be.BinaryScalar(backends.Mul, out, x, 3, false) }},
+		{"gocopy", 8, func(_ *Backend, out, x, _ backends.View) { copy(buf(out).f32(), buf(x).f32()) }},
+	} {
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("op=%s/threads=%d", c.name, threads), func(b *testing.B) {
+				be := New(threads)
+				x := randView(be, backends.Float32, 1, elems16M)
+				y := randView(be, backends.Float32, 2, elems16M)
+				out := allocView(be, backends.Float32, elems16M)
+				c.fn(be, out, x, y)
+				for b.Loop() {
+					c.fn(be, out, x, y)
+				}
+				gbPerSec(b, c.bytes*elems16M)
+			})
+		}
+	}
 }
 
 func BenchmarkExp16M(b *testing.B) {

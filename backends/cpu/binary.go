@@ -79,6 +79,9 @@ func (b *Backend) Binary(op backends.BinaryOp, out, x, y backends.View) {
 // binaryTyped runs op over float32 or float64 views of one dtype.
 func binaryTyped[T float](b *Backend, op backends.BinaryOp, views []backends.View, os, xs, ys []T, cost int) {
 	pred := backends.BinaryOps[op].Predicate
+	if !pred && binaryFlat(b, op, views, os, xs, ys) {
+		return
+	}
 	ob := buf(views[0])
 	b.elementwise(views[0].Shape, cost, views, func(sc *scratch, st *[maxViews]int, o offsets, n int) {
 		ta, tb, to := scratchRows[T](sc)
@@ -91,7 +94,7 @@ func binaryTyped[T float](b *Backend, op backends.BinaryOp, views []backends.Vie
 			return
 		}
 		ov := outRow(os, o[0], st[0], n, to)
-		if !binaryFloat(op, ov, a, c) {
+		if !ewVector(op, ov, a, c, false) && !binaryFloat(op, ov, a, c) {
 			binaryF64(op, any(ov).([]float64), any(a).([]float64), any(c).([]float64))
 		}
 		scatterRow(os, o[0], st[0], ov)
@@ -174,6 +177,9 @@ func gatherF64(b *buffer, off, st, n int, tmp []float64) []float64 {
 
 func binaryScalarTyped[T float](b *Backend, op backends.BinaryOp, views []backends.View, os, xs []T, s T, reverse bool, cost int) {
 	pred := backends.BinaryOps[op].Predicate
+	if !pred && binaryScalarFlat(b, op, views, os, xs, s, reverse) {
+		return
+	}
 	ob := buf(views[0])
 	sv := []T{s}
 	b.elementwise(views[0].Shape, cost, views, func(sc *scratch, st *[maxViews]int, o offsets, n int) {
@@ -190,7 +196,7 @@ func binaryScalarTyped[T float](b *Backend, op backends.BinaryOp, views []backen
 			return
 		}
 		ov := outRow(os, o[0], st[0], n, to)
-		if !binaryFloat(op, ov, a, c) {
+		if !ewVector(op, ov, a, c, false) && !binaryFloat(op, ov, a, c) {
 			binaryF64(op, any(ov).([]float64), any(a).([]float64), any(c).([]float64))
 		}
 		scatterRow(os, o[0], st[0], ov)

@@ -27,23 +27,46 @@
 // Reductions accumulate floats in float64 and integers in int64; reduce.go
 // documents the order of operations. Max and Min propagate NaN and order
 // -0 below +0. Matmul multiplies float32 (and widened float16/bfloat16) in
-// float32 and float64 in float64, summing in blocks of 256 along K in a
-// fixed order; see gemm.go.
+// float32 and float64 in float64, summing in blocks along K (their size set
+// from the L1 cache) in a fixed order; see gemm.go. The assembly kernels
+// fuse multiply-adds, so their results differ within rounding from the
+// portable ones (and so between machines that choose differently), never
+// with the number of workers.
 //
 // # Matmul
 //
-// Matmul is a cache-blocked GEMM that packs panels of both operands
-// (reading transposed or strided views in place) and runs a register-blocked
-// micro-kernel written in portable Go (gemm_micro.go). The micro-kernels are
-// chosen through variables (kernelF32, kernelF64), so faster ones, such as
-// generated assembly, can be swapped in at init. The scalar Go kernels reach
-// about 8.5 GFLOP/s per core on a Zen 5 core (17 on two); building with
-// GOAMD64=v3 lets the compiler fuse multiply-adds, selects a wider kernel
-// (gemm_amd64v3.go) and gives about a quarter more, with different but
-// equally deterministic rounding.
+// Matmul is a cache-blocked GEMM (gemm.go) that packs panels of both
+// operands (reading transposed or strided views in place; operands whose
+// rows run along K are packed with an AVX 8×8 transpose), with block sizes
+// from the caches that CPUID reports (blocking.go), and runs a
+// register-blocked micro-kernel on them. On amd64 the micro-kernels are
+// assembly generated with avo (asm/gen, `make asm`): 8×32 float32 and 14×16
+// float64 with AVX-512, 6×16 and 6×8 with AVX2+FMA, chosen at run time from
+// the CPU's features (kernels_select_amd64.go), writing edge tiles with
+// masked stores. The portable Go kernels (gemm_micro.go) run elsewhere and
+// with -tags purego. Each GEMM step is one parallel job (packing tasks, then
+// tiles of C) whose step state and buffers come from pools, so a warm call
+// allocates nothing. Vector × matrix and matrix × vector products skip the
+// packing and use AVX2 axpy and dot kernels.
+//
+// # Element-wise kernels
+//
+// Float arithmetic (+, -, ×, ÷) over contiguous views, or a contiguous view
+// and a scalar, runs in large parallel chunks (ew_fast.go) with AVX2
+// kernels that write outputs larger than the caches with non-temporal
+// stores (ew_amd64.go); strided and broadcast rows of the general driver
+// use the same kernels, as do float32 relu, neg, abs and square. The
+// results are the same bits as the Go loops.
+//
+// # Threads
+//
+// New(0) and SetWorkers(0) use KILN_CPU_THREADS when it holds a positive
+// number, else GOMAXPROCS.
 //
 // # What it does not do
 //
-// It has no SIMD or assembly kernels yet, does not fuse operations, and
-// keeps no caching allocator: Alloc is a Go allocation and Free drops it.
+// It does not fuse operations (bias + activation, softmax) and keeps no
+// caching allocator: Alloc is a Go allocation and Free drops it.
+// Convolutions reach it as Im2Col/Col2Im plus Matmul; there is no direct
+// convolution kernel yet.
 package cpu

@@ -244,8 +244,12 @@ func (b *Backend) Copy(out, x backends.View) {
 
 func copyRaw[T elems](b *Backend, out, x backends.View) {
 	os, xs := rawElems[T](buf(out)), rawElems[T](buf(x))
-	if l := newLoop(out.Shape, out, x); transposing(l) {
+	l := newLoop(out.Shape, out, x)
+	if transposing(l) {
 		copyTiled(b, l, os, xs)
+		return
+	}
+	if copyFlat(b, l, os, xs) {
 		return
 	}
 	b.elementwise(out.Shape, 1, []backends.View{out, x}, func(_ *scratch, st *[maxViews]int, o offsets, n int) {

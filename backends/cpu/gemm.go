@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"math/bits"
 	"sync"
 )
 
@@ -20,26 +21,35 @@ import (
 // the chosen micro-kernel, so results are bit-identical whatever the number
 // of workers and however tiles are distributed.
 
-// Blocking parameters. kc·(MR+NR) floats of micro-panels stay in L1, an
-// mc×kc block of A in L2, a kc×nc block of B in L2/L3. They are variables
-// only so that tests can shrink them to exercise every blocking path on
-// small matrices; results depend on gemmKC (the summation blocks).
-var (
-	gemmKC = 256
-	gemmMC = 96  // rounded down to a multiple of MR
-	gemmNB = 256 // columns per parallel task, rounded down to a multiple of NR
-	gemmNC = 4096
-)
+// Blocking parameters, set from the detected caches (blocking.go): a
+// kc×NR micro-panel of B stays in L1 while MR×kc panels of A stream from
+// L2, an mc×kc block of A stays in L2, and a kc×nc block of B in L3. gemmMC
+// is for float32 (float64 uses half as many rows); gemmNB is the number of
+// columns a parallel task takes at most. They are variables so that tests
+// can shrink them to exercise every blocking path on small matrices; results
+// depend only on gemmKC (the summation blocks), never on the others or on
+// the number of workers.
+var gemmKC, gemmMC, gemmNB, gemmNC = blockSizes(detectCaches())
 
-// kernel is a register-blocked micro-kernel: fn computes the MR×NR product
-// of a packed A panel (kc×MR, a[p·MR+i]) and a packed B panel (kc×NR,
-// b[p·NR+j]), summing over p in order, and writes it row-major to c
-// (c[i·NR+j], len MR·NR). Implementations can be swapped at init (see
-// gemm_kernels.go); they must be deterministic.
+// gemmMChunk is the most rows of A packed at once (for float32 with kc =
+// 256, 2 MiB of packed panels).
+var gemmMChunk = 2048
+
+// kernel is a register-blocked micro-kernel for a packed A panel (kc×MR,
+// a[p·MR+i]) and a packed B panel (kc×NR, b[p·NR+j]), summing over p in
+// order. A portable kernel (fn) writes the MR×NR product row-major to c
+// (c[i·NR+j], len MR·NR). An assembly kernel (asm) writes rows i < mv of it
+// straight into C (row stride ldc elements), only the columns j whose bit
+// is set in mask, replacing them or, with accum, adding to them; its edge
+// tiles need no scalar code. The assembly kernels sum with fused
+// multiply-adds in the same order, so they all give the same bits, as do
+// the portable ones among themselves. Kernels can be swapped at init; they
+// must be deterministic.
 type kernel[T float] struct {
 	name   string
 	mr, nr int
 	fn     func(kc int, a, b, c []T)
+	asm    func(kc int, a, b, c *T, ldc, mv int, mask uint64, accum bool)
 }
 
 // matSrc is a matrix operand: element (r, c) is at element offset
@@ -94,24 +104,20 @@ func pack[T float](dst []T, src matSrc[T], r0, rn, c0, cn, w int, tmp []T) {
 		}
 		return
 	}
-	// the long dimension is the contiguous one: gather each row, then
-	// spread it over the panel
+	// the long dimension is the contiguous one: transpose blocks of 16
+	// columns, so the panel lines being filled stay in L1
 	for pn := range panels {
 		d := dst[pn*cn*w : (pn+1)*cn*w]
-		for i := range w {
-			r := pn*w + i
-			if r >= rn {
-				for c := range cn {
-					d[c*w+i] = 0
-				}
-				continue
+		rows := min(w, rn-pn*w)
+		for i := rows; i < w; i++ {
+			for c := range cn {
+				d[c*w+i] = 0
 			}
-			off := base + r*src.rs
-			var row []T
-			if src.s != nil && src.cs == 1 {
-				row = src.s[off : off+cn]
-			} else {
-				row = tmp[:cn]
+		}
+		if src.s == nil || src.cs != 1 {
+			for i := range rows {
+				off := base + (pn*w+i)*src.rs
+				row := tmp[:cn]
 				if src.s != nil {
 					for c := range row {
 						row[c] = src.s[off+c*src.cs]
@@ -119,31 +125,52 @@ func pack[T float](dst []T, src matSrc[T], r0, rn, c0, cn, w int, tmp []T) {
 				} else {
 					src.load(off, src.cs, row)
 				}
+				for c, v := range row {
+					d[c*w+i] = v
+				}
 			}
-			for c, v := range row {
-				d[c*w+i] = v
+			continue
+		}
+		off := base + pn*w*src.rs
+		c0 := 0
+		if rows == w {
+			c0 = packTransposed(d, src.s, off, src.rs, cn, w)
+		}
+		for ; c0 < cn; c0 += 16 {
+			c1 := min(c0+16, cn)
+			blk := d[c0*w : c1*w]
+			for i := range rows {
+				off := base + (pn*w+i)*src.rs
+				for c, v := range src.s[off+c0 : off+c1] {
+					blk[c*w+i] = v
+				}
 			}
 		}
 	}
 }
 
-// bufPool recycles packing buffers (no allocation per call once warm).
-type bufPool[T float] struct{ p sync.Pool }
+// bufPool recycles packing buffers (no allocation per call once warm), in
+// power-of-two size classes so that small and large requests do not evict
+// each other.
+type bufPool[T float] struct{ p [48]sync.Pool }
 
 func (bp *bufPool[T]) get(n int) *[]T {
-	if v, ok := bp.p.Get().(*[]T); ok && cap(*v) >= n {
+	c := bits.Len(uint(max(n, 1) - 1))
+	if v, ok := bp.p[c].Get().(*[]T); ok {
 		*v = (*v)[:n]
 		return v
 	}
-	s := make([]T, n)
+	s := make([]T, n, 1<<c)
 	return &s
 }
 
-func (bp *bufPool[T]) put(v *[]T) { bp.p.Put(v) }
+func (bp *bufPool[T]) put(v *[]T) { bp.p[bits.Len(uint(cap(*v)))-1].Put(v) }
 
 var (
 	poolF32 bufPool[float32]
 	poolF64 bufPool[float64]
+	stepF32 = sync.Pool{New: func() any { return new(gemmStep[float32]) }}
+	stepF64 = sync.Pool{New: func() any { return new(gemmStep[float64]) }}
 )
 
 func poolFor[T float]() *bufPool[T] {
@@ -152,6 +179,80 @@ func poolFor[T float]() *bufPool[T] {
 		return any(&poolF32).(*bufPool[T])
 	}
 	return any(&poolF64).(*bufPool[T])
+}
+
+func stepPoolFor[T float]() *sync.Pool {
+	var z T
+	if _, ok := any(z).(float32); ok {
+		return &stepF32
+	}
+	return &stepF64
+}
+
+// gemmStep is one (jc, pc, chunk of M) step of the GEMM: pack a kc×nc
+// block of B (in the first chunk only) and the chunk's block of A, then
+// multiply tiles of C. It runs as one parallel
+// job whose first tasks pack and whose later tasks wait until every packing
+// task has finished (tasks are taken in order, so those are all running;
+// the wait blocks rather than spins, so a packer the OS has descheduled
+// gets the core back) and then multiply one tile each. It lives in a pool, so a call allocates
+// nothing once warm.
+type gemmStep[T float] struct {
+	kern           kernel[T]
+	A, Bt          matSrc[T]
+	C              matDst[T]
+	aPack, bPack   []T
+	m, ncur, kcur  int // m: rows of this step's chunk of A and C
+	i0             int // first row of the chunk
+	jc, pc         int
+	first          bool
+	bGroup, bTasks int // B panels per packing task, packing tasks for B
+	aGroup, aTasks int
+	mc, nb, mt, nt int // tile sizes and counts
+	packing        sync.WaitGroup
+	tmp            *bufPool[T]
+}
+
+func (g *gemmStep[T]) tasks() int { return g.bTasks + g.aTasks + g.mt*g.nt }
+
+func (g *gemmStep[T]) runChunk(lo, hi int) {
+	for t := lo; t < hi; t++ {
+		g.task(t)
+	}
+}
+
+func (g *gemmStep[T]) task(t int) {
+	mr, nr, kc := g.kern.mr, g.kern.nr, g.kcur
+	switch {
+	case t < g.bTasks:
+		p0 := t * g.bGroup
+		p1 := min((g.ncur+nr-1)/nr, p0+g.bGroup)
+		tmp := g.tmp.get(kc)
+		pack(g.bPack[p0*nr*kc:p1*nr*kc], g.Bt, g.jc+p0*nr, min(g.ncur, p1*nr)-p0*nr, g.pc, kc, nr, *tmp)
+		g.tmp.put(tmp)
+		g.packing.Done()
+		return
+	case t < g.bTasks+g.aTasks:
+		t -= g.bTasks
+		p0 := t * g.aGroup
+		p1 := min((g.m+mr-1)/mr, p0+g.aGroup)
+		tmp := g.tmp.get(kc)
+		pack(g.aPack[p0*mr*kc:p1*mr*kc], g.A, g.i0+p0*mr, min(g.m, p1*mr)-p0*mr, g.pc, kc, mr, *tmp)
+		g.tmp.put(tmp)
+		g.packing.Done()
+		return
+	}
+	t -= g.bTasks + g.aTasks
+	g.packing.Wait()
+	ic, jb := (t/g.nt)*g.mc, (t%g.nt)*g.nb
+	mcur, nbcur := min(g.mc, g.m-ic), min(g.nb, g.ncur-jb)
+	a := g.aPack[ic*kc : (ic+roundUp(mcur, mr))*kc]
+	b := g.bPack[jb*kc : (jb+roundUp(nbcur, nr))*kc]
+	if g.kern.asm != nil {
+		macroTileAsm(g.kern, a, b, mcur, nbcur, kc, g.C, g.i0+ic, g.jc+jb, g.first)
+	} else {
+		macroTile(g.kern, a, b, mcur, nbcur, kc, g.C, g.i0+ic, g.jc+jb, g.first)
+	}
 }
 
 // gemm computes C = A·B (m×k times k×n). With par false it runs on the
@@ -169,51 +270,114 @@ func gemm[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], C ma
 		return
 	}
 	mr, nr := kern.mr, kern.nr
-	nc := min(gemmNC/nr*nr, roundUp(n, nr))
+	nc := min(max(nr, gemmNC/nr*nr), roundUp(n, nr))
 	kc := min(gemmKC, k)
-	mc := max(mr, gemmMC/mr*mr)
-	nb := max(nr, gemmNB/nr*nr)
-	pool := poolFor[T]()
-	bBuf := pool.get(kc * nc)
-	defer pool.put(bBuf)
-	Bt := B.t() // rows of Bt are columns of B: NR-tall panels of Bt are NR-wide panels of B
-	run := func(tasks int, fn func(t int)) {
-		if par {
-			b.parallelTasks(tasks, fn)
-			return
-		}
-		for t := range tasks {
-			fn(t)
-		}
+	workers := 1
+	if par {
+		workers = b.workers
 	}
+	pool := poolFor[T]()
+	// A is packed in chunks of at most gemmMChunk rows, so that its buffer
+	// stays within L3 however tall A is
+	mChunk := min(roundUp(m, mr), max(mr, gemmMChunk/mr*mr))
+	bBuf := pool.get(kc * nc)
+	aBuf := pool.get(mChunk * kc)
+	g := stepPoolFor[T]().Get().(*gemmStep[T])
+	*g = gemmStep[T]{kern: kern, A: A, Bt: B.t(), C: C, tmp: pool}
 	for jc := 0; jc < n; jc += nc {
 		ncur := min(nc, n-jc)
-		bPanels := (ncur + nr - 1) / nr
 		for pc := 0; pc < k; pc += kc {
 			kcur := min(kc, k-pc)
-			first := pc == 0
-			packed := (*bBuf)[:bPanels*nr*kcur]
-			// pack B in groups of panels (about 16K elements a task)
-			group := max(1, (1<<14)/(kcur*nr))
-			run((bPanels+group-1)/group, func(t int) {
-				p0 := t * group
-				p1 := min(bPanels, p0+group)
-				tmp := pool.get(kcur)
-				pack(packed[p0*nr*kcur:p1*nr*kcur], Bt, jc+p0*nr, min(ncur, p1*nr)-p0*nr, pc, kcur, nr, *tmp)
-				pool.put(tmp)
-			})
-			mTiles := (m + mc - 1) / mc
-			nTiles := (ncur + nb - 1) / nb
-			run(mTiles*nTiles, func(t int) {
-				ic, jb := (t/nTiles)*mc, (t%nTiles)*nb
-				mcur, nbcur := min(mc, m-ic), min(nb, ncur-jb)
-				aBuf := pool.get(roundUp(mcur, mr) * kcur)
-				tmp := pool.get(kcur)
-				pack(*aBuf, A, ic, mcur, pc, kcur, mr, *tmp)
-				pool.put(tmp)
-				macroTile(kern, *aBuf, packed[(jb/nr)*nr*kcur:], mcur, nbcur, kcur, C, ic, jc+jb, first)
-				pool.put(aBuf)
-			})
+			g.jc, g.pc, g.ncur, g.kcur, g.first = jc, pc, ncur, kcur, pc == 0
+			g.bPack = (*bBuf)[:roundUp(ncur, nr)*kcur]
+			for i0 := 0; i0 < m; i0 += mChunk {
+				g.i0, g.m = i0, min(mChunk, m-i0)
+				g.mc, g.nb, g.mt, g.nt = tileGrid(g.m, ncur, mr, nr, int(sizeOf[T]()), workers)
+				g.aPack = (*aBuf)[:roundUp(g.m, mr)*kcur]
+				// packing tasks of about 16K elements; B in the first chunk
+				g.bGroup = max(1, (1<<14)/(kcur*nr))
+				g.bTasks = 0
+				if i0 == 0 {
+					g.bTasks = ((ncur+nr-1)/nr + g.bGroup - 1) / g.bGroup
+				}
+				g.aGroup = max(1, (1<<14)/(kcur*mr))
+				g.aTasks = ((g.m+mr-1)/mr + g.aGroup - 1) / g.aGroup
+				g.packing.Add(g.bTasks + g.aTasks)
+				if par {
+					b.parallelRun(g.tasks(), 1, g)
+				} else {
+					g.runChunk(0, g.tasks())
+				}
+			}
+		}
+	}
+	*g = gemmStep[T]{}
+	stepPoolFor[T]().Put(g)
+	pool.put(aBuf)
+	pool.put(bBuf)
+}
+
+// tileGrid cuts an m×n block of C into tiles of mc×nb (multiples of MR and
+// NR), at most gemmMC×gemmNB, split further while there are fewer than
+// four tiles per worker, so that the workers stay balanced. Tiling never
+// changes results: each element's sum is the same whatever tile holds it.
+func tileGrid(m, n, mr, nr, size, workers int) (mc, nb, mt, nt int) {
+	mc = min(max(mr, gemmMC*4/size/mr*mr), roundUp(m, mr))
+	nb = min(max(nr, gemmNB/nr*nr), roundUp(n, nr))
+	for {
+		mt, nt = (m+mc-1)/mc, (n+nb-1)/nb
+		if workers <= 1 || mt*nt >= 4*workers {
+			return
+		}
+		switch {
+		case nb >= mc && nb > nr:
+			nb = roundUp((nb+1)/2, nr)
+		case mc > mr:
+			mc = roundUp((mc+1)/2, mr)
+		case nb > nr:
+			nb = roundUp((nb+1)/2, nr)
+		default:
+			return
+		}
+	}
+}
+
+// macroTileAsm is macroTile for an assembly kernel: it writes C directly
+// when C's rows are contiguous, with masks for the partial edge tiles, and
+// else through a tile buffer.
+func macroTileAsm[T float](kern kernel[T], a, bp []T, mc, nb, kc int, C matDst[T], i0, j0 int, first bool) {
+	mr, nr := kern.mr, kern.nr
+	var tile []T // for C with strided rows; from the pool (the kernel is called through a func value, so a local array would escape)
+	if C.cs != 1 {
+		tb := poolFor[T]().get(mr * nr)
+		defer poolFor[T]().put(tb)
+		tile = *tb
+	}
+	_ = a[roundUp(mc, mr)*kc-1]
+	_ = bp[roundUp(nb, nr)*kc-1]
+	for jr := 0; jr < nb; jr += nr {
+		bPanel := &bp[(jr/nr)*nr*kc]
+		nv := min(nr, nb-jr)
+		mask := uint64(1)<<nv - 1
+		for ir := 0; ir < mc; ir += mr {
+			aPanel := &a[(ir/mr)*mr*kc]
+			mv := min(mr, mc-ir)
+			base := C.off + (i0+ir)*C.rs + (j0+jr)*C.cs
+			if C.cs == 1 {
+				kern.asm(kc, aPanel, bPanel, &C.s[base], C.rs, mv, mask, !first)
+				continue
+			}
+			kern.asm(kc, aPanel, bPanel, &tile[0], nr, mr, 1<<nr-1, false)
+			for i := range mv {
+				for j := range nv {
+					p := base + i*C.rs + j*C.cs
+					if first {
+						C.s[p] = tile[i*nr+j]
+					} else {
+						C.s[p] += tile[i*nr+j]
+					}
+				}
+			}
 		}
 	}
 }
@@ -222,8 +386,9 @@ func gemm[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], C ma
 // B into C rows [i0, i0+mc) and columns [j0, j0+nb).
 func macroTile[T float](kern kernel[T], a, bp []T, mc, nb, kc int, C matDst[T], i0, j0 int, first bool) {
 	mr, nr := kern.mr, kern.nr
-	var tile [64]T // MR·NR ≤ 64
-	c := tile[:mr*nr]
+	tb := poolFor[T]().get(mr * nr) // a local array would escape through kern.fn
+	defer poolFor[T]().put(tb)
+	c := *tb
 	for jr := 0; jr < nb; jr += nr {
 		bPanel := bp[(jr/nr)*nr*kc : (jr/nr+1)*nr*kc]
 		nv := min(nr, nb-jr)
@@ -290,6 +455,9 @@ func matvec[T float](b *Backend, k, n int, u []T, uOff, us int, M []T, mOff, mrs
 					base := mOff + p*mrs + j0*mcs
 					if mcs == 1 {
 						row := M[base : base+len(acc)]
+						if vecAxpy(acc, row, a) {
+							continue
+						}
 						for j, v := range row {
 							acc[j] += a * v
 						}
@@ -313,6 +481,10 @@ func matvec[T float](b *Backend, k, n int, u []T, uOff, us int, M []T, mOff, mrs
 			p := 0
 			if mrs == 1 && us == 1 {
 				x, y := u[uOff:uOff+k], M[base:base+k]
+				if d, ok := vecDot(x, y); ok {
+					out[oOff+j*os] = d
+					continue
+				}
 				for ; len(x) >= 4 && len(y) >= 4; x, y = x[4:], y[4:] {
 					a0 += x[0] * y[0]
 					a1 += x[1] * y[1]

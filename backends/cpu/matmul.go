@@ -11,16 +11,16 @@ import (
 // changes results within rounding, but never with the worker count.
 var (
 	kernelsF32 = []kernel[float32]{
-		{"go2x4", 2, 4, microF32x2x4},
-		{"go4x2", 4, 2, microF32x4x2},
-		{"go3x2", 3, 2, microF32x3x2},
-		{"go3x3", 3, 3, microF32x3x3},
-		{"go2x6", 2, 6, microF32x2x6}, // best with GOAMD64=v3 (gemm_amd64v3.go)
+		{name: "go2x4", mr: 2, nr: 4, fn: microF32x2x4},
+		{name: "go4x2", mr: 4, nr: 2, fn: microF32x4x2},
+		{name: "go3x2", mr: 3, nr: 2, fn: microF32x3x2},
+		{name: "go3x3", mr: 3, nr: 3, fn: microF32x3x3},
+		{name: "go2x6", mr: 2, nr: 6, fn: microF32x2x6}, // best with GOAMD64=v3 (gemm_amd64v3.go)
 	}
 	kernelsF64 = []kernel[float64]{
-		{"go2x4", 2, 4, microF64x2x4},
-		{"go4x2", 4, 2, microF64x4x2},
-		{"go3x2", 3, 2, microF64x3x2},
+		{name: "go2x4", mr: 2, nr: 4, fn: microF64x2x4},
+		{name: "go4x2", mr: 4, nr: 2, fn: microF64x4x2},
+		{name: "go3x2", mr: 3, nr: 2, fn: microF64x3x2},
 	}
 	kernelF32 = kernelsF32[0]
 	kernelF64 = kernelsF64[0]
@@ -48,7 +48,7 @@ func (b *Backend) Matmul(out, x, y backends.View) {
 	if batch.n == 0 || m == 0 || n == 0 {
 		return
 	}
-	var offs []offsets
+	offs := make([]offsets, 0, batch.n)
 	batch.each(0, batch.n, func(o offsets) { offs = append(offs, o) })
 	xr, xc := x.Strides[r-2], x.Strides[r-1]
 	yr, yc := y.Strides[r-2], y.Strides[r-1]

@@ -18,9 +18,15 @@ type pool struct {
 	stopped sync.Once
 }
 
-// job is one parallel loop: chunks [0, chunks) of [0, n) in steps of grain.
+// runner is a parallel loop body held in a reusable object, for hot paths
+// that must not allocate a closure per call (see parallelRun).
+type runner interface{ runChunk(lo, hi int) }
+
+// job is one parallel loop: chunks [0, chunks) of [0, n) in steps of grain,
+// each run by fn or, when fn is nil, by r.
 type job struct {
 	fn     func(lo, hi int)
+	r      runner
 	n      int
 	grain  int
 	chunks int64
@@ -61,7 +67,11 @@ func (j *job) run() {
 			return
 		}
 		lo := int(c) * j.grain
-		j.fn(lo, min(lo+j.grain, j.n))
+		if j.fn != nil {
+			j.fn(lo, min(lo+j.grain, j.n))
+		} else {
+			j.r.runChunk(lo, min(lo+j.grain, j.n))
+		}
 	}
 }
 
@@ -76,15 +86,37 @@ func (b *Backend) parallel(n, grain int, fn func(lo, hi int)) {
 	}
 	grain = max(grain, 1)
 	chunks := (n + grain - 1) / grain
-	p := b.pool
-	if chunks == 1 || p.helpers == 0 {
+	if chunks == 1 || b.pool.helpers == 0 {
 		for lo := 0; lo < n; lo += grain {
 			fn(lo, min(lo+grain, n))
 		}
 		return
 	}
+	b.dispatch(n, grain, chunks, fn, nil)
+}
+
+// parallelRun is parallel with the body in r, so that a caller that keeps r
+// in a pool allocates nothing.
+func (b *Backend) parallelRun(n, grain int, r runner) {
+	if n <= 0 {
+		return
+	}
+	grain = max(grain, 1)
+	chunks := (n + grain - 1) / grain
+	if chunks == 1 || b.pool.helpers == 0 {
+		for lo := 0; lo < n; lo += grain {
+			r.runChunk(lo, min(lo+grain, n))
+		}
+		return
+	}
+	b.dispatch(n, grain, chunks, nil, r)
+}
+
+// dispatch runs a job of several chunks on the caller and idle helpers.
+func (b *Backend) dispatch(n, grain, chunks int, fn func(lo, hi int), r runner) {
+	p := b.pool
 	j := jobs.Get().(*job)
-	j.fn, j.n, j.grain, j.chunks = fn, n, grain, int64(chunks)
+	j.fn, j.r, j.n, j.grain, j.chunks = fn, r, n, grain, int64(chunks)
 	j.next.Store(0)
 offer:
 	for range min(p.helpers, chunks-1) {
@@ -98,7 +130,7 @@ offer:
 	}
 	j.run()
 	j.wg.Wait()
-	j.fn = nil
+	j.fn, j.r = nil, nil
 	jobs.Put(j)
 }
 

@@ -29,7 +29,9 @@ func (b *Backend) Unary(op backends.UnaryOp, out, x backends.View, p0, p1 float6
 			os, xs := ob.f32(), xb.f32()
 			b.elementwise(out.Shape, cost, views, func(sc *scratch, st *[maxViews]int, o offsets, n int) {
 				ov := outRow(os, o[0], st[0], n, sc.f32[0][:])
-				unaryFloat(op, ov, gatherRow(xs, o[1], st[1], n, sc.f32[1][:]), p0, p1)
+				if xv := gatherRow(xs, o[1], st[1], n, sc.f32[1][:]); !vecUnary(op, ov, xv) {
+					unaryFloat(op, ov, xv, p0, p1)
+				}
 				scatterRow(os, o[0], st[0], ov)
 			})
 			return

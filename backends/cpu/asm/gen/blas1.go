@@ -1,0 +1,116 @@
+package main
+
+import (
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// axpy generates axpyF32: dst[i] += a·x[i] (fused) for i < n, with AVX2.
+func axpy() {
+	TEXT("axpyF32", NOSPLIT, "func(dst, x *float32, a float32, n int)")
+	Pragma("noescape")
+	Doc("axpyF32 sets dst[i] += a·x[i] for i < n with fused multiply-adds (AVX2+FMA).")
+	dst, x, n := RDI, RSI, RCX
+	Load(Param("dst"), dst)
+	Load(Param("x"), x)
+	Load(Param("n"), n)
+	a := Y15
+	VBROADCASTSS(NewParamAddr("a", 16), a)
+	d := []VecPhysical{Y0, Y1, Y2, Y3}
+	Label("axpy_loop32")
+	CMPQ(n, U32(32))
+	JB(LabelRef("axpy_loop8"))
+	for u, r := range d {
+		VMOVUPS(Mem{Base: dst, Disp: 32 * u}, r)
+		VFMADD231PS(Mem{Base: x, Disp: 32 * u}, a, r)
+		VMOVUPS(r, Mem{Base: dst, Disp: 32 * u})
+	}
+	ADDQ(U32(128), dst)
+	ADDQ(U32(128), x)
+	SUBQ(U32(32), n)
+	JMP(LabelRef("axpy_loop32"))
+	Label("axpy_loop8")
+	CMPQ(n, U32(8))
+	JB(LabelRef("axpy_tail"))
+	VMOVUPS(Mem{Base: dst}, Y0)
+	VFMADD231PS(Mem{Base: x}, a, Y0)
+	VMOVUPS(Y0, Mem{Base: dst})
+	ADDQ(U32(32), dst)
+	ADDQ(U32(32), x)
+	SUBQ(U32(8), n)
+	JMP(LabelRef("axpy_loop8"))
+	Label("axpy_tail")
+	TESTQ(n, n)
+	JZ(LabelRef("axpy_done"))
+	VMOVSS(Mem{Base: dst}, X0)
+	VFMADD231SS(Mem{Base: x}, a.AsX(), X0)
+	VMOVSS(X0, Mem{Base: dst})
+	ADDQ(U32(4), dst)
+	ADDQ(U32(4), x)
+	DECQ(n)
+	JMP(LabelRef("axpy_tail"))
+	Label("axpy_done")
+	VZEROUPPER()
+	RET()
+}
+
+// dot generates dotF32: Σ x[i]·y[i] with 32 lanes of fused partial sums
+// combined in a fixed order, so the result depends only on n and the data.
+func dot() {
+	TEXT("dotF32", NOSPLIT, "func(x, y *float32, n int) float32")
+	Pragma("noescape")
+	Doc("dotF32 returns Σ x[i]·y[i] for i < n (AVX2+FMA), in a fixed order.")
+	x, y, n := RSI, RDI, RCX
+	Load(Param("x"), x)
+	Load(Param("y"), y)
+	Load(Param("n"), n)
+	acc := []VecPhysical{Y0, Y1, Y2, Y3}
+	for _, r := range acc {
+		VXORPS(r, r, r)
+	}
+	VXORPS(X4, X4, X4) // scalar tail
+	Label("dot_loop32")
+	CMPQ(n, U32(32))
+	JB(LabelRef("dot_loop8"))
+	for u, r := range acc {
+		VMOVUPS(Mem{Base: x, Disp: 32 * u}, Y5)
+		VFMADD231PS(Mem{Base: y, Disp: 32 * u}, Y5, r)
+	}
+	ADDQ(U32(128), x)
+	ADDQ(U32(128), y)
+	SUBQ(U32(32), n)
+	JMP(LabelRef("dot_loop32"))
+	Label("dot_loop8")
+	CMPQ(n, U32(8))
+	JB(LabelRef("dot_tail"))
+	VMOVUPS(Mem{Base: x}, Y5)
+	VFMADD231PS(Mem{Base: y}, Y5, Y0)
+	ADDQ(U32(32), x)
+	ADDQ(U32(32), y)
+	SUBQ(U32(8), n)
+	JMP(LabelRef("dot_loop8"))
+	Label("dot_tail")
+	TESTQ(n, n)
+	JZ(LabelRef("dot_reduce"))
+	VMOVSS(Mem{Base: x}, X5)
+	VFMADD231SS(Mem{Base: y}, X5, X4)
+	ADDQ(U32(4), x)
+	ADDQ(U32(4), y)
+	DECQ(n)
+	JMP(LabelRef("dot_tail"))
+	Label("dot_reduce")
+	VADDPS(Y1, Y0, Y0)
+	VADDPS(Y3, Y2, Y2)
+	VADDPS(Y2, Y0, Y0)
+	VEXTRACTF128(U8(1), Y0, X1)
+	VADDPS(X1, X0, X0)
+	VMOVHLPS(X0, X0, X1)
+	VADDPS(X1, X0, X0)
+	VMOVSHDUP(X0, X1)
+	VADDSS(X1, X0, X0)
+	VADDSS(X4, X0, X0)
+	Store(X0, ReturnIndex(0))
+	VZEROUPPER()
+	RET()
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// ewKernel generates an AVX2 element-wise float32 kernel: dst[i] = a[i] op
+// b[i] (form "vv"), a[i] op s ("vs") or s op a[i] ("sv") for i < n. With nt
+// the 32-element blocks are written with non-temporal stores, which need
+// dst 32-byte aligned and skip the read-for-ownership of the output lines;
+// the caller uses it only for outputs much larger than the caches.
+func ewKernel(op, form string, nt bool) {
+	name := fmt.Sprintf("%s%sF32", op, form)
+	if nt {
+		name += "NT"
+	}
+	sig := "func(dst, a, b *float32, n int)"
+	if form != "vv" {
+		sig = "func(dst, a *float32, s float32, n int)"
+	}
+	TEXT(name, NOSPLIT, sig)
+	Pragma("noescape")
+	what := map[string]string{"vv": "dst[i] = a[i] %s b[i]", "vs": "dst[i] = a[i] %s s", "sv": "dst[i] = s %s a[i]"}[form]
+	sym := map[string]string{"add": "+", "sub": "-", "mul": "×", "div": "÷"}[op]
+	doc := fmt.Sprintf("%s sets %s for i < n (AVX2)", name, fmt.Sprintf(what, sym))
+	if nt {
+		doc += " with non-temporal stores; dst must be 32-byte aligned"
+	}
+	Doc(doc + ".")
+	inst := map[string]func(...Op){"add": VADDPS, "sub": VSUBPS, "mul": VMULPS, "div": VDIVPS}[op]
+	sinst := map[string]func(...Op){"add": VADDSS, "sub": VSUBSS, "mul": VMULSS, "div": VDIVSS}[op]
+	dst, pa, pb, n := RDI, RSI, RDX, RCX
+	Load(Param("dst"), dst)
+	Load(Param("a"), pa)
+	Load(Param("n"), n)
+	sv := Y15
+	if form == "vv" {
+		Load(Param("b"), pb)
+	} else {
+		VBROADCASTSS(NewParamAddr("s", 16), sv)
+	}
+	// apply computes x = x op (b at off | s), or s op x for "sv"
+	apply := func(x VecPhysical, off int, scalar bool) {
+		in := inst
+		if scalar {
+			in = sinst
+		}
+		s, xx := Op(sv), Op(x)
+		if scalar {
+			s, xx = sv.AsX(), x.AsX()
+		}
+		switch form {
+		case "vv":
+			in(Mem{Base: pb, Disp: off}, xx, xx)
+		case "vs":
+			in(s, xx, xx)
+		case "sv":
+			in(xx, s, xx)
+		}
+	}
+	regs := []VecPhysical{Y0, Y1, Y2, Y3}
+	Label(name + "_loop32")
+	CMPQ(n, U32(32))
+	JB(LabelRef(name + "_loop8"))
+	for u, r := range regs {
+		VMOVUPS(Mem{Base: pa, Disp: 32 * u}, r)
+		apply(r, 32*u, false)
+	}
+	for u, r := range regs {
+		if nt {
+			VMOVNTPS(r, Mem{Base: dst, Disp: 32 * u})
+		} else {
+			VMOVUPS(r, Mem{Base: dst, Disp: 32 * u})
+		}
+	}
+	ADDQ(U32(128), pa)
+	ADDQ(U32(128), dst)
+	if form == "vv" {
+		ADDQ(U32(128), pb)
+	}
+	SUBQ(U32(32), n)
+	JMP(LabelRef(name + "_loop32"))
+
+	Label(name + "_loop8")
+	CMPQ(n, U32(8))
+	JB(LabelRef(name + "_tail"))
+	VMOVUPS(Mem{Base: pa}, Y0)
+	apply(Y0, 0, false)
+	VMOVUPS(Y0, Mem{Base: dst})
+	ADDQ(U32(32), pa)
+	ADDQ(U32(32), dst)
+	if form == "vv" {
+		ADDQ(U32(32), pb)
+	}
+	SUBQ(U32(8), n)
+	JMP(LabelRef(name + "_loop8"))
+
+	Label(name + "_tail")
+	TESTQ(n, n)
+	JZ(LabelRef(name + "_done"))
+	VMOVSS(Mem{Base: pa}, X0)
+	apply(Y0, 0, true)
+	VMOVSS(X0, Mem{Base: dst})
+	ADDQ(U32(4), pa)
+	ADDQ(U32(4), dst)
+	if form == "vv" {
+		ADDQ(U32(4), pb)
+	}
+	DECQ(n)
+	JMP(LabelRef(name + "_tail"))
+
+	Label(name + "_done")
+	if nt {
+		SFENCE()
+	}
+	VZEROUPPER()
+	RET()
+}
+
+func ewKernels() {
+	for _, op := range []string{"add", "sub", "mul", "div"} {
+		forms := []string{"vv", "vs"}
+		if op == "sub" || op == "div" {
+			forms = append(forms, "sv")
+		}
+		for _, form := range forms {
+			ewKernel(op, form, false)
+			ewKernel(op, form, true)
+		}
+	}
+}

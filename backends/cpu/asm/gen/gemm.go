@@ -1,0 +1,240 @@
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// elem gathers the instructions that differ between float32 and float64.
+type elem struct {
+	name       string // Go type
+	size       int    // bytes
+	broadcast  func(...Op)
+	fma        func(...Op)
+	add        func(...Op)
+	movu       func(...Op)
+	movuZ      func(m, k, z Op) // zeroing masked load
+	maskmov    func(m, x, y Op) // AVX2 masked load/store
+	pbroadcast func(...Op)
+	pcmpeq     func(...Op)
+	bits       Mem // lane i holds 1<<i
+}
+
+var f32, f64 elem
+
+func initElems() {
+	b32 := GLOBL("lanebits32", RODATA|NOPTR)
+	for i := range 8 {
+		DATA(4*i, U32(1<<i))
+	}
+	b64 := GLOBL("lanebits64", RODATA|NOPTR)
+	for i := range 4 {
+		DATA(8*i, U64(1<<i))
+	}
+	f32 = elem{"float32", 4, VBROADCASTSS, VFMADD231PS, VADDPS, VMOVUPS, VMOVUPS_Z, VMASKMOVPS, VPBROADCASTD, VPCMPEQD, b32}
+	f64 = elem{"float64", 8, VBROADCASTSD, VFMADD231PD, VADDPD, VMOVUPD, VMOVUPD_Z, VMASKMOVPD, VPBROADCASTQ, VPCMPEQQ, b64}
+}
+
+var (
+	zmm = []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15,
+		Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31}
+	ymm  = []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15}
+	kreg = []OpmaskPhysical{K1, K2, K3, K4, K5, K6, K7}
+)
+
+// gemmKernel generates a register-blocked micro-kernel computing the
+// mr×(nv·lanes) product of a packed A panel (a[p·mr+i]) and a packed B panel
+// (b[p·nr+j]) summed over p in order with fused multiply-adds, then storing
+// rows i < mv of it to c (row stride ldc elements), only the columns whose
+// bit is set in mask, replacing the old values or, with accum, adding to
+// them.
+func gemmKernel(name string, e elem, avx512 bool, mr, nv, unroll int) {
+	vbytes := 32
+	regs := ymm
+	if avx512 {
+		vbytes = 64
+		regs = zmm
+	}
+	lanes := vbytes / e.size
+	nr := nv * lanes
+	TEXT(name, NOSPLIT, fmt.Sprintf("func(kc int, a, b, c *%s, ldc, mv int, mask uint64, accum bool)", e.name))
+	Pragma("noescape")
+	Doc(fmt.Sprintf("%s is the %d×%d %s micro-kernel (%s).", name, mr, nr, e.name, map[bool]string{true: "AVX-512", false: "AVX2+FMA"}[avx512]))
+	kc, pa, pb, pc := RCX, RSI, RDI, RDX
+	ldc, mv := R8, R9
+	Load(Param("kc"), kc)
+	Load(Param("a"), pa)
+	Load(Param("b"), pb)
+	Load(Param("c"), pc)
+	Load(Param("ldc"), ldc)
+	Load(Param("mv"), mv)
+	SHLQ(U8(log2(e.size)), ldc)
+
+	bv := regs[:nv]
+	bc := regs[nv : nv+2]
+	acc := make([][]VecPhysical, mr)
+	next := nv + 2
+	if !avx512 {
+		next = nv + 1
+		bc = regs[nv : nv+1]
+	}
+	for i := range mr {
+		acc[i] = regs[next : next+nv]
+		next += nv
+	}
+	if next > len(regs) {
+		panic(fmt.Sprintf("%s: needs %d vector registers", name, next))
+	}
+
+	// warm the C tile while the products run
+	MOVQ(pc, RAX)
+	for range mr {
+		PREFETCHT0(Mem{Base: RAX})
+		if nr*e.size > 64 {
+			PREFETCHT0(Mem{Base: RAX, Disp: nr*e.size - 1})
+		}
+		ADDQ(ldc, RAX)
+	}
+	for i := range mr {
+		for _, r := range acc[i] {
+			if avx512 {
+				VPXORD(r, r, r)
+			} else {
+				VXORPS(r.AsY(), r.AsY(), r.AsY())
+			}
+		}
+	}
+
+	step := func(u int) {
+		for v := range nv {
+			e.movu(Mem{Base: pb, Disp: (u*nr + v*lanes) * e.size}, bv[v])
+		}
+		for i := range mr {
+			t := bc[i%len(bc)]
+			e.broadcast(Mem{Base: pa, Disp: (u*mr + i) * e.size}, t)
+			for v := range nv {
+				e.fma(bv[v], t, acc[i][v])
+			}
+		}
+	}
+	MOVQ(kc, RAX)
+	SHRQ(U8(log2(unroll)), RAX)
+	JZ(LabelRef(name + "_tail"))
+	Label(name + "_loop")
+	for u := range unroll {
+		step(u)
+	}
+	ADDQ(U32(unroll*mr*e.size), pa)
+	ADDQ(U32(unroll*nr*e.size), pb)
+	DECQ(RAX)
+	JNZ(LabelRef(name + "_loop"))
+	Label(name + "_tail")
+	ANDQ(U32(unroll-1), kc)
+	JZ(LabelRef(name + "_store"))
+	Label(name + "_tailloop")
+	step(0)
+	ADDQ(U32(mr*e.size), pa)
+	ADDQ(U32(nr*e.size), pb)
+	DECQ(kc)
+	JNZ(LabelRef(name + "_tailloop"))
+
+	Label(name + "_store")
+	Load(Param("mask"), RAX)
+	Load(Param("accum"), BX)
+	rows := func(label string, store func(i int)) {
+		Label(label)
+		for i := range mr {
+			CMPQ(mv, U32(i))
+			JLE(LabelRef(name + "_done"))
+			store(i)
+			if i < mr-1 {
+				ADDQ(ldc, pc)
+			}
+		}
+		JMP(LabelRef(name + "_done"))
+	}
+	if avx512 {
+		for v := range nv {
+			KMOVW(EAX, kreg[v])
+			if v < nv-1 {
+				SHRQ(U8(lanes), RAX)
+			}
+		}
+		t := bc[0]
+		TESTB(BL, BL)
+		JNZ(LabelRef(name + "_acc"))
+		rows(name+"_set", func(i int) {
+			for v := range nv {
+				e.movu(acc[i][v], kreg[v], Mem{Base: pc, Disp: v * vbytes})
+			}
+		})
+		rows(name+"_acc", func(i int) {
+			for v := range nv {
+				e.movuZ(Mem{Base: pc, Disp: v * vbytes}, kreg[v], t)
+				e.add(t, acc[i][v], acc[i][v])
+				e.movu(acc[i][v], kreg[v], Mem{Base: pc, Disp: v * vbytes})
+			}
+		})
+	} else {
+		full := uint64(1)<<nr - 1
+		// masks for the masked path (B registers are free now)
+		CMPQ(RAX, U32(full))
+		JNE(LabelRef(name + "_masked"))
+		TESTB(BL, BL)
+		JNZ(LabelRef(name + "_fullacc"))
+		rows(name+"_fullset", func(i int) {
+			for v := range nv {
+				e.movu(acc[i][v], Mem{Base: pc, Disp: v * vbytes})
+			}
+		})
+		rows(name+"_fullacc", func(i int) {
+			for v := range nv {
+				e.add(Mem{Base: pc, Disp: v * vbytes}, acc[i][v], acc[i][v])
+				e.movu(acc[i][v], Mem{Base: pc, Disp: v * vbytes})
+			}
+		})
+		Label(name + "_masked")
+		t := bc[0]
+		for v := range nv {
+			MOVQ(RAX, R10)
+			if v > 0 {
+				SHRQ(U8(v*lanes), R10)
+			}
+			VMOVQ(R10, t.AsX())
+			e.pbroadcast(t.AsX(), bv[v])
+			VPAND(e.bits, bv[v], bv[v])
+			e.pcmpeq(e.bits, bv[v], bv[v])
+		}
+		TESTB(BL, BL)
+		JNZ(LabelRef(name + "_maskacc"))
+		rows(name+"_maskset", func(i int) {
+			for v := range nv {
+				e.maskmov(acc[i][v], bv[v], Mem{Base: pc, Disp: v * vbytes})
+			}
+		})
+		rows(name+"_maskacc", func(i int) {
+			for v := range nv {
+				e.maskmov(Mem{Base: pc, Disp: v * vbytes}, bv[v], t)
+				e.add(t, acc[i][v], acc[i][v])
+				e.maskmov(acc[i][v], bv[v], Mem{Base: pc, Disp: v * vbytes})
+			}
+		})
+	}
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
+
+func log2(n int) int {
+	k := 0
+	for 1<<k < n {
+		k++
+	}
+	if 1<<k != n {
+		panic(fmt.Sprint(n, " is not a power of two"))
+	}
+	return k
+}

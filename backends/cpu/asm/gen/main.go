@@ -1,0 +1,30 @@
+// Command gen writes Kiln's amd64 assembly kernels (backends/cpu/*_amd64.s)
+// and their Go declarations with avo. Run it through `go generate
+// ./backends/cpu` or `make asm`; the output is committed.
+package main
+
+import (
+	. "github.com/mmcloughlin/avo/build"
+)
+
+func main() {
+	ConstraintExpr("!purego")
+	initElems()
+	// float32: 8×32 AVX-512 (16 of the 32 zmm registers accumulate; as fast
+	// as 12×32 or 14×32 on Zen 5 and without a partial tile when M is a
+	// multiple of 8), 14×32 and 6×64 as alternatives, 6×16 AVX2 (12 of the
+	// 16 ymm registers)
+	gemmKernel("sgemm8x32AVX512", f32, true, 8, 2, 4)
+	gemmKernel("sgemm14x32AVX512", f32, true, 14, 2, 4)
+	gemmKernel("sgemm6x64AVX512", f32, true, 6, 4, 4)
+	gemmKernel("sgemm6x16AVX2", f32, false, 6, 2, 4)
+	// float64: 14×16 AVX-512, 6×8 AVX2
+	gemmKernel("dgemm14x16AVX512", f64, true, 14, 2, 4)
+	gemmKernel("dgemm6x8AVX2", f64, false, 6, 2, 4)
+	packT8()
+	axpy()
+	dot()
+	ewKernels()
+	unaryKernels()
+	Generate()
+}

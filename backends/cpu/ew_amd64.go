@@ -1,0 +1,148 @@
+//go:build !purego
+
+package cpu
+
+import (
+	"unsafe"
+
+	"github.com/kiln-ml/kiln/backends"
+)
+
+// ntBytes is the output size (bytes) from which element-wise kernels write
+// with non-temporal stores: the output cannot stay in the caches anyway,
+// and streaming it skips reading each output line before writing it.
+const ntBytes = 32 << 20
+
+type (
+	ewVV func(dst, a, b *float32, n int)
+	ewVS func(dst, a *float32, s float32, n int)
+)
+
+// ewKernelsF32 holds, per op, the AVX2 kernels for vector op vector,
+// vector op scalar and scalar op vector (nil where the op commutes), plain
+// and with non-temporal stores.
+var ewKernelsF32 = map[backends.BinaryOp]struct {
+	vv, vvNT ewVV
+	vs, vsNT ewVS
+	sv, svNT ewVS
+}{
+	backends.Add: {addvvF32, addvvF32NT, addvsF32, addvsF32NT, nil, nil},
+	backends.Sub: {subvvF32, subvvF32NT, subvsF32, subvsF32NT, subsvF32, subsvF32NT},
+	backends.Mul: {mulvvF32, mulvvF32NT, mulvsF32, mulvsF32NT, nil, nil},
+	backends.Div: {divvvF32, divvvF32NT, divvsF32, divvsF32NT, divsvF32, divsvF32NT},
+}
+
+// ewF32 computes o = a op c with the AVX2 kernels, where a and c are each
+// as long as o or one element; it reports false when it has no kernel.
+func ewF32(op backends.BinaryOp, o, a, c []float32, nt bool) bool {
+	k, ok := ewKernelsF32[op]
+	n := len(o)
+	if !ok || !hasAVX2 || n == 0 {
+		return false
+	}
+	// with nt, the head up to a 32-byte boundary of o uses plain stores
+	head := 0
+	if nt {
+		head = min(n, int((32-uintptr(unsafe.Pointer(&o[0]))%32)%32/4))
+	}
+	switch {
+	case len(a) == n && len(c) == n:
+		_, _ = a[n-1], c[n-1]
+		if head > 0 {
+			k.vv(&o[0], &a[0], &c[0], head)
+		}
+		if nt && head < n {
+			k.vvNT(&o[head], &a[head], &c[head], n-head)
+		} else if head < n {
+			k.vv(&o[head], &a[head], &c[head], n-head)
+		}
+	case len(a) == n && len(c) == 1:
+		_ = a[n-1]
+		ewScalar(k.vs, k.vsNT, o, a, c[0], head, nt)
+	case len(a) == 1 && len(c) == n:
+		fn, fnNT := k.sv, k.svNT
+		if fn == nil { // the op commutes
+			fn, fnNT = k.vs, k.vsNT
+		}
+		_ = c[n-1]
+		ewScalar(fn, fnNT, o, c, a[0], head, nt)
+	default:
+		return false
+	}
+	return true
+}
+
+func ewScalar(fn, fnNT ewVS, o, x []float32, s float32, head int, nt bool) {
+	n := len(o)
+	if head > 0 {
+		fn(&o[0], &x[0], s, head)
+	}
+	if nt && head < n {
+		fnNT(&o[head], &x[head], s, n-head)
+	} else if head < n {
+		fn(&o[head], &x[head], s, n-head)
+	}
+}
+
+// packTransposed packs the leading columns of a full panel of w rows of s
+// (row i at off + i·rs, contiguous along the columns) into d[c·w+i] with
+// the AVX 8×8 transpose, for float32 and w a multiple of 8, and returns how
+// many columns it packed (a multiple of 8; the caller packs the rest).
+func packTransposed[T float](d, s []T, off, rs, cn, w int) int {
+	df, ok := any(d).([]float32)
+	if !ok || w%8 != 0 || cn < 8 || !hasAVX2 {
+		return 0
+	}
+	sf := any(s).([]float32)
+	c8 := cn / 8 * 8
+	_ = df[(c8-1)*w+w-1]
+	_, _ = sf[off+c8-1], sf[off+(w-1)*rs+c8-1] // first and last rows (rs may be negative)
+	for g := 0; g < w; g += 8 {
+		packT8F32(&df[g], &sf[off+g*rs], rs, c8, w)
+	}
+	return c8
+}
+
+// vecAxpy sets dst[i] += a·x[i] (fused) with AVX2 for float32, reporting
+// false where it has no kernel.
+func vecAxpy[T float](dst, x []T, a T) bool {
+	d, ok := any(dst).([]float32)
+	if !ok || !hasAVX2 || len(d) == 0 {
+		return false
+	}
+	xf := any(x).([]float32)
+	_ = xf[len(d)-1]
+	axpyF32(&d[0], &xf[0], any(a).(float32), len(d))
+	return true
+}
+
+// vecDot returns Σ x[i]·y[i] with AVX2 for float32 (32 partial sums in a
+// fixed order), reporting false where it has no kernel.
+func vecDot[T float](x, y []T) (T, bool) {
+	xf, ok := any(x).([]float32)
+	if !ok || !hasAVX2 || len(xf) == 0 {
+		return 0, false
+	}
+	yf := any(y).([]float32)
+	_ = yf[len(xf)-1]
+	return any(dotF32(&xf[0], &yf[0], len(xf))).(T), true
+}
+
+// unaryKernelsF32 are the AVX2 kernels for the unary ops exact in float32.
+var unaryKernelsF32 = map[backends.UnaryOp]func(dst, x *float32, n int){
+	backends.Relu: reluF32, backends.Neg: negF32, backends.Abs: absF32, backends.Square: squareF32,
+}
+
+// vecUnary sets o = op(x) with an AVX2 kernel for float32, reporting false
+// where it has none.
+func vecUnary[T float](op backends.UnaryOp, o, x []T) bool {
+	of, ok := any(o).([]float32)
+	fn := unaryKernelsF32[op]
+	if !ok || fn == nil || !hasAVX2 || len(of) == 0 {
+		return false
+	}
+	xf := any(x).([]float32)
+	_ = xf[len(of)-1]
+	fn(&of[0], &xf[0], len(of))
+	return true
+}

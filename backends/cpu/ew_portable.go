@@ -1,0 +1,25 @@
+//go:build purego || !amd64
+
+package cpu
+
+import "github.com/kiln-ml/kiln/backends"
+
+// ntBytes is the output size from which kernels would stream past the
+// caches; the portable build has no such kernels.
+const ntBytes = 1 << 62
+
+// ewF32 has no vector kernels to offer in the portable build.
+func ewF32(backends.BinaryOp, []float32, []float32, []float32, bool) bool { return false }
+
+// packTransposed would pack with a vector transpose; the portable build has
+// none, so it packs no columns.
+func packTransposed[T float](d, s []T, off, rs, cn, w int) int { return 0 }
+
+// vecAxpy has no vector kernel in the portable build.
+func vecAxpy[T float](dst, x []T, a T) bool { return false }
+
+// vecDot has no vector kernel in the portable build.
+func vecDot[T float](x, y []T) (T, bool) { return 0, false }
+
+// vecUnary has no vector kernels in the portable build.
+func vecUnary[T float](op backends.UnaryOp, o, x []T) bool { return false }
