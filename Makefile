@@ -17,9 +17,9 @@ GOTESTFLAGS ?=
 # Jupyter ones drive the real kernel in kernel/kerneltest (the conformance
 # suite, nbconvert on notebooks/) and kernel/jupyter's client tests.
 APT_PACKAGES := python3 python3-numpy python3-jupyter-client python3-jupyter-kernel-test \
-	python3-nbclient python3-nbformat jupyter-nbconvert
+	python3-nbclient python3-nbformat jupyter-nbconvert python3-onnx chromium
 # Extra packages only for regenerating fixtures and comparing with PyTorch.
-APT_FIXTURE_PACKAGES := python3-torch python3-numpy libopenblas0-pthread
+APT_FIXTURE_PACKAGES := python3-torch python3-numpy python3-onnx libopenblas0-pthread
 
 
 .PHONY: all build run test test-unit fuzz test-long bench lint fmt-check vet staticcheck deps deps-fixtures fixtures clean
@@ -39,7 +39,7 @@ deps:
 deps-fixtures:
 	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(APT_FIXTURE_PACKAGES)"
 
-build: deps
+build: deps assets
 	$(GO) build -o bin/kiln ./cmd/kiln
 
 # run trains the MNIST MLP for two epochs with a live dashboard (log lines
@@ -61,14 +61,14 @@ fuzz:
 		done; \
 	done
 
-test-unit:
+test-unit: assets
 	$(GO) test $(GOTESTFLAGS) -count=1 ./...
 	$(GO) test $(GOTESTFLAGS) -count=1 -tags purego ./backends/cpu/...
 
 # Slow accuracy runs kept out of `make test`. The MNIST training runs (nn's
 # and the `make run` demo's, cmd/kiln's TestTrainMNISTDemo) go last, verbose,
 # so that their epoch times and accuracies are printed.
-test-long: deps
+test-long: deps assets
 	$(GO) test $(GOTESTFLAGS) -count=1 -tags long -timeout 60m -skip '^TestTrainMNIST' ./...
 	$(GO) test $(GOTESTFLAGS) -count=1 -tags long -timeout 60m -run '^TestTrainMNIST' -v ./nn ./cmd/kiln
 
@@ -76,6 +76,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1s -count 1 ./backends/cpu ./tensor
 
 include backends/cpu/bench.mk
+include viz/assets.mk
 
 lint: fmt-check vet staticcheck
 
@@ -96,3 +97,4 @@ fixtures: deps-fixtures
 
 clean:
 	rm -rf bin
+	rm -f viz/assets/echarts.min.js

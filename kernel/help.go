@@ -1,6 +1,5 @@
 package kernel
 
-
 // Help is the text of %help: how cells behave, the interpreter's known
 // limits and the magics.
 const Help = cellHelp + "\n" + magicHelp
