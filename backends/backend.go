@@ -208,3 +208,25 @@ type Backend interface {
 	// the backend.
 	Random(out View, kind RandomKind, seed, counter uint64, p0, p1 float64)
 }
+
+// Fusion is an optional interface a Backend implements to run composite
+// operations in one kernel where the composition of primitives would make
+// several passes over memory or build large temporaries. Package tensor
+// looks for it (a type assertion) and otherwise composes the same results
+// from the primitives; results must agree with that composition exactly
+// (same values, same tie and NaN rules). Every method takes contiguous
+// views of Float32 or Float64 data (indices Int64) and is asynchronous
+// like a primitive.
+type Fusion interface {
+	// MaxPool2d writes the maximum of each window of x [N, C, H, W] into
+	// out [N, C, OutH, OutW] and, into indices (same shape), the flat
+	// position h·W+w of that maximum within its input plane. Windows are
+	// scanned row by row; the first maximum wins ties, and the first NaN
+	// wins over everything. Positions in the padding never win (the
+	// composition reads them as -Inf).
+	MaxPool2d(out, indices, x View, g ConvGeometry)
+	// MaxPool2dGrad overwrites dx [N, C, H, W] with the gradient of
+	// MaxPool2d: zero, plus each element of dy [N, C, OutH, OutW] added at
+	// its position in indices. Overlapping windows add in window order.
+	MaxPool2dGrad(dx, dy, indices View, g ConvGeometry)
+}

@@ -1,6 +1,10 @@
 package strict
 
-import "github.com/kiln-ml/kiln/backends"
+import (
+	"fmt"
+
+	"github.com/kiln-ml/kiln/backends"
+)
 
 // Fill implements backends.Backend.
 func (s *Backend) Fill(out backends.View, v float64) {
@@ -96,4 +100,32 @@ func (s *Backend) Col2Im(out, cols backends.View, g backends.ConvGeometry) {
 // Random implements backends.Backend.
 func (s *Backend) Random(out backends.View, kind backends.RandomKind, seed, counter uint64, p0, p1 float64) {
 	s.enqueue("random", []backends.View{out}, func(vs []backends.View) { s.inner.Random(vs[0], kind, seed, counter, p0, p1) })
+}
+
+// fusion returns the inner backend's fused kernels, failing (sticky) when
+// it has none: tensor only calls them on a backend that is a Fusion, and
+// Strict is one only by forwarding.
+func (s *Backend) fusion(op string) backends.Fusion {
+	f, ok := s.inner.(backends.Fusion)
+	if !ok {
+		s.fail(fmt.Errorf("strict: %s: the wrapped backend has no fused kernels", op))
+	}
+	return f
+}
+
+// MaxPool2d implements backends.Fusion by forwarding to the wrapped
+// backend, after the same buffer checks as every kernel.
+func (s *Backend) MaxPool2d(out, indices, x backends.View, g backends.ConvGeometry) {
+	if f := s.fusion("maxpool2d"); f != nil {
+		s.enqueue("maxpool2d", []backends.View{out, indices, x}, func(vs []backends.View) { f.MaxPool2d(vs[0], vs[1], vs[2], g) })
+	}
+}
+
+// MaxPool2dGrad implements backends.Fusion by forwarding.
+func (s *Backend) MaxPool2dGrad(dx, dy, indices backends.View, g backends.ConvGeometry) {
+	if f := s.fusion("maxpool2d grad"); f != nil {
+		s.enqueue("maxpool2d grad", []backends.View{dx, dy, indices}, func(vs []backends.View) {
+			f.MaxPool2dGrad(vs[0], vs[1], vs[2], g)
+		})
+	}
 }
