@@ -230,3 +230,23 @@ type Fusion interface {
 	// its position in indices. Overlapping windows add in window order.
 	MaxPool2dGrad(dx, dy, indices View, g ConvGeometry)
 }
+
+// ConvFusion is an optional interface for a two-dimensional convolution
+// (one group, no bias) and its two gradients in single kernels, without
+// materialising the unfolded windows of the whole batch. Like Fusion it
+// takes contiguous Float32 or Float64 views; x is [N, C, H, W], w is
+// [O, C, KH, KW] and the output and its gradient dy are [N, O, OutH, OutW],
+// for the windows g describes. The forward result must equal the
+// composition Im2Col then Matmul; the gradients may differ from their
+// compositions by rounding (they sum in another order), but must not depend
+// on the number of threads.
+type ConvFusion interface {
+	// Conv2d overwrites out with the convolution of x with w.
+	Conv2d(out, x, w View, g ConvGeometry)
+	// Conv2dInputGrad overwrites dx [N, C, H, W] with the gradient of the
+	// convolution with respect to its input, for output gradient dy.
+	Conv2dInputGrad(dx, dy, w View, g ConvGeometry)
+	// Conv2dWeightGrad overwrites dw [O, C, KH, KW] with the gradient of
+	// the convolution with respect to its weights.
+	Conv2dWeightGrad(dw, dy, x View, g ConvGeometry)
+}

@@ -10,6 +10,13 @@ import (
 // the flattened results of each run.
 func fusedAndComposed(t *testing.T, f func(dev Device) []*Tensor) {
 	t.Helper()
+	fusedAndComposedWithin(t, nil, f)
+}
+
+// fusedAndComposedWithin is fusedAndComposed with a relative tolerance per
+// result (nil or a missing entry: exact).
+func fusedAndComposedWithin(t *testing.T, tol []float64, f func(dev Device) []*Tensor) {
+	t.Helper()
 	for _, name := range []string{"cpu", "strict"} {
 		dev, err := ParseDevice(name)
 		if err != nil {
@@ -34,9 +41,17 @@ func fusedAndComposed(t *testing.T, f func(dev Device) []*Tensor) {
 			if len(want[i]) != len(got[i]) {
 				t.Fatalf("%s: result %d has %d values fused, %d composed", name, i, len(got[i]), len(want[i]))
 			}
+			scale := 0.0
+			for _, w := range want[i] {
+				scale = math.Max(scale, math.Abs(w))
+			}
+			eps := 0.0
+			if i < len(tol) {
+				eps = tol[i] * math.Max(scale, 1)
+			}
 			for j := range want[i] {
 				w, g := want[i][j], got[i][j]
-				if w != g && !(math.IsNaN(w) && math.IsNaN(g)) {
+				if math.Abs(w-g) > eps && !(math.IsNaN(w) && math.IsNaN(g)) {
 					t.Fatalf("%s: result %d element %d: fused %v, composed %v", name, i, j, g, w)
 				}
 			}
@@ -91,4 +106,62 @@ func TestFusedMaxPoolMatchesComposed(t *testing.T) {
 			})
 		}
 	}
+}
+
+func TestFusedConvMatchesComposed(t *testing.T) {
+	cases := []struct {
+		name   string
+		x, w   []int
+		cfg    ConvConfig
+		conv1d bool
+	}{
+		{"3x3 valid", []int{4, 3, 9, 8}, []int{5, 3, 3, 3}, ConvConfig{}, false},
+		{"MNIST conv1 batch 17", []int{17, 1, 12, 12}, []int{4, 1, 3, 3}, ConvConfig{}, false},
+		{"padded", []int{3, 2, 7, 6}, []int{4, 2, 3, 3}, ConvConfig{Padding: []int{1}}, false},
+		{"stride 2", []int{3, 2, 9, 9}, []int{3, 2, 3, 3}, ConvConfig{Stride: []int{2}, Padding: []int{1}}, false},
+		{"dilation", []int{2, 2, 10, 9}, []int{3, 2, 3, 2}, ConvConfig{Dilation: []int{2, 3}}, false},
+		{"1x1", []int{5, 6, 4, 4}, []int{3, 6, 1, 1}, ConvConfig{}, false},
+		{"same even kernel", []int{2, 2, 6, 7}, []int{2, 2, 4, 2}, ConvConfig{PaddingMode: "same"}, false},
+		{"stride wider than kernel", []int{2, 1, 11, 11}, []int{2, 1, 2, 2}, ConvConfig{Stride: []int{3}}, false},
+		{"groups fall back", []int{2, 4, 6, 6}, []int{4, 2, 3, 3}, ConvConfig{Groups: 2}, false},
+		{"conv1d", []int{3, 4, 20}, []int{5, 4, 3}, ConvConfig{Stride: []int{2}, Padding: []int{2}}, true},
+	}
+	for _, dtype := range []DType{Float32, Float64} {
+		tol := 1e-5
+		if dtype == Float64 {
+			tol = 1e-12
+		}
+		for _, c := range cases {
+			t.Run(c.name+"/"+dtype.String(), func(t *testing.T) {
+				// The forward pass is the same sums in the same order:
+				// exact. Gradients sum over the batch in another order.
+				fusedAndComposedWithin(t, []float64{0, tol, tol, tol}, func(dev Device) []*Tensor {
+					dev.Seed(5)
+					x := Randn(dev, c.x...).To(dtype).RequireGrad()
+					w := Randn(dev, c.w...).To(dtype).RequireGrad()
+					bias := Randn(dev, c.w[0]).To(dtype).RequireGrad()
+					conv := Conv2d
+					if c.conv1d {
+						conv = Conv1d
+					}
+					y := conv(x, w, bias, c.cfg)
+					g := Randn(dev, y.Shape()...).To(dtype)
+					grads := y.Mul(g).Sum().Backward()
+					return []*Tensor{y, grads.Get(x), grads.Get(w), grads.Get(bias)}
+				})
+			})
+		}
+	}
+}
+
+func TestFusedConvTransposeMatchesComposed(t *testing.T) {
+	fusedAndComposedWithin(t, []float64{1e-5, 1e-5, 1e-5}, func(dev Device) []*Tensor {
+		dev.Seed(6)
+		x := Randn(dev, 3, 4, 5, 5).RequireGrad()
+		w := Randn(dev, 4, 2, 3, 3).RequireGrad()
+		y := ConvTranspose2d(x, w, nil, ConvTransposeConfig{Stride: []int{2}, Padding: []int{1}, OutputPadding: []int{1}})
+		g := Randn(dev, y.Shape()...)
+		grads := y.Mul(g).Sum().Backward()
+		return []*Tensor{y, grads.Get(x), grads.Get(w)}
+	})
 }

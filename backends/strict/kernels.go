@@ -129,3 +129,38 @@ func (s *Backend) MaxPool2dGrad(dx, dy, indices backends.View, g backends.ConvGe
 		})
 	}
 }
+
+// convFusion returns the inner backend's fused convolution, failing when it
+// has none (see fusion).
+func (s *Backend) convFusion(op string) backends.ConvFusion {
+	f, ok := s.inner.(backends.ConvFusion)
+	if !ok {
+		s.fail(fmt.Errorf("strict: %s: the wrapped backend has no fused convolution", op))
+	}
+	return f
+}
+
+// Conv2d implements backends.ConvFusion by forwarding.
+func (s *Backend) Conv2d(out, x, w backends.View, g backends.ConvGeometry) {
+	if f := s.convFusion("conv2d"); f != nil {
+		s.enqueue("conv2d", []backends.View{out, x, w}, func(vs []backends.View) { f.Conv2d(vs[0], vs[1], vs[2], g) })
+	}
+}
+
+// Conv2dInputGrad implements backends.ConvFusion by forwarding.
+func (s *Backend) Conv2dInputGrad(dx, dy, w backends.View, g backends.ConvGeometry) {
+	if f := s.convFusion("conv2d input grad"); f != nil {
+		s.enqueue("conv2d input grad", []backends.View{dx, dy, w}, func(vs []backends.View) {
+			f.Conv2dInputGrad(vs[0], vs[1], vs[2], g)
+		})
+	}
+}
+
+// Conv2dWeightGrad implements backends.ConvFusion by forwarding.
+func (s *Backend) Conv2dWeightGrad(dw, dy, x backends.View, g backends.ConvGeometry) {
+	if f := s.convFusion("conv2d weight grad"); f != nil {
+		s.enqueue("conv2d weight grad", []backends.View{dw, dy, x}, func(vs []backends.View) {
+			f.Conv2dWeightGrad(vs[0], vs[1], vs[2], g)
+		})
+	}
+}
