@@ -250,3 +250,22 @@ type ConvFusion interface {
 	// the convolution with respect to its weights.
 	Conv2dWeightGrad(dw, dy, x View, g ConvGeometry)
 }
+
+// AdamHyper holds the scalars of one Adam or AdamW update (see
+// AdamFusion): the parameter is first scaled by Decay (1 − lr·wd for
+// AdamW, else 1), the gradient gains WeightDecay·p (Adam's L2 form; 0 for
+// AdamW) and is negated when Maximize, the moments move by Beta1 and
+// Beta2, and the parameter moves by m / (√v·InvDenom + EpsTerm).
+type AdamHyper struct {
+	Decay, WeightDecay, Beta1, Beta2, InvDenom, EpsTerm float64
+	Maximize, First, MovesParam                        bool // First: no moments yet (m and v are unused)
+}
+
+// AdamFusion is an optional interface for Adam's update in one pass over
+// memory, for contiguous Float32 or Float64 views of one shape. Every
+// intermediate is rounded to the dtype exactly as the composition of
+// element-wise primitives rounds it, so results are bit-identical to it.
+// outP is written only when h.MovesParam.
+type AdamFusion interface {
+	AdamStep(outP, outM, outV, p, g, m, v View, h AdamHyper)
+}

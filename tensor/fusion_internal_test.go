@@ -165,3 +165,37 @@ func TestFusedConvTransposeMatchesComposed(t *testing.T) {
 		return []*Tensor{y, grads.Get(x), grads.Get(w)}
 	})
 }
+
+func TestFusedAdamMatchesComposed(t *testing.T) {
+	cases := []struct {
+		name string
+		cfg  AdamConfig
+	}{
+		{"adam", AdamConfig{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}},
+		{"adam L2", AdamConfig{LR: 3e-3, Beta1: 0.8, Beta2: 0.99, Eps: 1e-6, WeightDecay: 0.1}},
+		{"adamw", AdamConfig{LR: 1e-2, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.05, Decoupled: true}},
+		{"maximize", AdamConfig{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Maximize: true, Decoupled: true, WeightDecay: 0.01}},
+		{"zero rate", AdamConfig{LR: 0, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01, Decoupled: true}},
+	}
+	for _, dtype := range []DType{Float32, Float64} {
+		for _, c := range cases {
+			t.Run(c.name+"/"+dtype.String(), func(t *testing.T) {
+				fusedAndComposed(t, func(dev Device) []*Tensor {
+					dev = dev.NoGrad()
+					dev.Seed(9)
+					p := Randn(dev, 37, 29).To(dtype)
+					var st AdamState
+					var out []*Tensor
+					for step := 1; step <= 4; step++ {
+						g := Randn(dev, 37, 29).To(dtype).MulScalar(float64(step))
+						cfg := c.cfg
+						cfg.Step = step
+						p, st = AdamStep(p, g, st, cfg)
+						out = append(out, p, st.ExpAvg, st.ExpAvgSq)
+					}
+					return out
+				})
+			})
+		}
+	}
+}

@@ -164,3 +164,30 @@ func (s *Backend) Conv2dWeightGrad(dw, dy, x backends.View, g backends.ConvGeome
 		})
 	}
 }
+
+// AdamStep implements backends.AdamFusion by forwarding. Moments that are
+// absent (a first step) are views with no buffer and are not checked.
+func (s *Backend) AdamStep(outP, outM, outV, p, g, m, v backends.View, h backends.AdamHyper) {
+	f, ok := s.inner.(backends.AdamFusion)
+	if !ok {
+		s.fail(fmt.Errorf("strict: adam step: the wrapped backend has no fused Adam"))
+		return
+	}
+	views := []backends.View{outM, outV, p, g}
+	if h.MovesParam {
+		views = append(views, outP)
+	}
+	if !h.First {
+		views = append(views, m, v)
+	}
+	s.enqueue("adam step", views, func(vs []backends.View) {
+		op, im, iv := outP, m, v
+		if h.MovesParam {
+			op = vs[4]
+		}
+		if !h.First {
+			im, iv = vs[len(vs)-2], vs[len(vs)-1]
+		}
+		f.AdamStep(op, vs[0], vs[1], vs[2], vs[3], im, iv, h)
+	})
+}
