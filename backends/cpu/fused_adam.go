@@ -44,30 +44,44 @@ func (b *Backend) AdamStep(outP, outM, outV, p, g, m, v backends.View, h backend
 // float32 (float64 holds the exact result closely enough that rounding it
 // to float32 is the correctly rounded float32 result).
 func adamRange[T float32 | float64](outP, outM, outV, p, g, m, v []T, h backends.AdamHyper, lo, hi int) {
-	for i := lo; i < hi; i++ {
+	p, g, outM, outV = p[lo:hi], g[lo:hi], outM[lo:hi], outV[lo:hi]
+	if !h.First {
+		m, v = m[lo:hi], v[lo:hi]
+	}
+	if h.MovesParam {
+		outP = outP[lo:hi]
+	}
+	if done := vecAdam(outP, outM, outV, p, g, m, v, h); done > 0 {
+		p, g, outM, outV, m, v, outP = p[done:], g[done:], outM[done:], outV[done:], m[done:], v[done:], outP[done:]
+	}
+	decay, wd, b1, b2 := h.Decay, h.WeightDecay, h.Beta1, h.Beta2
+	c1, c2 := 1-b1, 1-b2
+	inv, eps := h.InvDenom, h.EpsTerm
+	for i := range p {
 		pi, gi := p[i], g[i]
 		if h.Maximize {
 			gi = -gi
 		}
-		if h.Decay != 1 {
-			pi = T(float64(pi) * h.Decay)
+		if decay != 1 {
+			pi = T(float64(pi) * decay)
 		}
-		if h.WeightDecay != 0 {
-			gi += T(float64(pi) * h.WeightDecay)
+		if wd != 0 {
+			gi += T(float64(pi) * wd)
 		}
-		gm := T(float64(gi) * (1 - h.Beta1))
-		gs := T(float64(gi*gi) * (1 - h.Beta2))
+		gm := T(float64(gi) * c1)
+		gs := T(float64(gi*gi) * c2)
 		var mi, vi T
 		if h.First {
 			mi, vi = gm, gs
 		} else {
-			mi = T(float64(m[i])*h.Beta1) + gm
-			vi = T(float64(v[i])*h.Beta2) + gs
+			mi = T(float64(m[i])*b1) + gm
+			vi = T(float64(v[i])*b2) + gs
 		}
 		outM[i], outV[i] = mi, vi
 		if h.MovesParam {
-			scaled := T(float64(T(math.Sqrt(float64(vi)))) * h.InvDenom)
-			denom := T(float64(scaled) + h.EpsTerm)
+			root := T(math.Sqrt(float64(vi))) // SQRTSS for float32: the same correctly rounded root
+			scaled := T(float64(root) * inv)
+			denom := T(float64(scaled) + eps)
 			outP[i] = pi + mi/denom
 		}
 	}
