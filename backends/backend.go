@@ -258,7 +258,7 @@ type ConvFusion interface {
 // Beta2, and the parameter moves by m / (√v·InvDenom + EpsTerm).
 type AdamHyper struct {
 	Decay, WeightDecay, Beta1, Beta2, InvDenom, EpsTerm float64
-	Maximize, First, MovesParam                        bool // First: no moments yet (m and v are unused)
+	Maximize, First, MovesParam                         bool // First: no moments yet (m and v are unused)
 }
 
 // AdamFusion is an optional interface for Adam's update in one pass over
