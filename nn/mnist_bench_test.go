@@ -56,6 +56,7 @@ func benchmarkMNISTEpoch(b *testing.B, model func(tensor.Device) nn.Module, nchw
 	runtime.ReadMemStats(&after)
 	n := float64(b.N)
 	b.ReportMetric(b.Elapsed().Seconds()/n*mnistStepsPerEpoch, "s/epoch")
+	b.ReportMetric(n*mnistBatch/b.Elapsed().Seconds(), "img/s")
 	b.ReportMetric(cpu/n*mnistStepsPerEpoch, "cpu-s/epoch")
 	b.ReportMetric(float64(after.NumGC-before.NumGC)/n, "gc/step")
 	b.ReportMetric(float64(after.PauseTotalNs-before.PauseTotalNs)/n/1e6, "gc-pause-ms/step")
