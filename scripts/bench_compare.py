@@ -153,6 +153,11 @@ class Peer:
     def __init__(self, threads):
         env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
                    MKL_NUM_THREADS=str(threads), OMP_WAIT_POLICY="PASSIVE")
+        # Some machines here set OPENBLAS_CORETYPE (and OPENBLAS_L2_SIZE) for
+        # old OpenBLAS builds; they force slower kernels on a current one, so
+        # the peers run without them (this process only).
+        env.pop("OPENBLAS_CORETYPE", None)
+        env.pop("OPENBLAS_L2_SIZE", None)
         self.p = subprocess.Popen([sys.executable, __file__, "--worker"], env=env,
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
