@@ -1,0 +1,58 @@
+// Package cuda is Kiln's NVIDIA GPU backend. Linking it (package tensor does,
+// unless built with -tags kiln_nocuda) registers the device kind "cuda", so
+// tensor.Cuda(0), tensor.ParseDevice("cuda:0") and KILN_DEVICE=cuda:0 reach it.
+//
+// # No toolkit at build time
+//
+// Nothing here needs cgo or CUDA headers: the driver (libcuda.so.1), NVRTC
+// (libnvrtc), cuBLAS (libcublas) and NVML (libnvidia-ml) are opened when a
+// cuda device is first used, through github.com/ebitengine/purego, so the
+// kiln binary builds with CGO_ENABLED=0 anywhere. Each library is searched
+// for in this order:
+//
+//  1. every directory in KILN_CUDA_PATH (colon-separated), and its lib64/ and lib/;
+//  2. the system loader path (the bare file name, as ld.so resolves it);
+//  3. /usr/local/cuda/lib64 and /usr/local/cuda/targets/<arch>/lib;
+//  4. pip's nvidia-* wheels (nvidia/cuda_nvrtc/lib, nvidia/cublas/lib) in
+//     $VIRTUAL_ENV, ~/.local and the system site-packages.
+//
+// The driver and NVRTC are required; without them Open fails with a
+// *LoadError (wrapping ErrNoDriver or ErrNoLibrary) that names the library,
+// every file tried and how to install it, and Enumerate lists no device.
+// cuBLAS is optional (a tiled GEMM kernel replaces it); NVML only feeds
+// metrics.
+//
+// # One OS thread per GPU
+//
+// A CUDA context is current per OS thread. Each opened GPU therefore has one
+// goroutine locked to an OS thread (runtime.LockOSThread) that made the
+// device's primary context current and then runs every driver, NVRTC and
+// cuBLAS call for that device, in the order the backend submitted them.
+// Kernel launches, writes and frees are queued to it and return at once;
+// Alloc, Read and Sync wait for their turn. Any goroutine may use the
+// backend: calls from many goroutines are serialised on that one thread.
+//
+// # Kernels
+//
+// Every Backend primitive is CUDA C generated in Go (kernels.go): element-wise
+// ops from the shared backends op table over strided views, reductions,
+// arg-reductions, scans, sorts, gather/scatter, copies with casts,
+// im2col/col2im, Philox random numbers on the CPU's counters, and a tiled
+// GEMM. NVRTC compiles them at run time for the GPU's architecture; the PTX is
+// cached on disk (cache.go) under a key hashing the source, the architecture,
+// the NVRTC version and the options. KILN_CUDA_CACHE=off disables the cache;
+// KILN_CUDA_CACHE=<dir> moves it.
+//
+// # Memory
+//
+// Buffers come from a caching allocator (alloc.go): sizes are rounded to
+// classes, freed blocks are kept and reused, on the same stream at once and
+// on another stream only after an event says the last use finished. When the
+// driver runs out of memory the cache is emptied and the allocation retried;
+// a second failure is backends.ErrOutOfMemory.
+//
+// # What it does not do
+//
+// No multi-stream scheduling, no pinned host memory, no fused kernels
+// (softmax, layer norm and losses run as compositions of the primitives).
+package cuda
