@@ -25,9 +25,9 @@ func TestLibraryLoadingErrorsNameWhatIsMissing(t *testing.T) {
 	t.Setenv("KILN_CUDA_PATH", dir)
 	withDlopen(t, func(p string) (uintptr, error) { return 0, errors.New(p + ": cannot open shared object file") })
 	for _, tc := range []struct {
-		lib     library
+		lib      library
 		sentinel error
-		want    []string
+		want     []string
 	}{
 		{libDriver, ErrNoDriver, []string{"no CUDA driver", "libcuda.so.1", filepath.Join(dir, "libcuda.so.1"), "/usr/local/cuda/lib64/libcuda.so.1", "nvidia-driver"}},
 		{libNVRTC, ErrNoLibrary, []string{"no CUDA library", "NVRTC", "libnvrtc.so.12", "pip install nvidia-cuda-nvrtc"}},
