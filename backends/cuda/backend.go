@@ -24,9 +24,9 @@ type Backend struct {
 	stream  Stream
 	alloc   *allocator
 	cache   *compileCache
-	blas    gemmer  // nil without cuBLAS
-	metrics *nvml   // nil without NVML
-	errFlag *block  // int32 set by kernels on an index out of range
+	blas    gemmer // nil without cuBLAS
+	metrics *nvml  // nil without NVML
+	errFlag *block // int32 set by kernels on an index out of range
 
 	funcs map[string]Function // on the thread only
 

@@ -39,7 +39,12 @@ func (f *fakeDriver) seen() {
 	f.threads[syscall.Gettid()]++
 }
 
-func (f *fakeDriver) DeviceCount() (int, error) { f.mu.Lock(); defer f.mu.Unlock(); f.seen(); return 1, nil }
+func (f *fakeDriver) DeviceCount() (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.seen()
+	return 1, nil
+}
 
 func (f *fakeDriver) Props(int) (Props, error) {
 	f.mu.Lock()
@@ -118,7 +123,12 @@ func (f *fakeDriver) CopyDtoH(dst []byte, src DevicePtr, _ Stream) error {
 	return err
 }
 
-func (f *fakeDriver) StreamCreate() (Stream, error) { f.mu.Lock(); defer f.mu.Unlock(); f.seen(); return 7, nil }
+func (f *fakeDriver) StreamCreate() (Stream, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.seen()
+	return 7, nil
+}
 
 // StreamSync completes the stream: its events are done.
 func (f *fakeDriver) StreamSync(s Stream) error {
