@@ -58,7 +58,7 @@ func openDevice(kind string, index int) (*deviceState, error) {
 	drv, err := backends.Lookup(kind)
 	if err != nil && kind == "cuda" {
 		return nil, fmt.Errorf("tensor: device %q: %w: this build of Kiln has no CUDA backend "+
-			"(link github.com/kiln-ml/kiln/backends/cuda once it is available)", name, ErrNoDevice)
+			"(it was built with -tags kiln_nocuda; rebuild without that tag)", name, ErrNoDevice)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("tensor: device %q: %w: %v", name, ErrNoDevice, err)
