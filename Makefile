@@ -76,6 +76,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1s -count 1 ./backends/cpu ./tensor
 
 include backends/cpu/bench.mk
+include backends/cuda/cuda.mk
 include viz/assets.mk
 
 lint: fmt-check vet staticcheck
