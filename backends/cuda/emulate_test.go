@@ -60,6 +60,8 @@ func cArray(ctype, name string, vals []float64) string {
 			parts[i] = "INFINITY"
 		case math.IsInf(v, -1):
 			parts[i] = "-INFINITY"
+		case v == 0 && math.Signbit(v):
+			parts[i] = "-0.0" // "-0" would be the integer zero
 		default:
 			parts[i] = strconv.FormatFloat(v, 'g', -1, 64)
 		}
@@ -180,7 +182,7 @@ func TestEmulatedElementwiseKernelsMatchGo(t *testing.T) {
 }
 
 func TestEmulatedHalfConversionsMatchGo(t *testing.T) {
-	xs := []float64{0, -0.0, 1, -1, 0.1, 65504, 65520, 1e6, 6e-8, 3e-5, 1.0009765625, 2.5e-3,
+	xs := []float64{0, math.Copysign(0, -1), 1, -1, 0.1, 65504, 65520, 1e6, 6e-8, 3e-5, 1.0009765625, 2.5e-3,
 		math.Inf(1), math.Inf(-1), 3.140625, 1.00390625, 1e-40, 3.4e38, 0.333333, -12345.678}
 	n := len(xs)
 	var body strings.Builder

@@ -9,16 +9,16 @@ import (
 
 // nvrtc compiles CUDA C through libnvrtc, loaded with purego.
 type nvrtc struct {
-	nvrtcVersion          func(major, minor *int32) int32
-	nvrtcCreateProgram    func(prog *uintptr, src, name *byte, nHeaders int32, headers, names unsafe.Pointer) int32
-	nvrtcCompileProgram   func(prog uintptr, nOpts int32, opts unsafe.Pointer) int32
-	nvrtcGetProgramLogSz  func(prog uintptr, n *uint64) int32
-	nvrtcGetProgramLog    func(prog uintptr, log *byte) int32
-	nvrtcGetPTXSize       func(prog uintptr, n *uint64) int32
-	nvrtcGetPTX           func(prog uintptr, ptx *byte) int32
-	nvrtcDestroyProgram   func(prog *uintptr) int32
-	nvrtcGetErrorString   func(r int32) *byte
-	major, minor, version int32
+	nvrtcVersion         func(major, minor *int32) int32
+	nvrtcCreateProgram   func(prog *uintptr, src, name *byte, nHeaders int32, headers, names unsafe.Pointer) int32
+	nvrtcCompileProgram  func(prog uintptr, nOpts int32, opts unsafe.Pointer) int32
+	nvrtcGetProgramLogSz func(prog uintptr, n *uint64) int32
+	nvrtcGetProgramLog   func(prog uintptr, log *byte) int32
+	nvrtcGetPTXSize      func(prog uintptr, n *uint64) int32
+	nvrtcGetPTX          func(prog uintptr, ptx *byte) int32
+	nvrtcDestroyProgram  func(prog *uintptr) int32
+	nvrtcGetErrorString  func(r int32) *byte
+	major, minor         int32
 }
 
 func newNVRTC(h uintptr) (*nvrtc, error) {
