@@ -51,8 +51,28 @@
 // driver runs out of memory the cache is emptied and the allocation retried;
 // a second failure is backends.ErrOutOfMemory.
 //
+// # Mixed precision
+//
+// Float16 and BFloat16 tensors run everywhere (kernels compute them in
+// float32); their GEMMs go through cublasGemmStridedBatchedEx with float32
+// accumulation. tensor.Device.Autocast gives a view on which matmul, linear
+// and conv cast to half precision; optim.GradScaler scales float16 losses.
+// Float32 GEMMs may use TF32 tensor cores once SetTF32(true) is called.
+//
+// # Testing without a GPU
+//
+// The tests need no GPU: library search and its errors, kernel generation
+// (every kernel passes g++ -fsyntax-only under a CUDA shim, and the
+// element-wise, random and half-conversion kernels are run through g++ on
+// the CPU and compared with the Go definitions), the compile cache, the
+// allocator and the thread discipline against a fake Driver, and the
+// conformance suite with the strict backend standing in for the GPU. On a
+// GPU machine, `make gpu-check` (cuda.mk) runs the suite on cuda:0.
+//
 // # What it does not do
 //
 // No multi-stream scheduling, no pinned host memory, no fused kernels
 // (softmax, layer norm and losses run as compositions of the primitives).
+// Sorts and scans use one thread per line and the fallback GEMM is a plain
+// tiled kernel: correct, not fast.
 package cuda
