@@ -209,3 +209,48 @@ func TestEmulatedHalfConversionsMatchGo(t *testing.T) {
 		}
 	}
 }
+
+// TestEmulatedIndexedKernels runs the reduction, arg-reduction, scan,
+// sort, gather, scatter, im2col and col2im kernels on a 2×3 input, with the launch
+// arguments the Backend methods build, and checks them against hand-worked
+// answers.
+func TestEmulatedIndexedKernels(t *testing.T) {
+	f := backends.Float64
+	ks := []kernel{im2colKernel(f), col2imKernel(f), reduceKernel(backends.Sum, f), reduceKernel(backends.Max, f), argReduceKernel(backends.ArgMax, f),
+		scanKernel(backends.Sum, f), sortKernel(f, true), gatherKernel(f), scatterKernel(f, true)}
+	body := `double x[] = {3, 1, 2, -1, 5, 5};
+int err = 0;
+#define P(a, n) for (int k = 0; k < n; k++) printf("%g ", (double)a[k]); printf("| ");
+{ double out[2]; KView ov = {0, {2, 1}, {1, 1}, 2}, xv = {0, {2, 1}, {3, 0}, 2}, rv = {0, {3}, {1}, 1};
+  kiln_reduce_sum_f64(out, ov, x, xv, rv, 2, 3); P(out, 2) }
+{ double out[3]; KView ov = {0, {1, 3}, {3, 1}, 2}, xv = {0, {1, 3}, {0, 1}, 2}, rv = {0, {2}, {3}, 1};
+  kiln_reduce_max_f64(out, ov, x, xv, rv, 3, 2); P(out, 3) }
+{ long long out[2]; KView ov = {0, {2, 1}, {1, 1}, 2}, xv = {0, {2, 1}, {3, 0}, 2};
+  kiln_argmax_f64(out, ov, x, xv, 3, 1, 2); P(out, 2) }
+{ double out[6]; KView v = {0, {2, 1}, {3, 1}, 2};
+  kiln_scan_sum_f64(out, v, x, v, 3, 1, 1, 2); P(out, 6) }
+{ double vals[6]; long long idx[6]; KView v = {0, {2, 1}, {3, 1}, 2};
+  kiln_sort_desc_f64(vals, v, idx, v, x, v, 3, 1, 1, 1, 2); P(vals, 6) P(idx, 6) }
+{ double out[4]; long long index[] = {2, 0, 1, 1}; KView ov = {0, {2, 2}, {2, 1}, 2}, xv = {0, {2, 3}, {3, 1}, 2};
+  kiln_gather_f64(out, ov, x, xv, index, ov, 1, 3, &err, 4); P(out, 4) }
+{ double out[6] = {0, 0, 0, 0, 0, 0}, src[] = {1, 2, 3, 4, 5, 6}; long long index[] = {0, 1, 0, 0, 1, 1};
+  KView v = {0, {2, 3}, {3, 1}, 2};
+  kiln_scatter_add_f64(out, v, index, v, src, v, 0, 2, 2, &err, 3); P(out, 6) }
+printf("err=%d | ", err);
+{ double out[2]; long long index[] = {3, 0}; KView ov = {0, {1, 2}, {2, 1}, 2}, xv = {0, {2, 3}, {3, 1}, 2};
+  kiln_gather_f64(out, ov, x, xv, index, ov, 1, 3, &err, 2); }
+printf("err=%d | ", err);
+{ double img[9], cols[16], ones[16], back[9];
+  for (int k = 0; k < 9; k++) img[k] = k + 1;
+  for (int k = 0; k < 16; k++) ones[k] = 1;
+  KView iv = {0, {1, 1, 3, 3}, {9, 9, 3, 1}, 4}, cv = {0, {1, 4, 4}, {16, 4, 1}, 3};
+  kiln_im2col_f64(cols, cv, img, iv, 1, 1, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 2, 2, 0.0, 16); P(cols, 16)
+  kiln_col2im_f64(back, iv, ones, cv, 1, 1, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 2, 2, 9); P(back, 9) }
+printf("\n");
+`
+	got := strings.Join(emulate(t, ks, body), " ")
+	want := "6 9 | 3 5 5 | 0 1 | 3 4 6 -1 4 9 | 3 2 1 5 5 -1 | 0 2 1 1 2 0 | 2 3 5 5 | 5 0 3 0 7 6 | err=0 | err=1 | 1 2 4 5 2 3 5 6 4 5 7 8 5 6 8 9 | 1 2 1 2 4 2 1 2 1 |"
+	if got != want {
+		t.Fatalf("kernels printed\n%s\nwant\n%s", got, want)
+	}
+}
