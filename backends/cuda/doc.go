@@ -63,8 +63,9 @@
 //
 // The tests need no GPU: library search and its errors, kernel generation
 // (every kernel passes g++ -fsyntax-only under a CUDA shim, and the
-// element-wise, random and half-conversion kernels are run through g++ on
-// the CPU and compared with the Go definitions), the compile cache, the
+// element-wise, random, half-conversion, indexing and reduction kernels
+// and the tiled GEMM are built with g++ and run on the CPU, one OS thread
+// per CUDA thread, and compared with the Go definitions), the compile cache, the
 // allocator and the thread discipline against a fake Driver, and the
 // conformance suite with the strict backend standing in for the GPU. On a
 // GPU machine, `make gpu-check` (cuda.mk) runs the suite on cuda:0.
