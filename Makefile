@@ -17,7 +17,7 @@ GOTESTFLAGS ?=
 # Jupyter ones drive the real kernel in kernel/kerneltest (the conformance
 # suite, nbconvert on notebooks/) and kernel/jupyter's client tests.
 APT_PACKAGES := python3 python3-numpy python3-jupyter-client python3-jupyter-kernel-test \
-	python3-nbclient python3-nbformat jupyter-nbconvert python3-onnx chromium
+	python3-nbclient python3-nbformat jupyter-nbconvert python3-onnx chromium g++
 # Extra packages only for regenerating fixtures and comparing with PyTorch.
 APT_FIXTURE_PACKAGES := python3-torch python3-numpy python3-onnx libopenblas0-pthread
 
@@ -76,6 +76,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1s -count 1 ./backends/cpu ./tensor
 
 include backends/cpu/bench.mk
+include backends/cuda/cuda.mk
 include viz/assets.mk
 
 lint: fmt-check vet staticcheck

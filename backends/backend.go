@@ -1,6 +1,13 @@
 package backends
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrOutOfMemory is wrapped by Alloc errors when the device has no memory
+// left, after a caching allocator has already returned its cached blocks.
+var ErrOutOfMemory = errors.New("out of device memory")
 
 // Buffer is device memory owned by one backend. It is opaque: host code reads
 // and writes it only through Backend.Read and Backend.Write.

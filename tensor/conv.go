@@ -101,6 +101,13 @@ func ConvTranspose1d(x, weight, bias *Tensor, cfg ConvTransposeConfig) *Tensor {
 
 // nnConv validates a convolution, runs it and records its node.
 func nnConv(op, name string, x, weight, bias *Tensor, cfg ConvConfig, spatial int) *Tensor {
+	if bias != nil {
+		if in, ok := autocastInputs(x, weight, bias); ok {
+			return nnConv(op, name, in[0], in[1], in[2], cfg, spatial)
+		}
+	} else if in, ok := autocastInputs(x, weight); ok {
+		return nnConv(op, name, in[0], in[1], nil, cfg, spatial)
+	}
 	nnLive(op, bias, x, weight)
 	batched := nnBatched(op, "input", x, spatial)
 	if len(weight.shape) != spatial+2 {

@@ -21,6 +21,8 @@ type Device struct {
 	st       *deviceState
 	autodiff bool
 	noGrad   bool
+	autocast DType // Float16 or BFloat16 when casting is set (see Autocast)
+	casting  bool
 }
 
 // deviceState is shared by every view of one physical device.
@@ -58,7 +60,7 @@ func openDevice(kind string, index int) (*deviceState, error) {
 	drv, err := backends.Lookup(kind)
 	if err != nil && kind == "cuda" {
 		return nil, fmt.Errorf("tensor: device %q: %w: this build of Kiln has no CUDA backend "+
-			"(link github.com/kiln-ml/kiln/backends/cuda once it is available)", name, ErrNoDevice)
+			"(it was built with -tags kiln_nocuda; rebuild without that tag)", name, ErrNoDevice)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("tensor: device %q: %w: %v", name, ErrNoDevice, err)
@@ -314,6 +316,26 @@ func (d Device) IsAutodiff() bool { return d.autodiff && !d.noGrad }
 // its output stays on the NoGrad view. It is a device view, not a global
 // switch, so training running elsewhere on d is unaffected.
 func (d Device) NoGrad() Device { d.check("Device.NoGrad"); d.noGrad = true; return d }
+
+// Autocast returns a view of d on which matrix products, Linear and
+// convolutions cast their floating-point inputs to dtype (Float16 or
+// BFloat16) before computing, as torch.autocast does. The casts are graph
+// nodes, so float32 parameters still receive float32 gradients. Results of
+// ops with an input on the view stay on it, so a whole forward pass
+// autocasts once its input does. Other ops run in their inputs' dtypes.
+// It panics with ErrDType for any other dtype.
+func (d Device) Autocast(dtype DType) Device {
+	d.check("Device.Autocast")
+	if dtype != Float16 && dtype != BFloat16 {
+		fail("Device.Autocast", ErrDType, "autocast to %s: want float16 or bfloat16", dtype)
+	}
+	d.autocast, d.casting = dtype, true
+	return d
+}
+
+// AutocastDType returns the dtype of an Autocast view, and false on a view
+// that does not autocast.
+func (d Device) AutocastDType() (DType, bool) { return d.autocast, d.casting }
 
 // Inner returns the plain device under any views (no autodiff, no NoGrad).
 func (d Device) Inner() Device { return Device{st: d.st} }

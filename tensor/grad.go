@@ -15,6 +15,11 @@ import (
 func record(op string, attrs map[string]any, out *Tensor, inputs []*Tensor, backward func(g *Tensor) []*Tensor) *Tensor {
 	need := false
 	for _, in := range inputs {
+		if in.dev.casting && !out.dev.casting {
+			out.dev.autocast, out.dev.casting = in.dev.autocast, true
+		}
+	}
+	for _, in := range inputs {
 		if in.dev.noGrad {
 			out.dev = out.dev.NoGrad()
 			return out

@@ -76,6 +76,9 @@ func rawMatmul(op string, a, b *Tensor) *Tensor {
 // 1-D operands are treated as a row (left) or column (right) vector and the
 // added dimension removed, and batch dimensions broadcast.
 func (t *Tensor) Matmul(other *Tensor) *Tensor {
+	if in, ok := autocastInputs(t, other); ok {
+		return in[0].Matmul(in[1])
+	}
 	out := rawMatmul("Matmul", t, other)
 	return record("matmul", nil, out, []*Tensor{t, other}, func(g *Tensor) []*Tensor {
 		return matmulBackward(g, t, other)

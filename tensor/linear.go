@@ -14,6 +14,13 @@ import (
 // ErrDType for non-float tensors.
 func Linear(x, weight, bias *Tensor) *Tensor {
 	const op = "Linear"
+	if bias != nil {
+		if in, ok := autocastInputs(x, weight, bias); ok {
+			return Linear(in[0], in[1], in[2])
+		}
+	} else if in, ok := autocastInputs(x, weight); ok {
+		return Linear(in[0], in[1], nil)
+	}
 	inputs := []*Tensor{x, weight}
 	if bias != nil {
 		inputs = append(inputs, bias)

@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -22,9 +23,18 @@ import (
 )
 
 // Devices returns the devices every test runs on: the CPU and the
-// strict backend (asynchronous, poisoning, leak-tracking).
+// strict backend (asynchronous, poisoning, leak-tracking), plus each device
+// named in KILN_TEST_DEVICES (comma-separated, e.g. "cuda:0"; make
+// gpu-check sets it). A device there that cannot be opened panics with the
+// reason, so a GPU run never passes by silently testing the CPU only.
 func Devices() []tensor.Device {
-	return []tensor.Device{tensor.CPU(), tensor.MustDevice("strict")}
+	devs := []tensor.Device{tensor.CPU(), tensor.MustDevice("strict")}
+	for _, name := range strings.Split(os.Getenv("KILN_TEST_DEVICES"), ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			devs = append(devs, tensor.MustDevice(name))
+		}
+	}
+	return devs
 }
 
 // ForEachDevice runs fn as a subtest on every test device. Each run is

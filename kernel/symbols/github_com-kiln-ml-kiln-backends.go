@@ -31,6 +31,7 @@ func init() {
 		"Elu":               reflect.ValueOf(backends.Elu),
 		"Eq":                reflect.ValueOf(backends.Eq),
 		"Erf":               reflect.ValueOf(backends.Erf),
+		"ErrOutOfMemory":    reflect.ValueOf(&backends.ErrOutOfMemory).Elem(),
 		"Exp":               reflect.ValueOf(backends.Exp),
 		"Float16":           reflect.ValueOf(backends.Float16),
 		"Float16ToFloat32":  reflect.ValueOf(backends.Float16ToFloat32),
