@@ -15,6 +15,7 @@ import (
 
 	"github.com/kiln-ml/kiln/kernel/display"
 	"github.com/kiln-ml/kiln/kernel/symbols"
+	"github.com/kiln-ml/kiln/viz"
 )
 
 // sessionPackage is the import path of the session's own symbols inside the
@@ -86,6 +87,8 @@ type Session struct {
 	prevSink display.Sink
 	noopProg *interp.Program
 	monitor  *crashMonitor
+	charts   *viz.Session // the chart library goes to the page once
+	live     live         // training runs started by cells (live.go)
 
 	evalMu sync.Mutex // one evaluation at a time; guards names, lingering
 	names  int        // counter for names the session invents
@@ -157,6 +160,8 @@ func New(opts Options) (*Session, error) {
 	}
 	s.sink = &sessionSink{s.router}
 	s.prevSink = display.SetSink(s.sink)
+	s.charts = viz.NewSession()
+	s.startLive()
 	limitMemory(opts.MemoryLimit)
 	limitStack(opts.MaxStack)
 	return s, nil
@@ -359,8 +364,30 @@ func (s *Session) drain() {
 // the same time (see interrupt.go). Goroutines that earlier cells started
 // are stopped too; when no cell runs, Interrupt stops them by itself.
 // Variables keep the values they had; the session stays usable.
+//
+// When the running cell has training runs going (train.Fit, Resume),
+// Interrupt first stops them gracefully and returns: each finishes its
+// optimizer step and writes its final checkpoint, and then the cell is
+// interrupted as above. A second Interrupt, or LiveGrace without the runs
+// ending, interrupts the cell at once (see live.go).
 func (s *Session) Interrupt() {
 	s.mu.Lock()
+	r := s.running
+	s.mu.Unlock()
+	if r != nil && s.stopRunsGracefully(r) {
+		return
+	}
+	s.interruptNow(nil)
+}
+
+// interruptNow interrupts the running cell at once; with only non-nil, only
+// if that cell is still the one running.
+func (s *Session) interruptNow(only *run) {
+	s.mu.Lock()
+	if only != nil && s.running != only {
+		s.mu.Unlock()
+		return
+	}
 	s.baseStop()
 	s.base, s.baseStop = context.WithCancel(context.Background())
 	r := s.running
@@ -402,6 +429,7 @@ func (s *Session) Close() error {
 	if cur := display.SetSink(s.prevSink); cur != display.Sink(s.sink) {
 		display.SetSink(cur)
 	}
+	s.stopLive()
 	s.release()
 	return nil
 }
