@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/traefik/yaegi/interp"
@@ -88,7 +89,10 @@ type Session struct {
 	noopProg *interp.Program
 	monitor  *crashMonitor
 	charts   *viz.Session // the chart library goes to the page once
-	live     live         // training runs started by cells (live.go)
+	// bodyLine is the line of the cell-body statement running (see
+	// markLines), for the tracebacks of panics.
+	bodyLine atomic.Int64
+	live     live // training runs started by cells (live.go)
 
 	evalMu sync.Mutex // one evaluation at a time; guards names, lingering
 	names  int        // counter for names the session invents
@@ -192,6 +196,7 @@ func (s *Session) newInterpreter() error {
 			"Context": reflect.ValueOf(s.cellContext),
 			"Display": reflect.ValueOf(display.Display),
 			"PutEnv":  reflect.ValueOf(func(env []string) { s.envOut = env }),
+			"Line":    reflect.ValueOf(func(n int) { s.bodyLine.Store(int64(n)) }),
 		},
 		// Replaces stdlib's entry: see sleep.
 		"time/time": {"Sleep": reflect.ValueOf(s.sleep)},
@@ -541,6 +546,11 @@ func (s *Session) noteStop() {
 // showResult receives the values of a cell's last expression.
 func (s *Session) showResult(vs ...any) {
 	d := resultBundle(vs)
+	if len(vs) == 1 && vs[0] != nil {
+		if rich := s.richBundle(vs[0]); rich != nil {
+			d = rich
+		}
+	}
 	wrapped := len(vs) == 1 && isWrapper(vs[0]) && !givesText(vs[0])
 	s.mu.Lock()
 	defer s.mu.Unlock()
