@@ -71,19 +71,17 @@ func (s *Session) richBundle(v any) (d *display.Data) {
 }
 
 // isModel reports whether v is a model to show as a module tree: an
-// nn.Module or a struct (or pointer to one) holding parameters.
+// nn.Module (nn.Sequential included) or a struct (or pointer to one)
+// holding parameters.
 func isModel(v any) bool {
+	if _, ok := v.(nn.Module); ok {
+		return true
+	}
 	rv := reflect.ValueOf(v)
 	for rv.Kind() == reflect.Pointer && !rv.IsNil() {
 		rv = rv.Elem()
 	}
-	if rv.Kind() != reflect.Struct {
-		return false
-	}
-	if _, ok := v.(nn.Module); ok {
-		return true
-	}
-	return nn.Summary(v).Total() > 0
+	return rv.Kind() == reflect.Struct && nn.Summary(v).Total() > 0
 }
 
 // tensorBundle shows a tensor: its values as a table, its statistics, and

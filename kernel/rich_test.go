@@ -27,6 +27,8 @@ func TestRichResults(t *testing.T) {
 			[]string{"Statistics", "<script", ">100<"}, nil},
 		{"compiled model: a module tree", "nn.NewLinear(tensor.CPU(), 4, 3)",
 			[]string{"kiln-tree", "15 params"}, nil},
+		{"sequential: a module tree", "nn.NewSequential(nn.NewLinear(tensor.CPU(), 4, 3), nn.ReLU{})",
+			[]string{"kiln-tree", "15 params"}, nil},
 		{"cell-declared module", "&MLP{Hidden: nn.NewLinear(tensor.CPU(), 4, 8), Out: nn.NewLinear(tensor.CPU(), 8, 3)}",
 			[]string{"kiln-tree", "Hidden", "Out", "67"}, nil},
 		{"cell-declared struct holding parameters", "Plain{A: nn.NewLinear(tensor.CPU(), 2, 2), B: nn.NewLinear(tensor.CPU(), 2, 1)}",
