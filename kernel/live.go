@@ -152,7 +152,10 @@ func (lr *liveRun) Update(u viz.DashboardUpdate) {
 	if u.Seq == 1 {
 		kind = display.DisplayData
 	}
-	s.router.display(display.Message{Kind: kind, Data: bundle(s.charts.RenderDisplay(u.Board(), lr.id), lr.id)})
+	d := bundle(s.charts.RenderDisplay(u.Board(), lr.id), lr.id)
+	// Front ends ignore it; tests and tools see which update is the last.
+	d.Metadata = display.MIMEMap{"kiln_dashboard": map[string]any{"seq": u.Seq, "final": u.Final, "step": u.Step}}
+	s.router.display(display.Message{Kind: kind, Data: d})
 }
 
 // bundle turns a viz bundle into display Data, under displayID if set.

@@ -64,10 +64,17 @@ func (s *Session) richBundle(v any) (d *display.Data) {
 		}
 	}
 	out := bundle(m, "")
-	if _, ok := m[display.MIMETypeText]; !ok {
+	// The value's own text form wins (a tensor.DeviceList prints its
+	// table as before).
+	if _, ok := m[display.MIMETypeText]; !ok || isStringer(v) {
 		out.Data[display.MIMETypeText] = display.Text(v)
 	}
 	return &out
+}
+
+func isStringer(v any) bool {
+	_, ok := v.(fmt.Stringer)
+	return ok
 }
 
 // isModel reports whether v is a model to show as a module tree: an
