@@ -44,7 +44,7 @@ func TestRunHookCancelsRunGracefully(t *testing.T) {
 		ctx, cancel = context.WithCancel(ctx)
 		return ctx, rec
 	})
-	defer train.SetRunHook(prev)
+	defer func() { train.SetRunHook(prev) }()
 
 	st := &stepHook{M: model, at: func(n int) {
 		if n == 3 {
@@ -122,7 +122,7 @@ func TestRunHookObserverNeverMissesTheEnd(t *testing.T) {
 	prev := train.SetRunHook(func(ctx context.Context, info train.RunInfo) (context.Context, train.Observer) {
 		return nil, obs
 	})
-	defer train.SetRunHook(prev)
+	defer func() { train.SetRunHook(prev) }()
 	// One event per step; the observer is released only once far more
 	// events than it can buffer have been published.
 	steps := train.ObserverBuffer + 200
