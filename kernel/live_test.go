@@ -251,3 +251,105 @@ func TestLiveDashboardInterrupt(t *testing.T) {
 		t.Fatalf("after the interrupt: %q", got)
 	}
 }
+
+// slowTrainCell trains with a cell-declared stepper whose every step takes
+// 1.5 s, so that a graceful stop has to wait for it.
+func slowTrainCell(dir string) string {
+	return fmt.Sprintf(`
+type slowStep struct{ M *nn.Linear }
+
+func (s *slowStep) TrainStep(x, y *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor) {
+	time.Sleep(1500 * time.Millisecond)
+	out := s.M.Forward(x)
+	return nn.CrossEntropy(out, y, nn.CrossEntropyOptions{}), out
+}
+
+items := make([]data.Item, 64)
+for i := range items {
+	items[i] = data.Item{X: []float32{1, 2, 3, float32(i %% 3)}, Label: int64(i %% 3)}
+}
+ld, _ := data.NewLoader(data.NewInMemory(items), data.LoaderConfig{BatchSize: 4})
+model := nn.NewLinear(tensor.CPU().Autodiff(), 4, 3)
+l := &train.Learner{Model: model, Optimizer: optim.NewSGD(optim.SGDConfig{LR: 0.05})}
+l.Stepper = &slowStep{M: model}
+sup := &train.Supervised{Config: train.Config{Epochs: 100, LogEvery: 1, RunDir: %q}, Train: ld}
+sup.Fit(context.Background(), l)
+fmt.Println("after the run")
+`, dir)
+}
+
+// startSlowRun runs slowTrainCell in the background until its dashboard
+// shows, and returns the channel of the cell's error.
+func startSlowRun(t *testing.T, s *kernel.Session, rec *recorder) <-chan error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Execute(context.Background(), slowTrainCell(filepath.Join(t.TempDir(), "run")), rec)
+		done <- err
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		rec.mu.Lock()
+		shown := len(rec.messages) > 0
+		rec.mu.Unlock()
+		if shown {
+			return done
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no dashboard after 20 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestLiveDashboardSecondInterruptIsImmediate(t *testing.T) {
+	s := newSession(t, kernel.Options{})
+	rec := &recorder{}
+	done := startSlowRun(t, s, rec)
+	s.Interrupt() // graceful: waits for the 1.5 s step
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("the cell ended before the step did: %v", err)
+	default:
+	}
+	start := time.Now()
+	s.Interrupt()
+	select {
+	case err := <-done:
+		if !errors.Is(err, kernel.ErrInterrupted) {
+			t.Fatalf("cell ended with %v", err)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("the second interrupt took %v", took)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cell still runs 10 s after the second interrupt")
+	}
+	if stdout, _ := rec.out(); strings.Contains(stdout, "after the run") {
+		t.Error("the cell went on after the interrupt")
+	}
+}
+
+func TestLiveDashboardGraceRunsOut(t *testing.T) {
+	s := newSession(t, kernel.Options{})
+	kernel.SetLiveGrace(s, 200*time.Millisecond)
+	rec := &recorder{}
+	done := startSlowRun(t, s, rec)
+	start := time.Now()
+	s.Interrupt()
+	select {
+	case err := <-done:
+		if !errors.Is(err, kernel.ErrInterrupted) {
+			t.Fatalf("cell ended with %v", err)
+		}
+		if took := time.Since(start); took > 1200*time.Millisecond {
+			t.Errorf("interrupted after %v, want the 200 ms grace", took)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cell still runs 10 s after the interrupt")
+	}
+	if _, stderr := rec.out(); !strings.Contains(stderr, "did not stop within 200ms") {
+		t.Errorf("stderr does not say the grace ran out:\n%s", stderr)
+	}
+}
