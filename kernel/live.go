@@ -50,12 +50,19 @@ type liveRun struct {
 
 // live is the session's state for live training.
 type live struct {
-	mu       sync.Mutex
-	runs     map[*liveRun]bool
-	grace    time.Duration // LiveGrace; shorter in tests
-	stopping *run          // the cell whose runs an interrupt is stopping
-	prevHook train.RunHook
+	mu        sync.Mutex
+	runs      map[*liveRun]bool
+	grace     time.Duration // LiveGrace; shorter in tests
+	stopping  *run          // the cell whose runs an interrupt is stopping
+	prevHook  train.RunHook
+	prevOwner *Session
 }
+
+// hookOwner is the session whose runHook is the process's run hook.
+var (
+	hookMu    sync.Mutex
+	hookOwner *Session
+)
 
 // startLive makes the session the process's run hook.
 func (s *Session) startLive() {
@@ -63,21 +70,31 @@ func (s *Session) startLive() {
 	if s.live.grace == 0 {
 		s.live.grace = LiveGrace
 	}
+	hookMu.Lock()
+	defer hookMu.Unlock()
 	s.live.prevHook = train.SetRunHook(s.runHook)
+	s.live.prevOwner, hookOwner = hookOwner, s
 }
 
-// stopLive puts the previous run hook back.
+// stopLive puts the previous run hook back, unless a later session has
+// taken over (its own stopLive will put back this session's hook, which
+// does nothing for a closed session).
 func (s *Session) stopLive() {
-	train.SetRunHook(s.live.prevHook)
+	hookMu.Lock()
+	defer hookMu.Unlock()
+	if hookOwner == s {
+		train.SetRunHook(s.live.prevHook)
+		hookOwner = s.live.prevOwner
+	}
 }
 
 // runHook is the session's train.RunHook. Runs started outside a cell (by
 // a goroutine a finished cell left behind) are left alone.
 func (s *Session) runHook(ctx context.Context, info train.RunInfo) (context.Context, train.Observer) {
 	s.mu.Lock()
-	cell := s.running
+	cell, closed := s.running, s.closed
 	s.mu.Unlock()
-	if cell == nil {
+	if cell == nil || closed {
 		return nil, nil
 	}
 	ctx, cancel := context.WithCancel(ctx)

@@ -353,3 +353,22 @@ func TestLiveDashboardGraceRunsOut(t *testing.T) {
 		t.Errorf("stderr does not say the grace ran out:\n%s", stderr)
 	}
 }
+
+func TestLiveDashboardSessionsCloseInAnyOrder(t *testing.T) {
+	a := newSession(t, kernel.Options{})
+	b := newSession(t, kernel.Options{})
+	a.Close() // closed before b: b must keep its dashboards
+	rec := &recorder{}
+	if _, err := b.Execute(context.Background(), trainCell(filepath.Join(t.TempDir(), "run"), 30, 10, 1, "ctx"), rec); err != nil {
+		t.Fatal(describe(err))
+	}
+	dashboardMessages(t, rec)
+	b.Close()
+	// A session opened after both closed is the hook again.
+	c := newSession(t, kernel.Options{})
+	rec = &recorder{}
+	if _, err := c.Execute(context.Background(), trainCell(filepath.Join(t.TempDir(), "run2"), 30, 10, 1, "ctx"), rec); err != nil {
+		t.Fatal(describe(err))
+	}
+	dashboardMessages(t, rec)
+}
