@@ -32,11 +32,30 @@
 // cells declared. output.go and capture.go bring stdout, stderr and display
 // requests to the running cell's Output; interrupt.go stops cells;
 // complete.go answers completion, inspection and is-complete requests;
-// help.go is %help; crash.go is the crash monitor.
+// help.go is %help; crash.go is the crash monitor; rich.go and live.go are
+// below. rewrite.go also marks each statement of a cell body with its line,
+// so that a panic's traceback says "N: in the cell" and quotes the line.
+//
+// # Live training
+//
+// While a session is open it is the process's train.RunHook (live.go):
+// every train Fit or Resume a cell starts shows a viz.LiveDashboard in the
+// cell's output, updated in place under one display_id at most 4 times a
+// second, each series thinned to 500 points until the final update, which
+// holds every point; the chart library goes out once per session, in an
+// output of its own. Interrupt stops the cell's runs gracefully first (each
+// finishes its step, writes its final checkpoint and says where), then the
+// cell; a second Interrupt, or LiveGrace, interrupts at once.
 //
 // # Rich results and MapTypes
 //
-// A cell's last value is shown through display.Render: values with
+// A cell's last value is shown through viz where viz draws it (rich.go):
+// viz.For's charts, boards, graphs, device lists, run results and
+// confusion matrices; tensors as a table with their statistics and, above
+// HistogramAbove elements, a histogram; a device as a table; models (an
+// nn.Module, or a struct holding parameters, cell-declared ones included)
+// as a module tree with parameter counts. Other values go through
+// display.Render: values with
 // HTML() string, MIME() map[string]string (or gophernotes' rendering
 // methods) are shown in those formats plus text/plain. yaegi passes values
 // of types declared in cells to compiled code without methods unless told,

@@ -124,7 +124,9 @@ func compileError(name string, err error, code string, cell int) *Error {
 
 // panicError builds the Error for a cell that panicked. frames are yaegi's
 // "pos: panic: f(...)" lines, innermost first.
-func panicError(p interp.Panic, frames []string, code string, cell int) *Error {
+// bodyLine is the line of the cell-body statement that was running (0 if
+// unknown): the outermost frame, "N: in the cell".
+func panicError(p interp.Panic, frames []string, code string, cell, bodyLine int) *Error {
 	value := fmt.Sprint(p.Value)
 	if err, ok := p.Value.(error); ok {
 		value = err.Error()
@@ -146,6 +148,12 @@ func panicError(p interp.Panic, frames []string, code string, cell int) *Error {
 		if line, col := firstLine(f, cell); line > 0 && !quoted {
 			e.Traceback = append(e.Traceback, excerpt(code, line, col)...)
 			quoted = true
+		}
+	}
+	if bodyLine > 0 {
+		e.Traceback = append(e.Traceback, fmt.Sprintf("    %d: in the cell", bodyLine))
+		if !quoted {
+			e.Traceback = append(e.Traceback, excerpt(code, bodyLine, 0)...)
 		}
 	}
 	return e

@@ -199,6 +199,9 @@ func (s *Session) prepare(r *run, c chunk, a attempt) (p, extra *parsed, version
 	if a.show {
 		showLast(p.stmts.List, s.singleValued(p))
 	}
+	if !c.decl {
+		markLines(s.interp.FileSet(), p.stmts)
+	}
 	return p, extra, versions, rw.uncertain, nil
 }
 
@@ -232,6 +235,7 @@ func (s *Session) execute(r *run, prog *interp.Program) (err error) {
 				Traceback: []string{fmt.Sprint("the interpreter (yaegi) failed: ", rec), "The session is still usable."}}
 		}
 	}()
+	s.bodyLine.Store(0)
 	_, err = s.interp.ExecuteWithContext(r.ctx, prog)
 	frames := s.router.takePanicLines()
 	if r.ctx.Err() != nil {
@@ -249,7 +253,7 @@ func (s *Session) execute(r *run, prog *interp.Program) (err error) {
 	}
 	var p interp.Panic
 	if errors.As(err, &p) {
-		return panicError(p, frames, r.code, r.cell)
+		return panicError(p, frames, r.code, r.cell, int(s.bodyLine.Load()))
 	}
 	return compileError("CompileError", err, r.code, r.cell)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"go/ast"
 	"go/token"
+	"strconv"
 )
 
 // Rewrites applied to a parsed chunk before yaegi compiles it. They work on
@@ -206,5 +207,30 @@ func showLast(list []ast.Stmt, single bool) {
 		&ast.AssignStmt{Lhs: []ast.Expr{v()}, TokPos: pos, Tok: token.DEFINE, Rhs: []ast.Expr{stmt.X}},
 		call("Show", v()),
 		call("Text", v()),
+	}}
+}
+
+// markLines puts __kiln.Line(N) before each statement of a cell body (not
+// inside blocks), N being the statement's line in the cell, so that a
+// panic's traceback can say which statement of the body was running: yaegi
+// reports no usable position for the body itself. It costs one compiled
+// call per top-level statement run.
+func markLines(fset *token.FileSet, body *ast.BlockStmt) {
+	list := make([]ast.Stmt, 0, 2*len(body.List))
+	for _, st := range body.List {
+		pos := st.Pos()
+		list = append(list, lineCall(fset, pos), st)
+	}
+	body.List = list
+}
+
+// lineCall returns the statement __kiln.Line(N) for the line of pos.
+func lineCall(fset *token.FileSet, pos token.Pos) ast.Stmt {
+	line := fset.Position(pos).Line
+	return &ast.ExprStmt{X: &ast.CallExpr{
+		Fun:    &ast.SelectorExpr{X: &ast.Ident{NamePos: pos, Name: reserved}, Sel: &ast.Ident{NamePos: pos, Name: "Line"}},
+		Lparen: pos,
+		Args:   []ast.Expr{&ast.BasicLit{ValuePos: pos, Kind: token.INT, Value: strconv.Itoa(line)}},
+		Rparen: pos,
 	}}
 }

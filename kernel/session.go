@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/traefik/yaegi/interp"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/kiln-ml/kiln/kernel/display"
 	"github.com/kiln-ml/kiln/kernel/symbols"
+	"github.com/kiln-ml/kiln/viz"
 )
 
 // sessionPackage is the import path of the session's own symbols inside the
@@ -86,6 +88,11 @@ type Session struct {
 	prevSink display.Sink
 	noopProg *interp.Program
 	monitor  *crashMonitor
+	charts   *viz.Session // the chart library goes to the page once
+	// bodyLine is the line of the cell-body statement running (see
+	// markLines), for the tracebacks of panics.
+	bodyLine atomic.Int64
+	live     live // training runs started by cells (live.go)
 
 	evalMu sync.Mutex // one evaluation at a time; guards names, lingering
 	names  int        // counter for names the session invents
@@ -157,6 +164,8 @@ func New(opts Options) (*Session, error) {
 	}
 	s.sink = &sessionSink{s.router}
 	s.prevSink = display.SetSink(s.sink)
+	s.charts = viz.NewSession()
+	s.startLive()
 	limitMemory(opts.MemoryLimit)
 	limitStack(opts.MaxStack)
 	return s, nil
@@ -187,6 +196,7 @@ func (s *Session) newInterpreter() error {
 			"Context": reflect.ValueOf(s.cellContext),
 			"Display": reflect.ValueOf(display.Display),
 			"PutEnv":  reflect.ValueOf(func(env []string) { s.envOut = env }),
+			"Line":    reflect.ValueOf(func(n int) { s.bodyLine.Store(int64(n)) }),
 		},
 		// Replaces stdlib's entry: see sleep.
 		"time/time": {"Sleep": reflect.ValueOf(s.sleep)},
@@ -359,8 +369,30 @@ func (s *Session) drain() {
 // the same time (see interrupt.go). Goroutines that earlier cells started
 // are stopped too; when no cell runs, Interrupt stops them by itself.
 // Variables keep the values they had; the session stays usable.
+//
+// When the running cell has training runs going (train.Fit, Resume),
+// Interrupt first stops them gracefully and returns: each finishes its
+// optimizer step and writes its final checkpoint, and then the cell is
+// interrupted as above. A second Interrupt, or LiveGrace without the runs
+// ending, interrupts the cell at once (see live.go).
 func (s *Session) Interrupt() {
 	s.mu.Lock()
+	r := s.running
+	s.mu.Unlock()
+	if r != nil && s.stopRunsGracefully(r) {
+		return
+	}
+	s.interruptNow(nil)
+}
+
+// interruptNow interrupts the running cell at once; with only non-nil, only
+// if that cell is still the one running.
+func (s *Session) interruptNow(only *run) {
+	s.mu.Lock()
+	if only != nil && s.running != only {
+		s.mu.Unlock()
+		return
+	}
 	s.baseStop()
 	s.base, s.baseStop = context.WithCancel(context.Background())
 	r := s.running
@@ -402,6 +434,7 @@ func (s *Session) Close() error {
 	if cur := display.SetSink(s.prevSink); cur != display.Sink(s.sink) {
 		display.SetSink(cur)
 	}
+	s.stopLive()
 	s.release()
 	return nil
 }
@@ -513,6 +546,11 @@ func (s *Session) noteStop() {
 // showResult receives the values of a cell's last expression.
 func (s *Session) showResult(vs ...any) {
 	d := resultBundle(vs)
+	if len(vs) == 1 && vs[0] != nil {
+		if rich := s.richBundle(vs[0]); rich != nil {
+			d = rich
+		}
+	}
 	wrapped := len(vs) == 1 && isWrapper(vs[0]) && !givesText(vs[0])
 	s.mu.Lock()
 	defer s.mu.Unlock()

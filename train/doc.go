@@ -132,6 +132,14 @@
 // cover the batches after the resume only (they keep no state a checkpoint
 // could save).
 //
+// # Hosts
+//
+// SetRunHook lets a program that runs training code it did not write (the
+// notebook kernel, the workbench) see every Fit and Resume started in the
+// process: the hook gives the run a context of its own, so that the host
+// can stop it gracefully, and adds an Observer (the kernel's live
+// dashboard). No observer ever misses a run's end event.
+//
 // # What it does not do
 //
 // It does not save a StopRule's state: Resume replays the stop rule over

@@ -126,7 +126,8 @@ func (v *Values) UnmarshalJSON(b []byte) error {
 // for each observer, in event order, never on the training loop's: a slow
 // observer does not slow training, but when it falls more than
 // ObserverBuffer events behind, further events are dropped for it (and
-// counted in Result.DroppedEvents).
+// counted in Result.DroppedEvents), except the end event, which the run
+// waits to deliver.
 type Observer interface {
 	OnEvent(e Event)
 }
@@ -142,6 +143,8 @@ type ObserverFunc func(e Event)
 func (f ObserverFunc) OnEvent(e Event) { f(e) }
 
 // fanout delivers events to observers on their own goroutines.
+// The end event is never dropped: publish waits until every observer can
+// take it.
 type fanout struct {
 	chans   []chan Event
 	wg      sync.WaitGroup
@@ -176,6 +179,10 @@ func safeOnEvent(o Observer, e Event) {
 
 func (f *fanout) publish(e Event) {
 	for _, ch := range f.chans {
+		if e.Kind == EventEnd {
+			ch <- e
+			continue
+		}
 		select {
 		case ch <- e:
 		default:

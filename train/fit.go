@@ -244,7 +244,11 @@ func (r *run) prepare(res *resumed) error {
 // execute runs the loop between the first and the end event. res is the
 // checkpoint a Resume continues from.
 func (r *run) execute(res *resumed) (out Result, err error) {
-	r.out = newFanout(r.s.Observers)
+	obs := r.s.Observers
+	if hooked := r.applyHook(); hooked != nil {
+		obs = append(slices.Clone(obs), hooked)
+	}
+	r.out = newFanout(obs)
 	r.sys = newSystemSampler(r.dev)
 	if res == nil || r.log != nil && r.log.fresh {
 		r.emit(Event{Version: EventLogVersion, Kind: EventStart, Config: r.cfgJSON, Batches: r.s.Train.Len()})

@@ -62,6 +62,36 @@ func (s *Session) RenderDisplay(v Visual, displayID string) map[string]string {
 	return v.Bundle(&Session{root: s.base(), display: displayID})
 }
 
+// Preload returns a display bundle carrying only the chart library, if the
+// session has not sent it yet (nil otherwise, or when this binary has no
+// library), and marks it sent. A kernel shows it as an output of its own
+// before a display it will update often (a live dashboard), so that the
+// updates stay small instead of each carrying the library again. Like any
+// output carrying it, the bundle must stay in the page for later charts to
+// draw (see Session).
+func (s *Session) Preload() map[string]string {
+	if !HasLibrary() {
+		return nil
+	}
+	b := s.base()
+	b.mu.Lock()
+	if b.sent {
+		b.mu.Unlock()
+		return nil
+	}
+	b.sent, b.carrier = true, ""
+	b.mu.Unlock()
+	lib, version := library()
+	var h strings.Builder
+	h.WriteString("<script>(function(){if(!window.echarts){(function(define,exports,module,require){\n")
+	h.WriteString(lib)
+	h.WriteString("\n}).call(window);}})();</script>\n")
+	return map[string]string{
+		mimeHTML:  h.String(),
+		mimePlain: "(echarts " + version + ", loaded for the charts below)",
+	}
+}
+
 // Fragment returns v's HTML as Render would make it.
 func (s *Session) Fragment(v Visual) string { return s.Render(v)[mimeHTML] }
 

@@ -46,7 +46,30 @@ var notebookChecks = map[string][]notebookCheck{
 		{Name: "no storage left by training", Pattern: regexp.MustCompile(`live storages before and after 400 steps: (\d+) -> (\d+)`), Check: notMore},
 		{Name: "Release frees", Pattern: regexp.MustCompile(`with a 4 MiB tensor: live ([\d.]+) MiB[\s\S]*after Release:\s+live ([\d.]+) KiB`)},
 	},
+	"02-mnist-mlp.ipynb": {
+		{Name: "module tree", Pattern: regexp.MustCompile(`Param #[\s\S]*101,770|Param #[\s\S]*101770`)},
+		{Name: "logged steps", Pattern: regexp.MustCompile(`logged (\d+) training steps`), Check: between(2, 1e6)},
+		{Name: "final accuracy", Pattern: regexp.MustCompile(`final accuracy (\S+)`), Check: between(minAccuracy, 1)},
+		{Name: "run result", Pattern: regexp.MustCompile(`2 epochs, \d+ steps: completed`)},
+	},
+	"03-mnist-cnn.ipynb": {
+		{Name: "module tree with output shapes", Pattern: regexp.MustCompile(`Output shape[\s\S]*\[2 32 5 5\]`)},
+		{Name: "traced graph", Pattern: regexp.MustCompile(`graph: (\d+) ops`), Check: between(8, 100)},
+		{Name: "logged steps", Pattern: regexp.MustCompile(`logged (\d+) training steps`), Check: between(2, 1e6)},
+		{Name: "final accuracy", Pattern: regexp.MustCompile(`final accuracy (\S+)`), Check: between(minAccuracy, 1)},
+		{Name: "confusion matrix", Pattern: regexp.MustCompile(`confusion matrix \(accuracy (\S+)\)": 10×10`), Check: between(minAccuracy, 1)},
+	},
+	"04-checkpoints.ipynb": {
+		{Name: "fit", Pattern: regexp.MustCompile(`fit: completed after 1 epoch, (\d+) steps`), Check: between(1, 1e6)},
+		{Name: "resume", Pattern: regexp.MustCompile(`resumed run continued: (\w+)`), Check: isWord("true")},
+		{Name: "checkpoint loads", Pattern: regexp.MustCompile(`fresh model loaded from the checkpoint matches: (\w+)`), Check: isWord("true")},
+		{Name: "safetensors export", Pattern: regexp.MustCompile(`safetensors round trip matches: (\w+)`), Check: isWord("true")},
+	},
 }
+
+// dashboardNotebooks train in a cell: their live dashboard is checked (see
+// checkDashboard), and the first one's HTML export is opened in Chromium.
+var dashboardNotebooks = []string{"02-mnist-mlp.ipynb", "03-mnist-cnn.ipynb"}
 
 func equals(want float64) func([]string) error {
 	return func(m []string) error {
@@ -117,10 +140,16 @@ func TestNotebooks(t *testing.T) {
 	// without depending on which jupyter is first on PATH). It carries on
 	// past failing cells (--allow-errors) so that every failure is reported
 	// below, with the cell that failed.
-	args := []string{"-m", "nbconvert", "--to", "notebook", "--execute", "--allow-errors",
-		"--ExecutePreprocessor.kernel_name=" + kernelName, "--ExecutePreprocessor.timeout=120",
+	//
+	// kiln_record.py swaps nbconvert's ExecutePreprocessor for a subclass
+	// that also records every display message in recordDir.
+	recordDir := t.TempDir()
+	args := []string{"-m", "nbconvert", "--config", filepath.Join(k.root, "kernel", "testdata", "kiln_record.py"),
+		"--to", "notebook", "--execute", "--allow-errors",
+		"--ExecutePreprocessor.kernel_name=" + kernelName, "--ExecutePreprocessor.timeout=" + strconv.Itoa(int(notebookTimeout.Seconds())),
+		"--RecordingExecutePreprocessor.record_dir=" + recordDir,
 		"--output-dir", outDir}
-	out, err := k.run(t, filepath.Join(k.root, "notebooks"), 100*time.Second, debianPython, append(args, notebooks...)...)
+	out, err := k.run(t, filepath.Join(k.root, "notebooks"), notebookTimeout+time.Minute, debianPython, append(args, notebooks...)...)
 	if err != nil {
 		t.Fatalf("nbconvert failed: %v\n%s", err, out)
 	}
@@ -175,6 +204,18 @@ func TestNotebooks(t *testing.T) {
 				}
 				if !found {
 					t.Errorf("%s: no cell output matches %s", chk.Name, chk.Pattern)
+				}
+			}
+			if slices.Contains(dashboardNotebooks, name) {
+				logged := -1
+				for _, text := range texts {
+					if m := regexp.MustCompile(`logged (\d+) training steps`).FindStringSubmatch(text); m != nil {
+						logged, _ = strconv.Atoi(m[1])
+					}
+				}
+				checkDashboard(t, filepath.Join(recordDir, strings.TrimSuffix(name, ".ipynb")+".jsonl"), logged)
+				if name == dashboardNotebooks[0] {
+					checkHTMLExport(t, k, filepath.Join(outDir, name), logged)
 				}
 			}
 		})

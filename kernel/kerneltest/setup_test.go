@@ -110,6 +110,9 @@ func setup() (*kilnKernel, error) {
 		"PYTHONDONTWRITEBYTECODE=1", // no __pycache__ in the source tree
 		"KILN_KERNEL_NAME="+kernelName,
 	)
+	if os.Getenv("KILN_NOTEBOOK_SUBSET") == "" {
+		env = append(env, "KILN_NOTEBOOK_SUBSET="+notebookSubset)
+	}
 	k.env = env
 	install := exec.CommandContext(ctx, k.bin, "kernel", "install", "--name", kernelName)
 	install.Env = env
