@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	_ "github.com/kiln-ml/kiln/backends/strict" // the strict test device, for %device strict
 	"github.com/kiln-ml/kiln/kernel/display"
 	"github.com/kiln-ml/kiln/tensor"
 )
