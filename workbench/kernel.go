@@ -26,7 +26,6 @@ type kernelHost struct {
 	state    string // starting, idle, busy, dead, restarting
 	restarts int
 	lastErr  string
-	busy     int
 	gen      int // incremented at every (re)start, so a stale watcher stays quiet
 
 	exec sync.Mutex // one cell at a time, as the kernel runs them
