@@ -28,11 +28,26 @@ type kernelHost struct {
 	lastErr  string
 	gen      int // incremented at every (re)start, so a stale watcher stays quiet
 
-	exec sync.Mutex // one cell at a time, as the kernel runs them
+	// exec holds one token: one request at a time, as the kernel runs
+	// them; waiting for it gives up when the caller's context ends (a
+	// panel asking for variables while a long cell trains).
+	exec chan struct{}
 }
 
+// lock takes the kernel for one request, or fails when ctx ends first.
+func (k *kernelHost) lock(ctx context.Context) error {
+	select {
+	case k.exec <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("the kernel is busy running a cell: %w", ctx.Err())
+	}
+}
+
+func (k *kernelHost) unlock() { <-k.exec }
+
 func newKernelHost(ctx context.Context, cfg Config, publish func(string, any)) *kernelHost {
-	return &kernelHost{ctx: ctx, cfg: cfg, publish: publish, state: "starting"}
+	return &kernelHost{ctx: ctx, cfg: cfg, publish: publish, state: "starting", exec: make(chan struct{}, 1)}
 }
 
 // kernelStartTimeout bounds how long a kernel may take to answer.
@@ -286,8 +301,10 @@ func (co *cellOutputs) add(m *jupyter.Message) {
 
 // execute runs a cell of a notebook on the kernel.
 func (k *kernelHost) execute(ctx context.Context, path, cellID, code string) (map[string]any, error) {
-	k.exec.Lock()
-	defer k.exec.Unlock()
+	if err := k.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer k.unlock()
 	c, err := k.current()
 	if err != nil {
 		return nil, err
@@ -333,8 +350,10 @@ func (k *kernelHost) execute(ctx context.Context, path, cellID, code string) (ma
 // evaluate runs code silently (not in the history, no execution count) and
 // returns its result's MIME bundle; a cell error is an error.
 func (k *kernelHost) evaluate(ctx context.Context, code string) (map[string]any, error) {
-	k.exec.Lock()
-	defer k.exec.Unlock()
+	if err := k.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer k.unlock()
 	c, err := k.current()
 	if err != nil {
 		return nil, err

@@ -405,3 +405,36 @@ func TestTokenProtection(t *testing.T) {
 		}
 	}
 }
+
+func TestOutputsStreamWhileTheCellRuns(t *testing.T) {
+	srv, rec, _ := newServer(t)
+	done := make(chan map[string]any, 1)
+	go func() {
+		res, err := callErr(srv, "kernel.execute", map[string]any{"path": "tiny.ipynb", "cell_id": "sum",
+			"code": "fmt.Println(\"first\")\ntime.Sleep(3 * time.Second)\nfmt.Println(\"second\")"})
+		m, _ := res.(map[string]any)
+		if err != nil {
+			m = map[string]any{"error": err.Error()}
+		}
+		done <- m
+	}()
+	rec.await(t, "cell.output", func(d map[string]any) bool { return strings.Contains(fmt.Sprint(d["output"]), "first") })
+	select {
+	case res := <-done:
+		t.Fatalf("the first line arrived only with the cell's end: %v", res)
+	default:
+	}
+	// While the cell runs, a panel's request waits for the kernel and gives
+	// up when its context ends, instead of hanging.
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	_, err := srv.Call(ctx, "variables.list", nil)
+	cancel()
+	if err == nil || !strings.Contains(err.Error(), "busy") {
+		t.Errorf("variables.list during a running cell: %v, want a busy error", err)
+	}
+	res := <-done
+	if out := fmt.Sprint(res["outputs"]); res["status"] != "ok" || !strings.Contains(out, "first") || !strings.Contains(out, "second") {
+		t.Fatalf("execute: %v", res)
+	}
+	rec.await(t, "cell.done", func(d map[string]any) bool { return d["cell_id"] == "sum" && d["status"] == "ok" })
+}
