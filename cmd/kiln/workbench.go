@@ -47,13 +47,27 @@ func runWorkbench(args []string) error {
 	}
 	if !*browser {
 		if desk := desktopBinary(self); desk != "" && hasDisplay() {
-			cmd := exec.Command(desk, append([]string{"--kiln", self}, args...)...)
+			cmd := exec.Command(desk, desktopArgs(self, *root, *existing, runs)...)
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 			return cmd.Run()
 		}
 		fmt.Fprintln(os.Stderr, "kiln workbench: no display or no desktop app (kiln-workbench); serving the UI to a browser instead")
 	}
 	return serveWorkbench(self, *addr, *root, *existing, runs)
+}
+
+// desktopArgs are the desktop app's flags for the same workbench: it has
+// no --addr (it serves nobody over the network) and takes --kiln, the
+// binary that runs its kernels.
+func desktopArgs(self, root, existing string, runs []string) []string {
+	args := []string{"--kiln", self, "--root", root}
+	for _, r := range runs {
+		args = append(args, "--runs", r)
+	}
+	if existing != "" {
+		args = append(args, "--existing", existing)
+	}
+	return args
 }
 
 // desktopBinary finds kiln-workbench beside self or on PATH.

@@ -144,3 +144,16 @@ func TestWorkbenchBrowserFallbackAndToken(t *testing.T) {
 		t.Errorf("no fallback message on stderr: %q", msg)
 	}
 }
+
+// TestDesktopArgsOmitAddr checks the flags handed to kiln-workbench: the
+// ones it knows, never --addr (which would make it exit with a usage error).
+func TestDesktopArgsOmitAddr(t *testing.T) {
+	got := strings.Join(desktopArgs("/bin/kiln", "nb", "", []string{"r1", "r2"}), " ")
+	if want := "--kiln /bin/kiln --root nb --runs r1 --runs r2"; got != want {
+		t.Errorf("desktop args %q, want %q", got, want)
+	}
+	got = strings.Join(desktopArgs("/bin/kiln", ".", "k.json", nil), " ")
+	if want := "--kiln /bin/kiln --root . --existing k.json"; got != want {
+		t.Errorf("desktop args %q, want %q", got, want)
+	}
+}
