@@ -68,6 +68,21 @@ func (n *notebooks) resolve(p string) (rel, abs string, err error) {
 	if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
 		return "", "", fmt.Errorf("%s is outside the workbench's root %s", p, n.root)
 	}
+	// A symbolic link inside the root may lead out of it: judge where the
+	// file (or, for a new file, its directory) really is.
+	target := abs
+	if t, err := filepath.EvalSymlinks(abs); err == nil {
+		target = t
+	} else if d, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		target = filepath.Join(d, filepath.Base(abs))
+	}
+	realRoot := n.root
+	if t, err := filepath.EvalSymlinks(n.root); err == nil {
+		realRoot = t
+	}
+	if r, err := filepath.Rel(realRoot, target); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		return "", "", fmt.Errorf("%s leads outside the workbench's root %s (through a symbolic link)", p, n.root)
+	}
 	if !strings.HasSuffix(abs, ".ipynb") {
 		return "", "", fmt.Errorf("%s is not a .ipynb file", p)
 	}

@@ -209,6 +209,13 @@ func TestNotebookRoundTripAndAutosave(t *testing.T) {
 		!strings.Contains(err.Error(), "outside") {
 		t.Errorf("path outside the root: %v", err)
 	}
+	outside := filepath.Join(t.TempDir(), "secret.ipynb")
+	os.WriteFile(outside, []byte(tinyNotebook), 0o644)
+	os.Symlink(outside, filepath.Join(root, "link.ipynb"))
+	if _, err := callErr(srv, "notebook.open", map[string]any{"path": "link.ipynb"}); err == nil ||
+		!strings.Contains(err.Error(), "outside") {
+		t.Errorf("a symbolic link leading outside the root: %v", err)
+	}
 	if _, err := srv.Call(context.Background(), "notebook.open", json.RawMessage(`[1,2]`)); err == nil {
 		t.Error("params of the wrong type were accepted")
 	}
