@@ -445,3 +445,28 @@ func TestOutputsStreamWhileTheCellRuns(t *testing.T) {
 	}
 	rec.await(t, "cell.done", func(d map[string]any) bool { return d["cell_id"] == "sum" && d["status"] == "ok" })
 }
+
+// TestSavedNotebookMatchesJupytersLayout re-saves the repository's own
+// notebook (written by Jupyter) after an update that changes nothing: the
+// file must come back byte for byte, so a save shows in a diff only what
+// changed.
+func TestSavedNotebookMatchesJupytersLayout(t *testing.T) {
+	srv, _, root := newServer(t)
+	orig, err := os.ReadFile(filepath.Join("..", "notebooks", "01-tensors.ipynb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(root, "tensors.ipynb")
+	os.WriteFile(path, orig, 0o644)
+	nb := call(t, srv, "notebook.open", map[string]any{"path": "tensors.ipynb"}).(map[string]any)
+	call(t, srv, "notebook.update", map[string]any{"path": "tensors.ipynb", "cells": nb["cells"]})
+	call(t, srv, "notebook.save", map[string]any{"path": "tensors.ipynb"})
+	got, _ := os.ReadFile(path)
+	if !bytes.Equal(got, orig) {
+		i := 0
+		for i < len(got) && i < len(orig) && got[i] == orig[i] {
+			i++
+		}
+		t.Fatalf("the re-saved notebook differs from byte %d:\nsaved: %.120q\norig:  %.120q", i, got[i:], orig[i:])
+	}
+}
