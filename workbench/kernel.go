@@ -131,22 +131,32 @@ func (k *kernelHost) setState(state string) {
 // watch waits for the kernel of generation gen to die; a started kernel is
 // then restarted, an attached one is reported dead.
 func (k *kernelHost) watch(gen int, c *jupyter.KernelClient) {
-	select {
-	case <-k.ctx.Done():
-		return
-	case <-c.Done():
+	k.mu.Lock()
+	attached := k.proc == nil
+	k.mu.Unlock()
+	why := "the connection was lost"
+	if attached {
+		// No process to wait for: the kernel's heartbeat tells.
+		if !k.heartbeat(c) {
+			return
+		}
+		why = "its heartbeat stopped"
+	} else {
+		select {
+		case <-k.ctx.Done():
+			return
+		case <-c.Done():
+		}
 	}
 	k.mu.Lock()
 	if gen != k.gen || k.ctx.Err() != nil { // restarted on purpose, or closing
 		k.mu.Unlock()
 		return
 	}
-	why := "the connection was lost"
 	if err := c.Err(); err != nil {
 		why = err.Error()
 	}
 	k.lastErr, k.state = lastLine(why), "dead"
-	attached := k.proc == nil
 	k.mu.Unlock()
 	if attached {
 		k.announce("the attached kernel died: " + lastLine(why) + "; attach to a new one")
@@ -158,6 +168,40 @@ func (k *kernelHost) watch(gen int, c *jupyter.KernelClient) {
 		return
 	}
 	k.announce("the kernel died: " + lastLine(why) + "; restarted (variables are lost, the notebook is intact)")
+}
+
+// Heartbeat checks of an attached kernel: a ping every heartbeatEvery, each
+// given heartbeatTimeout; heartbeatMisses failures in a row mean the kernel
+// is gone (one slow answer on a loaded machine does not).
+const (
+	heartbeatEvery   = time.Second
+	heartbeatTimeout = 3 * time.Second
+	heartbeatMisses  = 3
+)
+
+// heartbeat pings an attached kernel until it stops answering (true) or the
+// client or the workbench closes (false).
+func (k *kernelHost) heartbeat(c *jupyter.KernelClient) bool {
+	tick := time.NewTicker(heartbeatEvery)
+	defer tick.Stop()
+	misses := 0
+	for {
+		select {
+		case <-k.ctx.Done():
+			return false
+		case <-c.Done():
+			return !errors.Is(c.Err(), jupyter.ErrClientClosed)
+		case <-tick.C:
+		}
+		ctx, cancel := context.WithTimeout(k.ctx, heartbeatTimeout)
+		err := c.Ping(ctx)
+		cancel()
+		if err == nil {
+			misses = 0
+		} else if misses++; misses >= heartbeatMisses {
+			return true
+		}
+	}
 }
 
 // lastLine is the last non-empty line of s (a crash report's verdict).

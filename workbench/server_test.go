@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/kiln-ml/kiln/data"
+	"github.com/kiln-ml/kiln/kernel/jupyter"
 	"github.com/kiln-ml/kiln/nn"
 	"github.com/kiln-ml/kiln/optim"
 	"github.com/kiln-ml/kiln/store"
@@ -469,4 +470,56 @@ func TestSavedNotebookMatchesJupytersLayout(t *testing.T) {
 		}
 		t.Fatalf("the re-saved notebook differs from byte %d:\nsaved: %.120q\norig:  %.120q", i, got[i:], orig[i:])
 	}
+}
+
+// TestAttachToExistingKernel attaches to a kernel started elsewhere by its
+// connection file: cells run on it, closing the workbench leaves it
+// running, and its death is reported, not "restarted".
+func TestAttachToExistingKernel(t *testing.T) {
+	bin := kiln(t)
+	p, err := jupyter.StartKernel(jupyter.StartOptions{Spec: jupyter.KernelSpec{
+		Argv: []string{bin, "kernel", "run", "-f", "{connection_file}"}, Language: "go", InterruptMode: "message"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Kill()
+	root := t.TempDir()
+	srv, err := workbench.New(context.Background(), workbench.Config{Root: root, Existing: p.ConnectionFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	srv.Subscribe(rec)
+	res := call(t, srv, "kernel.execute", map[string]any{"code": "attached := 6 * 7\nattached"}).(map[string]any)
+	if res["status"] != "ok" || !strings.Contains(fmt.Sprint(res["outputs"]), "42") {
+		t.Fatalf("execute on the attached kernel: %v", res)
+	}
+	if info := call(t, srv, "server.info", nil).(map[string]any); info["attached"] != true {
+		t.Errorf("server.info %v: want attached", info)
+	}
+	if _, err := callErr(srv, "kernel.restart", nil); err == nil {
+		t.Error("an attached kernel was restarted")
+	}
+	srv.Close()
+	select {
+	case <-p.Done():
+		t.Fatal("closing the workbench ended the attached kernel")
+	case <-time.After(300 * time.Millisecond):
+	}
+	// A second workbench on the same kernel sees the session's variables;
+	// when the kernel dies it says so and does not claim a restart.
+	srv, err = workbench.New(context.Background(), workbench.Config{Root: root, Existing: p.ConnectionFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	rec = &recorder{}
+	srv.Subscribe(rec)
+	if res := call(t, srv, "kernel.execute", map[string]any{"code": "attached + 1"}); !strings.Contains(fmt.Sprint(res), "43") {
+		t.Fatalf("the session's variable on re-attaching: %v", res)
+	}
+	p.Kill()
+	rec.await(t, "kernel.status", func(d map[string]any) bool {
+		return d["status"] == "dead" && strings.Contains(fmt.Sprint(d["message"]), "attached kernel died")
+	})
 }
