@@ -336,6 +336,19 @@ func (co *cellOutputs) add(m *jupyter.Message) {
 		}
 		return
 	}
+	// Consecutive text on the same stream is one output, as Jupyter keeps
+	// it: a training loop's log stays one block, and the notebook small.
+	if n := len(co.outs); n > 0 && out["output_type"] == "stream" {
+		last := co.outs[n-1]
+		prev, ok1 := last["text"].(string)
+		text, ok2 := out["text"].(string)
+		if ok1 && ok2 && last["output_type"] == "stream" && last["name"] == out["name"] {
+			merged := map[string]any{"output_type": "stream", "name": out["name"], "text": prev + text}
+			co.outs[n-1] = merged
+			co.publish("cell.output", map[string]any{"path": co.path, "cell_id": co.cell, "output": merged, "index": n - 1})
+			return
+		}
+	}
 	if id != "" {
 		co.ids[id] = append(co.ids[id], len(co.outs))
 	}

@@ -441,9 +441,15 @@ func TestOutputsStreamWhileTheCellRuns(t *testing.T) {
 		t.Errorf("variables.list during a running cell: %v, want a busy error", err)
 	}
 	res := <-done
-	if out := fmt.Sprint(res["outputs"]); res["status"] != "ok" || !strings.Contains(out, "first") || !strings.Contains(out, "second") {
-		t.Fatalf("execute: %v", res)
+	// The two lines, printed 3 s apart, are one stream output, as Jupyter
+	// keeps them.
+	outs, _ := res["outputs"].([]any)
+	if res["status"] != "ok" || len(outs) != 1 || outs[0].(map[string]any)["text"] != "first\nsecond\n" {
+		t.Fatalf("execute: %v, want one stream output \"first\\nsecond\\n\"", res)
 	}
+	rec.await(t, "cell.output", func(d map[string]any) bool {
+		return d["index"] == 0.0 && strings.Contains(fmt.Sprint(d["output"]), "first\nsecond")
+	})
 	rec.await(t, "cell.done", func(d map[string]any) bool { return d["cell_id"] == "sum" && d["status"] == "ok" })
 }
 
