@@ -305,6 +305,11 @@ func orEmpty(v any) any {
 	return v
 }
 
+// maxMergedStream bounds the stream text merged into one output, so a
+// long log costs copies of at most this much per message; past it, the
+// text goes on in a new output.
+const maxMergedStream = 64 << 10
+
 // cellOutputs collects one execution's outputs, applying display updates
 // in place, and publishes each as it comes.
 type cellOutputs struct {
@@ -342,7 +347,7 @@ func (co *cellOutputs) add(m *jupyter.Message) {
 		last := co.outs[n-1]
 		prev, ok1 := last["text"].(string)
 		text, ok2 := out["text"].(string)
-		if ok1 && ok2 && last["output_type"] == "stream" && last["name"] == out["name"] {
+		if ok1 && ok2 && last["output_type"] == "stream" && last["name"] == out["name"] && len(prev) < maxMergedStream {
 			merged := map[string]any{"output_type": "stream", "name": out["name"], "text": prev + text}
 			co.outs[n-1] = merged
 			co.publish("cell.output", map[string]any{"path": co.path, "cell_id": co.cell, "output": merged, "index": n - 1})
