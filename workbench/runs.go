@@ -104,7 +104,9 @@ func (f *runFollower) follow(ctx context.Context) {
 				r := f.runs[filepath.Dir(ev.Name)]
 				f.mu.Unlock()
 				if r != nil {
-					f.read(r)
+					if f.read(r) { // a new run replaced the log
+						f.publish("runs.changed", map[string]any{})
+					}
 					continue
 				}
 			}
