@@ -340,6 +340,17 @@ func TestRunsSnapshotUpdatesStopAndCheckpoints(t *testing.T) {
 	if got["index"] != float64(len(evs)) || !strings.Contains(fmt.Sprint(got["record"]), "99") {
 		t.Fatalf("late update %v, want index %d", got, len(evs))
 	}
+	// A new run replacing the log: runs.changed, and its records numbered
+	// from 0 again.
+	again := &recorder{}
+	cancelAgain := srv.Subscribe(again)
+	os.WriteFile(filepath.Join(runDir, "events.jsonl"), []byte("{\"kind\":\"start\",\"step\":0}\n"), 0o644)
+	again.await(t, "runs.changed", func(map[string]any) bool { return true })
+	again.await(t, "run.update", func(d map[string]any) bool { return d["index"] == 0.0 && d["dir"] == runDir })
+	cancelAgain()
+	if snap := call(t, srv, "runs.snapshot", map[string]any{"dir": runDir}).(map[string]any); snap["next"] != 1.0 {
+		t.Fatalf("snapshot of the replaced log: next %v, want 1", snap["next"])
+	}
 	// Stop writes the run's STOP file (train stops at its next step).
 	call(t, srv, "runs.stop", map[string]any{"dir": runDir})
 	if _, err := os.Stat(filepath.Join(runDir, train.StopFile)); err != nil {
