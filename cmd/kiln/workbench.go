@@ -49,12 +49,23 @@ func runWorkbench(args []string) error {
 		if desk := desktopBinary(self); desk != "" && hasDisplay() {
 			cmd := exec.Command(desk, desktopArgs(self, *root, *existing, runs)...)
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-			return cmd.Run()
+			started := time.Now()
+			err := cmd.Run()
+			if err == nil || time.Since(started) > desktopStartup {
+				return err
+			}
+			// It could not open its window (no GTK, a display it cannot use).
+			fmt.Fprintf(os.Stderr, "kiln workbench: the desktop app failed to start (%v); serving the UI to a browser instead\n", err)
+		} else {
+			fmt.Fprintln(os.Stderr, "kiln workbench: no display or no desktop app (kiln-workbench); serving the UI to a browser instead")
 		}
-		fmt.Fprintln(os.Stderr, "kiln workbench: no display or no desktop app (kiln-workbench); serving the UI to a browser instead")
 	}
 	return serveWorkbench(self, *addr, *root, *existing, runs)
 }
+
+// desktopStartup is how soon a failing desktop app counts as one that
+// could not start (then browser mode takes over) rather than one that ran.
+const desktopStartup = 5 * time.Second
 
 // desktopArgs are the desktop app's flags for the same workbench: it has
 // no --addr (it serves nobody over the network) and takes --kiln, the

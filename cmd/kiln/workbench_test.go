@@ -31,6 +31,23 @@ func TestMain(m *testing.M) {
 // requests without the token (/, /api/call, /ws) and answers those with it,
 // including live updates on the WebSocket, then stops cleanly on SIGINT.
 func TestWorkbenchBrowserFallbackAndToken(t *testing.T) {
+	checkWorkbenchCommand(t, t.TempDir(), []string{"DISPLAY=", "WAYLAND_DISPLAY="}, "no display or no desktop app")
+}
+
+// TestWorkbenchDesktopFailureFallsBack gives `kiln workbench` a display and
+// a kiln-workbench that fails at once: browser mode takes over.
+func TestWorkbenchDesktopFailureFallsBack(t *testing.T) {
+	bin := t.TempDir()
+	fake := "#!/bin/sh\necho 'panic: failed to init GTK' >&2\nexit 2\n"
+	if err := os.WriteFile(bin+"/kiln-workbench", []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	checkWorkbenchCommand(t, bin, []string{"DISPLAY=:99"}, "the desktop app failed to start")
+}
+
+// checkWorkbenchCommand runs `kiln workbench` with PATH=path and env, checks
+// that stderr says message, and checks browser mode's token protection.
+func checkWorkbenchCommand(t *testing.T, path string, env []string, message string) {
 	if testing.Short() {
 		t.Skip("starts a real kernel; skipped with -short")
 	}
@@ -40,7 +57,7 @@ func TestWorkbenchBrowserFallbackAndToken(t *testing.T) {
 	}
 	root := t.TempDir()
 	cmd := exec.Command(self, "workbench", "--addr", "127.0.0.1:0", "--root", root)
-	cmd.Env = append(os.Environ(), "KILN_TEST_MAIN=1", "DISPLAY=", "WAYLAND_DISPLAY=", "PATH="+root)
+	cmd.Env = append(append(os.Environ(), "KILN_TEST_MAIN=1", "PATH="+path), env...)
 	stdout, _ := cmd.StdoutPipe()
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
@@ -140,8 +157,8 @@ func TestWorkbenchBrowserFallbackAndToken(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Error("kiln workbench did not stop within 20 s of SIGINT")
 	}
-	if msg := <-errText; !strings.Contains(msg, "serving the UI to a browser instead") {
-		t.Errorf("no fallback message on stderr: %q", msg)
+	if msg := <-errText; !strings.Contains(msg, message) || !strings.Contains(msg, "serving the UI to a browser instead") {
+		t.Errorf("stderr %q: want the fallback message %q", msg, message)
 	}
 }
 
