@@ -329,6 +329,14 @@ func (s *Server) runMethods() map[string]method {
 			if err != nil {
 				return nil, err
 			}
+			f.read(r)
+			f.mu.Lock()
+			status := r.summary()["status"]
+			f.mu.Unlock()
+			if status != "running" {
+				// A STOP file would wait there for nothing (a new run removes it).
+				return nil, fmt.Errorf("%s is not running (%v)", r.dir, status)
+			}
 			if err := os.WriteFile(filepath.Join(r.dir, train.StopFile), []byte("stopped from the workbench\n"), 0o644); err != nil {
 				return nil, err
 			}

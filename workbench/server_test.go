@@ -351,7 +351,17 @@ func TestRunsSnapshotUpdatesStopAndCheckpoints(t *testing.T) {
 	if snap := call(t, srv, "runs.snapshot", map[string]any{"dir": runDir}).(map[string]any); snap["next"] != 1.0 {
 		t.Fatalf("snapshot of the replaced log: next %v, want 1", snap["next"])
 	}
-	// Stop writes the run's STOP file (train stops at its next step).
+	// Stop refuses a run that has ended, and writes a running run's STOP
+	// file (train stops at its next step).
+	ended := filepath.Join(root, "runs", "ended")
+	os.MkdirAll(ended, 0o755)
+	os.WriteFile(filepath.Join(ended, "events.jsonl"), []byte("{\"kind\":\"start\"}\n{\"kind\":\"end\",\"reason\":\"completed\"}\n"), 0o644)
+	if _, err := callErr(srv, "runs.stop", map[string]any{"dir": ended}); err == nil || !strings.Contains(err.Error(), "not running (completed)") {
+		t.Errorf("stopping an ended run: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(ended, train.StopFile)); err == nil {
+		t.Error("a STOP file was left in an ended run")
+	}
 	call(t, srv, "runs.stop", map[string]any{"dir": runDir})
 	if _, err := os.Stat(filepath.Join(runDir, train.StopFile)); err != nil {
 		t.Fatalf("no STOP file: %v", err)
