@@ -18,6 +18,7 @@ func init() {
 		"CheckpointIndexFile": reflect.ValueOf(constant.MakeFromLiteral("\"index.json\"", token.STRING, 0)),
 		"CheckpointsDir":      reflect.ValueOf(constant.MakeFromLiteral("\"checkpoints\"", token.STRING, 0)),
 		"ConfigFile":          reflect.ValueOf(constant.MakeFromLiteral("\"config.json\"", token.STRING, 0)),
+		"ErrStopFile":         reflect.ValueOf(&train.ErrStopFile).Elem(),
 		"EventCheckpoint":     reflect.ValueOf(train.EventCheckpoint),
 		"EventEnd":            reflect.ValueOf(train.EventEnd),
 		"EventEpoch":          reflect.ValueOf(train.EventEpoch),
@@ -38,6 +39,7 @@ func init() {
 		"StopCompleted":       reflect.ValueOf(train.StopCompleted),
 		"StopEarly":           reflect.ValueOf(train.StopEarly),
 		"StopFailed":          reflect.ValueOf(train.StopFailed),
+		"StopFile":            reflect.ValueOf(constant.MakeFromLiteral("\"STOP\"", token.STRING, 0)),
 
 		// type definitions
 		"CheckpointIndex": reflect.ValueOf((*train.CheckpointIndex)(nil)),
