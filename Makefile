@@ -77,6 +77,7 @@ bench: deps
 
 include backends/cpu/bench.mk
 include viz/assets.mk
+include frontend/frontend.mk
 
 lint: fmt-check vet staticcheck
 
@@ -98,3 +99,4 @@ fixtures: deps-fixtures
 clean:
 	rm -rf bin
 	rm -f viz/assets/echarts.min.js
+	rm -rf frontend/web/app
