@@ -40,6 +40,10 @@ const model = new ModelPanel(t, roots.model);
 const checkpoints = new CheckpointsPanel(t, roots.checkpoints);
 let current: Tab = "notebook";
 
+// The panels, for scripts and tests driving the page (the end-to-end test
+// adds cells with workbench.notebook.addCell).
+(window as any).workbench = { transport: t, notebook, devices, variables, runs, model, checkpoints, show: (n: Tab) => show(n) };
+
 function show(n: Tab) {
   current = n;
   for (const m of names) roots[m].hidden = m !== n;

@@ -265,8 +265,9 @@ export class Notebook {
     }
   }
 
-  addCell(type: "code" | "markdown", after?: Cell) {
-    const c = new Cell(this, newID(), type, "", [], null);
+  /** addCell adds a cell after the given one (or at the end) and returns it. */
+  addCell(type: "code" | "markdown", after?: Cell, source = ""): Cell {
+    const c = new Cell(this, newID(), type, source, [], null);
     const i = after ? this.cells.indexOf(after) + 1 : this.cells.length;
     this.cells.splice(i, 0, c);
     if (after) after.root.after(c.root);
