@@ -196,9 +196,9 @@ type page struct {
 }
 
 // eval runs a JavaScript expression and decodes its value into T.
-func eval[T any](p *page, js string) T {
+func eval[T any](p *page, js string, opts ...chromedp.EvaluateOption) T {
 	p.t.Helper()
-	v, err := chromedp.Run(p.ctx, chromedp.Evaluate[T](js))
+	v, err := chromedp.Run(p.ctx, chromedp.Evaluate[T](js, opts...))
 	if err != nil {
 		p.screenshot("failed")
 		p.t.Fatalf("evaluating %s: %v", js, err)
@@ -481,7 +481,8 @@ fmt.Println("run ended:", res.Reason, err)`
 	done = step("checkpoint export")
 	out := filepath.Join(t.TempDir(), "exported.safetensors")
 	p.tab("checkpoints")
-	eval[bool](p, `workbench.checkpoints.select(`+js(runDir)+`).then(() => true)`)
+	p.wait("the run among the checkpoints' runs", `Array.from(document.querySelectorAll("#ckpt-run option")).some(o => o.value.endsWith("mnist-e2e")) || (workbench.checkpoints.refresh(), false)`, 30*time.Second)
+	eval[bool](p, `workbench.checkpoints.select(Array.from(document.querySelectorAll("#ckpt-run option")).find(o => o.value.endsWith("mnist-e2e")).value).then(() => true)`, chromedp.EvalAwaitPromise)
 	p.wait("the run's checkpoints", `document.querySelector('.ckpt-row[data-damaged="false"]')`, 30*time.Second)
 	eval[bool](p, `document.querySelector("#ckpt-out").value = `+js(out)+`, document.querySelector('.ckpt-row[data-damaged="false"] .ckpt-export').click(), true`)
 	p.wait("the export", `document.querySelector("#ckpt-result").dataset.state === "done"`, 60*time.Second)
@@ -505,7 +506,7 @@ fmt.Println("run ended:", res.Reason, err)`
 		writeFile(t, m, "not a safetensors file")
 	}
 	p.wait("the damaged run", `Array.from(document.querySelectorAll("#ckpt-run option")).some(o => o.value.endsWith("damaged-e2e")) || (workbench.checkpoints.refresh(), false)`, 30*time.Second)
-	eval[bool](p, `workbench.checkpoints.select(Array.from(document.querySelectorAll("#ckpt-run option")).find(o => o.value.endsWith("damaged-e2e")).value).then(() => true)`)
+	eval[bool](p, `workbench.checkpoints.select(Array.from(document.querySelectorAll("#ckpt-run option")).find(o => o.value.endsWith("damaged-e2e")).value).then(() => true)`, chromedp.EvalAwaitPromise)
 	p.wait("the damaged checkpoint's error", `document.querySelector('.ckpt-row[data-damaged="true"] .ckpt-error') && document.querySelector('.ckpt-row[data-damaged="true"] .ckpt-error').textContent.length > 0`, 30*time.Second)
 	p.screenshot("checkpoint-damaged")
 	done()
