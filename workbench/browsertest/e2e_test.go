@@ -362,7 +362,9 @@ func TestBrowserEndToEnd(t *testing.T) {
 		}
 	}
 	t.Logf("01-tensors: %d code cells, %d with output, %d failed", code, withOutput, len(failed))
-	if withOutput < code*2/3 {
+	// Every code cell of the notebook prints or shows something; a cell's
+	// old outputs are cleared when it runs, so these are the new ones.
+	if withOutput < code-1 {
 		t.Errorf("only %d of %d code cells show output", withOutput, code)
 	}
 	if len(failed) != 1 || !strings.Contains(failed[0].Text, "panic") || failed[0].Errors != 1 {
