@@ -118,7 +118,9 @@ func startWorkbench(t *testing.T) *workbench {
 	})
 	urlRE := regexp.MustCompile(`http://127\.0\.0\.1:\d+/\?token=[A-Za-z0-9_\-]+`)
 	found := make(chan string, 1)
+	scanned := make(chan struct{})
 	go func() {
+		defer close(scanned)
 		sc := bufio.NewScanner(pr)
 		sent := false
 		for sc.Scan() {
@@ -133,6 +135,10 @@ func startWorkbench(t *testing.T) *workbench {
 	select {
 	case w.url = <-found:
 	case <-done:
+		<-scanned
+		if strings.Contains(w.log.String(), `unknown command "workbench"`) {
+			t.Skip("this kiln has no workbench command (the engine, package workbench, is not merged): end-to-end test skipped")
+		}
 		t.Fatalf("kiln workbench exited before printing its URL:\n%s", w.log.String())
 	case <-time.After(90 * time.Second):
 		t.Fatalf("kiln workbench printed no URL in 90 s:\n%s", w.log.String())
