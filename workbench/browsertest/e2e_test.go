@@ -121,7 +121,9 @@ func startWorkbench(t *testing.T) *workbench {
 	scanned := make(chan struct{})
 	go func() {
 		defer close(scanned)
+		defer io.Copy(w.log, pr) // a line too long for the scanner: keep draining
 		sc := bufio.NewScanner(pr)
+		sc.Buffer(nil, 1<<20)
 		sent := false
 		for sc.Scan() {
 			line := sc.Text()
