@@ -274,6 +274,22 @@ func TestUIAgainstFakeEngine(t *testing.T) {
 		t.Errorf("%s editor lines marked, want 1", got)
 	}
 
+	// Typing in a code cell completes from the kernel.
+	eval(`(v => (v.dispatch({changes: {from: 0, to: v.state.doc.length, insert: "fmt.P"}, selection: {anchor: 5}}), v.focus(), 1))(workbench.notebook.cells[1].view)`)
+	if _, err := chromedp.Run(ctx, chromedp.KeyEvent("r")); err != nil {
+		t.Fatal(err)
+	}
+	wait("the completion list", `document.querySelector(".cm-tooltip-autocomplete")`)
+	if got := eval(`document.querySelector(".cm-tooltip-autocomplete").textContent`); !strings.Contains(got, "Println") {
+		t.Errorf("completions %q, want Println from kernel.complete", got)
+	}
+	f.mu.Lock()
+	complete := string(f.params["kernel.complete"])
+	f.mu.Unlock()
+	if !strings.Contains(complete, `"code":"fmt.Pr"`) || !strings.Contains(complete, `"cursor":6`) {
+		t.Errorf("kernel.complete got %s", complete)
+	}
+
 	// A notebook that cannot be opened shows the engine's error and keeps the open one.
 	eval(`workbench.notebook.open("bad.ipynb")`)
 	wait("the open error", `!document.querySelector("#nb-error").hidden`)
