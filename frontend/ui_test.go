@@ -142,6 +142,24 @@ func (f *fakeEngine) call(method string, params json.RawMessage) (any, error) {
 		return map[string]any{"devices": []any{
 			map[string]any{"name": "cpu", "kind": "cpu", "memory": 1 << 30, "cores": 2, "default": def == "cpu"},
 			map[string]any{"name": "strict", "kind": "strict", "default": def == "strict"}}}, nil
+	case "variables.list":
+		return map[string]any{"variables": []any{
+			map[string]any{"name": "net", "type": "nn.Sequential", "params": 25450},
+			map[string]any{"name": "x", "type": "*tensor.Tensor", "shape": []int{2, 3}, "dtype": "float32", "device": "cpu", "bytes": 24}}}, nil
+	case "model.tree", "model.graph":
+		if p["name"] != "net" {
+			return nil, fmt.Errorf("%v is not a model", p["name"])
+		}
+		if method == "model.tree" {
+			return map[string]any{"html": "<ul class=tree><li>Sequential<ul><li>Linear(784, 32)</li></ul></li></ul>"}, nil
+		}
+		return map[string]any{"svg": `<svg xmlns="http://www.w3.org/2000/svg" width="100" height="40"><text x="5" y="20">Linear</text></svg>`}, nil
+	case "checkpoints.list":
+		return []any{
+			map[string]any{"path": "/runs/r1/checkpoints/epoch-0001-step-000020", "epoch": 1, "step": 20, "metrics": map[string]any{"valid.loss": 0.5}},
+			map[string]any{"path": "/runs/r1/checkpoints/epoch-0002-step-000040", "epoch": 2, "step": 40, "error": "checkpoint: model.safetensors: sha256 mismatch"}}, nil
+	case "checkpoints.export":
+		return map[string]any{"out": p["out"], "bytes": 1234}, nil
 	case "runs.list":
 		return []any{map[string]any{"dir": "/runs/r1", "name": "r1", "status": "running", "epochs": 0, "step": 0}}, nil
 	case "runs.snapshot":
@@ -305,6 +323,31 @@ func TestUIAgainstFakeEngine(t *testing.T) {
 	wait("devices", `document.querySelector('.device-row[data-device="strict"] .device-use')`)
 	eval(`document.querySelector('.device-row[data-device="strict"] .device-use').click()`)
 	wait("strict as default", `document.querySelector('.device-row[data-device="strict"]').dataset.default === "true"`)
+
+	// Variables, model views, checkpoints.
+	eval(`document.querySelector('.tab[data-tab="variables"]').click()`)
+	wait("the variables", `document.querySelector('.var-row[data-name="x"]')`)
+	if got := eval(`document.querySelector('.var-row[data-name="x"]').innerText`); !strings.Contains(got, "[2, 3]") || !strings.Contains(got, "24 B") {
+		t.Errorf("variable x shows %q", got)
+	}
+	eval(`document.querySelector('.tab[data-tab="model"]').click()`)
+	eval(`document.querySelector("#model-name").value = "nope", document.querySelector("#model-show").click()`)
+	wait("the model error", `!document.querySelector("#model-error").hidden`)
+	eval(`document.querySelector("#model-name").value = "net", document.querySelector("#model-show").click()`)
+	wait("the model views", `document.querySelector("#model-graph svg") && document.querySelector("#model-tree li") && document.querySelector("#model-error").hidden`)
+	eval(`document.querySelector('.tab[data-tab="checkpoints"]').click()`)
+	wait("the checkpoints", `document.querySelectorAll(".ckpt-row").length === 2`)
+	if got := eval(`document.querySelector('.ckpt-row[data-damaged="true"] .ckpt-error').textContent`); !strings.Contains(got, "sha256") {
+		t.Errorf("damaged checkpoint shows %q", got)
+	}
+	eval(`document.querySelector("#ckpt-out").value = "/tmp/x.safetensors", document.querySelector('.ckpt-row[data-damaged="false"] .ckpt-export').click()`)
+	wait("the export", `document.querySelector("#ckpt-result").dataset.state === "done"`)
+	f.mu.Lock()
+	export := string(f.params["checkpoints.export"])
+	f.mu.Unlock()
+	if !strings.Contains(export, `"path":"/runs/r1/checkpoints/epoch-0001-step-000020"`) || !strings.Contains(export, `"format":"safetensors"`) || !strings.Contains(export, `"out":"/tmp/x.safetensors"`) {
+		t.Errorf("checkpoints.export got %s", export)
+	}
 
 	// Runs: updates every 20 ms chart while they stream.
 	eval(`document.querySelector('.tab[data-tab="runs"]').click()`)
