@@ -85,6 +85,12 @@ func (f *fakeEngine) ws(w http.ResponseWriter, r *http.Request) {
 	}()
 }
 
+// scrollThroughJS scrolls the page from top to bottom and back, a screen at
+// a time, and resolves to true.
+const scrollThroughJS = `(async () => { const h = document.documentElement.scrollHeight;
+for (let y = 0; y < h; y += innerHeight / 2) { scrollTo(0, y); await new Promise(r => requestAnimationFrame(() => setTimeout(r, 20))); }
+scrollTo(0, 0); await new Promise(r => setTimeout(r, 50)); return true; })()`
+
 var fakeCells = []map[string]any{
 	{"id": "md1", "cell_type": "markdown", "source": "# Title\n\nSome *text*."},
 	{"id": "c1", "cell_type": "code", "source": "fmt.Println(1)", "outputs": []any{
@@ -108,6 +114,18 @@ func (f *fakeEngine) call(method string, params json.RawMessage) (any, error) {
 	case "notebook.open":
 		if p["path"] == "bad.ipynb" {
 			return nil, fmt.Errorf("notebook bad.ipynb: invalid JSON at offset 12")
+		}
+		if p["path"] == "notebooks/01-tensors.ipynb" { // a real notebook with its saved outputs
+			b, err := os.ReadFile(filepath.Join("..", "notebooks", "01-tensors.ipynb"))
+			if err != nil {
+				return nil, err
+			}
+			var nb map[string]any
+			if err := json.Unmarshal(b, &nb); err != nil {
+				return nil, err
+			}
+			nb["path"] = p["path"]
+			return nb, nil
 		}
 		return map[string]any{"path": p["path"], "cells": fakeCells}, nil
 	case "notebook.update", "notebook.save", "devices.set", "runs.stop", "kernel.interrupt", "kernel.restart":
@@ -236,6 +254,22 @@ func TestUIAgainstFakeEngine(t *testing.T) {
 			}
 		}
 	}
+	shoot := func(name string) {
+		// Scrolled through first: editors measure their lines once seen.
+		chromedp.Run(ctx, chromedp.Evaluate[bool](scrollThroughJS, chromedp.EvalAwaitPromise))
+		shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(80))
+		if err != nil {
+			t.Logf("screenshot: %v", err)
+			return
+		}
+		dir := filepath.Join("..", "bin", "screenshots")
+		if d := os.Getenv("KILN_SCREENSHOTS"); d != "" {
+			dir = d
+		}
+		if os.MkdirAll(dir, 0o755) == nil {
+			os.WriteFile(filepath.Join(dir, name+".jpg"), shot, 0o644)
+		}
+	}
 	if _, err := chromedp.Run(ctx, chromedp.Navigate(srv.URL+"/?token=abc&notebook=a.ipynb")); err != nil {
 		t.Fatal(err)
 	}
@@ -307,6 +341,23 @@ func TestUIAgainstFakeEngine(t *testing.T) {
 	if !strings.Contains(complete, `"code":"fmt.Pr"`) || !strings.Contains(complete, `"cursor":6`) {
 		t.Errorf("kernel.complete got %s", complete)
 	}
+
+	// A real notebook's saved outputs all render.
+	eval(`workbench.notebook.open("notebooks/01-tensors.ipynb")`)
+	wait("01-tensors", `workbench.notebook.path === "notebooks/01-tensors.ipynb"`)
+	var nbCode, nbShown, nbErrors int
+	fmt.Sscan(eval(`workbench.notebook.cells.filter(c => c.type === "code").length`), &nbCode)
+	fmt.Sscan(eval(`workbench.notebook.cells.filter(c => c.type === "code" && c.root.querySelector(".output")).length`), &nbShown)
+	fmt.Sscan(eval(`document.querySelectorAll("#cells .output-error").length`), &nbErrors)
+	if nbCode < 10 || nbShown != nbCode || nbErrors != 1 {
+		t.Errorf("01-tensors: %d code cells, %d showing outputs, %d errors; want all shown and the one panic", nbCode, nbShown, nbErrors)
+	}
+	if got := eval(`document.querySelectorAll('#cells .cell[data-cell-type="markdown"] .md-view h1, #cells .cell[data-cell-type="markdown"] .md-view h2').length`); got == "0" {
+		t.Error("01-tensors: no Markdown heading rendered")
+	}
+	shoot("frontend-notebook")
+	eval(`workbench.notebook.open("a.ipynb")`)
+	wait("a.ipynb again", `workbench.notebook.path === "a.ipynb"`)
 
 	// A notebook that cannot be opened shows the engine's error and keeps the open one.
 	eval(`workbench.notebook.open("bad.ipynb")`)
@@ -405,13 +456,5 @@ func TestUIAgainstFakeEngine(t *testing.T) {
 	if got := eval(`document.querySelector("#restart-notice").textContent`); !strings.Contains(got, "restarted") {
 		t.Errorf("restart notice %q", got)
 	}
-	if shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(80)); err == nil {
-		dir := filepath.Join("..", "bin", "screenshots")
-		if d := os.Getenv("KILN_SCREENSHOTS"); d != "" {
-			dir = d
-		}
-		if os.MkdirAll(dir, 0o755) == nil {
-			os.WriteFile(filepath.Join(dir, "frontend-fake-engine.jpg"), shot, 0o644)
-		}
-	}
+	shoot("frontend-fake-engine")
 }

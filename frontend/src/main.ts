@@ -54,6 +54,7 @@ function show(n: Tab) {
   if (n === "runs") runs.refresh();
   if (n === "checkpoints") checkpoints.refresh();
   if (n === "runs") window.dispatchEvent(new Event("resize"));
+  if (n === "notebook") notebook.remeasure();
 }
 
 notebook.onCellDone = () => {

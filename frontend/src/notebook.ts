@@ -67,7 +67,8 @@ class Cell {
     source: string,
     outputs: Output[],
     count: number | null,
-    public metadata: Record<string, unknown> = {},
+    public metadata: Record<string, unknown>,
+    place: (root: HTMLElement) => void,
   ) {
     this.outputs = outputs;
     this.count = count;
@@ -87,6 +88,7 @@ class Cell {
     this.mdView.ondblclick = () => this.editMarkdown(true);
     this.outArea = el("div", { class: "cell-outputs" });
     this.root.append(bar, editor, this.mdView, this.outArea);
+    place(this.root); // attached before the editor exists, so it measures real line heights
     const runKeys = Prec.highest(
       keymap.of([
         { key: "Shift-Enter", run: () => (nb.runCell(this, true), true) },
@@ -98,7 +100,6 @@ class Cell {
       runKeys,
       basicSetup,
       errorLineField,
-      EditorView.lineWrapping,
       EditorView.updateListener.of((u) => {
         if (u.docChanged) nb.changed();
       }),
@@ -223,17 +224,25 @@ export class Notebook {
       this.select.value = this.path;
       document.getElementById("nb-path")!.textContent = this.path;
       this.cells.forEach((c) => c.view.destroy());
+      this.list.replaceChildren();
+      const place = (root: HTMLElement) => this.list.append(root);
       this.cells = (nb.cells ?? []).map(
         (c) =>
-          new Cell(this, c.id || newID(), c.cell_type, joinSource(c.source), c.outputs ?? [], c.execution_count ?? null, (c.metadata as any) ?? {}),
+          new Cell(this, c.id || newID(), c.cell_type, joinSource(c.source), c.outputs ?? [], c.execution_count ?? null, (c.metadata as any) ?? {}, place),
       );
-      this.list.replaceChildren(...this.cells.map((c) => c.root));
+      this.remeasure();
       this.list.dataset.path = this.path;
       this.showError("");
       this.saved.textContent = "";
     } catch (e) {
       this.showError(`cannot open ${path}: ${errText(e)}`);
     }
+  }
+
+  /** remeasure makes the editors measure themselves again (they were
+   *  created before being attached, or while their panel was hidden). */
+  remeasure() {
+    requestAnimationFrame(() => this.cells.forEach((c) => c.view.requestMeasure()));
   }
 
   changed() {
@@ -267,11 +276,9 @@ export class Notebook {
 
   /** addCell adds a cell after the given one (or at the end) and returns it. */
   addCell(type: "code" | "markdown", after?: Cell, source = ""): Cell {
-    const c = new Cell(this, newID(), type, source, [], null);
+    const c = new Cell(this, newID(), type, source, [], null, {}, (root) => (after ? after.root.after(root) : this.list.append(root)));
     const i = after ? this.cells.indexOf(after) + 1 : this.cells.length;
     this.cells.splice(i, 0, c);
-    if (after) after.root.after(c.root);
-    else this.list.append(c.root);
     c.view.focus();
     this.changed();
     return c;

@@ -235,6 +235,8 @@ func (p *page) wait(what, js string, timeout time.Duration) {
 const errorsJS = `Array.from(document.querySelectorAll(".error-box:not([hidden]), #restart-notice:not([hidden])")).map(e => e.id + ": " + e.textContent).join(" | ")`
 
 func (p *page) screenshot(name string) {
+	// Scrolled through first: editors measure their lines once seen.
+	chromedp.Run(p.ctx, chromedp.Evaluate[bool](scrollThroughJS, chromedp.EvalAwaitPromise))
 	b, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(80))
 	if err != nil {
 		p.t.Logf("screenshot %s: %v", name, err)
@@ -250,6 +252,12 @@ func js(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// scrollThroughJS scrolls the page from top to bottom and back, a screen at
+// a time, and resolves to true.
+const scrollThroughJS = `(async () => { const h = document.documentElement.scrollHeight;
+for (let y = 0; y < h; y += innerHeight / 2) { scrollTo(0, y); await new Promise(r => requestAnimationFrame(() => setTimeout(r, 20))); }
+scrollTo(0, 0); await new Promise(r => setTimeout(r, 50)); return true; })()`
 
 // cellState is a cell as the page shows it.
 type cellState struct {
