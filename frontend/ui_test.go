@@ -29,6 +29,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
 
@@ -457,4 +459,82 @@ func TestUIAgainstFakeEngine(t *testing.T) {
 		t.Errorf("restart notice %q", got)
 	}
 	shoot("frontend-fake-engine")
+}
+
+// wailsShimJS stands in for the desktop app's injected bindings: App.Call
+// answers through the fake engine's HTTP API (the result JSON, unwrapped,
+// as the bound Go method returns it) and EventsOn keeps the handlers, which
+// the test then calls as Wails would.
+const wailsShimJS = `window.go = {main: {App: {Call: async (method, params) => {
+  window.wailsCalls = (window.wailsCalls || []).concat([method]);
+  const r = await fetch("/api/call/" + method, {method: "POST", body: params});
+  const b = await r.json();
+  if (b.error !== undefined) throw b.error;
+  return JSON.stringify(b.result);
+}}}};
+window.wailsHandlers = {};
+window.runtime = {EventsOn: (name, fn) => { (window.wailsHandlers[name] = window.wailsHandlers[name] || []).push(fn); return () => {}; }};`
+
+func TestUIWailsTransport(t *testing.T) {
+	if !Built() {
+		t.Skip("the workbench UI is not built (run make assets): UI test skipped")
+	}
+	chromium := "/usr/bin/chromium"
+	if p := os.Getenv("KILN_CHROMIUM"); p != "" {
+		chromium = p
+	}
+	if _, err := os.Stat(chromium); err != nil {
+		t.Skipf("no chromium at %s: UI test skipped", chromium)
+	}
+	f := &fakeEngine{params: map[string]json.RawMessage{}}
+	srv := httptest.NewServer(f.handler())
+	defer srv.Close()
+	actx, acancel := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()))
+	defer acancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel2 := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel2()
+	addShim := func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: wailsShimJS})
+		return chromedp.Void{}, err
+	}
+	if err := chromedp.Do(ctx, addShim); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/?notebook=a.ipynb")); err != nil {
+		t.Fatal(err)
+	}
+	wait := func(what, js string) {
+		t.Helper()
+		for end := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if v, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+js+")")); err == nil && v {
+				return
+			}
+			if time.Now().After(end) {
+				t.Fatalf("waiting for %s: %s", what, js)
+			}
+		}
+	}
+	wait("the page", `document.body.dataset.ready === "true"`)
+	if v, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.dataset.transport`)); v != "wails" {
+		t.Errorf("transport %q, want wails", v)
+	}
+	wait("the notebook through App.Call", `document.querySelectorAll("#cells .cell").length === 2 && window.wailsCalls.includes("notebook.open")`)
+	// A bound call's error reaches the UI.
+	chromedp.Run(ctx, chromedp.Evaluate[bool](`workbench.notebook.open("bad.ipynb"), true`))
+	wait("the open error", `document.querySelector("#nb-error").textContent.includes("invalid JSON")`)
+	// Wails events drive the UI like WebSocket frames.
+	chromedp.Run(ctx, chromedp.Evaluate[bool](`window.wailsHandlers.workbench.forEach(fn => fn({topic: "kernel.status", data: {status: "busy", restarts: 0}})), true`))
+	wait("the busy status", `document.querySelector("#kernel-status").dataset.status === "busy"`)
+	f.mu.Lock()
+	n := len(f.conns)
+	f.mu.Unlock()
+	if n != 0 {
+		t.Errorf("the Wails transport opened %d WebSockets, want none", n)
+	}
 }

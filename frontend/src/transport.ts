@@ -43,8 +43,11 @@ class WailsTransport implements Transport {
     hook();
   }
   async call<T>(method: string, params: unknown = {}): Promise<T> {
+    // The bindings may be installed just after this script starts.
+    for (let i = 0; !window.go?.main?.App && i < 100; i++) await new Promise((r) => setTimeout(r, 50));
+    if (!window.go?.main?.App) throw new Error(`${method}: the desktop app's bindings (window.go.main.App) are missing`);
     try {
-      const out = await window.go!.main!.App!.Call(method, JSON.stringify(params ?? {}));
+      const out = await window.go.main.App.Call(method, JSON.stringify(params ?? {}));
       return (out === "" ? null : JSON.parse(out)) as T;
     } catch (e: any) {
       throw new Error(typeof e === "string" ? e : e?.message ?? String(e));
@@ -121,7 +124,9 @@ class HTTPTransport implements Transport {
   }
 }
 
-/** connect picks the Wails transport inside the desktop app, else HTTP. */
+/** connect picks the Wails transport inside the desktop app (its bindings,
+ *  its wails: URL or its runtime are there), else HTTP + WebSocket. */
 export function connect(): Transport {
-  return window.go?.main?.App ? new WailsTransport() : new HTTPTransport();
+  const wails = window.go?.main?.App || location.protocol === "wails:" || (window as any).wails !== undefined;
+  return wails ? new WailsTransport() : new HTTPTransport();
 }
