@@ -408,11 +408,11 @@ func TestBrowserEndToEnd(t *testing.T) {
 	p.wait("strict to be the default", `document.querySelector('.device-row[data-device^="strict"]').dataset.default === "true"`, 30*time.Second)
 	p.screenshot("devices")
 	p.tab("notebook")
-	c := p.run("dev, _ := tensor.DefaultDevice()\nx := tensor.Ones(dev, 2, 3)\nfmt.Println(\"device:\", x.Device())", 60*time.Second)
+	c := p.run(deviceCell, 60*time.Second)
 	if c.State != "ok" || !strings.Contains(c.Text, "device: strict") {
 		t.Errorf("after choosing strict the cell's tensor is not on it: state %s, output %q", c.State, c.Text)
 	}
-	deviceCell := c
+	deviceOut := c
 	p.tab("devices")
 	p.wait("the cpu device", `document.querySelector('.device-row[data-device^="cpu"]')`, 30*time.Second)
 	eval[bool](p, `document.querySelector('.device-row[data-device^="cpu"] .device-use').click(), true`)
@@ -422,7 +422,7 @@ func TestBrowserEndToEnd(t *testing.T) {
 
 	// A model: its tree and graph.
 	done = step("model views")
-	c = p.run("ad := tensor.CPU().Autodiff()\nad.Seed(1)\nnet := nn.NewSequential(nn.NewLinear(ad, 784, 32), nn.ReLU{}, nn.NewLinear(ad, 32, 10))\nfmt.Println(\"model ready\")", 60*time.Second)
+	c = p.run(modelCell, 60*time.Second)
 	if c.State != "ok" {
 		t.Fatalf("the model cell failed: %s", c.Text)
 	}
@@ -439,31 +439,7 @@ func TestBrowserEndToEnd(t *testing.T) {
 	// A short MNIST run from a cell: the chart gains points while it runs; Stop cancels it.
 	done = step("MNIST run and stop")
 	runDir := filepath.Join(w.runs, "mnist-e2e")
-	mnist := `mnistDir, err := data.MNISTDir()
-if err != nil {
-	panic(err)
-}
-trainSet, testSet, err := data.LoadMNIST(mnistDir)
-if err != nil {
-	panic(err)
-}
-trainSet = trainSet.Subset(2000)
-testSet = testSet.Subset(200)
-trainSet.Standardize, testSet.Standardize = true, true
-trainLoader, err := data.NewLoader(trainSet, data.LoaderConfig{BatchSize: 20, Shuffle: true, Seed: 1, Device: tensor.CPU()})
-if err != nil {
-	panic(err)
-}
-validLoader, err := data.NewLoader(testSet, data.LoaderConfig{BatchSize: 200, Device: tensor.CPU()})
-if err != nil {
-	panic(err)
-}
-ck := train.NewCheckpoints()
-ck.EverySteps = 20
-sup := &train.Supervised{Config: train.Config{Epochs: 100, LogEvery: 2, RunDir: ` + js(runDir) + `},
-	Train: trainLoader, Valid: validLoader, Checkpoint: ck}
-res, err := sup.Fit(context.Background(), &train.Learner{Model: net, Optimizer: optim.NewAdamW(optim.AdamWConfig{LR: 0.001})})
-fmt.Println("run ended:", res.Reason, err)`
+	mnist := mnistCell(runDir)
 	id := eval[string](p, `workbench.notebook.addCell("code", undefined, `+js(mnist)+`).id`)
 	cellSel := `document.querySelector('[data-cell-id=` + js(id) + `]')`
 	eval[bool](p, cellSel+`.querySelector(".cell-run").click(), true`)
@@ -540,7 +516,7 @@ fmt.Println("run ended:", res.Reason, err)`
 	// A goroutine panic kills the kernel: a restart notice, the notebook intact, the next cell runs.
 	done = step("kernel crash and restart")
 	cellsBefore := p.cells()
-	id = eval[string](p, `workbench.notebook.addCell("code", undefined, "go func() { panic(\"boom in a goroutine\") }()\ntime.Sleep(5 * time.Second)").id`)
+	id = eval[string](p, `workbench.notebook.addCell("code", undefined, `+js(crashCell)+`).id`)
 	eval[bool](p, `document.querySelector('[data-cell-id=`+js(id)+`] .cell-run').click(), true`)
 	p.wait("the restart notice", `!document.querySelector("#restart-notice").hidden`, 120*time.Second)
 	p.wait("the kernel back to idle", `document.querySelector("#kernel-status").dataset.status === "idle"`, 120*time.Second)
@@ -550,8 +526,8 @@ fmt.Println("run ended:", res.Reason, err)`
 		t.Errorf("%d cells before the crash, %d after, want one more (the crashing cell)", len(cellsBefore), len(cellsAfter))
 	}
 	for _, c := range cellsAfter {
-		if c.ID == deviceCell.ID && c.Text != deviceCell.Text {
-			t.Errorf("the device cell's output changed across the restart: %q, was %q", c.Text, deviceCell.Text)
+		if c.ID == deviceOut.ID && c.Text != deviceOut.Text {
+			t.Errorf("the device cell's output changed across the restart: %q, was %q", c.Text, deviceOut.Text)
 		}
 	}
 	c = p.run("fmt.Println(6 * 7)", 60*time.Second)
@@ -560,6 +536,45 @@ fmt.Println("run ended:", res.Reason, err)`
 	}
 	done()
 	p.screenshot("final")
+}
+
+// The cells the test runs in a scratch notebook.
+const (
+	deviceCell = "dev, _ := tensor.DefaultDevice()\nx := tensor.Ones(dev, 2, 3)\nfmt.Println(\"device:\", x.Device())"
+	modelCell  = "ad := tensor.CPU().Autodiff()\nad.Seed(1)\nnet := nn.NewSequential(nn.NewLinear(ad, 784, 32), nn.ReLU{}, nn.NewLinear(ad, 32, 10))\nfmt.Println(\"model ready\")"
+	crashCell  = "go func() { panic(\"boom in a goroutine\") }()\ntime.Sleep(5 * time.Second)"
+)
+
+// mnistCell trains the model cell's net on 2000 MNIST images, logging
+// every 5 steps (tens of records a second on an idle machine) and
+// checkpointing every 200, for 1000 epochs: far longer than the test waits
+// before pressing Stop.
+func mnistCell(runDir string) string {
+	return fmt.Sprintf(`mnistDir, err := data.MNISTDir()
+if err != nil {
+	panic(err)
+}
+trainSet, testSet, err := data.LoadMNIST(mnistDir)
+if err != nil {
+	panic(err)
+}
+trainSet = trainSet.Subset(2000)
+testSet = testSet.Subset(200)
+trainSet.Standardize, testSet.Standardize = true, true
+trainLoader, err := data.NewLoader(trainSet, data.LoaderConfig{BatchSize: 20, Shuffle: true, Seed: 1, Device: tensor.CPU()})
+if err != nil {
+	panic(err)
+}
+validLoader, err := data.NewLoader(testSet, data.LoaderConfig{BatchSize: 200, Device: tensor.CPU()})
+if err != nil {
+	panic(err)
+}
+ck := train.NewCheckpoints()
+ck.EverySteps = 200
+sup := &train.Supervised{Config: train.Config{Epochs: 1000, LogEvery: 5, RunDir: %q},
+	Train: trainLoader, Valid: validLoader, Checkpoint: ck}
+res, err := sup.Fit(context.Background(), &train.Learner{Model: net, Optimizer: optim.NewAdamW(optim.AdamWConfig{LR: 0.001})})
+fmt.Println("run ended:", res.Reason, err)`, runDir)
 }
 
 // copyDir copies a directory tree.
