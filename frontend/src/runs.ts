@@ -54,6 +54,7 @@ class RunData {
   batch = 0;
   step = 0;
   status = "running";
+  stopping = false; // Stop was pressed; the run has not ended yet
   error = "";
   private lastStep: { t: number; step: number; samples: number; epoch: number } | null = null;
 
@@ -273,8 +274,13 @@ export class RunsPanel {
       ...this.shown.map((d) => {
         const { frac, eta } = d.progress();
         const stop = el("button", { class: "run-stop", "data-dir": d.dir }, "Stop");
-        stop.onclick = () => this.stop(d.dir);
-        if (d.status !== "running") stop.setAttribute("disabled", "");
+        stop.onclick = () => {
+          d.stopping = true;
+          this.stop(d.dir);
+          this.draw();
+        };
+        if (d.status !== "running" || d.stopping) stop.setAttribute("disabled", "");
+        if (d.stopping && d.status === "running") stop.textContent = "Stopping…";
         const bar = el("progress", { max: "1", value: String(frac) });
         const text =
           `${d.name}: ${d.status}` +
