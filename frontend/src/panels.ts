@@ -188,6 +188,11 @@ export class CheckpointsPanel {
   async list() {
     const dir = this.run.value;
     this.body.replaceChildren();
+    if (this.result.dataset.dir !== dir) {
+      this.result.textContent = "";
+      delete this.result.dataset.state;
+    }
+    this.result.dataset.dir = dir;
     if (!dir) return;
     try {
       const cks = (await this.t.call<any[]>("checkpoints.list", { dir })) ?? [];

@@ -89,11 +89,16 @@ class RunData {
         if (r.batch) this.batch = r.batch;
         for (const [k, v] of Object.entries(r.metrics ?? {})) this.add(k, "train", [r.step, num(v)]);
         if (r.lr) this.add("learning rate", "lr", [r.step, r.lr]);
-        if (this.lastStep && isFinite(t) && t > this.lastStep.t && r.epoch === this.lastStep.epoch && r.samples != null) {
-          const rate = (r.samples - this.lastStep.samples) / (t - this.lastStep.t);
-          if (rate >= 0) this.add("throughput (samples/s)", "samples/s", [r.step, rate]);
+        // Samples per second over at least half a second of the same
+        // epoch (records come faster than the clock is worth reading).
+        if (isFinite(t) && r.samples != null) {
+          const a = this.lastStep;
+          if (!a || a.epoch !== r.epoch || r.samples < a.samples) this.lastStep = { t, step: r.step, samples: r.samples, epoch: r.epoch };
+          else if (t - a.t >= 0.5) {
+            this.add("throughput (samples/s)", "samples/s", [r.step, (r.samples - a.samples) / (t - a.t)]);
+            this.lastStep = { t, step: r.step, samples: r.samples, epoch: r.epoch };
+          }
         }
-        if (isFinite(t) && r.samples != null) this.lastStep = { t, step: r.step, samples: r.samples, epoch: r.epoch };
         break;
       }
       case "epoch": {
