@@ -92,7 +92,7 @@ export class VariablesPanel {
             { class: "var-row", "data-name": v.name, "data-device": v.device ?? "" },
             el("td", { class: "var-name" }, v.name),
             el("td", {}, v.type ?? ""),
-            el("td", {}, v.shape ? `[${v.shape.join(", ")}]` : ""),
+            el("td", {}, v.shape ? `[${v.shape.join(", ")}]` : v.dtype ? "[] (scalar)" : ""),
             el("td", {}, v.dtype ?? ""),
             el("td", {}, v.device ?? ""),
             el("td", {}, fmtBytes(v.bytes)),
