@@ -208,3 +208,64 @@ type Backend interface {
 	// the backend.
 	Random(out View, kind RandomKind, seed, counter uint64, p0, p1 float64)
 }
+
+// Fusion is an optional interface a Backend implements to run composite
+// operations in one kernel where the composition of primitives would make
+// several passes over memory or build large temporaries. Package tensor
+// looks for it (a type assertion) and otherwise composes the same results
+// from the primitives; results must agree with that composition exactly
+// (same values, same tie and NaN rules). Every method takes contiguous
+// views of Float32 or Float64 data (indices Int64) and is asynchronous
+// like a primitive.
+type Fusion interface {
+	// MaxPool2d writes the maximum of each window of x [N, C, H, W] into
+	// out [N, C, OutH, OutW] and, into indices (same shape), the flat
+	// position h·W+w of that maximum within its input plane. Windows are
+	// scanned row by row; the first maximum wins ties, and the first NaN
+	// wins over everything. Positions in the padding never win (the
+	// composition reads them as -Inf).
+	MaxPool2d(out, indices, x View, g ConvGeometry)
+	// MaxPool2dGrad overwrites dx [N, C, H, W] with the gradient of
+	// MaxPool2d: zero, plus each element of dy [N, C, OutH, OutW] added at
+	// its position in indices. Overlapping windows add in window order.
+	MaxPool2dGrad(dx, dy, indices View, g ConvGeometry)
+}
+
+// ConvFusion is an optional interface for a two-dimensional convolution
+// (one group, no bias) and its two gradients in single kernels, without
+// materialising the unfolded windows of the whole batch. Like Fusion it
+// takes contiguous Float32 or Float64 views; x is [N, C, H, W], w is
+// [O, C, KH, KW] and the output and its gradient dy are [N, O, OutH, OutW],
+// for the windows g describes. The forward result must equal the
+// composition Im2Col then Matmul; the gradients may differ from their
+// compositions by rounding (they sum in another order), but must not depend
+// on the number of threads.
+type ConvFusion interface {
+	// Conv2d overwrites out with the convolution of x with w.
+	Conv2d(out, x, w View, g ConvGeometry)
+	// Conv2dInputGrad overwrites dx [N, C, H, W] with the gradient of the
+	// convolution with respect to its input, for output gradient dy.
+	Conv2dInputGrad(dx, dy, w View, g ConvGeometry)
+	// Conv2dWeightGrad overwrites dw [O, C, KH, KW] with the gradient of
+	// the convolution with respect to its weights.
+	Conv2dWeightGrad(dw, dy, x View, g ConvGeometry)
+}
+
+// AdamHyper holds the scalars of one Adam or AdamW update (see
+// AdamFusion): the parameter is first scaled by Decay (1 − lr·wd for
+// AdamW, else 1), the gradient gains WeightDecay·p (Adam's L2 form; 0 for
+// AdamW) and is negated when Maximize, the moments move by Beta1 and
+// Beta2, and the parameter moves by m / (√v·InvDenom + EpsTerm).
+type AdamHyper struct {
+	Decay, WeightDecay, Beta1, Beta2, InvDenom, EpsTerm float64
+	Maximize, First, MovesParam                         bool // First: no moments yet (m and v are unused)
+}
+
+// AdamFusion is an optional interface for Adam's update in one pass over
+// memory, for contiguous Float32 or Float64 views of one shape. Every
+// intermediate is rounded to the dtype exactly as the composition of
+// element-wise primitives rounds it, so results are bit-identical to it.
+// outP is written only when h.MovesParam.
+type AdamFusion interface {
+	AdamStep(outP, outM, outV, p, g, m, v View, h AdamHyper)
+}

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync"
 
 	"github.com/kiln-ml/kiln/tensor"
 
@@ -262,13 +263,27 @@ func (m *MNIST) checkIndex(op string, i, pos int) {
 // *tensor.Error) when an index is out of range.
 func (m *MNIST) Batch(indices []int, dev tensor.Device) (x, y *tensor.Tensor) {
 	a, b := m.scale()
-	raw := make([]byte, 4*MNISTPixels*len(indices))
+	// A pixel has 256 values, so its scaled float32's bytes come from a
+	// table (the same a·p+b rounding as Image), and the bytes are staged in
+	// a buffer reused across batches: the tensor copies them.
+	var table [256]uint32
+	for p := range table {
+		table[p] = math.Float32bits(a*float32(p) + b)
+	}
+	stage := batchStages.Get().(*[]byte)
+	defer batchStages.Put(stage)
+	if n := 4 * MNISTPixels * len(indices); cap(*stage) < n {
+		*stage = make([]byte, n)
+	} else {
+		*stage = (*stage)[:n]
+	}
+	raw := *stage
 	labels := make([]int64, len(indices))
 	for k, i := range indices {
 		m.checkIndex("data.MNIST.Batch", i, k)
-		dst := raw[4*MNISTPixels*k:]
+		dst := raw[4*MNISTPixels*k : 4*MNISTPixels*(k+1)]
 		for j, p := range m.Pixels[i*MNISTPixels : (i+1)*MNISTPixels] {
-			binary.LittleEndian.PutUint32(dst[4*j:], math.Float32bits(a*float32(p)+b))
+			binary.LittleEndian.PutUint32(dst[4*j:], table[p])
 		}
 		labels[k] = m.Labels[i]
 	}
@@ -278,6 +293,9 @@ func (m *MNIST) Batch(indices []int, dev tensor.Device) (x, y *tensor.Tensor) {
 	}
 	return tensor.FromBytes(dev, tensor.Float32, raw, shape...), tensor.FromInt64s(dev, labels, len(indices))
 }
+
+// batchStages holds Batch's staging buffers.
+var batchStages = sync.Pool{New: func() any { return new([]byte) }}
 
 // Subset returns the first n images as an MNIST sharing m's memory and
 // settings (all of them when n ≥ Len()). It panics with ErrArgument (a

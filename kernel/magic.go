@@ -1,8 +1,10 @@
 package kernel
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kiln-ml/kiln/nn"
 	"html"
 	"os"
 	"os/exec"
@@ -13,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	_ "github.com/kiln-ml/kiln/backends/strict" // the strict test device, for %device strict
 	"github.com/kiln-ml/kiln/kernel/display"
 	"github.com/kiln-ml/kiln/tensor"
 )
@@ -36,7 +39,8 @@ A cell that starts with % or ! is a magic instead of Go:
   Interrupting the cell kills the command.
 - %load FILE runs a Go source file as a cell (its line numbers in errors).
 - %who lists the session's variables with their types; tensors with shape,
-  dtype, device and memory.
+  dtype, device and memory. %who --json and %device --json give the same as
+  JSON, for programs (the workbench).
 `
 
 // magic runs a magic cell: one whose first line starts with % or !.
@@ -67,6 +71,9 @@ func (s *Session) magic(r *run, out Output, cell string) (*display.Data, error) 
 		}
 		return s.timed(r, out, arg)
 	case "%device":
+		if arg == "--json" {
+			return devicesJSON()
+		}
 		return s.deviceMagic(arg)
 	case "%reset":
 		return nil, s.reset()
@@ -82,6 +89,9 @@ func (s *Session) magic(r *run, out Output, cell string) (*display.Data, error) 
 		}
 		return s.runCode(r, out, string(src))
 	case "%who":
+		if arg == "--json" {
+			return s.whoJSON()
+		}
 		return s.who(), nil
 	}
 	return nil, usageError("unknown magic " + name + " (%help lists what the kernel offers)")
@@ -325,4 +335,81 @@ func describeValue(v reflect.Value) (typ, val string) {
 		s = s[:57] + "..."
 	}
 	return typ, s
+}
+
+// VariableInfo is one entry of `%who --json`, the machine-readable listing
+// the workbench's Variables panel shows.
+type VariableInfo struct {
+	Name   string `json:"name"`
+	Type   string `json:"type"`
+	Value  string `json:"value,omitempty"`  // the %who summary
+	Shape  []int  `json:"shape,omitempty"`  // tensors
+	DType  string `json:"dtype,omitempty"`  // tensors
+	Device string `json:"device,omitempty"` // tensors
+	Bytes  int64  `json:"bytes,omitempty"`  // tensors
+	Params int    `json:"params,omitempty"` // models: the number of parameter elements
+}
+
+// whoJSON lists the session's variables as JSON (application/json).
+func (s *Session) whoJSON() (*display.Data, error) {
+	g := s.globals()
+	out := []VariableInfo{}
+	for n, v := range g {
+		if n == "ctx" || n == "Display" || n == "_" || strings.HasPrefix(n, reserved) || strings.Contains(n, "__v") {
+			continue
+		}
+		typ, val := describeValue(v)
+		info := VariableInfo{Name: n, Type: typ, Value: val}
+		if v.IsValid() && v.CanInterface() {
+			x := v.Interface()
+			if t, ok := x.(*tensor.Tensor); ok && t != nil {
+				tensor.Try(func() {
+					info.Shape, info.DType, info.Device = t.Shape(), t.DType().String(), t.Device().String()
+					info.Bytes = int64(t.NumElements()) * int64(t.DType().Size())
+				})
+			} else if v.Kind() != reflect.Func {
+				tensor.Try(func() { info.Params = nn.NumParams(x) })
+			}
+		}
+		out = append(out, info)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return jsonData(out)
+}
+
+// DeviceInfo is one entry of `%device --json`.
+type DeviceInfo struct {
+	Name    string `json:"name"` // as ParseDevice and %device take it
+	Kind    string `json:"kind"`
+	Model   string `json:"model"`
+	Memory  int64  `json:"memory"`
+	Cores   int    `json:"cores"`
+	Detail  string `json:"detail,omitempty"`
+	Default bool   `json:"default"`
+}
+
+// devicesJSON lists the detected devices, and the strict test device, as
+// JSON (application/json).
+func devicesJSON() (*display.Data, error) {
+	def, _ := tensor.DefaultDevice()
+	out := []DeviceInfo{}
+	for _, e := range tensor.Devices() {
+		out = append(out, DeviceInfo{Name: e.String(), Kind: e.Kind, Model: e.Name, Memory: e.MemoryBytes,
+			Cores: e.Cores, Detail: e.Detail, Default: e.Default})
+	}
+	if strict, err := tensor.ParseDevice("strict"); err == nil {
+		out = append(out, DeviceInfo{Name: "strict", Kind: "strict", Model: "strict test backend over the CPU",
+			Detail:  "checks every kernel's buffers and poisons freed memory (slow; for tests)",
+			Default: def.String() == strict.String()})
+	}
+	return jsonData(out)
+}
+
+// jsonData is v as an application/json display bundle with a text form.
+func jsonData(v any) (*display.Data, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return &display.Data{Data: display.MIMEMap{display.MIMETypeJSON: json.RawMessage(b), display.MIMETypeText: string(b)}}, nil
 }

@@ -2,6 +2,7 @@ package kernel_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -178,5 +179,39 @@ func TestMagicLoadAndWho(t *testing.T) {
 	}
 	if e := fails(t, s, "%load "+filepath.Join(dir, "missing.go")); e.Name != "UsageError" || !strings.Contains(e.Value, "missing.go") {
 		t.Errorf("%%load of a missing file: %s: %s", e.Name, e.Value)
+	}
+}
+
+func TestMagicJSONListings(t *testing.T) {
+	s := newSession(t, kernel.Options{})
+	run(t, s, "w := tensor.Ones(tensor.CPU(), 3, 4)\nm := nn.NewLinear(tensor.CPU(), 4, 2)\nn := 7")
+	res, _, _, err := execOut(s, "%who --json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vars []kernel.VariableInfo
+	if err := json.Unmarshal([]byte(res), &vars); err != nil {
+		t.Fatalf("%%who --json: %v in %s", err, res)
+	}
+	byName := map[string]kernel.VariableInfo{}
+	for _, v := range vars {
+		byName[v.Name] = v
+	}
+	if w := byName["w"]; fmt.Sprint(w.Shape) != "[3 4]" || w.DType != "float32" || w.Device != "cpu" || w.Bytes != 48 {
+		t.Errorf("w: %+v", w)
+	}
+	if m := byName["m"]; m.Params != 10 {
+		t.Errorf("m: %+v, want 10 parameters", m)
+	}
+	if n := byName["n"]; n.Type != "int" || n.Value != "7" {
+		t.Errorf("n: %+v", n)
+	}
+	res, _, _, err = execOut(s, "%device --json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var devs []kernel.DeviceInfo
+	if err := json.Unmarshal([]byte(res), &devs); err != nil || len(devs) < 2 || devs[0].Name != "cpu" || devs[len(devs)-1].Name != "strict" {
+		t.Fatalf("%%device --json: %v %s", err, res)
 	}
 }

@@ -61,7 +61,7 @@ var mnistOnce struct {
 }
 
 // loadMNIST returns the real MNIST splits, loaded once per test binary.
-func loadMNIST(t *testing.T) (train, test *data.MNIST) {
+func loadMNIST(t testing.TB) (train, test *data.MNIST) {
 	t.Helper()
 	mnistOnce.Do(func() {
 		dir, err := data.MNISTDir()

@@ -1,8 +1,6 @@
 package optim
 
 import (
-	"math"
-
 	"github.com/kiln-ml/kiln/tensor"
 )
 
@@ -118,44 +116,17 @@ func (o *AdamW) step(p, g *tensor.Tensor, h hyper, st *paramState) *tensor.Tenso
 	return adamStep(p, g, h, st, true, o.cfg.AMSGrad, o.cfg.Maximize)
 }
 
-// adamStep is one Adam or AdamW update (shared with Muon's fallback).
+// adamStep is one Adam or AdamW update (shared with Muon's fallback),
+// through tensor.AdamStep, which runs it as one fused kernel where the
+// backend has one.
 func adamStep(p, g *tensor.Tensor, h hyper, st *paramState, decoupled, amsgrad, maximize bool) *tensor.Tensor {
-	if maximize {
-		g = g.Neg()
-	}
-	if h.weightDecay != 0 {
-		if decoupled {
-			p = p.MulScalar(1 - h.lr*h.weightDecay)
-		} else {
-			g = g.Add(p.MulScalar(h.weightDecay))
-		}
-	}
-	m, v := st.slots["exp_avg"], st.slots["exp_avg_sq"]
-	if m == nil {
-		m = g.MulScalar(1 - h.beta1)
-		v = g.Square().MulScalar(1 - h.beta2)
-	} else {
-		m = m.MulScalar(h.beta1).Add(g.MulScalar(1 - h.beta1))
-		v = v.MulScalar(h.beta2).Add(g.Square().MulScalar(1 - h.beta2))
-	}
-	st.slots["exp_avg"], st.slots["exp_avg_sq"] = m, v
+	p, next := tensor.AdamStep(p, g, tensor.AdamState{ExpAvg: st.slots["exp_avg"], ExpAvgSq: st.slots["exp_avg_sq"],
+		MaxExpAvgSq: st.slots["max_exp_avg_sq"]}, tensor.AdamConfig{LR: h.lr, Beta1: h.beta1, Beta2: h.beta2,
+		Eps: h.eps, WeightDecay: h.weightDecay, Decoupled: decoupled, AMSGrad: amsgrad, Maximize: maximize,
+		Step: st.step})
+	st.slots["exp_avg"], st.slots["exp_avg_sq"] = next.ExpAvg, next.ExpAvgSq
 	if amsgrad {
-		if vmax := st.slots["max_exp_avg_sq"]; vmax != nil {
-			v = vmax.Maximum(v)
-		} else {
-			v = clone(v)
-		}
-		st.slots["max_exp_avg_sq"] = v
+		st.slots["max_exp_avg_sq"] = next.MaxExpAvgSq
 	}
-	// p − s·m/(√v/c + ε) with s = lr/(1 − β₁ᵗ), c = √(1 − β₂ᵗ), written as
-	// PyTorch's capturable path does, p + m/(√v·(−1/(c·s)) + ε/(−s)), to
-	// spend one pass less.
-	t := float64(st.step)
-	negStep := -h.lr / (1 - math.Pow(h.beta1, t))
-	if negStep == 0 { // a zero rate (the end of a linear decay): the moments move, p does not
-		return p
-	}
-	bc2 := math.Sqrt(1 - math.Pow(h.beta2, t))
-	denom := v.Sqrt().MulScalar(1 / (bc2 * negStep)).AddScalar(h.eps / negStep)
-	return p.Add(m.Div(denom))
+	return p
 }

@@ -16,10 +16,13 @@ OPENBLAS_NUM_THREADS set to the same count and OMP_WAIT_POLICY=PASSIVE, so
 that its OpenMP threads do not spin against OpenBLAS's.
 
 Workloads: square float32 matmul (GFLOP/s), STREAM-style copy, add and scale
-on 16M float32 elements (GB/s, bytes read plus written as STREAM counts).
-Convolution and the MNIST epochs are later steps of issue 11: add them to
-CASES (a Go benchmark name plus a peer function) when their Go benchmarks
-exist.
+on 16M float32 elements (GB/s, bytes read plus written as STREAM counts),
+the MNIST CNN's two convolutions forward and backward at batch 128
+(GFLOP/s, PyTorch only), and training steps of the MNIST MLP and CNN at
+batch 128 with AdamW (images/s, PyTorch only; the epoch time is 60,000
+divided by it, and the table also prints it). Kiln trains on the real
+MNIST images, PyTorch on random ones of the same shape: the speed of a
+step does not depend on the pixel values.
 """
 
 import argparse
@@ -43,7 +46,47 @@ def cases(sizes):
     for op, nbytes in (("copy", 8), ("add", 12), ("scale", 8)):
         out.append(dict(name=f"{op} 16M f32", unit="GB/s", kind=op, n=N16M, bytes=nbytes,
                         go=f"^BenchmarkStream$/^op={op}$/^threads=%d$"))
+    for name in ("conv1", "conv2"):
+        out.append(dict(name=f"conv2d f+b {name}", unit="GFLOP/s", kind=name, n=0, pkg="./tensor",
+                        go=f"^BenchmarkConv2dLayers$/^{name}$", peers=("torch",)))
+    for name in ("MLP", "CNN"):
+        out.append(dict(name=f"MNIST {name} step", unit="img/s", kind=name.lower(), n=0, pkg="./nn",
+                        go=f"^BenchmarkMNIST{name}Epoch$", benchtime="%dx" % (300 if name == "MLP" else 60),
+                        peers=("torch",)))
     return out
+
+
+CONV = {"conv1": (1, 16, 28), "conv2": (16, 32, 13)}
+
+
+def torch_case(kind, torch):
+    """Returns (fn, work) for a PyTorch-only workload."""
+    nn = torch.nn
+    if kind in CONV:
+        cin, cout, h = CONV[kind]
+        x = torch.randn(128, cin, h, h, requires_grad=True)
+        w = torch.randn(cout, cin, 3, 3, requires_grad=True)
+
+        def fn():
+            torch.nn.functional.conv2d(x, w).sum().backward()
+        out = h - 2
+        return fn, 3 * 2 * 128 * cout * out * out * cin * 9 / 1e9
+    if kind == "mlp":
+        model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
+        x = torch.randn(128, 784)
+    else:
+        model = nn.Sequential(nn.Conv2d(1, 16, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(16, 32, 3), nn.ReLU(),
+                              nn.MaxPool2d(2), nn.Flatten(), nn.Linear(800, 10))
+        x = torch.randn(128, 1, 28, 28)
+    y = torch.randint(0, 10, (128,))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+    return step, 128
 
 
 # ---------------------------------------------------------------- peers
@@ -71,6 +114,13 @@ def worker():
         req = json.loads(line)
         kind, n, lib, secs = req["kind"], req["n"], req["lib"], req["seconds"]
         key = (kind, n, lib)
+        if kind in ("mlp", "cnn") or kind in CONV:
+            if key not in arrays:
+                arrays.clear()
+                arrays[key] = torch_case(kind, torch)
+            fn, work = arrays[key]
+            print(json.dumps({"rate": rate(fn, work, secs)}), flush=True)
+            continue
         if key not in arrays:
             rng = np.random.default_rng(1)
             if kind == "mm":
@@ -103,6 +153,11 @@ class Peer:
     def __init__(self, threads):
         env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
                    MKL_NUM_THREADS=str(threads), OMP_WAIT_POLICY="PASSIVE")
+        # Some machines here set OPENBLAS_CORETYPE (and OPENBLAS_L2_SIZE) for
+        # old OpenBLAS builds; they force slower kernels on a current one, so
+        # the peers run without them (this process only).
+        env.pop("OPENBLAS_CORETYPE", None)
+        env.pop("OPENBLAS_L2_SIZE", None)
         self.p = subprocess.Popen([sys.executable, __file__, "--worker"], env=env,
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
@@ -119,23 +174,24 @@ class Peer:
 
 # ---------------------------------------------------------------- Kiln
 
-def build_kiln(tmp, tags):
-    exe = os.path.join(tmp, "cpu.test")
+def build_kiln(tmp, tags, pkg):
+    exe = os.path.join(tmp, pkg.strip("./").replace("/", "_") + ".test")
     cmd = ["go", "test", "-c", "-o", exe]
     if tags:
         cmd += ["-tags", tags]
-    subprocess.run(cmd + ["./backends/cpu"], cwd=ROOT, check=True)
+    subprocess.run(cmd + [pkg], cwd=ROOT, check=True)
     return exe
 
 
 def kiln(exe, case, threads, seconds):
-    env = dict(os.environ, KILN_CPU_THREADS=str(threads))
-    out = subprocess.run([exe, "-test.run", "^$", "-test.bench", case["go"] % threads,
-                          "-test.benchtime", f"{seconds}s", "-test.count", "1"],
-                         env=env, capture_output=True, text=True, check=True).stdout
+    env = dict(os.environ, KILN_CPU_THREADS=str(threads), GOMAXPROCS=str(threads))
+    bench = case["go"] % threads if "%d" in case["go"] else case["go"]
+    out = subprocess.run([exe, "-test.run", "^$", "-test.bench", bench,
+                          "-test.benchtime", case.get("benchtime", f"{seconds}s"), "-test.count", "1"],
+                         env=env, capture_output=True, text=True, check=True, cwd=ROOT).stdout
     m = re.search(r"([0-9.]+) " + re.escape(case["unit"]), out)
     if not m:
-        raise SystemExit(f"no {case['unit']} in the output of {case['go'] % threads}:\n{out}")
+        raise SystemExit(f"no {case['unit']} in the output of {bench}:\n{out}")
     return float(m.group(1))
 
 
@@ -156,14 +212,17 @@ def main():
     libs = ("kiln", "numpy", "torch")
     best = {}
     with tempfile.TemporaryDirectory() as tmp:
-        exe = build_kiln(tmp, args.tags)
+        exes = {pkg: build_kiln(tmp, args.tags, pkg) for pkg in sorted({c.get("pkg", "./backends/cpu") for c in todo})}
         peers = {t: Peer(t) for t in threads}
         try:
             for r in range(args.rounds):
                 for c in todo:
                     for t in threads:
                         for lib in libs:
-                            v = kiln(exe, c, t, args.seconds) if lib == "kiln" else peers[t].measure(c, lib, args.seconds)
+                            if lib != "kiln" and lib not in c.get("peers", libs):
+                                continue
+                            v = (kiln(exes[c.get("pkg", "./backends/cpu")], c, t, args.seconds) if lib == "kiln"
+                                 else peers[t].measure(c, lib, args.seconds))
                             k = (c["name"], t, lib)
                             best[k] = max(best.get(k, 0), v)
                 print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
@@ -177,8 +236,20 @@ def main():
     print("-" * len(hdr))
     for c in todo:
         for t in threads:
-            k, n, p = (best[(c["name"], t, lib)] for lib in libs)
-            print(f"{c['name']:<18} {t:>3} {c['unit']:>8} {k:8.1f} {n:8.1f} {p:8.1f} {k / n:8.2f} {k / p:8.2f}")
+            k, n, p = (best.get((c["name"], t, lib)) for lib in libs)
+
+            def col(v, fmt):
+                return f"{v:{fmt}}" if v else f"{'-':>8}"
+            print(f"{c['name']:<18} {t:>3} {c['unit']:>8} {col(k, '8.1f')} {col(n, '8.1f')} {col(p, '8.1f')} "
+                  f"{col(n and k / n, '8.2f')} {col(p and k / p, '8.2f')}")
+    for c in todo:
+        if c["unit"] != "img/s":
+            continue
+        for t in threads:
+            k, p = best.get((c["name"], t, "kiln")), best.get((c["name"], t, "torch"))
+            if k and p:
+                print(f"{c['name'][:-5]} epoch, {t} thread(s): Kiln {60000 / k:.2f} s, PyTorch {60000 / p:.2f} s, "
+                      f"time ratio Kiln/PyTorch {p / k:.2f}")
     for t in threads:
         add, copy = best.get(("add 16M f32", t, "kiln")), best.get(("copy 16M f32", t, "kiln"))
         if add and copy:

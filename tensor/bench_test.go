@@ -79,3 +79,30 @@ func BenchmarkSmallOps(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkConv2dLayers times the forward and backward passes (input and
+// weight gradients) of the MNIST CNN's two convolutions at batch 128,
+// reporting GFLOP/s: three convolution-sized products (2·N·O·L·C·K each).
+func BenchmarkConv2dLayers(b *testing.B) {
+	for _, c := range []struct {
+		name             string
+		cin, cout, h, kk int
+	}{{"conv1", 1, 16, 28, 3}, {"conv2", 16, 32, 13, 3}} {
+		b.Run(c.name, func(b *testing.B) {
+			dev := tensor.CPU().Autodiff()
+			n := 128
+			x := tensor.Randn(dev, n, c.cin, c.h, c.h).RequireGrad()
+			w := tensor.Randn(dev, c.cout, c.cin, c.kk, c.kk).RequireGrad()
+			for b.Loop() {
+				tensor.Scope(func() {
+					y := tensor.Conv2d(x, w, nil, tensor.ConvConfig{})
+					grads := y.Sum().Backward()
+					grads.Get(w).Sum().Item()
+				})
+			}
+			out := c.h - c.kk + 1
+			flops := 3 * 2 * float64(n*c.cout*out*out*c.cin*c.kk*c.kk)
+			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}

@@ -275,6 +275,14 @@ func nnConvTranspose(op, name string, x, weight, bias *Tensor, cfg ConvTranspose
 // are multiplied by the weights viewed as [G, O/G, C/G·K], broadcast over N.
 func nnConvForward(op string, x, w *Tensor, geo backends.ConvGeometry, groups int) *Tensor {
 	n, o, l := geo.N, w.shape[0], geo.OutH*geo.OutW
+	if f, ok := nnConvFusion(x, groups); ok {
+		xc, wc := rawContiguous(op, x), rawContiguous(op, w)
+		out := newTensor(op, x.dev, x.dtype, []int{n, o, geo.OutH, geo.OutW})
+		f.Conv2d(out.view(), xc.view(), wc.view(), geo)
+		xc.Release()
+		wc.Release()
+		return out
+	}
 	cgk := geo.C / groups * geo.KH * geo.KW
 	cols := nnIm2Col(op, x, geo)
 	cols4 := nnReshapeOwned(op, cols, []int{n, groups, cgk, l})
@@ -291,6 +299,14 @@ func nnConvForward(op string, x, w *Tensor, geo backends.ConvGeometry, groups in
 // forward pass.
 func nnConvInputGrad(op string, g, w *Tensor, geo backends.ConvGeometry, groups int) *Tensor {
 	n, o, l := geo.N, w.shape[0], geo.OutH*geo.OutW
+	if f, ok := nnConvFusion(g, groups); ok {
+		gc, wc := rawContiguous(op, g), rawContiguous(op, w)
+		dx := newTensor(op, g.dev, g.dtype, []int{n, geo.C, geo.H, geo.W})
+		f.Conv2dInputGrad(dx.view(), gc.view(), wc.view(), geo)
+		gc.Release()
+		wc.Release()
+		return dx
+	}
 	k := geo.KH * geo.KW
 	cgk := geo.C / groups * k
 	g4 := rawReshape(op, g, []int{n, groups, o / groups, l})
@@ -317,6 +333,14 @@ func nnConvWeightGrad(op string, g, x *Tensor, geo backends.ConvGeometry, groups
 	n, c, l := geo.N, geo.C, geo.OutH*geo.OutW
 	o := g.shape[1]
 	k := geo.KH * geo.KW
+	if f, ok := nnConvFusion(g, groups); ok {
+		gc, xc := rawContiguous(op, g), rawContiguous(op, x)
+		dw := newTensor(op, g.dev, g.dtype, []int{o, c, geo.KH, geo.KW})
+		f.Conv2dWeightGrad(dw.view(), gc.view(), xc.view(), geo)
+		gc.Release()
+		xc.Release()
+		return nnReshapeOwned(op, dw, []int{groups, o, c * k})
+	}
 	cols := newTensor(op, x.dev, x.dtype, []int{groups, c / groups * k, n * l})
 	cv := cols.view()
 	cv.Shape, cv.Strides = []int{n, c * k, l}, []int{l, n * l, 1}
@@ -333,6 +357,16 @@ func nnConvWeightGrad(op string, g, x *Tensor, geo backends.ConvGeometry, groups
 	gc.Release()
 	ct.Release()
 	return dw
+}
+
+// nnConvFusion returns t's backend's fused convolution when it has one and
+// it takes t's dtype and groups.
+func nnConvFusion(t *Tensor, groups int) (backends.ConvFusion, bool) {
+	if composeOnly.Load() || groups != 1 || (t.dtype != Float32 && t.dtype != Float64) {
+		return nil, false
+	}
+	f, ok := t.backend().(backends.ConvFusion)
+	return f, ok
 }
 
 // nnIm2Col unfolds x [N, C, H, W] into a new [N, C·KH·KW, OutH·OutW] tensor.

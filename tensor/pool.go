@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"math"
+	"sync/atomic"
 
 	"github.com/kiln-ml/kiln/backends"
 )
@@ -218,44 +219,35 @@ func nnMaxPool(op, name string, x *Tensor, cfg PoolConfig, spatial int) (*Tensor
 	x.live(op)
 	p := nnPoolParams(op, spatial, cfg.Kernel, cfg.Stride, cfg.Padding, cfg.Dilation)
 	x4, batched, geo := nnPoolGeometry(op, x, spatial, p, cfg.CeilMode)
-	n, c, l, k := geo.N, geo.C, geo.OutH*geo.OutW, geo.KH*geo.KW
-	geo.PadValue = math.Inf(-1)
-	cols := nnIm2Col(op, x4, geo)
-	x4.Release()
-	cw := nnReshapeOwned(op, cols, []int{n, c, k, l})
-	vals := rawReduce(op, backends.Max, cw, []int{2}, true) // [N, C, 1, L]
-	arg := newTensor(op, x.dev, Int64, []int{n, c, 1, l})
-	arg.backend().ArgReduce(backends.ArgMax, arg.view(), cw.view(), 2)
-	cw.Release()
-
-	// Turn window positions into flat input positions by gathering from
-	// the unfolded windows of an image whose pixels hold their own index.
-	iota := make([]float64, geo.H*geo.W)
-	for i := range iota {
-		iota[i] = float64(i)
+	n, c, l := geo.N, geo.C, geo.OutH*geo.OutW
+	fused, isFused := nnPoolFusion(x4)
+	var vals4, idx4 *Tensor
+	if isFused {
+		vals4, idx4 = nnMaxPoolFused(op, fused, x4, geo)
+	} else {
+		vals4, idx4 = nnMaxPoolComposed(op, x4, geo)
 	}
-	img := nnHostTensor(op, x.dev, Float64, []int{1, 1, geo.H, geo.W}, iota)
-	ig := geo
-	ig.N, ig.C, ig.PadValue = 1, 1, -1
-	icols := nnIm2Col(op, img, ig) // [1, K, L]
-	img.Release()
-	iv := icols.view()
-	iv.Shape, iv.Strides = []int{n, c, k, l}, []int{0, 0, l, 1}
-	flat := newTensor(op, x.dev, Float64, []int{n, c, 1, l})
-	flat.backend().Gather(flat.view(), iv, arg.view(), 2)
-	icols.Release()
-	arg.Release()
-	idx4 := rawCast(op, flat, Int64)
-	flat.Release()
+	x4.Release()
 
-	shape4 := []int{n, c, geo.OutH, geo.OutW}
-	values := nnFrom4(nnReshapeOwned(op, vals, shape4), batched, spatial)
-	indices := nnFrom4(nnReshapeOwned(op, idx4, shape4), batched, spatial)
+	values := nnFrom4(vals4, batched, spatial)
+	indices := nnFrom4(idx4, batched, spatial)
 	// The backward pass keeps its own hold on the indices, so that the
 	// caller may release the ones returned.
 	saved := indices.newView(indices.shape, indices.strides, indices.offset)
 	xShape := x.Shape()
 	values = record(name, nnPoolAttrs(spatial, p, cfg.CeilMode), values, []*Tensor{x}, func(g *Tensor) []*Tensor {
+		if f, ok := nnPoolFusion(g); ok {
+			gc := rawContiguous(op, g)
+			ic := rawContiguous(op, saved)
+			dx := newTensor(op, g.dev, g.dtype, []int{n, c, geo.H, geo.W})
+			gv, iv := gc.view(), ic.view()
+			gv.Shape, gv.Strides = []int{n, c, geo.OutH, geo.OutW}, backends.RowMajorStrides([]int{n, c, geo.OutH, geo.OutW})
+			iv.Shape, iv.Strides = gv.Shape, gv.Strides
+			f.MaxPool2dGrad(dx.view(), gv, iv, geo)
+			gc.Release()
+			ic.Release()
+			return []*Tensor{nnReshapeOwned(op, dx, xShape)}
+		}
 		g3 := rawReshape(op, g, []int{n, c, l})
 		i3 := rawReshape(op, saved, []int{n, c, l})
 		dx := rawFull(op, g.dev, g.dtype, []int{n, c, geo.H * geo.W}, 0)
@@ -268,6 +260,67 @@ func nnMaxPool(op, name string, x *Tensor, cfg PoolConfig, spatial int) (*Tensor
 		saved.Release()
 	}
 	return values, indices
+}
+
+// composeOnly makes every op take its composed path even where the backend
+// has a fused kernel; tests set it to check the two agree.
+var composeOnly atomic.Bool
+
+// nnPoolFusion returns t's backend's fused kernels when it has them and
+// they take t's dtype.
+func nnPoolFusion(t *Tensor) (backends.Fusion, bool) {
+	if composeOnly.Load() {
+		return nil, false
+	}
+	f, ok := t.backend().(backends.Fusion)
+	return f, ok && (t.dtype == Float32 || t.dtype == Float64)
+}
+
+// nnMaxPoolFused pools x4 [N, C, H, W] with the backend's fused kernel,
+// returning the values and flat input positions as [N, C, OutH, OutW].
+func nnMaxPoolFused(op string, f backends.Fusion, x4 *Tensor, geo backends.ConvGeometry) (*Tensor, *Tensor) {
+	shape4 := []int{geo.N, geo.C, geo.OutH, geo.OutW}
+	xc := rawContiguous(op, x4)
+	vals := newTensor(op, x4.dev, x4.dtype, shape4)
+	idx := newTensor(op, x4.dev, Int64, shape4)
+	f.MaxPool2d(vals.view(), idx.view(), xc.view(), geo)
+	xc.Release()
+	return vals, idx
+}
+
+// nnMaxPoolComposed pools x4 from the primitives: unfold every window,
+// reduce it to its maximum, arg-reduce to the window position of the
+// maximum, and turn that into a flat input position by gathering from the
+// unfolded windows of an image whose pixels hold their own index.
+func nnMaxPoolComposed(op string, x4 *Tensor, geo backends.ConvGeometry) (*Tensor, *Tensor) {
+	n, c, l, k := geo.N, geo.C, geo.OutH*geo.OutW, geo.KH*geo.KW
+	geo.PadValue = math.Inf(-1)
+	cols := nnIm2Col(op, x4, geo)
+	cw := nnReshapeOwned(op, cols, []int{n, c, k, l})
+	vals := rawReduce(op, backends.Max, cw, []int{2}, true) // [N, C, 1, L]
+	arg := newTensor(op, x4.dev, Int64, []int{n, c, 1, l})
+	arg.backend().ArgReduce(backends.ArgMax, arg.view(), cw.view(), 2)
+	cw.Release()
+
+	iota := make([]float64, geo.H*geo.W)
+	for i := range iota {
+		iota[i] = float64(i)
+	}
+	img := nnHostTensor(op, x4.dev, Float64, []int{1, 1, geo.H, geo.W}, iota)
+	ig := geo
+	ig.N, ig.C, ig.PadValue = 1, 1, -1
+	icols := nnIm2Col(op, img, ig) // [1, K, L]
+	img.Release()
+	iv := icols.view()
+	iv.Shape, iv.Strides = []int{n, c, k, l}, []int{0, 0, l, 1}
+	flat := newTensor(op, x4.dev, Float64, []int{n, c, 1, l})
+	flat.backend().Gather(flat.view(), iv, arg.view(), 2)
+	icols.Release()
+	arg.Release()
+	idx := rawCast(op, flat, Int64)
+	flat.Release()
+	shape4 := []int{n, c, geo.OutH, geo.OutW}
+	return nnReshapeOwned(op, vals, shape4), nnReshapeOwned(op, idx, shape4)
 }
 
 // nnScatterAdd adds src into out at index along axis, in place, through

@@ -184,6 +184,8 @@ func (l *runningLoss) value() float64 {
 // config.json, events.jsonl and, with a Checkpoints strategy, the
 // checkpoints it wrote.
 func (s *Supervised) Fit(ctx context.Context, l *Learner) (Result, error) {
+	ctx, unwatch := watchStopFile(ctx, s.Config.RunDir)
+	defer unwatch()
 	r, err := s.newRun(ctx, l)
 	if err != nil {
 		return Result{Reason: StopFailed}, err

@@ -59,6 +59,8 @@ type resumed struct {
 // resumed inside, "loss" covers the whole epoch (its sums are in the
 // checkpoint) and the others only the batches after the resume.
 func (s *Supervised) Resume(ctx context.Context, dir string, l *Learner) (Result, error) {
+	ctx, unwatch := watchStopFile(ctx, s.Config.RunDir)
+	defer unwatch()
 	r, err := s.newRun(ctx, l)
 	if err != nil {
 		return Result{Reason: StopFailed}, err

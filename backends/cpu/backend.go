@@ -24,6 +24,7 @@ type Backend struct {
 	peak    atomic.Int64
 	buffers atomic.Int64
 	allocs  atomic.Int64
+	bufs    bufferPool // freed memory kept for reuse
 }
 
 // New returns a CPU backend that uses up to workers goroutines per kernel
@@ -34,6 +35,7 @@ func New(workers int) *Backend {
 		workers = defaultWorkers()
 	}
 	b := &Backend{workers: workers, pool: newPool(workers)}
+	b.bufs.limit = defaultPoolLimit()
 	// The helpers hold only the pool, so an unreachable Backend is collected
 	// and its helpers stopped.
 	runtime.AddCleanup(b, (*pool).stop, b.pool)
@@ -81,7 +83,15 @@ func (b *Backend) Alloc(dtype backends.DType, n int) (backends.Buffer, error) {
 	if n < 0 || !dtype.Valid() {
 		return nil, fmt.Errorf("cpu: alloc %d elements of %s", n, dtype)
 	}
-	buf := newBuffer(dtype, n)
+	var buf *buffer
+	words := (n*dtype.Size() + 7) / 8
+	if w := b.bufs.get(sizeClass(words)); w != nil {
+		buf = wrapWords(w[:words], dtype, n)
+	} else if class := sizeClass(words); class != words {
+		buf = wrapWords(make([]uint64, words, class), dtype, n)
+	} else {
+		buf = newBuffer(dtype, n)
+	}
 	live := b.live.Add(buf.Bytes())
 	for {
 		p := b.peak.Load()
@@ -99,6 +109,9 @@ func (b *Backend) Free(buf backends.Buffer) {
 	cb := buf.(*buffer)
 	b.live.Add(-cb.Bytes())
 	b.buffers.Add(-1)
+	if cb.words != nil {
+		b.bufs.put(cb.words)
+	}
 	cb.words, cb.bytes, cb.n = nil, nil, 0
 }
 
@@ -136,7 +149,7 @@ func (b *Backend) fail(err error) {
 func (b *Backend) MemoryStats() backends.MemoryStats {
 	live := b.live.Load()
 	return backends.MemoryStats{LiveBytes: live, PeakBytes: b.peak.Load(), LiveBuffers: b.buffers.Load(),
-		ReservedBytes: live, Allocations: b.allocs.Load()}
+		ReservedBytes: live + b.bufs.stats().HeldBytes, Allocations: b.allocs.Load()}
 }
 
 func buf(v backends.View) *buffer { return v.Buf.(*buffer) }

@@ -17,7 +17,13 @@ type buffer struct {
 
 func newBuffer(dtype backends.DType, n int) *buffer {
 	nb := n * dtype.Size()
-	words := make([]uint64, (nb+7)/8)
+	return wrapWords(make([]uint64, (nb+7)/8), dtype, n)
+}
+
+// wrapWords makes a buffer of n elements of dtype over words, which holds at
+// least n·dtype.Size() bytes.
+func wrapWords(words []uint64, dtype backends.DType, n int) *buffer {
+	nb := n * dtype.Size()
 	var bytes []byte
 	if len(words) > 0 {
 		bytes = unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), nb)

@@ -394,3 +394,24 @@ func TestCopyTransposeTiles(t *testing.T) {
 		}
 	}
 }
+
+func TestReluGradF32MatchesDefinition(t *testing.T) {
+	inf := float32(math.Inf(1))
+	nan := float32(math.NaN())
+	xs := []float32{0, float32(math.Copysign(0, -1)), 1, -1, inf, -inf, nan, -nan, 1e-45, -1e-45, 3e38, -3e38, 0.5}
+	gs := []float32{2, -3, 0, float32(math.Copysign(0, -1)), inf, nan}
+	for _, x := range xs {
+		for _, g := range gs {
+			var d float32
+			if x > 0 {
+				d = 1
+			}
+			want := g * d
+			got := []float32{0}
+			reluGradF32(got, []float32{x}, []float32{g})
+			if math.Float32bits(got[0]) != math.Float32bits(want) && !(want != want && got[0] != got[0]) {
+				t.Errorf("relu grad at x=%v, g=%v: %v, want %v", x, g, got[0], want)
+			}
+		}
+	}
+}

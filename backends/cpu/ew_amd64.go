@@ -146,3 +146,19 @@ func vecUnary[T float](op backends.UnaryOp, o, x []T) bool {
 	fn(&of[0], &xf[0], len(of))
 	return true
 }
+
+// vecAdam runs the AVX2 Adam kernel over the longest prefix of whole
+// groups of four float32 parameters, for the update it covers (no L2
+// decay of the gradient, not maximizing, after the first step, the
+// parameter moving), and returns how many parameters it updated.
+func vecAdam[T float](outP, outM, outV, p, g, m, v []T, h backends.AdamHyper) int {
+	pf, ok := any(p).([]float32)
+	n := len(p) &^ 3
+	if !ok || !hasAVX2 || n == 0 || h.Maximize || h.WeightDecay != 0 || h.First || !h.MovesParam {
+		return 0
+	}
+	k := [7]float64{h.Decay, h.Beta1, h.Beta2, 1 - h.Beta1, 1 - h.Beta2, h.InvDenom, h.EpsTerm}
+	f := func(s []T) *float32 { return &any(s).([]float32)[:n][0] }
+	adamF32(f(outP), f(outM), f(outV), &pf[:n][0], f(g), f(m), f(v), n, &k)
+	return n
+}

@@ -469,6 +469,10 @@ func unaryGradFloat[T float](op backends.UnaryOp, o, x, g []T, p0, p1 float64) {
 	if op == backends.Relu && (xVec || n == 1) && (gVec || n == 1) {
 		// g·[x > 0] in T is exact: g·1 = g and g·0 is ±0 or NaN either way.
 		x, g = x[:n], g[:n]
+		if o32, ok := any(o).([]float32); ok {
+			reluGradF32(o32, any(x).([]float32), any(g).([]float32))
+			return
+		}
 		for i := range o {
 			var d T
 			if x[i] > 0 {
@@ -500,5 +504,19 @@ func unaryGradFloat[T float](op backends.UnaryOp, o, x, g []T, p0, p1 float64) {
 		for i := range o {
 			o[i] = v
 		}
+	}
+}
+
+// reluGradF32 is g·[x > 0] without a branch per element: the sign of x is
+// unpredictable in training, and a mispredicted branch costs more than the
+// whole element. x > 0 holds exactly when x's bits, read as a signed
+// integer, lie in (0, +Inf's bits]; the comparison is done with shifts and
+// turned into the bits of 1.0 or 0.0.
+func reluGradF32(o, x, g []float32) {
+	x, g = x[:len(o)], g[:len(o)]
+	for i := range o {
+		b := int64(int32(math.Float32bits(x[i])))
+		positive := uint32((-b)>>63) & uint32((b-0x7f800001)>>63) // b > 0 && b ≤ 0x7f800000
+		o[i] = g[i] * math.Float32frombits(positive&0x3f800000)
 	}
 }

@@ -23,3 +23,6 @@ func vecDot[T float](x, y []T) (T, bool) { return 0, false }
 
 // vecUnary has no vector kernels in the portable build.
 func vecUnary[T float](op backends.UnaryOp, o, x []T) bool { return false }
+
+// vecAdam has no vector kernel in the portable build.
+func vecAdam[T float](outP, outM, outV, p, g, m, v []T, h backends.AdamHyper) int { return 0 }

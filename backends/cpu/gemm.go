@@ -255,6 +255,11 @@ func (g *gemmStep[T]) task(t int) {
 	}
 }
 
+// serialGEMM is the size (multiply-adds) under which a GEMM runs on the
+// calling goroutine alone: about 5 µs of work at full speed, less than
+// waking a helper and splitting the tiles cost.
+const serialGEMM = 1 << 19
+
 // gemm computes C = A·B (m×k times k×n). With par false it runs on the
 // calling goroutine only (the batch is parallel instead).
 func gemm[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], C matDst[T], par bool) {
@@ -268,6 +273,9 @@ func gemm[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], C ma
 			}
 		}
 		return
+	}
+	if m*n*k < serialGEMM {
+		par = false // the hand-off to helpers costs more than it saves
 	}
 	mr, nr := kern.mr, kern.nr
 	nc := min(max(nr, gemmNC/nr*nr), roundUp(n, nr))

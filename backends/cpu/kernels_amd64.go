@@ -168,3 +168,8 @@ func absF32(dst *float32, x *float32, n int)
 //
 //go:noescape
 func squareF32(dst *float32, x *float32, n int)
+
+// adamF32 updates n (a multiple of 4) float32 parameters (AVX2), bit for bit as adamRange.
+//
+//go:noescape
+func adamF32(outP *float32, outM *float32, outV *float32, param *float32, grad *float32, mom *float32, vel *float32, n int, k *[7]float64)

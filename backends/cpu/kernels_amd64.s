@@ -4008,3 +4008,68 @@ squareF32_tail:
 squareF32_done:
 	VZEROUPPER
 	RET
+
+// func adamF32(outP *float32, outM *float32, outV *float32, param *float32, grad *float32, mom *float32, vel *float32, n int, k *[7]float64)
+// Requires: AVX
+TEXT ·adamF32(SB), NOSPLIT, $0-72
+	MOVQ         outP+0(FP), AX
+	MOVQ         outM+8(FP), CX
+	MOVQ         outV+16(FP), DX
+	MOVQ         param+24(FP), BX
+	MOVQ         grad+32(FP), SI
+	MOVQ         mom+40(FP), DI
+	MOVQ         vel+48(FP), R8
+	MOVQ         n+56(FP), R9
+	MOVQ         k+64(FP), R10
+	VBROADCASTSD (R10), Y8
+	VBROADCASTSD 8(R10), Y9
+	VBROADCASTSD 16(R10), Y10
+	VBROADCASTSD 24(R10), Y11
+	VBROADCASTSD 32(R10), Y12
+	VBROADCASTSD 40(R10), Y13
+	VBROADCASTSD 48(R10), Y14
+	XORQ         R10, R10
+
+adam_loop:
+	CMPQ       R10, R9
+	JAE        adam_done
+	VMOVUPS    (BX)(R10*4), X1
+	VCVTPS2PD  X1, Y0
+	VMULPD     Y8, Y0, Y0
+	VCVTPD2PSY Y0, X1
+	VMOVUPS    (SI)(R10*4), X2
+	VMULPS     X2, X2, X5
+	VCVTPS2PD  X5, Y0
+	VMULPD     Y12, Y0, Y0
+	VCVTPD2PSY Y0, X5
+	VCVTPS2PD  X2, Y0
+	VMULPD     Y11, Y0, Y0
+	VCVTPD2PSY Y0, X2
+	VMOVUPS    (DI)(R10*4), X3
+	VCVTPS2PD  X3, Y0
+	VMULPD     Y9, Y0, Y0
+	VCVTPD2PSY Y0, X3
+	VADDPS     X2, X3, X3
+	VMOVUPS    (R8)(R10*4), X4
+	VCVTPS2PD  X4, Y0
+	VMULPD     Y10, Y0, Y0
+	VCVTPD2PSY Y0, X4
+	VADDPS     X5, X4, X4
+	VMOVUPS    X3, (CX)(R10*4)
+	VMOVUPS    X4, (DX)(R10*4)
+	VSQRTPS    X4, X5
+	VCVTPS2PD  X5, Y0
+	VMULPD     Y13, Y0, Y0
+	VCVTPD2PSY Y0, X5
+	VCVTPS2PD  X5, Y0
+	VADDPD     Y14, Y0, Y0
+	VCVTPD2PSY Y0, X5
+	VDIVPS     X5, X3, X3
+	VADDPS     X3, X1, X1
+	VMOVUPS    X1, (AX)(R10*4)
+	ADDQ       $0x04, R10
+	JMP        adam_loop
+
+adam_done:
+	VZEROUPPER
+	RET

@@ -1,6 +1,10 @@
 package strict
 
-import "github.com/kiln-ml/kiln/backends"
+import (
+	"fmt"
+
+	"github.com/kiln-ml/kiln/backends"
+)
 
 // Fill implements backends.Backend.
 func (s *Backend) Fill(out backends.View, v float64) {
@@ -96,4 +100,94 @@ func (s *Backend) Col2Im(out, cols backends.View, g backends.ConvGeometry) {
 // Random implements backends.Backend.
 func (s *Backend) Random(out backends.View, kind backends.RandomKind, seed, counter uint64, p0, p1 float64) {
 	s.enqueue("random", []backends.View{out}, func(vs []backends.View) { s.inner.Random(vs[0], kind, seed, counter, p0, p1) })
+}
+
+// fusion returns the inner backend's fused kernels, failing (sticky) when
+// it has none: tensor only calls them on a backend that is a Fusion, and
+// Strict is one only by forwarding.
+func (s *Backend) fusion(op string) backends.Fusion {
+	f, ok := s.inner.(backends.Fusion)
+	if !ok {
+		s.fail(fmt.Errorf("strict: %s: the wrapped backend has no fused kernels", op))
+	}
+	return f
+}
+
+// MaxPool2d implements backends.Fusion by forwarding to the wrapped
+// backend, after the same buffer checks as every kernel.
+func (s *Backend) MaxPool2d(out, indices, x backends.View, g backends.ConvGeometry) {
+	if f := s.fusion("maxpool2d"); f != nil {
+		s.enqueue("maxpool2d", []backends.View{out, indices, x}, func(vs []backends.View) { f.MaxPool2d(vs[0], vs[1], vs[2], g) })
+	}
+}
+
+// MaxPool2dGrad implements backends.Fusion by forwarding.
+func (s *Backend) MaxPool2dGrad(dx, dy, indices backends.View, g backends.ConvGeometry) {
+	if f := s.fusion("maxpool2d grad"); f != nil {
+		s.enqueue("maxpool2d grad", []backends.View{dx, dy, indices}, func(vs []backends.View) {
+			f.MaxPool2dGrad(vs[0], vs[1], vs[2], g)
+		})
+	}
+}
+
+// convFusion returns the inner backend's fused convolution, failing when it
+// has none (see fusion).
+func (s *Backend) convFusion(op string) backends.ConvFusion {
+	f, ok := s.inner.(backends.ConvFusion)
+	if !ok {
+		s.fail(fmt.Errorf("strict: %s: the wrapped backend has no fused convolution", op))
+	}
+	return f
+}
+
+// Conv2d implements backends.ConvFusion by forwarding.
+func (s *Backend) Conv2d(out, x, w backends.View, g backends.ConvGeometry) {
+	if f := s.convFusion("conv2d"); f != nil {
+		s.enqueue("conv2d", []backends.View{out, x, w}, func(vs []backends.View) { f.Conv2d(vs[0], vs[1], vs[2], g) })
+	}
+}
+
+// Conv2dInputGrad implements backends.ConvFusion by forwarding.
+func (s *Backend) Conv2dInputGrad(dx, dy, w backends.View, g backends.ConvGeometry) {
+	if f := s.convFusion("conv2d input grad"); f != nil {
+		s.enqueue("conv2d input grad", []backends.View{dx, dy, w}, func(vs []backends.View) {
+			f.Conv2dInputGrad(vs[0], vs[1], vs[2], g)
+		})
+	}
+}
+
+// Conv2dWeightGrad implements backends.ConvFusion by forwarding.
+func (s *Backend) Conv2dWeightGrad(dw, dy, x backends.View, g backends.ConvGeometry) {
+	if f := s.convFusion("conv2d weight grad"); f != nil {
+		s.enqueue("conv2d weight grad", []backends.View{dw, dy, x}, func(vs []backends.View) {
+			f.Conv2dWeightGrad(vs[0], vs[1], vs[2], g)
+		})
+	}
+}
+
+// AdamStep implements backends.AdamFusion by forwarding. Moments that are
+// absent (a first step) are views with no buffer and are not checked.
+func (s *Backend) AdamStep(outP, outM, outV, p, g, m, v backends.View, h backends.AdamHyper) {
+	f, ok := s.inner.(backends.AdamFusion)
+	if !ok {
+		s.fail(fmt.Errorf("strict: adam step: the wrapped backend has no fused Adam"))
+		return
+	}
+	views := []backends.View{outM, outV, p, g}
+	if h.MovesParam {
+		views = append(views, outP)
+	}
+	if !h.First {
+		views = append(views, m, v)
+	}
+	s.enqueue("adam step", views, func(vs []backends.View) {
+		op, im, iv := outP, m, v
+		if h.MovesParam {
+			op = vs[4]
+		}
+		if !h.First {
+			im, iv = vs[len(vs)-2], vs[len(vs)-1]
+		}
+		f.AdamStep(op, vs[0], vs[1], vs[2], vs[3], im, iv, h)
+	})
 }

@@ -15,12 +15,13 @@ var commands = map[string]struct {
 	run   func(args []string) error
 	usage string
 }{
-	"demo":    {runDemo, "train an MLP on MNIST with a live dashboard (-epochs, -batch, -subset, -device, -run-dir; -xor for the XOR demo)"},
-	"devices": {runDevices, "list the devices Kiln detects"},
-	"export":  {runExport, "write a run's or checkpoint's model weights to one file: RUN_OR_CHECKPOINT --format safetensors -o FILE"},
-	"inspect": {runInspect, "show what a safetensors file, checkpoint or run directory holds: [--json] PATH"},
-	"kernel":  {runKernel, "the Jupyter kernel: run -f CONN, install [--user|--prefix DIR] [--name N], uninstall"},
-	"version": {func([]string) error { fmt.Println("kiln", version); return nil }, "print the version"},
+	"demo":      {runDemo, "train an MLP on MNIST with a live dashboard (-epochs, -batch, -subset, -device, -run-dir; -xor for the XOR demo)"},
+	"devices":   {runDevices, "list the devices Kiln detects"},
+	"export":    {runExport, "write a run's or checkpoint's model weights to one file: RUN_OR_CHECKPOINT --format safetensors -o FILE"},
+	"inspect":   {runInspect, "show what a safetensors file, checkpoint or run directory holds: [--json] PATH"},
+	"kernel":    {runKernel, "the Jupyter kernel: run -f CONN, install [--user|--prefix DIR] [--name N], uninstall"},
+	"workbench": {runWorkbench, "the workbench: the desktop app, or --browser [--addr 127.0.0.1:PORT] [--root DIR] [--runs DIR]... [--existing CONN]"},
+	"version":   {func([]string) error { fmt.Println("kiln", version); return nil }, "print the version"},
 }
 
 func main() {
@@ -42,7 +43,7 @@ func main() {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: kiln <command> [arguments]\n\ncommands:")
-	for _, name := range []string{"demo", "devices", "export", "inspect", "kernel", "version"} {
+	for _, name := range []string{"demo", "devices", "export", "inspect", "kernel", "workbench", "version"} {
 		fmt.Fprintf(os.Stderr, "  %-10s %s\n", name, commands[name].usage)
 	}
 }

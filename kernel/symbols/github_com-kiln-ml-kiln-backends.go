@@ -106,14 +106,18 @@ func init() {
 		"Xor":               reflect.ValueOf(backends.Xor),
 
 		// type definitions
+		"AdamFusion":   reflect.ValueOf((*backends.AdamFusion)(nil)),
+		"AdamHyper":    reflect.ValueOf((*backends.AdamHyper)(nil)),
 		"Backend":      reflect.ValueOf((*backends.Backend)(nil)),
 		"BinaryDef":    reflect.ValueOf((*backends.BinaryDef)(nil)),
 		"BinaryOp":     reflect.ValueOf((*backends.BinaryOp)(nil)),
 		"Buffer":       reflect.ValueOf((*backends.Buffer)(nil)),
+		"ConvFusion":   reflect.ValueOf((*backends.ConvFusion)(nil)),
 		"ConvGeometry": reflect.ValueOf((*backends.ConvGeometry)(nil)),
 		"DType":        reflect.ValueOf((*backends.DType)(nil)),
 		"DeviceInfo":   reflect.ValueOf((*backends.DeviceInfo)(nil)),
 		"Driver":       reflect.ValueOf((*backends.Driver)(nil)),
+		"Fusion":       reflect.ValueOf((*backends.Fusion)(nil)),
 		"MemoryStats":  reflect.ValueOf((*backends.MemoryStats)(nil)),
 		"RandomKind":   reflect.ValueOf((*backends.RandomKind)(nil)),
 		"ReduceOp":     reflect.ValueOf((*backends.ReduceOp)(nil)),
@@ -122,10 +126,23 @@ func init() {
 		"View":         reflect.ValueOf((*backends.View)(nil)),
 
 		// interface wrapper definitions
-		"_Backend": reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_Backend)(nil)),
-		"_Buffer":  reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_Buffer)(nil)),
-		"_Driver":  reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_Driver)(nil)),
+		"_AdamFusion": reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_AdamFusion)(nil)),
+		"_Backend":    reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_Backend)(nil)),
+		"_Buffer":     reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_Buffer)(nil)),
+		"_ConvFusion": reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_ConvFusion)(nil)),
+		"_Driver":     reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_Driver)(nil)),
+		"_Fusion":     reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_Fusion)(nil)),
 	}
+}
+
+// _github_com_kiln_ml_kiln_backends_AdamFusion is an interface wrapper for AdamFusion type
+type _github_com_kiln_ml_kiln_backends_AdamFusion struct {
+	IValue    interface{}
+	WAdamStep func(outP backends.View, outM backends.View, outV backends.View, p backends.View, g backends.View, m backends.View, v backends.View, h backends.AdamHyper)
+}
+
+func (W _github_com_kiln_ml_kiln_backends_AdamFusion) AdamStep(outP backends.View, outM backends.View, outV backends.View, p backends.View, g backends.View, m backends.View, v backends.View, h backends.AdamHyper) {
+	W.WAdamStep(outP, outM, outV, p, g, m, v, h)
 }
 
 // _github_com_kiln_ml_kiln_backends_Backend is an interface wrapper for Backend type
@@ -240,6 +257,24 @@ func (W _github_com_kiln_ml_kiln_backends_Buffer) Bytes() int64 {
 	return W.WBytes()
 }
 
+// _github_com_kiln_ml_kiln_backends_ConvFusion is an interface wrapper for ConvFusion type
+type _github_com_kiln_ml_kiln_backends_ConvFusion struct {
+	IValue            interface{}
+	WConv2d           func(out backends.View, x backends.View, w backends.View, g backends.ConvGeometry)
+	WConv2dInputGrad  func(dx backends.View, dy backends.View, w backends.View, g backends.ConvGeometry)
+	WConv2dWeightGrad func(dw backends.View, dy backends.View, x backends.View, g backends.ConvGeometry)
+}
+
+func (W _github_com_kiln_ml_kiln_backends_ConvFusion) Conv2d(out backends.View, x backends.View, w backends.View, g backends.ConvGeometry) {
+	W.WConv2d(out, x, w, g)
+}
+func (W _github_com_kiln_ml_kiln_backends_ConvFusion) Conv2dInputGrad(dx backends.View, dy backends.View, w backends.View, g backends.ConvGeometry) {
+	W.WConv2dInputGrad(dx, dy, w, g)
+}
+func (W _github_com_kiln_ml_kiln_backends_ConvFusion) Conv2dWeightGrad(dw backends.View, dy backends.View, x backends.View, g backends.ConvGeometry) {
+	W.WConv2dWeightGrad(dw, dy, x, g)
+}
+
 // _github_com_kiln_ml_kiln_backends_Driver is an interface wrapper for Driver type
 type _github_com_kiln_ml_kiln_backends_Driver struct {
 	IValue     interface{}
@@ -260,4 +295,18 @@ func (W _github_com_kiln_ml_kiln_backends_Driver) Open(index int) (backends.Back
 }
 func (W _github_com_kiln_ml_kiln_backends_Driver) Priority() int {
 	return W.WPriority()
+}
+
+// _github_com_kiln_ml_kiln_backends_Fusion is an interface wrapper for Fusion type
+type _github_com_kiln_ml_kiln_backends_Fusion struct {
+	IValue         interface{}
+	WMaxPool2d     func(out backends.View, indices backends.View, x backends.View, g backends.ConvGeometry)
+	WMaxPool2dGrad func(dx backends.View, dy backends.View, indices backends.View, g backends.ConvGeometry)
+}
+
+func (W _github_com_kiln_ml_kiln_backends_Fusion) MaxPool2d(out backends.View, indices backends.View, x backends.View, g backends.ConvGeometry) {
+	W.WMaxPool2d(out, indices, x, g)
+}
+func (W _github_com_kiln_ml_kiln_backends_Fusion) MaxPool2dGrad(dx backends.View, dy backends.View, indices backends.View, g backends.ConvGeometry) {
+	W.WMaxPool2dGrad(dx, dy, indices, g)
 }

@@ -10,6 +10,7 @@ import (
 func init() {
 	Symbols["github.com/kiln-ml/kiln/tensor/tensor"] = map[string]reflect.Value{
 		// function, constant and variable definitions
+		"AdamStep":                  reflect.ValueOf(tensor.AdamStep),
 		"AdaptiveAvgPool1d":         reflect.ValueOf(tensor.AdaptiveAvgPool1d),
 		"AdaptiveAvgPool2d":         reflect.ValueOf(tensor.AdaptiveAvgPool2d),
 		"Arange":                    reflect.ValueOf(tensor.Arange),
@@ -99,6 +100,8 @@ func init() {
 		"ZerosOf":                   reflect.ValueOf(tensor.ZerosOf),
 
 		// type definitions
+		"AdamConfig":          reflect.ValueOf((*tensor.AdamConfig)(nil)),
+		"AdamState":           reflect.ValueOf((*tensor.AdamState)(nil)),
 		"AttentionConfig":     reflect.ValueOf((*tensor.AttentionConfig)(nil)),
 		"AvgPoolConfig":       reflect.ValueOf((*tensor.AvgPoolConfig)(nil)),
 		"CTCLossOptions":      reflect.ValueOf((*tensor.CTCLossOptions)(nil)),

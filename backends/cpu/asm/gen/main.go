@@ -26,5 +26,6 @@ func main() {
 	dot()
 	ewKernels()
 	unaryKernels()
+	adam()
 	Generate()
 }

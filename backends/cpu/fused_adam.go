@@ -1,0 +1,88 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/kiln-ml/kiln/backends"
+)
+
+// AdamStep implements backends.AdamFusion: one pass instead of the dozen
+// element-wise passes (each a full read and write of a parameter-sized
+// tensor) that the composed update makes.
+func (b *Backend) AdamStep(outP, outM, outV, p, g, m, v backends.View, h backends.AdamHyper) {
+	n := p.NumElements()
+	get := func(v backends.View) []float32 {
+		if v.Buf == nil {
+			return nil
+		}
+		return buf(v).f32()[v.Offset:][:n]
+	}
+	get64 := func(v backends.View) []float64 {
+		if v.Buf == nil {
+			return nil
+		}
+		return buf(v).f64()[v.Offset:][:n]
+	}
+	switch p.DType {
+	case backends.Float32:
+		b.parallel(n, grainFor(n, 16), func(lo, hi int) {
+			adamRange(get(outP), get(outM), get(outV), get(p), get(g), get(m), get(v), h, lo, hi)
+		})
+	case backends.Float64:
+		b.parallel(n, grainFor(n, 16), func(lo, hi int) {
+			adamRange(get64(outP), get64(outM), get64(outV), get64(p), get64(g), get64(m), get64(v), h, lo, hi)
+		})
+	default:
+		b.fail(errDType("adam step", p.DType))
+	}
+}
+
+// adamRange updates elements [lo, hi). Each line is one primitive of the
+// composed update: an operation with a float64 scalar is computed in
+// float64 and rounded to T, as BinaryScalar does; operations between two
+// tensors of T round once, as their float64 forms do for +, ·, / and √ of
+// float32 (float64 holds the exact result closely enough that rounding it
+// to float32 is the correctly rounded float32 result).
+func adamRange[T float32 | float64](outP, outM, outV, p, g, m, v []T, h backends.AdamHyper, lo, hi int) {
+	p, g, outM, outV = p[lo:hi], g[lo:hi], outM[lo:hi], outV[lo:hi]
+	if !h.First {
+		m, v = m[lo:hi], v[lo:hi]
+	}
+	if h.MovesParam {
+		outP = outP[lo:hi]
+	}
+	if done := vecAdam(outP, outM, outV, p, g, m, v, h); done > 0 {
+		p, g, outM, outV, m, v, outP = p[done:], g[done:], outM[done:], outV[done:], m[done:], v[done:], outP[done:]
+	}
+	decay, wd, b1, b2 := h.Decay, h.WeightDecay, h.Beta1, h.Beta2
+	c1, c2 := 1-b1, 1-b2
+	inv, eps := h.InvDenom, h.EpsTerm
+	for i := range p {
+		pi, gi := p[i], g[i]
+		if h.Maximize {
+			gi = -gi
+		}
+		if decay != 1 {
+			pi = T(float64(pi) * decay)
+		}
+		if wd != 0 {
+			gi += T(float64(pi) * wd)
+		}
+		gm := T(float64(gi) * c1)
+		gs := T(float64(gi*gi) * c2)
+		var mi, vi T
+		if h.First {
+			mi, vi = gm, gs
+		} else {
+			mi = T(float64(m[i])*b1) + gm
+			vi = T(float64(v[i])*b2) + gs
+		}
+		outM[i], outV[i] = mi, vi
+		if h.MovesParam {
+			root := T(math.Sqrt(float64(vi))) // SQRTSS for float32: the same correctly rounded root
+			scaled := T(float64(root) * inv)
+			denom := T(float64(scaled) + eps)
+			outP[i] = pi + mi/denom
+		}
+	}
+}

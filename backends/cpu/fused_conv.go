@@ -1,0 +1,247 @@
+package cpu
+
+import (
+	"github.com/kiln-ml/kiln/backends"
+)
+
+// Fused convolution: the batch is cut into chunks of a few samples (the
+// number depends only on the shapes, so results never depend on the thread
+// count), the chunks run in parallel, and each unfolds only its own samples
+// into a cache-sized scratch buffer laid out [C·KH·KW, S·L] (S samples side
+// by side, L = OutH·OutW window positions), so that one single-threaded GEMM
+// per chunk covers all of them. The composed path instead unfolds the whole
+// batch into one large tensor and runs a small GEMM per sample.
+
+// convChunkElems bounds a chunk's unfolded windows (elements): 256 Ki, 1 MiB
+// of float32, which stays in L2 beside the GEMM's packed panels.
+const convChunkElems = 1 << 18
+
+// convChunk returns the samples per chunk for unfolded samples of size per
+// elements: as many as fit convChunkElems, but at most an eighth of the
+// batch, so that there are chunks for every worker.
+func convChunk(n, per int) int {
+	return max(1, min(convChunkElems/max(per, 1), n/8))
+}
+
+func convKernel[T float]() kernel[T] {
+	var z T
+	if _, ok := any(z).(float32); ok {
+		return any(kernelF32).(kernel[T])
+	}
+	return any(kernelF64).(kernel[T])
+}
+
+// Conv2d implements backends.ConvFusion.
+func (b *Backend) Conv2d(out, x, w backends.View, g backends.ConvGeometry) {
+	switch x.DType {
+	case backends.Float32:
+		convForward(b, buf(out).f32()[out.Offset:], buf(x).f32()[x.Offset:], buf(w).f32()[w.Offset:], g, out.Shape[1])
+	case backends.Float64:
+		convForward(b, buf(out).f64()[out.Offset:], buf(x).f64()[x.Offset:], buf(w).f64()[w.Offset:], g, out.Shape[1])
+	default:
+		b.fail(errDType("conv2d", x.DType))
+	}
+}
+
+// Conv2dInputGrad implements backends.ConvFusion.
+func (b *Backend) Conv2dInputGrad(dx, dy, w backends.View, g backends.ConvGeometry) {
+	switch dx.DType {
+	case backends.Float32:
+		convInputGrad(b, buf(dx).f32()[dx.Offset:], buf(dy).f32()[dy.Offset:], buf(w).f32()[w.Offset:], g, dy.Shape[1])
+	case backends.Float64:
+		convInputGrad(b, buf(dx).f64()[dx.Offset:], buf(dy).f64()[dy.Offset:], buf(w).f64()[w.Offset:], g, dy.Shape[1])
+	default:
+		b.fail(errDType("conv2d input grad", dx.DType))
+	}
+}
+
+// Conv2dWeightGrad implements backends.ConvFusion.
+func (b *Backend) Conv2dWeightGrad(dw, dy, x backends.View, g backends.ConvGeometry) {
+	switch dw.DType {
+	case backends.Float32:
+		convWeightGrad(b, buf(dw).f32()[dw.Offset:], buf(dy).f32()[dy.Offset:], buf(x).f32()[x.Offset:], g, dy.Shape[1])
+	case backends.Float64:
+		convWeightGrad(b, buf(dw).f64()[dw.Offset:], buf(dy).f64()[dy.Offset:], buf(x).f64()[x.Offset:], g, dy.Shape[1])
+	default:
+		b.fail(errDType("conv2d weight grad", dw.DType))
+	}
+}
+
+// convForward: for each chunk, cols [CK, S·L] = unfold(x[n0:n0+S]), then
+// y [O, S·L] = w [O, CK] · cols, copied out per sample. Each output
+// element is the same K-blocked sum the composed per-sample GEMM makes.
+func convForward[T float](b *Backend, out, x, w []T, g backends.ConvGeometry, o int) {
+	ck, l := g.C*g.KH*g.KW, g.OutH*g.OutW
+	s := convChunk(g.N, ck*l)
+	chunks := (g.N + s - 1) / s
+	kern, pool := convKernel[T](), poolFor[T]()
+	b.parallel(chunks, 1, func(lo, hi int) {
+		for ch := lo; ch < hi; ch++ {
+			n0 := ch * s
+			sn := min(s, g.N-n0)
+			cols := pool.get(ck * sn * l)
+			y := pool.get(o * sn * l)
+			unfoldChunk(*cols, x, g, n0, sn)
+			gemm(b, kern, o, sn*l, ck,
+				matSrc[T]{s: w, rs: ck, cs: 1},
+				matSrc[T]{s: *cols, rs: sn * l, cs: 1},
+				matDst[T]{s: *y, rs: sn * l, cs: 1}, false)
+			for i := range sn {
+				for oc := range o {
+					copy(out[((n0+i)*o+oc)*l:][:l], (*y)[oc*sn*l+i*l:][:l])
+				}
+			}
+			pool.put(y)
+			pool.put(cols)
+		}
+	})
+}
+
+// convInputGrad: for each chunk, dcols [CK, S·L] = wᵀ [CK, O] · dy chunk
+// [O, S·L], folded back (overlapping windows added) into dx's samples.
+func convInputGrad[T float](b *Backend, dx, dy, w []T, g backends.ConvGeometry, o int) {
+	ck, l := g.C*g.KH*g.KW, g.OutH*g.OutW
+	s := convChunk(g.N, ck*l)
+	chunks := (g.N + s - 1) / s
+	kern, pool := convKernel[T](), poolFor[T]()
+	b.parallel(chunks, 1, func(lo, hi int) {
+		for ch := lo; ch < hi; ch++ {
+			n0 := ch * s
+			sn := min(s, g.N-n0)
+			gy := pool.get(o * sn * l)
+			gatherChunk(*gy, dy, o, l, n0, sn)
+			dcols := pool.get(ck * sn * l)
+			gemm(b, kern, ck, sn*l, o,
+				matSrc[T]{s: w, rs: 1, cs: ck},
+				matSrc[T]{s: *gy, rs: sn * l, cs: 1},
+				matDst[T]{s: *dcols, rs: sn * l, cs: 1}, false)
+			foldChunk(dx, *dcols, g, n0, sn)
+			pool.put(dcols)
+			pool.put(gy)
+		}
+	})
+}
+
+// convWeightGrad: each chunk computes dy chunk [O, S·L] · colsᵀ [S·L, CK]
+// into its own partial sum; the partials are then added in chunk order,
+// so the result depends only on the shapes.
+func convWeightGrad[T float](b *Backend, dw, dy, x []T, g backends.ConvGeometry, o int) {
+	ck, l := g.C*g.KH*g.KW, g.OutH*g.OutW
+	s := convChunk(g.N, ck*l)
+	chunks := (g.N + s - 1) / s
+	kern, pool := convKernel[T](), poolFor[T]()
+	partials := pool.get(chunks * o * ck)
+	part := *partials
+	b.parallel(chunks, 1, func(lo, hi int) {
+		for ch := lo; ch < hi; ch++ {
+			n0 := ch * s
+			sn := min(s, g.N-n0)
+			gy := pool.get(o * sn * l)
+			gatherChunk(*gy, dy, o, l, n0, sn)
+			cols := pool.get(ck * sn * l)
+			unfoldChunk(*cols, x, g, n0, sn)
+			gemm(b, kern, o, ck, sn*l,
+				matSrc[T]{s: *gy, rs: sn * l, cs: 1},
+				matSrc[T]{s: *cols, rs: 1, cs: sn * l},
+				matDst[T]{s: part[ch*o*ck:], rs: ck, cs: 1}, false)
+			pool.put(cols)
+			pool.put(gy)
+		}
+	})
+	copy(dw[:o*ck], part[:o*ck])
+	for ch := 1; ch < chunks; ch++ {
+		p := part[ch*o*ck:][:o*ck]
+		for i := range p {
+			dw[i] += p[i]
+		}
+	}
+	pool.put(partials)
+}
+
+// gatherChunk copies dy's samples [n0, n0+sn) ([N, O, L]) into dst laid out
+// [O, sn·L].
+func gatherChunk[T float](dst, dy []T, o, l, n0, sn int) {
+	for i := range sn {
+		for oc := range o {
+			copy(dst[oc*sn*l+i*l:][:l], dy[((n0+i)*o+oc)*l:][:l])
+		}
+	}
+}
+
+// unfoldChunk writes the windows of samples [n0, n0+sn) of x into dst laid
+// out [C·KH·KW, sn·L]: row (c·KH+ki)·KW+kj, column i·L + oh·OutW + ow holds
+// x[n0+i, c, oh·sh−pt+ki·dh, ow·sw−pl+kj·dw], or 0 in the padding.
+func unfoldChunk[T float](dst, x []T, g backends.ConvGeometry, n0, sn int) {
+	l, hw := g.OutH*g.OutW, g.H*g.W
+	width := sn * l
+	for c := range g.C {
+		for ki := range g.KH {
+			hLo, hHi := validRange(g.OutH, g.StrideH, g.PadTop, ki*g.DilationH, g.H)
+			for kj := range g.KW {
+				wLo, wHi := validRange(g.OutW, g.StrideW, g.PadLeft, kj*g.DilationW, g.W)
+				row := dst[((c*g.KH+ki)*g.KW+kj)*width:][:width]
+				for i := range sn {
+					plane := x[((n0+i)*g.C+c)*hw:][:hw]
+					seg := row[i*l:][:l]
+					for oh := range g.OutH {
+						line := seg[oh*g.OutW:][:g.OutW]
+						if oh < hLo || oh >= hHi || wLo >= wHi {
+							clear(line)
+							continue
+						}
+						h := oh*g.StrideH - g.PadTop + ki*g.DilationH
+						clear(line[:wLo])
+						clear(line[wHi:])
+						x0 := h*g.W - g.PadLeft + kj*g.DilationW
+						if g.StrideW == 1 {
+							copy(line[wLo:wHi], plane[x0+wLo:x0+wHi])
+							continue
+						}
+						for ow := wLo; ow < wHi; ow++ {
+							line[ow] = plane[x0+ow*g.StrideW]
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// foldChunk is unfoldChunk's adjoint: it overwrites samples [n0, n0+sn) of
+// dx with the sums of the column values that read each input element, in
+// (c, ki, kj) order.
+func foldChunk[T float](dx, cols []T, g backends.ConvGeometry, n0, sn int) {
+	l, hw := g.OutH*g.OutW, g.H*g.W
+	width := sn * l
+	clear(dx[n0*g.C*hw : (n0+sn)*g.C*hw])
+	for c := range g.C {
+		for ki := range g.KH {
+			hLo, hHi := validRange(g.OutH, g.StrideH, g.PadTop, ki*g.DilationH, g.H)
+			for kj := range g.KW {
+				wLo, wHi := validRange(g.OutW, g.StrideW, g.PadLeft, kj*g.DilationW, g.W)
+				if wLo >= wHi {
+					continue
+				}
+				row := cols[((c*g.KH+ki)*g.KW+kj)*width:][:width]
+				for i := range sn {
+					plane := dx[((n0+i)*g.C+c)*hw:][:hw]
+					seg := row[i*l:][:l]
+					for oh := hLo; oh < hHi; oh++ {
+						line := seg[oh*g.OutW:][:g.OutW]
+						x0 := (oh*g.StrideH-g.PadTop+ki*g.DilationH)*g.W - g.PadLeft + kj*g.DilationW
+						if g.StrideW == 1 {
+							dst := plane[x0+wLo : x0+wHi]
+							for j, v := range line[wLo:wHi] {
+								dst[j] += v
+							}
+							continue
+						}
+						for ow := wLo; ow < wHi; ow++ {
+							plane[x0+ow*g.StrideW] += line[ow]
+						}
+					}
+				}
+			}
+		}
+	}
+}

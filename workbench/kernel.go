@@ -1,0 +1,566 @@
+package workbench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kiln-ml/kiln/kernel/jupyter"
+)
+
+// kernelHost starts (or attaches to) the kernel, restarts it when it dies,
+// and runs the UI's requests on it.
+type kernelHost struct {
+	ctx     context.Context
+	cfg     Config
+	publish func(string, any)
+
+	mu       sync.Mutex
+	proc     *jupyter.KernelProcess // nil when attached
+	client   *jupyter.KernelClient
+	state    string // starting, idle, busy, dead, restarting
+	restarts int
+	lastErr  string
+	gen      int // incremented at every (re)start, so a stale watcher stays quiet
+
+	exec sync.Mutex // one cell at a time, as the kernel runs them
+}
+
+func newKernelHost(ctx context.Context, cfg Config, publish func(string, any)) *kernelHost {
+	return &kernelHost{ctx: ctx, cfg: cfg, publish: publish, state: "starting"}
+}
+
+// kernelStartTimeout bounds how long a kernel may take to answer.
+const kernelStartTimeout = 60 * time.Second
+
+// connect starts a kernel process (or dials the attached one) and waits
+// until it answers.
+func (k *kernelHost) connect(ctx context.Context) (*jupyter.KernelProcess, *jupyter.KernelClient, error) {
+	ctx, cancel := context.WithTimeout(ctx, kernelStartTimeout)
+	defer cancel()
+	if k.cfg.Existing != "" {
+		c, err := jupyter.DialFile(ctx, k.cfg.Existing, nil)
+		if err != nil {
+			return nil, nil, fmt.Errorf("workbench: attach to the kernel of %s: %w", k.cfg.Existing, err)
+		}
+		if _, err := c.WaitForReady(ctx); err != nil {
+			c.Close()
+			return nil, nil, fmt.Errorf("workbench: the kernel of %s does not answer: %w", k.cfg.Existing, err)
+		}
+		return nil, c, nil
+	}
+	p, err := jupyter.StartKernel(jupyter.StartOptions{
+		Spec: jupyter.KernelSpec{Argv: []string{k.cfg.Kiln, "kernel", "run", "-f", "{connection_file}"},
+			DisplayName: "Go (Kiln)", Language: "go", InterruptMode: "message"},
+		Name: "kiln", Dir: k.cfg.Root, Env: k.cfg.KernelEnv,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("workbench: start the kernel: %w", err)
+	}
+	c, err := p.Connect(ctx, nil)
+	if err != nil {
+		p.Kill()
+		return nil, nil, fmt.Errorf("workbench: the kernel did not start: %w", err)
+	}
+	return p, c, nil
+}
+
+// start brings the first kernel up.
+func (k *kernelHost) start(ctx context.Context) error {
+	p, c, err := k.connect(ctx)
+	if err != nil {
+		return err
+	}
+	k.mu.Lock()
+	k.proc, k.client, k.state = p, c, "idle"
+	k.gen++
+	gen := k.gen
+	k.mu.Unlock()
+	go k.watch(gen, c)
+	k.announce("")
+	return nil
+}
+
+// status is the kernel's state for the UI.
+func (k *kernelHost) status() map[string]any {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	st := map[string]any{"status": k.state, "restarts": k.restarts}
+	if k.lastErr != "" {
+		st["last_error"] = k.lastErr
+	}
+	return st
+}
+
+// announce publishes the kernel's status, with a message.
+func (k *kernelHost) announce(message string) {
+	st := k.status()
+	if message != "" {
+		st["message"] = message
+	}
+	k.publish("kernel.status", st)
+}
+
+func (k *kernelHost) setState(state string) {
+	k.mu.Lock()
+	k.state = state
+	k.mu.Unlock()
+	k.announce("")
+}
+
+// watch waits for the kernel of generation gen to die; a started kernel is
+// then restarted, an attached one is reported dead.
+func (k *kernelHost) watch(gen int, c *jupyter.KernelClient) {
+	select {
+	case <-k.ctx.Done():
+		return
+	case <-c.Done():
+	}
+	k.mu.Lock()
+	if gen != k.gen || k.ctx.Err() != nil { // restarted on purpose, or closing
+		k.mu.Unlock()
+		return
+	}
+	why := "the connection was lost"
+	if err := c.Err(); err != nil {
+		why = err.Error()
+	}
+	k.lastErr, k.state = lastLine(why), "dead"
+	attached := k.proc == nil
+	k.mu.Unlock()
+	if attached {
+		k.announce("the attached kernel died: " + lastLine(why) + "; attach to a new one")
+		return
+	}
+	k.announce("the kernel died: " + lastLine(why) + "; restarting")
+	if err := k.restart(k.ctx, false); err != nil {
+		k.announce("the kernel died and could not be restarted: " + err.Error())
+		return
+	}
+	k.announce("the kernel died: " + lastLine(why) + "; restarted (variables are lost, the notebook is intact)")
+}
+
+// lastLine is the last non-empty line of s (a crash report's verdict).
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// restart replaces the kernel with a new process; graceful asks the old
+// one to shut down first.
+func (k *kernelHost) restart(ctx context.Context, graceful bool) error {
+	k.mu.Lock()
+	if k.proc == nil {
+		k.mu.Unlock()
+		return errors.New("an attached kernel is restarted by whoever started it")
+	}
+	old, oc := k.proc, k.client
+	k.gen++
+	k.state = "restarting"
+	k.mu.Unlock()
+	k.announce("")
+	if graceful && oc != nil {
+		old.Shutdown(ctx, oc, 2*time.Second)
+	} else {
+		old.Kill()
+	}
+	if oc != nil {
+		oc.Close()
+	}
+	p, c, err := k.connect(ctx)
+	k.mu.Lock()
+	if err != nil {
+		k.state, k.lastErr = "dead", err.Error()
+		k.mu.Unlock()
+		return err
+	}
+	k.proc, k.client, k.state = p, c, "idle"
+	k.restarts++
+	gen := k.gen
+	k.mu.Unlock()
+	go k.watch(gen, c)
+	return nil
+}
+
+func (k *kernelHost) current() (*jupyter.KernelClient, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.client == nil || k.state == "dead" || k.state == "restarting" {
+		return nil, fmt.Errorf("the kernel is %s", k.state)
+	}
+	return k.client, nil
+}
+
+// close shuts a started kernel down; an attached one is left running.
+func (k *kernelHost) close() {
+	k.mu.Lock()
+	p, c := k.proc, k.client
+	k.gen++
+	k.mu.Unlock()
+	if p != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		p.Shutdown(ctx, c, 2*time.Second)
+		cancel()
+	}
+	if c != nil {
+		c.Close()
+	}
+}
+
+// outputOf turns an IOPub message into an nbformat output (nil for
+// messages that are not outputs). update reports an update_display_data,
+// whose display id is in id.
+func outputOf(m *jupyter.Message, count int) (out map[string]any, update bool, id string) {
+	var c map[string]any
+	if m.Decode(&c) != nil {
+		return nil, false, ""
+	}
+	if t, ok := c["transient"].(map[string]any); ok {
+		id, _ = t["display_id"].(string)
+	}
+	switch m.Type() {
+	case "stream":
+		return map[string]any{"output_type": "stream", "name": c["name"], "text": c["text"]}, false, ""
+	case "display_data", "update_display_data":
+		o := map[string]any{"output_type": "display_data", "data": c["data"], "metadata": orEmpty(c["metadata"])}
+		return o, m.Type() == "update_display_data", id
+	case "execute_result":
+		return map[string]any{"output_type": "execute_result", "execution_count": count, "data": c["data"],
+			"metadata": orEmpty(c["metadata"])}, false, ""
+	case "error":
+		return map[string]any{"output_type": "error", "ename": c["ename"], "evalue": c["evalue"],
+			"traceback": c["traceback"]}, false, ""
+	}
+	return nil, false, ""
+}
+
+func orEmpty(v any) any {
+	if v == nil {
+		return map[string]any{}
+	}
+	return v
+}
+
+// cellOutputs collects one execution's outputs, applying display updates
+// in place, and publishes each as it comes.
+type cellOutputs struct {
+	mu      sync.Mutex
+	path    string
+	cell    string
+	outs    []map[string]any
+	ids     map[string][]int // display id → indexes of its outputs
+	publish func(string, any)
+}
+
+func (co *cellOutputs) add(m *jupyter.Message) {
+	out, update, id := outputOf(m, 0)
+	if out == nil {
+		if m.Type() == "clear_output" {
+			co.mu.Lock()
+			co.outs, co.ids = nil, map[string][]int{}
+			co.mu.Unlock()
+			co.publish("cell.output", map[string]any{"path": co.path, "cell_id": co.cell, "clear": true})
+		}
+		return
+	}
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	if update {
+		for _, i := range co.ids[id] {
+			co.outs[i] = out
+			co.publish("cell.output", map[string]any{"path": co.path, "cell_id": co.cell, "output": out, "index": i})
+		}
+		return
+	}
+	if id != "" {
+		co.ids[id] = append(co.ids[id], len(co.outs))
+	}
+	co.outs = append(co.outs, out)
+	co.publish("cell.output", map[string]any{"path": co.path, "cell_id": co.cell, "output": out, "index": len(co.outs) - 1})
+}
+
+// execute runs a cell of a notebook on the kernel.
+func (k *kernelHost) execute(ctx context.Context, path, cellID, code string) (map[string]any, error) {
+	k.exec.Lock()
+	defer k.exec.Unlock()
+	c, err := k.current()
+	if err != nil {
+		return nil, err
+	}
+	k.setState("busy")
+	defer func() {
+		k.mu.Lock()
+		if k.state == "busy" {
+			k.state = "idle"
+		}
+		k.mu.Unlock()
+		k.announce("")
+	}()
+	co := &cellOutputs{path: path, cell: cellID, ids: map[string][]int{}, publish: k.publish}
+	rep, err := c.Execute(ctx, jupyter.ExecuteRequest{Code: code, StoreHistory: true},
+		&jupyter.ExecuteHandlers{Output: co.add})
+	co.mu.Lock()
+	outs := co.outs
+	co.mu.Unlock()
+	if outs == nil {
+		outs = []map[string]any{}
+	}
+	for _, o := range outs {
+		if o["output_type"] == "execute_result" {
+			o["execution_count"] = rep.ExecutionCount
+		}
+	}
+	status := rep.Status
+	if err != nil {
+		// The kernel died (or the request was abandoned): the cell shows why.
+		outs = append(outs, map[string]any{"output_type": "error", "ename": "KernelDied", "evalue": lastLine(err.Error()),
+			"traceback": []string{err.Error()}})
+		status = "error"
+	}
+	var count any
+	if rep.ExecutionCount > 0 {
+		count = rep.ExecutionCount
+	}
+	k.publish("cell.done", map[string]any{"path": path, "cell_id": cellID, "execution_count": count, "status": status})
+	return map[string]any{"execution_count": count, "status": status, "outputs": outs}, nil
+}
+
+// evaluate runs code silently (not in the history, no execution count) and
+// returns its result's MIME bundle; a cell error is an error.
+func (k *kernelHost) evaluate(ctx context.Context, code string) (map[string]any, error) {
+	k.exec.Lock()
+	defer k.exec.Unlock()
+	c, err := k.current()
+	if err != nil {
+		return nil, err
+	}
+	var data map[string]any
+	var cellErr string
+	rep, err := c.Execute(ctx, jupyter.ExecuteRequest{Code: code}, &jupyter.ExecuteHandlers{Output: func(m *jupyter.Message) {
+		out, _, _ := outputOf(m, 0)
+		switch {
+		case out == nil:
+		case out["output_type"] == "execute_result" || out["output_type"] == "display_data":
+			data, _ = out["data"].(map[string]any)
+		case out["output_type"] == "error":
+			cellErr = fmt.Sprintf("%v: %v", out["ename"], out["evalue"])
+		}
+	}})
+	if err != nil {
+		return nil, err
+	}
+	if rep.Status != "ok" {
+		if cellErr == "" && rep.ErrorContent != nil {
+			cellErr = rep.Ename + ": " + rep.Evalue
+		}
+		return nil, errors.New(cellErr)
+	}
+	if data == nil {
+		return nil, errors.New("the kernel returned no value")
+	}
+	return data, nil
+}
+
+// evaluateJSON evaluates code whose result carries application/json and
+// decodes it into v.
+func (k *kernelHost) evaluateJSON(ctx context.Context, code string, v any) error {
+	data, err := k.evaluate(ctx, code)
+	if err != nil {
+		return err
+	}
+	raw, ok := data["application/json"]
+	if !ok {
+		return fmt.Errorf("the kernel's answer to %s has no JSON", code)
+	}
+	b, _ := json.Marshal(raw)
+	return json.Unmarshal(b, v)
+}
+
+// identifier is a Go identifier (a variable of the session).
+var identifier = regexp.MustCompile(`^[\p{L}_][\p{L}\p{Nd}_]*$`)
+
+func (s *Server) kernelMethods() map[string]method {
+	k := s.kernel
+	return map[string]method{
+		"kernel.status": func(context.Context, json.RawMessage) (any, error) { return k.status(), nil },
+		"kernel.execute": func(ctx context.Context, params json.RawMessage) (any, error) {
+			var p struct {
+				Path   string `json:"path"`
+				CellID string `json:"cell_id"`
+				Code   string `json:"code"`
+			}
+			if err := decode(params, &p); err != nil {
+				return nil, err
+			}
+			res, err := k.execute(ctx, p.Path, p.CellID, p.Code)
+			if err != nil {
+				return nil, err
+			}
+			if p.Path != "" {
+				outs, _ := res["outputs"].([]map[string]any)
+				s.notebooks.setOutputs(p.Path, p.CellID, outs, res["execution_count"])
+			}
+			return res, nil
+		},
+		"kernel.interrupt": func(ctx context.Context, _ json.RawMessage) (any, error) {
+			k.mu.Lock()
+			p, c := k.proc, k.client
+			k.mu.Unlock()
+			if c == nil {
+				return nil, errors.New("no kernel")
+			}
+			if p != nil {
+				return map[string]any{}, p.Interrupt(ctx, c)
+			}
+			return map[string]any{}, c.Interrupt(ctx)
+		},
+		"kernel.restart": func(ctx context.Context, _ json.RawMessage) (any, error) {
+			if err := k.restart(ctx, true); err != nil {
+				return nil, err
+			}
+			k.announce("the kernel was restarted")
+			return k.status(), nil
+		},
+		"kernel.complete": func(ctx context.Context, params json.RawMessage) (any, error) {
+			var p struct {
+				Code   string `json:"code"`
+				Cursor int    `json:"cursor"`
+			}
+			if err := decode(params, &p); err != nil {
+				return nil, err
+			}
+			c, err := k.current()
+			if err != nil {
+				return nil, err
+			}
+			r, err := c.Complete(ctx, p.Code, p.Cursor)
+			if err != nil {
+				return nil, err
+			}
+			if r.Matches == nil {
+				r.Matches = []string{}
+			}
+			return map[string]any{"matches": r.Matches, "cursor_start": r.CursorStart, "cursor_end": r.CursorEnd}, nil
+		},
+		"kernel.inspect": func(ctx context.Context, params json.RawMessage) (any, error) {
+			var p struct {
+				Code   string `json:"code"`
+				Cursor int    `json:"cursor"`
+			}
+			if err := decode(params, &p); err != nil {
+				return nil, err
+			}
+			c, err := k.current()
+			if err != nil {
+				return nil, err
+			}
+			r, err := c.Inspect(ctx, p.Code, p.Cursor, 0)
+			if err != nil {
+				return nil, err
+			}
+			text, _ := r.Data["text/plain"].(string)
+			return map[string]any{"found": r.Found, "text": text}, nil
+		},
+		"devices.list": func(ctx context.Context, _ json.RawMessage) (any, error) {
+			var devs []map[string]any
+			if err := k.evaluateJSON(ctx, "%device --json", &devs); err != nil {
+				return nil, err
+			}
+			return map[string]any{"devices": devs}, nil
+		},
+		"devices.set": func(ctx context.Context, params json.RawMessage) (any, error) {
+			var p struct {
+				Name string `json:"name"`
+			}
+			if err := decode(params, &p); err != nil {
+				return nil, err
+			}
+			if !regexp.MustCompile(`^[a-z]+(:[0-9]+)?$`).MatchString(p.Name) {
+				return nil, fmt.Errorf("%q is not a device name (cpu, cuda:0, strict)", p.Name)
+			}
+			if _, err := k.evaluate(ctx, "%device "+p.Name); err != nil {
+				return nil, err
+			}
+			return map[string]any{}, nil
+		},
+		"variables.list": func(ctx context.Context, _ json.RawMessage) (any, error) {
+			var vars []map[string]any
+			if err := k.evaluateJSON(ctx, "%who --json", &vars); err != nil {
+				return nil, err
+			}
+			return map[string]any{"variables": vars}, nil
+		},
+		"model.tree": func(ctx context.Context, params json.RawMessage) (any, error) {
+			var p struct {
+				Name string `json:"name"`
+			}
+			if err := decode(params, &p); err != nil {
+				return nil, err
+			}
+			if !identifier.MatchString(p.Name) {
+				return nil, fmt.Errorf("%q is not a variable name", p.Name)
+			}
+			data, err := k.evaluate(ctx, "viz.ModuleTree("+p.Name+")")
+			if err != nil {
+				return nil, err
+			}
+			html, _ := data["text/html"].(string)
+			return map[string]any{"html": html}, nil
+		},
+		"model.graph": func(ctx context.Context, params json.RawMessage) (any, error) {
+			var p struct {
+				Name  string `json:"name"`
+				Input string `json:"input"` // a Go expression for the example input; guessed when empty
+			}
+			if err := decode(params, &p); err != nil {
+				return nil, err
+			}
+			if !identifier.MatchString(p.Name) {
+				return nil, fmt.Errorf("%q is not a variable name", p.Name)
+			}
+			data, err := k.evaluate(ctx, graphCode(p.Name, p.Input))
+			if err != nil {
+				return nil, err
+			}
+			svg, _ := data["image/svg+xml"].(string)
+			return map[string]any{"svg": svg}, nil
+		},
+	}
+}
+
+// graphCode is the cell that traces model name into a graph. Without an
+// input expression it makes one from the model's first parameter: a
+// Linear's [out, in] weight takes [1, in], a convolution's [out, in, kh, kw]
+// weight takes a [1, in, 28, 28] image.
+func graphCode(name, input string) string {
+	if input == "" {
+		input = `func() *tensor.Tensor {
+	ps := nn.Params(` + name + `)
+	if len(ps) == 0 {
+		panic("the model has no parameters to guess an input from: give an example input")
+	}
+	w := ps[0].Param
+	dev := w.Device().NoGrad()
+	s := w.Shape()
+	if len(s) == 2 {
+		return tensor.Randn(dev, 1, s[1])
+	}
+	if len(s) == 4 {
+		return tensor.Randn(dev, 1, s[1], 28, 28)
+	}
+	panic("cannot guess an input for a first parameter of shape " + fmt.Sprint(w.Shape()) + ": give an example input")
+}()`
+	}
+	return `func() *viz.Graph {
+	g, err := viz.Trace(` + name + `, ` + input + `)
+	if err != nil {
+		panic(err)
+	}
+	return g
+}()`
+}
