@@ -121,7 +121,7 @@ class Cell {
     else this.view.focus();
   }
 
-  setState(s: "idle" | "queued" | "running" | "ok" | "error") {
+  setState(s: "idle" | "queued" | "running" | "ok" | "error" | "aborted") {
     this.root.dataset.state = s;
     this.running = s === "running";
   }
@@ -192,7 +192,14 @@ export class Notebook {
       const d = u.data ?? {};
       if (u.topic === "cell.output" && d.path === this.path) {
         const c = this.cells.find((c) => c.id === d.cell_id);
-        if (c && c.running) c.addOutput(d.output);
+        if (!c || !c.running) return;
+        if (d.clear) {
+          c.outputs = [];
+          c.renderOutputs();
+        } else if (typeof d.index === "number" && d.index < c.outputs.length) {
+          c.outputs[d.index] = d.output; // an update of an earlier display
+          c.renderOutputs();
+        } else c.addOutput(d.output);
       } else if (u.topic === "notebook.saved" && d.path === this.path) {
         this.saved.textContent = "saved " + new Date().toLocaleTimeString();
       }
@@ -291,8 +298,10 @@ export class Notebook {
     this.changed();
   }
 
-  /** runCell runs one cell; advance moves the focus to the next cell. */
-  async runCell(c: Cell, advance = false): Promise<boolean> {
+  /** runCell runs one cell; advance moves the focus to the next cell. It
+   *  returns false when the cell failed, "aborted" when it never finished
+   *  (interrupted, or its kernel died). */
+  async runCell(c: Cell, advance = false): Promise<boolean | "aborted"> {
     if (advance) {
       const i = this.cells.indexOf(c);
       const next = this.cells[i + 1] ?? this.addCell(c.type === "markdown" ? "markdown" : "code", c);
@@ -307,22 +316,23 @@ export class Notebook {
     c.renderOutputs();
     c.setState("running");
     c.renderCount();
-    let ok = false;
+    let status = "error";
     try {
       await this.flush();
       const r = await this.t.call<ExecuteResult>("kernel.execute", { path: this.path, cell_id: c.id, code: c.source });
       c.outputs = r.outputs ?? c.outputs;
       c.count = r.execution_count ?? c.count;
-      ok = r.status === "ok";
+      status = r.status;
     } catch (e) {
       c.outputs.push({ output_type: "error", ename: "WorkbenchError", evalue: errText(e), traceback: [] });
+      status = "aborted";
     }
-    c.setState(ok ? "ok" : "error");
+    c.setState(status === "ok" ? "ok" : status === "aborted" ? "aborted" : "error");
     c.renderCount();
     c.renderOutputs();
     this.changed();
     this.onCellDone();
-    return ok;
+    return status === "aborted" ? "aborted" : status === "ok";
   }
 
   /** runAll runs every cell in order, going on past cells that fail, until
@@ -334,8 +344,7 @@ export class Notebook {
     this.list.dataset.runAll = "running";
     for (const c of this.cells) {
       if (token !== this.runAllToken) break;
-      await this.runCell(c);
-      if (c.outputs.some((o) => o.ename === "WorkbenchError")) break;
+      if ((await this.runCell(c)) === "aborted") break;
     }
     todo.forEach((c) => c.root.dataset.state === "queued" && c.setState("idle"));
     if (token === this.runAllToken) this.list.dataset.runAll = "done";

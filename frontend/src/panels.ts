@@ -24,7 +24,7 @@ export class DevicesPanel {
   private body: HTMLElement;
   private err = errorBox("devices-error");
   constructor(private t: Transport, root: HTMLElement) {
-    const tb = table("devices-list", ["", "device", "kind", "memory", "cores", "status", ""]);
+    const tb = table("devices-list", ["", "device", "kind", "model", "memory", "cores", "details", ""]);
     this.body = tb.body;
     const refresh = el("button", { id: "devices-refresh" }, "↻");
     refresh.onclick = () => this.refresh();
@@ -44,9 +44,10 @@ export class DevicesPanel {
             el("td", {}, d.default ? "●" : ""),
             el("td", { class: "device-name" }, d.name),
             el("td", {}, d.kind ?? ""),
-            el("td", {}, typeof d.memory === "number" ? fmtBytes(d.memory) : String(d.memory ?? "")),
-            el("td", {}, String(d.cores ?? "")),
-            el("td", {}, d.status ?? ""),
+            el("td", {}, d.model ?? ""),
+            el("td", {}, typeof d.memory === "number" ? (d.memory ? fmtBytes(d.memory) : "") : String(d.memory ?? "")),
+            el("td", {}, d.cores ? String(d.cores) : ""),
+            el("td", {}, d.detail ?? d.status ?? ""),
             el("td", {}, use),
           );
         }),
@@ -73,7 +74,7 @@ export class VariablesPanel {
   names: string[] = [];
   models: string[] = [];
   constructor(private t: Transport, root: HTMLElement) {
-    const tb = table("variables-list", ["name", "type", "shape", "dtype", "device", "memory", "parameters"]);
+    const tb = table("variables-list", ["name", "type", "value", "shape", "dtype", "device", "memory", "parameters"]);
     this.body = tb.body;
     const refresh = el("button", { id: "variables-refresh" }, "↻");
     refresh.onclick = () => this.refresh();
@@ -92,6 +93,7 @@ export class VariablesPanel {
             { class: "var-row", "data-name": v.name, "data-device": v.device ?? "" },
             el("td", { class: "var-name" }, v.name),
             el("td", {}, v.type ?? ""),
+            el("td", { class: "var-value" }, v.value ?? ""),
             el("td", {}, v.shape ? `[${v.shape.join(", ")}]` : v.dtype ? "[] (scalar)" : ""),
             el("td", {}, v.dtype ?? ""),
             el("td", {}, v.device ?? ""),
@@ -112,16 +114,18 @@ export class VariablesPanel {
 /** ModelPanel shows a model variable's module tree and computation graph. */
 export class ModelPanel {
   private input: HTMLInputElement;
+  private example: HTMLInputElement;
   private tree = el("div", { id: "model-tree" });
   private graph = el("div", { id: "model-graph" });
   private err = errorBox("model-error");
   constructor(private t: Transport, root: HTMLElement) {
     this.input = el("input", { id: "model-name", list: "model-names", placeholder: "model variable, e.g. net" }) as HTMLInputElement;
+    this.example = el("input", { id: "model-input", placeholder: "example input (Go expression; optional)", size: "40" }) as HTMLInputElement;
     const show = el("button", { id: "model-show" }, "Show");
     show.onclick = () => this.show(this.input.value.trim());
     this.input.onkeydown = (e) => e.key === "Enter" && this.show(this.input.value.trim());
     root.append(
-      el("div", { class: "toolbar" }, this.input, el("datalist", { id: "model-names" }), show),
+      el("div", { class: "toolbar" }, this.input, el("datalist", { id: "model-names" }), this.example, show),
       this.err,
       el("div", { class: "model-split" }, el("section", {}, el("h3", {}, "Module tree"), this.tree), el("section", {}, el("h3", {}, "Graph"), this.graph)),
     );
@@ -141,7 +145,7 @@ export class ModelPanel {
         })
         .catch((e) => msgs.push("tree: " + errText(e))),
       this.t
-        .call<{ svg: string }>("model.graph", { name })
+        .call<{ svg: string }>("model.graph", this.example.value.trim() ? { name, input: this.example.value.trim() } : { name })
         .then((r) => {
           this.graph.innerHTML = r.svg ?? "";
         })
@@ -207,7 +211,7 @@ export class CheckpointsPanel {
           return el(
             "tr",
             { class: "ckpt-row", "data-path": c.path, "data-damaged": String(!!c.error) },
-            el("td", {}, String(c.path).split("/").pop() ?? c.path),
+            el("td", {}, (c.name || String(c.path).split("/").pop()) + (c.best ? " ★ best" : "")),
             el("td", {}, String(c.epoch ?? "")),
             el("td", {}, String(c.step ?? "")),
             el("td", {}, metrics),
