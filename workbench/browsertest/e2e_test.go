@@ -420,6 +420,16 @@ func TestBrowserEndToEnd(t *testing.T) {
 	p.tab("notebook")
 	done()
 
+	// A chart output: its script runs and echarts draws it.
+	done = step("chart output")
+	c = p.run(chartCell, 60*time.Second)
+	if c.State != "ok" {
+		t.Errorf("the chart cell failed: %s", c.Text)
+	}
+	p.wait("the chart drawn by echarts", `(() => { const b = document.querySelector('[data-cell-id=`+js(c.ID)+`] .kiln-viz .kiln-viz-chart');
+return b && window.echarts && window.echarts.getInstanceByDom(b) && getComputedStyle(b).display !== "none"; })()`, 30*time.Second)
+	done()
+
 	// A model: its tree and graph.
 	done = step("model views")
 	c = p.run(modelCell, 60*time.Second)
@@ -542,6 +552,7 @@ func TestBrowserEndToEnd(t *testing.T) {
 const (
 	deviceCell = "dev, _ := tensor.DefaultDevice()\nx := tensor.Ones(dev, 2, 3)\nfmt.Println(\"device:\", x.Device())"
 	modelCell  = "ad := tensor.CPU().Autodiff()\nad.Seed(1)\nnet := nn.NewSequential(nn.NewLinear(ad, 784, 32), nn.ReLU{}, nn.NewLinear(ad, 32, 10))\nfmt.Println(\"model ready\")"
+	chartCell  = "viz.Line([]float64{1, 2, 3, 4}, []float64{3, 1, 4, 1})"
 	crashCell  = "go func() { panic(\"boom in a goroutine\") }()\ntime.Sleep(5 * time.Second)"
 )
 
