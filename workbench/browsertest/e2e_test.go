@@ -523,6 +523,26 @@ return b && window.echarts && window.echarts.getInstanceByDom(b) && getComputedS
 	p.screenshot("runs-compare")
 	p.tab("notebook")
 
+	// Completion from the kernel while typing; Interrupt stops a long cell.
+	done = step("completion and interrupt")
+	id = eval[string](p, `(c => (c.view.dispatch({changes: {from: 0, insert: "fmt.Pri"}, selection: {anchor: 7}}), c.view.focus(), c.id))(workbench.notebook.addCell("code"))`)
+	if _, err := chromedp.Run(ctx, chromedp.KeyEvent("n")); err != nil {
+		t.Fatal(err)
+	}
+	p.wait("completions from the kernel", `document.querySelector(".cm-tooltip-autocomplete") && document.querySelector(".cm-tooltip-autocomplete").textContent.includes("Println")`, 30*time.Second)
+	eval[bool](p, `workbench.notebook.deleteCell(workbench.notebook.cells.find(c => c.id === `+js(id)+`)), true`)
+	id = eval[string](p, `workbench.notebook.addCell("code", undefined, "time.Sleep(60 * time.Second)\nfmt.Println(\"not interrupted\")").id`)
+	sel := `document.querySelector('[data-cell-id=` + js(id) + `]')`
+	eval[bool](p, sel+`.querySelector(".cell-run").click(), true`)
+	p.wait("the long cell to run", sel+`.dataset.state === "running" && document.querySelector("#kernel-status").dataset.status === "busy"`, 30*time.Second)
+	t0 := time.Now()
+	eval[bool](p, `document.querySelector("#nb-interrupt").click(), true`)
+	p.wait("the interrupted cell to end", sel+`.dataset.state !== "running"`, 30*time.Second)
+	if out := eval[string](p, sel+`.querySelector(".cell-outputs").innerText`); strings.Contains(out, "not interrupted") || !strings.Contains(out, "Interrupted") || time.Since(t0) > 30*time.Second {
+		t.Errorf("Interrupt did not stop the cell: %q", out)
+	}
+	done()
+
 	// A goroutine panic kills the kernel: a restart notice, the notebook intact, the next cell runs.
 	done = step("kernel crash and restart")
 	cellsBefore := p.cells()
