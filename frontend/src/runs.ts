@@ -89,14 +89,16 @@ class RunData {
         if (r.batch) this.batch = r.batch;
         for (const [k, v] of Object.entries(r.metrics ?? {})) this.add(k, "train", [r.step, num(v)]);
         if (r.lr) this.add("learning rate", "lr", [r.step, r.lr]);
-        // Samples per second over at least half a second of the same
-        // epoch (records come faster than the clock is worth reading).
-        if (isFinite(t) && r.samples != null) {
+        // Samples per second over at least half a second (records come
+        // faster than the clock is worth reading): steps per second times
+        // the samples per step (the epoch's samples over its batches).
+        if (isFinite(t)) {
           const a = this.lastStep;
-          if (!a || a.epoch !== r.epoch || r.samples < a.samples) this.lastStep = { t, step: r.step, samples: r.samples, epoch: r.epoch };
+          if (!a || r.step < a.step) this.lastStep = { t, step: r.step, samples: 0, epoch: r.epoch };
           else if (t - a.t >= 0.5) {
-            this.add("throughput (samples/s)", "samples/s", [r.step, (r.samples - a.samples) / (t - a.t)]);
-            this.lastStep = { t, step: r.step, samples: r.samples, epoch: r.epoch };
+            const perStep = r.batch && r.samples ? r.samples / r.batch : 1;
+            this.add("throughput (samples/s)", "samples/s", [r.step, ((r.step - a.step) / (t - a.t)) * perStep]);
+            this.lastStep = { t, step: r.step, samples: 0, epoch: r.epoch };
           }
         }
         break;
