@@ -78,6 +78,7 @@ bench: deps
 include backends/cpu/bench.mk
 include backends/cuda/cuda.mk
 include viz/assets.mk
+include frontend/frontend.mk
 
 lint: fmt-check vet staticcheck
 
@@ -99,3 +100,4 @@ fixtures: deps-fixtures
 clean:
 	rm -rf bin
 	rm -f viz/assets/echarts.min.js
+	rm -rf frontend/web/app
