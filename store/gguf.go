@@ -418,6 +418,9 @@ func DecodeGGUF(b []byte) (*GGUFFile, error) {
 		if r.err == nil && dims > 8 {
 			r.fail("tensor %q has %d dimensions", name, dims)
 		}
+		if r.err != nil {
+			return nil, r.err
+		}
 		shape := make([]int, dims)
 		elems := int64(1)
 		for i := range int(dims) {
