@@ -443,8 +443,13 @@ func DecodeGGUF(b []byte) (*GGUFFile, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: GGUF: tensor %q has unknown ggml type %d", ErrUnsupported, name, typ)
 		}
-		if len(shape) > 0 && shape[len(shape)-1]%l.values != 0 {
-			return nil, fmt.Errorf("%w: GGUF: tensor %q: rows of %d values are not whole %s blocks of %d", ErrCorrupt, name, shape[len(shape)-1], l.name, l.values)
+		if row := 1; l.values > 1 {
+			if len(shape) > 0 {
+				row = shape[len(shape)-1]
+			}
+			if row%l.values != 0 {
+				return nil, fmt.Errorf("%w: GGUF: tensor %q: rows of %d values are not whole %s blocks of %d", ErrCorrupt, name, row, l.name, l.values)
+			}
 		}
 		if _, dup := f.index[name]; dup {
 			return nil, fmt.Errorf("%w: GGUF: tensor %q appears twice", ErrCorrupt, name)
