@@ -454,6 +454,9 @@ func DecodeGGUF(b []byte) (*GGUFFile, error) {
 		if _, dup := f.index[name]; dup {
 			return nil, fmt.Errorf("%w: GGUF: tensor %q appears twice", ErrCorrupt, name)
 		}
+		if off > uint64(len(b)) {
+			return nil, fmt.Errorf("%w: GGUF: tensor %q: offset %d is past the end of the file: truncated", ErrCorrupt, name, off)
+		}
 		if off%uint64(f.Alignment) != 0 {
 			return nil, fmt.Errorf("%w: GGUF: tensor %q: offset %d is not aligned to %d", ErrCorrupt, name, off, f.Alignment)
 		}
