@@ -520,23 +520,54 @@ func (q *QuantizedTensor) Dequantize() ([]float32, error) {
 	return out, nil
 }
 
-// Tensor returns the tensor called name, dequantized to float32, on dev.
+// isInt reports whether t holds integers (read as Int64 tensors).
+func (t GGMLType) isInt() bool { return t == GGMLI8 || t == GGMLI16 || t == GGMLI32 || t == GGMLI64 }
+
+// Tensor returns the tensor called name on dev: integer types as Int64,
+// every other type dequantized to float32.
 func (f *GGUFFile) Tensor(name string, dev tensor.Device) (*tensor.Tensor, error) {
 	q, err := f.Raw(name)
 	if err != nil {
 		return nil, err
 	}
+	if q.Type.isInt() {
+		size := ggmlTypes[q.Type].bytes
+		ints := make([]int64, len(q.Data)/size)
+		for i := range ints {
+			b := q.Data[i*size:]
+			switch q.Type {
+			case GGMLI8:
+				ints[i] = int64(int8(b[0]))
+			case GGMLI16:
+				ints[i] = int64(int16(binary.LittleEndian.Uint16(b)))
+			case GGMLI32:
+				ints[i] = int64(int32(binary.LittleEndian.Uint32(b)))
+			default:
+				ints[i] = int64(binary.LittleEndian.Uint64(b))
+			}
+		}
+		var t *tensor.Tensor
+		err := tensor.Try(func() { t = scalarOr(tensor.FromInt64s(dev, ints, q.Shape...), q.Shape) })
+		return t, err
+	}
 	v, err := q.Dequantize()
 	if err != nil {
 		return nil, err
 	}
-	shape := q.Shape
-	if len(shape) == 0 {
-		shape = []int{}
-	}
 	var t *tensor.Tensor
-	err = tensor.Try(func() { t = tensor.FromFloat32s(dev, v, shape...) })
+	err = tensor.Try(func() { t = scalarOr(tensor.FromFloat32s(dev, v, q.Shape...), q.Shape) })
 	return t, err
+}
+
+// scalarOr returns t as a 0-dimensional tensor when shape is empty (the
+// From constructors make a 1-D tensor without a shape).
+func scalarOr(t *tensor.Tensor, shape []int) *tensor.Tensor {
+	if len(shape) > 0 {
+		return t
+	}
+	s := t.Reshape()
+	t.Release()
+	return s
 }
 
 // Names lists the file's tensors in file order.

@@ -35,7 +35,11 @@ func (g ggufSource) Info(name string) (TensorInfo, bool) {
 	if !ok {
 		return TensorInfo{}, false
 	}
-	return TensorInfo{DType: tensor.Float32, FileDType: t.Type.String(), Supported: t.Type.Dequantizable(),
+	dt := tensor.Float32
+	if t.Type.isInt() {
+		dt = tensor.Int64
+	}
+	return TensorInfo{DType: dt, FileDType: t.Type.String(), Supported: t.Type.Dequantizable(),
 		Shape: t.Shape, Size: t.Size}, true
 }
 
@@ -47,7 +51,7 @@ func (g ggufSource) Tensor(name string, dev tensor.Device) (*tensor.Tensor, erro
 type GGUFTensor struct {
 	Name   string
 	Shape  []int     // Kiln's order (written reversed, as ggml's ne)
-	Type   GGMLType  // GGMLF32, GGMLF16, GGMLBF16 or GGMLQ8_0
+	Type   GGMLType  // GGMLF32, GGMLF16, GGMLBF16, GGMLQ8_0, or GGMLI32 for integers
 	Values []float32 // row-major; the last dimension a multiple of 32 for Q8_0
 }
 
@@ -236,6 +240,10 @@ func encodeGGML(t GGUFTensor) ([]byte, error) {
 		for _, v := range t.Values {
 			out = le.AppendUint16(out, backends.Float32ToBFloat16(v))
 		}
+	case GGMLI32:
+		for _, v := range t.Values {
+			out = le.AppendUint32(out, uint32(int32(v)))
+		}
 	case GGMLQ8_0:
 		if len(t.Shape) == 0 || t.Shape[len(t.Shape)-1]%32 != 0 {
 			return nil, fmt.Errorf("Q8_0 needs rows of whole 32-value blocks, shape %v", t.Shape)
@@ -244,7 +252,7 @@ func encodeGGML(t GGUFTensor) ([]byte, error) {
 			out = appendQ8_0(out, t.Values[b:b+32])
 		}
 	default:
-		return nil, fmt.Errorf("%w: Kiln writes GGUF tensors as F32, F16, BF16 or Q8_0, not %s", ErrUnsupported, t.Type)
+		return nil, fmt.Errorf("%w: Kiln writes GGUF tensors as F32, F16, BF16, Q8_0 or I32, not %s", ErrUnsupported, t.Type)
 	}
 	return out, nil
 }
@@ -296,13 +304,23 @@ func (m NameMap) SaveGGUF(model any, path string, typ GGMLType, metadata map[str
 			if err := tensor.Try(func() { vals = t.Float32s() }); err != nil {
 				return fmt.Errorf("store: write %s: %s: %w", path, k, err)
 			}
-			tt := typ
 			shape := t.Shape()
-			if typ == GGMLQ8_0 && (len(shape) == 0 || shape[len(shape)-1]%32 != 0) {
-				tt = GGMLF32
-			}
+			tt := GGUFTypeFor(typ, t.DType(), shape)
 			tensors = append(tensors, GGUFTensor{Name: k, Shape: shape, Type: tt, Values: vals})
 		}
 		return WriteGGUF(path, metadata, tensors)
 	})
+}
+
+// GGUFTypeFor is the type a tensor of dtype and shape is written as when
+// typ is asked for: integers as I32 (exact up to 2³¹), rows that are not
+// whole 32-value blocks as F32 under Q8_0, else typ.
+func GGUFTypeFor(typ GGMLType, dtype tensor.DType, shape []int) GGMLType {
+	switch {
+	case !dtype.IsFloat():
+		return GGMLI32
+	case typ == GGMLQ8_0 && (len(shape) == 0 || shape[len(shape)-1]%32 != 0):
+		return GGMLF32
+	}
+	return typ
 }
