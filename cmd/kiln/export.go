@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kiln-ml/kiln/nn"
+	"github.com/kiln-ml/kiln/onnx"
 	"github.com/kiln-ml/kiln/store"
 	"github.com/kiln-ml/kiln/tensor"
 )
@@ -25,7 +27,8 @@ func runExport(args []string) error { return exportCommand(args, os.Stdout, os.S
 func exportCommand(args []string, out, errOut io.Writer) error {
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
 	fs.SetOutput(errOut)
-	format := fs.String("format", "safetensors", "output format: safetensors or gguf")
+	format := fs.String("format", "safetensors", "output format: safetensors, gguf, or onnx (with --model)")
+	graph := fs.String("model", "", "the ONNX graph the checkpoint's weights belong to (for --format onnx)")
 	ggufType := fs.String("gguf-type", "f32", "tensor type of a GGUF export: f32, f16, bf16 or q8_0 (rows that are not whole 32-value blocks stay f32)")
 	output := fs.String("o", "", "the file to write (required)")
 	fs.Usage = func() {
@@ -58,10 +61,12 @@ func exportCommand(args []string, out, errOut io.Writer) error {
 		}
 		gtype = t
 	case "onnx":
-		return errors.New("export: a checkpoint holds weights, not the model's code, so it cannot become an ONNX graph here: " +
-			"call onnx.Export(model, exampleInput, path) from Go or a notebook cell")
+		if *graph == "" {
+			return errors.New("export: a checkpoint holds weights, not the model's graph: give the ONNX file the model " +
+				"was imported from with --model GRAPH.onnx, or call onnx.Export(model, exampleInput, path) from Go or a notebook")
+		}
 	default:
-		return fmt.Errorf("export: unknown format %q (want safetensors or gguf)", *format)
+		return fmt.Errorf("export: unknown format %q (want safetensors, gguf or onnx)", *format)
 	}
 	if *output == "" {
 		return errors.New("export: an output file is required (-o FILE)")
@@ -88,7 +93,11 @@ func exportCommand(args []string, out, errOut io.Writer) error {
 		}
 	}
 	md := exportMetadata(info)
-	if strings.ToLower(*format) == "gguf" {
+	if strings.ToLower(*format) == "onnx" {
+		if err := exportONNX(*graph, info.Dir, *output); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+	} else if strings.ToLower(*format) == "gguf" {
 		if err := exportGGUF(r, *output, gtype, md); err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
@@ -339,4 +348,18 @@ func exportGGUF(r *store.CheckpointReader, path string, typ store.GGMLType, md m
 		tensors = append(tensors, store.GGUFTensor{Name: name, Shape: shape, Type: tt, Values: vals})
 	}
 	return store.WriteGGUF(path, meta, tensors)
+}
+
+// exportONNX imports graph, loads the checkpoint's weights into it (by the
+// names onnx.Load gives its initializers) and saves it to path.
+func exportONNX(graph, checkpoint, path string) error {
+	m, err := onnx.Load(graph, tensor.CPU())
+	if err != nil {
+		return err
+	}
+	defer nn.Release(m)
+	if err := store.LoadModel(m, checkpoint); err != nil {
+		return fmt.Errorf("the checkpoint's weights do not fit %s: %w", graph, err)
+	}
+	return m.Save(path)
 }

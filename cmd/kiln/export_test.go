@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/kiln-ml/kiln/nn"
+	"github.com/kiln-ml/kiln/onnx"
 	"github.com/kiln-ml/kiln/store"
 	"github.com/kiln-ml/kiln/tensor"
 )
@@ -205,7 +206,8 @@ func TestExportCommand(t *testing.T) {
 		{"run directory uses the best checkpoint", []string{run, "--format", "safetensors", "-o", filepath.Join(out, "best.safetensors")}, 9, "9", "", nil, ""},
 		{"flags before the directory", []string{"-o", filepath.Join(out, "ckpt.safetensors"), filepath.Join(run, "checkpoints", "epoch-2")}, 2, "2", "", nil, ""},
 		{"format is case-insensitive and defaults to safetensors", []string{filepath.Join(run, "checkpoints", "epoch-10"), "-format=SafeTensors", "-o", filepath.Join(out, "ten.safetensors")}, 10, "10", "", nil, ""},
-		{"onnx needs the model's code", []string{run, "--format", "onnx", "-o", filepath.Join(out, "m.onnx")}, 0, "", "onnx.Export", nil, filepath.Join(out, "m.onnx")},
+		{"onnx needs the graph", []string{run, "--format", "onnx", "-o", filepath.Join(out, "m.onnx")}, 0, "", "--model GRAPH.onnx", nil, filepath.Join(out, "m.onnx")},
+		{"onnx graph that does not fit", []string{run, "--format", "onnx", "--model", filepath.Join("..", "..", "onnx", "testdata", "models", "mlp_op13.onnx"), "-o", filepath.Join(out, "m.onnx")}, 0, "", "do not fit", nil, filepath.Join(out, "m.onnx")},
 		{"unknown gguf type", []string{run, "--format", "gguf", "--gguf-type", "q2_k", "-o", filepath.Join(out, "m.gguf")}, 0, "", `--gguf-type "q2_k"`, nil, filepath.Join(out, "m.gguf")},
 		{"unknown format", []string{run, "--format", "pickle", "-o", filepath.Join(out, "m.pt")}, 0, "", `unknown format "pickle"`, nil, filepath.Join(out, "m.pt")},
 		{"output is required", []string{run}, 0, "", "an output file is required", nil, ""},
@@ -373,5 +375,35 @@ func TestInspectGGUFAndONNX(t *testing.T) {
 	os.WriteFile(bad, []byte("GGUF\x03\x00\x00\x00\xff"), 0o644)
 	if err := inspectCommand([]string{bad}, &out, &errOut); !errors.Is(err, store.ErrCorrupt) {
 		t.Errorf("a truncated GGUF: %v", err)
+	}
+}
+
+func TestExportONNXWritesCheckpointWeights(t *testing.T) {
+	graph := filepath.Join("..", "..", "onnx", "testdata", "models", "mlp_op13.onnx")
+	m, err := onnx.Load(graph, tensor.CPU())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nn.Release(m)
+	for _, p := range nn.Params(m) {
+		p.Param.Assign(p.Param.MulScalar(-1))
+	}
+	ck := filepath.Join(t.TempDir(), "ck")
+	tensor.Scope(func() { err = store.SaveCheckpoint(ck, store.Checkpoint{Model: nn.StateDict(m), Epoch: 1, Step: 5}) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "tuned.onnx")
+	var stdout, stderr bytes.Buffer
+	if err := exportCommand([]string{ck, "--format", "onnx", "--model", graph, "-o", out}, &stdout, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	got, err := onnx.Load(out, tensor.CPU())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nn.Release(got)
+	if !sameWeights(got, m) {
+		t.Error("the exported ONNX file holds other weights than the checkpoint")
 	}
 }
