@@ -40,10 +40,25 @@ func LoadModel(model any, path string) error { return NameMap{}.Load(model, path
 // I/O error, leaving path untouched.
 func SaveModel(model any, path string) error { return NameMap{}.Save(model, path) }
 
-// openWeights opens the safetensors file at path, or the model file of
-// the checkpoint directory at path after verifying the checkpoint. The
-// returned function closes what was opened.
-func openWeights(path string) (*SafetensorsFile, func() error, error) {
+// weightSource is a file of named tensors a model loads from: a
+// safetensors file or a GGUF file.
+type weightSource interface {
+	Names() []string
+	Info(name string) (TensorInfo, bool)
+	Tensor(name string, dev tensor.Device) (*tensor.Tensor, error)
+}
+
+// openWeights opens the safetensors or GGUF file at path, or the model
+// file of the checkpoint directory at path after verifying the checkpoint.
+// The returned function closes what was opened.
+func openWeights(path string) (weightSource, func() error, error) {
+	if isGGUFFile(path) {
+		f, err := OpenGGUF(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		return ggufSource{f}, func() error { return nil }, nil
+	}
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: load %s: %w", path, err)
@@ -182,6 +197,14 @@ func (cm *compiledMap) load(model any, path string) error {
 // save writes the state dict of model to path through the compiled map
 // cm.
 func (cm *compiledMap) save(model any, path string) (err error) {
+	return cm.saveWith(model, path, func(out map[string]*tensor.Tensor) error {
+		return WriteSafetensors(path, out, map[string]string{"format": "pt"})
+	})
+}
+
+// saveWith names and lays out the state dict of model for the file as
+// save does and hands the tensors to write.
+func (cm *compiledMap) saveWith(model any, path string, write func(map[string]*tensor.Tensor) error) (err error) {
 	var sd map[string]*tensor.Tensor
 	if err := tensor.Try(func() { sd = nn.StateDict(model) }); err != nil {
 		return fmt.Errorf("store: write %s: %w", path, err)
@@ -231,7 +254,7 @@ func (cm *compiledMap) save(model any, path string) (err error) {
 	if len(problems) > 0 {
 		return fmt.Errorf("store: write %s: cannot name the model's tensors for the file: %s", path, strings.Join(problems, "; "))
 	}
-	return WriteSafetensors(path, out, map[string]string{"format": "pt"})
+	return write(out)
 }
 
 // permuted returns shape reordered by perm (shape itself for nil perm).

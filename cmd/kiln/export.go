@@ -13,7 +13,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kiln-ml/kiln/nn"
+	"github.com/kiln-ml/kiln/onnx"
 	"github.com/kiln-ml/kiln/store"
+	"github.com/kiln-ml/kiln/tensor"
 )
 
 // runExport implements `kiln export RUN_OR_CHECKPOINT --format safetensors -o FILE`.
@@ -24,7 +27,9 @@ func runExport(args []string) error { return exportCommand(args, os.Stdout, os.S
 func exportCommand(args []string, out, errOut io.Writer) error {
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
 	fs.SetOutput(errOut)
-	format := fs.String("format", "safetensors", "output format: safetensors (onnx and gguf are not yet supported)")
+	format := fs.String("format", "safetensors", "output format: safetensors, gguf, or onnx (with --model)")
+	graph := fs.String("model", "", "the ONNX graph the checkpoint's weights belong to (for --format onnx)")
+	ggufType := fs.String("gguf-type", "f32", "tensor type of a GGUF export: f32, f16, bf16 or q8_0 (rows that are not whole 32-value blocks stay f32)")
 	output := fs.String("o", "", "the file to write (required)")
 	fs.Usage = func() {
 		fmt.Fprintln(errOut, "usage: kiln export RUN_OR_CHECKPOINT [--format safetensors] -o FILE")
@@ -45,12 +50,23 @@ func exportCommand(args []string, out, errOut io.Writer) error {
 		fs.Usage()
 		return fmt.Errorf("export: want one run or checkpoint directory, got %d arguments", len(pos))
 	}
+	var gtype store.GGMLType
 	switch f := strings.ToLower(*format); f {
 	case "safetensors":
-	case "onnx", "gguf":
-		return fmt.Errorf("export: format %s is not yet supported (only safetensors is)", f)
+	case "gguf":
+		types := map[string]store.GGMLType{"f32": store.GGMLF32, "f16": store.GGMLF16, "bf16": store.GGMLBF16, "q8_0": store.GGMLQ8_0}
+		t, ok := types[strings.ToLower(*ggufType)]
+		if !ok {
+			return fmt.Errorf("export: --gguf-type %q (want f32, f16, bf16 or q8_0)", *ggufType)
+		}
+		gtype = t
+	case "onnx":
+		if *graph == "" {
+			return errors.New("export: a checkpoint holds weights, not the model's graph: give the ONNX file the model " +
+				"was imported from with --model GRAPH.onnx, or call onnx.Export(model, exampleInput, path) from Go or a notebook")
+		}
 	default:
-		return fmt.Errorf("export: unknown format %q (want safetensors)", *format)
+		return fmt.Errorf("export: unknown format %q (want safetensors, gguf or onnx)", *format)
 	}
 	if *output == "" {
 		return errors.New("export: an output file is required (-o FILE)")
@@ -77,7 +93,15 @@ func exportCommand(args []string, out, errOut io.Writer) error {
 		}
 	}
 	md := exportMetadata(info)
-	if err := r.Model.CopyTo(*output, md); err != nil {
+	if strings.ToLower(*format) == "onnx" {
+		if err := exportONNX(*graph, info.Dir, *output); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+	} else if strings.ToLower(*format) == "gguf" {
+		if err := exportGGUF(r, *output, gtype, md); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+	} else if err := r.Model.CopyTo(*output, md); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
 	var total int64
@@ -296,4 +320,46 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// exportGGUF writes a checkpoint's model tensors to a GGUF file as typ,
+// with the export metadata under kiln.* keys (and general.name).
+func exportGGUF(r *store.CheckpointReader, path string, typ store.GGMLType, md map[string]string) error {
+	meta := map[string]any{"general.name": filepath.Base(filepath.Dir(filepath.Dir(r.Info.Dir)))}
+	for k, v := range md {
+		if k != "format" {
+			meta[k] = v
+		}
+	}
+	var tensors []store.GGUFTensor
+	for _, name := range r.Model.Names() {
+		t, err := r.Model.Tensor(name, tensor.CPU())
+		if err != nil {
+			return err
+		}
+		var vals []float32
+		err = tensor.Try(func() { vals = t.To(tensor.Float32).Float32s() })
+		shape, dtype := t.Shape(), t.DType()
+		t.Release()
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		tt := store.GGUFTypeFor(typ, dtype, shape)
+		tensors = append(tensors, store.GGUFTensor{Name: name, Shape: shape, Type: tt, Values: vals})
+	}
+	return store.WriteGGUF(path, meta, tensors)
+}
+
+// exportONNX imports graph, loads the checkpoint's weights into it (by the
+// names onnx.Load gives its initializers) and saves it to path.
+func exportONNX(graph, checkpoint, path string) error {
+	m, err := onnx.Load(graph, tensor.CPU())
+	if err != nil {
+		return err
+	}
+	defer nn.Release(m)
+	if err := store.LoadModel(m, checkpoint); err != nil {
+		return fmt.Errorf("the checkpoint's weights do not fit %s: %w", graph, err)
+	}
+	return m.Save(path)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/kiln-ml/kiln/nn"
+	"github.com/kiln-ml/kiln/onnx"
 	"github.com/kiln-ml/kiln/store"
 	"github.com/kiln-ml/kiln/tensor"
 )
@@ -204,8 +206,9 @@ func TestExportCommand(t *testing.T) {
 		{"run directory uses the best checkpoint", []string{run, "--format", "safetensors", "-o", filepath.Join(out, "best.safetensors")}, 9, "9", "", nil, ""},
 		{"flags before the directory", []string{"-o", filepath.Join(out, "ckpt.safetensors"), filepath.Join(run, "checkpoints", "epoch-2")}, 2, "2", "", nil, ""},
 		{"format is case-insensitive and defaults to safetensors", []string{filepath.Join(run, "checkpoints", "epoch-10"), "-format=SafeTensors", "-o", filepath.Join(out, "ten.safetensors")}, 10, "10", "", nil, ""},
-		{"onnx is not yet supported", []string{run, "--format", "onnx", "-o", filepath.Join(out, "m.onnx")}, 0, "", "format onnx is not yet supported", nil, filepath.Join(out, "m.onnx")},
-		{"gguf is not yet supported", []string{run, "--format", "gguf", "-o", filepath.Join(out, "m.gguf")}, 0, "", "format gguf is not yet supported", nil, filepath.Join(out, "m.gguf")},
+		{"onnx needs the graph", []string{run, "--format", "onnx", "-o", filepath.Join(out, "m.onnx")}, 0, "", "--model GRAPH.onnx", nil, filepath.Join(out, "m.onnx")},
+		{"onnx graph that does not fit", []string{run, "--format", "onnx", "--model", filepath.Join("..", "..", "onnx", "testdata", "models", "mlp_op13.onnx"), "-o", filepath.Join(out, "m.onnx")}, 0, "", "do not fit", nil, filepath.Join(out, "m.onnx")},
+		{"unknown gguf type", []string{run, "--format", "gguf", "--gguf-type", "q2_k", "-o", filepath.Join(out, "m.gguf")}, 0, "", `--gguf-type "q2_k"`, nil, filepath.Join(out, "m.gguf")},
 		{"unknown format", []string{run, "--format", "pickle", "-o", filepath.Join(out, "m.pt")}, 0, "", `unknown format "pickle"`, nil, filepath.Join(out, "m.pt")},
 		{"output is required", []string{run}, 0, "", "an output file is required", nil, ""},
 		{"one source only", []string{run, run, "-o", filepath.Join(out, "x.safetensors")}, 0, "", "got 2 arguments", nil, filepath.Join(out, "x.safetensors")},
@@ -305,5 +308,102 @@ func TestHelpIsNotAnError(t *testing.T) {
 		if err := cmd([]string{"-h"}, &stdout, &stderr); err != nil || !strings.Contains(stderr.String(), "usage: kiln "+name) {
 			t.Errorf("%s -h: err = %v, usage %q", name, err, stderr.String())
 		}
+	}
+}
+
+func TestExportGGUF(t *testing.T) {
+	run := runLayout(t)
+	os.WriteFile(filepath.Join(run, "checkpoints", "best"), []byte("epoch-9"), 0o644)
+	out := filepath.Join(t.TempDir(), "m.gguf")
+	var stdout, stderr bytes.Buffer
+	if err := exportCommand([]string{run, "--format", "gguf", "--gguf-type", "f16", "-o", out}, &stdout, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	f, err := store.OpenGGUF(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Metadata["kiln.epoch"] != "9" {
+		t.Errorf("metadata %v", f.Metadata)
+	}
+	w, ok := f.Info("L1.weight")
+	if !ok || w.Type != store.GGMLF16 || fmt.Sprint(w.Shape) != "[4 3]" {
+		t.Fatalf("L1.weight: %+v", w)
+	}
+	// The GGUF loads into the model it came from, within float16 rounding.
+	want, got := newTestNet(9), newTestNet(1)
+	if err := store.LoadModel(got, out); err != nil {
+		t.Fatal(err)
+	}
+	if !got.L1.Weight.AllClose(want.L1.Weight.Tensor, 1e-3, 1e-3) {
+		t.Error("the exported GGUF holds other weights")
+	}
+}
+
+func TestInspectGGUFAndONNX(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	if err := store.WriteGGUF(path, map[string]any{"general.architecture": "llama"}, []store.GGUFTensor{
+		{Name: "tok_embd.weight", Shape: []int{2, 32}, Type: store.GGMLQ8_0, Values: make([]float32, 64)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if err := inspectCommand([]string{path}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"GGUF version 3", "general.architecture = llama", "tok_embd.weight", "Q8_0", "[2 32]"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("inspect lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if err := inspectCommand([]string{"--json", path}, &out, &errOut); err != nil || !strings.Contains(out.String(), `"type": "Q8_0"`) {
+		t.Errorf("inspect --json: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	model := filepath.Join("..", "..", "onnx", "testdata", "models", "mlp_op17.onnx")
+	if _, err := os.Stat(model); err != nil {
+		t.Skipf("no ONNX fixture: %v", err)
+	}
+	if err := inspectCommand([]string{model}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "ONNX model") || !strings.Contains(out.String(), "Gemm") && !strings.Contains(out.String(), "MatMul") {
+		t.Errorf("inspect of an ONNX model:\n%s", out.String())
+	}
+	bad := filepath.Join(t.TempDir(), "bad.gguf")
+	os.WriteFile(bad, []byte("GGUF\x03\x00\x00\x00\xff"), 0o644)
+	if err := inspectCommand([]string{bad}, &out, &errOut); !errors.Is(err, store.ErrCorrupt) {
+		t.Errorf("a truncated GGUF: %v", err)
+	}
+}
+
+func TestExportONNXWritesCheckpointWeights(t *testing.T) {
+	graph := filepath.Join("..", "..", "onnx", "testdata", "models", "mlp_op13.onnx")
+	m, err := onnx.Load(graph, tensor.CPU())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nn.Release(m)
+	for _, p := range nn.Params(m) {
+		p.Param.Assign(p.Param.MulScalar(-1))
+	}
+	ck := filepath.Join(t.TempDir(), "ck")
+	tensor.Scope(func() { err = store.SaveCheckpoint(ck, store.Checkpoint{Model: nn.StateDict(m), Epoch: 1, Step: 5}) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "tuned.onnx")
+	var stdout, stderr bytes.Buffer
+	if err := exportCommand([]string{ck, "--format", "onnx", "--model", graph, "-o", out}, &stdout, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	got, err := onnx.Load(out, tensor.CPU())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nn.Release(got)
+	if !sameWeights(got, m) {
+		t.Error("the exported ONNX file holds other weights than the checkpoint")
 	}
 }

@@ -66,7 +66,8 @@ func inspectCommand(args []string, out, errOut io.Writer) error {
 	fs.Usage = func() {
 		fmt.Fprintln(errOut, "usage: kiln inspect [--json] FILE_OR_DIRECTORY")
 		fmt.Fprintln(errOut, "\nPrints what a safetensors file holds (metadata; each tensor's name, dtype, shape and")
-		fmt.Fprintln(errOut, "size), or a checkpoint directory (epoch, step, metrics, verified files, the model's and")
+		fmt.Fprintln(errOut, "size), a GGUF file (metadata; each tensor's ggml type, shape and size), an ONNX model")
+		fmt.Fprintln(errOut, "(opsets, inputs, outputs, operators, initializers), or a checkpoint directory (epoch, step, metrics, verified files, the model's and")
 		fmt.Fprintln(errOut, "optimizer's tensors). A run directory shows the checkpoint `kiln export` would use.\n\nflags:")
 		fs.PrintDefaults()
 	}
@@ -87,6 +88,12 @@ func inspectCommand(args []string, out, errOut io.Writer) error {
 		return fmt.Errorf("inspect: %w", err)
 	}
 	if !fi.IsDir() {
+		switch fileKind(path) {
+		case "gguf":
+			return inspectGGUF(out, path, fi.Size(), *asJSON)
+		case "onnx":
+			return inspectONNX(out, path, *asJSON)
+		}
 		sf, err := store.OpenSafetensors(path)
 		if err != nil {
 			return fmt.Errorf("inspect: %w", err)
