@@ -63,4 +63,3 @@ func toAny[V any](m map[string]V) map[string]map[string]any {
 	}
 	return out
 }
-
