@@ -19,7 +19,7 @@ var commands = map[string]struct {
 	"devices": {runDevices, "list the devices Kiln detects"},
 	"export":  {runExport, "write a run's or checkpoint's model weights to one file: RUN_OR_CHECKPOINT --format safetensors -o FILE"},
 	"inspect": {runInspect, "show what a safetensors file, checkpoint or run directory holds: [--json] PATH"},
-	"kernel":  {runKernel, "the Jupyter kernel: run -f CONN, install [--user|--prefix DIR] [--name N], uninstall"},
+	"kernel":  {runKernel, "the Jupyter kernel: run -f CONN, install [--user|--prefix DIR] [--name N], uninstall, build --with MODULE[@VERSION][/PKG]... [-o BIN] [--install]"},
 	"version": {func([]string) error { fmt.Println("kiln", version); return nil }, "print the version"},
 }
 
