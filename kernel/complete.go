@@ -298,18 +298,21 @@ func (s *Session) Inspect(code string, cursor int) (string, bool) {
 	return s.describeName(t, name)
 }
 
-// withDoc returns the declaration and doc comment docs holds for pkg's
-// name, or text (the signature read from the symbol tables) where docs has
-// none: cell-declared names, packages a custom kernel added.
+// withDoc returns text (the declaration as the symbol tables give it, with
+// package-qualified types, and a type's methods) followed by the source
+// declaration, with parameter names, and the doc comment that docs holds
+// for pkg's name. Names docs does not know (cell-declared ones, packages a
+// custom kernel added) get text alone.
 func withDoc(text, pkg, name string) string {
 	e, ok := docs.Lookup(pkg, name)
 	if !ok {
 		return text
 	}
-	if e.Doc == "" {
-		return e.Decl
+	out := text + "\n\n" + e.Decl
+	if e.Doc != "" {
+		out += "\n\n" + e.Doc
 	}
-	return e.Decl + "\n\n" + e.Doc
+	return out
 }
 
 // describeName describes a name used without a selector.

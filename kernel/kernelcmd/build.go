@@ -230,21 +230,21 @@ func main() {
 // genericAPIs lists the exported generic functions and types of pkg, which
 // yaegi's extract leaves out of the symbol tables.
 func genericAPIs(moduleDir, pkg string) []string {
-	cmd := exec.Command("go", "list", "-f", "{{.Dir}}", pkg)
+	cmd := exec.Command("go", "list", "-f", "{{.Dir}}\n{{range .GoFiles}}{{.}}\n{{end}}", pkg)
 	cmd.Dir = moduleDir
 	b, err := cmd.Output()
 	if err != nil {
 		return nil
 	}
-	dir := strings.TrimSpace(string(b))
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	fset := token.NewFileSet()
-	parsed, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
-	if err != nil {
-		return nil
-	}
 	var names []string
-	for _, p := range parsed {
-		for _, f := range p.Files {
+	for _, file := range lines[1:] {
+		f, err := parser.ParseFile(fset, filepath.Join(lines[0], file), nil, 0)
+		if err != nil {
+			continue
+		}
+		{
 			for _, d := range f.Decls {
 				switch d := d.(type) {
 				case *ast.FuncDecl:
