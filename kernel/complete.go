@@ -2,12 +2,14 @@ package kernel
 
 import (
 	"fmt"
+	"github.com/kiln-ml/kiln/kernel/docs"
 	"go/ast"
 	"go/constant"
 	"go/parser"
 	"go/scanner"
 	"go/token"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -89,7 +91,73 @@ func (s *Session) members(code string, dot int) []string {
 	if typ == nil {
 		return nil
 	}
-	return memberNames(typ)
+	return append(memberNames(typ), s.cellMethods(typ)...)
+}
+
+// cellMethods lists the methods of the cell-declared struct types whose
+// fields are typ's. yaegi gives a value of a cell-declared struct an
+// anonymous reflect type without its methods, so they are found by the
+// type's declared fields (two cell types with the same fields share one
+// reflect type, and then both types' methods are offered).
+func (s *Session) cellMethods(typ reflect.Type) []string {
+	for typ.Kind() == reflect.Pointer {
+		typ = typ.Elem()
+	}
+	if typ.Kind() != reflect.Struct || typ.Name() != "" {
+		return nil
+	}
+	var fields []string
+	for i := 0; i < typ.NumField(); i++ {
+		n := typ.Field(i).Name
+		if len(n) > 1 && n[0] == 'X' && unicode.IsLower(rune(n[1])) {
+			n = n[1:]
+		}
+		fields = append(fields, n)
+	}
+	s.know.mu.RLock()
+	defer s.know.mu.RUnlock()
+	var out []string
+	for _, ti := range s.know.types {
+		x, err := parser.ParseExpr(ti.expr.src)
+		if err != nil {
+			continue
+		}
+		st, ok := x.(*ast.StructType)
+		if !ok {
+			continue
+		}
+		var declared []string
+		for _, f := range st.Fields.List {
+			for _, n := range f.Names {
+				declared = append(declared, n.Name)
+			}
+			if len(f.Names) == 0 { // embedded: its type's name
+				declared = append(declared, embeddedName(f.Type))
+			}
+		}
+		if !slices.Equal(declared, fields) {
+			continue
+		}
+		for m := range ti.msigs {
+			if ast.IsExported(m) {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+// embeddedName is the field name of an embedded field of type x.
+func embeddedName(x ast.Expr) string {
+	switch t := x.(type) {
+	case *ast.StarExpr:
+		return embeddedName(t.X)
+	case *ast.SelectorExpr:
+		return t.Sel.Name
+	case *ast.Ident:
+		return t.Name
+	}
+	return ""
 }
 
 // memberNames lists the exported methods (of T and *T) and fields of typ.
@@ -210,16 +278,41 @@ func (s *Session) Inspect(code string, cursor int) (string, bool) {
 				if !ok {
 					return "", false
 				}
-				return describeSymbol(p.name, name, v), true
+				return withDoc(describeSymbol(p.name, name, v), p.path, name), true
 			}
 		}
 		typ := t.typeOf(x, 0)
 		if typ == nil {
 			return "", false
 		}
-		return describeMember(typ, name)
+		text, ok := describeMember(typ, name)
+		if !ok {
+			return "", false
+		}
+		named := typ
+		for named.Kind() == reflect.Pointer {
+			named = named.Elem()
+		}
+		return withDoc(text, named.PkgPath(), named.Name()+"."+name), true
 	}
 	return s.describeName(t, name)
+}
+
+// withDoc returns text (the declaration as the symbol tables give it, with
+// package-qualified types, and a type's methods) followed by the source
+// declaration, with parameter names, and the doc comment that docs holds
+// for pkg's name. Names docs does not know (cell-declared ones, packages a
+// custom kernel added) get text alone.
+func withDoc(text, pkg, name string) string {
+	e, ok := docs.Lookup(pkg, name)
+	if !ok {
+		return text
+	}
+	out := text + "\n\n" + e.Decl
+	if e.Doc != "" {
+		out += "\n\n" + e.Doc
+	}
+	return out
 }
 
 // describeName describes a name used without a selector.
@@ -246,7 +339,11 @@ func (s *Session) describeName(t *typer, name string) (string, bool) {
 		return fmt.Sprintf("%s %s %s = %s", kind, name, typeName(v.Type()), preview(v)), true
 	}
 	if p := t.k.pkgOf(name, t.globals); p != nil {
-		return fmt.Sprintf("package %s // import %q\n\n%s", p.name, p.path, strings.Join(exportedNames(p), "\n")), true
+		synopsis, _ := docs.Synopsis(p.path)
+		if synopsis != "" {
+			synopsis += "\n\n"
+		}
+		return fmt.Sprintf("package %s // import %q\n\n%s%s", p.name, p.path, synopsis, strings.Join(exportedNames(p), "\n")), true
 	}
 	if doc, ok := builtinDocs[name]; ok {
 		return doc, true

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,11 +9,11 @@ import (
 	"image/color"
 	"image/png"
 	"os"
-	"os/signal"
 	"path/filepath"
 
 	"github.com/kiln-ml/kiln/kernel"
 	"github.com/kiln-ml/kiln/kernel/jupyter"
+	"github.com/kiln-ml/kiln/kernel/kernelcmd"
 )
 
 // runKernel dispatches `kiln kernel run|install|uninstall`.
@@ -23,28 +22,10 @@ func runKernel(args []string) error {
 		return errors.New("usage: kiln kernel run|install|uninstall [flags]")
 	}
 	switch args[0] {
-	case "run":
-		fs := flag.NewFlagSet("kernel run", flag.ContinueOnError)
-		conn := fs.String("f", "", "connection file written by the Jupyter front end")
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		if *conn == "" && fs.NArg() == 1 {
-			*conn = fs.Arg(0)
-		}
-		if *conn == "" {
-			return errors.New("kernel run: a connection file is required (-f FILE)")
-		}
-		opts := kernel.Options{CaptureFDs: true}
-		if exe, err := os.Executable(); err == nil {
-			opts.CrashMonitor = []string{exe, "kernel", "crash-monitor"}
-		}
-		return kernel.Serve(context.Background(), *conn, opts)
-	case "crash-monitor":
-		// Started by `kernel run` (see kernel.Options.CrashMonitor); an
-		// interrupt meant for the kernel's process group is not for it.
-		signal.Ignore(os.Interrupt)
-		return kernel.RunCrashMonitor(os.Stdin, os.NewFile(3, "kernel stderr pipe"), os.Stderr)
+	case "run", "crash-monitor":
+		return kernel.Main(args)
+	case "build":
+		return kernelcmd.Build(args[1:], os.Stdout)
 	case "install", "uninstall":
 		fs := flag.NewFlagSet("kernel "+args[0], flag.ContinueOnError)
 		user := fs.Bool("user", false, "install for the current user (the default)")
@@ -71,7 +52,7 @@ func runKernel(args []string) error {
 		}
 		return installKernelspec(dir, *display)
 	}
-	return fmt.Errorf("kernel: unknown subcommand %q (want run, install or uninstall)", args[0])
+	return fmt.Errorf("kernel: unknown subcommand %q (want run, build, install or uninstall)", args[0])
 }
 
 // kernelspecDir is where Jupyter looks for the named kernelspec: under

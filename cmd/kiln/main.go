@@ -17,9 +17,9 @@ var commands = map[string]struct {
 }{
 	"demo":      {runDemo, "train an MLP on MNIST with a live dashboard (-epochs, -batch, -subset, -device, -run-dir; -xor for the XOR demo)"},
 	"devices":   {runDevices, "list the devices Kiln detects"},
-	"export":    {runExport, "write a run's or checkpoint's model weights to one file: RUN_OR_CHECKPOINT --format safetensors -o FILE"},
-	"inspect":   {runInspect, "show what a safetensors file, checkpoint or run directory holds: [--json] PATH"},
-	"kernel":    {runKernel, "the Jupyter kernel: run -f CONN, install [--user|--prefix DIR] [--name N], uninstall"},
+	"export":    {runExport, "write a run's or checkpoint's model weights to one file: RUN_OR_CHECKPOINT [--format safetensors|gguf|onnx] [--gguf-type T] [--model GRAPH.onnx] -o FILE"},
+	"inspect":   {runInspect, "show what a safetensors, GGUF or ONNX file, checkpoint or run directory holds: [--json] PATH"},
+	"kernel":    {runKernel, "the Jupyter kernel: run -f CONN, install [--user|--prefix DIR] [--name N], uninstall, build --with MODULE[@VERSION][/PKG]... [-o BIN] [--install]"},
 	"workbench": {runWorkbench, "the workbench: the desktop app, or --browser [--addr 127.0.0.1:PORT] [--root DIR] [--runs DIR]... [--existing CONN]"},
 	"version":   {func([]string) error { fmt.Println("kiln", version); return nil }, "print the version"},
 }
