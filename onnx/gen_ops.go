@@ -1,0 +1,449 @@
+package onnx
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Translators write one node as tensor calls. They read attributes and
+// constant inputs through the runtime's own helpers (windowArgs,
+// reduceAxes, perm, sliceBounds, …) on a call whose constant inputs are
+// filled in, so the generated code follows the runtime's rules; they give
+// up (t.give) when a node needs values only known at run time, and the
+// node falls back to an onnx.Operator.
+var translators = map[string]func(t *translation){}
+
+func init() {
+	unary := func(method string) func(t *translation) {
+		return func(t *translation) { t.out(0, fmt.Sprintf("%s.%s()", t.in(0), method)) }
+	}
+	for op, method := range map[string]string{"Neg": "Neg", "Abs": "Abs", "Sqrt": "Sqrt", "Exp": "Exp", "Log": "Log",
+		"Reciprocal": "Reciprocal", "Floor": "Floor", "Ceil": "Ceil", "Round": "Round", "Sign": "Sign", "Sin": "Sin",
+		"Cos": "Cos", "Tan": "Tan", "Erf": "Erf", "Tanh": "Tanh", "Sigmoid": "Sigmoid", "Relu": "Relu",
+		"HardSwish": "HardSwish", "Softsign": "Softsign", "Mish": "Mish", "Not": "LogicalNot"} {
+		translators[op] = unary(method)
+	}
+	withAlpha := func(method string, def float64) func(t *translation) {
+		return func(t *translation) {
+			t.out(0, fmt.Sprintf("%s.%s(%s)", t.in(0), method, t.float(t.c.attrFloat("alpha", def))))
+		}
+	}
+	translators["LeakyRelu"] = withAlpha("LeakyRelu", 0.01)
+	translators["Elu"] = withAlpha("Elu", 1)
+	translators["Celu"] = withAlpha("Celu", 1)
+	translators["Selu"] = func(t *translation) {
+		const alpha, gamma = 1.67326319217681884765625, 1.05070102214813232421875
+		if float32(t.c.attrFloat("alpha", alpha)) != float32(alpha) || float32(t.c.attrFloat("gamma", gamma)) != float32(gamma) {
+			t.give()
+		}
+		t.out(0, t.in(0)+".Selu()")
+	}
+	translators["Gelu"] = func(t *translation) {
+		if t.c.attrString("approximate", "none") == "tanh" {
+			t.out(0, t.in(0)+".GeluTanh()")
+			return
+		}
+		t.out(0, t.in(0)+".Gelu()")
+	}
+	translators["HardSigmoid"] = func(t *translation) {
+		t.out(0, fmt.Sprintf("%s.MulScalar(%s).AddScalar(%s).Clamp(0, 1)", t.in(0),
+			t.float(t.c.attrFloat("alpha", 0.2)), t.float(t.c.attrFloat("beta", 0.5))))
+	}
+	translators["Softplus"] = func(t *translation) { t.out(0, t.in(0)+".Softplus(1, 20)") }
+	binary := func(method string, floatOnly bool) func(t *translation) {
+		return func(t *translation) {
+			if floatOnly && !t.inDType(0).IsFloat() {
+				t.give()
+			}
+			t.out(0, fmt.Sprintf("%s.%s(%s)", t.in(0), method, t.in(1)))
+		}
+	}
+	for op, method := range map[string]string{"Add": "Add", "Sub": "Sub", "Mul": "Mul", "Equal": "Eq", "Less": "Lt",
+		"LessOrEqual": "Le", "Greater": "Gt", "GreaterOrEqual": "Ge", "And": "LogicalAnd", "Or": "LogicalOr",
+		"Xor": "LogicalXor", "MatMul": "Matmul"} {
+		translators[op] = binary(method, false)
+	}
+	translators["Div"] = binary("Div", true)
+	translators["Pow"] = func(t *translation) {
+		if !t.inDType(0).IsFloat() {
+			t.give()
+		}
+		if h := t.c.in[1]; h != nil && h.h.size() == 1 && len(h.h.shape) <= t.inRank(0) {
+			t.out(0, fmt.Sprintf("%s.PowScalar(%s)", t.in(0), t.float(h.h.at(0))))
+			return
+		}
+		if t.inDType(1) != t.inDType(0) {
+			t.give()
+		}
+		t.out(0, fmt.Sprintf("%s.Pow(%s)", t.in(0), t.in(1)))
+	}
+	variadic := func(method string, mean bool) func(t *translation) {
+		return func(t *translation) {
+			var ins []string
+			for k := range t.s.node.Inputs {
+				if t.has(k) {
+					ins = append(ins, t.in(k))
+				}
+			}
+			e := ins[0]
+			for _, x := range ins[1:] {
+				e = fmt.Sprintf("%s.%s(%s)", e, method, x)
+			}
+			if mean {
+				e = fmt.Sprintf("%s.DivScalar(%d)", e, len(ins))
+			}
+			t.out(0, e)
+		}
+	}
+	translators["Max"] = variadic("Maximum", false)
+	translators["Min"] = variadic("Minimum", false)
+	translators["Sum"] = variadic("Add", false)
+	translators["Mean"] = variadic("Add", true)
+	translators["Identity"] = func(t *translation) { t.out(0, t.in(0)) }
+	translators["Dropout"] = func(t *translation) {
+		if len(t.s.node.Outputs) > 1 && t.s.node.Outputs[1] != "" {
+			t.give()
+		}
+		t.out(0, t.in(0))
+	}
+	translators["Where"] = func(t *translation) {
+		cond := t.in(0)
+		if t.inDType(0).String() != "bool" {
+			cond += ".NeScalar(0)"
+		}
+		t.out(0, fmt.Sprintf("tensor.Where(%s, %s, %s)", cond, t.in(1), t.in(2)))
+	}
+	translators["Cast"] = func(t *translation) {
+		if t.inDType(0) == t.outDType(0) {
+			t.out(0, t.in(0))
+			return
+		}
+		t.out(0, fmt.Sprintf("%s.To(%s)", t.in(0), dtypeExpr(t.outDType(0))))
+	}
+	translators["Clip"] = func(t *translation) {
+		t.static(1, 2)
+		lo, hi := clipBounds(t.c)
+		t.out(0, fmt.Sprintf("%s.Clamp(%s, %s)", t.in(0), t.bound(lo), t.bound(hi)))
+	}
+
+	// Layout: the output's inferred shape becomes the literal target.
+	reshape := func(t *translation) {
+		t.out(0, fmt.Sprintf("%s.Reshape(%s)", t.in(0), strings.Join(t.outShape(0), ", ")))
+	}
+	for _, op := range []string{"Reshape", "Flatten", "Squeeze", "Unsqueeze"} {
+		translators[op] = reshape
+	}
+	translators["Transpose"] = func(t *translation) {
+		t.out(0, fmt.Sprintf("%s.Permute(%s)", t.in(0), intsLit(perm(t.c, t.inRank(0)))))
+	}
+	translators["Concat"] = func(t *translation) {
+		var ins []string
+		for k := range t.s.node.Inputs {
+			if t.has(k) {
+				ins = append(ins, t.in(k))
+			}
+		}
+		axis := t.c.axis(t.c.attrInt("axis", 0), t.inRank(0))
+		t.out(0, fmt.Sprintf("tensor.Cat([]*tensor.Tensor{%s}, %d)", strings.Join(ins, ", "), axis))
+	}
+	translators["Shape"] = func(t *translation) {
+		dims := t.shapeDims(0)
+		start, end := int(t.c.attrInt("start", 0)), int(t.c.attrInt("end", int64(len(dims))))
+		r := len(dims)
+		start, end = clampAxis(start, r), clampAxis(end, r)
+		var parts []string
+		for _, d := range dims[start:max(start, end)] {
+			parts = append(parts, "int64("+d+")")
+		}
+		t.out(0, fmt.Sprintf("tensor.FromInt64s(m.dev, []int64{%s}, %d)", strings.Join(parts, ", "), len(parts)))
+	}
+	translators["Slice"] = func(t *translation) {
+		t.static(1, 2, 3, 4)
+		x := t.in(0)
+		for _, b := range sliceBounds(t.c, t.inShape(0)) {
+			end := strconv.Itoa(b.start + b.n*b.step)
+			if b.step < 0 && b.start+b.n*b.step < 0 {
+				end = "math.MinInt"
+				t.g.imps["math"] = true
+			}
+			x = fmt.Sprintf("%s.Slice(%d, %d, %s, %d)", x, b.axis, b.start, end, b.step)
+		}
+		t.out(0, x)
+	}
+	translators["Split"] = func(t *translation) {
+		t.static(1)
+		shape := t.inShape(0)
+		axis := t.c.axis(t.c.attrInt("axis", 0), len(shape))
+		sizes := splitSizes(t.c, shape[axis])
+		parts := t.g.localName(t.s.node.Outputs[0] + "_parts")
+		t.line("%s := %s.Split([]int{%s}, %d)", parts, t.in(0), intsLit(sizes), axis)
+		for k := range t.s.node.Outputs {
+			t.out(k, fmt.Sprintf("%s[%d]", parts, k))
+		}
+	}
+
+	// Neural-network operators with literal configurations.
+	translators["Gemm"] = func(t *translation) {
+		if t.inRank(0) != 2 || t.inRank(1) != 2 {
+			t.give()
+		}
+		a, b := t.in(0), t.in(1)
+		alpha, beta := t.c.attrFloat("alpha", 1), t.c.attrFloat("beta", 1)
+		ta, tb := t.c.attrInt("transA", 0) != 0, t.c.attrInt("transB", 0) != 0
+		bias := "nil"
+		if t.has(2) {
+			bias = t.in(2)
+		}
+		if !ta && tb && alpha == 1 && (bias == "nil" || beta == 1 && t.inRank(2) == 1 && t.dimEqual(2, 0, 1, 0)) {
+			t.out(0, fmt.Sprintf("tensor.Linear(%s, %s, %s)", a, b, bias))
+			return
+		}
+		if ta {
+			a += ".T()"
+		}
+		if tb {
+			b += ".T()"
+		}
+		y := fmt.Sprintf("%s.Matmul(%s)", a, b)
+		if alpha != 1 {
+			y += ".MulScalar(" + t.float(alpha) + ")"
+		}
+		if bias != "nil" {
+			if beta != 1 {
+				bias += ".MulScalar(" + t.float(beta) + ")"
+			}
+			y += ".Add(" + bias + ")"
+		}
+		t.out(0, y)
+	}
+	translators["Conv"] = func(t *translation) {
+		shape, w := t.inShape(0), t.inShape(1)
+		if len(shape) != 3 && len(shape) != 4 || len(w) != len(shape) {
+			t.give()
+		}
+		strides, dil, begin, end := windowArgs(t.c, shape[2:], w[2:])
+		x := t.in(0)
+		cfg := fmt.Sprintf("tensor.ConvConfig{Stride: []int{%s}, Dilation: []int{%s}, Groups: %d", intsLit(strides), intsLit(dil), t.c.attrInt("group", 1))
+		if slices.Equal(begin, end) {
+			cfg += fmt.Sprintf(", Padding: []int{%s}", intsLit(begin))
+		} else {
+			x = padExpr(x, begin, end, "0")
+		}
+		bias := "nil"
+		if t.has(2) {
+			bias = t.in(2)
+		}
+		t.out(0, fmt.Sprintf("tensor.Conv%dd(%s, %s, %s, %s})", len(shape)-2, x, t.in(1), bias, cfg))
+	}
+	pool := func(t *translation) {
+		shape := t.inShape(0)
+		if len(shape) != 3 && len(shape) != 4 {
+			t.give()
+		}
+		k := toInts(t.c.attrInts("kernel_shape"))
+		if len(k) != len(shape)-2 {
+			t.give()
+		}
+		strides, dil, begin, end := windowArgs(t.c, shape[2:], k)
+		x := t.in(0)
+		ceil := t.c.attrInt("ceil_mode", 0) != 0
+		pads := ""
+		if kilnPads(k, begin, end) {
+			pads = fmt.Sprintf(", Padding: []int{%s}", intsLit(begin))
+		}
+		d := len(shape) - 2
+		if t.s.node.OpType == "MaxPool" {
+			if len(t.s.node.Outputs) > 1 && t.s.node.Outputs[1] != "" {
+				t.give()
+			}
+			if pads == "" {
+				t.g.imps["math"] = true
+				x = padExpr(x, begin, end, "math.Inf(-1)")
+			}
+			vals := t.g.localName(t.s.node.Outputs[0] + "_pooled")
+			t.line("%s, _ := tensor.MaxPool%dd(%s, tensor.PoolConfig{Kernel: []int{%s}, Stride: []int{%s}, Dilation: []int{%s}, CeilMode: %v%s})",
+				vals, d, x, intsLit(k), intsLit(strides), intsLit(dil), ceil, pads)
+			t.out(0, vals)
+			return
+		}
+		include := t.c.attrInt("count_include_pad", 0) != 0
+		if pads == "" {
+			if !include {
+				t.give()
+			}
+			x = padExpr(x, begin, end, "0")
+		}
+		t.out(0, fmt.Sprintf("tensor.AvgPool%dd(%s, tensor.AvgPoolConfig{Kernel: []int{%s}, Stride: []int{%s}, CeilMode: %v, ExcludePad: %v%s})",
+			d, x, intsLit(k), intsLit(strides), ceil, !include, pads))
+	}
+	translators["MaxPool"] = pool
+	translators["AveragePool"] = pool
+	translators["GlobalAveragePool"] = func(t *translation) {
+		t.out(0, fmt.Sprintf("%s.MeanKeep(%s)", t.in(0), intsLit(spatialAxes(t.inRank(0)))))
+	}
+	translators["GlobalMaxPool"] = func(t *translation) {
+		t.out(0, fmt.Sprintf("%s.MaxKeep(%s)", t.in(0), intsLit(spatialAxes(t.inRank(0)))))
+	}
+	translators["BatchNormalization"] = func(t *translation) {
+		r := t.inRank(0)
+		c := t.inShape(1)
+		if r < 2 || len(c) != 1 {
+			t.give()
+		}
+		for _, o := range t.s.node.Outputs[1:] {
+			if o != "" {
+				t.give()
+			}
+		}
+		view := make([]int, r-1)
+		for i := range view {
+			view[i] = 1
+		}
+		view[0] = c[0]
+		base := t.s.node.Outputs[0]
+		inv := t.g.localName(base + "_scale")
+		t.line("%s := %s.Mul(%s.AddScalar(%s).Rsqrt())", inv, t.in(1), t.in(4), t.float(t.c.attrFloat("epsilon", 1e-5)))
+		shift := t.g.localName(base + "_shift")
+		t.line("%s := %s.Sub(%s.Mul(%s))", shift, t.in(2), t.in(3), inv)
+		t.out(0, fmt.Sprintf("%s.Mul(%s.Reshape(%s)).Add(%s.Reshape(%s))", t.in(0), inv, intsLit(view), shift, intsLit(view)))
+	}
+	translators["LayerNormalization"] = func(t *translation) {
+		for _, o := range t.s.node.Outputs[1:] {
+			if o != "" {
+				t.give()
+			}
+		}
+		shape := t.inShape(0)
+		axis := t.c.axis(t.c.attrInt("axis", -1), len(shape))
+		ns := shape[axis:]
+		eps := t.float(t.c.attrFloat("epsilon", 1e-5))
+		bias := "nil"
+		if t.has(2) {
+			bias = t.in(2)
+		}
+		if slices.Equal(t.inShape(1), ns) && (bias == "nil" || slices.Equal(t.inShape(2), ns)) {
+			t.out(0, fmt.Sprintf("%s.LayerNorm([]int{%s}, %s, %s, %s)", t.in(0), intsLit(ns), t.in(1), bias, eps))
+			return
+		}
+		y := fmt.Sprintf("%s.LayerNorm([]int{%s}, nil, nil, %s).Mul(%s)", t.in(0), intsLit(ns), eps, t.in(1))
+		if bias != "nil" {
+			y += ".Add(" + bias + ")"
+		}
+		t.out(0, y)
+	}
+	softmax := func(t *translation) {
+		method := "Softmax"
+		if t.s.node.OpType == "LogSoftmax" {
+			method = "LogSoftmax"
+		}
+		r := t.inRank(0)
+		if t.c.opset >= 13 {
+			t.out(0, fmt.Sprintf("%s.%s(%d)", t.in(0), method, t.c.axis(t.c.attrInt("axis", -1), r)))
+			return
+		}
+		a := t.c.axis(t.c.attrInt("axis", 1), r+1)
+		if a == r-1 {
+			t.out(0, fmt.Sprintf("%s.%s(%d)", t.in(0), method, a))
+			return
+		}
+		shape := t.inShape(0)
+		rows, cols := 1, 1
+		for i, d := range shape {
+			if i < a {
+				rows *= d
+			} else {
+				cols *= d
+			}
+		}
+		t.out(0, fmt.Sprintf("%s.Reshape(%d, %d).%s(1).Reshape(%s)", t.in(0), rows, cols, method, intsLit(shape)))
+	}
+	translators["Softmax"] = softmax
+	translators["LogSoftmax"] = softmax
+	reduce := map[string]struct {
+		keep, drop string
+		inputAt    int64
+	}{
+		"ReduceSum": {"SumKeep", "Sum", 13}, "ReduceMean": {"MeanKeep", "Mean", 18},
+		"ReduceMax": {"MaxKeep", "Max", 18}, "ReduceMin": {"MinKeep", "Min", 18},
+	}
+	for op, fns := range reduce {
+		translators[op] = func(t *translation) {
+			t.static(1)
+			r := t.inRank(0)
+			axes, all, noop := reduceAxes(t.c, fns.inputAt, r)
+			if noop {
+				t.out(0, t.in(0))
+				return
+			}
+			if all {
+				if r == 0 {
+					t.out(0, t.in(0))
+					return
+				}
+				axes = nil
+				for a := range r {
+					axes = append(axes, a)
+				}
+			}
+			method := fns.drop
+			if t.c.attrInt("keepdims", 1) != 0 {
+				method = fns.keep
+			}
+			t.out(0, fmt.Sprintf("%s.%s(%s)", t.in(0), method, intsLit(axes)))
+		}
+	}
+}
+
+// static gives up unless each listed input is absent or known when
+// generating (the runtime's helpers read them on the host).
+func (t *translation) static(ks ...int) {
+	for _, k := range ks {
+		if t.has(k) && !t.constIn(k) {
+			t.give()
+		}
+	}
+}
+
+// bound formats a Clip bound (NaN for none).
+func (t *translation) bound(v float64) string {
+	if math.IsNaN(v) {
+		t.g.imps["math"] = true
+		return "math.NaN()"
+	}
+	return t.g.floatLit(v, 64, "")
+}
+
+// shapeDims returns Go expressions for input k's dimensions.
+func (t *translation) shapeDims(k int) []string {
+	e, _, ok := t.g.shapeOf(t.inName(k))
+	if !ok {
+		t.give()
+	}
+	return e
+}
+
+// dimEqual reports whether dimension i of input a and dimension j of
+// input b are known and equal.
+func (t *translation) dimEqual(a, i, b, j int) bool {
+	da, db := t.shapeDims(a), t.shapeDims(b)
+	return i < len(da) && j < len(db) && da[i] == db[j]
+}
+
+func clampAxis(a, r int) int {
+	if a < 0 {
+		a += r
+	}
+	return min(max(a, 0), r)
+}
+
+// padExpr pads the spatial dimensions of x as explicitPad does.
+func padExpr(x string, begin, end []int, value string) string {
+	pads := make([]int, 0, 2*len(begin))
+	for i := len(begin) - 1; i >= 0; i-- {
+		pads = append(pads, begin[i], end[i])
+	}
+	return fmt.Sprintf("%s.Pad([]int{%s}, \"constant\", %s)", x, intsLit(pads), value)
+}
