@@ -19,6 +19,7 @@ var commands = map[string]struct {
 	"devices": {runDevices, "list the devices Kiln detects"},
 	"export":  {runExport, "write a run's or checkpoint's model weights to one file: RUN_OR_CHECKPOINT --format safetensors -o FILE"},
 	"inspect": {runInspect, "show what a safetensors file, checkpoint or run directory holds: [--json] PATH"},
+	"onnx":    {runONNX, "generate a Go package from an ONNX model: gen MODEL.onnx -o DIR [--package NAME]"},
 	"kernel":  {runKernel, "the Jupyter kernel: run -f CONN, install [--user|--prefix DIR] [--name N], uninstall"},
 	"version": {func([]string) error { fmt.Println("kiln", version); return nil }, "print the version"},
 }
@@ -42,7 +43,7 @@ func main() {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: kiln <command> [arguments]\n\ncommands:")
-	for _, name := range []string{"demo", "devices", "export", "inspect", "kernel", "version"} {
+	for _, name := range []string{"demo", "devices", "export", "inspect", "kernel", "onnx", "version"} {
 		fmt.Fprintf(os.Stderr, "  %-10s %s\n", name, commands[name].usage)
 	}
 }
