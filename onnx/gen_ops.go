@@ -163,7 +163,26 @@ func init() {
 	translators["Slice"] = func(t *translation) {
 		t.static(1, 2, 3, 4)
 		x := t.in(0)
-		for _, b := range sliceBounds(t.c, t.inShape(0)) {
+		dims := t.inDims(0)
+		exprs := t.shapeDims(0)
+		if t.c.opset >= 10 && !(t.constIn(1) && t.constIn(2)) {
+			t.give()
+		}
+		for i, d := range dims {
+			if d < 0 {
+				dims[i] = math.MaxInt32 // clamped bounds on these axes are checked below
+			}
+		}
+		for _, b := range sliceBounds(t.c, dims) {
+			if dims[b.axis] == math.MaxInt32 {
+				// A symbolic axis: only a step-1 slice from a fixed start
+				// to the end is written, as Slice(axis, start, dim, 1).
+				if b.step != 1 || b.start+b.n != math.MaxInt32 {
+					t.give()
+				}
+				x = fmt.Sprintf("%s.Slice(%d, %d, %s, 1)", x, b.axis, b.start, exprs[b.axis])
+				continue
+			}
 			end := strconv.Itoa(b.start + b.n*b.step)
 			if b.step < 0 && b.start+b.n*b.step < 0 {
 				end = "math.MinInt"
@@ -175,8 +194,11 @@ func init() {
 	}
 	translators["Split"] = func(t *translation) {
 		t.static(1)
-		shape := t.inShape(0)
-		axis := t.c.axis(t.c.attrInt("axis", 0), len(shape))
+		axis := t.c.axis(t.c.attrInt("axis", 0), t.inRank(0))
+		shape := t.inDims(0)
+		if shape[axis] < 0 {
+			t.give()
+		}
 		sizes := splitSizes(t.c, shape[axis])
 		parts := t.g.localName(t.s.node.Outputs[0] + "_parts")
 		t.line("%s := %s.Split([]int{%s}, %d)", parts, t.in(0), intsLit(sizes), axis)
@@ -220,7 +242,7 @@ func init() {
 		t.out(0, y)
 	}
 	translators["Conv"] = func(t *translation) {
-		shape, w := t.inShape(0), t.inShape(1)
+		shape, w := t.inDims(0, 2), t.inShape(1)
 		if len(shape) != 3 && len(shape) != 4 || len(w) != len(shape) {
 			t.give()
 		}
@@ -239,7 +261,7 @@ func init() {
 		t.out(0, fmt.Sprintf("tensor.Conv%dd(%s, %s, %s, %s})", len(shape)-2, x, t.in(1), bias, cfg))
 	}
 	pool := func(t *translation) {
-		shape := t.inShape(0)
+		shape := t.inDims(0, 2)
 		if len(shape) != 3 && len(shape) != 4 {
 			t.give()
 		}
@@ -316,9 +338,9 @@ func init() {
 				t.give()
 			}
 		}
-		shape := t.inShape(0)
-		axis := t.c.axis(t.c.attrInt("axis", -1), len(shape))
-		ns := shape[axis:]
+		r := t.inRank(0)
+		axis := t.c.axis(t.c.attrInt("axis", -1), r)
+		ns := t.inDims(0, axis)[axis:]
 		eps := t.float(t.c.attrFloat("epsilon", 1e-5))
 		bias := "nil"
 		if t.has(2) {
@@ -405,6 +427,32 @@ func (t *translation) static(ks ...int) {
 			t.give()
 		}
 	}
+}
+
+// inDims returns input k's inferred dimensions, -1 where only a symbol
+// is known; it gives up unless the dimensions from the listed axis on are
+// numbers (from rank when none is given).
+func (t *translation) inDims(k int, from ...int) []int {
+	vt, ok := t.g.types[t.inName(k)]
+	if !ok || !vt.RankKnown {
+		t.give()
+	}
+	start := len(vt.Shape)
+	if len(from) > 0 {
+		start = from[0]
+	}
+	out := make([]int, len(vt.Shape))
+	for i, d := range vt.Shape {
+		switch {
+		case d.HasValue:
+			out[i] = int(d.Value)
+		case i >= start:
+			t.give()
+		default:
+			out[i] = -1
+		}
+	}
+	return out
 }
 
 // bound formats a Clip bound (NaN for none).

@@ -219,9 +219,30 @@ func convTranspose(c *call) []*value {
 	if c.has(2) {
 		b = c.t(2)
 	}
-	in := x.Shape()[2:]
+	cfg, begin, end := convTransposeArgs(c, x.Shape()[2:], w.Shape()[2:])
+	n := len(begin)
+	sym := cfg.Padding != nil
+	var y *tensor.Tensor
+	if n == 1 {
+		y = tensor.ConvTranspose1d(x, w, b, cfg)
+	} else {
+		y = tensor.ConvTranspose2d(x, w, b, cfg)
+	}
+	if !sym {
+		for i := range n {
+			d := y.Dim(2 + i)
+			y = y.Narrow(2+i, begin[i], d-begin[i]-end[i])
+		}
+	}
+	return outs(y)
+}
+
+// convTransposeArgs reads ConvTranspose's attributes for spatial input
+// sizes in and kernel k: the configuration, with Padding set when the
+// begin and end pads are equal (else the output is cropped by begin and
+// end). Generated code uses it too.
+func convTransposeArgs(c *call, in, k []int) (cfg tensor.ConvTransposeConfig, begin, end []int) {
 	n := len(in)
-	k := w.Shape()[2:]
 	get := func(name string, def int) []int {
 		v := c.attrInts(name)
 		if v == nil {
@@ -234,7 +255,7 @@ func convTranspose(c *call) []*value {
 		return toInts(v)
 	}
 	strides, dil, outPad := get("strides", 1), get("dilations", 1), get("output_padding", 0)
-	begin, end := make([]int, n), make([]int, n)
+	begin, end = make([]int, n), make([]int, n)
 	if p := c.attrInts("pads"); p != nil && len(p) == 2*n {
 		for i := range n {
 			begin[i], end[i] = int(p[i]), int(p[n+i])
@@ -258,24 +279,11 @@ func convTranspose(c *call) []*value {
 			}
 		}
 	}
-	cfg := tensor.ConvTransposeConfig{Stride: strides, Dilation: dil, OutputPadding: outPad, Groups: int(c.attrInt("group", 1))}
-	sym := slices.Equal(begin, end)
-	if sym {
+	cfg = tensor.ConvTransposeConfig{Stride: strides, Dilation: dil, OutputPadding: outPad, Groups: int(c.attrInt("group", 1))}
+	if slices.Equal(begin, end) {
 		cfg.Padding = begin
 	}
-	var y *tensor.Tensor
-	if n == 1 {
-		y = tensor.ConvTranspose1d(x, w, b, cfg)
-	} else {
-		y = tensor.ConvTranspose2d(x, w, b, cfg)
-	}
-	if !sym {
-		for i := range n {
-			d := y.Dim(2 + i)
-			y = y.Narrow(2+i, begin[i], d-begin[i]-end[i])
-		}
-	}
-	return outs(y)
+	return cfg, begin, end
 }
 
 func poolArgs(c *call, x *tensor.Tensor) (k, strides, dil, begin, end []int) {
