@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/kiln-ml/kiln/tensor"
 )
 
 // Translators write one node as tensor calls. They read attributes and
@@ -494,4 +496,288 @@ func padExpr(x string, begin, end []int, value string) string {
 		pads = append(pads, begin[i], end[i])
 	}
 	return fmt.Sprintf("%s.Pad([]int{%s}, \"constant\", %s)", x, intsLit(pads), value)
+}
+
+// Translators of indexing, padding and the remaining reductions and
+// normalisations.
+func init() {
+	translators["Gather"] = func(t *translation) {
+		if !t.constIn(1) {
+			t.give()
+		}
+		r := t.inRank(0)
+		axis := t.c.axis(t.c.attrInt("axis", 0), r)
+		n := t.inDims(0)[axis]
+		if n < 0 {
+			t.give()
+		}
+		idx := t.c.h(1)
+		ii := make([]int64, idx.size())
+		for k, v := range idx.ints() {
+			if v < 0 {
+				v += int64(n)
+			}
+			if v < 0 || v >= int64(n) {
+				t.give()
+			}
+			ii[k] = v
+		}
+		lit := t.g.literal(hostInts(ii, len(ii)))
+		t.out(0, fmt.Sprintf("%s.IndexSelect(%d, %s).Reshape(%s)", t.in(0), axis, lit, strings.Join(t.outShape(0), ", ")))
+	}
+	translators["GatherElements"] = func(t *translation) {
+		axis := t.c.axis(t.c.attrInt("axis", 0), t.inRank(0))
+		n := t.inDims(0)[axis]
+		if n < 0 {
+			t.give()
+		}
+		idx := t.in(1)
+		if t.inDType(1).String() != "int64" {
+			idx += ".To(tensor.Int64)"
+		}
+		t.out(0, fmt.Sprintf("%s.Gather(%d, %s.AddScalar(%d).RemScalar(%d))", t.in(0), axis, idx, n, n))
+	}
+	translators["ConstantOfShape"] = func(t *translation) {
+		fill := &hostTensor{dtype: tensor.Float32, shape: []int{1}, f: []float64{0}}
+		if a := t.c.attr("value"); a != nil && a.T != nil {
+			h, err := tensorHost(a.T)
+			if err != nil || h.size() != 1 {
+				t.give()
+			}
+			fill = h
+		}
+		dims := t.outShape(0)
+		t.out(0, fmt.Sprintf("tensor.FullOf(m.dev, %s, %s%s)", dtypeExpr(fill.dtype), t.float(fill.at(0)), prefixed(dims)))
+	}
+	translators["Expand"] = func(t *translation) {
+		t.out(0, fmt.Sprintf("%s.Expand(%s)", t.in(0), strings.Join(t.outShape(0), ", ")))
+	}
+	translators["Tile"] = func(t *translation) {
+		t.out(0, fmt.Sprintf("%s.Repeat(%s)", t.in(0), intsLit(toInts(t.ints(1)))))
+	}
+	translators["Pad"] = func(t *translation) {
+		t.static(1, 2, 3)
+		if t.c.opset >= 11 && !t.constIn(1) {
+			t.give()
+		}
+		pads, mode, value := padArgs(t.c, t.inRank(0))
+		t.out(0, fmt.Sprintf("%s.Pad([]int{%s}, %q, %s)", t.in(0), intsLit(pads), mode, t.float(value)))
+	}
+	translators["Size"] = func(t *translation) {
+		dims := t.shapeDims(0)
+		e := strings.Join(dims, "*")
+		if e == "" {
+			e = "1"
+		}
+		t.out(0, fmt.Sprintf("tensor.FromInt64s(m.dev, []int64{int64(%s)}).Reshape()", e))
+	}
+	translators["ConvTranspose"] = func(t *translation) {
+		shape, w := t.inDims(0, 2), t.inShape(1)
+		if len(shape) != 3 && len(shape) != 4 || len(w) != len(shape) {
+			t.give()
+		}
+		cfg, begin, end := convTransposeArgs(t.c, shape[2:], w[2:])
+		lit := fmt.Sprintf("tensor.ConvTransposeConfig{Stride: []int{%s}, Dilation: []int{%s}, OutputPadding: []int{%s}, Groups: %d",
+			intsLit(cfg.Stride), intsLit(cfg.Dilation), intsLit(cfg.OutputPadding), cfg.Groups)
+		if cfg.Padding != nil {
+			lit += fmt.Sprintf(", Padding: []int{%s}", intsLit(cfg.Padding))
+		}
+		bias := "nil"
+		if t.has(2) {
+			bias = t.in(2)
+		}
+		y := fmt.Sprintf("tensor.ConvTranspose%dd(%s, %s, %s, %s})", len(shape)-2, t.in(0), t.in(1), bias, lit)
+		if cfg.Padding == nil {
+			// Asymmetric pads: crop the full output (its size is known).
+			full := make([]int, len(begin))
+			for i := range begin {
+				stride, dil := cfg.Stride[i], cfg.Dilation[i]
+				full[i] = stride*(shape[2+i]-1) + cfg.OutputPadding[i] + (w[2+i]-1)*dil + 1
+			}
+			for i := range begin {
+				y = fmt.Sprintf("%s.Narrow(%d, %d, %d)", y, 2+i, begin[i], full[i]-begin[i]-end[i])
+			}
+		}
+		t.out(0, y)
+	}
+	translators["InstanceNormalization"] = func(t *translation) {
+		r := t.inRank(0)
+		dims := t.inDims(0, 1)
+		if r < 3 {
+			t.give()
+		}
+		s := 1
+		for _, d := range dims[2:] {
+			s *= d
+		}
+		view := channelShape(dims[1], r)
+		shape := t.shapeDims(0)
+		t.out(0, fmt.Sprintf("%s.Reshape(%s, %d, %d).LayerNorm([]int{%d}, nil, nil, %s).Reshape(%s).Mul(%s.Reshape(%s)).Add(%s.Reshape(%s))",
+			t.in(0), shape[0], dims[1], s, s, t.float(t.c.attrFloat("epsilon", 1e-5)), strings.Join(shape, ", "),
+			t.in(1), intsLit(view), t.in(2), intsLit(view)))
+	}
+	translators["GroupNormalization"] = func(t *translation) {
+		r := t.inRank(0)
+		dims := t.inDims(0, 1)
+		g := int(t.c.attrInt("num_groups", 0))
+		if r < 3 || g <= 0 || dims[1]%g != 0 {
+			t.give()
+		}
+		ch := dims[1]
+		s := 1
+		for _, d := range dims[1:] {
+			s *= d
+		}
+		s /= g
+		view := channelShape(ch, r)
+		shape := t.shapeDims(0)
+		perChannel := func(k int) string {
+			v := t.in(k)
+			if n := t.inShape(k); len(n) == 1 && n[0] == g && g != ch {
+				v = fmt.Sprintf("%s.Reshape(%d, 1).Expand(%d, %d).Reshape(%d)", v, g, g, ch/g, ch)
+			}
+			return fmt.Sprintf("%s.Reshape(%s)", v, intsLit(view))
+		}
+		t.out(0, fmt.Sprintf("%s.Reshape(%s, %d, %d).LayerNorm([]int{%d}, nil, nil, %s).Reshape(%s).Mul(%s).Add(%s)",
+			t.in(0), shape[0], g, s, s, t.float(t.c.attrFloat("epsilon", 1e-5)), strings.Join(shape, ", "), perChannel(1), perChannel(2)))
+	}
+	translators["Div"] = func(t *translation) {
+		if t.inDType(0).IsFloat() {
+			t.out(0, fmt.Sprintf("%s.Div(%s)", t.in(0), t.in(1)))
+			return
+		}
+		// Integer division truncates (Kiln's Div of integers is true division).
+		q := t.g.localName(t.s.node.Outputs[0] + "_quotient")
+		t.line("%s := %s.To(tensor.Float64).Div(%s.To(tensor.Float64))", q, t.in(0), t.in(1))
+		t.out(0, fmt.Sprintf("%s.Abs().Floor().Mul(%s.Sign()).To(%s)", q, q, dtypeExpr(t.inDType(0))))
+	}
+	translators["Selu"] = func(t *translation) {
+		const alpha, gamma = 1.67326319217681884765625, 1.05070102214813232421875
+		a, g := t.c.attrFloat("alpha", alpha), t.c.attrFloat("gamma", gamma)
+		x := t.in(0)
+		if float32(a) == float32(alpha) && float32(g) == float32(gamma) {
+			t.out(0, x+".Selu()")
+			return
+		}
+		t.out(0, fmt.Sprintf("%s.Relu().Add(%s.ClampMax(0).Elu(1).MulScalar(%s)).MulScalar(%s)", x, x, t.float(a), t.float(g)))
+	}
+	arg := func(t *translation) {
+		r := t.inRank(0)
+		axis := t.c.axis(t.c.attrInt("axis", 0), r)
+		method := "Argmax"
+		if t.s.node.OpType == "ArgMin" {
+			method = "Argmin"
+		}
+		if t.c.attrInt("keepdims", 1) != 0 {
+			method += "Keep"
+		}
+		x := t.in(0)
+		if t.c.attrInt("select_last_index", 0) != 0 {
+			n := t.inDims(0)[axis]
+			if n < 0 {
+				t.give()
+			}
+			t.out(0, fmt.Sprintf("%s.Flip(%d).%s(%d).Neg().AddScalar(%d)", x, axis, method, axis, n-1))
+			return
+		}
+		t.out(0, fmt.Sprintf("%s.%s(%d)", x, method, axis))
+	}
+	translators["ArgMax"] = arg
+	translators["ArgMin"] = arg
+	translators["TopK"] = func(t *translation) {
+		r := t.inRank(0)
+		axis := t.c.axis(t.c.attrInt("axis", -1), r)
+		var k int64
+		if t.c.opset < 10 {
+			k = t.c.attrInt("k", 0)
+		} else {
+			t.static(1)
+			k = int64(t.c.scalar(1))
+		}
+		vals := t.g.localName(t.s.node.Outputs[0])
+		idx := t.g.localName(t.s.node.Outputs[0] + "_indices")
+		t.line("%s, %s := %s.TopK(%d, %d, %v)", vals, idx, t.in(0), k, axis, t.c.attrInt("largest", 1) != 0)
+		t.out(0, vals)
+		if len(t.s.node.Outputs) > 1 {
+			t.out(1, idx)
+		}
+	}
+	translators["CumSum"] = func(t *translation) {
+		t.static(1)
+		if !t.constIn(1) {
+			t.give()
+		}
+		axis := t.c.axis(int64(t.c.scalar(1)), t.inRank(0))
+		rev := t.c.attrInt("reverse", 0) != 0
+		src := t.in(0)
+		if rev {
+			src = fmt.Sprintf("%s.Flip(%d)", src, axis)
+		}
+		// Cumsum may widen integers; the output keeps the input's dtype.
+		y := fmt.Sprintf("%s.Cumsum(%d).To(%s)", src, axis, dtypeExpr(t.inDType(0)))
+		if t.c.attrInt("exclusive", 0) != 0 {
+			y += ".Sub(" + src + ")"
+		}
+		if rev {
+			y = fmt.Sprintf("%s.Flip(%d)", y, axis)
+		}
+		t.out(0, y)
+	}
+	other := map[string]string{"ReduceProd": "Prod", "ReduceL2": "L2", "ReduceL1": "L1", "ReduceSumSquare": "SumSquare", "ReduceLogSumExp": "LogSumExp"}
+	for op, kind := range other {
+		translators[op] = func(t *translation) {
+			t.static(1)
+			r := t.inRank(0)
+			axes, all, noop := reduceAxes(t.c, 18, r)
+			x := t.in(0)
+			if noop || all && r == 0 {
+				t.out(0, x)
+				return
+			}
+			if all {
+				axes = nil
+				for a := range r {
+					axes = append(axes, a)
+				}
+			}
+			keep := ""
+			if t.c.attrInt("keepdims", 1) != 0 {
+				keep = "Keep"
+			}
+			a := intsLit(axes)
+			var y string
+			switch kind {
+			case "Prod":
+				y = fmt.Sprintf("%s.Prod%s(%s).To(%s)", x, keep, a, dtypeExpr(t.inDType(0)))
+			case "L2":
+				y = fmt.Sprintf("%s.Square().Sum%s(%s).Sqrt()", x, keep, a)
+			case "L1":
+				y = fmt.Sprintf("%s.Abs().Sum%s(%s)", x, keep, a)
+			case "SumSquare":
+				y = fmt.Sprintf("%s.Square().Sum%s(%s)", x, keep, a)
+			default:
+				y = fmt.Sprintf("%s.LogSumExp%s(%s)", x, keep, a)
+			}
+			t.out(0, y)
+		}
+	}
+}
+
+// channelShape is the shape a per-channel vector of c entries takes to
+// broadcast against [N, C, …] of rank r (as channelView reshapes it).
+func channelShape(c, r int) []int {
+	shape := make([]int, r-1)
+	for i := range shape {
+		shape[i] = 1
+	}
+	shape[0] = c
+	return shape
+}
+
+// prefixed joins exprs, each preceded by ", ".
+func prefixed(exprs []string) string {
+	if len(exprs) == 0 {
+		return ""
+	}
+	return ", " + strings.Join(exprs, ", ")
 }
