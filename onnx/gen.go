@@ -229,8 +229,18 @@ func (g *gen) localName(s string) string {
 	if base == "P" {
 		base = "V"
 	}
+	// Lower the leading capitals: "GRUOutput0" is "gruOutput0".
 	r := []rune(base)
-	r[0] = unicode.ToLower(r[0])
+	n := 0
+	for n < len(r) && unicode.IsUpper(r[n]) {
+		n++
+	}
+	if n > 1 && n < len(r) && unicode.IsLower(r[n]) {
+		n--
+	}
+	for i := range max(n, 1) {
+		r[i] = unicode.ToLower(r[i])
+	}
 	base = string(r)
 	if len(base) > 24 {
 		base = base[len(base)-24:]
