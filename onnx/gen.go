@@ -143,11 +143,20 @@ type gen struct {
 	vars   map[string]string // ONNX value name → Go variable
 	taken  map[string]bool   // Go identifiers in use in the function body
 	syms   map[string]string // dimension symbol → Go expression
+	consts map[string]*hostTensor // values known when generating
+	ints   map[string]*symInts    // integer values known in terms of input sizes
 	steps  []*genStep
 	decls  []string // package-level declarations (fallback Operators)
 	imps   map[string]bool
 
 	fallbacks []string
+}
+
+// symInts is a small integer tensor whose elements shape inference knows
+// as numbers or products of input symbols.
+type symInts struct {
+	dims  []Dim
+	shape []mono
 }
 
 // genStep is the code of one node and the values it reads and defines.
@@ -162,7 +171,19 @@ func newGen(m *Model, source string) *gen {
 	g := &gen{m: m, source: source, fields: map[string]string{}, vars: map[string]string{},
 		taken: map[string]bool{"m": true, "tensor": true, "nn": true, "onnx": true, "math": true, "err": true}, syms: map[string]string{},
 		imps: map[string]bool{}}
-	g.types = InferShapes(m.g.proto.Graph, m.g.opset)
+	env := inferInfos(m.g.proto.Graph, m.g.opset)
+	g.types = map[string]ValueType{}
+	for name, in := range env {
+		g.types[name] = in.valueType()
+	}
+	g.consts = map[string]*hostTensor{}
+	for name, h := range m.g.consts {
+		g.consts[name] = h
+	}
+	g.ints = map[string]*symInts{}
+	for name, ds := range inferredValues(env) {
+		g.ints[name] = &symInts{dims: ds, shape: env[name].shape}
+	}
 	used := map[string]bool{"New": true, "Load": true, "Forward": true, "Compute": true, "Run": true}
 	for name := range m.g.paramsByONNX() {
 		g.order = append(g.order, name)
@@ -483,10 +504,97 @@ func (g *gen) ref(name string, uses *[]string) string {
 	if f, ok := g.fields[name]; ok {
 		return "m." + f + ".Tensor"
 	}
-	if h, ok := g.m.g.consts[name]; ok {
+	if h, ok := g.consts[name]; ok {
 		return g.literal(h)
 	}
+	if e, ok := g.symLiteral(name); ok {
+		return e
+	}
 	return "nil"
+}
+
+// symLiteral writes a symInts value as a tensor built from Go ints.
+func (g *gen) symLiteral(name string) (string, bool) {
+	si, ok := g.ints[name]
+	if !ok || !g.isSymbolic(name) {
+		return "", false
+	}
+	var shape []string
+	for _, m := range si.shape {
+		if !m.isNum() {
+			return "", false
+		}
+		shape = append(shape, strconv.FormatInt(m.coef, 10))
+	}
+	typ, fn := "int64", "FromInt64s"
+	if g.types[name].ElemType == TypeInt32 {
+		typ, fn = "int32", "FromInt32s"
+	}
+	var parts []string
+	for _, d := range si.dims {
+		e, ok := g.dimExpr(d)
+		if !ok {
+			return "", false
+		}
+		if d.HasValue {
+			parts = append(parts, e)
+		} else {
+			parts = append(parts, typ+"("+e+")")
+		}
+	}
+	tail := ""
+	if len(shape) == 0 {
+		tail = ".Reshape()"
+	}
+	return fmt.Sprintf("tensor.%s(m.dev, []%s{%s}%s)%s", fn, typ, strings.Join(parts, ", "), prefixed(shape), tail), true
+}
+
+// isSymbolic reports whether name is an integer value known in terms of
+// the input sizes (and not as plain numbers).
+func (g *gen) isSymbolic(name string) bool {
+	si, ok := g.ints[name]
+	if !ok {
+		return false
+	}
+	for _, d := range si.dims {
+		if !d.HasValue {
+			e, ok := g.dimExpr(d)
+			return ok && e != ""
+		}
+	}
+	return false
+}
+
+// knownInts turns an integer value that shape inference knows as numbers
+// into a constant, so the nodes reading it fold their arguments.
+func (g *gen) knownInts(name string) (*hostTensor, bool) {
+	si, ok := g.ints[name]
+	vt := g.types[name]
+	if !ok || vt.ElemType != TypeInt64 && vt.ElemType != TypeInt32 {
+		return nil, false
+	}
+	var shape []int
+	for _, m := range si.shape {
+		if !m.isNum() {
+			return nil, false
+		}
+		shape = append(shape, int(m.coef))
+	}
+	v := make([]int64, len(si.dims))
+	for i, d := range si.dims {
+		if !d.HasValue {
+			return nil, false
+		}
+		v[i] = d.Value
+	}
+	h := hostInts(v).reshaped(shape)
+	if shape == nil {
+		h = hostInts(v).reshaped([]int{})
+	}
+	if vt.ElemType == TypeInt32 {
+		h = h.cast(tensor.Int32)
+	}
+	return h, true
 }
 
 // literal returns a Go expression building h on m.dev.
@@ -626,10 +734,13 @@ func (g *gen) step(s *step) {
 	if name == "" {
 		name = fmt.Sprintf("#%d", s.index)
 	}
+	if g.known(s, name) {
+		return
+	}
 	t := &translation{g: g, s: s, c: &call{p: g.m.g, s: s, node: n, attrs: s.attrs, opset: g.m.g.opset, dev: tensor.CPU()}}
 	t.c.in = make([]*value, len(n.Inputs))
 	for k, in := range n.Inputs {
-		if h, ok := g.m.g.consts[in]; ok && in != "" {
+		if h, ok := g.consts[in]; ok && in != "" {
 			if _, isParam := g.fields[in]; !isParam || (s.def.role != nil && s.def.role(k, g.m.g.opset, s.attrs) == roleStatic) {
 				t.c.in[k] = &value{h: h}
 			}
@@ -657,6 +768,32 @@ func (g *gen) step(s *step) {
 	for k, v := range t.outVars {
 		g.vars[k] = v
 	}
+}
+
+// known handles a node whose outputs shape inference knows as integers:
+// numbers become constants, products of input sizes become Go ints on the
+// inputs' Dim; no code runs for the node itself.
+func (g *gen) known(s *step, name string) bool {
+	consts := map[string]*hostTensor{}
+	for _, o := range s.node.Outputs {
+		if o == "" {
+			continue
+		}
+		if h, ok := g.knownInts(o); ok {
+			consts[o] = h
+			continue
+		}
+		if !g.isSymbolic(o) {
+			return false
+		}
+		if _, ok := g.symLiteral(o); !ok {
+			return false
+		}
+	}
+	for o, h := range consts {
+		g.consts[o] = h
+	}
+	return true
 }
 
 // translation is the code being written for one node.
@@ -809,7 +946,7 @@ func (t *translation) fallback() {
 		}
 		if _, isVar := g.vars[in]; !isVar {
 			if _, isField := g.fields[in]; !isField {
-				if h, ok := g.m.g.consts[in]; ok {
+				if h, ok := g.consts[in]; ok {
 					consts[k] = tensorLit(h)
 					args = append(args, "nil")
 					continue
