@@ -138,11 +138,11 @@ type gen struct {
 	m      *Model
 	source string
 	types  map[string]ValueType
-	fields map[string]string // ONNX initializer name → Go field
-	order  []string          // initializer names in field order
-	vars   map[string]string // ONNX value name → Go variable
-	taken  map[string]bool   // Go identifiers in use in the function body
-	syms   map[string]string // dimension symbol → Go expression
+	fields map[string]string      // ONNX initializer name → Go field
+	order  []string               // initializer names in field order
+	vars   map[string]string      // ONNX value name → Go variable
+	taken  map[string]bool        // Go identifiers in use in the function body
+	syms   map[string]string      // dimension symbol → Go expression
 	consts map[string]*hostTensor // values known when generating
 	ints   map[string]*symInts    // integer values known in terms of input sizes
 	steps  []*genStep
@@ -246,6 +246,16 @@ func exportedName(s string) string {
 
 // localName turns an ONNX value name into an unused Go variable name.
 func (g *gen) localName(s string) string {
+	// PyTorch names values "/layers.0/self_attn/Slice_output_0": keep the
+	// last two path segments, without "_output_0".
+	if i := strings.LastIndex(s, "_output_"); i > 0 {
+		if _, err := strconv.Atoi(s[i+len("_output_"):]); err == nil {
+			s = s[:i]
+		}
+	}
+	if segs := strings.FieldsFunc(s, func(r rune) bool { return r == '/' }); len(segs) > 2 {
+		s = strings.Join(segs[len(segs)-2:], "/")
+	}
 	base := exportedName(s)
 	if base == "P" {
 		base = "V"
@@ -263,12 +273,6 @@ func (g *gen) localName(s string) string {
 		r[i] = unicode.ToLower(r[i])
 	}
 	base = string(r)
-	if len(base) > 24 {
-		base = base[len(base)-24:]
-		if !unicode.IsLetter(rune(base[0])) {
-			base = "v" + base
-		}
-	}
 	name := base
 	for k := 2; g.taken[name] || goKeywords[name] || isPredeclared(name); k++ {
 		name = base + strconv.Itoa(k)
@@ -280,7 +284,7 @@ func (g *gen) localName(s string) string {
 func isPredeclared(s string) bool {
 	switch s {
 	case "len", "cap", "make", "new", "append", "copy", "max", "min", "int", "string", "error", "bool",
-		"float32", "float64", "int64", "true", "false", "nil", "x", "inputs", "outs", "ok", "dev":
+		"float32", "float64", "int64", "true", "false", "nil", "ok":
 		return true
 	}
 	return false
@@ -290,6 +294,9 @@ func isPredeclared(s string) bool {
 func (g *gen) file(pkg string) ([]byte, error) {
 	p := g.m.g
 	var ins, outs []string
+	for i := range p.outputs {
+		g.taken[fmt.Sprintf("out%d", i)] = true
+	}
 	for i, in := range p.inputs {
 		v := g.localName(in.Name)
 		g.vars[in.Name] = v
