@@ -781,3 +781,30 @@ func prefixed(exprs []string) string {
 	}
 	return ", " + strings.Join(exprs, ", ")
 }
+
+func init() {
+	translators["Einsum"] = func(t *translation) {
+		n := len(t.s.node.Inputs)
+		xs := make([]string, n)
+		shapes := make([][]int, n)
+		for k := range n {
+			xs[k] = t.in(k)
+			shapes[k] = t.inShape(k)
+		}
+		base := t.s.node.Outputs[0]
+		// Each step of the shared plan becomes one statement.
+		let := func(format string, args ...any) string {
+			v := t.g.localName(base + "_step")
+			t.line("%s := "+format, append([]any{v}, args...)...)
+			return v
+		}
+		y := einsumPlan(t.c, xs, shapes, einsumOps[string]{
+			sum:     func(x string, axes []int) string { return let("%s.Sum(%s)", x, intsLit(axes)) },
+			permute: func(x string, perm []int) string { return let("%s.Permute(%s).Contiguous()", x, intsLit(perm)) },
+			expand:  func(x string, shape []int) string { return let("%s.Expand(%s)", x, intsLit(shape)) },
+			reshape: func(x string, shape []int) string { return let("%s.Reshape(%s)", x, intsLit(shape)) },
+			matmul:  func(a, b string) string { return let("%s.Matmul(%s)", a, b) },
+		})
+		t.out(0, y)
+	}
+}
