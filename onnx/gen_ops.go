@@ -808,3 +808,43 @@ func init() {
 		t.out(0, y)
 	}
 }
+
+func init() {
+	resize := func(t *translation) {
+		t.static(1, 2, 3)
+		dims := t.inDims(0)
+		known := slices.Clone(dims)
+		for i, d := range known {
+			if d < 0 {
+				known[i] = 1
+			}
+		}
+		plan := resizePlan(t.c, known)
+		y := t.in(0)
+		if len(plan) == 0 {
+			t.out(0, y)
+			return
+		}
+		dt := t.inDType(0)
+		for _, ax := range plan {
+			if dims[ax.axis] < 0 {
+				t.give()
+			}
+			if ax.idx != nil {
+				y = fmt.Sprintf("%s.IndexSelect(%d, %s)", y, ax.axis, t.g.literal(hostInts(ax.idx)))
+				continue
+			}
+			src := t.g.localName(t.s.node.Outputs[0] + "_rows")
+			t.line("%s := %s", src, y)
+			lo := fmt.Sprintf("%s.IndexSelect(%d, %s)", src, ax.axis, t.g.literal(hostInts(ax.i0)))
+			hi := fmt.Sprintf("%s.IndexSelect(%d, %s)", src, ax.axis, t.g.literal(hostInts(ax.i1)))
+			w := t.g.literal(&hostTensor{dtype: dt, shape: ax.weightShape(len(dims)), f: ax.w1})
+			low := t.g.localName(t.s.node.Outputs[0] + "_low")
+			t.line("%s := %s", low, lo)
+			y = fmt.Sprintf("%s.Add(%s.Sub(%s).Mul(%s))", low, hi, low, w)
+		}
+		t.out(0, y)
+	}
+	translators["Resize"] = resize
+	translators["Upsample"] = resize
+}
