@@ -502,14 +502,17 @@ func padExpr(x string, begin, end []int, value string) string {
 // normalisations.
 func init() {
 	translators["Gather"] = func(t *translation) {
-		if !t.constIn(1) {
-			t.give()
-		}
 		r := t.inRank(0)
 		axis := t.c.axis(t.c.attrInt("axis", 0), r)
 		n := t.inDims(0)[axis]
 		if n < 0 {
 			t.give()
+		}
+		if !t.constIn(1) {
+			// Indices computed at run time: negative ones wrap as normIndex does.
+			t.out(0, fmt.Sprintf("%s.IndexSelect(%d, %s.AddScalar(%d).RemScalar(%d).Reshape(-1)).Reshape(%s)",
+				t.in(0), axis, t.index(1), n, n, strings.Join(t.outShape(0), ", ")))
+			return
 		}
 		idx := t.c.h(1)
 		ii := make([]int64, idx.size())
@@ -531,12 +534,25 @@ func init() {
 		if n < 0 {
 			t.give()
 		}
-		idx := t.in(1)
-		if t.inDType(1).String() != "int64" {
-			idx += ".To(tensor.Int64)"
-		}
-		t.out(0, fmt.Sprintf("%s.Gather(%d, %s.AddScalar(%d).RemScalar(%d))", t.in(0), axis, idx, n, n))
+		t.out(0, fmt.Sprintf("%s.Gather(%d, %s.AddScalar(%d).RemScalar(%d))", t.in(0), axis, t.index(1), n, n))
 	}
+	translators["ScatterElements"] = func(t *translation) {
+		axis := t.c.axis(t.c.attrInt("axis", 0), t.inRank(0))
+		n := t.inDims(0)[axis]
+		if n < 0 {
+			t.give()
+		}
+		method := "Scatter"
+		switch t.c.attrString("reduction", "none") {
+		case "add":
+			method = "ScatterAdd"
+		case "none":
+		default:
+			t.give()
+		}
+		t.out(0, fmt.Sprintf("%s.%s(%d, %s.AddScalar(%d).RemScalar(%d), %s)", t.in(0), method, axis, t.index(1), n, n, t.in(2)))
+	}
+	translators["Scatter"] = translators["ScatterElements"]
 	translators["ConstantOfShape"] = func(t *translation) {
 		fill := &hostTensor{dtype: tensor.Float32, shape: []int{1}, f: []float64{0}}
 		if a := t.c.attr("value"); a != nil && a.T != nil {
@@ -761,6 +777,15 @@ func init() {
 			t.out(0, y)
 		}
 	}
+}
+
+// index returns input k as an Int64 tensor expression.
+func (t *translation) index(k int) string {
+	idx := t.in(k)
+	if t.inDType(k) != tensor.Int64 {
+		idx += ".To(tensor.Int64)"
+	}
+	return idx
 }
 
 // channelShape is the shape a per-channel vector of c entries takes to

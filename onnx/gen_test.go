@@ -20,7 +20,7 @@ import (
 
 // wantFallbacks is the number of nodes, over every fixture, that the
 // generated code runs through onnx.Operator instead of tensor calls.
-const wantFallbacks = -1
+const wantFallbacks = 0
 
 // genDriver is a program that runs every generated package on the
 // fixture inputs and prints the outputs as JSON.
