@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kiln-ml/kiln/internal/testutil"
+	"github.com/kiln-ml/kiln/nn"
 	"github.com/kiln-ml/kiln/onnx"
 	"github.com/kiln-ml/kiln/tensor"
 )
@@ -113,6 +114,10 @@ func TestGenerateMatchesReference(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no fixtures: %v", err)
 	}
+	// A model whose Reshape reads its target shape from a graph input
+	// cannot be translated: that node must fall back to onnx.Operator.
+	fallbackModel, fallbackCase := fallbackFixture(t)
+	files = append(files, fallbackModel)
 	dir, err := os.MkdirTemp(".", "zz_gentest_")
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +134,17 @@ func TestGenerateMatchesReference(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Generate %s: %v", f, err)
 		}
-		fallbacks += len(res.Fallbacks)
+		if f == fallbackModel {
+			if fmt.Sprint(res.Fallbacks) != "[reshape (Reshape) slice (Slice)]" {
+				t.Errorf("%s: fallbacks %v, want the Reshape and the Slice", f, res.Fallbacks)
+			}
+			src, err := os.ReadFile(res.GoFile)
+			if err != nil || !strings.Contains(string(src), "Nodes run by onnx.Operator (not translated): reshape (Reshape), slice (Slice).") {
+				t.Errorf("%s: the header does not list the fallback (%v)", res.GoFile, err)
+			}
+		} else {
+			fallbacks += len(res.Fallbacks)
+		}
 		for _, fb := range res.Fallbacks {
 			fallbackList = append(fallbackList, base+": "+fb)
 		}
@@ -156,7 +171,17 @@ func TestGenerateMatchesReference(t *testing.T) {
 	t.Logf("built them in %v", time.Since(start))
 	abs, _ := filepath.Abs(dir)
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(bin, filepath.Join("testdata", "onnx.json"), abs)
+	cases := testutil.LoadFixtures(t, "onnx.json")
+	cases["fallback_reshape"] = fallbackCase
+	casesFile := filepath.Join(t.TempDir(), "cases.json")
+	raw, err := json.Marshal(cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(casesFile, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, casesFile, abs)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("driver: %v\n%s", err, stderr.String())
@@ -165,7 +190,6 @@ func TestGenerateMatchesReference(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
 		t.Fatalf("driver output: %v", err)
 	}
-	cases := testutil.LoadFixtures(t, "onnx.json")
 	names := make([]string, 0, len(cases))
 	for name := range cases {
 		names = append(names, name)
@@ -201,10 +225,61 @@ func TestGenerateMatchesReference(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("%d outputs of %d cases match; %d fallbacks", checked, len(names), fallbacks)
+	t.Logf("%d outputs of %d cases match; %d fallbacks in the fixtures", checked, len(names), fallbacks)
 	if wantFallbacks >= 0 && fallbacks != wantFallbacks {
 		t.Errorf("%d fallbacks, want %d:\n%s", fallbacks, wantFallbacks, strings.Join(fallbackList, "\n"))
 	} else if wantFallbacks < 0 {
 		t.Logf("fallbacks:\n%s", strings.Join(fallbackList, "\n"))
 	}
+}
+
+// fallbackFixture writes a model with a Reshape to a shape and a Slice to
+// an end given as graph inputs (the Slice's start is a Constant, which
+// the Operator literal carries), and its expected outputs computed by
+// onnx.Load.
+func fallbackFixture(t *testing.T) (string, testutil.FixtureCase) {
+	g := &onnx.GraphProto{
+		Nodes: []*onnx.NodeProto{
+			{OpType: "Add", Name: "add", Inputs: []string{"x", "w"}, Outputs: []string{"a"}},
+			{OpType: "Reshape", Name: "reshape", Inputs: []string{"a", "s"}, Outputs: []string{"b"}},
+			{OpType: "Mul", Name: "mul", Inputs: []string{"b", "b"}, Outputs: []string{"c"}},
+			{OpType: "Constant", Name: "start", Outputs: []string{"start"}, Attributes: []*onnx.AttributeProto{
+				{Name: "value", Type: onnx.AttrTensor, T: &onnx.TensorProto{Dims: []int64{1}, DataType: onnx.TypeInt64, Int64Data: []int64{1}}}}},
+			{OpType: "Slice", Name: "slice", Inputs: []string{"c", "start", "end"}, Outputs: []string{"y"}},
+		},
+		Initializers: []*onnx.TensorProto{{Name: "w", Dims: []int64{3}, DataType: onnx.TypeFloat, FloatData: []float32{1, -2, 3}}},
+		Inputs: []*onnx.ValueInfoProto{floatValue("x", 2, 3), {Name: "s", Type: &onnx.TypeProto{Kind: "tensor",
+			ElemType: onnx.TypeInt64, HasShape: true, Shape: []onnx.Dim{{Value: 2, HasValue: true}}}},
+			{Name: "end", Type: &onnx.TypeProto{Kind: "tensor", ElemType: onnx.TypeInt64, HasShape: true, Shape: []onnx.Dim{{Value: 1, HasValue: true}}}}},
+		Outputs: []*onnx.ValueInfoProto{{Name: "y"}},
+	}
+	m := &onnx.ModelProto{IRVersion: 8, Graph: g, OpsetImports: []onnx.OperatorSetID{{Version: 13}}}
+	path := filepath.Join(t.TempDir(), "fallback_reshape.onnx")
+	if err := os.WriteFile(path, onnx.Encode(m), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	x := []float64{0.5, 1, -1, 2, -3, 4}
+	c := testutil.FixtureCase{}
+	fix := func(v any) testutil.Fixture {
+		raw, _ := json.Marshal(v)
+		var f testutil.Fixture
+		if err := json.Unmarshal(raw, &f); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	c["in:x"] = fix(map[string]any{"shape": []int{2, 3}, "dtype": "float32", "data": x})
+	c["in:s"] = fix(map[string]any{"shape": []int{2}, "dtype": "int64", "data": []int{3, 2}})
+	c["in:end"] = fix(map[string]any{"shape": []int{1}, "dtype": "int64", "data": []int{3}})
+	rm, err := onnx.Load(path, tensor.CPU())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nn.Release(rm)
+	out, err := rm.Run(map[string]*tensor.Tensor{"x": c["in:x"].Tensor(tensor.CPU()), "s": c["in:s"].Tensor(tensor.CPU()), "end": c["in:end"].Tensor(tensor.CPU())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c["out:y"] = fix(map[string]any{"shape": out["y"].Shape(), "dtype": "float32", "data": out["y"].Float64s()})
+	return path, c
 }
