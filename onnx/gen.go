@@ -48,8 +48,9 @@ const WeightsFile = "weights.safetensors"
 // package that runs it with no ONNX parsing at run time: a Model struct
 // whose fields are the initializers as nn.Params, tagged with the names
 // Load gives them (so checkpoints and state dicts carry over), New(dev),
-// Load(weightsPath, dev), Forward (first input to first output), Compute
-// (every input to every output) and Run (by name), plus weights.safetensors
+// Load(weightsPath, dev), Compute (every input to every output), Forward
+// (for a one-input graph: to the first output) and Run (by name), plus
+// weights.safetensors
 // holding the initializers. Each node becomes tensor calls under a
 // "// name: Op" comment, with shapes folded to literals where shape
 // inference knows them and written as x.Dim(i) where they follow a
@@ -407,21 +408,14 @@ func (g *gen) file(pkg string) ([]byte, error) {
 	w("func (m *Model) Compute(%s) (%s *tensor.Tensor) {\n", sig, strings.Join(results, ", "))
 	w("%s", body.String())
 	w("return %s\n}\n\n", strings.Join(outs, ", "))
-	if len(ins) >= 1 {
-		w("// Forward runs the graph on its first input")
-		if len(ins) > 1 {
-			w(" (the others are nil)")
-		}
-		w(" and returns its first output.\nfunc (m *Model) Forward(x *tensor.Tensor) *tensor.Tensor {\n")
-		args := []string{"x"}
-		for range ins[1:] {
-			args = append(args, "nil")
-		}
+	if len(ins) == 1 {
+		w("// Forward runs the graph on x and returns its first output (see Compute for all of them).\n")
+		w("func (m *Model) Forward(x *tensor.Tensor) *tensor.Tensor {\n")
 		blanks := []string{"y"}
 		for range outs[1:] {
 			blanks = append(blanks, "_")
 		}
-		w("%s := m.Compute(%s)\nreturn y\n}\n\n", strings.Join(blanks, ", "), strings.Join(args, ", "))
+		w("%s := m.Compute(x)\nreturn y\n}\n\n", strings.Join(blanks, ", "))
 	}
 	w("// Run runs the graph on inputs by ONNX name and returns the outputs by name.\n")
 	w("func (m *Model) Run(inputs map[string]*tensor.Tensor) (outs map[string]*tensor.Tensor, err error) {\n")
