@@ -201,27 +201,6 @@ func newGen(m *Model, source string) *gen {
 	return g
 }
 
-// paramsByONNX maps ONNX initializer names to their Model.Params keys.
-func (p *plan) paramsByONNX() map[string]string {
-	out := map[string]string{}
-	taken := map[string]bool{}
-	add := func(name string) {
-		key := ParamName(name)
-		for k := 2; taken[key]; k++ {
-			key = ParamName(name) + "_" + strconv.Itoa(k)
-		}
-		taken[key] = true
-		out[name] = key
-	}
-	for _, t := range p.proto.Graph.Initializers {
-		add(t.Name)
-	}
-	for _, s := range p.proto.Graph.SparseInitializers {
-		add(s.Values.Name)
-	}
-	return out
-}
-
 // exportedName turns a Param name into an exported Go identifier:
 // "fc1.weight" is "Fc1Weight", "onnx__Conv_12" is "OnnxConv12".
 func exportedName(s string) string {
@@ -406,6 +385,25 @@ func (g *gen) file(pkg string) ([]byte, error) {
 		sig = strings.Join(params, ", ") + " *tensor.Tensor"
 	}
 	w("func (m *Model) Compute(%s) (%s *tensor.Tensor) {\n", sig, strings.Join(results, ", "))
+	checks := false
+	for i, in := range p.inputs {
+		if in.Type == nil || in.Type.Kind != "tensor" || !in.Type.HasShape {
+			continue
+		}
+		dt, err := kilnDType(in.Type.ElemType)
+		if err != nil {
+			continue
+		}
+		dims := make([]int, len(in.Type.Shape))
+		for j, d := range in.Type.Shape {
+			dims[j] = -1
+			if d.HasValue {
+				dims[j] = int(d.Value)
+			}
+		}
+		w("checkInput(%q, %s, %s%s)\n", in.Name, ins[i], dtypeExpr(dt), intsSuffix(dims))
+		checks = true
+	}
 	w("%s", body.String())
 	w("return %s\n}\n\n", strings.Join(outs, ", "))
 	if len(ins) == 1 {
@@ -433,6 +431,14 @@ func (g *gen) file(pkg string) ([]byte, error) {
 		w("%q: out%d, ", o, i)
 	}
 	w("}\n})\nreturn outs, err\n}\n")
+	if checks {
+		w("\n// checkInput panics with a *tensor.Error unless x has the dtype and rank\n")
+		w("// the model declares and the declared size in each fixed dimension (-1:\n// any size), the sizes the generated shapes assume.\n")
+		w("func checkInput(name string, x *tensor.Tensor, dtype tensor.DType, dims ...int) {\n")
+		w("if x == nil {\npanic(&tensor.Error{Op: \"%s.Compute\", Msg: fmt.Sprintf(\"input %%q is nil\", name), Err: tensor.ErrArgument})\n}\n", pkg)
+		w("ok := x.DType() == dtype && x.Dims() == len(dims)\nfor i, d := range dims {\nok = ok && (d < 0 || x.Dim(i) == d)\n}\n")
+		w("if !ok {\npanic(&tensor.Error{Op: \"%s.Compute\", Msg: fmt.Sprintf(\"input %%q is %%v %%v, the model wants %%v %%v (-1: any size)\", name, x.DType(), x.Shape(), dtype, dims), Err: tensor.ErrShape})\n}\n}\n", pkg)
+	}
 	for _, d := range g.decls {
 		w("\n%s\n", d)
 	}

@@ -32,6 +32,7 @@ func ExampleGenerate() {
 	// Output:
 	// 3 nodes, 0 fallbacks
 	// func (m *Model) Compute(x *tensor.Tensor) (out0 *tensor.Tensor) {
+	// 	checkInput("x", x, tensor.Float32, -1, 8)
 	// 	// /fc1/Gemm: Gemm
 	// 	fc1Gemm := tensor.Linear(x, m.Fc1Weight.Tensor, m.Fc1Bias.Tensor)
 	// 	// /Relu: Relu

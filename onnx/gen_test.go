@@ -173,6 +173,12 @@ func TestGenerateMatchesReference(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	cases := testutil.LoadFixtures(t, "onnx.json")
 	cases["fallback_reshape"] = fallbackCase
+	// An input of the wrong shape is an error naming what the model wants.
+	bad := testutil.FixtureCase{}
+	if err := json.Unmarshal([]byte(`{"in:x": {"shape": [2, 5], "dtype": "float32", "data": [1,2,3,4,5,6,7,8,9,10]}}`), &bad); err != nil {
+		t.Fatal(err)
+	}
+	cases["mlp_op13@badshape"] = bad
 	casesFile := filepath.Join(t.TempDir(), "cases.json")
 	raw, err := json.Marshal(cases)
 	if err != nil {
@@ -202,6 +208,12 @@ func TestGenerateMatchesReference(t *testing.T) {
 			r, ok := got[name]
 			if !ok {
 				t.Fatalf("the driver did not run %s", name)
+			}
+			if strings.HasSuffix(name, "@badshape") {
+				if e := string(r["err"]); !strings.Contains(e, `input \"x\" is float32 [2 5], the model wants float32 [-1 8]`) {
+					t.Fatalf("Run on a bad input: error %s", e)
+				}
+				return
 			}
 			if e, ok := r["err"]; ok {
 				t.Fatalf("Run: %s", e)
