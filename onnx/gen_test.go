@@ -35,10 +35,67 @@ import (
 	"strings"
 
 	"github.com/kiln-ml/kiln/internal/testutil"
+	"github.com/kiln-ml/kiln/nn"
+	"github.com/kiln-ml/kiln/onnx"
 	"github.com/kiln-ml/kiln/tensor"
 %s)
 
-type runner func(path string, dev tensor.Device, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error)
+type runner func(path string, dev tensor.Device, in map[string]*tensor.Tensor) (any, map[string]*tensor.Tensor, error)
+
+// gradModels are checked on an autodiff device too: the gradients of the
+// sum of the first output with respect to every Param must match
+// onnx.Load's.
+var gradModels = []string{"mlp_op13", "mnist_cnn_op13", "resnet_block_op13", "transformer_op13", "lstm_op14", "gru_op13"}
+
+// gradDiff returns the largest difference between the generated model's
+// gradients and the runtime's, and how many Params it compared.
+func gradDiff(onnxPath string, run runner, weights string, c testutil.FixtureCase) (float64, int, error) {
+	dev := tensor.CPU().Autodiff()
+	in := map[string]*tensor.Tensor{}
+	for k, f := range c {
+		if n, ok := strings.CutPrefix(k, "in:"); ok {
+			in[n] = f.Tensor(dev)
+		}
+	}
+	gen, out, err := run(weights, dev, in)
+	if err != nil {
+		return 0, 0, err
+	}
+	ref, err := onnx.Load(onnxPath, dev)
+	if err != nil {
+		return 0, 0, err
+	}
+	refOut, err := ref.Run(in)
+	if err != nil {
+		return 0, 0, err
+	}
+	first := ref.Outputs()[0]
+	g1, g2 := out[first].Sum().Backward(), refOut[first].Sum().Backward()
+	refParams := map[string]*nn.Param{}
+	for _, np := range nn.Params(ref) {
+		refParams[np.Name] = np.Param
+	}
+	worst, n := 0.0, 0
+	for _, np := range nn.Params(gen) {
+		rp := refParams[np.Name]
+		if rp == nil {
+			return 0, 0, fmt.Errorf("param %%s is not among onnx.Load's", np.Name)
+		}
+		a, b := g1.Get(np.Param.Tensor), g2.Get(rp.Tensor)
+		if (a == nil) != (b == nil) {
+			return 0, 0, fmt.Errorf("param %%s: gradient %%v here, %%v from onnx.Load", np.Name, a != nil, b != nil)
+		}
+		if a == nil {
+			continue
+		}
+		av, bv := a.Float64s(), b.Float64s()
+		for i := range av {
+			worst = math.Max(worst, math.Abs(av[i]-bv[i]))
+		}
+		n++
+	}
+	return worst, n, nil
+}
 
 var packages = map[string]runner{
 %s}
@@ -60,6 +117,14 @@ func main() {
 	dir := os.Args[2]
 	dev := tensor.CPU()
 	res := map[string]map[string]any{}
+	for _, base := range gradModels {
+		d, n, err := gradDiff(os.Args[3]+"/"+base+".onnx", packages[base], dir+"/"+base+"/weights.safetensors", cases[base])
+		r := map[string]any{"diff": d, "params": n}
+		if err != nil {
+			r["err"] = err.Error()
+		}
+		res["grad:"+base] = r
+	}
 	for name, c := range cases {
 		base, _, _ := strings.Cut(name, "@")
 		run := packages[base]
@@ -72,7 +137,7 @@ func main() {
 				in[n] = f.Tensor(dev)
 			}
 		}
-		out, err := run(dir+"/"+base+"/weights.safetensors", dev, in)
+		_, out, err := run(dir+"/"+base+"/weights.safetensors", dev, in)
 		r := map[string]any{}
 		if err != nil {
 			r["err"] = err.Error()
@@ -107,9 +172,6 @@ func main() {
 // model, builds them all into one program with one go build, runs it on
 // the fixture inputs and compares the outputs with PyTorch's (or NumPy's).
 func TestGenerateMatchesReference(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds every generated package (about a minute on 2 cores)")
-	}
 	files, err := filepath.Glob("testdata/*/*.onnx")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no fixtures: %v", err)
@@ -149,7 +211,7 @@ func TestGenerateMatchesReference(t *testing.T) {
 			fallbackList = append(fallbackList, base+": "+fb)
 		}
 		fmt.Fprintf(&imports, "\t%s \"github.com/kiln-ml/kiln/onnx/%s/%s\"\n", pkg, filepath.Base(dir), base)
-		fmt.Fprintf(&entries, "\t%q: func(path string, dev tensor.Device, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {\n\t\tm, err := %s.Load(path, dev)\n\t\tif err != nil {\n\t\t\treturn nil, err\n\t\t}\n\t\treturn m.Run(in)\n\t},\n", base, pkg)
+		fmt.Fprintf(&entries, "\t%q: func(path string, dev tensor.Device, in map[string]*tensor.Tensor) (any, map[string]*tensor.Tensor, error) {\n\t\tm, err := %s.Load(path, dev)\n\t\tif err != nil {\n\t\t\treturn nil, nil, err\n\t\t}\n\t\tout, err := m.Run(in)\n\t\treturn m, out, err\n\t},\n", base, pkg)
 	}
 	t.Logf("generated %d packages in %v", len(files), time.Since(start))
 	main := filepath.Join(dir, "driver")
@@ -187,7 +249,11 @@ func TestGenerateMatchesReference(t *testing.T) {
 	if err := os.WriteFile(casesFile, raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, casesFile, abs)
+	models, err := filepath.Abs(filepath.Join("testdata", "models"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, casesFile, abs, models)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("driver: %v\n%s", err, stderr.String())
@@ -236,6 +302,27 @@ func TestGenerateMatchesReference(t *testing.T) {
 				checked++
 			}
 		})
+	}
+	for name, raw := range got {
+		base, ok := strings.CutPrefix(name, "grad:")
+		if !ok {
+			continue
+		}
+		var g struct {
+			Diff   float64
+			Params int
+			Err    string
+		}
+		if err := json.Unmarshal(raw["diff"], &g.Diff); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		json.Unmarshal(raw["params"], &g.Params)
+		json.Unmarshal(raw["err"], &g.Err)
+		if g.Err != "" || g.Params == 0 || g.Diff > 1e-4 {
+			t.Errorf("gradients of %s on an autodiff device: %d params, largest difference from onnx.Load %g, error %q", base, g.Params, g.Diff, g.Err)
+		} else {
+			t.Logf("gradients of %s: %d params within %.2g of onnx.Load's", base, g.Params, g.Diff)
+		}
 	}
 	t.Logf("%d outputs of %d cases match; %d fallbacks in the fixtures", checked, len(names), fallbacks)
 	if wantFallbacks >= 0 && fallbacks != wantFallbacks {
