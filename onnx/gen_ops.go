@@ -386,39 +386,6 @@ func init() {
 	}
 	translators["Softmax"] = softmax
 	translators["LogSoftmax"] = softmax
-	reduce := map[string]struct {
-		keep, drop string
-		inputAt    int64
-	}{
-		"ReduceSum": {"SumKeep", "Sum", 13}, "ReduceMean": {"MeanKeep", "Mean", 18},
-		"ReduceMax": {"MaxKeep", "Max", 18}, "ReduceMin": {"MinKeep", "Min", 18},
-	}
-	for op, fns := range reduce {
-		translators[op] = func(t *translation) {
-			t.static(1)
-			r := t.inRank(0)
-			axes, all, noop := reduceAxes(t.c, fns.inputAt, r)
-			if noop {
-				t.out(0, t.in(0))
-				return
-			}
-			if all {
-				if r == 0 {
-					t.out(0, t.in(0))
-					return
-				}
-				axes = nil
-				for a := range r {
-					axes = append(axes, a)
-				}
-			}
-			method := fns.drop
-			if t.c.attrInt("keepdims", 1) != 0 {
-				method = fns.keep
-			}
-			t.out(0, fmt.Sprintf("%s.%s(%s)", t.in(0), method, intsLit(axes)))
-		}
-	}
 }
 
 // static gives up unless each listed input is absent or known when
@@ -739,42 +706,39 @@ func init() {
 		}
 		t.out(0, y)
 	}
-	other := map[string]string{"ReduceProd": "Prod", "ReduceL2": "L2", "ReduceL1": "L1", "ReduceSumSquare": "SumSquare", "ReduceLogSumExp": "LogSumExp"}
-	for op, kind := range other {
+	// Reductions: the format takes x, "Keep" or "", the axes and x's dtype.
+	reductions := map[string]struct {
+		format  string
+		inputAt int64 // opset from which axes is an input
+	}{
+		"ReduceSum":       {"%[1]s.Sum%[2]s(%[3]s)", 13},
+		"ReduceMean":      {"%[1]s.Mean%[2]s(%[3]s)", 18},
+		"ReduceMax":       {"%[1]s.Max%[2]s(%[3]s)", 18},
+		"ReduceMin":       {"%[1]s.Min%[2]s(%[3]s)", 18},
+		"ReduceProd":      {"%[1]s.Prod%[2]s(%[3]s).To(%[4]s)", 18},
+		"ReduceL2":        {"%[1]s.Square().Sum%[2]s(%[3]s).Sqrt()", 18},
+		"ReduceL1":        {"%[1]s.Abs().Sum%[2]s(%[3]s)", 18},
+		"ReduceSumSquare": {"%[1]s.Square().Sum%[2]s(%[3]s)", 18},
+		"ReduceLogSumExp": {"%[1]s.LogSumExp%[2]s(%[3]s)", 18},
+	}
+	for op, red := range reductions {
 		translators[op] = func(t *translation) {
 			t.static(1)
 			r := t.inRank(0)
-			axes, all, noop := reduceAxes(t.c, 18, r)
+			axes, all, noop := reduceAxes(t.c, red.inputAt, r)
 			x := t.in(0)
 			if noop || all && r == 0 {
 				t.out(0, x)
 				return
 			}
 			if all {
-				axes = nil
-				for a := range r {
-					axes = append(axes, a)
-				}
+				axes = identityPerm(r)
 			}
 			keep := ""
 			if t.c.attrInt("keepdims", 1) != 0 {
 				keep = "Keep"
 			}
-			a := intsLit(axes)
-			var y string
-			switch kind {
-			case "Prod":
-				y = fmt.Sprintf("%s.Prod%s(%s).To(%s)", x, keep, a, dtypeExpr(t.inDType(0)))
-			case "L2":
-				y = fmt.Sprintf("%s.Square().Sum%s(%s).Sqrt()", x, keep, a)
-			case "L1":
-				y = fmt.Sprintf("%s.Abs().Sum%s(%s)", x, keep, a)
-			case "SumSquare":
-				y = fmt.Sprintf("%s.Square().Sum%s(%s)", x, keep, a)
-			default:
-				y = fmt.Sprintf("%s.LogSumExp%s(%s)", x, keep, a)
-			}
-			t.out(0, y)
+			t.out(0, fmt.Sprintf(red.format, x, keep, intsLit(axes), dtypeExpr(t.inDType(0))))
 		}
 	}
 }

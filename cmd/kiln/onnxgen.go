@@ -30,7 +30,8 @@ func onnxCommand(args []string, out, errOut io.Writer) error {
 		fmt.Fprintln(errOut, "usage: kiln onnx gen MODEL.onnx -o DIR [--package NAME]")
 		fmt.Fprintln(errOut, "\nWrites DIR/model.go, a Go package running the model with Kiln tensor ops")
 		fmt.Fprintln(errOut, "(Model, New, Load, Forward, Compute, Run), and DIR/weights.safetensors.")
-		fmt.Fprintln(errOut, "From a //go:generate line: //go:generate kiln onnx gen model.onnx -o .\n\nflags:")
+		fmt.Fprintln(errOut, "From a //go:generate line:")
+		fmt.Fprintln(errOut, "  //go:generate go run github.com/kiln-ml/kiln/cmd/kiln onnx gen model.onnx -o .\n\nflags:")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterleaved(fs, args[1:])
