@@ -37,6 +37,19 @@
 // Opsets 7 to 17 are tested (against PyTorch 1.13's exports and NumPy
 // references); later opsets load for the operators Kiln follows there.
 //
+// Generating: Generate (and `kiln onnx gen MODEL.onnx -o DIR`, usable
+// from //go:generate) writes a Go package that runs a model with no ONNX
+// parsing at run time: a Model struct of nn.Params tagged with Load's
+// names, New, Load, Compute, Forward and Run, and weights.safetensors.
+// Every node becomes tensor calls under a "// name: Op" comment; shape
+// arithmetic that inference follows becomes Go ints (literals, or x.Dim(i)
+// for symbolic sizes); the recurrent operators loop over time. Where the
+// runtime and the generator need the same rule (ConvTranspose padding,
+// Resize's coordinate mapping, Einsum's contraction plan, window and
+// reduction arguments) one helper serves both. A node that cannot be
+// translated runs through an Operator literal and is listed in the file's
+// header and in Generated.Fallbacks.
+//
 // Writing: Export traces one Forward of a Kiln model through the autodiff
 // tape and writes opset 17 with the parameters as initializers; Encode
 // serializes any ModelProto.

@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -15,26 +16,58 @@ import (
 // forms, attention's "bhid,bhjd->bhij", transposes, traces over whole axes,
 // outer products, ellipses). Repeated labels within one operand (diagonals)
 // are not supported.
+//
+// The plan is written once over einsumOps: the runtime applies it to
+// tensors, and Generate to Go expressions, so both follow the same steps.
 
-// einsumOperand is a tensor with one label per dimension.
-type einsumOperand struct {
-	t      *tensor.Tensor
+// einsumOps are the operations an einsum plan applies to values of type T.
+type einsumOps[T any] struct {
+	sum     func(x T, axes []int) T
+	permute func(x T, perm []int) T
+	expand  func(x T, shape []int) T
+	reshape func(x T, shape []int) T
+	matmul  func(a, b T) T
+}
+
+// einsumOperand is a value with one label per dimension.
+type einsumOperand[T any] struct {
+	t      T
 	labels []rune
+	shape  []int
 }
 
 func einsum(c *call) []*value {
+	xs := make([]*tensor.Tensor, len(c.in))
+	shapes := make([][]int, len(c.in))
+	for k := range c.in {
+		xs[k] = c.t(k)
+		shapes[k] = xs[k].Shape()
+	}
+	y := einsumPlan(c, xs, shapes, einsumOps[*tensor.Tensor]{
+		sum:     func(x *tensor.Tensor, axes []int) *tensor.Tensor { return x.Sum(axes...) },
+		permute: func(x *tensor.Tensor, perm []int) *tensor.Tensor { return x.Permute(perm...).Contiguous() },
+		expand:  func(x *tensor.Tensor, shape []int) *tensor.Tensor { return x.Expand(shape...) },
+		reshape: func(x *tensor.Tensor, shape []int) *tensor.Tensor { return x.Reshape(shape...) },
+		matmul:  func(a, b *tensor.Tensor) *tensor.Tensor { return a.Matmul(b) },
+	})
+	return outs(y)
+}
+
+// einsumPlan computes the node's equation over operands xs of the given
+// shapes with f.
+func einsumPlan[T any](c *call, xs []T, shapes [][]int, f einsumOps[T]) T {
 	eq := strings.ReplaceAll(c.attrString("equation", ""), " ", "")
 	lhs, rhs, explicit := strings.Cut(eq, "->")
 	terms := strings.Split(lhs, ",")
-	if len(terms) != len(c.in) {
-		c.fail(tensor.ErrArgument, "equation %q has %d operands, the node %d inputs", eq, len(terms), len(c.in))
+	if len(terms) != len(xs) {
+		c.fail(tensor.ErrArgument, "equation %q has %d operands, the node %d inputs", eq, len(terms), len(xs))
 	}
 	// Ellipsis dimensions get the labels '0', '1', … aligned from the right.
 	ell := 0
 	for k, term := range terms {
 		explicitLabels := len([]rune(strings.ReplaceAll(term, "...", "")))
 		if strings.Contains(term, "...") {
-			ell = max(ell, c.t(k).Dims()-explicitLabels)
+			ell = max(ell, len(shapes[k])-explicitLabels)
 		}
 	}
 	ellLabels := func(n int) string {
@@ -44,17 +77,17 @@ func einsum(c *call) []*value {
 		}
 		return b.String()
 	}
-	var opsList []einsumOperand
+	var opsList []einsumOperand[T]
 	count := map[rune]int{}
 	for k, term := range terms {
-		t := c.t(k)
+		r := len(shapes[k])
 		if strings.Contains(term, "...") {
-			n := t.Dims() - len([]rune(strings.ReplaceAll(term, "...", "")))
+			n := r - len([]rune(strings.ReplaceAll(term, "...", "")))
 			term = strings.Replace(term, "...", ellLabels(n), 1)
 		}
 		labels := []rune(term)
-		if len(labels) != t.Dims() {
-			c.fail(tensor.ErrShape, "operand %d %v does not fit %q", k, t.Shape(), terms[k])
+		if len(labels) != r {
+			c.fail(tensor.ErrShape, "operand %d %v does not fit %q", k, shapes[k], terms[k])
 		}
 		seen := map[rune]bool{}
 		for _, l := range labels {
@@ -64,7 +97,7 @@ func einsum(c *call) []*value {
 			seen[l] = true
 			count[l]++
 		}
-		opsList = append(opsList, einsumOperand{t: t, labels: labels})
+		opsList = append(opsList, einsumOperand[T]{t: xs[k], labels: labels, shape: shapes[k]})
 	}
 	var out []rune
 	if explicit {
@@ -83,10 +116,10 @@ func einsum(c *call) []*value {
 	size := map[rune]int{}
 	for _, o := range opsList {
 		for i, l := range o.labels {
-			size[l] = max(size[l], o.t.Dim(i))
+			size[l] = max(size[l], o.shape[i])
 		}
 	}
-	needed := func(rest []einsumOperand) map[rune]bool {
+	needed := func(rest []einsumOperand[T]) map[rune]bool {
 		keep := map[rune]bool{}
 		for _, l := range out {
 			keep[l] = true
@@ -98,12 +131,12 @@ func einsum(c *call) []*value {
 		}
 		return keep
 	}
-	acc := einsumSum(opsList[0], needed(opsList[1:]))
+	acc := einsumSum(f, opsList[0], needed(opsList[1:]))
 	for k := 1; k < len(opsList); k++ {
 		keep := needed(opsList[k+1:])
-		acc = einsumPair(c, acc, opsList[k], keep, size)
+		acc = einsumPair(c, f, acc, opsList[k], keep, size)
 	}
-	acc = einsumSum(acc, needed(nil))
+	acc = einsumSum(f, acc, needed(nil))
 	perm := make([]int, len(out))
 	for i, l := range out {
 		j := indexOf(acc.labels, l)
@@ -113,9 +146,9 @@ func einsum(c *call) []*value {
 		perm[i] = j
 	}
 	if len(perm) == 0 {
-		return outs(acc.t.Reshape())
+		return f.reshape(acc.t, []int{})
 	}
-	return outs(acc.t.Permute(perm...).Contiguous())
+	return f.permute(acc.t, perm)
 }
 
 func indexOf(ls []rune, l rune) int {
@@ -128,12 +161,13 @@ func indexOf(ls []rune, l rune) int {
 }
 
 // einsumSum sums o over the labels keep does not hold.
-func einsumSum(o einsumOperand, keep map[rune]bool) einsumOperand {
-	var axes []int
+func einsumSum[T any](f einsumOps[T], o einsumOperand[T], keep map[rune]bool) einsumOperand[T] {
+	var axes, shape []int
 	var labels []rune
 	for i, l := range o.labels {
 		if keep[l] {
 			labels = append(labels, l)
+			shape = append(shape, o.shape[i])
 		} else {
 			axes = append(axes, i)
 		}
@@ -141,11 +175,11 @@ func einsumSum(o einsumOperand, keep map[rune]bool) einsumOperand {
 	if len(axes) == 0 {
 		return o
 	}
-	return einsumOperand{t: o.t.Sum(axes...), labels: labels}
+	return einsumOperand[T]{t: f.sum(o.t, axes), labels: labels, shape: shape}
 }
 
 // einsumPair contracts a with b, keeping the labels in keep.
-func einsumPair(c *call, a, b einsumOperand, keep map[rune]bool, size map[rune]int) einsumOperand {
+func einsumPair[T any](c *call, f einsumOps[T], a, b einsumOperand[T], keep map[rune]bool, size map[rune]int) einsumOperand[T] {
 	inB := map[rune]bool{}
 	for _, l := range b.labels {
 		inB[l] = true
@@ -165,7 +199,7 @@ func einsumPair(c *call, a, b einsumOperand, keep map[rune]bool, size map[rune]i
 	for l := range inA {
 		kb[l] = true
 	}
-	a, b = einsumSum(a, ka), einsumSum(b, kb)
+	a, b = einsumSum(f, a, ka), einsumSum(f, b, kb)
 	var batch, con, aFree, bFree []rune
 	for _, l := range a.labels {
 		switch {
@@ -182,17 +216,22 @@ func einsumPair(c *call, a, b einsumOperand, keep map[rune]bool, size map[rune]i
 			bFree = append(bFree, l)
 		}
 	}
-	arrange := func(o einsumOperand, groups ...[]rune) *tensor.Tensor {
-		var perm, shape []int
+	arrange := func(o einsumOperand[T], groups ...[]rune) T {
+		var perm, shape, have []int
 		for _, g := range groups {
 			for _, l := range g {
-				perm = append(perm, indexOf(o.labels, l))
+				i := indexOf(o.labels, l)
+				perm = append(perm, i)
 				shape = append(shape, size[l])
+				have = append(have, o.shape[i])
 			}
 		}
-		t := o.t.Permute(perm...)
-		if !slicesEqual(t.Shape(), shape) {
-			t = t.Expand(shape...)
+		t := o.t
+		if !slices.Equal(perm, identityPerm(len(perm))) {
+			t = f.permute(t, perm)
+		}
+		if !slices.Equal(have, shape) {
+			t = f.expand(t, shape)
 		}
 		dims := make([]int, 0, 3)
 		for _, g := range groups {
@@ -202,30 +241,32 @@ func einsumPair(c *call, a, b einsumOperand, keep map[rune]bool, size map[rune]i
 			}
 			dims = append(dims, n)
 		}
-		return t.Reshape(dims...)
+		return f.reshape(t, dims)
 	}
 	at := arrange(a, batch, aFree, con)
 	bt := arrange(b, batch, con, bFree)
-	y := at.Matmul(bt)
+	y := f.matmul(at, bt)
 	var shape []int
 	labels := append(append(append([]rune{}, batch...), aFree...), bFree...)
 	for _, l := range labels {
 		shape = append(shape, size[l])
 	}
-	if backends.NumElements(shape) != y.NumElements() {
-		c.fail(tensor.ErrShape, "einsum contraction produced %v, expected %v", y.Shape(), shape)
-	}
-	return einsumOperand{t: y.Reshape(shape...), labels: labels}
-}
-
-func slicesEqual(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
+	n := 1
+	for _, g := range [][]rune{batch, aFree, bFree} {
+		for _, l := range g {
+			n *= size[l]
 		}
 	}
-	return true
+	if backends.NumElements(shape) != n {
+		c.fail(tensor.ErrShape, "einsum contraction produced %d elements, expected %v", n, shape)
+	}
+	return einsumOperand[T]{t: f.reshape(y, shape), labels: labels, shape: shape}
+}
+
+func identityPerm(n int) []int {
+	p := make([]int, n)
+	for i := range p {
+		p[i] = i
+	}
+	return p
 }

@@ -164,8 +164,52 @@ func numsInfo(et int32, v []mono, shape []mono) *info {
 // inference cannot type get what the graph's value_info declares, if
 // anything. It never fails: what cannot be inferred is unknown.
 func InferShapes(g *GraphProto, opset int64) map[string]ValueType {
+	env := inferInfos(g, opset)
+	res := make(map[string]ValueType, len(env))
+	for name, in := range env {
+		res[name] = in.valueType()
+	}
+	return res
+}
+
+// valueType is the exported form of in.
+func (in *info) valueType() ValueType {
+	vt := ValueType{ElemType: in.et, RankKnown: in.rank}
+	if in.rank {
+		vt.Shape = make([]Dim, len(in.shape))
+		for i, m := range in.shape {
+			vt.Shape[i] = m.dim()
+		}
+	}
+	return vt
+}
+
+// inferredValues returns, for the small integer tensors whose elements
+// shape inference follows, each element as a Dim (a number or a product
+// of input symbols); the generator writes these as Go ints.
+func inferredValues(env map[string]*info) map[string][]Dim {
+	out := map[string][]Dim{}
+	for name, in := range env {
+		if in.val == nil {
+			continue
+		}
+		ds := make([]Dim, len(in.val))
+		ok := true
+		for i, m := range in.val {
+			ds[i] = m.dim()
+			ok = ok && m.ok
+		}
+		if ok {
+			out[name] = ds
+		}
+	}
+	return out
+}
+
+// inferInfos runs shape inference over g, returning every value's info.
+func inferInfos(g *GraphProto, opset int64) map[string]*info {
 	if g == nil {
-		return map[string]ValueType{}
+		return map[string]*info{}
 	}
 	env := map[string]*info{}
 	fromType := func(t *TypeProto) *info {
@@ -253,18 +297,7 @@ func InferShapes(g *GraphProto, opset int64) map[string]ValueType {
 			env[name] = o
 		}
 	}
-	res := make(map[string]ValueType, len(env))
-	for name, in := range env {
-		vt := ValueType{ElemType: in.et, RankKnown: in.rank}
-		if in.rank {
-			vt.Shape = make([]Dim, len(in.shape))
-			for i, m := range in.shape {
-				vt.Shape[i] = m.dim()
-			}
-		}
-		res[name] = vt
-	}
-	return res
+	return env
 }
 
 // promoteValue makes a tracked value whose elements and shape are all

@@ -374,7 +374,7 @@ func (p *plan) loadInitializers(model *Model) error {
 		}
 		all = append(all, init{s.Values.Name, h})
 	}
-	taken := map[string]bool{}
+	keys := p.paramsByONNX()
 	var err error
 	tensor.NoScope(func() {
 		err = tensor.Try(func() {
@@ -394,11 +394,7 @@ func (p *plan) loadInitializers(model *Model) error {
 				if len(rs) == 0 {
 					p.consts[in.name] = in.h
 				}
-				name := ParamName(in.name)
-				for k := 2; taken[name]; k++ {
-					name = ParamName(in.name) + "_" + strconv.Itoa(k)
-				}
-				taken[name] = true
+				name := keys[in.name]
 				t := in.h.device(p.dev.Inner())
 				var prm *nn.Param
 				if data && in.h.dtype.IsFloat() {
@@ -419,6 +415,29 @@ func (p *plan) loadInitializers(model *Model) error {
 		})
 	})
 	return err
+}
+
+// paramsByONNX maps the graph's initializer names to the names of their
+// Params (ParamName, with "_2", "_3", … where two names collide); Load and
+// Generate name them the same way.
+func (p *plan) paramsByONNX() map[string]string {
+	out := map[string]string{}
+	taken := map[string]bool{}
+	add := func(name string) {
+		key := ParamName(name)
+		for k := 2; taken[key]; k++ {
+			key = ParamName(name) + "_" + strconv.Itoa(k)
+		}
+		taken[key] = true
+		out[name] = key
+	}
+	for _, t := range p.proto.Graph.Initializers {
+		add(t.Name)
+	}
+	for _, s := range p.proto.Graph.SparseInitializers {
+		add(s.Values.Name)
+	}
+	return out
 }
 
 // fold evaluates, once, every node whose inputs are all host constants and

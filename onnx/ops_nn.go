@@ -219,9 +219,30 @@ func convTranspose(c *call) []*value {
 	if c.has(2) {
 		b = c.t(2)
 	}
-	in := x.Shape()[2:]
+	cfg, begin, end := convTransposeArgs(c, x.Shape()[2:], w.Shape()[2:])
+	n := len(begin)
+	sym := cfg.Padding != nil
+	var y *tensor.Tensor
+	if n == 1 {
+		y = tensor.ConvTranspose1d(x, w, b, cfg)
+	} else {
+		y = tensor.ConvTranspose2d(x, w, b, cfg)
+	}
+	if !sym {
+		for i := range n {
+			d := y.Dim(2 + i)
+			y = y.Narrow(2+i, begin[i], d-begin[i]-end[i])
+		}
+	}
+	return outs(y)
+}
+
+// convTransposeArgs reads ConvTranspose's attributes for spatial input
+// sizes in and kernel k: the configuration, with Padding set when the
+// begin and end pads are equal (else the output is cropped by begin and
+// end). Generated code uses it too.
+func convTransposeArgs(c *call, in, k []int) (cfg tensor.ConvTransposeConfig, begin, end []int) {
 	n := len(in)
-	k := w.Shape()[2:]
 	get := func(name string, def int) []int {
 		v := c.attrInts(name)
 		if v == nil {
@@ -234,7 +255,7 @@ func convTranspose(c *call) []*value {
 		return toInts(v)
 	}
 	strides, dil, outPad := get("strides", 1), get("dilations", 1), get("output_padding", 0)
-	begin, end := make([]int, n), make([]int, n)
+	begin, end = make([]int, n), make([]int, n)
 	if p := c.attrInts("pads"); p != nil && len(p) == 2*n {
 		for i := range n {
 			begin[i], end[i] = int(p[i]), int(p[n+i])
@@ -258,24 +279,11 @@ func convTranspose(c *call) []*value {
 			}
 		}
 	}
-	cfg := tensor.ConvTransposeConfig{Stride: strides, Dilation: dil, OutputPadding: outPad, Groups: int(c.attrInt("group", 1))}
-	sym := slices.Equal(begin, end)
-	if sym {
+	cfg = tensor.ConvTransposeConfig{Stride: strides, Dilation: dil, OutputPadding: outPad, Groups: int(c.attrInt("group", 1))}
+	if slices.Equal(begin, end) {
 		cfg.Padding = begin
 	}
-	var y *tensor.Tensor
-	if n == 1 {
-		y = tensor.ConvTranspose1d(x, w, b, cfg)
-	} else {
-		y = tensor.ConvTranspose2d(x, w, b, cfg)
-	}
-	if !sym {
-		for i := range n {
-			d := y.Dim(2 + i)
-			y = y.Narrow(2+i, begin[i], d-begin[i]-end[i])
-		}
-	}
-	return outs(y)
+	return cfg, begin, end
 }
 
 func poolArgs(c *call, x *tensor.Tensor) (k, strides, dil, begin, end []int) {
@@ -485,6 +493,46 @@ func checkResize(n *NodeProto, attrs map[string]*AttributeProto, _ int64) string
 func resize(c *call) []*value {
 	x := c.t(0)
 	shape := x.Shape()
+	y := x
+	for _, ax := range resizePlan(c, shape) {
+		if ax.idx != nil {
+			y = y.IndexSelect(ax.axis, tensor.FromInt64s(c.dev.Inner(), ax.idx, ax.out))
+			continue
+		}
+		wt := (&hostTensor{dtype: x.DType(), shape: ax.weightShape(len(shape)), f: ax.w1}).device(c.dev.Inner())
+		a0 := y.IndexSelect(ax.axis, tensor.FromInt64s(c.dev.Inner(), ax.i0, ax.out))
+		a1 := y.IndexSelect(ax.axis, tensor.FromInt64s(c.dev.Inner(), ax.i1, ax.out))
+		y = a0.Add(a1.Sub(a0).Mul(wt))
+	}
+	if y == x {
+		y = x.Reshape(shape...)
+	}
+	return outs(y)
+}
+
+// resizeAxis is how Resize resamples one axis: nearest picks rows idx;
+// linear mixes rows i0 and i1 as (1−w1)·x[i0] + w1·x[i1].
+type resizeAxis struct {
+	axis, out int
+	idx       []int64
+	i0, i1    []int64
+	w1        []float64
+}
+
+// weightShape is the shape w1 takes to broadcast along the axis.
+func (ax resizeAxis) weightShape(r int) []int {
+	wshape := make([]int, r)
+	for k := range wshape {
+		wshape[k] = 1
+	}
+	wshape[ax.axis] = ax.out
+	return wshape
+}
+
+// resizePlan maps each resized axis of an input of the given shape to
+// its source rows (coordinate transformation, nearest rounding, linear
+// weights), for the runtime and for generated code alike.
+func resizePlan(c *call, shape []int) []resizeAxis {
 	r := len(shape)
 	var scales []float64
 	var sizes []int
@@ -525,7 +573,8 @@ func resize(c *call) []*value {
 	if c.opset < 11 || c.node.OpType == "Upsample" {
 		ctm, nearest = "asymmetric", "floor"
 	}
-	y := x
+	var plan []resizeAxis
+	others := slices.Clone(shape)
 	for i, a := range axes {
 		in := shape[a]
 		var out int
@@ -540,7 +589,6 @@ func resize(c *call) []*value {
 		if out == in && (scales == nil || scale == 1) {
 			continue
 		}
-		others := y.Shape()
 		others[a] = out
 		c.size(others)
 		if out <= 0 || scale <= 0 {
@@ -566,8 +614,9 @@ func resize(c *call) []*value {
 				src[j] = (xr + 0.5) / scale
 			}
 		}
+		ax := resizeAxis{axis: a, out: out}
 		if mode == "nearest" {
-			idx := make([]int64, out)
+			ax.idx = make([]int64, out)
 			for j, s := range src {
 				var v float64
 				switch nearest {
@@ -586,32 +635,20 @@ func resize(c *call) []*value {
 				default:
 					c.fail(tensor.ErrArgument, "nearest_mode %q is not defined", nearest)
 				}
-				idx[j] = int64(min(max(v, 0), float64(in-1)))
+				ax.idx[j] = int64(min(max(v, 0), float64(in-1)))
 			}
-			y = y.IndexSelect(a, tensor.FromInt64s(c.dev.Inner(), idx, out))
+			plan = append(plan, ax)
 			continue
 		}
-		i0, i1 := make([]int64, out), make([]int64, out)
-		w1 := make([]float64, out)
+		ax.i0, ax.i1, ax.w1 = make([]int64, out), make([]int64, out), make([]float64, out)
 		for j, s := range src {
 			s = min(max(s, 0), float64(in-1))
 			lo := math.Floor(s)
-			i0[j] = int64(lo)
-			i1[j] = min(int64(lo)+1, int64(in-1))
-			w1[j] = s - lo
+			ax.i0[j] = int64(lo)
+			ax.i1[j] = min(int64(lo)+1, int64(in-1))
+			ax.w1[j] = s - lo
 		}
-		wshape := make([]int, r)
-		for k := range wshape {
-			wshape[k] = 1
-		}
-		wshape[a] = out
-		wt := (&hostTensor{dtype: x.DType(), shape: wshape, f: w1}).device(c.dev.Inner())
-		a0 := y.IndexSelect(a, tensor.FromInt64s(c.dev.Inner(), i0, out))
-		a1 := y.IndexSelect(a, tensor.FromInt64s(c.dev.Inner(), i1, out))
-		y = a0.Add(a1.Sub(a0).Mul(wt))
+		plan = append(plan, ax)
 	}
-	if y == x {
-		y = x.Reshape(shape...)
-	}
-	return outs(y)
+	return plan
 }

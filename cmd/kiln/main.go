@@ -20,6 +20,7 @@ var commands = map[string]struct {
 	"export":    {runExport, "write a run's or checkpoint's model weights to one file: RUN_OR_CHECKPOINT [--format safetensors|gguf|onnx] [--gguf-type T] [--model GRAPH.onnx] -o FILE"},
 	"inspect":   {runInspect, "show what a safetensors, GGUF or ONNX file, checkpoint or run directory holds: [--json] PATH"},
 	"kernel":    {runKernel, "the Jupyter kernel: run -f CONN, install [--user|--prefix DIR] [--name N], uninstall, build --with MODULE[@VERSION][/PKG]... [-o BIN] [--install]"},
+	"onnx":      {runONNX, "generate a Go package from an ONNX model: gen MODEL.onnx -o DIR [--package NAME]"},
 	"workbench": {runWorkbench, "the workbench: the desktop app, or --browser [--addr 127.0.0.1:PORT] [--root DIR] [--runs DIR]... [--existing CONN]"},
 	"version":   {func([]string) error { fmt.Println("kiln", version); return nil }, "print the version"},
 }
@@ -43,7 +44,7 @@ func main() {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: kiln <command> [arguments]\n\ncommands:")
-	for _, name := range []string{"demo", "devices", "export", "inspect", "kernel", "workbench", "version"} {
+	for _, name := range []string{"demo", "devices", "export", "inspect", "kernel", "onnx", "workbench", "version"} {
 		fmt.Fprintf(os.Stderr, "  %-10s %s\n", name, commands[name].usage)
 	}
 }
