@@ -88,6 +88,7 @@ bench: deps
 
 include backends/cpu/bench.mk
 include viz/assets.mk
+include frontend/frontend.mk
 include desktop.mk
 
 lint: fmt-check vet staticcheck
@@ -110,3 +111,4 @@ fixtures: deps-fixtures
 clean:
 	rm -rf bin
 	rm -f viz/assets/echarts.min.js
+	rm -rf frontend/web/app

@@ -1,0 +1,343 @@
+// runs.ts: the Runs panel. It lists every run the engine follows, and shows
+// one run (or several, compared side by side) as live charts: each metric
+// (train vs valid), the learning rate, throughput and system usage, with
+// progress, an ETA and a Stop button. A view fetches runs.snapshot, then
+// applies run.update records from the snapshot's `next` on, so opening it
+// late loses nothing. Redraws are throttled (never debounced), so a run
+// that logs every few milliseconds still charts while it runs.
+
+import * as echarts from "echarts";
+import type { Transport } from "./transport";
+import { el, errText, fmtDuration, throttle } from "./util";
+
+/** A run as runs.list describes it. */
+export interface RunInfo {
+  dir: string;
+  name: string;
+  status: string;
+  started?: string;
+  epochs?: number;
+  step?: number;
+}
+
+/** One events.jsonl record (train.Event). */
+interface Rec {
+  kind: string;
+  time: string;
+  epoch: number;
+  step: number;
+  split?: string;
+  metrics?: Record<string, number | string>;
+  lr?: number;
+  reason?: string;
+  error?: string;
+  config?: any;
+  system?: Record<string, number | string>;
+  batches?: number;
+  batch?: number;
+  samples?: number;
+}
+
+type Pt = [number, number];
+
+/** RunData accumulates one run's records into chart series. */
+class RunData {
+  next = 0;
+  loaded = false;
+  pending: { index: number; record: Rec }[] = [];
+  series = new Map<string, Map<string, Pt[]>>(); // chart → series name → points
+  epochs = 0;
+  batches = 0;
+  startTime = 0;
+  lastTime = 0;
+  epoch = 0;
+  batch = 0;
+  step = 0;
+  status = "running";
+  error = "";
+  private lastStep: { t: number; step: number; samples: number; epoch: number } | null = null;
+
+  constructor(public dir: string, public name: string) {}
+
+  private add(chart: string, series: string, p: Pt) {
+    let c = this.series.get(chart);
+    if (!c) this.series.set(chart, (c = new Map()));
+    let s = c.get(series);
+    if (!s) c.set(series, (s = []));
+    s.push(p);
+  }
+
+  apply(r: Rec) {
+    const t = Date.parse(r.time) / 1000;
+    if (isFinite(t)) {
+      if (!this.startTime) this.startTime = t;
+      this.lastTime = t;
+    }
+    switch (r.kind) {
+      case "start":
+      case "resume":
+        this.epochs = r.config?.epochs || this.epochs || 1;
+        if (r.batches) this.batches = r.batches;
+        if (r.kind === "start" && isFinite(t)) this.startTime = t;
+        this.status = "running";
+        break;
+      case "step": {
+        this.epoch = r.epoch;
+        this.step = r.step;
+        if (r.batches) this.batches = r.batches;
+        if (r.batch) this.batch = r.batch;
+        for (const [k, v] of Object.entries(r.metrics ?? {})) this.add(k, "train", [r.step, num(v)]);
+        if (r.lr) this.add("learning rate", "lr", [r.step, r.lr]);
+        if (this.lastStep && isFinite(t) && t > this.lastStep.t && r.epoch === this.lastStep.epoch && r.samples != null) {
+          const rate = (r.samples - this.lastStep.samples) / (t - this.lastStep.t);
+          if (rate >= 0) this.add("throughput (samples/s)", "samples/s", [r.step, rate]);
+        }
+        if (isFinite(t) && r.samples != null) this.lastStep = { t, step: r.step, samples: r.samples, epoch: r.epoch };
+        break;
+      }
+      case "epoch": {
+        this.epoch = r.epoch;
+        this.step = r.step;
+        const split = r.split || "train";
+        for (const [k, v] of Object.entries(r.metrics ?? {})) this.add(k, split === "train" ? "train (epoch)" : split, [r.step, num(v)]);
+        if (split === "train" && r.lr) this.add("learning rate", "lr", [r.step, r.lr]);
+        if (split === "train") this.batch = this.batches;
+        break;
+      }
+      case "end":
+        this.status = r.reason || "ended";
+        this.error = r.error ?? "";
+        break;
+    }
+    if (r.system) {
+      const x = isFinite(t) && this.startTime ? +(t - this.startTime).toFixed(2) : r.step;
+      for (const [k, v] of Object.entries(r.system)) this.add("system usage", k, [x, num(v)]);
+    }
+  }
+
+  /** progress returns the fraction done and the ETA in seconds. */
+  progress(): { frac: number; eta: number } {
+    if (!this.epochs || !this.batches) return { frac: 0, eta: NaN };
+    const done = Math.max(0, this.epoch - 1) * this.batches + Math.min(this.batch, this.batches);
+    const frac = Math.min(1, done / (this.epochs * this.batches));
+    const el = this.lastTime - this.startTime;
+    return { frac, eta: frac > 0 ? (el * (1 - frac)) / frac : NaN };
+  }
+}
+
+function num(v: number | string): number {
+  if (typeof v === "number") return v;
+  return v === "inf" ? Infinity : v === "-inf" ? -Infinity : NaN;
+}
+
+/** RunsPanel is the Runs panel. */
+export class RunsPanel {
+  private table: HTMLElement;
+  private view: HTMLElement;
+  private runs: RunInfo[] = [];
+  private shown: RunData[] = [];
+  private charts = new Map<string, { chart: echarts.ECharts; box: HTMLElement }>();
+  private head: HTMLElement;
+  private redraw: () => void;
+  private errorBox: HTMLElement;
+
+  constructor(private t: Transport, root: HTMLElement) {
+    this.table = el("tbody", { id: "runs-list" });
+    const refresh = el("button", { id: "runs-refresh" }, "↻");
+    refresh.onclick = () => this.refresh();
+    const compare = el("button", { id: "runs-compare", title: "Compare the checked runs side by side" }, "Compare checked");
+    compare.onclick = () => {
+      const dirs = Array.from(this.table.querySelectorAll<HTMLInputElement>("input.run-check:checked")).map((c) => c.value);
+      if (dirs.length) this.show(dirs);
+    };
+    this.errorBox = el("div", { id: "runs-error", class: "error-box", hidden: "" });
+    this.head = el("div", { id: "run-head" });
+    this.view = el("div", { id: "run-charts", class: "chart-grid" });
+    root.append(
+      el("div", { class: "toolbar" }, refresh, compare),
+      this.errorBox,
+      el(
+        "table",
+        { class: "grid runs-table" },
+        el("thead", {}, el("tr", {}, ...["", "run", "status", "epochs", "step", "started", ""].map((h) => el("th", {}, h)))),
+        this.table,
+      ),
+      el("div", { id: "run-view" }, this.head, this.view),
+    );
+    this.redraw = throttle(() => this.draw(), 250);
+    t.subscribe((u) => {
+      if (u.topic === "runs.changed") this.refresh();
+      else if (u.topic === "run.update") this.onUpdate(u.data);
+      else if (u.topic === "transport.open") {
+        this.refresh();
+        if (this.shown.length) this.show(this.shown.map((r) => r.dir));
+      }
+    });
+    window.addEventListener("resize", () => this.charts.forEach((c) => c.chart.resize()));
+  }
+
+  async refresh() {
+    try {
+      this.runs = (await this.t.call<RunInfo[]>("runs.list")) ?? [];
+      this.errorBox.hidden = true;
+    } catch (e) {
+      this.errorBox.hidden = false;
+      this.errorBox.textContent = "cannot list runs: " + errText(e);
+      return;
+    }
+    const checked = new Set(Array.from(this.table.querySelectorAll<HTMLInputElement>("input.run-check:checked")).map((c) => c.value));
+    this.table.replaceChildren(
+      ...this.runs.map((r) => {
+        const check = el("input", { type: "checkbox", class: "run-check", value: r.dir }) as HTMLInputElement;
+        check.checked = checked.has(r.dir);
+        const open = el("button", { class: "run-open" }, "Open");
+        open.onclick = () => this.show([r.dir]);
+        return el(
+          "tr",
+          { class: "run-row", "data-dir": r.dir, "data-status": r.status },
+          el("td", {}, check),
+          el("td", { class: "run-name" }, r.name || r.dir),
+          el("td", { class: "run-status" }, r.status),
+          el("td", {}, String(r.epochs ?? "")),
+          el("td", {}, String(r.step ?? "")),
+          el("td", {}, r.started ? new Date(r.started).toLocaleString() : ""),
+          el("td", {}, open),
+        );
+      }),
+    );
+    for (const d of this.shown) {
+      const info = this.runs.find((r) => r.dir === d.dir);
+      if (info && d.loaded && info.status !== "running" && d.status === "running") d.status = info.status;
+    }
+    this.redraw();
+  }
+
+  /** show opens the runs in dirs (one: a run view; several: a comparison). */
+  async show(dirs: string[]) {
+    this.charts.forEach((c) => c.chart.dispose());
+    this.charts.clear();
+    this.view.replaceChildren();
+    this.shown = dirs.map((d) => new RunData(d, this.runs.find((r) => r.dir === d)?.name || d.split("/").pop() || d));
+    const runView = document.getElementById("run-view")!;
+    runView.dataset.dirs = dirs.join("\n");
+    runView.dataset.mode = dirs.length > 1 ? "compare" : "single";
+    const shown = this.shown;
+    await Promise.all(
+      shown.map(async (d) => {
+        try {
+          const snap = await this.t.call<{ records: Rec[]; next: number }>("runs.snapshot", { dir: d.dir });
+          (snap.records ?? []).forEach((r) => d.apply(r));
+          d.next = snap.next ?? snap.records?.length ?? 0;
+        } catch (e) {
+          d.error = "cannot read the run: " + errText(e);
+          d.status = "error";
+        }
+        d.loaded = true;
+        for (const p of d.pending.sort((a, b) => a.index - b.index)) {
+          if (p.index >= d.next) {
+            d.apply(p.record);
+            d.next = p.index + 1;
+          }
+        }
+        d.pending = [];
+      }),
+    );
+    if (shown === this.shown) this.draw();
+  }
+
+  private onUpdate(u: { dir: string; index: number; record: Rec }) {
+    let hit = false;
+    for (const d of this.shown) {
+      if (d.dir !== u.dir) continue;
+      if (!d.loaded) d.pending.push({ index: u.index, record: u.record });
+      else if (u.index >= d.next) {
+        d.apply(u.record);
+        d.next = u.index + 1;
+        hit = true;
+      }
+    }
+    if (hit) this.redraw();
+    if (u.record?.kind === "end" || u.record?.kind === "start") this.refresh();
+  }
+
+  private stop(dir: string) {
+    this.t.call("runs.stop", { dir }).catch((e) => {
+      this.errorBox.hidden = false;
+      this.errorBox.textContent = "cannot stop the run: " + errText(e);
+    });
+  }
+
+  private draw() {
+    // Progress lines, one per run shown.
+    this.head.replaceChildren(
+      ...this.shown.map((d) => {
+        const { frac, eta } = d.progress();
+        const stop = el("button", { class: "run-stop", "data-dir": d.dir }, "Stop");
+        stop.onclick = () => this.stop(d.dir);
+        if (d.status !== "running") stop.setAttribute("disabled", "");
+        const bar = el("progress", { max: "1", value: String(frac) });
+        const text =
+          `${d.name}: ${d.status}` +
+          (d.epochs ? ` · epoch ${d.epoch}/${d.epochs}` : "") +
+          (d.batches ? ` · batch ${d.batch}/${d.batches}` : "") +
+          ` · step ${d.step} · ${(frac * 100).toFixed(0)}%` +
+          (d.status === "running" ? ` · ETA ${fmtDuration(eta)}` : "") +
+          (d.error ? ` · ${d.error}` : "");
+        return el(
+          "div",
+          { class: "run-progress", "data-dir": d.dir, "data-status": d.status, "data-step": String(d.step) },
+          bar,
+          el("span", { class: "run-progress-text" }, text),
+          stop,
+        );
+      }),
+    );
+    // One chart per metric, every run's series in it.
+    const names = new Set<string>();
+    this.shown.forEach((d) => d.series.forEach((_s, k) => names.add(k)));
+    const order = [...names].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+    for (const name of order) {
+      let c = this.charts.get(name);
+      if (!c) {
+        const box = el("div", { class: "run-chart", "data-metric": name });
+        this.view.append(box);
+        c = { chart: echarts.init(box, null, { renderer: "canvas" }), box };
+        this.charts.set(name, c);
+      }
+      const series: any[] = [];
+      let points = 0;
+      for (const d of this.shown) {
+        for (const [s, pts] of d.series.get(name) ?? []) {
+          points += pts.length;
+          series.push({
+            name: this.shown.length > 1 ? `${d.name} ${s}` : s,
+            type: "line",
+            showSymbol: pts.length < 50,
+            data: pts.filter((p) => isFinite(p[1])),
+          });
+        }
+      }
+      c.box.dataset.points = String(points);
+      c.chart.setOption(
+        {
+          animation: false,
+          title: { text: name, left: "center", textStyle: { fontSize: 13 } },
+          tooltip: { trigger: "axis" },
+          legend: { bottom: 0, type: "scroll" },
+          grid: { left: 55, right: 20, top: 35, bottom: 60 },
+          xAxis: { type: "value", name: name === "system usage" ? "seconds" : "step", nameLocation: "middle", nameGap: 22, scale: true },
+          yAxis: { type: "value", scale: true },
+          series,
+        },
+        { replaceMerge: ["series"] },
+      );
+    }
+  }
+}
+
+function rank(name: string): number {
+  if (name === "learning rate") return 2;
+  if (name.startsWith("throughput")) return 3;
+  if (name === "system usage") return 4;
+  return name === "loss" ? 0 : 1;
+}
