@@ -34,7 +34,7 @@ func (w wailsEmitter) Emit(name string, data any) { wailsruntime.EventsEmit(w.ct
 
 // run starts the engine and the window and returns the exit status.
 func run(args []string) int {
-	o, err := parseOptions(args, os.Stderr)
+	o, err := parseSettings(args, os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}

@@ -12,8 +12,8 @@ import (
 	"time"
 )
 
-// options are the command-line settings of the desktop workbench.
-type options struct {
+// settings are the command-line settings of the desktop workbench.
+type settings struct {
 	root            string
 	runDirs         []string
 	existing        string
@@ -36,12 +36,12 @@ func (l *stringList) Set(v string) error {
 	return nil
 }
 
-// parseOptions reads the command line (without the program name). Errors,
+// parseSettings reads the command line (without the program name). Errors,
 // and the usage text for -h, are written to out.
-func parseOptions(args []string, out io.Writer) (options, error) {
+func parseSettings(args []string, out io.Writer) (settings, error) {
 	fs := flag.NewFlagSet("kiln-workbench", flag.ContinueOnError)
 	fs.SetOutput(out)
-	var o options
+	var o settings
 	var runs stringList
 	fs.StringVar(&o.root, "root", ".", "notebooks are opened and saved under this directory")
 	fs.Var(&runs, "runs", "a directory of run directories to follow (repeatable; default runs)")

@@ -10,22 +10,22 @@ import (
 	"time"
 )
 
-func TestParseOptions(t *testing.T) {
-	o, err := parseOptions([]string{"--root", "nb", "--runs", "a", "--runs", "b", "--kiln", "/k", "--existing", "c.json", "--self-test", "--self-test-timeout", "30s", "--self-test-hold", "2s"}, io.Discard)
+func TestParseSettings(t *testing.T) {
+	o, err := parseSettings([]string{"--root", "nb", "--runs", "a", "--runs", "b", "--kiln", "/k", "--existing", "c.json", "--self-test", "--self-test-timeout", "30s", "--self-test-hold", "2s"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := options{root: "nb", runDirs: []string{"a", "b"}, kiln: "/k", existing: "c.json", selfTest: true, selfTestTimeout: 30 * time.Second, selfTestHold: 2 * time.Second}
+	want := settings{root: "nb", runDirs: []string{"a", "b"}, kiln: "/k", existing: "c.json", selfTest: true, selfTestTimeout: 30 * time.Second, selfTestHold: 2 * time.Second}
 	if !reflect.DeepEqual(o, want) {
 		t.Errorf("got %+v, want %+v", o, want)
 	}
-	o, err = parseOptions(nil, io.Discard)
+	o, err = parseSettings(nil, io.Discard)
 	if err != nil || o.root != "." || !reflect.DeepEqual(o.runDirs, []string{"runs"}) || o.selfTest || o.selfTestTimeout != 2*time.Minute {
 		t.Errorf("defaults: %+v, %v", o, err)
 	}
 	for _, bad := range [][]string{{"extra"}, {"--nope"}, {"--self-test-timeout", "0s"}, {"--runs", ""}, {"--self-test-hold", "-1s"}} {
-		if _, err := parseOptions(bad, io.Discard); err == nil {
-			t.Errorf("parseOptions(%q): no error", bad)
+		if _, err := parseSettings(bad, io.Discard); err == nil {
+			t.Errorf("parseSettings(%q): no error", bad)
 		}
 	}
 }
