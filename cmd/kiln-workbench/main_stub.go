@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 )
 
@@ -18,6 +19,11 @@ or
 Without a display, use the browser workbench instead: kiln workbench --browser`
 
 func main() {
-	fmt.Fprintln(os.Stderr, stubMessage)
-	os.Exit(2)
+	os.Exit(stub(os.Stderr))
+}
+
+// stub explains how to build the desktop app and returns the exit status, 2.
+func stub(w io.Writer) int {
+	fmt.Fprintln(w, stubMessage)
+	return 2
 }
