@@ -1,7 +1,7 @@
 # Kiln's build. Two commands do everything on a fresh Debian 12 machine:
-#   make run    build, install what is missing, run the main job
+#   make run    build, install what is missing, open the workbench
 #   make test   all tests (what CI runs)
-# Other targets: bench, lint, test-long, fixtures, deps.
+# Other targets: demo, desktop, bench, lint, test-long, fixtures, deps.
 
 SHELL := /bin/bash
 GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
@@ -22,7 +22,7 @@ APT_PACKAGES := python3 python3-numpy python3-jupyter-client python3-jupyter-ker
 APT_FIXTURE_PACKAGES := python3-torch python3-numpy python3-onnx libopenblas0-pthread
 
 
-.PHONY: all build run test test-unit fuzz test-long bench lint fmt-check vet staticcheck deps deps-fixtures fixtures clean
+.PHONY: all build run demo test test-unit fuzz test-long bench lint fmt-check vet staticcheck deps deps-fixtures fixtures clean
 
 all: build
 
@@ -42,12 +42,23 @@ deps-fixtures:
 build: deps assets
 	$(GO) build -o bin/kiln ./cmd/kiln
 
-# run trains the MNIST MLP for two epochs with a live dashboard (log lines
-# when stdout is not a terminal) and writes its run under runs/.
+# run opens the workbench on notebooks/: the desktop window when a display
+# is present and the desktop app builds, otherwise the browser workbench
+# (it prints the URL to open).
 run: build
+	@if { [ -n "$$DISPLAY" ] || [ -n "$$WAYLAND_DISPLAY" ]; } && $(MAKE) --no-print-directory desktop; then \
+		echo "./bin/kiln-workbench --root notebooks"; exec ./bin/kiln-workbench --root notebooks; \
+	else \
+		echo "no display or no desktop build: starting the browser workbench"; \
+		echo "./bin/kiln workbench --browser --root notebooks"; exec ./bin/kiln workbench --browser --root notebooks; \
+	fi
+
+# demo trains the MNIST MLP for two epochs with a live dashboard (log lines
+# when stdout is not a terminal) and writes its run under runs/.
+demo: build
 	./bin/kiln demo
 
-test: deps lint test-unit fuzz
+test: deps lint test-unit fuzz desktop-selftest
 
 # fuzz runs every parser's fuzz target briefly (FUZZTIME each); longer runs:
 # make fuzz FUZZTIME=10m.
@@ -79,6 +90,7 @@ include backends/cpu/bench.mk
 include backends/cuda/cuda.mk
 include viz/assets.mk
 include frontend/frontend.mk
+include desktop.mk
 
 lint: fmt-check vet staticcheck
 
