@@ -429,10 +429,10 @@ func DecodeGGUF(b []byte) (*GGUFFile, error) {
 				r.fail("tensor %q: dimension %d", name, ne)
 			}
 			shape[int(dims)-1-i] = int(ne)
-			elems *= int64(ne)
-			if elems > 1<<42 {
+			if ne != 0 && elems > (1<<42)/int64(ne) {
 				r.fail("tensor %q is too large", name)
 			}
+			elems *= int64(ne)
 		}
 		typ := GGMLType(r.u32())
 		off := r.u64()
@@ -470,7 +470,7 @@ func DecodeGGUF(b []byte) (*GGUFFile, error) {
 	}
 	f.data = b[start:]
 	for _, t := range f.Tensors {
-		if t.Offset+t.Size > int64(len(f.data)) {
+		if t.Size < 0 || t.Offset+t.Size > int64(len(f.data)) {
 			return nil, fmt.Errorf("%w: GGUF: tensor %q (%d bytes at %d) runs past the end of the file (%d bytes of data): truncated",
 				ErrCorrupt, t.Name, t.Size, t.Offset, len(f.data))
 		}
