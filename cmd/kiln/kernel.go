@@ -36,7 +36,7 @@ func runKernel(args []string) error {
 			return err
 		}
 		_ = *user
-		dir, err := kernelspecDir(*prefix, *name)
+		dir, err := kernelcmd.SpecDir(*prefix, *name)
 		if err != nil {
 			return err
 		}
@@ -53,26 +53,6 @@ func runKernel(args []string) error {
 		return installKernelspec(dir, *display)
 	}
 	return fmt.Errorf("kernel: unknown subcommand %q (want run, build, install or uninstall)", args[0])
-}
-
-// kernelspecDir is where Jupyter looks for the named kernelspec: under
-// PREFIX/share/jupyter with --prefix, else the user's Jupyter data directory
-// ($JUPYTER_DATA_DIR, or ~/.local/share/jupyter).
-func kernelspecDir(prefix, name string) (string, error) {
-	if name == "" || filepath.Base(name) != name {
-		return "", fmt.Errorf("kernel: bad kernelspec name %q", name)
-	}
-	if prefix != "" {
-		return filepath.Join(prefix, "share", "jupyter", "kernels", name), nil
-	}
-	if d := os.Getenv("JUPYTER_DATA_DIR"); d != "" {
-		return filepath.Join(d, "kernels", name), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("kernel: no home directory for a user install (use --prefix): %w", err)
-	}
-	return filepath.Join(home, ".local", "share", "jupyter", "kernels", name), nil
 }
 
 // installKernelspec writes kernel.json pointing at this very binary, plus logos.

@@ -54,7 +54,7 @@ func Build(args []string, out io.Writer) error {
 	if !*install {
 		return nil
 	}
-	dir, err := specDir(*prefix, *name)
+	dir, err := SpecDir(*prefix, *name)
 	if err != nil {
 		return err
 	}
@@ -67,10 +67,13 @@ func Build(args []string, out io.Writer) error {
 	return nil
 }
 
-// specDir is where Jupyter finds kernelspec name.
-func specDir(prefix, name string) (string, error) {
+// SpecDir is where Jupyter finds the kernelspec called name: under
+// PREFIX/share/jupyter with a prefix, else the user's Jupyter data
+// directory ($JUPYTER_DATA_DIR, or ~/.local/share/jupyter). It fails for a
+// name that is not a single path element, or without a home directory.
+func SpecDir(prefix, name string) (string, error) {
 	if name == "" || filepath.Base(name) != name {
-		return "", fmt.Errorf("kernel build: bad kernelspec name %q", name)
+		return "", fmt.Errorf("kernel: bad kernelspec name %q", name)
 	}
 	if prefix != "" {
 		return filepath.Join(prefix, "share", "jupyter", "kernels", name), nil
@@ -80,7 +83,7 @@ func specDir(prefix, name string) (string, error) {
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("kernel: no home directory for a user install (use --prefix): %w", err)
 	}
 	return filepath.Join(home, ".local", "share", "jupyter", "kernels", name), nil
 }
