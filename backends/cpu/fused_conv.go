@@ -31,40 +31,38 @@ func convKernel[T float]() kernel[T] {
 	return any(kernelF64).(kernel[T])
 }
 
+// convKernels is one fused convolution kernel in both float types: it
+// takes the output and two inputs, the geometry and the output channels.
+type convKernels struct {
+	f32 func(b *Backend, out, a, c []float32, g backends.ConvGeometry, o int)
+	f64 func(b *Backend, out, a, c []float64, g backends.ConvGeometry, o int)
+}
+
+// run dispatches on out's dtype, each view starting at its offset.
+func (k convKernels) run(b *Backend, op string, out, a, c backends.View, g backends.ConvGeometry, o int) {
+	switch out.DType {
+	case backends.Float32:
+		k.f32(b, buf(out).f32()[out.Offset:], buf(a).f32()[a.Offset:], buf(c).f32()[c.Offset:], g, o)
+	case backends.Float64:
+		k.f64(b, buf(out).f64()[out.Offset:], buf(a).f64()[a.Offset:], buf(c).f64()[c.Offset:], g, o)
+	default:
+		b.fail(errDType(op, out.DType))
+	}
+}
+
 // Conv2d implements backends.ConvFusion.
 func (b *Backend) Conv2d(out, x, w backends.View, g backends.ConvGeometry) {
-	switch x.DType {
-	case backends.Float32:
-		convForward(b, buf(out).f32()[out.Offset:], buf(x).f32()[x.Offset:], buf(w).f32()[w.Offset:], g, out.Shape[1])
-	case backends.Float64:
-		convForward(b, buf(out).f64()[out.Offset:], buf(x).f64()[x.Offset:], buf(w).f64()[w.Offset:], g, out.Shape[1])
-	default:
-		b.fail(errDType("conv2d", x.DType))
-	}
+	convKernels{convForward[float32], convForward[float64]}.run(b, "conv2d", out, x, w, g, out.Shape[1])
 }
 
 // Conv2dInputGrad implements backends.ConvFusion.
 func (b *Backend) Conv2dInputGrad(dx, dy, w backends.View, g backends.ConvGeometry) {
-	switch dx.DType {
-	case backends.Float32:
-		convInputGrad(b, buf(dx).f32()[dx.Offset:], buf(dy).f32()[dy.Offset:], buf(w).f32()[w.Offset:], g, dy.Shape[1])
-	case backends.Float64:
-		convInputGrad(b, buf(dx).f64()[dx.Offset:], buf(dy).f64()[dy.Offset:], buf(w).f64()[w.Offset:], g, dy.Shape[1])
-	default:
-		b.fail(errDType("conv2d input grad", dx.DType))
-	}
+	convKernels{convInputGrad[float32], convInputGrad[float64]}.run(b, "conv2d input grad", dx, dy, w, g, dy.Shape[1])
 }
 
 // Conv2dWeightGrad implements backends.ConvFusion.
 func (b *Backend) Conv2dWeightGrad(dw, dy, x backends.View, g backends.ConvGeometry) {
-	switch dw.DType {
-	case backends.Float32:
-		convWeightGrad(b, buf(dw).f32()[dw.Offset:], buf(dy).f32()[dy.Offset:], buf(x).f32()[x.Offset:], g, dy.Shape[1])
-	case backends.Float64:
-		convWeightGrad(b, buf(dw).f64()[dw.Offset:], buf(dy).f64()[dy.Offset:], buf(x).f64()[x.Offset:], g, dy.Shape[1])
-	default:
-		b.fail(errDType("conv2d weight grad", dw.DType))
-	}
+	convKernels{convWeightGrad[float32], convWeightGrad[float64]}.run(b, "conv2d weight grad", dw, dy, x, g, dy.Shape[1])
 }
 
 // convForward: for each chunk, cols [CK, S·L] = unfold(x[n0:n0+S]), then
