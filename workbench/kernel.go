@@ -462,6 +462,36 @@ func (k *kernelHost) evaluateJSON(ctx context.Context, code string, v any) error
 	return json.Unmarshal(b, v)
 }
 
+// listing is a method answering {key: [...]} with the JSON list a magic
+// (`%who --json`, `%device --json`) prints.
+func (k *kernelHost) listing(magic, key string) method {
+	return func(ctx context.Context, _ json.RawMessage) (any, error) {
+		var list []map[string]any
+		if err := k.evaluateJSON(ctx, magic, &list); err != nil {
+			return nil, err
+		}
+		return map[string]any{key: list}, nil
+	}
+}
+
+// decodeName reads params {name} and checks the name against valid, so
+// that nothing but a name reaches the code the method runs in the kernel.
+func decodeName(params json.RawMessage, valid *regexp.Regexp, what string) (string, error) {
+	var p struct {
+		Name string `json:"name"`
+	}
+	if err := decode(params, &p); err != nil {
+		return "", err
+	}
+	if !valid.MatchString(p.Name) {
+		return "", fmt.Errorf("%q is not %s", p.Name, what)
+	}
+	return p.Name, nil
+}
+
+// deviceName is a device's name as %device takes it.
+var deviceName = regexp.MustCompile(`^[a-z]+(:[0-9]+)?$`)
+
 // identifier is a Go identifier (a variable of the session).
 var identifier = regexp.MustCompile(`^[\p{L}_][\p{L}\p{Nd}_]*$`)
 
@@ -547,46 +577,24 @@ func (s *Server) kernelMethods() map[string]method {
 			text, _ := r.Data["text/plain"].(string)
 			return map[string]any{"found": r.Found, "text": text}, nil
 		},
-		"devices.list": func(ctx context.Context, _ json.RawMessage) (any, error) {
-			var devs []map[string]any
-			if err := k.evaluateJSON(ctx, "%device --json", &devs); err != nil {
-				return nil, err
-			}
-			return map[string]any{"devices": devs}, nil
-		},
+		"devices.list": k.listing("%device --json", "devices"),
 		"devices.set": func(ctx context.Context, params json.RawMessage) (any, error) {
-			var p struct {
-				Name string `json:"name"`
-			}
-			if err := decode(params, &p); err != nil {
+			name, err := decodeName(params, deviceName, "a device name (cpu, cuda:0, strict)")
+			if err != nil {
 				return nil, err
 			}
-			if !regexp.MustCompile(`^[a-z]+(:[0-9]+)?$`).MatchString(p.Name) {
-				return nil, fmt.Errorf("%q is not a device name (cpu, cuda:0, strict)", p.Name)
-			}
-			if _, err := k.evaluate(ctx, "%device "+p.Name); err != nil {
+			if _, err := k.evaluate(ctx, "%device "+name); err != nil {
 				return nil, err
 			}
 			return map[string]any{}, nil
 		},
-		"variables.list": func(ctx context.Context, _ json.RawMessage) (any, error) {
-			var vars []map[string]any
-			if err := k.evaluateJSON(ctx, "%who --json", &vars); err != nil {
-				return nil, err
-			}
-			return map[string]any{"variables": vars}, nil
-		},
+		"variables.list": k.listing("%who --json", "variables"),
 		"model.tree": func(ctx context.Context, params json.RawMessage) (any, error) {
-			var p struct {
-				Name string `json:"name"`
-			}
-			if err := decode(params, &p); err != nil {
+			name, err := decodeName(params, identifier, "a variable name")
+			if err != nil {
 				return nil, err
 			}
-			if !identifier.MatchString(p.Name) {
-				return nil, fmt.Errorf("%q is not a variable name", p.Name)
-			}
-			data, err := k.evaluate(ctx, "viz.ModuleTree("+p.Name+")")
+			data, err := k.evaluate(ctx, "viz.ModuleTree("+name+")")
 			if err != nil {
 				return nil, err
 			}
