@@ -29,6 +29,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kiln-ml/kiln/internal/chromium"
+
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -212,12 +214,8 @@ func TestUIAgainstFakeEngine(t *testing.T) {
 	if !Built() {
 		t.Skip("the workbench UI is not built (run make assets): UI test skipped")
 	}
-	chromium := "/usr/bin/chromium"
-	if p := os.Getenv("KILN_CHROMIUM"); p != "" {
-		chromium = p
-	}
-	if _, err := os.Stat(chromium); err != nil {
-		t.Skipf("no chromium at %s: UI test skipped", chromium)
+	if path, ok := chromium.Path(); !ok {
+		t.Skipf("no chromium at %s: UI test skipped", path)
 	}
 	if _, err := fs.Stat(Assets(), "index.html"); err != nil {
 		t.Fatal(err)
@@ -226,14 +224,7 @@ func TestUIAgainstFakeEngine(t *testing.T) {
 	srv := httptest.NewServer(f.handler())
 	defer srv.Close()
 
-	actx, acancel := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 900))
-	defer acancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
+	ctx := chromium.New(t, 1400, 900)
 	ctx, cancel2 := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel2()
 
@@ -483,24 +474,13 @@ func TestUIWailsTransport(t *testing.T) {
 	if !Built() {
 		t.Skip("the workbench UI is not built (run make assets): UI test skipped")
 	}
-	chromium := "/usr/bin/chromium"
-	if p := os.Getenv("KILN_CHROMIUM"); p != "" {
-		chromium = p
-	}
-	if _, err := os.Stat(chromium); err != nil {
-		t.Skipf("no chromium at %s: UI test skipped", chromium)
+	if path, ok := chromium.Path(); !ok {
+		t.Skipf("no chromium at %s: UI test skipped", path)
 	}
 	f := &fakeEngine{params: map[string]json.RawMessage{}}
 	srv := httptest.NewServer(f.handler())
 	defer srv.Close()
-	actx, acancel := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()))
-	defer acancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
+	ctx := chromium.New(t, 1280, 800)
 	ctx, cancel2 := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel2()
 	addShim := func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {

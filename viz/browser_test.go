@@ -24,8 +24,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/network"
+	"github.com/kiln-ml/kiln/internal/chromium"
+
 	"github.com/chromedp/chromedp"
 
 	"github.com/kiln-ml/kiln/tensor"
@@ -47,44 +47,11 @@ func screenshotDir(t *testing.T) string {
 // newBrowser starts one headless chromium for the test and its subtests,
 // with a fresh profile, and returns a tab whose network is offline.
 func newBrowser(t *testing.T) context.Context {
-	path := "/usr/bin/chromium"
-	if p := os.Getenv("KILN_CHROMIUM"); p != "" {
-		path = p
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("no chromium at %s (apt-get install chromium, or set KILN_CHROMIUM): browser tests skipped", path)
-	}
-	if !HasLibrary() {
+	if _, ok := chromium.Path(); ok && !HasLibrary() {
 		t.Skip("viz/assets/echarts.min.js is missing (run make assets): browser tests skipped")
 	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path),
-		chromedp.Headless,
-		chromedp.NoSandbox, // tests run as root in CI
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-extensions", true),
-		chromedp.Flag("hide-scrollbars", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1520, 900),
-	}
-	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancel(); acancel() })
-	offline := func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-		if _, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{}); err != nil {
-			return chromedp.Void{}, err
-		}
-		_, err := cdp.Call(ctx, tg, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{
-			MatchedNetworkConditions: []*network.Conditions{{Offline: true, DownloadThroughput: -1, UploadThroughput: -1}}})
-		return chromedp.Void{}, err
-	}
-	if err := chromedp.Do(ctx, offline); err != nil {
+	ctx := chromium.New(t, 1520, 900)
+	if err := chromium.Offline(ctx); err != nil {
 		t.Fatalf("starting chromium: %v", err)
 	}
 	return ctx

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/network"
+	"github.com/kiln-ml/kiln/internal/chromium"
+
 	"github.com/chromedp/chromedp"
 )
 
@@ -145,12 +145,8 @@ func lossPoints(t *testing.T, html string) int {
 // logged point.
 func checkHTMLExport(t *testing.T, k *kilnKernel, executed string, logged int) {
 	t.Helper()
-	chromium := "/usr/bin/chromium"
-	if p := os.Getenv("KILN_CHROMIUM"); p != "" {
-		chromium = p
-	}
-	if _, err := os.Stat(chromium); err != nil {
-		t.Logf("no chromium at %s (apt-get install chromium): HTML export check skipped", chromium)
+	if path, ok := chromium.Path(); !ok {
+		t.Logf("no chromium at %s (apt-get install chromium): HTML export check skipped", path)
 		return
 	}
 	dir := t.TempDir()
@@ -162,27 +158,9 @@ func checkHTMLExport(t *testing.T, k *kilnKernel, executed string, logged int) {
 	if _, err := os.Stat(page); err != nil {
 		t.Fatalf("no HTML export: %v\n%s", err, out)
 	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900),
-	}
-	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer acancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, stop := context.WithTimeout(ctx, 90*time.Second)
+	ctx, stop := context.WithTimeout(chromium.New(t, 1280, 900), 90*time.Second)
 	defer stop()
-	offline := func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-		if _, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{}); err != nil {
-			return chromedp.Void{}, err
-		}
-		_, err := cdp.Call(ctx, tg, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{
-			MatchedNetworkConditions: []*network.Conditions{{Offline: true, DownloadThroughput: -1, UploadThroughput: -1}}})
-		return chromedp.Void{}, err
-	}
-	if err := chromedp.Do(ctx, offline); err != nil {
+	if err := chromium.Offline(ctx); err != nil {
 		t.Fatalf("starting chromium: %v", err)
 	}
 	// For every drawn chart: its title and the length of each series.

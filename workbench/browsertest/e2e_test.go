@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kiln-ml/kiln/internal/chromium"
+
 	"github.com/chromedp/chromedp"
 
 	"github.com/kiln-ml/kiln/frontend"
@@ -167,33 +169,7 @@ func writeFile(t *testing.T, path, s string) {
 
 // newTab starts headless chromium with a fresh profile.
 func newTab(t *testing.T) context.Context {
-	path := "/usr/bin/chromium"
-	if p := os.Getenv("KILN_CHROMIUM"); p != "" {
-		path = p
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("no chromium at %s (apt-get install chromium, or set KILN_CHROMIUM): end-to-end test skipped", path)
-	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path),
-		chromedp.Headless,
-		chromedp.NoSandbox, // tests run as root in CI
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-extensions", true),
-		chromedp.Flag("hide-scrollbars", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1500, 1000),
-	}
-	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancel(); acancel() })
-	return ctx
+	return chromium.New(t, 1500, 1000)
 }
 
 // page drives the workbench UI in one tab.
