@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -263,27 +262,28 @@ func (m *MNIST) checkIndex(op string, i, pos int) {
 // *tensor.Error) when an index is out of range.
 func (m *MNIST) Batch(indices []int, dev tensor.Device) (x, y *tensor.Tensor) {
 	a, b := m.scale()
-	// A pixel has 256 values, so its scaled float32's bytes come from a
-	// table (the same a·p+b rounding as Image), and the bytes are staged in
-	// a buffer reused across batches: the tensor copies them.
-	var table [256]uint32
+	// A pixel has 256 values, so its scaled float32 comes from a table (the
+	// same a·p+b rounding as Image), written into a buffer reused across
+	// batches: the tensor copies it.
+	var table [256]float32
 	for p := range table {
-		table[p] = math.Float32bits(a*float32(p) + b)
+		table[p] = a*float32(p) + b
 	}
-	stage := batchStages.Get().(*[]byte)
+	stage := batchStages.Get().(*[]float32)
 	defer batchStages.Put(stage)
-	if n := 4 * MNISTPixels * len(indices); cap(*stage) < n {
-		*stage = make([]byte, n)
+	if n := MNISTPixels * len(indices); cap(*stage) < n {
+		*stage = make([]float32, n)
 	} else {
 		*stage = (*stage)[:n]
 	}
-	raw := *stage
+	vals := *stage
 	labels := make([]int64, len(indices))
 	for k, i := range indices {
 		m.checkIndex("data.MNIST.Batch", i, k)
-		dst := raw[4*MNISTPixels*k : 4*MNISTPixels*(k+1)]
-		for j, p := range m.Pixels[i*MNISTPixels : (i+1)*MNISTPixels] {
-			binary.LittleEndian.PutUint32(dst[4*j:], table[p])
+		dst := vals[MNISTPixels*k:][:MNISTPixels]
+		src := m.Pixels[i*MNISTPixels:][:MNISTPixels]
+		for j := range dst {
+			dst[j] = table[src[j]]
 		}
 		labels[k] = m.Labels[i]
 	}
@@ -291,11 +291,11 @@ func (m *MNIST) Batch(indices []int, dev tensor.Device) (x, y *tensor.Tensor) {
 	if m.NCHW {
 		shape = []int{len(indices), 1, MNISTRows, MNISTCols}
 	}
-	return tensor.FromBytes(dev, tensor.Float32, raw, shape...), tensor.FromInt64s(dev, labels, len(indices))
+	return tensor.FromFloat32s(dev, vals, shape...), tensor.FromInt64s(dev, labels, len(indices))
 }
 
 // batchStages holds Batch's staging buffers.
-var batchStages = sync.Pool{New: func() any { return new([]byte) }}
+var batchStages = sync.Pool{New: func() any { return new([]float32) }}
 
 // Subset returns the first n images as an MNIST sharing m's memory and
 // settings (all of them when n ≥ Len()). It panics with ErrArgument (a

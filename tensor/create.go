@@ -3,6 +3,7 @@ package tensor
 import (
 	"encoding/binary"
 	"math"
+	"unsafe"
 
 	"github.com/kiln-ml/kiln/backends"
 )
@@ -89,41 +90,55 @@ func fromBytes(op string, dev Device, dtype DType, shape []int, raw []byte) *Ten
 // (1-D when no shape is given; one dimension may be -1).
 func FromFloat32s(dev Device, data []float32, shape ...int) *Tensor {
 	shape = checkData("FromFloat32s", len(data), shape)
-	raw := make([]byte, 4*len(data))
-	for i, v := range data {
-		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
-	}
-	return fromBytes("FromFloat32s", dev, Float32, shape, raw)
+	return fromBytes("FromFloat32s", dev, Float32, shape, leBytes(data, func(b []byte, v float32) {
+		binary.LittleEndian.PutUint32(b, math.Float32bits(v))
+	}))
 }
 
 // FromFloat64s returns a Float64 tensor holding data with the given shape.
 func FromFloat64s(dev Device, data []float64, shape ...int) *Tensor {
 	shape = checkData("FromFloat64s", len(data), shape)
-	raw := make([]byte, 8*len(data))
-	for i, v := range data {
-		binary.LittleEndian.PutUint64(raw[8*i:], math.Float64bits(v))
-	}
-	return fromBytes("FromFloat64s", dev, Float64, shape, raw)
+	return fromBytes("FromFloat64s", dev, Float64, shape, leBytes(data, func(b []byte, v float64) {
+		binary.LittleEndian.PutUint64(b, math.Float64bits(v))
+	}))
 }
 
 // FromInt64s returns an Int64 tensor holding data with the given shape.
 func FromInt64s(dev Device, data []int64, shape ...int) *Tensor {
 	shape = checkData("FromInt64s", len(data), shape)
-	raw := make([]byte, 8*len(data))
-	for i, v := range data {
-		binary.LittleEndian.PutUint64(raw[8*i:], uint64(v))
-	}
-	return fromBytes("FromInt64s", dev, Int64, shape, raw)
+	return fromBytes("FromInt64s", dev, Int64, shape, leBytes(data, func(b []byte, v int64) {
+		binary.LittleEndian.PutUint64(b, uint64(v))
+	}))
 }
 
 // FromInt32s returns an Int32 tensor holding data with the given shape.
 func FromInt32s(dev Device, data []int32, shape ...int) *Tensor {
 	shape = checkData("FromInt32s", len(data), shape)
-	raw := make([]byte, 4*len(data))
-	for i, v := range data {
-		binary.LittleEndian.PutUint32(raw[4*i:], uint32(v))
+	return fromBytes("FromInt32s", dev, Int32, shape, leBytes(data, func(b []byte, v int32) {
+		binary.LittleEndian.PutUint32(b, uint32(v))
+	}))
+}
+
+// hostLittleEndian reports whether this machine stores numbers little-end
+// first, as tensors' bytes are laid out.
+var hostLittleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// leBytes returns data's elements as little-endian bytes: on a
+// little-endian host data's own memory, viewed as bytes (the backend copies
+// it), elsewhere a new slice filled by put.
+func leBytes[T int32 | int64 | float32 | float64](data []T, put func([]byte, T)) []byte {
+	size := int(unsafe.Sizeof(*new(T)))
+	if len(data) == 0 {
+		return nil
 	}
-	return fromBytes("FromInt32s", dev, Int32, shape, raw)
+	if hostLittleEndian {
+		return unsafe.Slice((*byte)(unsafe.Pointer(&data[0])), size*len(data))
+	}
+	raw := make([]byte, size*len(data))
+	for i, v := range data {
+		put(raw[size*i:], v)
+	}
+	return raw
 }
 
 // FromBools returns a Bool tensor holding data with the given shape.

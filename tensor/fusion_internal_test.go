@@ -84,6 +84,12 @@ func TestFusedMaxPoolMatchesComposed(t *testing.T) {
 			}
 		}},
 		{"NaN", []int{1, 1, 6, 6}, PoolConfig{Kernel: []int{2}}, func(v []float64) { v[3], v[14], v[20] = nan, nan, nan }},
+		{"signed zeros, infinities, negative NaN", []int{1, 2, 6, 6}, PoolConfig{Kernel: []int{2}}, func(v []float64) {
+			negNaN, negZero := math.Float64frombits(0xfff8000000000000), math.Copysign(0, -1)
+			for i := range v {
+				v[i] = []float64{negZero, 0, math.Inf(-1), -1, negZero, math.Inf(1), 0, negNaN, -3}[i%9]
+			}
+		}},
 		{"NaN overlapping", []int{1, 1, 6, 6}, PoolConfig{Kernel: []int{3}, Stride: []int{1}}, func(v []float64) { v[7] = nan }},
 	}
 	for _, dtype := range []DType{Float32, Float64} {

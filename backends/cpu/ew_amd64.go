@@ -84,20 +84,21 @@ func ewScalar(fn, fnNT ewVS, o, x []float32, s float32, head int, nt bool) {
 	}
 }
 
-// packTransposed packs the leading columns of a full panel of w rows of s
+// packTransposed packs the leading columns of rows (a multiple of 8, at
+// most w) rows of a panel of s
 // (row i at off + i·rs, contiguous along the columns) into d[c·w+i] with
 // the AVX 8×8 transpose, for float32 and w a multiple of 8, and returns how
 // many columns it packed (a multiple of 8; the caller packs the rest).
-func packTransposed[T float](d, s []T, off, rs, cn, w int) int {
+func packTransposed[T float](d, s []T, off, rs, rows, cn, w int) int {
 	df, ok := any(d).([]float32)
-	if !ok || w%8 != 0 || cn < 8 || !hasAVX2 {
+	if !ok || w%8 != 0 || rows%8 != 0 || rows > w || cn < 8 || !hasAVX2 {
 		return 0
 	}
 	sf := any(s).([]float32)
 	c8 := cn / 8 * 8
 	_ = df[(c8-1)*w+w-1]
-	_, _ = sf[off+c8-1], sf[off+(w-1)*rs+c8-1] // first and last rows (rs may be negative)
-	for g := 0; g < w; g += 8 {
+	_, _ = sf[off+c8-1], sf[off+(rows-1)*rs+c8-1] // first and last rows (rs may be negative)
+	for g := 0; g < rows; g += 8 {
 		packT8F32(&df[g], &sf[off+g*rs], rs, c8, w)
 	}
 	return c8
@@ -147,8 +148,8 @@ func vecUnary[T float](op backends.UnaryOp, o, x []T) bool {
 	return true
 }
 
-// vecAdam runs the AVX2 Adam kernel over the longest prefix of whole
-// groups of four float32 parameters, for the update it covers (no L2
+// vecAdam runs the AVX-512 (eight at a time) or AVX2 (four) Adam kernel
+// over the longest prefix of whole groups of float32 parameters, for the update it covers (no L2
 // decay of the gradient, not maximizing, after the first step, the
 // parameter moving), and returns how many parameters it updated.
 func vecAdam[T float](outP, outM, outV, p, g, m, v []T, h backends.AdamHyper) int {
@@ -159,6 +160,29 @@ func vecAdam[T float](outP, outM, outV, p, g, m, v []T, h backends.AdamHyper) in
 	}
 	k := [7]float64{h.Decay, h.Beta1, h.Beta2, 1 - h.Beta1, 1 - h.Beta2, h.InvDenom, h.EpsTerm}
 	f := func(s []T) *float32 { return &any(s).([]float32)[:n][0] }
-	adamF32(f(outP), f(outM), f(outV), &pf[:n][0], f(g), f(m), f(v), n, &k)
+	kern := adamF32
+	if hasAVX512 && n >= 8 {
+		n &^= 7 // the rest goes to the Go loop
+		kern = adamF32AVX512
+	}
+	kern(f(outP), f(outM), f(outV), &pf[:n][0], f(g), f(m), f(v), n, &k)
 	return n
+}
+
+// vecMaxPool2x2 runs the AVX-512 2×2 max-pooling kernel over a plane (see
+// maxPool2x2), a row of outputs per call, reporting false where the CPU
+// lacks AVX-512 or BMI2.
+func vecMaxPool2x2(dst []float32, di []int64, src []float32, w, oh, ow int) bool {
+	if !hasAVX512 || !hasBMI2 {
+		return false
+	}
+	if oh == 0 || ow == 0 {
+		return true
+	}
+	_, _ = dst[oh*ow-1], di[oh*ow-1]
+	_ = src[(2*oh-1)*w+2*ow-1]
+	for i := range oh {
+		maxPool2x2RowF32(&dst[i*ow], &di[i*ow], &src[2*i*w], &src[(2*i+1)*w], ow, int64(2*i*w), int64(w))
+	}
+	return true
 }

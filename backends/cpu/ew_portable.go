@@ -13,7 +13,7 @@ func ewF32(backends.BinaryOp, []float32, []float32, []float32, bool) bool { retu
 
 // packTransposed would pack with a vector transpose; the portable build has
 // none, so it packs no columns.
-func packTransposed[T float](d, s []T, off, rs, cn, w int) int { return 0 }
+func packTransposed[T float](d, s []T, off, rs, rows, cn, w int) int { return 0 }
 
 // vecAxpy has no vector kernel in the portable build.
 func vecAxpy[T float](dst, x []T, a T) bool { return false }
@@ -26,3 +26,6 @@ func vecUnary[T float](op backends.UnaryOp, o, x []T) bool { return false }
 
 // vecAdam has no vector kernel in the portable build.
 func vecAdam[T float](outP, outM, outV, p, g, m, v []T, h backends.AdamHyper) int { return 0 }
+
+// vecMaxPool2x2 has no vector kernel in the portable build.
+func vecMaxPool2x2(dst []float32, di []int64, src []float32, w, oh, ow int) bool { return false }

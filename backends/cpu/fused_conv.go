@@ -121,7 +121,7 @@ func convInputGrad[T float](b *Backend, dx, dy, w []T, g backends.ConvGeometry, 
 }
 
 // convWeightGrad: each chunk computes dy chunk [O, S·L] · colsᵀ [S·L, CK]
-// into its own partial sum; the partials are then added in chunk order,
+// (as its transpose, cols · dyᵀ) into its own partial sum; the partials are then added in chunk order,
 // so the result depends only on the shapes.
 func convWeightGrad[T float](b *Backend, dw, dy, x []T, g backends.ConvGeometry, o int) {
 	ck, l := g.C*g.KH*g.KW, g.OutH*g.OutW
@@ -138,10 +138,13 @@ func convWeightGrad[T float](b *Backend, dw, dy, x []T, g backends.ConvGeometry,
 			gatherChunk(*gy, dy, o, l, n0, sn)
 			cols := pool.get(ck * sn * l)
 			unfoldChunk(*cols, x, g, n0, sn)
-			gemm(b, kern, o, ck, sn*l,
-				matSrc[T]{s: *gy, rs: sn * l, cs: 1},
-				matSrc[T]{s: *cols, rs: 1, cs: sn * l},
-				matDst[T]{s: part[ch*o*ck:], rs: ck, cs: 1}, false)
+			// dwᵀ [CK, O] = cols [CK, S·L] · gyᵀ: both operands are read
+			// along their contiguous rows when packed, and the output
+			// tile shape fits CK (many rows) × O (a few columns)
+			gemm(b, kern, ck, o, sn*l,
+				matSrc[T]{s: *cols, rs: sn * l, cs: 1},
+				matSrc[T]{s: *gy, rs: 1, cs: sn * l},
+				matDst[T]{s: part[ch*o*ck:], rs: 1, cs: ck}, false)
 			pool.put(cols)
 			pool.put(gy)
 		}
@@ -172,6 +175,11 @@ func gatherChunk[T float](dst, dy []T, o, l, n0, sn int) {
 func unfoldChunk[T float](dst, x []T, g backends.ConvGeometry, n0, sn int) {
 	l, hw := g.OutH*g.OutW, g.H*g.W
 	width := sn * l
+	if g.StrideH == 1 && g.StrideW == 1 && g.DilationH == 1 && g.DilationW == 1 &&
+		g.PadTop == 0 && g.PadLeft == 0 && g.OutH+g.KH-1 <= g.H && g.OutW+g.KW-1 <= g.W {
+		unfoldValid(dst, x, g, n0, sn)
+		return
+	}
 	for c := range g.C {
 		for ki := range g.KH {
 			hLo, hHi := validRange(g.OutH, g.StrideH, g.PadTop, ki*g.DilationH, g.H)
@@ -197,6 +205,31 @@ func unfoldChunk[T float](dst, x []T, g backends.ConvGeometry, n0, sn int) {
 						}
 						for ow := wLo; ow < wHi; ow++ {
 							line[ow] = plane[x0+ow*g.StrideW]
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// unfoldValid is unfoldChunk for the unpadded, unstrided, undilated case
+// (a "valid" convolution): every window lies inside the input, so each
+// output line is one run of OutW input elements, copied without calls.
+func unfoldValid[T float](dst, x []T, g backends.ConvGeometry, n0, sn int) {
+	l, hw, ow := g.OutH*g.OutW, g.H*g.W, g.OutW
+	width := sn * l
+	for c := range g.C {
+		for ki := range g.KH {
+			for kj := range g.KW {
+				row := dst[((c*g.KH+ki)*g.KW+kj)*width:][:width]
+				for i := range sn {
+					plane := x[((n0+i)*g.C+c)*hw+ki*g.W+kj:]
+					seg := row[i*l:][:l]
+					for oh := range g.OutH {
+						d, s := seg[oh*ow:][:ow], plane[oh*g.W:][:ow]
+						for j := range d {
+							d[j] = s[j]
 						}
 					}
 				}

@@ -45,7 +45,14 @@ func maxPool[T float32 | float64](b *Backend, out []T, idx []int64, x []T, g bac
 			dst, di := out[p*ohw:(p+1)*ohw], idx[p*ohw:(p+1)*ohw]
 			if g.KH == 2 && g.KW == 2 && g.StrideH == 2 && g.StrideW == 2 && g.PadTop == 0 && g.PadLeft == 0 &&
 				g.DilationH == 1 && g.DilationW == 1 && 2*g.OutH <= g.H && 2*g.OutW <= g.W {
-				maxPool2x2(dst, di, src, g.W, g.OutH, g.OutW)
+				if d32, ok := any(dst).([]float32); ok {
+					s32 := any(src).([]float32)
+					if !vecMaxPool2x2(d32, di, s32, g.W, g.OutH, g.OutW) {
+						maxPool2x2F32(d32, di, s32, g.W, g.OutH, g.OutW)
+					}
+				} else {
+					maxPool2x2(dst, di, src, g.W, g.OutH, g.OutW)
+				}
 				continue
 			}
 			maxPoolPlane(dst, di, src, g)
@@ -81,6 +88,48 @@ func maxPool2x2[T float32 | float64](dst []T, di []int64, src []T, w, oh, ow int
 			d[j], dIdx[j] = best, int64(at)
 		}
 	}
+}
+
+// maxPool2x2F32 is maxPool2x2 for float32 without branches on the data:
+// each value is compared through an integer key that orders floats as <
+// does (−0 and +0 equal, NaN above everything) and the choices are made
+// with masks, where a branch on random data is mispredicted about once per
+// comparison. Ties keep the earliest position and the first NaN wins, as
+// in maxPool2x2.
+func maxPool2x2F32(dst []float32, di []int64, src []float32, w, oh, ow int) {
+	for i := range oh {
+		r0 := src[2*i*w:][:2*ow]
+		r1 := src[(2*i+1)*w:][:2*ow]
+		d, dIdx := dst[i*ow:][:ow], di[i*ow:][:ow]
+		base := int64(2 * i * w)
+		for j := range d {
+			c := 2 * j
+			// the value travels as bits, its position as an offset
+			v0, v1 := math.Float32bits(r0[c]), math.Float32bits(r0[c+1])
+			v2, v3 := math.Float32bits(r1[c]), math.Float32bits(r1[c+1])
+			v, k, at := poolPick(v0, poolKey(v0), 0, v1, poolKey(v1), 1)
+			v, k, at = poolPick(v, k, at, v2, poolKey(v2), int64(w))
+			v, _, at = poolPick(v, k, at, v3, poolKey(v3), int64(w+1))
+			d[j], dIdx[j] = math.Float32frombits(v), base+int64(c)+at
+		}
+	}
+}
+
+// poolPick returns (u, ku, uAt) when u's key ku is above v's key k, else
+// (v, k, at), with masks rather than a branch.
+func poolPick(v uint32, k, at int64, u uint32, ku, uAt int64) (uint32, int64, int64) {
+	take := (k - ku) >> 63 // −1 when ku > k
+	return v ^ ((v ^ u) & uint32(take)), k ^ ((k ^ ku) & take), at ^ ((at ^ uAt) & take)
+}
+
+// poolKey maps a float32's bits to an integer with the same order: the
+// magnitude for a positive value, its negation for a negative one (so ±0
+// are both 0), and a key above every number's for NaN.
+func poolKey(bits uint32) int64 {
+	mag := int64(bits & 0x7fffffff)
+	sign := -int64(bits >> 31)      // 0 or −1
+	nan := (0x7f800000 - mag) >> 63 // −1 for NaN
+	return ((mag^sign)-sign)&^nan | nan&(1<<32)
 }
 
 // maxPoolPlane pools one plane for any geometry.

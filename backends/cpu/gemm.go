@@ -133,9 +133,7 @@ func pack[T float](dst []T, src matSrc[T], r0, rn, c0, cn, w int, tmp []T) {
 		}
 		off := base + pn*w*src.rs
 		c0 := 0
-		if rows == w {
-			c0 = packTransposed(d, src.s, off, src.rs, cn, w)
-		}
+		c0 = packTransposed(d, src.s, off, src.rs, rows, cn, w)
 		for ; c0 < cn; c0 += 16 {
 			c1 := min(c0+16, cn)
 			blk := d[c0*w : c1*w]

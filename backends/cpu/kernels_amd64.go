@@ -173,3 +173,14 @@ func squareF32(dst *float32, x *float32, n int)
 //
 //go:noescape
 func adamF32(outP *float32, outM *float32, outV *float32, param *float32, grad *float32, mom *float32, vel *float32, n int, k *[7]float64)
+
+// adamF32AVX512 updates n (a multiple of 8) float32 parameters (AVX-512), bit for bit as adamRange.
+//
+//go:noescape
+func adamF32AVX512(outP *float32, outM *float32, outV *float32, param *float32, grad *float32, mom *float32, vel *float32, n int, k *[7]float64)
+
+// maxPool2x2RowF32 pools n windows of rows r0 and r1 (2n values each) into dst, and their
+// positions, base plus the offset in r0 (w is the row stride), into idx (AVX-512, BMI2).
+//
+//go:noescape
+func maxPool2x2RowF32(dst *float32, idx *int64, r0 *float32, r1 *float32, n int, base int64, w int64)

@@ -4030,9 +4030,9 @@ TEXT ·adamF32(SB), NOSPLIT, $0-72
 	VBROADCASTSD 48(R10), Y14
 	XORQ         R10, R10
 
-adam_loop:
+adamF32_loop:
 	CMPQ       R10, R9
-	JAE        adam_done
+	JAE        adamF32_done
 	VMOVUPS    (BX)(R10*4), X1
 	VCVTPS2PD  X1, Y0
 	VMULPD     Y8, Y0, Y0
@@ -4068,8 +4068,194 @@ adam_loop:
 	VADDPS     X3, X1, X1
 	VMOVUPS    X1, (AX)(R10*4)
 	ADDQ       $0x04, R10
-	JMP        adam_loop
+	JMP        adamF32_loop
 
-adam_done:
+adamF32_done:
+	VZEROUPPER
+	RET
+
+// func adamF32AVX512(outP *float32, outM *float32, outV *float32, param *float32, grad *float32, mom *float32, vel *float32, n int, k *[7]float64)
+// Requires: AVX, AVX512F
+TEXT ·adamF32AVX512(SB), NOSPLIT, $0-72
+	MOVQ         outP+0(FP), AX
+	MOVQ         outM+8(FP), CX
+	MOVQ         outV+16(FP), DX
+	MOVQ         param+24(FP), BX
+	MOVQ         grad+32(FP), SI
+	MOVQ         mom+40(FP), DI
+	MOVQ         vel+48(FP), R8
+	MOVQ         n+56(FP), R9
+	MOVQ         k+64(FP), R10
+	VBROADCASTSD (R10), Z8
+	VBROADCASTSD 8(R10), Z9
+	VBROADCASTSD 16(R10), Z10
+	VBROADCASTSD 24(R10), Z11
+	VBROADCASTSD 32(R10), Z12
+	VBROADCASTSD 40(R10), Z13
+	VBROADCASTSD 48(R10), Z14
+	XORQ         R10, R10
+
+adamF32AVX512_loop:
+	CMPQ      R10, R9
+	JAE       adamF32AVX512_done
+	VMOVUPS   (BX)(R10*4), Y1
+	VCVTPS2PD Y1, Z0
+	VMULPD    Z8, Z0, Z0
+	VCVTPD2PS Z0, Y1
+	VMOVUPS   (SI)(R10*4), Y2
+	VMULPS    Y2, Y2, Y5
+	VCVTPS2PD Y5, Z0
+	VMULPD    Z12, Z0, Z0
+	VCVTPD2PS Z0, Y5
+	VCVTPS2PD Y2, Z0
+	VMULPD    Z11, Z0, Z0
+	VCVTPD2PS Z0, Y2
+	VMOVUPS   (DI)(R10*4), Y3
+	VCVTPS2PD Y3, Z0
+	VMULPD    Z9, Z0, Z0
+	VCVTPD2PS Z0, Y3
+	VADDPS    Y2, Y3, Y3
+	VMOVUPS   (R8)(R10*4), Y4
+	VCVTPS2PD Y4, Z0
+	VMULPD    Z10, Z0, Z0
+	VCVTPD2PS Z0, Y4
+	VADDPS    Y5, Y4, Y4
+	VMOVUPS   Y3, (CX)(R10*4)
+	VMOVUPS   Y4, (DX)(R10*4)
+	VSQRTPS   Y4, Y5
+	VCVTPS2PD Y5, Z0
+	VMULPD    Z13, Z0, Z0
+	VCVTPD2PS Z0, Y5
+	VCVTPS2PD Y5, Z0
+	VADDPD    Z14, Z0, Z0
+	VCVTPD2PS Z0, Y5
+	VDIVPS    Y5, Y3, Y3
+	VADDPS    Y3, Y1, Y1
+	VMOVUPS   Y1, (AX)(R10*4)
+	ADDQ      $0x08, R10
+	JMP       adamF32AVX512_loop
+
+adamF32AVX512_done:
+	VZEROUPPER
+	RET
+
+DATA pooleven<>+0(SB)/4, $0x00000000
+DATA pooleven<>+4(SB)/4, $0x00000002
+DATA pooleven<>+8(SB)/4, $0x00000004
+DATA pooleven<>+12(SB)/4, $0x00000006
+DATA pooleven<>+16(SB)/4, $0x00000008
+DATA pooleven<>+20(SB)/4, $0x0000000a
+DATA pooleven<>+24(SB)/4, $0x0000000c
+DATA pooleven<>+28(SB)/4, $0x0000000e
+DATA pooleven<>+32(SB)/4, $0x00000010
+DATA pooleven<>+36(SB)/4, $0x00000012
+DATA pooleven<>+40(SB)/4, $0x00000014
+DATA pooleven<>+44(SB)/4, $0x00000016
+DATA pooleven<>+48(SB)/4, $0x00000018
+DATA pooleven<>+52(SB)/4, $0x0000001a
+DATA pooleven<>+56(SB)/4, $0x0000001c
+DATA pooleven<>+60(SB)/4, $0x0000001e
+GLOBL pooleven<>(SB), RODATA|NOPTR, $64
+
+DATA poolodd<>+0(SB)/4, $0x00000001
+DATA poolodd<>+4(SB)/4, $0x00000003
+DATA poolodd<>+8(SB)/4, $0x00000005
+DATA poolodd<>+12(SB)/4, $0x00000007
+DATA poolodd<>+16(SB)/4, $0x00000009
+DATA poolodd<>+20(SB)/4, $0x0000000b
+DATA poolodd<>+24(SB)/4, $0x0000000d
+DATA poolodd<>+28(SB)/4, $0x0000000f
+DATA poolodd<>+32(SB)/4, $0x00000011
+DATA poolodd<>+36(SB)/4, $0x00000013
+DATA poolodd<>+40(SB)/4, $0x00000015
+DATA poolodd<>+44(SB)/4, $0x00000017
+DATA poolodd<>+48(SB)/4, $0x00000019
+DATA poolodd<>+52(SB)/4, $0x0000001b
+DATA poolodd<>+56(SB)/4, $0x0000001d
+DATA poolodd<>+60(SB)/4, $0x0000001f
+GLOBL poolodd<>(SB), RODATA|NOPTR, $64
+
+// func maxPool2x2RowF32(dst *float32, idx *int64, r0 *float32, r1 *float32, n int, base int64, w int64)
+// Requires: AVX, AVX512F, BMI2, CMOV
+TEXT ·maxPool2x2RowF32(SB), NOSPLIT, $0-56
+	MOVQ         dst+0(FP), AX
+	MOVQ         idx+8(FP), CX
+	MOVQ         r0+16(FP), DX
+	MOVQ         r1+24(FP), BX
+	MOVQ         n+32(FP), SI
+	MOVQ         base+40(FP), DI
+	MOVQ         w+48(FP), R8
+	VMOVDQU32    pooleven<>+0(SB), Z20
+	VMOVDQU32    poolodd<>+0(SB), Z21
+	MOVL         $0x00000001, R9
+	VPBROADCASTD R9, Z22
+	VPBROADCASTD R8, Z23
+	VPADDD       Z22, Z23, Z24
+	MOVL         $0x00000020, R9
+	VPBROADCASTD R9, Z25
+	VMOVDQA32    Z20, Z26
+	VPBROADCASTQ DI, Z27
+	MOVL         $0xffffffff, DI
+
+pool_loop:
+	TESTQ         SI, SI
+	JLE           pool_done
+	MOVQ          $0x0000000000000010, R8
+	CMPQ          SI, R8
+	CMOVQLT       SI, R8
+	BZHIL         R8, DI, R9
+	KMOVW         R9, K1
+	SHLL          $0x01, R8
+	BZHIL         R8, DI, R9
+	KMOVW         R9, K2
+	SHRL          $0x10, R9
+	KMOVW         R9, K3
+	VMOVUPS.Z     (DX), K2, Z0
+	VMOVUPS.Z     64(DX), K3, Z1
+	VMOVUPS.Z     (BX), K2, Z2
+	VMOVUPS.Z     64(BX), K3, Z3
+	VMOVAPS       Z0, Z4
+	VPERMT2PS     Z1, Z20, Z4
+	VMOVAPS       Z0, Z5
+	VPERMT2PS     Z1, Z21, Z5
+	VMOVAPS       Z2, Z6
+	VPERMT2PS     Z3, Z20, Z6
+	VMOVAPS       Z2, Z7
+	VPERMT2PS     Z3, Z21, Z7
+	VPXORD        Z9, Z9, Z9
+	VCMPPS        $0x06, Z4, Z5, K4
+	VCMPPS        $0x07, Z4, Z4, K5
+	KANDW         K4, K5, K4
+	VMOVAPS       Z5, K4, Z4
+	VMOVDQA32     Z22, K4, Z9
+	VCMPPS        $0x06, Z4, Z6, K4
+	VCMPPS        $0x07, Z4, Z4, K5
+	KANDW         K4, K5, K4
+	VMOVAPS       Z6, K4, Z4
+	VMOVDQA32     Z23, K4, Z9
+	VCMPPS        $0x06, Z4, Z7, K4
+	VCMPPS        $0x07, Z4, Z4, K5
+	KANDW         K4, K5, K4
+	VMOVAPS       Z7, K4, Z4
+	VMOVDQA32     Z24, K4, Z9
+	VMOVUPS       Z4, K1, (AX)
+	VPADDD        Z26, Z9, Z9
+	VPMOVSXDQ     Y9, Z10
+	VEXTRACTI64X4 $0x01, Z9, Y12
+	VPMOVSXDQ     Y12, Z11
+	VPADDQ        Z27, Z10, Z10
+	VPADDQ        Z27, Z11, Z11
+	KSHIFTRW      $0x08, K1, K6
+	VMOVDQU64     Z10, K1, (CX)
+	VMOVDQU64     Z11, K6, 64(CX)
+	VPADDD        Z25, Z26, Z26
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000080, CX
+	ADDQ          $0x00000080, DX
+	ADDQ          $0x00000080, BX
+	SUBQ          $0x00000010, SI
+	JMP           pool_loop
+
+pool_done:
 	VZEROUPPER
 	RET

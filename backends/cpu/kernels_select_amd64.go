@@ -13,6 +13,7 @@ import "github.com/klauspost/cpuid/v2"
 var (
 	hasAVX512 = cpuid.CPU.Supports(cpuid.AVX512F)
 	hasAVX2   = cpuid.CPU.Supports(cpuid.AVX2, cpuid.FMA3)
+	hasBMI2   = cpuid.CPU.Supports(cpuid.BMI2)
 
 	// the first usable kernel of each list is the default
 	asmKernelsF32 = []kernel[float32]{

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
@@ -18,29 +20,60 @@ import (
 // constants k are the parameter decay, β₁, β₂, 1−β₁, 1−β₂, the inverse
 // denominator scale and the ε term, as float64.
 func adam() {
-	TEXT("adamF32", NOSPLIT, "func(outP, outM, outV, param, grad, mom, vel *float32, n int, k *[7]float64)")
+	adamKernel("adamF32", false)
+	adamKernel("adamF32AVX512", true)
+}
+
+// adamKernel generates one width of the kernel: four parameters per step
+// with AVX2 (float32 in xmm, float64 in ymm), or eight with AVX-512
+// (float32 in ymm, float64 in zmm).
+func adamKernel(name string, wide bool) {
+	lanes, isa := 4, "AVX2"
+	if wide {
+		lanes, isa = 8, "AVX-512"
+	}
+	TEXT(name, NOSPLIT, "func(outP, outM, outV, param, grad, mom, vel *float32, n int, k *[7]float64)")
 	Pragma("noescape")
-	Doc("adamF32 updates n (a multiple of 4) float32 parameters (AVX2), bit for bit as adamRange.")
+	Doc(fmt.Sprintf("%s updates n (a multiple of %d) float32 parameters (%s), bit for bit as adamRange.", name, lanes, isa))
 	outP, outM, outV := Load(Param("outP"), GP64()), Load(Param("outM"), GP64()), Load(Param("outV"), GP64())
 	p, g, m, v := Load(Param("param"), GP64()), Load(Param("grad"), GP64()), Load(Param("mom"), GP64()), Load(Param("vel"), GP64())
 	n, k := Load(Param("n"), GP64()), Load(Param("k"), GP64())
-	decay, b1, b2, c1, c2, inv, eps := Y8, Y9, Y10, Y11, Y12, Y13, Y14
+	// f64 registers hold the widened values and the constants; f32 ones
+	// the float32 lanes.
+	var f64 []VecPhysical
+	var f32 []VecPhysical
+	if wide {
+		f64 = []VecPhysical{Z0, Z8, Z9, Z10, Z11, Z12, Z13, Z14}
+		f32 = []VecPhysical{Y1, Y2, Y3, Y4, Y5}
+	} else {
+		f64 = []VecPhysical{Y0, Y8, Y9, Y10, Y11, Y12, Y13, Y14}
+		f32 = []VecPhysical{X1, X2, X3, X4, X5}
+	}
+	w := f64[0]
+	decay, b1, b2, c1, c2, inv, eps := f64[1], f64[2], f64[3], f64[4], f64[5], f64[6], f64[7]
 	for i, r := range []VecPhysical{decay, b1, b2, c1, c2, inv, eps} {
 		VBROADCASTSD(Mem{Base: k, Disp: 8 * i}, r)
 	}
+	narrow := func(src, dst VecPhysical) {
+		if wide {
+			VCVTPD2PS(src, dst)
+		} else {
+			VCVTPD2PSY(src, dst)
+		}
+	}
 	i := GP64()
 	XORQ(i, i)
-	Label("adam_loop")
+	Label(name + "_loop")
 	CMPQ(i, n)
-	JAE(LabelRef("adam_done"))
+	JAE(LabelRef(name + "_done"))
 	at := func(base Register) Mem { return Mem{Base: base, Index: i, Scale: 4} }
-	// narrow(x32, f64 constant): x32 = float32(float64(x32) · c), via Y0.
+	// scale(x32, f64 constant): x32 = float32(float64(x32) · c), via w.
 	scale := func(x, c VecPhysical) {
-		VCVTPS2PD(x, Y0)
-		VMULPD(c, Y0, Y0)
-		VCVTPD2PSY(Y0, x)
+		VCVTPS2PD(x, w)
+		VMULPD(c, w, w)
+		narrow(w, x)
 	}
-	P, G, M, V, T := X1, X2, X3, X4, X5
+	P, G, M, V, T := f32[0], f32[1], f32[2], f32[3], f32[4]
 	VMOVUPS(at(p), P)
 	scale(P, decay) // p·decay
 	VMOVUPS(at(g), G)
@@ -57,15 +90,15 @@ func adam() {
 	VMOVUPS(V, at(outV))
 	VSQRTPS(V, T) // √v'
 	scale(T, inv) // √v'·inv
-	VCVTPS2PD(T, Y0)
-	VADDPD(eps, Y0, Y0) // + ε term, in float64
-	VCVTPD2PSY(Y0, T)
+	VCVTPS2PD(T, w)
+	VADDPD(eps, w, w) // + ε term, in float64
+	narrow(w, T)
 	VDIVPS(T, M, M) // m'/denominator
 	VADDPS(M, P, P) // p + step
 	VMOVUPS(P, at(outP))
-	ADDQ(U8(4), i)
-	JMP(LabelRef("adam_loop"))
-	Label("adam_done")
+	ADDQ(U8(lanes), i)
+	JMP(LabelRef(name + "_loop"))
+	Label(name + "_done")
 	VZEROUPPER()
 	RET()
 }

@@ -27,5 +27,6 @@ func main() {
 	ewKernels()
 	unaryKernels()
 	adam()
+	maxPool2x2()
 	Generate()
 }
