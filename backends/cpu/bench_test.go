@@ -71,6 +71,10 @@ func BenchmarkMatmulShapes(b *testing.B) {
 		{"batch-64x32x32x32", 64, 32, 32, 32, false},
 		{"vecmat-1x1024x1024", 1, 1, 1024, 1024, false},
 		{"tiny-16x16x16", 1, 16, 16, 16, false},
+		// the MNIST MLP's layers at batch 128: forward, weight gradient
+		{"mlp-128x784x256-Wt", 1, 128, 784, 256, true},
+		{"mlp-256x128x784", 1, 256, 128, 784, false},
+		{"mlp-128x256x128-Wt", 1, 128, 256, 128, true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			x := randView(be, backends.Float32, 1, c.batch, c.m, c.k)

@@ -275,6 +275,10 @@ func gemm[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], C ma
 	if m*n*k < serialGEMM {
 		par = false // the hand-off to helpers costs more than it saves
 	}
+	if par && b.workers > 1 && m*n*k < stripGEMM {
+		gemmInStrips(b, kern, m, n, k, A, B, C)
+		return
+	}
 	mr, nr := kern.mr, kern.nr
 	nc := min(max(nr, gemmNC/nr*nr), roundUp(n, nr))
 	kc := min(gemmKC, k)
@@ -321,6 +325,73 @@ func gemm[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], C ma
 	stepPoolFor[T]().Put(g)
 	pool.put(aBuf)
 	pool.put(bBuf)
+}
+
+// stripGEMM is the size (multiply-adds) under which a parallel GEMM is cut
+// into one strip of C per worker, each a whole single-threaded GEMM (see
+// gemmInStrips), rather than sharing packed blocks between the workers.
+const stripGEMM = 1 << 25
+
+// gemmStrips is one GEMM cut into strips, held in a pool so that a call
+// allocates nothing.
+type gemmStrips[T float] struct {
+	b             *Backend
+	kern          kernel[T]
+	m, n, k       int
+	A, B          matSrc[T]
+	C             matDst[T]
+	byCols        bool // strips of columns (else of rows)
+	width, strips int  // strip width (a multiple of the tile side), count
+}
+
+// gemmInStrips runs a GEMM too small for the shared-packing scheme: each
+// worker's GEMM costs one hand-off and no barrier, where the shared scheme
+// hands off every packing step and waits for its packers. C is cut along
+// its longer side, so that the operand every strip packs again (the other
+// side's) is the smaller. Each element's sum is the same however C is cut.
+func gemmInStrips[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], C matDst[T]) {
+	pool := stripsPoolFor[T]()
+	g := pool.Get().(*gemmStrips[T])
+	*g = gemmStrips[T]{b: b, kern: kern, m: m, n: n, k: k, A: A, B: B, C: C, byCols: n >= m}
+	side, tile := m, kern.mr
+	if g.byCols {
+		side, tile = n, kern.nr
+	}
+	g.width = roundUp((side+b.workers-1)/b.workers, tile)
+	g.strips = (side + g.width - 1) / g.width
+	b.parallelRun(g.strips, 1, g)
+	*g = gemmStrips[T]{}
+	pool.Put(g)
+}
+
+func (g *gemmStrips[T]) runChunk(lo, hi int) {
+	for s := lo; s < hi; s++ {
+		A, B, C := g.A, g.B, g.C
+		if g.byCols {
+			j0 := s * g.width
+			B.off += j0 * B.cs
+			C.off += j0 * C.cs
+			gemm(g.b, g.kern, g.m, min(g.width, g.n-j0), g.k, A, B, C, false)
+			continue
+		}
+		i0 := s * g.width
+		A.off += i0 * A.rs
+		C.off += i0 * C.rs
+		gemm(g.b, g.kern, min(g.width, g.m-i0), g.n, g.k, A, B, C, false)
+	}
+}
+
+var (
+	stripsF32 = sync.Pool{New: func() any { return new(gemmStrips[float32]) }}
+	stripsF64 = sync.Pool{New: func() any { return new(gemmStrips[float64]) }}
+)
+
+func stripsPoolFor[T float]() *sync.Pool {
+	var z T
+	if _, ok := any(z).(float32); ok {
+		return &stripsF32
+	}
+	return &stripsF64
 }
 
 // tileGrid cuts an m×n block of C into tiles of mc×nb (multiples of MR and
