@@ -400,6 +400,7 @@ func TestReluGradF32MatchesDefinition(t *testing.T) {
 	nan := float32(math.NaN())
 	xs := []float32{0, float32(math.Copysign(0, -1)), 1, -1, inf, -inf, nan, -nan, 1e-45, -1e-45, 3e38, -3e38, 0.5}
 	gs := []float32{2, -3, 0, float32(math.Copysign(0, -1)), inf, nan}
+	var allX, allG, allWant []float32
 	for _, x := range xs {
 		for _, g := range gs {
 			var d float32
@@ -412,6 +413,16 @@ func TestReluGradF32MatchesDefinition(t *testing.T) {
 			if math.Float32bits(got[0]) != math.Float32bits(want) && !(want != want && got[0] != got[0]) {
 				t.Errorf("relu grad at x=%v, g=%v: %v, want %v", x, g, got[0], want)
 			}
+			allX, allG, allWant = append(allX, x), append(allG, g), append(allWant, want)
+		}
+	}
+	// all at once: the vector kernel takes the groups of eight (and
+	// 32), the loop the rest
+	got := make([]float32, len(allX))
+	reluGradF32(got, allX, allG)
+	for i, want := range allWant {
+		if math.Float32bits(got[i]) != math.Float32bits(want) && !(want != want && got[i] != got[i]) {
+			t.Errorf("relu grad (element %d of %d) at x=%v, g=%v: %v, want %v", i, len(got), allX[i], allG[i], got[i], want)
 		}
 	}
 }

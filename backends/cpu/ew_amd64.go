@@ -186,3 +186,15 @@ func vecMaxPool2x2(dst []float32, di []int64, src []float32, w, oh, ow int) bool
 	}
 	return true
 }
+
+// vecReluGrad runs the AVX2 ReLU-gradient kernel over the longest prefix of
+// whole groups of eight and returns how many elements it did.
+func vecReluGrad(o, x, g []float32) int {
+	n := len(o) &^ 7
+	if !hasAVX2 || n == 0 {
+		return 0
+	}
+	_, _ = x[n-1], g[n-1]
+	reluGradF32AVX2(&o[0], &x[0], &g[0], n)
+	return n
+}

@@ -514,6 +514,9 @@ func unaryGradFloat[T float](op backends.UnaryOp, o, x, g []T, p0, p1 float64) {
 // turned into the bits of 1.0 or 0.0.
 func reluGradF32(o, x, g []float32) {
 	x, g = x[:len(o)], g[:len(o)]
+	if done := vecReluGrad(o, x, g); done > 0 {
+		o, x, g = o[done:], x[done:], g[done:]
+	}
 	for i := range o {
 		b := int64(int32(math.Float32bits(x[i])))
 		positive := uint32((-b)>>63) & uint32((b-0x7f800001)>>63) // b > 0 && b ≤ 0x7f800000

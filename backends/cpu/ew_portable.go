@@ -29,3 +29,6 @@ func vecAdam[T float](outP, outM, outV, p, g, m, v []T, h backends.AdamHyper) in
 
 // vecMaxPool2x2 has no vector kernel in the portable build.
 func vecMaxPool2x2(dst []float32, di []int64, src []float32, w, oh, ow int) bool { return false }
+
+// vecReluGrad has no vector kernel in the portable build.
+func vecReluGrad(o, x, g []float32) int { return 0 }

@@ -69,6 +69,10 @@ func (b *Backend) Conv2dWeightGrad(dw, dy, x backends.View, g backends.ConvGeome
 // y [O, S·L] = w [O, CK] · cols, copied out per sample. Each output
 // element is the same K-blocked sum the composed per-sample GEMM makes.
 func convForward[T float](b *Backend, out, x, w []T, g backends.ConvGeometry, o int) {
+	if convValid(g) {
+		convForwardImplicit(b, out, x, w, g, o)
+		return
+	}
 	ck, l := g.C*g.KH*g.KW, g.OutH*g.OutW
 	s := convChunk(g.N, ck*l)
 	chunks := (g.N + s - 1) / s
@@ -95,10 +99,60 @@ func convForward[T float](b *Backend, out, x, w []T, g backends.ConvGeometry, o 
 	})
 }
 
+// convValid reports whether g is an unpadded, unstrided, undilated
+// convolution whose windows all lie inside the input.
+func convValid(g backends.ConvGeometry) bool {
+	return g.StrideH == 1 && g.StrideW == 1 && g.DilationH == 1 && g.DilationW == 1 &&
+		g.PadTop == 0 && g.PadLeft == 0 && g.OutH == g.H-g.KH+1 && g.OutW == g.W-g.KW+1 && g.OutH > 0 && g.OutW > 0
+}
+
+// convForwardImplicit is convForward for a valid convolution without
+// unfolding: numbering a sample's output positions across the input's
+// full width (p = oh·W + ow), the unfolded matrix's row (c, ki, kj) is the
+// input plane c read from ki·W + kj on, so the GEMM packs it straight from
+// the input through a table of those row offsets. The positions with
+// ow ≥ OutW are computed and dropped: (W − OutW)/W more multiply-adds
+// instead of a copy of every window. One GEMM per sample, samples split
+// across the workers.
+func convForwardImplicit[T float](b *Backend, out, x, w []T, g backends.ConvGeometry, o int) {
+	ck, hw := g.C*g.KH*g.KW, g.H*g.W
+	pw := (g.OutH-1)*g.W + g.OutW // wide positions, the last line cut short
+	rowOff := make([]int, ck)
+	for c := range g.C {
+		for ki := range g.KH {
+			for kj := range g.KW {
+				rowOff[(c*g.KH+ki)*g.KW+kj] = c*hw + ki*g.W + kj
+			}
+		}
+	}
+	kern, pool := convKernel[T](), poolFor[T]()
+	b.parallel(g.N, 2, func(lo, hi int) {
+		y := pool.get(o * pw)
+		for n := lo; n < hi; n++ {
+			gemm(b, kern, o, pw, ck,
+				matSrc[T]{s: w, rs: ck, cs: 1},
+				matSrc[T]{s: x, off: n * g.C * hw, rowOff: rowOff, cs: 1},
+				matDst[T]{s: *y, rs: pw, cs: 1}, false)
+			for oc := range o {
+				dst := out[(n*o+oc)*g.OutH*g.OutW:][:g.OutH*g.OutW]
+				src := (*y)[oc*pw:][:pw]
+				for oh := range g.OutH {
+					copy(dst[oh*g.OutW:][:g.OutW], src[oh*g.W:])
+				}
+			}
+		}
+		pool.put(y)
+	})
+}
+
 // convInputGrad: for each chunk, dcols [CK, S·L] = wᵀ [CK, O] · dy chunk
 // [O, S·L], folded back (overlapping windows added) into dx's samples.
 func convInputGrad[T float](b *Backend, dx, dy, w []T, g backends.ConvGeometry, o int) {
 	ck, l := g.C*g.KH*g.KW, g.OutH*g.OutW
+	wide := convValid(g)
+	if wide {
+		l = convWidePositions(g)
+	}
 	s := convChunk(g.N, ck*l)
 	chunks := (g.N + s - 1) / s
 	kern, pool := convKernel[T](), poolFor[T]()
@@ -107,13 +161,17 @@ func convInputGrad[T float](b *Backend, dx, dy, w []T, g backends.ConvGeometry, 
 			n0 := ch * s
 			sn := min(s, g.N-n0)
 			gy := pool.get(o * sn * l)
-			gatherChunk(*gy, dy, o, l, n0, sn)
+			gatherChunk(*gy, dy, o, l, n0, sn, g, wide)
 			dcols := pool.get(ck * sn * l)
 			gemm(b, kern, ck, sn*l, o,
 				matSrc[T]{s: w, rs: 1, cs: ck},
 				matSrc[T]{s: *gy, rs: sn * l, cs: 1},
 				matDst[T]{s: *dcols, rs: sn * l, cs: 1}, false)
-			foldChunk(dx, *dcols, g, n0, sn)
+			if wide {
+				foldWide(dx, *dcols, g, n0, sn, l)
+			} else {
+				foldChunk(dx, *dcols, g, n0, sn)
+			}
 			pool.put(dcols)
 			pool.put(gy)
 		}
@@ -125,6 +183,10 @@ func convInputGrad[T float](b *Backend, dx, dy, w []T, g backends.ConvGeometry, 
 // so the result depends only on the shapes.
 func convWeightGrad[T float](b *Backend, dw, dy, x []T, g backends.ConvGeometry, o int) {
 	ck, l := g.C*g.KH*g.KW, g.OutH*g.OutW
+	wide := convValid(g)
+	if wide {
+		l = convWidePositions(g)
+	}
 	s := convChunk(g.N, ck*l)
 	chunks := (g.N + s - 1) / s
 	kern, pool := convKernel[T](), poolFor[T]()
@@ -135,9 +197,13 @@ func convWeightGrad[T float](b *Backend, dw, dy, x []T, g backends.ConvGeometry,
 			n0 := ch * s
 			sn := min(s, g.N-n0)
 			gy := pool.get(o * sn * l)
-			gatherChunk(*gy, dy, o, l, n0, sn)
+			gatherChunk(*gy, dy, o, l, n0, sn, g, wide)
 			cols := pool.get(ck * sn * l)
-			unfoldChunk(*cols, x, g, n0, sn)
+			if wide {
+				unfoldWide(*cols, x, g, n0, sn, l)
+			} else {
+				unfoldChunk(*cols, x, g, n0, sn)
+			}
 			// dwᵀ [CK, O] = cols [CK, S·L] · gyᵀ: both operands are read
 			// along their contiguous rows when packed, and the output
 			// tile shape fits CK (many rows) × O (a few columns)
@@ -159,13 +225,81 @@ func convWeightGrad[T float](b *Backend, dw, dy, x []T, g backends.ConvGeometry,
 	pool.put(partials)
 }
 
-// gatherChunk copies dy's samples [n0, n0+sn) ([N, O, L]) into dst laid out
-// [O, sn·L].
-func gatherChunk[T float](dst, dy []T, o, l, n0, sn int) {
+// gatherChunk copies dy's samples [n0, n0+sn) ([N, O, OutH·OutW]) into
+// dst laid out [O, sn·l]. With wide, a sample's l positions are numbered
+// across the input's width (see convWidePositions), and the positions
+// past OutW on each line are zero, so that they add nothing to the
+// gradients.
+func gatherChunk[T float](dst, dy []T, o, l, n0, sn int, g backends.ConvGeometry, wide bool) {
+	ohw := g.OutH * g.OutW
 	for i := range sn {
 		for oc := range o {
-			copy(dst[oc*sn*l+i*l:][:l], dy[((n0+i)*o+oc)*l:][:l])
+			src := dy[((n0+i)*o+oc)*ohw:][:ohw]
+			seg := dst[oc*sn*l+i*l:][:l]
+			if !wide {
+				copy(seg, src)
+				continue
+			}
+			for oh := range g.OutH {
+				line := seg[oh*g.W:]
+				copy(line[:g.OutW], src[oh*g.OutW:][:g.OutW])
+				if oh < g.OutH-1 {
+					clear(line[g.OutW:g.W])
+				}
+			}
 		}
+	}
+}
+
+// convWidePositions is the number of a sample's positions numbered across
+// the input's full width, p = oh·W + ow, up to the last window: for a
+// valid convolution the unfolded row (c, ki, kj) is then the input plane c
+// read from ki·W + kj on, one contiguous run, and the positions with ow ≥
+// OutW are computed and ignored (their gradient is zero).
+func convWidePositions(g backends.ConvGeometry) int { return (g.OutH-1)*g.W + g.OutW }
+
+// unfoldWide is unfoldChunk for a valid convolution with wide positions:
+// one copy of l elements per row and sample.
+func unfoldWide[T float](dst, x []T, g backends.ConvGeometry, n0, sn, l int) {
+	hw, width := g.H*g.W, sn*l
+	for c := range g.C {
+		for ki := range g.KH {
+			for kj := range g.KW {
+				row := dst[((c*g.KH+ki)*g.KW+kj)*width:][:width]
+				for i := range sn {
+					copy(row[i*l:][:l], x[((n0+i)*g.C+c)*hw+ki*g.W+kj:][:l])
+				}
+			}
+		}
+	}
+}
+
+// foldWide is foldChunk for a valid convolution with wide positions: each
+// row of cols adds, in one run, into the plane it was read from (its
+// ignored positions hold zeros).
+func foldWide[T float](dx, cols []T, g backends.ConvGeometry, n0, sn, l int) {
+	hw, width := g.H*g.W, sn*l
+	clear(dx[n0*g.C*hw : (n0+sn)*g.C*hw])
+	for c := range g.C {
+		for ki := range g.KH {
+			for kj := range g.KW {
+				row := cols[((c*g.KH+ki)*g.KW+kj)*width:][:width]
+				for i := range sn {
+					addTo(dx[((n0+i)*g.C+c)*hw+ki*g.W+kj:][:l], row[i*l:][:l])
+				}
+			}
+		}
+	}
+}
+
+// addTo sets dst[i] += src[i].
+func addTo[T float](dst, src []T) {
+	if vecAxpy(dst, src, 1) {
+		return
+	}
+	src = src[:len(dst)]
+	for i, v := range src {
+		dst[i] += v
 	}
 }
 

@@ -56,14 +56,40 @@ type kernel[T float] struct {
 // off + r·rs + c·cs of a buffer. load gathers n elements starting at off
 // with stride st into dst, converting to T; s is the buffer itself when it
 // already holds T (then packing reads it directly).
+//
+// rowOff (or colOff), when set, gives each row's (column's) offset in
+// place of r·rs (c·cs): a convolution's input read as its unfolded matrix
+// without unfolding it (see convForwardImplicit). Such an operand must
+// hold T (s set).
 type matSrc[T float] struct {
-	s           []T
-	load        func(off, st int, dst []T)
-	off, rs, cs int
+	s              []T
+	load           func(off, st int, dst []T)
+	off, rs, cs    int
+	rowOff, colOff []int
 }
 
 // t returns the transpose (element (r, c) is the source's (c, r)).
-func (m matSrc[T]) t() matSrc[T] { m.rs, m.cs = m.cs, m.rs; return m }
+func (m matSrc[T]) t() matSrc[T] {
+	m.rs, m.cs = m.cs, m.rs
+	m.rowOff, m.colOff = m.colOff, m.rowOff
+	return m
+}
+
+// at returns the offset of element (r, c).
+func (m matSrc[T]) at(r, c int) int {
+	o := m.off
+	if m.rowOff != nil {
+		o += m.rowOff[r]
+	} else {
+		o += r * m.rs
+	}
+	if m.colOff != nil {
+		o += m.colOff[c]
+	} else {
+		o += c * m.cs
+	}
+	return o
+}
 
 // matDst is the output: element (r, c) at off + r·rs + c·cs of s.
 type matDst[T float] struct {
@@ -77,6 +103,10 @@ type matDst[T float] struct {
 func pack[T float](dst []T, src matSrc[T], r0, rn, c0, cn, w int, tmp []T) {
 	panels := (rn + w - 1) / w
 	dst = dst[:panels*cn*w]
+	if src.rowOff != nil || src.colOff != nil {
+		packTable(dst, src, r0, rn, c0, cn, w)
+		return
+	}
 	base := src.off + r0*src.rs + c0*src.cs
 	if abs(src.rs) < abs(src.cs) {
 		// the panel dimension is the contiguous one: copy w at a time
@@ -109,9 +139,9 @@ func pack[T float](dst []T, src matSrc[T], r0, rn, c0, cn, w int, tmp []T) {
 	for pn := range panels {
 		d := dst[pn*cn*w : (pn+1)*cn*w]
 		rows := min(w, rn-pn*w)
-		for i := rows; i < w; i++ {
+		if rows < w {
 			for c := range cn {
-				d[c*w+i] = 0
+				clear(d[c*w+rows : c*w+w])
 			}
 		}
 		if src.s == nil || src.cs != 1 {
@@ -143,6 +173,28 @@ func pack[T float](dst []T, src matSrc[T], r0, rn, c0, cn, w int, tmp []T) {
 					blk[c*w+i] = v
 				}
 			}
+		}
+	}
+}
+
+// packTable is pack for an operand with a row or column offset table:
+// w contiguous elements at a time where the panel dimension is contiguous
+// (an implicit convolution's positions), else element by element.
+func packTable[T float](dst []T, src matSrc[T], r0, rn, c0, cn, w int) {
+	for pn := range (rn + w - 1) / w {
+		d := dst[pn*cn*w : (pn+1)*cn*w]
+		rows := min(w, rn-pn*w)
+		for c := range cn {
+			e := d[c*w : c*w+w]
+			start := src.at(r0+pn*w, c0+c)
+			if src.rowOff == nil && src.rs == 1 {
+				copy(e[:rows], src.s[start:start+rows])
+			} else {
+				for i := range rows {
+					e[i] = src.s[src.at(r0+pn*w+i, c0+c)]
+				}
+			}
+			clear(e[rows:])
 		}
 	}
 }

@@ -4259,3 +4259,62 @@ pool_loop:
 pool_done:
 	VZEROUPPER
 	RET
+
+// func reluGradF32AVX2(dst *float32, x *float32, grad *float32, n int)
+// Requires: AVX, AVX2
+TEXT ·reluGradF32AVX2(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         grad+16(FP), DX
+	MOVQ         n+24(FP), BX
+	VXORPS       Y14, Y14, Y14
+	MOVL         $0x3f800000, SI
+	VMOVD        SI, X15
+	VBROADCASTSS X15, Y15
+
+relugrad_loop:
+	CMPQ    BX, $0x00000020
+	JB      relugrad_loop8
+	VMOVUPS (CX), Y0
+	VCMPPS  $0x1e, Y14, Y0, Y4
+	VANDPS  Y15, Y4, Y4
+	VMULPS  (DX), Y4, Y4
+	VMOVUPS Y4, (AX)
+	VMOVUPS 32(CX), Y1
+	VCMPPS  $0x1e, Y14, Y1, Y5
+	VANDPS  Y15, Y5, Y5
+	VMULPS  32(DX), Y5, Y5
+	VMOVUPS Y5, 32(AX)
+	VMOVUPS 64(CX), Y2
+	VCMPPS  $0x1e, Y14, Y2, Y6
+	VANDPS  Y15, Y6, Y6
+	VMULPS  64(DX), Y6, Y6
+	VMOVUPS Y6, 64(AX)
+	VMOVUPS 96(CX), Y3
+	VCMPPS  $0x1e, Y14, Y3, Y7
+	VANDPS  Y15, Y7, Y7
+	VMULPS  96(DX), Y7, Y7
+	VMOVUPS Y7, 96(AX)
+	ADDQ    $0x00000080, CX
+	ADDQ    $0x00000080, DX
+	ADDQ    $0x00000080, AX
+	SUBQ    $0x00000020, BX
+	JMP     relugrad_loop
+
+relugrad_loop8:
+	TESTQ   BX, BX
+	JZ      relugrad_done
+	VMOVUPS (CX), Y0
+	VCMPPS  $0x1e, Y14, Y0, Y4
+	VANDPS  Y15, Y4, Y4
+	VMULPS  (DX), Y4, Y4
+	VMOVUPS Y4, (AX)
+	ADDQ    $0x00000020, CX
+	ADDQ    $0x00000020, DX
+	ADDQ    $0x00000020, AX
+	SUBQ    $0x00000008, BX
+	JMP     relugrad_loop8
+
+relugrad_done:
+	VZEROUPPER
+	RET

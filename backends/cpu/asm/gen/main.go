@@ -28,5 +28,6 @@ func main() {
 	unaryKernels()
 	adam()
 	maxPool2x2()
+	reluGrad()
 	Generate()
 }

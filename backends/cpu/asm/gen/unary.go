@@ -103,3 +103,52 @@ func unaryKernels() {
 		unaryKernel(op)
 	}
 }
+
+// reluGrad generates reluGradF32AVX2: dst[i] = g[i]·[x[i] > 0] for i < n,
+// a multiple of 8 (AVX2): the comparison (false for NaN) selects the bits
+// of 1.0 or 0.0, and the product is Go's float32 product, so a NaN or
+// infinite g still gives NaN where x ≤ 0, as the Go loop reluGradF32 does.
+func reluGrad() {
+	TEXT("reluGradF32AVX2", NOSPLIT, "func(dst, x, grad *float32, n int)")
+	Pragma("noescape")
+	Doc("reluGradF32AVX2 sets dst[i] = grad[i]·[x[i] > 0] for i < n (a multiple of 8; AVX2), bit for bit as reluGradF32.")
+	dst, x, g, n := Load(Param("dst"), GP64()), Load(Param("x"), GP64()), Load(Param("grad"), GP64()), Load(Param("n"), GP64())
+	zero, one := Y14, Y15
+	VXORPS(zero, zero, zero)
+	t := GP32()
+	MOVL(U32(0x3f800000), t)
+	VMOVD(t, one.AsX())
+	VBROADCASTSS(one.AsX(), one)
+	Label("relugrad_loop")
+	CMPQ(n, U32(32))
+	JB(LabelRef("relugrad_loop8"))
+	for u := range 4 {
+		v, m := []VecPhysical{Y0, Y1, Y2, Y3}[u], []VecPhysical{Y4, Y5, Y6, Y7}[u]
+		VMOVUPS(Mem{Base: x, Disp: 32 * u}, v)
+		VCMPPS(U8(0x1e), zero, v, m) // GT_OQ: x > 0
+		VANDPS(one, m, m)
+		VMULPS(Mem{Base: g, Disp: 32 * u}, m, m)
+		VMOVUPS(m, Mem{Base: dst, Disp: 32 * u})
+	}
+	ADDQ(U32(128), x)
+	ADDQ(U32(128), g)
+	ADDQ(U32(128), dst)
+	SUBQ(U32(32), n)
+	JMP(LabelRef("relugrad_loop"))
+	Label("relugrad_loop8")
+	TESTQ(n, n)
+	JZ(LabelRef("relugrad_done"))
+	VMOVUPS(Mem{Base: x}, Y0)
+	VCMPPS(U8(0x1e), zero, Y0, Y4)
+	VANDPS(one, Y4, Y4)
+	VMULPS(Mem{Base: g}, Y4, Y4)
+	VMOVUPS(Y4, Mem{Base: dst})
+	ADDQ(U32(32), x)
+	ADDQ(U32(32), g)
+	ADDQ(U32(32), dst)
+	SUBQ(U32(8), n)
+	JMP(LabelRef("relugrad_loop8"))
+	Label("relugrad_done")
+	VZEROUPPER()
+	RET()
+}
