@@ -123,6 +123,7 @@ func TestFusedConvMatchesComposed(t *testing.T) {
 	}{
 		{"3x3 valid", []int{4, 3, 9, 8}, []int{5, 3, 3, 3}, ConvConfig{}, false},
 		{"MNIST conv1 batch 17", []int{17, 1, 12, 12}, []int{4, 1, 3, 3}, ConvConfig{}, false},
+		{"valid, uneven window, batch 9", []int{9, 5, 8, 11}, []int{6, 5, 2, 4}, ConvConfig{}, false},
 		{"padded", []int{3, 2, 7, 6}, []int{4, 2, 3, 3}, ConvConfig{Padding: []int{1}}, false},
 		{"stride 2", []int{3, 2, 9, 9}, []int{3, 2, 3, 3}, ConvConfig{Stride: []int{2}, Padding: []int{1}}, false},
 		{"dilation", []int{2, 2, 10, 9}, []int{3, 2, 3, 2}, ConvConfig{Dilation: []int{2, 3}}, false},
