@@ -198,3 +198,15 @@ func vecReluGrad(o, x, g []float32) int {
 	reluGradF32AVX2(&o[0], &x[0], &g[0], n)
 	return n
 }
+
+// vecSumWide sums the longest prefix of x of whole groups of sixteen with
+// the AVX2 kernel, for float32 summed in float64, and returns the sum and
+// how many elements it covered (0 where it has no kernel).
+func vecSumWide[T float32 | float64 | int64, A accum](x []T) (A, int) {
+	xf, ok := any(x).([]float32)
+	n := len(x) &^ 15
+	if _, wide := any(A(0)).(float64); !ok || !wide || !hasAVX2 || n == 0 {
+		return 0, 0
+	}
+	return A(sumF32F64(&xf[:n][0], n)), n
+}

@@ -32,3 +32,6 @@ func vecMaxPool2x2(dst []float32, di []int64, src []float32, w, oh, ow int) bool
 
 // vecReluGrad has no vector kernel in the portable build.
 func vecReluGrad(o, x, g []float32) int { return 0 }
+
+// vecSumWide has no vector kernel in the portable build.
+func vecSumWide[T float32 | float64 | int64, A accum](x []T) (A, int) { return 0, 0 }

@@ -49,6 +49,11 @@ func axpyF32(dst *float32, x *float32, a float32, n int)
 //go:noescape
 func dotF32(x *float32, y *float32, n int) float32
 
+// sumF32F64 returns Σ x[i] for i < n (a multiple of 16), summed in float64 in sixteen partial sums (AVX2).
+//
+//go:noescape
+func sumF32F64(x *float32, n int) float64
+
 // addvvF32 sets dst[i] = a[i] + b[i] for i < n (AVX2).
 //
 //go:noescape

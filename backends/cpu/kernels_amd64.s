@@ -2670,6 +2670,43 @@ dot_reduce:
 	VZEROUPPER
 	RET
 
+// func sumF32F64(x *float32, n int) float64
+// Requires: AVX, SSE2
+TEXT ·sumF32F64(SB), NOSPLIT, $0-24
+	MOVQ   x+0(FP), AX
+	MOVQ   n+8(FP), CX
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+
+sumw_loop:
+	TESTQ     CX, CX
+	JZ        sumw_done
+	VCVTPS2PD (AX), Y4
+	VADDPD    Y4, Y0, Y0
+	VCVTPS2PD 16(AX), Y4
+	VADDPD    Y4, Y1, Y1
+	VCVTPS2PD 32(AX), Y4
+	VADDPD    Y4, Y2, Y2
+	VCVTPS2PD 48(AX), Y4
+	VADDPD    Y4, Y3, Y3
+	ADDQ      $0x00000040, AX
+	SUBQ      $0x00000010, CX
+	JMP       sumw_loop
+
+sumw_done:
+	VADDPD       Y1, Y0, Y0
+	VADDPD       Y3, Y2, Y2
+	VADDPD       Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPD       X1, X0, X0
+	VUNPCKHPD    X0, X0, X1
+	VADDSD       X1, X0, X0
+	VZEROUPPER
+	MOVSD        X0, ret+16(FP)
+	RET
+
 // func addvvF32(dst *float32, a *float32, b *float32, n int)
 // Requires: AVX
 TEXT ·addvvF32(SB), NOSPLIT, $0-32

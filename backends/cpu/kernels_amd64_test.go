@@ -70,3 +70,31 @@ func TestMaxPoolKernelMatchesGo(t *testing.T) {
 		}
 	})
 }
+
+// TestSumKernelMatchesFloat64 checks the AVX2 float32 sum (float64 partial
+// sums) against a plain float64 sum of the same values, on lengths that
+// are and are not whole groups of sixteen.
+func TestSumKernelMatchesFloat64(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2 on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{16, 17, 31, 32, 48, 100, 1000, 4099} {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(7)-3)))
+		}
+		got := reduceRun[float32, float64](backends.Sum, x, 0, 1, n)
+		var want, scale float64
+		for _, v := range x {
+			want += float64(v)
+			scale += math.Abs(float64(v))
+		}
+		if math.Abs(got-want) > 1e-12*scale {
+			t.Errorf("n=%d: sum %v, float64 loop %v", n, got, want)
+		}
+		if s, done := vecSumWide[float32, float64](x); done != n&^15 || (done > 0 && s == 0) {
+			t.Errorf("n=%d: the kernel covered %d elements", n, done)
+		}
+	}
+}

@@ -77,6 +77,9 @@ func reduceRun[T float32 | float64 | int64, A accum](op backends.ReduceOp, s []T
 		x := s[off : off+n]
 		switch op {
 		case backends.Sum:
+			if sum, done := vecSumWide[T, A](x); done > 0 {
+				a0, x = sum, x[done:]
+			}
 			for ; len(x) >= 4; x = x[4:] {
 				a0 += A(x[0])
 				a1 += A(x[1])

@@ -114,3 +114,39 @@ func dot() {
 	VZEROUPPER()
 	RET()
 }
+
+// sumWide generates sumF32F64: Σ x[i] for i < n (a multiple of 16) in
+// float64, with AVX2: each float32 widened exactly, sixteen partial sums
+// (four ymm of four) combined in a fixed order, so the result depends only
+// on n and the data.
+func sumWide() {
+	TEXT("sumF32F64", NOSPLIT, "func(x *float32, n int) float64")
+	Pragma("noescape")
+	Doc("sumF32F64 returns Σ x[i] for i < n (a multiple of 16), summed in float64 in sixteen partial sums (AVX2).")
+	x, n := Load(Param("x"), GP64()), Load(Param("n"), GP64())
+	acc := []VecPhysical{Y0, Y1, Y2, Y3}
+	for _, r := range acc {
+		VXORPD(r, r, r)
+	}
+	Label("sumw_loop")
+	TESTQ(n, n)
+	JZ(LabelRef("sumw_done"))
+	for u, r := range acc {
+		VCVTPS2PD(Mem{Base: x, Disp: 16 * u}, Y4)
+		VADDPD(Y4, r, r)
+	}
+	ADDQ(U32(64), x)
+	SUBQ(U32(16), n)
+	JMP(LabelRef("sumw_loop"))
+	Label("sumw_done")
+	VADDPD(Y1, Y0, Y0)
+	VADDPD(Y3, Y2, Y2)
+	VADDPD(Y2, Y0, Y0)
+	VEXTRACTF128(U8(1), Y0, X1)
+	VADDPD(X1, X0, X0)
+	VUNPCKHPD(X0, X0, X1)
+	VADDSD(X1, X0, X0)
+	VZEROUPPER()
+	Store(X0, ReturnIndex(0))
+	RET()
+}

@@ -24,6 +24,7 @@ func main() {
 	packT8()
 	axpy()
 	dot()
+	sumWide()
 	ewKernels()
 	unaryKernels()
 	adam()
