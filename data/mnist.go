@@ -279,22 +279,22 @@ func (m *MNIST) Batch(indices []int, dev tensor.Device) (x, y *tensor.Tensor) {
 	}
 	vals := *stage
 	labels := make([]int64, len(indices))
+	// first read one byte per cache line of every image (and its label):
+	// the images are random and far apart, and these independent reads
+	// overlap, where converting image after image waits for its lines one
+	// miss at a time
 	var touch byte
+	for _, i := range indices {
+		if i >= 0 && i < m.Len() {
+			img := m.Pixels[i*MNISTPixels:][:MNISTPixels]
+			for off := 0; off < len(img); off += 64 {
+				touch |= img[off]
+			}
+			touch |= img[len(img)-1] | byte(m.Labels[i])
+		}
+	}
 	for k, i := range indices {
 		m.checkIndex("data.MNIST.Batch", i, k)
-		if k+batchAhead < len(indices) {
-			// read one byte per cache line of an image a few ahead (and
-			// its label), so that its lines load while this one converts:
-			// the images are random and far apart, and converting them one
-			// line miss at a time is most of the cost
-			if next := indices[k+batchAhead]; next >= 0 && next < m.Len() {
-				img := m.Pixels[next*MNISTPixels:][:MNISTPixels]
-				for off := 0; off < len(img); off += 64 {
-					touch |= img[off]
-				}
-				touch |= byte(m.Labels[next])
-			}
-		}
 		dst := vals[MNISTPixels*k:][:MNISTPixels]
 		src := m.Pixels[i*MNISTPixels:][:MNISTPixels]
 		for j := range dst {
@@ -310,10 +310,7 @@ func (m *MNIST) Batch(indices []int, dev tensor.Device) (x, y *tensor.Tensor) {
 	return tensor.FromFloat32s(dev, vals, shape...), tensor.FromInt64s(dev, labels, len(indices))
 }
 
-// batchAhead is how many images ahead Batch touches.
-const batchAhead = 4
-
-// prefetchSink receives Batch's early reads of the next image, so that
+// prefetchSink receives Batch's early reads of the images, so that
 // the compiler keeps them.
 var prefetchSink atomic.Uint32
 
