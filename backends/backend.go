@@ -272,7 +272,8 @@ type AdamHyper struct {
 // memory, for contiguous Float32 or Float64 views of one shape. Every
 // intermediate is rounded to the dtype exactly as the composition of
 // element-wise primitives rounds it, so results are bit-identical to it.
-// outP is written only when h.MovesParam.
+// outP is written only when h.MovesParam. The update is element-wise, so
+// outP, outM and outV may be p, m and v themselves (an update in place).
 type AdamFusion interface {
 	AdamStep(outP, outM, outV, p, g, m, v View, h AdamHyper)
 }

@@ -123,7 +123,7 @@ func adamStep(p, g *tensor.Tensor, h hyper, st *paramState, decoupled, amsgrad, 
 	p, next := tensor.AdamStep(p, g, tensor.AdamState{ExpAvg: st.slots["exp_avg"], ExpAvgSq: st.slots["exp_avg_sq"],
 		MaxExpAvgSq: st.slots["max_exp_avg_sq"]}, tensor.AdamConfig{LR: h.lr, Beta1: h.beta1, Beta2: h.beta2,
 		Eps: h.eps, WeightDecay: h.weightDecay, Decoupled: decoupled, AMSGrad: amsgrad, Maximize: maximize,
-		Step: st.step})
+		Step: st.step, InPlace: true})
 	st.slots["exp_avg"], st.slots["exp_avg_sq"] = next.ExpAvg, next.ExpAvgSq
 	if amsgrad {
 		st.slots["max_exp_avg_sq"] = next.MaxExpAvgSq

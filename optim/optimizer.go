@@ -109,9 +109,10 @@ type overrides struct{ momentum, betas, eps, adamw bool }
 // update computes one parameter's new value: p is a view of the parameter
 // outside any graph, g its gradient (already clipped), st its state with
 // st.step already counting this step. It returns the new value (nil to
-// leave p unchanged) and puts new slot tensors in st.slots; it must never
-// modify p, g or old slots in place, and every slot must be a distinct
-// tensor it created (never g, p or another slot).
+// leave p unchanged, or p itself when it updated p in place) and puts its
+// slot tensors in st.slots: new ones, or the old ones updated in place
+// (State copies them). It must never modify g, and every slot must be a
+// distinct tensor it owns (never g, p or another slot).
 type updateFunc func(p, g *tensor.Tensor, h hyper, st *paramState) *tensor.Tensor
 
 // paramState is one parameter's optimizer state.

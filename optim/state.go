@@ -46,10 +46,9 @@ func SplitStateKey(key string) (param, slot string, ok bool) {
 }
 
 // State returns the optimizer's state: step counts, the learning rate and,
-// as views made on the calling goroutine (so a Scope collects them), the
-// slot tensors. The views cost no copy and keep the values of this moment:
-// optimizers write new slot tensors each step rather than overwriting
-// these. State restored by LoadState and not yet bound to a parameter by a
+// as copies made on the calling goroutine (so a Scope collects them), the
+// slot tensors, which keep the values of this moment (Adam updates its
+// moments in place). State restored by LoadState and not yet bound to a parameter by a
 // Step is included. It fails when two parameters share a name (possible
 // only through StepParams).
 func (b *base) State() (*State, error) {
@@ -73,7 +72,7 @@ func (b *base) State() (*State, error) {
 				err = fmt.Errorf("%s: %s of %s was released: %w", op, slot, st.name, ErrState)
 				return
 			}
-			s.Tensors[StateKey(st.name, slot)] = t.Detach()
+			s.Tensors[StateKey(st.name, slot)] = clone(t)
 		}
 	}
 	for _, st := range b.state {
@@ -157,7 +156,7 @@ func (b *base) LoadState(s *State) error {
 	tensor.NoScope(func() {
 		for _, key := range keys {
 			name, slot, _ := SplitStateKey(key)
-			get(name).slots[slot] = s.Tensors[key].Detach()
+			get(name).slots[slot] = clone(s.Tensors[key]) // the caller keeps its own
 		}
 	})
 	b.ZeroState()

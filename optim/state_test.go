@@ -279,3 +279,44 @@ func TestLoadStateBadInput(t *testing.T) {
 		}
 	})
 }
+
+// TestStateIsASnapshot checks that the tensors State returns keep their
+// values while training goes on (Adam updates its moments in place), and
+// that LoadState copies the tensors it is given rather than training them.
+func TestStateIsASnapshot(t *testing.T) {
+	for _, c := range stateCases {
+		t.Run(c.name, func(t *testing.T) {
+			dev := tensor.CPU()
+			p := newProblem(t, dev)
+			opt := c.make()
+			defer release(opt)
+			for range 3 {
+				p.step(opt)
+			}
+			st, err := opt.State()
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := map[string][]float64{}
+			for k, v := range st.Tensors {
+				before[k] = v.Float64s()
+			}
+			p.step(opt)
+			other := c.make()
+			defer release(other)
+			if err := other.LoadState(st); err != nil {
+				t.Fatal(err)
+			}
+			q := newProblem(t, dev)
+			q.step(other)
+			for k, v := range st.Tensors {
+				got := v.Float64s()
+				for i := range got {
+					if math.Float64bits(got[i]) != math.Float64bits(before[k][i]) {
+						t.Fatalf("%s[%d] changed from %v to %v after later steps", k, i, before[k][i], got[i])
+					}
+				}
+			}
+		})
+	}
+}

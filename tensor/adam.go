@@ -14,6 +14,11 @@ type AdamConfig struct {
 	AMSGrad                            bool // use the maximum of past second moments
 	Maximize                           bool // ascend instead of descend
 	Step                               int
+	// InPlace writes the new parameter into p's own storage and returns
+	// p, as an optimizer updates its parameters; where the update is fused
+	// the moments are updated in st's tensors too (and those are
+	// returned), else they are new tensors.
+	InPlace bool
 }
 
 // AdamState holds one parameter's moments for AdamStep; every tensor is
@@ -25,7 +30,8 @@ type AdamState struct {
 // AdamStep computes one Adam (or, with Decoupled, AdamW) update of p for
 // gradient g, as PyTorch's torch.optim.Adam/AdamW do, and returns the new
 // parameter value and the new moments as new tensors; p, g and st's tensors
-// are left unchanged. It records no graph. Where the backend offers a
+// are left unchanged, unless cfg.InPlace asks for the update in place. It
+// records no graph. Where the backend offers a
 // fused kernel (backends.AdamFusion) the update is one pass over memory;
 // elsewhere, and for AMSGrad, it is composed from element-wise ops. The two
 // give identical bits. When the step size is 0 (the end of a decaying
@@ -58,9 +64,15 @@ func AdamStep(p, g *Tensor, st AdamState, cfg AdamConfig) (*Tensor, AdamState) {
 		h.InvDenom, h.EpsTerm = 1/(bc2*negStep), cfg.Eps/negStep
 	}
 	if f, ok := adamFusion(p, g, st, cfg); ok {
-		return adamFused(op, f, p, g, st, h)
+		return adamFused(op, f, p, g, st, h, cfg.InPlace)
 	}
-	return adamComposed(p, g, st, h, cfg.AMSGrad)
+	next, nst := adamComposed(p, g, st, h, cfg.AMSGrad)
+	if cfg.InPlace && next != p {
+		p.Assign(next)
+		next.Release()
+		next = p
+	}
+	return next, nst
 }
 
 // adamFusion returns the backend's fused Adam when it applies: no AMSGrad,
@@ -78,17 +90,23 @@ func adamFusion(p, g *Tensor, st AdamState, cfg AdamConfig) (backends.AdamFusion
 	return f, ok
 }
 
-func adamFused(op string, f backends.AdamFusion, p, g *Tensor, st AdamState, h backends.AdamHyper) (*Tensor, AdamState) {
+func adamFused(op string, f backends.AdamFusion, p, g *Tensor, st AdamState, h backends.AdamHyper, inPlace bool) (*Tensor, AdamState) {
 	dev := p.dev.NoGrad()
-	m := newTensor(op, dev, p.dtype, p.shape)
-	v := newTensor(op, dev, p.dtype, p.shape)
+	var m, v *Tensor
 	var mv, vv, pv backends.View
 	if !h.First {
 		mv, vv = st.ExpAvg.view(), st.ExpAvgSq.view()
 	}
+	if inPlace && !h.First {
+		m, v = st.ExpAvg, st.ExpAvgSq
+	} else {
+		m, v = newTensor(op, dev, p.dtype, p.shape), newTensor(op, dev, p.dtype, p.shape)
+	}
 	out := p
 	if h.MovesParam {
-		out = newTensor(op, dev, p.dtype, p.shape)
+		if !inPlace {
+			out = newTensor(op, dev, p.dtype, p.shape)
+		}
 		pv = out.view()
 	}
 	f.AdamStep(pv, m.view(), v.view(), p.view(), g.view(), mv, vv, h)

@@ -186,23 +186,34 @@ func TestFusedAdamMatchesComposed(t *testing.T) {
 	}
 	for _, dtype := range []DType{Float32, Float64} {
 		for _, c := range cases {
-			t.Run(c.name+"/"+dtype.String(), func(t *testing.T) {
-				fusedAndComposed(t, func(dev Device) []*Tensor {
-					dev = dev.NoGrad()
-					dev.Seed(9)
-					p := Randn(dev, 37, 29).To(dtype)
-					var st AdamState
-					var out []*Tensor
-					for step := 1; step <= 4; step++ {
-						g := Randn(dev, 37, 29).To(dtype).MulScalar(float64(step))
-						cfg := c.cfg
-						cfg.Step = step
-						p, st = AdamStep(p, g, st, cfg)
-						out = append(out, p, st.ExpAvg, st.ExpAvgSq)
-					}
-					return out
+			for _, inPlace := range []bool{false, true} {
+				name := c.name + "/" + dtype.String()
+				if inPlace {
+					name += "/in place"
+				}
+				t.Run(name, func(t *testing.T) {
+					fusedAndComposed(t, func(dev Device) []*Tensor {
+						dev = dev.NoGrad()
+						dev.Seed(9)
+						p := Randn(dev, 37, 29).To(dtype)
+						var st AdamState
+						var out []*Tensor
+						for step := 1; step <= 4; step++ {
+							g := Randn(dev, 37, 29).To(dtype).MulScalar(float64(step))
+							cfg := c.cfg
+							cfg.Step, cfg.InPlace = step, inPlace
+							next, nst := AdamStep(p, g, st, cfg)
+							if inPlace && next != p {
+								t.Fatalf("step %d in place returned a new parameter tensor", step)
+							}
+							p, st = next, nst
+							// copies: in place, later steps overwrite these tensors
+							out = append(out, p.MulScalar(1), st.ExpAvg.MulScalar(1), st.ExpAvgSq.MulScalar(1))
+						}
+						return out
+					})
 				})
-			})
+			}
 		}
 	}
 }
