@@ -210,3 +210,18 @@ func vecSumWide[T float32 | float64 | int64, A accum](x []T) (A, int) {
 	}
 	return A(sumF32F64(&xf[:n][0], n)), n
 }
+
+// vecAccWide adds float32 x into float64 acc over the longest prefix of
+// whole groups of eight with the AVX2 kernel and returns how many elements
+// it did (0 where it has no kernel).
+func vecAccWide[T float32 | float64 | int64, A accum](acc []A, x []T) int {
+	xf, ok := any(x).([]float32)
+	af, wide := any(acc).([]float64)
+	n := len(acc) &^ 7
+	if !ok || !wide || !hasAVX2 || n == 0 {
+		return 0
+	}
+	_ = xf[n-1]
+	accF32F64(&af[0], &xf[0], n)
+	return n
+}

@@ -35,3 +35,6 @@ func vecReluGrad(o, x, g []float32) int { return 0 }
 
 // vecSumWide has no vector kernel in the portable build.
 func vecSumWide[T float32 | float64 | int64, A accum](x []T) (A, int) { return 0, 0 }
+
+// vecAccWide has no vector kernel in the portable build.
+func vecAccWide[T float32 | float64 | int64, A accum](acc []A, x []T) int { return 0 }

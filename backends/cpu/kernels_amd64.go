@@ -54,6 +54,11 @@ func dotF32(x *float32, y *float32, n int) float32
 //go:noescape
 func sumF32F64(x *float32, n int) float64
 
+// accF32F64 sets acc[i] += float64(x[i]) for i < n (a multiple of 8; AVX2), bit for bit as the Go loop.
+//
+//go:noescape
+func accF32F64(acc *float64, x *float32, n int)
+
 // addvvF32 sets dst[i] = a[i] + b[i] for i < n (AVX2).
 //
 //go:noescape

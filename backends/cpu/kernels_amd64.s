@@ -2707,6 +2707,31 @@ sumw_done:
 	MOVSD        X0, ret+16(FP)
 	RET
 
+// func accF32F64(acc *float64, x *float32, n int)
+// Requires: AVX
+TEXT ·accF32F64(SB), NOSPLIT, $0-24
+	MOVQ acc+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ n+16(FP), DX
+
+accw_loop:
+	TESTQ     DX, DX
+	JZ        accw_done
+	VCVTPS2PD (CX), Y0
+	VADDPD    (AX), Y0, Y0
+	VMOVUPD   Y0, (AX)
+	VCVTPS2PD 16(CX), Y1
+	VADDPD    32(AX), Y1, Y1
+	VMOVUPD   Y1, 32(AX)
+	ADDQ      $0x00000020, CX
+	ADDQ      $0x00000040, AX
+	SUBQ      $0x00000008, DX
+	JMP       accw_loop
+
+accw_done:
+	VZEROUPPER
+	RET
+
 // func addvvF32(dst *float32, a *float32, b *float32, n int)
 // Requires: AVX
 TEXT ·addvvF32(SB), NOSPLIT, $0-32

@@ -98,3 +98,27 @@ func TestSumKernelMatchesFloat64(t *testing.T) {
 		}
 	}
 }
+
+// TestAccKernelMatchesGo checks the AVX2 widening accumulation against the
+// Go loop bit for bit.
+func TestAccKernelMatchesGo(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2 on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, n := range []int{8, 9, 15, 16, 33, 100} {
+		x := make([]float32, n)
+		acc, want := make([]float64, n), make([]float64, n)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+			acc[i] = rng.NormFloat64() * 1e3
+			want[i] = acc[i] + float64(x[i])
+		}
+		accumulateRow(backends.Sum, acc, x, 0, 1)
+		for i := range acc {
+			if math.Float64bits(acc[i]) != math.Float64bits(want[i]) {
+				t.Fatalf("n=%d: acc[%d] = %v, Go loop %v", n, i, acc[i], want[i])
+			}
+		}
+	}
+}

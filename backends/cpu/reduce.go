@@ -143,6 +143,9 @@ func accumulateRow[T float32 | float64 | int64, A accum](op backends.ReduceOp, a
 		x := s[off : off+len(acc)]
 		switch op {
 		case backends.Sum:
+			if done := vecAccWide(acc, x); done > 0 {
+				acc, x = acc[done:], x[done:]
+			}
 			for i, v := range x {
 				acc[i] += A(v)
 			}

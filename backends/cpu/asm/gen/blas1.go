@@ -150,3 +150,28 @@ func sumWide() {
 	Store(X0, ReturnIndex(0))
 	RET()
 }
+
+// accWide generates accF32F64: acc[i] += float64(x[i]) for i < n (a
+// multiple of 8), with AVX2: each float32 widened exactly and added in
+// float64, as the Go loop does element by element.
+func accWide() {
+	TEXT("accF32F64", NOSPLIT, "func(acc *float64, x *float32, n int)")
+	Pragma("noescape")
+	Doc("accF32F64 sets acc[i] += float64(x[i]) for i < n (a multiple of 8; AVX2), bit for bit as the Go loop.")
+	acc, x, n := Load(Param("acc"), GP64()), Load(Param("x"), GP64()), Load(Param("n"), GP64())
+	Label("accw_loop")
+	TESTQ(n, n)
+	JZ(LabelRef("accw_done"))
+	for u, r := range []VecPhysical{Y0, Y1} {
+		VCVTPS2PD(Mem{Base: x, Disp: 16 * u}, r)
+		VADDPD(Mem{Base: acc, Disp: 32 * u}, r, r)
+		VMOVUPD(r, Mem{Base: acc, Disp: 32 * u})
+	}
+	ADDQ(U32(32), x)
+	ADDQ(U32(64), acc)
+	SUBQ(U32(8), n)
+	JMP(LabelRef("accw_loop"))
+	Label("accw_done")
+	VZEROUPPER()
+	RET()
+}

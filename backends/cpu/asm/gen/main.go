@@ -25,6 +25,7 @@ func main() {
 	axpy()
 	dot()
 	sumWide()
+	accWide()
 	ewKernels()
 	unaryKernels()
 	adam()
