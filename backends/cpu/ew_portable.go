@@ -38,3 +38,11 @@ func vecSumWide[T float32 | float64 | int64, A accum](x []T) (A, int) { return 0
 
 // vecAccWide has no vector kernel in the portable build.
 func vecAccWide[T float32 | float64 | int64, A accum](acc []A, x []T) int { return 0 }
+
+// hasDotTile is false: the portable build has no dot-product tile kernel.
+const hasDotTile = false
+
+// dotTile4x4F32 is never called in the portable build (hasDotTile).
+func dotTile4x4F32(a0, a1, a2, a3, b0, b1, b2, b3 *float32, n, ns, sa, sb int, acc *[256]float32) {
+	panic("cpu: dotTile4x4F32 without assembly")
+}

@@ -186,6 +186,10 @@ func convWeightGrad[T float](b *Backend, dw, dy, x []T, g backends.ConvGeometry,
 	wide := convValid(g)
 	if wide {
 		l = convWidePositions(g)
+		if dw32, ok := any(dw).([]float32); ok && hasDotTile {
+			convWeightGradDots(b, dw32, any(dy).([]float32), any(x).([]float32), g, o)
+			return
+		}
 	}
 	s := convChunk(g.N, ck*l)
 	chunks := (g.N + s - 1) / s
@@ -212,6 +216,74 @@ func convWeightGrad[T float](b *Backend, dw, dy, x []T, g backends.ConvGeometry,
 				matSrc[T]{s: *gy, rs: 1, cs: sn * l},
 				matDst[T]{s: part[ch*o*ck:], rs: 1, cs: ck}, false)
 			pool.put(cols)
+			pool.put(gy)
+		}
+	})
+	copy(dw[:o*ck], part[:o*ck])
+	for ch := 1; ch < chunks; ch++ {
+		p := part[ch*o*ck:][:o*ck]
+		for i := range p {
+			dw[i] += p[i]
+		}
+	}
+	pool.put(partials)
+}
+
+// convWeightGradDots is convWeightGrad for a valid float32 convolution
+// with the dot-product tile kernel (dotTile4x4F32): dw[o, k] is the dot
+// product of dy's row o with the input read at row k's offset, over each
+// sample's wide positions, so neither operand is unfolded or packed, and
+// each load feeds four multiply-adds. Tiles of 4 output channels × 4
+// window rows keep sixteen lanes of partial sums per dot product across a
+// chunk's samples; the lanes are added in order at the chunk's end, and the
+// chunks' partial results in chunk order, so the result depends only on
+// the shapes.
+func convWeightGradDots(b *Backend, dw, dy, x []float32, g backends.ConvGeometry, o int) {
+	ck, hw, l := g.C*g.KH*g.KW, g.H*g.W, convWidePositions(g)
+	rowOff := make([]int, ck)
+	for c := range g.C {
+		for ki := range g.KH {
+			for kj := range g.KW {
+				rowOff[(c*g.KH+ki)*g.KW+kj] = c*hw + ki*g.W + kj
+			}
+		}
+	}
+	s := convChunk(g.N, ck*l)
+	chunks := (g.N + s - 1) / s
+	ob, kb := (o+3)/4, (ck+3)/4 // tiles of 4×4
+	pool := poolFor[float32]()
+	partials := pool.get(chunks * o * ck)
+	part := *partials
+	b.parallel(chunks, 1, func(lo, hi int) {
+		var acc [256]float32
+		for ch := lo; ch < hi; ch++ {
+			n0 := ch * s
+			sn := min(s, g.N-n0)
+			gy := pool.get(o * sn * l)
+			gatherChunk(*gy, dy, o, l, n0, sn, g, true)
+			xs := x[n0*g.C*hw:]
+			row := func(r int) *float32 { return &(*gy)[min(r, o-1)*sn*l] }
+			col := func(k int) *float32 { return &xs[rowOff[min(k, ck-1)]] }
+			out := part[ch*o*ck:][:o*ck]
+			for oi := range ob {
+				for ki := range kb {
+					o0, k0 := 4*oi, 4*ki
+					clear(acc[:])
+					// the last sample's rows must end inside the buffers
+					_, _ = (*gy)[min(o0+3, o-1)*sn*l+(sn-1)*l+l-1], xs[(sn-1)*g.C*hw+rowOff[min(k0+3, ck-1)]+l-1]
+					dotTile4x4F32(row(o0), row(o0+1), row(o0+2), row(o0+3),
+						col(k0), col(k0+1), col(k0+2), col(k0+3), l, sn, 4*l, 4*g.C*hw, &acc)
+					for r := range min(4, o-o0) {
+						for c := range min(4, ck-k0) {
+							var sum float32
+							for _, v := range acc[16*(4*r+c):][:16] {
+								sum += v
+							}
+							out[(o0+r)*ck+k0+c] = sum
+						}
+					}
+				}
+			}
 			pool.put(gy)
 		}
 	})

@@ -59,6 +59,12 @@ func sumF32F64(x *float32, n int) float64
 //go:noescape
 func accF32F64(acc *float64, x *float32, n int)
 
+// dotTile4x4F32 adds the 16 lane-wise partial dot products of rows a_i and b_j (n elements, ns samples sa and sb
+// bytes apart) into acc[16·(4i+j):] (AVX-512, BMI2).
+//
+//go:noescape
+func dotTile4x4F32(a0 *float32, a1 *float32, a2 *float32, a3 *float32, b0 *float32, b1 *float32, b2 *float32, b3 *float32, n int, ns int, sa int, sb int, acc *[256]float32)
+
 // addvvF32 sets dst[i] = a[i] + b[i] for i < n (AVX2).
 //
 //go:noescape

@@ -14,6 +14,8 @@ var (
 	hasAVX512 = cpuid.CPU.Supports(cpuid.AVX512F)
 	hasAVX2   = cpuid.CPU.Supports(cpuid.AVX2, cpuid.FMA3)
 	hasBMI2   = cpuid.CPU.Supports(cpuid.BMI2)
+	// hasDotTile: dotTile4x4F32 runs here
+	hasDotTile = hasAVX512 && hasBMI2
 
 	// the first usable kernel of each list is the default
 	asmKernelsF32 = []kernel[float32]{

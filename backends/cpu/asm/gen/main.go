@@ -26,6 +26,7 @@ func main() {
 	dot()
 	sumWide()
 	accWide()
+	dotTile()
 	ewKernels()
 	unaryKernels()
 	adam()
