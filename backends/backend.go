@@ -258,6 +258,32 @@ type ConvFusion interface {
 	Conv2dWeightGrad(dw, dy, x View, g ConvGeometry)
 }
 
+// CrossEntropyFusion is an optional interface for the cross-entropy of
+// class-index targets over the rows of logits x [N, C] (no class weights,
+// no label smoothing), in one pass per direction where the composition of
+// primitives takes a few dozen small ones. Like Fusion it takes contiguous
+// Float32 or Float64 views (targets Int64) and must agree exactly with the
+// composition package tensor uses: log-softmax as max, subtract, Exp, sum
+// (the Reduce order), Log and subtract; the picked entries gathered and
+// negated.
+//
+// Rows hold at most CrossEntropyMaxClasses classes.
+type CrossEntropyFusion interface {
+	// CrossEntropyForward writes logp [N, C], the log-softmax of x's rows,
+	// and for each row i nll[i] = −logp[i, t_i] and weight[i] = 1, or both
+	// 0 where t_i = ignore (nll and weight [N] or [N, 1]). A target outside
+	// [0, C) that is not ignore is an out-of-range error, as Gather's.
+	CrossEntropyForward(logp, nll, weight, x, target View, ignore int64)
+	// CrossEntropyBackward overwrites dx [N, C] with exp(logp[i, c])·a_i,
+	// then adds −a_i at (i, t_i) (at (i, 0) for an ignored row), where
+	// a_i = coef·weight[i]; coef holds one value or one per row.
+	CrossEntropyBackward(dx, logp, weight, target, coef View, ignore int64)
+}
+
+// CrossEntropyMaxClasses is the most classes a CrossEntropyFusion row
+// holds; package tensor composes wider rows.
+const CrossEntropyMaxClasses = 4096
+
 // AdamHyper holds the scalars of one Adam or AdamW update (see
 // AdamFusion): the parameter is first scaled by Decay (1 − lr·wd for
 // AdamW, else 1), the gradient gains WeightDecay·p (Adam's L2 form; 0 for

@@ -122,6 +122,9 @@ func CrossEntropyFromLogits(logits, target *Tensor, opts CrossEntropyOptions) *T
 
 	ce := &ceState{op: op, logits: logits, target: target, ca: ca, c: c, eps: eps,
 		ignore: ignore, reduction: reduction, ct: actComputeType(logits.dtype)}
+	if f, ok := ceFusion(ce, weight, probs); ok {
+		return ce.fused(f, inputs)
+	}
 	x := rawCast(op, logits, ce.ct)
 	ce.logp = actSoftmax(op, x, ca, true)
 	x.Release()
@@ -146,6 +149,60 @@ func CrossEntropyFromLogits(logits, target *Tensor, opts CrossEntropyOptions) *T
 		} else {
 			grads[0] = ce.backwardIndices(gc)
 		}
+		return grads
+	})
+}
+
+// ceFusion returns the backend's fused cross-entropy when it applies:
+// class-index targets for logits [N, C] of at most
+// backends.CrossEntropyMaxClasses classes, without class weights or label
+// smoothing.
+func ceFusion(ce *ceState, weight *Tensor, probs bool) (backends.CrossEntropyFusion, bool) {
+	l := ce.logits
+	if composeOnly.Load() || probs || weight != nil || ce.eps != 0 || len(l.shape) != 2 ||
+		ce.c > backends.CrossEntropyMaxClasses || (ce.ct != Float32 && ce.ct != Float64) {
+		return nil, false
+	}
+	f, ok := l.backend().(backends.CrossEntropyFusion)
+	return f, ok
+}
+
+// fused is CrossEntropyFromLogits with the backend's fused kernels: the
+// forward kernel gives the log-softmax, the per-row losses and weights (0
+// for ignored rows), which reduce as in the composition; the backward
+// kernel gives the whole gradient from the upstream share.
+func (ce *ceState) fused(f backends.CrossEntropyFusion, inputs []*Tensor) *Tensor {
+	op := ce.op
+	xc := rawCast(op, ce.logits, ce.ct)
+	x := rawContiguous(op, xc)
+	xc.Release()
+	tk := rawContiguous(op, ce.target)
+	k := ce.kept()
+	ce.positions = float64(backends.NumElements(k))
+	ce.logp = newTensor(op, x.dev, ce.ct, x.shape)
+	nll := newTensor(op, x.dev, ce.ct, k)
+	ce.weff = newTensor(op, x.dev, ce.ct, k)
+	f.CrossEntropyForward(ce.logp.view(), nll.view(), ce.weff.view(), x.view(), tk.view(), int64(ce.ignore))
+	x.Release()
+	ce.idx = tk // the targets, for the backward kernel
+	if ce.reduction == "mean" {
+		ce.den = rawReduce(op, backends.Sum, ce.weff, ceAllAxes(ce.weff), false)
+	}
+	loss := ce.reduce(nll, ce.den)
+	out := rawCast(op, loss, ce.logits.dtype)
+	loss.Release()
+	attrs := map[string]any{"reduction": ce.reduction, "ignore_index": ce.ignore, "label_smoothing": ce.eps, "probabilities": false}
+	return actRecord("cross_entropy", attrs, out, inputs, ce.saved(), func(g *Tensor) []*Tensor {
+		gc := rawCast(op, g, ce.ct)
+		defer gc.Release()
+		coef := ce.coefficient(gc, ce.den, 1)
+		defer coef.Release()
+		cc := rawContiguous(op, coef)
+		defer cc.Release()
+		d := newTensor(op, ce.logp.dev, ce.ct, ce.logp.shape)
+		f.CrossEntropyBackward(d.view(), ce.logp.view(), ce.weff.view(), ce.idx.view(), cc.view(), int64(ce.ignore))
+		grads := make([]*Tensor, len(inputs))
+		grads[0] = castGrad(d, ce.logits)
 		return grads
 	})
 }

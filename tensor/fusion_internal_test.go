@@ -1,7 +1,9 @@
 package tensor
 
 import (
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -214,6 +216,56 @@ func TestFusedAdamMatchesComposed(t *testing.T) {
 					})
 				})
 			}
+		}
+	}
+}
+
+func TestFusedCrossEntropyMatchesComposed(t *testing.T) {
+	for _, dtype := range []DType{Float32, Float64} {
+		for _, reduction := range []string{"mean", "sum", "none"} {
+			for _, shape := range [][]int{{7, 10}, {33, 3}, {5, 1}, {1, 200}} {
+				name := fmt.Sprintf("%s/%s/%v", dtype, reduction, shape)
+				t.Run(name, func(t *testing.T) {
+					fusedAndComposed(t, func(dev Device) []*Tensor {
+						dev.Seed(11)
+						n, c := shape[0], shape[1]
+						x := Randn(dev, n, c).MulScalar(4).To(dtype).RequireGrad()
+						targets := make([]int64, n)
+						for i := range targets {
+							targets[i] = int64((i * 7) % c)
+						}
+						ignore := 2
+						if n > 2 {
+							targets[1] = int64(ignore) // an ignored row (a valid class too when c > 2)
+						}
+						y := FromInt64s(dev, targets, n)
+						loss := CrossEntropyFromLogits(x, y, CrossEntropyOptions{Reduction: reduction, IgnoreIndex: &ignore})
+						g := Randn(dev, loss.Shape()...).To(dtype)
+						grads := loss.Mul(g).Sum().Backward()
+						return []*Tensor{loss, grads.Get(x)}
+					})
+				})
+			}
+		}
+	}
+}
+
+func TestFusedCrossEntropyTargetOutOfRange(t *testing.T) {
+	for _, bad := range []int64{-1, 10} {
+		dev := CPU()
+		x := Randn(dev, 4, 10)
+		y := FromInt64s(dev, []int64{1, bad, 3, 4}, 4)
+		err := func() (err error) {
+			defer func() {
+				if r := recover(); r != nil {
+					err = fmt.Errorf("%v", r)
+				}
+			}()
+			CrossEntropyFromLogits(x, y, CrossEntropyOptions{}).Item()
+			return dev.Sync()
+		}()
+		if err == nil || !strings.Contains(err.Error(), "out of range") {
+			t.Errorf("target %d: error %v, want one saying it is out of range", bad, err)
 		}
 	}
 }

@@ -191,3 +191,31 @@ func (s *Backend) AdamStep(outP, outM, outV, p, g, m, v backends.View, h backend
 		f.AdamStep(op, vs[0], vs[1], vs[2], vs[3], im, iv, h)
 	})
 }
+
+// crossEntropyFusion returns the inner backend's fused cross-entropy,
+// failing when it has none (see fusion).
+func (s *Backend) crossEntropyFusion(op string) backends.CrossEntropyFusion {
+	f, ok := s.inner.(backends.CrossEntropyFusion)
+	if !ok {
+		s.fail(fmt.Errorf("strict: %s: the wrapped backend has no fused cross-entropy", op))
+	}
+	return f
+}
+
+// CrossEntropyForward implements backends.CrossEntropyFusion by forwarding.
+func (s *Backend) CrossEntropyForward(logp, nll, weight, x, target backends.View, ignore int64) {
+	if f := s.crossEntropyFusion("cross entropy"); f != nil {
+		s.enqueue("cross entropy", []backends.View{logp, nll, weight, x, target}, func(vs []backends.View) {
+			f.CrossEntropyForward(vs[0], vs[1], vs[2], vs[3], vs[4], ignore)
+		})
+	}
+}
+
+// CrossEntropyBackward implements backends.CrossEntropyFusion by forwarding.
+func (s *Backend) CrossEntropyBackward(dx, logp, weight, target, coef backends.View, ignore int64) {
+	if f := s.crossEntropyFusion("cross entropy grad"); f != nil {
+		s.enqueue("cross entropy grad", []backends.View{dx, logp, weight, target, coef}, func(vs []backends.View) {
+			f.CrossEntropyBackward(vs[0], vs[1], vs[2], vs[3], vs[4], ignore)
+		})
+	}
+}

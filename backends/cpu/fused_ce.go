@@ -1,0 +1,106 @@
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/kiln-ml/kiln/backends"
+)
+
+// CrossEntropyForward implements backends.CrossEntropyFusion: each row's
+// log-softmax with the very operations the composition runs (the row
+// maximum, x − max, exp through unaryFloat, the sum through reduceRun as
+// Reduce sums a contiguous run, log, subtraction), then the picked entry.
+// Rows hold at most backends.CrossEntropyMaxClasses (no more than
+// segment), so that Reduce sums them in one run too.
+func (b *Backend) CrossEntropyForward(logp, nll, weight, x, target backends.View, ignore int64) {
+	t := buf(target).i64()[target.Offset:]
+	switch x.DType {
+	case backends.Float32:
+		ceForward(b, buf(logp).f32()[logp.Offset:], buf(nll).f32()[nll.Offset:], buf(weight).f32()[weight.Offset:],
+			buf(x).f32()[x.Offset:], t, x.Shape[0], x.Shape[1], ignore)
+	case backends.Float64:
+		ceForward(b, buf(logp).f64()[logp.Offset:], buf(nll).f64()[nll.Offset:], buf(weight).f64()[weight.Offset:],
+			buf(x).f64()[x.Offset:], t, x.Shape[0], x.Shape[1], ignore)
+	default:
+		b.fail(errDType("cross entropy", x.DType))
+	}
+}
+
+// CrossEntropyBackward implements backends.CrossEntropyFusion.
+func (b *Backend) CrossEntropyBackward(dx, logp, weight, target, coef backends.View, ignore int64) {
+	t := buf(target).i64()[target.Offset:]
+	perRow := backends.NumElements(coef.Shape) > 1
+	switch dx.DType {
+	case backends.Float32:
+		ceBackward(b, buf(dx).f32()[dx.Offset:], buf(logp).f32()[logp.Offset:], buf(weight).f32()[weight.Offset:],
+			buf(coef).f32()[coef.Offset:], perRow, t, dx.Shape[0], dx.Shape[1], ignore)
+	case backends.Float64:
+		ceBackward(b, buf(dx).f64()[dx.Offset:], buf(logp).f64()[logp.Offset:], buf(weight).f64()[weight.Offset:],
+			buf(coef).f64()[coef.Offset:], perRow, t, dx.Shape[0], dx.Shape[1], ignore)
+	default:
+		b.fail(errDType("cross entropy grad", dx.DType))
+	}
+}
+
+func ceForward[T float32 | float64](b *Backend, logp, nll, weight, x []T, t []int64, n, c int, ignore int64) {
+	if c == 0 {
+		return
+	}
+	if c > backends.CrossEntropyMaxClasses || c > segment {
+		b.fail(fmt.Errorf("cpu: cross entropy: %d classes, more than the fused kernel's %d", c, backends.CrossEntropyMaxClasses))
+		return
+	}
+	bad, badAt := int64(0), -1
+	e := make([]T, c)
+	for i := range n {
+		row, out := x[i*c:][:c], logp[i*c:][:c]
+		m := T(reduceRun[T, float64](backends.Max, row, 0, 1, c))
+		for j, v := range row {
+			out[j] = v - m
+		}
+		unaryFloat(backends.Exp, e, out, 0, 0) // exp(x − max)
+		z := T(reduceRun[T, float64](backends.Sum, e, 0, 1, c))
+		var lz [1]T
+		unaryFloat(backends.Log, lz[:], []T{z}, 0, 0)
+		for j := range out {
+			out[j] -= lz[0]
+		}
+		switch ti := t[i]; {
+		case ti == ignore:
+			nll[i], weight[i] = 0, 0
+		case ti < 0 || ti >= int64(c):
+			if badAt < 0 {
+				bad, badAt = ti, i
+			}
+			nll[i], weight[i] = 0, 0
+		default:
+			nll[i], weight[i] = -out[ti], 1
+		}
+	}
+	if badAt >= 0 {
+		b.fail(fmt.Errorf("cpu: cross entropy: target %d of row %d out of range for %d classes", bad, badAt, c))
+	}
+}
+
+func ceBackward[T float32 | float64](b *Backend, dx, logp, weight, coef []T, perRow bool, t []int64, n, c int, ignore int64) {
+	if c == 0 {
+		return
+	}
+	for i := range n {
+		k := coef[0]
+		if perRow {
+			k = coef[i]
+		}
+		a := k * weight[i]
+		row := dx[i*c:][:c]
+		unaryFloat(backends.Exp, row, logp[i*c:][:c], 0, 0)
+		for j := range row {
+			row[j] *= a
+		}
+		at := t[i]
+		if at == ignore || at < 0 || at >= int64(c) {
+			at = 0
+		}
+		row[at] += -a
+	}
+}
