@@ -60,7 +60,7 @@ def cases(sizes):
                         go=f"^BenchmarkConv2dLayers$/^{name}$", peers=("torch", "torch+")))
     for name in ("MLP", "CNN"):
         out.append(dict(name=f"MNIST {name} step", unit="img/s", kind=name.lower(), n=0, pkg="./nn",
-                        go=f"^BenchmarkMNIST{name}Epoch$", benchtime="%dx" % (600 if name == "MLP" else 150),
+                        go=f"^BenchmarkMNIST{name}Epoch$", benchtime="%dx" % (2000 if name == "MLP" else 200),
                         peers=("torch", "torch+")))
     return out
 
