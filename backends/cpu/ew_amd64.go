@@ -160,12 +160,13 @@ func vecAdam[T float](outP, outM, outV, p, g, m, v []T, h backends.AdamHyper) in
 	}
 	k := [7]float64{h.Decay, h.Beta1, h.Beta2, 1 - h.Beta1, 1 - h.Beta2, h.InvDenom, h.EpsTerm}
 	f := func(s []T) *float32 { return &any(s).([]float32)[:n][0] }
-	kern := adamF32
+	// direct calls, not through a func value, so that k stays on the stack
 	if hasAVX512 && n >= 8 {
 		n &^= 7 // the rest goes to the Go loop
-		kern = adamF32AVX512
+		adamF32AVX512(f(outP), f(outM), f(outV), &pf[:n][0], f(g), f(m), f(v), n, &k)
+		return n
 	}
-	kern(f(outP), f(outM), f(outV), &pf[:n][0], f(g), f(m), f(v), n, &k)
+	adamF32(f(outP), f(outM), f(outV), &pf[:n][0], f(g), f(m), f(v), n, &k)
 	return n
 }
 
