@@ -2,8 +2,10 @@ package tensor_test
 
 import (
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kiln-ml/kiln/backends"
 	"github.com/kiln-ml/kiln/backends/strict"
@@ -196,4 +198,27 @@ func TestNoScopeEscapesEnclosingScope(t *testing.T) {
 		owned.Release()
 		kept.Release()
 	})
+}
+
+// TestUnreleasedTensorsAreCollected drops tensors without releasing them:
+// one made outside any scope and one kept out of every scope (scoped
+// tensors get the collector's clean-up only then); both storages must be
+// freed once the garbage collector has run.
+func TestUnreleasedTensorsAreCollected(t *testing.T) {
+	dev := tensor.CPU()
+	base := dev.MemoryStats().LiveBytes
+	func() {
+		_ = tensor.Zeros(dev, 1000, 100) // outside any scope
+		tensor.Scope(func() {
+			tensor.Scope(func() { tensor.Ones(dev, 1000, 100).Keep().Keep() })
+		})
+	}()
+	for range 20 {
+		runtime.GC()
+		if dev.MemoryStats().LiveBytes <= base {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("live bytes %d after collection, %d before the tensors were made", dev.MemoryStats().LiveBytes, base)
 }

@@ -19,18 +19,22 @@ var scopes struct {
 	top    map[uint64]*scopeFrame // innermost open frame per goroutine
 }
 
-func registerInScope(t *Tensor) {
+// registerInScope adds t to the calling goroutine's innermost scope, if it
+// has one that collects tensors, and reports whether it did.
+func registerInScope(t *Tensor) bool {
 	if scopes.active.Load() == 0 {
-		return
+		return false
 	}
 	gid := goroutineKey()
 	scopes.mu.Lock()
+	defer scopes.mu.Unlock()
 	f := scopes.top[gid]
 	if f != nil && !f.detached {
 		f.tensors = append(f.tensors, t)
 		t.scope = f
+		return true
 	}
-	scopes.mu.Unlock()
+	return false
 }
 
 // Scope runs fn and then releases every tensor that fn created on the
@@ -102,6 +106,9 @@ func (t *Tensor) Keep() *Tensor {
 		t.scope = nil
 	} else if f.parent != nil {
 		f.parent.tensors = append(f.parent.tensors, t)
+	}
+	if t.scope == nil { // out of every scope: the collector takes over
+		t.dropWhenCollected()
 	}
 	return t
 }

@@ -71,14 +71,24 @@ func (r *ref) drop() {
 }
 
 // attach gives t its own reference on st and registers it with the scope
-// of the calling goroutine, if any.
+// of the calling goroutine, if any. A tensor outside any scope drops its
+// reference when it is garbage collected; one in a scope is released when
+// the scope ends (the scope holds it until then), and gets the collector's
+// clean-up only if Keep takes it out of every scope.
 func (t *Tensor) attach(st *storage) {
 	st.refs.Add(1)
 	t.st = st
 	t.ref = &ref{st: st}
-	runtime.AddCleanup(t, func(r *ref) { r.drop() }, t.ref)
-	registerInScope(t)
+	if !registerInScope(t) {
+		t.dropWhenCollected()
+	}
 }
+
+// dropWhenCollected makes the garbage collector drop t's reference once t
+// is unreachable.
+func (t *Tensor) dropWhenCollected() { runtime.AddCleanup(t, dropRef, t.ref) }
+
+func dropRef(r *ref) { r.drop() }
 
 // newTensor allocates a contiguous tensor on dev.
 func newTensor(op string, dev Device, dtype DType, shape []int) *Tensor {
