@@ -169,17 +169,20 @@ func TestLiveDashboardThinsUpdates(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	rec := &recorder{}
 	start := time.Now()
-	if _, err := s.Execute(context.Background(), trainCell(dir, 1500, 1, 2, "ctx"), rec); err != nil {
+	if _, err := s.Execute(context.Background(), trainCell(dir, 1500, 1, 6, "ctx"), rec); err != nil {
 		t.Fatal(describe(err))
 	}
 	took := time.Since(start)
 	msgs := dashboardMessages(t, rec)
 	logged, _ := stepLosses(t, dir)
-	if n := len(lossSeries(t, msgs[len(msgs)-1])); n != len(logged) || n != 3000 {
-		t.Fatalf("final render: %d points, logged %d, want 3000", n, len(logged))
+	if n := len(lossSeries(t, msgs[len(msgs)-1])); n != len(logged) || n != 9000 {
+		t.Fatalf("final render: %d points, logged %d, want 9000", n, len(logged))
 	}
-	if len(msgs) < 3 {
-		t.Fatalf("only %d dashboard messages in %v", len(msgs), took)
+	// updates come at most 4 a second: a run shorter than a second (9000
+	// tiny steps can be, on a fast CPU backend) may show only its first and
+	// final render
+	if want := min(3, 2+int(took/time.Second)); len(msgs) < want {
+		t.Fatalf("only %d dashboard messages in %v, want at least %d", len(msgs), took, want)
 	}
 	if max := 4*took.Seconds() + 2; float64(len(msgs)) > max {
 		t.Errorf("%d updates in %v: more than 4 a second", len(msgs), took)

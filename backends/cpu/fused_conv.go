@@ -117,14 +117,7 @@ func convValid(g backends.ConvGeometry) bool {
 func convForwardImplicit[T float](b *Backend, out, x, w []T, g backends.ConvGeometry, o int) {
 	ck, hw := g.C*g.KH*g.KW, g.H*g.W
 	pw := (g.OutH-1)*g.W + g.OutW // wide positions, the last line cut short
-	rowOff := make([]int, ck)
-	for c := range g.C {
-		for ki := range g.KH {
-			for kj := range g.KW {
-				rowOff[(c*g.KH+ki)*g.KW+kj] = c*hw + ki*g.W + kj
-			}
-		}
-	}
+	rowOff := convRowOffsets(g)
 	kern, pool := convKernel[T](), poolFor[T]()
 	b.parallel(g.N, 2, func(lo, hi int) {
 		y := pool.get(o * pw)
@@ -143,6 +136,33 @@ func convForwardImplicit[T float](b *Backend, out, x, w []T, g backends.ConvGeom
 		}
 		pool.put(y)
 	})
+}
+
+// convRowOffsets returns, for each row (c, ki, kj) of a valid
+// convolution's unfolded matrix, where it starts in a sample's input: the
+// input plane c read from ki·W + kj on (see convWidePositions).
+func convRowOffsets(g backends.ConvGeometry) []int {
+	rowOff := make([]int, g.C*g.KH*g.KW)
+	for c := range g.C {
+		for ki := range g.KH {
+			for kj := range g.KW {
+				rowOff[(c*g.KH+ki)*g.KW+kj] = c*g.H*g.W + ki*g.W + kj
+			}
+		}
+	}
+	return rowOff
+}
+
+// addPartials sets dst to the sum of the chunks' partial results (each
+// len(dst) long, one after another in part), added in chunk order.
+func addPartials[T float](dst, part []T, chunks int) {
+	copy(dst, part[:len(dst)])
+	for ch := 1; ch < chunks; ch++ {
+		p := part[ch*len(dst):][:len(dst)]
+		for i := range p {
+			dst[i] += p[i]
+		}
+	}
 }
 
 // convInputGrad: for each chunk, dcols [CK, S·L] = wᵀ [CK, O] · dy chunk
@@ -219,13 +239,7 @@ func convWeightGrad[T float](b *Backend, dw, dy, x []T, g backends.ConvGeometry,
 			pool.put(gy)
 		}
 	})
-	copy(dw[:o*ck], part[:o*ck])
-	for ch := 1; ch < chunks; ch++ {
-		p := part[ch*o*ck:][:o*ck]
-		for i := range p {
-			dw[i] += p[i]
-		}
-	}
+	addPartials(dw[:o*ck], part, chunks)
 	pool.put(partials)
 }
 
@@ -240,14 +254,7 @@ func convWeightGrad[T float](b *Backend, dw, dy, x []T, g backends.ConvGeometry,
 // the shapes.
 func convWeightGradDots(b *Backend, dw, dy, x []float32, g backends.ConvGeometry, o int) {
 	ck, hw, l := g.C*g.KH*g.KW, g.H*g.W, convWidePositions(g)
-	rowOff := make([]int, ck)
-	for c := range g.C {
-		for ki := range g.KH {
-			for kj := range g.KW {
-				rowOff[(c*g.KH+ki)*g.KW+kj] = c*hw + ki*g.W + kj
-			}
-		}
-	}
+	rowOff := convRowOffsets(g)
 	s := convChunk(g.N, ck*l)
 	chunks := (g.N + s - 1) / s
 	ob, kb := (o+3)/4, (ck+3)/4 // tiles of 4×4
@@ -287,13 +294,7 @@ func convWeightGradDots(b *Backend, dw, dy, x []float32, g backends.ConvGeometry
 			pool.put(gy)
 		}
 	})
-	copy(dw[:o*ck], part[:o*ck])
-	for ch := 1; ch < chunks; ch++ {
-		p := part[ch*o*ck:][:o*ck]
-		for i := range p {
-			dw[i] += p[i]
-		}
-	}
+	addPartials(dw[:o*ck], part, chunks)
 	pool.put(partials)
 }
 
