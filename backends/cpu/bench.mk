@@ -13,8 +13,9 @@ asm:
 test-purego:
 	$(GO) test $(GOTESTFLAGS) -count=1 -tags purego ./backends/cpu/...
 
-# bench-compare measures Kiln's GEMM and STREAM-style kernels against numpy
-# and PyTorch (OpenBLAS) on 1 and 2 threads in one interleaved run and
+# bench-compare measures Kiln's GEMM, STREAM-style kernels, convolutions
+# and MNIST training steps against numpy and PyTorch (OpenBLAS; PyTorch
+# as shipped and tuned) on 1 and 2 threads in one interleaved run and
 # prints a table of Kiln/peer ratios. BENCH_COMPARE_FLAGS passes options to
 # the script (e.g. --rounds 5 --sizes 256,1024 --only sgemm).
 BENCH_COMPARE_FLAGS ?=
