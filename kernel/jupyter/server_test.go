@@ -13,31 +13,14 @@ import (
 
 	"github.com/go-zeromq/zmq4"
 
+	"github.com/kiln-ml/kiln/internal/testutil"
 	"github.com/kiln-ml/kiln/kernel/jupyter"
 )
-
-// logBuffer collects the server's log so tests can check what was dropped.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 type testKernel struct {
 	srv    *jupyter.Server
 	h      *fakeHandler
-	log    *logBuffer
+	log    *testutil.Buffer
 	served chan error
 	cancel context.CancelFunc
 }
@@ -45,7 +28,7 @@ type testKernel struct {
 // startKernel runs a Server with a fakeHandler on free local ports.
 func startKernel(t *testing.T, mutate func(*jupyter.Config)) *testKernel {
 	t.Helper()
-	k := &testKernel{h: &fakeHandler{}, log: &logBuffer{}, served: make(chan error, 1)}
+	k := &testKernel{h: &fakeHandler{}, log: &testutil.Buffer{}, served: make(chan error, 1)}
 	cfg := jupyter.Config{
 		Connection:      jupyter.ConnectionInfo{IP: "127.0.0.1", Key: jupyter.NewID()},
 		Handler:         k.h,

@@ -1,7 +1,6 @@
 package robusttest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io/fs"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kiln-ml/kiln/internal/testutil"
 	"github.com/kiln-ml/kiln/kernel/jupyter"
 )
 
@@ -105,25 +105,8 @@ type kern struct {
 	t      *testing.T
 	p      *jupyter.KernelProcess
 	c      *jupyter.KernelClient
-	stderr *lockedBuffer
+	stderr *testutil.Buffer
 	env    []string
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // startKernel starts `kiln kernel run` with extra environment entries and
@@ -131,7 +114,7 @@ func (l *lockedBuffer) String() string {
 func startKernel(t *testing.T, env ...string) *kern {
 	t.Helper()
 	needKiln(t)
-	k := &kern{t: t, stderr: &lockedBuffer{}, env: env}
+	k := &kern{t: t, stderr: &testutil.Buffer{}, env: env}
 	k.start()
 	t.Cleanup(func() {
 		if k.c != nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -95,24 +94,6 @@ func TestRunKeepsTheCallersLog(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // On a terminal (a pseudo-terminal here) Run draws the dashboard, and q
 // stops the run after its current step.
 func TestRunOnTerminalStopsOnQ(t *testing.T) {
@@ -128,7 +109,7 @@ func TestRunOnTerminalStopsOnQ(t *testing.T) {
 	if !dashboard.IsTerminal(tty) {
 		t.Fatal("IsTerminal(pty) is false")
 	}
-	var screen syncBuffer
+	var screen testutil.Buffer
 	go func() {
 		buf := make([]byte, 4096)
 		for {

@@ -15,16 +15,15 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/kiln-ml/kiln/internal/chromium"
-
 	"github.com/chromedp/chromedp"
 
 	"github.com/kiln-ml/kiln/frontend"
+	"github.com/kiln-ml/kiln/internal/chromium"
+	"github.com/kiln-ml/kiln/internal/testutil"
 	"github.com/kiln-ml/kiln/nn"
 	"github.com/kiln-ml/kiln/store"
 	"github.com/kiln-ml/kiln/tensor"
@@ -39,30 +38,12 @@ func repoRoot(t *testing.T) string {
 	return abs
 }
 
-// logBuffer collects a process's output for the test's log.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // workbench is a running `kiln workbench --browser`.
 type workbench struct {
 	url, base string // the printed URL (with the token) and its origin
 	root      string // the temporary root with notebooks/ and runs/
 	runs      string
-	log       *logBuffer
+	log       *testutil.Buffer
 }
 
 // startWorkbench builds kiln, prepares a root and starts the server.
@@ -76,7 +57,7 @@ func startWorkbench(t *testing.T) *workbench {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building kiln: %v\n%s", err, out)
 	}
-	w := &workbench{root: filepath.Join(tmp, "root"), log: &logBuffer{}}
+	w := &workbench{root: filepath.Join(tmp, "root"), log: &testutil.Buffer{}}
 	w.runs = filepath.Join(w.root, "runs")
 	nbDir := filepath.Join(w.root, "notebooks")
 	for _, d := range []string{nbDir, w.runs} {
