@@ -201,26 +201,9 @@ func TestLiveDashboardInterrupt(t *testing.T) {
 	s := newSession(t, kernel.Options{})
 	dir := filepath.Join(t.TempDir(), "run")
 	rec := &recorder{}
-	done := make(chan error, 1)
-	go func() {
-		// The cell passes context.Background(): the interrupt stops the
-		// run through the session's run hook.
-		_, err := s.Execute(context.Background(), trainCell(dir, 300, 1, 100000, "context.Background()"), rec)
-		done <- err
-	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		rec.mu.Lock()
-		shown := len(rec.messages) > 0
-		rec.mu.Unlock()
-		if shown {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no dashboard after 20 s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	// The cell passes context.Background(): the interrupt stops the run
+	// through the session's run hook.
+	done := startRun(t, s, rec, trainCell(dir, 300, 1, 100000, "context.Background()"))
 	time.Sleep(300 * time.Millisecond)
 	s.Interrupt()
 	var err error
@@ -285,9 +268,16 @@ fmt.Println("after the run")
 // shows, and returns the channel of the cell's error.
 func startSlowRun(t *testing.T, s *kernel.Session, rec *recorder) <-chan error {
 	t.Helper()
+	return startRun(t, s, rec, slowTrainCell(filepath.Join(t.TempDir(), "run")))
+}
+
+// startRun runs cell in the background until it shows a dashboard, and
+// returns the channel of the cell's error.
+func startRun(t *testing.T, s *kernel.Session, rec *recorder, cell string) <-chan error {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.Execute(context.Background(), slowTrainCell(filepath.Join(t.TempDir(), "run")), rec)
+		_, err := s.Execute(context.Background(), cell, rec)
 		done <- err
 	}()
 	deadline := time.Now().Add(20 * time.Second)

@@ -10,13 +10,16 @@ import (
 	"github.com/kiln-ml/kiln/onnx"
 )
 
+// onnxUsage is the command's usage line.
+const onnxUsage = "usage: kiln onnx gen MODEL.onnx -o DIR [--package NAME]"
+
 // runONNX implements `kiln onnx gen MODEL.onnx -o DIR [--package NAME]`.
 func runONNX(args []string) error { return onnxCommand(args, os.Stdout, os.Stderr) }
 
 // onnxCommand is runONNX writing its report to out and usage to errOut.
 func onnxCommand(args []string, out, errOut io.Writer) error {
 	if len(args) == 0 || args[0] != "gen" {
-		fmt.Fprintln(errOut, "usage: kiln onnx gen MODEL.onnx -o DIR [--package NAME]")
+		fmt.Fprintln(errOut, onnxUsage)
 		if len(args) == 0 {
 			return errors.New("onnx: a subcommand is required (gen)")
 		}
@@ -27,7 +30,7 @@ func onnxCommand(args []string, out, errOut io.Writer) error {
 	dir := fs.String("o", "", "the directory to write the package to (required)")
 	pkg := fs.String("package", "", "the package name (default: the directory's name)")
 	fs.Usage = func() {
-		fmt.Fprintln(errOut, "usage: kiln onnx gen MODEL.onnx -o DIR [--package NAME]")
+		fmt.Fprintln(errOut, onnxUsage)
 		fmt.Fprintln(errOut, "\nWrites DIR/model.go, a Go package running the model with Kiln tensor ops")
 		fmt.Fprintln(errOut, "(Model, New, Load, Forward, Compute, Run), and DIR/weights.safetensors.")
 		fmt.Fprintln(errOut, "From a //go:generate line:")
