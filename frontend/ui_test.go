@@ -236,17 +236,7 @@ func TestUIAgainstFakeEngine(t *testing.T) {
 		}
 		return v
 	}
-	wait := func(what, js string) {
-		t.Helper()
-		for end := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			if v, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+js+")")); err == nil && v {
-				return
-			}
-			if time.Now().After(end) {
-				t.Fatalf("waiting for %s: %s", what, js)
-			}
-		}
-	}
+	wait := func(what, js string) { t.Helper(); waitFor(t, ctx, what, js) }
 	shoot := func(name string) {
 		// Scrolled through first: editors measure their lines once seen.
 		chromedp.Run(ctx, chromedp.Evaluate[bool](scrollThroughJS, chromedp.EvalAwaitPromise))
@@ -493,17 +483,7 @@ func TestUIWailsTransport(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/?notebook=a.ipynb")); err != nil {
 		t.Fatal(err)
 	}
-	wait := func(what, js string) {
-		t.Helper()
-		for end := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			if v, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+js+")")); err == nil && v {
-				return
-			}
-			if time.Now().After(end) {
-				t.Fatalf("waiting for %s: %s", what, js)
-			}
-		}
-	}
+	wait := func(what, js string) { t.Helper(); waitFor(t, ctx, what, js) }
 	wait("the page", `document.body.dataset.ready === "true"`)
 	if v, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.dataset.transport`)); v != "wails" {
 		t.Errorf("transport %q, want wails", v)
@@ -520,5 +500,19 @@ func TestUIWailsTransport(t *testing.T) {
 	f.mu.Unlock()
 	if n != 0 {
 		t.Errorf("the Wails transport opened %d WebSockets, want none", n)
+	}
+}
+
+// waitFor polls the page until js is truthy, failing the test after 30 s;
+// what names the awaited state in the failure.
+func waitFor(t *testing.T, ctx context.Context, what, js string) {
+	t.Helper()
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if v, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+js+")")); err == nil && v {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("waiting for %s: %s", what, js)
+		}
 	}
 }
