@@ -93,19 +93,29 @@ func (p *pool) helper(s *helperSlot) {
 // it, or nil when none came (the helper then parks).
 func (s *helperSlot) poll() *job {
 	s.state.Store(slotPolling)
-	deadline := time.Now().Add(spinTime)
-	for i := 1; ; i++ {
-		if s.state.Load() == slotClaimed {
-			return s.take()
-		}
-		if i%256 == 0 && time.Now().After(deadline) {
-			break
-		}
-	}
-	if s.state.CompareAndSwap(slotPolling, slotBusy) {
+	if !spin(func() bool { return s.state.Load() == slotClaimed }) &&
+		s.state.CompareAndSwap(slotPolling, slotBusy) {
 		return nil
 	}
-	return s.take() // claimed just now
+	return s.take() // claimed while polling, or just as it gave up
+}
+
+// spin polls done for up to spinTime (reading the clock every 256 polls,
+// and only once a first round of them has failed) and reports whether done
+// became true.
+func spin(done func() bool) bool {
+	var deadline time.Time
+	for i := 1; !done(); i++ {
+		if i%256 != 0 {
+			continue
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(spinTime)
+		} else if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
 }
 
 // take returns the job a dispatcher that claimed s stores in it.
@@ -202,34 +212,25 @@ func (b *Backend) dispatch(n, grain, chunks int, fn func(lo, hi int), r runner) 
 			given++
 		}
 	}
+offer:
 	for given < want {
 		j.wg.Add(1)
 		select {
 		case p.work <- j:
 			given++
-			continue
 		default:
 			j.wg.Done() // every helper is busy: do the rest here
+			break offer
 		}
-		break
 	}
 	j.run()
-	// the helpers' last chunks end about when the caller's does: poll for
-	// up to spinTime before parking on the wait group, as a parked caller
-	// waits for the operating system to wake it
-	var deadline time.Time
-	for i := 1; j.finished.Load() < int64(given); i++ {
-		if i%256 != 0 {
-			continue
-		}
-		if deadline.IsZero() {
-			deadline = time.Now().Add(spinTime)
-		} else if time.Now().After(deadline) {
-			j.wg.Wait()
-			for j.finished.Load() < int64(given) {
-				runtime.Gosched()
-			}
-			break
+	// the helpers' last chunks end about when the caller's does: poll
+	// before parking on the wait group, as a parked caller waits for the
+	// operating system to wake it
+	if !spin(func() bool { return j.finished.Load() >= int64(given) }) {
+		j.wg.Wait()
+		for j.finished.Load() < int64(given) { // a helper between Done and its last touch of j
+			runtime.Gosched()
 		}
 	}
 	j.fn, j.r = nil, nil
