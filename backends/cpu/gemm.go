@@ -162,8 +162,7 @@ func pack[T float](dst []T, src matSrc[T], r0, rn, c0, cn, w int, tmp []T) {
 			continue
 		}
 		off := base + pn*w*src.rs
-		c0 := 0
-		c0 = packTransposed(d, src.s, off, src.rs, rows, cn, w)
+		c0 := packTransposed(d, src.s, off, src.rs, rows, cn, w)
 		for ; c0 < cn; c0 += 16 {
 			c1 := min(c0+16, cn)
 			blk := d[c0*w : c1*w]
@@ -231,12 +230,14 @@ func poolFor[T float]() *bufPool[T] {
 	return any(&poolF64).(*bufPool[T])
 }
 
-func stepPoolFor[T float]() *sync.Pool {
+// typedPool returns f32 for float32 and f64 for float64: the pool of
+// objects of that element type.
+func typedPool[T float](f32, f64 *sync.Pool) *sync.Pool {
 	var z T
 	if _, ok := any(z).(float32); ok {
-		return &stepF32
+		return f32
 	}
-	return &stepF64
+	return f64
 }
 
 // gemmStep is one (jc, pc, chunk of M) step of the GEMM: pack a kc×nc
@@ -327,7 +328,8 @@ func gemm[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], C ma
 	if m*n*k < serialGEMM {
 		par = false // the hand-off to helpers costs more than it saves
 	}
-	if par && b.workers > 1 && (m*n*k < stripGEMM || max(m, n)/b.workers >= stripWidth) {
+	if par && b.workers > 1 && (m*n*k < stripGEMM || max(m, n)/b.workers >= stripWidth) &&
+		A.rowOff == nil && B.colOff == nil { // strips move A's rows or B's columns by a stride
 		gemmInStrips(b, kern, m, n, k, A, B, C)
 		return
 	}
@@ -344,7 +346,7 @@ func gemm[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], C ma
 	mChunk := min(roundUp(m, mr), max(mr, gemmMChunk/mr*mr))
 	bBuf := pool.get(kc * nc)
 	aBuf := pool.get(mChunk * kc)
-	g := stepPoolFor[T]().Get().(*gemmStep[T])
+	g := typedPool[T](&stepF32, &stepF64).Get().(*gemmStep[T])
 	*g = gemmStep[T]{kern: kern, A: A, Bt: B.t(), C: C, tmp: pool}
 	for jc := 0; jc < n; jc += nc {
 		ncur := min(nc, n-jc)
@@ -374,7 +376,7 @@ func gemm[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], C ma
 		}
 	}
 	*g = gemmStep[T]{}
-	stepPoolFor[T]().Put(g)
+	typedPool[T](&stepF32, &stepF64).Put(g)
 	pool.put(aBuf)
 	pool.put(bBuf)
 }
@@ -395,22 +397,22 @@ const (
 // gemmStrips is one GEMM cut into strips, held in a pool so that a call
 // allocates nothing.
 type gemmStrips[T float] struct {
-	b             *Backend
-	kern          kernel[T]
-	m, n, k       int
-	A, B          matSrc[T]
-	C             matDst[T]
-	byCols        bool // strips of columns (else of rows)
-	width, strips int  // strip width (a multiple of the tile side), count
+	b       *Backend
+	kern    kernel[T]
+	m, n, k int
+	A, B    matSrc[T]
+	C       matDst[T]
+	byCols  bool // strips of columns (else of rows)
+	width   int  // strip width (a multiple of the tile side)
 }
 
-// gemmInStrips runs a GEMM too small for the shared-packing scheme: each
-// worker's GEMM costs one hand-off and no barrier, where the shared scheme
-// hands off every packing step and waits for its packers. C is cut along
+// gemmInStrips runs a parallel GEMM as one strip of C per worker (see
+// stripGEMM): each worker's GEMM costs one hand-off and no barrier, where
+// the shared scheme hands off every packing step and waits for its packers. C is cut along
 // its longer side, so that the operand every strip packs again (the other
 // side's) is the smaller. Each element's sum is the same however C is cut.
 func gemmInStrips[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], C matDst[T]) {
-	pool := stripsPoolFor[T]()
+	pool := typedPool[T](&stripsF32, &stripsF64)
 	g := pool.Get().(*gemmStrips[T])
 	*g = gemmStrips[T]{b: b, kern: kern, m: m, n: n, k: k, A: A, B: B, C: C, byCols: n >= m}
 	side, tile := m, kern.mr
@@ -418,8 +420,7 @@ func gemmInStrips[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[
 		side, tile = n, kern.nr
 	}
 	g.width = roundUp((side+b.workers-1)/b.workers, tile)
-	g.strips = (side + g.width - 1) / g.width
-	b.parallelRun(g.strips, 1, g)
+	b.parallelRun((side+g.width-1)/g.width, 1, g)
 	*g = gemmStrips[T]{}
 	pool.Put(g)
 }
@@ -445,14 +446,6 @@ var (
 	stripsF32 = sync.Pool{New: func() any { return new(gemmStrips[float32]) }}
 	stripsF64 = sync.Pool{New: func() any { return new(gemmStrips[float64]) }}
 )
-
-func stripsPoolFor[T float]() *sync.Pool {
-	var z T
-	if _, ok := any(z).(float32); ok {
-		return &stripsF32
-	}
-	return &stripsF64
-}
 
 // tileGrid cuts an m×n block of C into tiles of mc×nb (multiples of MR and
 // NR), at most gemmMC×gemmNB, split further while there are fewer than
