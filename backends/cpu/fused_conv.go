@@ -116,7 +116,7 @@ func convValid(g backends.ConvGeometry) bool {
 // across the workers.
 func convForwardImplicit[T float](b *Backend, out, x, w []T, g backends.ConvGeometry, o int) {
 	ck, hw := g.C*g.KH*g.KW, g.H*g.W
-	pw := (g.OutH-1)*g.W + g.OutW // wide positions, the last line cut short
+	pw := convWidePositions(g)
 	rowOff := convRowOffsets(g)
 	kern, pool := convKernel[T](), poolFor[T]()
 	b.parallel(g.N, 2, func(lo, hi int) {
@@ -199,8 +199,8 @@ func convInputGrad[T float](b *Backend, dx, dy, w []T, g backends.ConvGeometry, 
 }
 
 // convWeightGrad: each chunk computes dy chunk [O, S·L] · colsᵀ [S·L, CK]
-// (as its transpose, cols · dyᵀ) into its own partial sum; the partials are then added in chunk order,
-// so the result depends only on the shapes.
+// (as its transpose, cols · dyᵀ) into its own partial sum; the partials
+// are then added in chunk order, so the result depends only on the shapes.
 func convWeightGrad[T float](b *Backend, dw, dy, x []T, g backends.ConvGeometry, o int) {
 	ck, l := g.C*g.KH*g.KW, g.OutH*g.OutW
 	wide := convValid(g)
@@ -382,11 +382,6 @@ func addTo[T float](dst, src []T) {
 func unfoldChunk[T float](dst, x []T, g backends.ConvGeometry, n0, sn int) {
 	l, hw := g.OutH*g.OutW, g.H*g.W
 	width := sn * l
-	if g.StrideH == 1 && g.StrideW == 1 && g.DilationH == 1 && g.DilationW == 1 &&
-		g.PadTop == 0 && g.PadLeft == 0 && g.OutH+g.KH-1 <= g.H && g.OutW+g.KW-1 <= g.W {
-		unfoldValid(dst, x, g, n0, sn)
-		return
-	}
 	for c := range g.C {
 		for ki := range g.KH {
 			hLo, hHi := validRange(g.OutH, g.StrideH, g.PadTop, ki*g.DilationH, g.H)
@@ -412,31 +407,6 @@ func unfoldChunk[T float](dst, x []T, g backends.ConvGeometry, n0, sn int) {
 						}
 						for ow := wLo; ow < wHi; ow++ {
 							line[ow] = plane[x0+ow*g.StrideW]
-						}
-					}
-				}
-			}
-		}
-	}
-}
-
-// unfoldValid is unfoldChunk for the unpadded, unstrided, undilated case
-// (a "valid" convolution): every window lies inside the input, so each
-// output line is one run of OutW input elements, copied without calls.
-func unfoldValid[T float](dst, x []T, g backends.ConvGeometry, n0, sn int) {
-	l, hw, ow := g.OutH*g.OutW, g.H*g.W, g.OutW
-	width := sn * l
-	for c := range g.C {
-		for ki := range g.KH {
-			for kj := range g.KW {
-				row := dst[((c*g.KH+ki)*g.KW+kj)*width:][:width]
-				for i := range sn {
-					plane := x[((n0+i)*g.C+c)*hw+ki*g.W+kj:]
-					seg := row[i*l:][:l]
-					for oh := range g.OutH {
-						d, s := seg[oh*ow:][:ow], plane[oh*g.W:][:ow]
-						for j := range d {
-							d[j] = s[j]
 						}
 					}
 				}
