@@ -84,11 +84,11 @@ func ewScalar(fn, fnNT ewVS, o, x []float32, s float32, head int, nt bool) {
 	}
 }
 
-// packTransposed packs the leading columns of rows (a multiple of 8, at
-// most w) rows of a panel of s
-// (row i at off + i·rs, contiguous along the columns) into d[c·w+i] with
-// the AVX 8×8 transpose, for float32 and w a multiple of 8, and returns how
-// many columns it packed (a multiple of 8; the caller packs the rest).
+// packTransposed packs the leading columns of the first rows rows of a
+// panel of s (row i at off + i·rs, contiguous along the columns; rows a
+// multiple of 8, at most w) into d[c·w+i] with the AVX 8×8 transpose, for
+// float32 and w a multiple of 8, and returns how many columns it packed (a
+// multiple of 8; the caller packs the rest).
 func packTransposed[T float](d, s []T, off, rs, rows, cn, w int) int {
 	df, ok := any(d).([]float32)
 	if !ok || w%8 != 0 || rows%8 != 0 || rows > w || cn < 8 || !hasAVX2 {
@@ -149,9 +149,10 @@ func vecUnary[T float](op backends.UnaryOp, o, x []T) bool {
 }
 
 // vecAdam runs the AVX-512 (eight at a time) or AVX2 (four) Adam kernel
-// over the longest prefix of whole groups of float32 parameters, for the update it covers (no L2
-// decay of the gradient, not maximizing, after the first step, the
-// parameter moving), and returns how many parameters it updated.
+// over the longest prefix of whole groups of float32 parameters, for the
+// update it covers (no L2 decay of the gradient, not maximizing, after the
+// first step, the parameter moving), and returns how many parameters it
+// updated.
 func vecAdam[T float](outP, outM, outV, p, g, m, v []T, h backends.AdamHyper) int {
 	pf, ok := any(p).([]float32)
 	n := len(p) &^ 3
