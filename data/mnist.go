@@ -284,17 +284,15 @@ func (m *MNIST) Batch(indices []int, dev tensor.Device) (x, y *tensor.Tensor) {
 	// overlap, where converting image after image waits for its lines one
 	// miss at a time
 	var touch byte
-	for _, i := range indices {
-		if i >= 0 && i < m.Len() {
-			img := m.Pixels[i*MNISTPixels:][:MNISTPixels]
-			for off := 0; off < len(img); off += 64 {
-				touch |= img[off]
-			}
-			touch |= img[len(img)-1] | byte(m.Labels[i])
-		}
-	}
 	for k, i := range indices {
 		m.checkIndex("data.MNIST.Batch", i, k)
+		img := m.Pixels[i*MNISTPixels:][:MNISTPixels]
+		for off := 0; off < len(img); off += 64 {
+			touch |= img[off]
+		}
+		touch |= img[len(img)-1] | byte(m.Labels[i])
+	}
+	for k, i := range indices {
 		dst := vals[MNISTPixels*k:][:MNISTPixels]
 		src := m.Pixels[i*MNISTPixels:][:MNISTPixels]
 		for j := range dst {

@@ -48,9 +48,9 @@ func SplitStateKey(key string) (param, slot string, ok bool) {
 // State returns the optimizer's state: step counts, the learning rate and,
 // as copies made on the calling goroutine (so a Scope collects them), the
 // slot tensors, which keep the values of this moment (Adam updates its
-// moments in place). State restored by LoadState and not yet bound to a parameter by a
-// Step is included. It fails when two parameters share a name (possible
-// only through StepParams).
+// moments in place). State restored by LoadState and not yet bound to a
+// parameter by a Step is included. It fails when two parameters share a
+// name (possible only through StepParams).
 func (b *base) State() (*State, error) {
 	op := "optim." + b.kind + ".State"
 	s := &State{Kind: b.kind, LR: b.lr, Steps: map[string]int{}, Tensors: map[string]*tensor.Tensor{}}

@@ -31,10 +31,10 @@ type AdamState struct {
 // gradient g, as PyTorch's torch.optim.Adam/AdamW do, and returns the new
 // parameter value and the new moments as new tensors; p, g and st's tensors
 // are left unchanged, unless cfg.InPlace asks for the update in place. It
-// records no graph. Where the backend offers a
-// fused kernel (backends.AdamFusion) the update is one pass over memory;
-// elsewhere, and for AMSGrad, it is composed from element-wise ops. The two
-// give identical bits. When the step size is 0 (the end of a decaying
+// records no graph. Where the backend offers a fused kernel
+// (backends.AdamFusion) the update is one pass over memory; elsewhere, and
+// for AMSGrad, it is composed from element-wise ops. The two give
+// identical bits. When the step size is 0 (the end of a decaying
 // schedule) the moments move and the returned parameter is p itself.
 //
 // p and g must be floating-point tensors of one shape, dtype and device;
