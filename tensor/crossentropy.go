@@ -122,20 +122,22 @@ func CrossEntropyFromLogits(logits, target *Tensor, opts CrossEntropyOptions) *T
 
 	ce := &ceState{op: op, logits: logits, target: target, ca: ca, c: c, eps: eps,
 		ignore: ignore, reduction: reduction, ct: actComputeType(logits.dtype)}
-	if f, ok := ceFusion(ce, weight, probs); ok {
-		return ce.fused(f, inputs)
-	}
-	x := rawCast(op, logits, ce.ct)
-	ce.logp = actSoftmax(op, x, ca, true)
-	x.Release()
-	if weight != nil {
-		ce.wc = rawCast(op, weight, ce.ct)
-	}
+	fusion, fused := ceFusion(ce, weight, probs)
 	var loss *Tensor
-	if probs {
-		loss = ce.forwardProbs()
+	if fused {
+		loss = ce.forwardFused(fusion)
 	} else {
-		loss = ce.forwardIndices()
+		x := rawCast(op, logits, ce.ct)
+		ce.logp = actSoftmax(op, x, ca, true)
+		x.Release()
+		if weight != nil {
+			ce.wc = rawCast(op, weight, ce.ct)
+		}
+		if probs {
+			loss = ce.forwardProbs()
+		} else {
+			loss = ce.forwardIndices()
+		}
 	}
 	out := rawCast(op, loss, logits.dtype)
 	loss.Release()
@@ -144,9 +146,12 @@ func CrossEntropyFromLogits(logits, target *Tensor, opts CrossEntropyOptions) *T
 		gc := rawCast(op, g, ce.ct)
 		defer gc.Release()
 		grads := make([]*Tensor, len(inputs))
-		if probs {
+		switch {
+		case fused:
+			grads[0] = ce.backwardFused(fusion, gc)
+		case probs:
 			grads[0], grads[1] = ce.backwardProbs(gc)
-		} else {
+		default:
 			grads[0] = ce.backwardIndices(gc)
 		}
 		return grads
@@ -167,11 +172,10 @@ func ceFusion(ce *ceState, weight *Tensor, probs bool) (backends.CrossEntropyFus
 	return f, ok
 }
 
-// fused is CrossEntropyFromLogits with the backend's fused kernels: the
-// forward kernel gives the log-softmax, the per-row losses and weights (0
-// for ignored rows), which reduce as in the composition; the backward
-// kernel gives the whole gradient from the upstream share.
-func (ce *ceState) fused(f backends.CrossEntropyFusion, inputs []*Tensor) *Tensor {
+// forwardFused computes the loss for class-index targets with the
+// backend's fused kernel: it gives the log-softmax and the per-row losses
+// and weights (0 for ignored rows), which reduce as in the composition.
+func (ce *ceState) forwardFused(f backends.CrossEntropyFusion) *Tensor {
 	op := ce.op
 	xc := rawCast(op, ce.logits, ce.ct)
 	x := rawContiguous(op, xc)
@@ -188,23 +192,19 @@ func (ce *ceState) fused(f backends.CrossEntropyFusion, inputs []*Tensor) *Tenso
 	if ce.reduction == "mean" {
 		ce.den = rawReduce(op, backends.Sum, ce.weff, ceAllAxes(ce.weff), false)
 	}
-	loss := ce.reduce(nll, ce.den)
-	out := rawCast(op, loss, ce.logits.dtype)
-	loss.Release()
-	attrs := map[string]any{"reduction": ce.reduction, "ignore_index": ce.ignore, "label_smoothing": ce.eps, "probabilities": false}
-	return actRecord("cross_entropy", attrs, out, inputs, ce.saved(), func(g *Tensor) []*Tensor {
-		gc := rawCast(op, g, ce.ct)
-		defer gc.Release()
-		coef := ce.coefficient(gc, ce.den, 1)
-		defer coef.Release()
-		cc := rawContiguous(op, coef)
-		defer cc.Release()
-		d := newTensor(op, ce.logp.dev, ce.ct, ce.logp.shape)
-		f.CrossEntropyBackward(d.view(), ce.logp.view(), ce.weff.view(), ce.idx.view(), cc.view(), int64(ce.ignore))
-		grads := make([]*Tensor, len(inputs))
-		grads[0] = castGrad(d, ce.logits)
-		return grads
-	})
+	return ce.reduce(nll, ce.den)
+}
+
+// backwardFused returns the gradient with respect to logits from the
+// backend's fused kernel, given g's share of each row (coefficient).
+func (ce *ceState) backwardFused(f backends.CrossEntropyFusion, g *Tensor) *Tensor {
+	coef := ce.coefficient(g, ce.den, 1)
+	defer coef.Release()
+	cc := rawContiguous(ce.op, coef)
+	defer cc.Release()
+	d := newTensor(ce.op, ce.logp.dev, ce.ct, ce.logp.shape)
+	f.CrossEntropyBackward(d.view(), ce.logp.view(), ce.weff.view(), ce.idx.view(), cc.view(), int64(ce.ignore))
+	return castGrad(d, ce.logits)
 }
 
 // ceState holds one cross-entropy call's inputs and what its backward pass
