@@ -102,54 +102,45 @@ func (s *Backend) Random(out backends.View, kind backends.RandomKind, seed, coun
 	s.enqueue("random", []backends.View{out}, func(vs []backends.View) { s.inner.Random(vs[0], kind, seed, counter, p0, p1) })
 }
 
-// fusion returns the inner backend's fused kernels, failing (sticky) when
-// it has none: tensor only calls them on a backend that is a Fusion, and
-// Strict is one only by forwarding.
-func (s *Backend) fusion(op string) backends.Fusion {
-	f, ok := s.inner.(backends.Fusion)
+// wrapped returns the inner backend as the optional interface F, failing
+// (sticky) when it is not one: tensor only calls fused kernels on a
+// backend that offers them, and Strict offers them only by forwarding.
+// what names the kernels in the error.
+func wrapped[F any](s *Backend, op, what string) (F, bool) {
+	f, ok := s.inner.(F)
 	if !ok {
-		s.fail(fmt.Errorf("strict: %s: the wrapped backend has no fused kernels", op))
+		s.fail(fmt.Errorf("strict: %s: the wrapped backend has no %s", op, what))
 	}
-	return f
+	return f, ok
 }
 
 // MaxPool2d implements backends.Fusion by forwarding to the wrapped
 // backend, after the same buffer checks as every kernel.
 func (s *Backend) MaxPool2d(out, indices, x backends.View, g backends.ConvGeometry) {
-	if f := s.fusion("maxpool2d"); f != nil {
+	if f, ok := wrapped[backends.Fusion](s, "maxpool2d", "fused kernels"); ok {
 		s.enqueue("maxpool2d", []backends.View{out, indices, x}, func(vs []backends.View) { f.MaxPool2d(vs[0], vs[1], vs[2], g) })
 	}
 }
 
 // MaxPool2dGrad implements backends.Fusion by forwarding.
 func (s *Backend) MaxPool2dGrad(dx, dy, indices backends.View, g backends.ConvGeometry) {
-	if f := s.fusion("maxpool2d grad"); f != nil {
+	if f, ok := wrapped[backends.Fusion](s, "maxpool2d grad", "fused kernels"); ok {
 		s.enqueue("maxpool2d grad", []backends.View{dx, dy, indices}, func(vs []backends.View) {
 			f.MaxPool2dGrad(vs[0], vs[1], vs[2], g)
 		})
 	}
 }
 
-// convFusion returns the inner backend's fused convolution, failing when it
-// has none (see fusion).
-func (s *Backend) convFusion(op string) backends.ConvFusion {
-	f, ok := s.inner.(backends.ConvFusion)
-	if !ok {
-		s.fail(fmt.Errorf("strict: %s: the wrapped backend has no fused convolution", op))
-	}
-	return f
-}
-
 // Conv2d implements backends.ConvFusion by forwarding.
 func (s *Backend) Conv2d(out, x, w backends.View, g backends.ConvGeometry) {
-	if f := s.convFusion("conv2d"); f != nil {
+	if f, ok := wrapped[backends.ConvFusion](s, "conv2d", "fused convolution"); ok {
 		s.enqueue("conv2d", []backends.View{out, x, w}, func(vs []backends.View) { f.Conv2d(vs[0], vs[1], vs[2], g) })
 	}
 }
 
 // Conv2dInputGrad implements backends.ConvFusion by forwarding.
 func (s *Backend) Conv2dInputGrad(dx, dy, w backends.View, g backends.ConvGeometry) {
-	if f := s.convFusion("conv2d input grad"); f != nil {
+	if f, ok := wrapped[backends.ConvFusion](s, "conv2d input grad", "fused convolution"); ok {
 		s.enqueue("conv2d input grad", []backends.View{dx, dy, w}, func(vs []backends.View) {
 			f.Conv2dInputGrad(vs[0], vs[1], vs[2], g)
 		})
@@ -158,7 +149,7 @@ func (s *Backend) Conv2dInputGrad(dx, dy, w backends.View, g backends.ConvGeomet
 
 // Conv2dWeightGrad implements backends.ConvFusion by forwarding.
 func (s *Backend) Conv2dWeightGrad(dw, dy, x backends.View, g backends.ConvGeometry) {
-	if f := s.convFusion("conv2d weight grad"); f != nil {
+	if f, ok := wrapped[backends.ConvFusion](s, "conv2d weight grad", "fused convolution"); ok {
 		s.enqueue("conv2d weight grad", []backends.View{dw, dy, x}, func(vs []backends.View) {
 			f.Conv2dWeightGrad(vs[0], vs[1], vs[2], g)
 		})
@@ -168,9 +159,8 @@ func (s *Backend) Conv2dWeightGrad(dw, dy, x backends.View, g backends.ConvGeome
 // AdamStep implements backends.AdamFusion by forwarding. Moments that are
 // absent (a first step) are views with no buffer and are not checked.
 func (s *Backend) AdamStep(outP, outM, outV, p, g, m, v backends.View, h backends.AdamHyper) {
-	f, ok := s.inner.(backends.AdamFusion)
+	f, ok := wrapped[backends.AdamFusion](s, "adam step", "fused Adam")
 	if !ok {
-		s.fail(fmt.Errorf("strict: adam step: the wrapped backend has no fused Adam"))
 		return
 	}
 	views := []backends.View{outM, outV, p, g}
@@ -192,19 +182,9 @@ func (s *Backend) AdamStep(outP, outM, outV, p, g, m, v backends.View, h backend
 	})
 }
 
-// crossEntropyFusion returns the inner backend's fused cross-entropy,
-// failing when it has none (see fusion).
-func (s *Backend) crossEntropyFusion(op string) backends.CrossEntropyFusion {
-	f, ok := s.inner.(backends.CrossEntropyFusion)
-	if !ok {
-		s.fail(fmt.Errorf("strict: %s: the wrapped backend has no fused cross-entropy", op))
-	}
-	return f
-}
-
 // CrossEntropyForward implements backends.CrossEntropyFusion by forwarding.
 func (s *Backend) CrossEntropyForward(logp, nll, weight, x, target backends.View, ignore int64) {
-	if f := s.crossEntropyFusion("cross entropy"); f != nil {
+	if f, ok := wrapped[backends.CrossEntropyFusion](s, "cross entropy", "fused cross-entropy"); ok {
 		s.enqueue("cross entropy", []backends.View{logp, nll, weight, x, target}, func(vs []backends.View) {
 			f.CrossEntropyForward(vs[0], vs[1], vs[2], vs[3], vs[4], ignore)
 		})
@@ -213,7 +193,7 @@ func (s *Backend) CrossEntropyForward(logp, nll, weight, x, target backends.View
 
 // CrossEntropyBackward implements backends.CrossEntropyFusion by forwarding.
 func (s *Backend) CrossEntropyBackward(dx, logp, weight, target, coef backends.View, ignore int64) {
-	if f := s.crossEntropyFusion("cross entropy grad"); f != nil {
+	if f, ok := wrapped[backends.CrossEntropyFusion](s, "cross entropy grad", "fused cross-entropy"); ok {
 		s.enqueue("cross entropy grad", []backends.View{dx, logp, weight, target, coef}, func(vs []backends.View) {
 			f.CrossEntropyBackward(vs[0], vs[1], vs[2], vs[3], vs[4], ignore)
 		})
