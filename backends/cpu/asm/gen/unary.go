@@ -119,34 +119,33 @@ func reluGrad() {
 	MOVL(U32(0x3f800000), t)
 	VMOVD(t, one.AsX())
 	VBROADCASTSS(one.AsX(), one)
-	Label("relugrad_loop")
-	CMPQ(n, U32(32))
-	JB(LabelRef("relugrad_loop8"))
-	for u := range 4 {
-		v, m := []VecPhysical{Y0, Y1, Y2, Y3}[u], []VecPhysical{Y4, Y5, Y6, Y7}[u]
+	// one group of eight: x at Disp, its mask in m, the product stored
+	group := func(u int, v, m VecPhysical) {
 		VMOVUPS(Mem{Base: x, Disp: 32 * u}, v)
 		VCMPPS(U8(0x1e), zero, v, m) // GT_OQ: x > 0
 		VANDPS(one, m, m)
 		VMULPS(Mem{Base: g, Disp: 32 * u}, m, m)
 		VMOVUPS(m, Mem{Base: dst, Disp: 32 * u})
 	}
-	ADDQ(U32(128), x)
-	ADDQ(U32(128), g)
-	ADDQ(U32(128), dst)
-	SUBQ(U32(32), n)
+	advance := func(elems int) {
+		ADDQ(U32(4*elems), x)
+		ADDQ(U32(4*elems), g)
+		ADDQ(U32(4*elems), dst)
+		SUBQ(U32(elems), n)
+	}
+	Label("relugrad_loop")
+	CMPQ(n, U32(32))
+	JB(LabelRef("relugrad_loop8"))
+	for u := range 4 {
+		group(u, []VecPhysical{Y0, Y1, Y2, Y3}[u], []VecPhysical{Y4, Y5, Y6, Y7}[u])
+	}
+	advance(32)
 	JMP(LabelRef("relugrad_loop"))
 	Label("relugrad_loop8")
 	TESTQ(n, n)
 	JZ(LabelRef("relugrad_done"))
-	VMOVUPS(Mem{Base: x}, Y0)
-	VCMPPS(U8(0x1e), zero, Y0, Y4)
-	VANDPS(one, Y4, Y4)
-	VMULPS(Mem{Base: g}, Y4, Y4)
-	VMOVUPS(Y4, Mem{Base: dst})
-	ADDQ(U32(32), x)
-	ADDQ(U32(32), g)
-	ADDQ(U32(32), dst)
-	SUBQ(U32(8), n)
+	group(0, Y0, Y4)
+	advance(8)
 	JMP(LabelRef("relugrad_loop8"))
 	Label("relugrad_done")
 	VZEROUPPER()
