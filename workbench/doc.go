@@ -15,6 +15,24 @@
 // Everything the UI does is one call, Server.Call(ctx, method, params),
 // with JSON parameters and result (API.md lists the methods), and every
 // live update is a (topic, data) pair given to the Publishers registered
-// with Subscribe. Handler serves both over HTTP and a WebSocket, behind a
-// token. The package does not draw anything: the UI is package frontend's.
+// with Subscribe. Handler serves both over HTTP and a WebSocket.
+//
+// # Security model
+//
+// Whoever reaches the API runs code as the user, so Handler answers only
+// the workbench's own page and the user's scripts, with Jupyter Server's
+// checks (API.md has the table): the Host header must be a loopback name,
+// one of Config.AllowedHosts or the IP address the connection arrived on
+// (DNS rebinding); the token is required (Config.Token, compared in
+// constant time); calls and the WebSocket handshake must come from the
+// workbench's own origin (Origin, else Referer; a request with neither
+// must show the token itself rather than rely on the cookie); calls must
+// be Content-Type: application/json, which no page of another origin can
+// send without a CORS preflight, never granted. Refusals are 403 (415 for
+// the content type) with a message naming the fault, and execute
+// nothing. Listening beyond loopback is the command's decision: `kiln
+// workbench` requires TLS or --insecure for it and warns.
+//
+// The package does not draw anything: the UI is package frontend's. It
+// does not serve CORS, so no other origin can use the API from a browser.
 package workbench

@@ -34,6 +34,15 @@ type Config struct {
 	// Handler (as ?token=, an "Authorization: token T" header or the
 	// kiln_token cookie).
 	Token string
+	// AllowedHosts are the Host header values Handler accepts on API and
+	// WebSocket requests besides the loopback names (localhost,
+	// *.localhost, 127.0.0.0/8, ::1) and the IP address a connection
+	// arrived on: "name" accepts any port, "name:port" that port only.
+	// Name here what browsers will call a workbench served beyond the
+	// loopback interface (its DNS name, a proxy's name); every other
+	// Host is refused with 403, which is what stops DNS rebinding. Default:
+	// none.
+	AllowedHosts []string
 	// Assets is the user interface served at "/" by Handler (package
 	// frontend's Assets()); nil serves none.
 	Assets fs.FS

@@ -404,14 +404,8 @@ func TestRunsSnapshotUpdatesStopAndCheckpoints(t *testing.T) {
 }
 
 func TestTokenProtection(t *testing.T) {
-	bin := kiln(t)
-	root := t.TempDir()
-	tok, err := workbench.New(context.Background(), workbench.Config{Root: root, Kiln: bin, Token: "s3cret",
+	tok, _ := newFakeServer(t, workbench.Config{Token: "s3cret",
 		Assets: fstest.MapFS{"index.html": {Data: []byte("<p>ui</p>")}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tok.Close()
 	ts := httptest.NewServer(tok.Handler())
 	defer ts.Close()
 	for _, c := range []struct {
@@ -421,9 +415,12 @@ func TestTokenProtection(t *testing.T) {
 		{"GET", "/", 403}, {"POST", "/api/call/server.info", 403}, {"GET", "/ws", 403},
 		{"GET", "/?token=wrong", 403},
 		{"GET", "/?token=s3cret", 200}, {"POST", "/api/call/server.info?token=s3cret", 200},
-		{"POST", "/api/call/no.such?token=s3cret", 404},
+		{"POST", "/api/call/no.such?token=s3cret", 404}, {"POST", "/api/other?token=s3cret", 404},
 	} {
 		req, _ := http.NewRequest(c.method, ts.URL+c.path, bytes.NewReader(nil))
+		if c.method == "POST" {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -21,7 +21,7 @@ var commands = map[string]struct {
 	"inspect":   {runInspect, "show what a safetensors, GGUF or ONNX file, checkpoint or run directory holds: [--json] PATH"},
 	"kernel":    {runKernel, "the Jupyter kernel: run -f CONN, install [--user|--prefix DIR] [--name N], uninstall, build --with MODULE[@VERSION][/PKG]... [-o BIN] [--install]"},
 	"onnx":      {runONNX, "generate a Go package from an ONNX model: gen MODEL.onnx -o DIR [--package NAME]"},
-	"workbench": {runWorkbench, "the workbench: the desktop app, or --browser [--addr 127.0.0.1:PORT] [--root DIR] [--runs DIR]... [--existing CONN]"},
+	"workbench": {runWorkbench, "the workbench: the desktop app, or --browser [--addr 127.0.0.1:PORT] [--root DIR] [--runs DIR]... [--existing CONN] [--allow-host NAME]... [--tls-cert FILE --tls-key FILE | --insecure]"},
 	"version":   {func([]string) error { fmt.Println("kiln", version); return nil }, "print the version"},
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -33,11 +35,16 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 func runWorkbench(args []string) error {
 	fs := flag.NewFlagSet("workbench", flag.ContinueOnError)
 	browser := fs.Bool("browser", false, "serve the UI to a browser instead of opening the desktop app")
-	addr := fs.String("addr", "127.0.0.1:0", "address to serve on in browser mode (loopback by default; port 0 picks one)")
+	addr := fs.String("addr", "127.0.0.1:0", "address to serve on in browser mode (loopback by default; port 0 picks one); a non-loopback one needs --tls-cert and --tls-key, or --insecure")
 	root := fs.String("root", ".", "directory of the notebooks")
 	existing := fs.String("existing", "", "connection file of a running kernel to attach to, instead of starting one")
 	var runs listFlag
 	fs.Var(&runs, "runs", "directory of training runs to follow (repeatable; default ROOT/runs)")
+	o := browserOptions{}
+	fs.Var((*listFlag)(&o.allowHosts), "allow-host", "in browser mode, a Host name (or name:port) browsers may call the workbench by, beside loopback names and the address it listens on (repeatable)")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "in browser mode, serve HTTPS with this certificate (PEM; with --tls-key)")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "the private key (PEM) of --tls-cert")
+	fs.BoolVar(&o.insecure, "insecure", false, "allow plain HTTP on a non-loopback --addr (the token and your code cross the network in clear)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -60,7 +67,8 @@ func runWorkbench(args []string) error {
 			fmt.Fprintln(os.Stderr, "kiln workbench: no display or no desktop app (kiln-workbench); serving the UI to a browser instead")
 		}
 	}
-	return serveWorkbench(self, *addr, *root, *existing, runs)
+	o.addr, o.root, o.existing, o.runs = *addr, *root, *existing, runs
+	return serveWorkbench(self, o)
 }
 
 // desktopStartup is how soon a failing desktop app counts as one that
@@ -95,8 +103,58 @@ func desktopBinary(self string) string {
 
 func hasDisplay() bool { return os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != "" }
 
-// serveWorkbench runs browser mode until SIGINT or SIGTERM.
-func serveWorkbench(self, addr, root, existing string, runs []string) error {
+// browserOptions are the flags of browser mode.
+type browserOptions struct {
+	addr, root, existing string
+	runs, allowHosts     []string
+	tlsCert, tlsKey      string
+	insecure             bool
+}
+
+// serveWorkbench runs browser mode until SIGINT or SIGTERM. A listener
+// beyond the loopback interface needs TLS or --insecure, and is announced
+// with a warning, before any kernel starts.
+func serveWorkbench(self string, o browserOptions) error {
+	var certs []tls.Certificate
+	switch {
+	case (o.tlsCert == "") != (o.tlsKey == ""):
+		return errors.New("workbench: --tls-cert and --tls-key go together")
+	case o.tlsCert != "":
+		c, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
+		if err != nil {
+			return fmt.Errorf("workbench: TLS certificate: %w", err)
+		}
+		certs = []tls.Certificate{c}
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("workbench: listen on %s: %w", o.addr, err)
+	}
+	defer ln.Close()
+	bound := ln.Addr().(*net.TCPAddr)
+	if !bound.IP.IsLoopback() {
+		if certs == nil && !o.insecure {
+			return fmt.Errorf("workbench: --addr %s listens beyond this machine (%s), where anyone who can reach it and has the token can run code as this user; "+
+				"serve it over TLS (--tls-cert FILE --tls-key FILE) or accept plain HTTP with --insecure", o.addr, exposure(bound))
+		}
+		shown := bound.String()
+		if h, _, err := net.SplitHostPort(o.addr); err == nil {
+			shown = net.JoinHostPort(h, fmt.Sprint(bound.Port)) // 0.0.0.0 as asked, not Go's [::]
+		}
+		fmt.Fprintf(os.Stderr, "kiln workbench: WARNING: serving on %s (%s): anyone who can reach this address and has the token can run code as %s on this machine: read and write your files, start processes\n",
+			shown, exposure(bound), userName())
+		if certs == nil {
+			fmt.Fprintln(os.Stderr, "kiln workbench: WARNING: --insecure: plain HTTP, so the token and everything you type cross the network in clear text")
+		}
+	}
+	// A name in --addr is one the user means browsers to use; IP addresses
+	// need no listing (the workbench accepts the address a connection
+	// arrived on).
+	allowed := o.allowHosts
+	if h, _, err := net.SplitHostPort(o.addr); err == nil && h != "" && net.ParseIP(h) == nil {
+		allowed = append(allowed, h)
+	}
+
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var tok [16]byte
@@ -105,20 +163,33 @@ func serveWorkbench(self, addr, root, existing string, runs []string) error {
 	if !frontend.Built() {
 		fmt.Fprintln(os.Stderr, "kiln workbench: this binary was built without the UI (run make build); serving a placeholder page")
 	}
-	srv, err := workbench.New(ctx, workbench.Config{Root: root, RunDirs: runs, Kiln: self, Existing: existing,
-		Token: token, Assets: frontend.Assets()})
+	srv, err := workbench.New(ctx, workbench.Config{Root: o.root, RunDirs: o.runs, Kiln: self, Existing: o.existing,
+		Token: token, AllowedHosts: allowed, Assets: frontend.Assets()})
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("workbench: listen on %s: %w", addr, err)
-	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Printf("Kiln workbench: http://%s/?token=%s\n", ln.Addr(), token)
+	scheme := "http"
+	if certs != nil {
+		scheme = "https"
+		hs.TLSConfig = &tls.Config{Certificates: certs, MinVersion: tls.VersionTLS12}
+	}
+	shown := bound.String()
+	if bound.IP.IsUnspecified() {
+		// Every interface: the loopback one works here; other machines use
+		// this one's address.
+		shown = net.JoinHostPort("127.0.0.1", fmt.Sprint(bound.Port))
+	}
+	fmt.Printf("Kiln workbench: %s://%s/?token=%s\n", scheme, shown, token)
 	done := make(chan error, 1)
-	go func() { done <- hs.Serve(ln) }()
+	go func() {
+		if certs != nil {
+			done <- hs.ServeTLS(ln, "", "")
+		} else {
+			done <- hs.Serve(ln)
+		}
+	}()
 	select {
 	case err := <-done:
 		if !errors.Is(err, http.ErrServerClosed) {
@@ -130,4 +201,20 @@ func serveWorkbench(self, addr, root, existing string, runs []string) error {
 		cancel()
 	}
 	return nil
+}
+
+// exposure says who can reach a listener's address.
+func exposure(a *net.TCPAddr) string {
+	if a.IP.IsUnspecified() {
+		return "every network interface of this machine"
+	}
+	return "a network interface of this machine"
+}
+
+// userName is the user the kernels run as, for the warning.
+func userName() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return "you"
 }
