@@ -11,16 +11,27 @@ import (
 // their types (outputs as inferred, symbolic dimensions kept); the
 // operators used, with counts, marking those Kiln cannot run; and the
 // initializers with their element types and shapes. It fails like
-// ReadFile. `kiln inspect` prints it.
+// ReadFile, and like Load (wrapping ErrCorrupt, naming the node and the
+// attribute) for a node whose attributes break its operator's definition.
+// `kiln inspect` prints it.
 func Describe(path string) (string, error) {
 	m, err := ReadFile(path)
 	if err != nil {
 		return "", err
 	}
+	if m.Graph == nil {
+		return "", fmt.Errorf("onnx: describe %s: %w: no graph", path, ErrCorrupt)
+	}
+	opset, _ := defaultOpset(m)
+	if err := validateGraph(m.Graph, opset); err != nil {
+		return "", fmt.Errorf("onnx: describe %s: %w", path, err)
+	}
 	return DescribeModel(m), nil
 }
 
-// DescribeModel is Describe for a model already decoded.
+// DescribeModel is Describe for a model already decoded. It never fails
+// and never panics: it does not check attributes (Describe does), and
+// values whose shapes cannot be inferred are shown as unknown.
 func DescribeModel(m *ModelProto) string {
 	if m == nil || m.Graph == nil {
 		return "not an ONNX model (no graph)\n"

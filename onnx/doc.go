@@ -10,8 +10,14 @@
 // wrapping ErrCorrupt naming the field where decoding stopped; decoding
 // never panics. InferShapes types every value of a graph, keeping symbolic
 // dimensions ("batch", "batch*seq") through the Shape → Gather → Concat →
-// Reshape computations exporters emit. Describe summarises a file for
-// `kiln inspect`.
+// Reshape computations exporters emit; it never panics, whatever a
+// decodable file holds (FuzzInferShapes checks that), leaving unknown what
+// it cannot follow. Load and Describe check every node's attributes
+// against its operator's definition (positive strides and kernels, pads
+// of the right length, axes in range, a perm that is a permutation, shapes
+// within 2^32 elements, …) and refuse a file that breaks one with an error
+// wrapping ErrCorrupt that names the node, the attribute and the value.
+// Describe summarises a file for `kiln inspect`.
 //
 // Running: Load returns a *Model, a Kiln module whose Params field holds
 // the initializers as *nn.Param keyed by their ONNX names (made safe for

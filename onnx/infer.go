@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/kiln-ml/kiln/tensor"
 )
 
 // Shape inference runs over the graph once, without data: every value gets
@@ -50,6 +52,37 @@ func known(n int64) mono { return mono{coef: n, ok: true} }
 
 var unknownDim = mono{}
 
+// Inference keeps its own work bounded on crafted files: a monomial of
+// more than maxSyms symbols (Mul of a value by itself doubles them) and a
+// rank above maxRank (a shape tensor claiming 1<<62 elements) are left
+// unknown instead of being built.
+const (
+	maxSyms = 16
+	maxRank = 1 << 10
+)
+
+// rankOf returns d as a rank to allocate, ok only for 0 ≤ d ≤ maxRank.
+func rankOf(d mono) (int, bool) {
+	if !d.isNum() || d.coef < 0 || d.coef > maxRank {
+		return 0, false
+	}
+	return int(d.coef), true
+}
+
+// unknownShape returns n unknown dimensions, or nil (rank unknown) when n
+// is not a rank inference builds.
+func unknownShape(n mono) ([]mono, bool) {
+	r, ok := rankOf(n)
+	if !ok {
+		return nil, false
+	}
+	shape := make([]mono, r)
+	for i := range shape {
+		shape[i] = unknownDim
+	}
+	return shape, true
+}
+
 func monoOf(d Dim) mono {
 	if d.HasValue {
 		return known(d.Value)
@@ -60,10 +93,17 @@ func monoOf(d Dim) mono {
 	m := mono{coef: 1, ok: true}
 	for _, part := range strings.Split(d.Param, "*") {
 		if n, err := strconv.ParseInt(part, 10, 64); err == nil {
-			m.coef *= n
+			c, ok := mulInt(m.coef, n)
+			if !ok {
+				return unknownDim
+			}
+			m.coef = c
 		} else {
 			m.syms = append(m.syms, part)
 		}
+	}
+	if len(m.syms) > maxSyms {
+		return unknownDim
 	}
 	sort.Strings(m.syms)
 	return m
@@ -104,15 +144,40 @@ func (m mono) mul(o mono) mono {
 		}
 		return unknownDim
 	}
+	c, ok := mulInt(m.coef, o.coef)
+	if !ok || len(m.syms)+len(o.syms) > maxSyms {
+		return unknownDim
+	}
 	s := append(append([]string{}, m.syms...), o.syms...)
 	sort.Strings(s)
-	return mono{coef: m.coef * o.coef, syms: s, ok: true}
+	return mono{coef: c, syms: s, ok: true}
+}
+
+// mulInt returns a·b, ok false when it overflows int64.
+func mulInt(a, b int64) (int64, bool) {
+	if a == 0 || b == 0 {
+		return 0, true
+	}
+	c := a * b
+	if c/b != a || (a == -1 && b == math.MinInt64) || (b == -1 && a == math.MinInt64) {
+		return 0, false
+	}
+	return c, true
+}
+
+// addInt returns a+b, ok false when it overflows int64.
+func addInt(a, b int64) (int64, bool) {
+	c := a + b
+	if (c > a) != (b > 0) {
+		return 0, false
+	}
+	return c, true
 }
 
 // div returns m/o when it is a monomial (o's symbols among m's, the
 // coefficient divisible).
 func (m mono) div(o mono) mono {
-	if !m.ok || !o.ok || o.coef == 0 || m.coef%o.coef != 0 {
+	if !m.ok || !o.ok || o.coef == 0 || (o.coef == -1 && m.coef == math.MinInt64) || m.coef%o.coef != 0 {
 		return unknownDim
 	}
 	rest := append([]string{}, m.syms...)
@@ -128,7 +193,11 @@ func (m mono) div(o mono) mono {
 
 func (m mono) add(o mono) mono {
 	if m.isNum() && o.isNum() {
-		return known(m.coef + o.coef)
+		c, ok := addInt(m.coef, o.coef)
+		if !ok {
+			return unknownDim
+		}
+		return known(c)
 	}
 	if m.isNum() && m.coef == 0 {
 		return o
@@ -137,7 +206,11 @@ func (m mono) add(o mono) mono {
 		return m
 	}
 	if m.ok && o.ok && len(m.syms) > 0 && strings.Join(m.syms, "*") == strings.Join(o.syms, "*") {
-		return mono{coef: m.coef + o.coef, syms: m.syms, ok: true}
+		c, ok := addInt(m.coef, o.coef)
+		if !ok {
+			return unknownDim
+		}
+		return mono{coef: c, syms: m.syms, ok: true}
 	}
 	return unknownDim
 }
@@ -162,7 +235,10 @@ func numsInfo(et int32, v []mono, shape []mono) *info {
 // InferShapes returns the inferred type of every value of g (inputs,
 // initializers, node outputs) at the given default-domain opset. Values
 // inference cannot type get what the graph's value_info declares, if
-// anything. It never fails: what cannot be inferred is unknown.
+// anything. It never fails and never panics, whatever the file holds: what
+// cannot be inferred is unknown, and so are the outputs of a node whose
+// attributes break its operator's definition (a zero stride; Load and
+// Describe report those).
 func InferShapes(g *GraphProto, opset int64) map[string]ValueType {
 	env := inferInfos(g, opset)
 	res := make(map[string]ValueType, len(env))
@@ -208,10 +284,30 @@ func inferredValues(env map[string]*info) map[string][]Dim {
 
 // inferInfos runs shape inference over g, returning every value's info.
 func inferInfos(g *GraphProto, opset int64) map[string]*info {
+	return inferGraph(g, opset).env
+}
+
+// inference is the outcome of one pass of shape inference.
+type inference struct {
+	env map[string]*info
+	// invalid is the first node whose attributes break its operator's
+	// definition (wrapping ErrCorrupt, naming the node and attribute).
+	invalid error
+	// bug is the first panic recovered while inferring a node: inference
+	// guards its arithmetic, so a panic is a bug in this package, which
+	// the fuzz target FuzzInferShapes reports.
+	bug error
+}
+
+// inferGraph runs shape inference over g, checking each node's attributes
+// (validateNode) against what is known of its inputs before inferring its
+// outputs; the outputs of an invalid node stay unknown.
+func inferGraph(g *GraphProto, opset int64) *inference {
+	res := &inference{env: map[string]*info{}}
 	if g == nil {
-		return map[string]*info{}
+		return res
 	}
-	env := map[string]*info{}
+	env := res.env
 	fromType := func(t *TypeProto) *info {
 		if t == nil || t.Kind != "tensor" {
 			return &info{}
@@ -252,6 +348,10 @@ func inferInfos(g *GraphProto, opset int64) map[string]*info {
 	if err != nil {
 		order = g.Nodes
 	}
+	index := make(map[*NodeProto]int, len(g.Nodes))
+	for i, n := range g.Nodes {
+		index[n] = i
+	}
 	for _, n := range order {
 		ins := make([]*info, len(n.Inputs))
 		for k, name := range n.Inputs {
@@ -268,12 +368,12 @@ func inferInfos(g *GraphProto, opset int64) map[string]*info {
 		for _, a := range n.Attributes {
 			attrs[a.Name] = a
 		}
-		outs := foldNode(n, attrs, ins, opset)
-		if outs == nil {
-			outs = inferNode(n, attrs, ins, opset)
-			for _, o := range outs {
-				promoteValue(o)
-			}
+		outs, invalid, bug := inferOne(n, index[n], attrs, ins, opset)
+		if invalid != nil && res.invalid == nil {
+			res.invalid = invalid
+		}
+		if bug != nil && res.bug == nil {
+			res.bug = bug
 		}
 		for k, name := range n.Outputs {
 			if name == "" {
@@ -297,7 +397,29 @@ func inferInfos(g *GraphProto, opset int64) map[string]*info {
 			env[name] = o
 		}
 	}
-	return env
+	return res
+}
+
+// inferOne checks and infers node n (index i of its graph). A panic is
+// recovered into bug, naming the node, and leaves the outputs unknown.
+func inferOne(n *NodeProto, i int, attrs map[string]*AttributeProto, ins []*info, opset int64) (outs []*info, invalid, bug error) {
+	defer func() {
+		if r := recover(); r != nil {
+			outs, invalid = nil, nil
+			bug = fmt.Errorf("onnx: shape inference of node %s panicked: %v", nodeName(n, i), r)
+		}
+	}()
+	if msg := validateNode(n, attrs, ins, opset); msg != "" {
+		return nil, fmt.Errorf("%w: node %s: %s", ErrCorrupt, nodeName(n, i), msg), nil
+	}
+	outs = foldNode(n, attrs, ins, opset)
+	if outs == nil {
+		outs = inferNode(n, attrs, ins, opset)
+		for _, o := range outs {
+			promoteValue(o)
+		}
+	}
+	return outs, nil, nil
 }
 
 // promoteValue makes a tracked value whose elements and shape are all
@@ -468,7 +590,12 @@ func foldNode(n *NodeProto, attrs map[string]*AttributeProto, in []*info, opset 
 		return nil
 	}
 	defer func() {
+		// Host implementations fail through c.fail (a *tensor.Error);
+		// anything else is a bug, left to inferOne to report.
 		if r := recover(); r != nil {
+			if e, ok := r.(*tensor.Error); !ok || e == nil {
+				panic(r)
+			}
 			res = nil
 		}
 	}()
@@ -712,12 +839,10 @@ func inferNode(n *NodeProto, attrs map[string]*AttributeProto, in []*info, opset
 		t := get(1)
 		want, ok := monoVals(t)
 		if !ok || x == nil {
-			if t != nil && t.rank && t.r() == 1 && t.shape[0].isNum() {
-				shape := make([]mono, t.shape[0].coef)
-				for i := range shape {
-					shape[i] = unknownDim
+			if t != nil && t.rank && t.r() == 1 {
+				if shape, ok := unknownShape(t.shape[0]); ok {
+					return []*info{shapeInfo(typeOf(x), shape)}
 				}
-				return []*info{shapeInfo(typeOf(x), shape)}
 			}
 			return []*info{{et: typeOf(x)}}
 		}
@@ -810,9 +935,9 @@ func inferNode(n *NodeProto, attrs map[string]*AttributeProto, in []*info, opset
 			switch {
 			case sizes != nil && k < len(sizes):
 				shape[a] = known(sizes[k])
-			case sizes == nil && x.shape[a].isNum():
-				num := int64(attrIntOf(attrs, "num_outputs", int64(len(n.Outputs))))
-				each := (x.shape[a].coef + num - 1) / num
+			case sizes == nil && x.shape[a].isNum() && attrIntOf(attrs, "num_outputs", int64(len(n.Outputs))) > 0:
+				num := attrIntOf(attrs, "num_outputs", int64(len(n.Outputs)))
+				each := x.shape[a].coef/num + min(x.shape[a].coef%num, 1)
 				shape[a] = known(min(each, max(x.shape[a].coef-int64(k)*each, 0)))
 			default:
 				shape[a] = unknownDim
@@ -967,12 +1092,10 @@ func inferNode(n *NodeProto, attrs map[string]*AttributeProto, in []*info, opset
 		}
 		want, ok := monoVals(x)
 		if !ok {
-			if x != nil && x.rank && x.r() == 1 && x.shape[0].isNum() {
-				shape := make([]mono, x.shape[0].coef)
-				for i := range shape {
-					shape[i] = unknownDim
+			if x != nil && x.rank && x.r() == 1 {
+				if shape, ok := unknownShape(x.shape[0]); ok {
+					return []*info{shapeInfo(et, shape)}
 				}
-				return []*info{shapeInfo(et, shape)}
 			}
 			return []*info{{et: et}}
 		}
@@ -1184,7 +1307,7 @@ func valueArith(op string, a, b *info) []mono {
 }
 
 func inferSlice(attrs map[string]*AttributeProto, in []*info, opset int64) *info {
-	x := in[0]
+	x := at(in, 0)
 	if x == nil || !x.rank {
 		return &info{et: typeOf(x)}
 	}
@@ -1213,7 +1336,7 @@ func inferSlice(attrs map[string]*AttributeProto, in []*info, opset int64) *info
 	}
 	shape := append([]mono{}, x.shape...)
 	var val []mono
-	if x.val != nil && x.r() == 1 {
+	if x.val != nil && x.r() == 1 && x.shape[0].isNum() && int64(len(x.val)) == x.shape[0].coef {
 		val = x.val
 	}
 	for i := range starts {
@@ -1273,12 +1396,20 @@ func sliceBoundsOf(s, e, step, d int64) sliceBound {
 		e += d
 	}
 	var n int64
+	// (span-1)/|step|+1 rather than (span+|step|-1)/|step|: no overflow
+	// for a step near math.MaxInt64.
 	if step > 0 {
 		s, e = min(max(s, 0), d), min(max(e, 0), d)
-		n = max((e-s+step-1)/step, 0)
+		if e > s {
+			n = (e-s-1)/step + 1
+		}
 	} else if step < 0 {
+		// -math.MinInt64 is itself negative, but s-e-1 < |step| then
+		// makes the quotient 0 and n 1, which is right.
 		s, e = min(max(s, -1), d-1), min(max(e, -1), d-1)
-		n = max((s-e+(-step)-1)/(-step), 0)
+		if s > e {
+			n = (s-e-1)/(-step) + 1
+		}
 	}
 	return sliceBound{start: int(s), n: int(n), step: int(step)}
 }
@@ -1334,7 +1465,7 @@ func inferWindow(op string, attrs map[string]*AttributeProto, in []*info, nout i
 	case "ConvTranspose":
 		shape[1] = unknownDim
 		if w != nil && w.rank && w.r() > 1 && w.shape[1].isNum() {
-			shape[1] = known(w.shape[1].coef * attrIntOf(attrs, "group", 1))
+			shape[1] = w.shape[1].mul(known(attrIntOf(attrs, "group", 1)))
 		}
 	default:
 		shape[1] = x.shape[1]
@@ -1342,7 +1473,10 @@ func inferWindow(op string, attrs map[string]*AttributeProto, in []*info, nout i
 	os := attrIntsOf(attrs, "output_shape")
 	for i := range sp {
 		d := x.shape[2+i]
-		if !d.isNum() {
+		// Out-of-range arguments (Load refuses them) leave the size
+		// unknown; bounding every operand by 2^31 keeps the arithmetic
+		// below from overflowing.
+		if !d.isNum() || !windowArgsSane(d.coef, k[i], strides[i], dil[i], outPad[i], pads[i], pads[sp+i]) {
 			shape[2+i] = unknownDim
 			continue
 		}
@@ -1352,6 +1486,9 @@ func inferWindow(op string, attrs map[string]*AttributeProto, in []*info, nout i
 		switch {
 		case op == "ConvTranspose" && len(os) >= sp:
 			o = os[len(os)-sp+i]
+			if o < 0 {
+				o = -1
+			}
 		case op == "ConvTranspose" && (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER"):
 			o = n * strides[i]
 		case op == "ConvTranspose":
@@ -1372,12 +1509,30 @@ func inferWindow(op string, attrs map[string]*AttributeProto, in []*info, nout i
 			}
 		}
 		shape[2+i] = known(o)
+		if o < 0 {
+			shape[2+i] = unknownDim
+		}
 	}
 	out := shapeInfo(x.et, shape)
 	if nout > 1 {
 		return []*info{out, shapeInfo(TypeInt64, shape)}
 	}
 	return []*info{out}
+}
+
+// windowArgsSane reports whether a window's size, kernel, stride and
+// dilation are positive and every argument within ±2^31.
+func windowArgsSane(n, k, stride, dil int64, rest ...int64) bool {
+	const limit = 1 << 31
+	if n < 0 || n > limit || k <= 0 || k > limit || stride <= 0 || stride > limit || dil <= 0 || dil > limit {
+		return false
+	}
+	for _, v := range rest {
+		if v < -limit || v > limit {
+			return false
+		}
+	}
+	return true
 }
 
 func inferEinsum(attrs map[string]*AttributeProto, in []*info) *info {

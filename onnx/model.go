@@ -93,7 +93,10 @@ func ParamName(s string) string {
 // operators Kiln implements. Operators Kiln does not implement (or
 // implements without the attributes a node uses) are reported all at once,
 // by name and opset, in one error wrapping ErrUnsupported. A malformed
-// file gives an error wrapping ErrCorrupt. The Params belong to no Scope:
+// file gives an error wrapping ErrCorrupt, and so does a node whose
+// attributes break its operator's definition (a zero stride, an axis out
+// of range, a perm that is no permutation), naming the node, the attribute
+// and the value. The Params belong to no Scope:
 // release them with nn.Release(m) when done.
 func Load(path string, dev tensor.Device) (*Model, error) {
 	mp, err := ReadFile(path)
@@ -150,6 +153,9 @@ func newModel(mp *ModelProto, path string, dev tensor.Device) (*Model, error) {
 	}
 	order, err := topoSort(g)
 	if err != nil {
+		return nil, err
+	}
+	if err := validateGraph(g, opset); err != nil {
 		return nil, err
 	}
 	for i, n := range order {
@@ -281,36 +287,43 @@ func topoSort(g *GraphProto) ([]*NodeProto, error) {
 			producer[o] = i
 		}
 	}
+	// Depth-first, with an explicit stack: a chain of a million nodes
+	// must not recurse a million calls deep.
 	state := make([]int8, len(g.Nodes)) // 0 new, 1 visiting, 2 done
 	var order []*NodeProto
-	var visit func(i int) error
-	visit = func(i int) error {
-		switch state[i] {
-		case 1:
-			return fmt.Errorf("%w: the graph has a cycle through node %s", ErrCorrupt, nodeName(g.Nodes[i], i))
-		case 2:
-			return nil
+	type frame struct{ node, next int } // next: the input to look at next
+	var stack []frame
+	for root := range g.Nodes {
+		if state[root] != 0 {
+			continue
 		}
-		state[i] = 1
-		for _, in := range g.Nodes[i].Inputs {
+		state[root] = 1
+		stack = append(stack[:0], frame{node: root})
+		for len(stack) > 0 {
+			f := &stack[len(stack)-1]
+			ins := g.Nodes[f.node].Inputs
+			if f.next == len(ins) {
+				state[f.node] = 2
+				order = append(order, g.Nodes[f.node])
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			in := ins[f.next]
+			f.next++
 			if defined[in] {
 				continue
 			}
 			j, ok := producer[in]
 			if !ok {
-				return fmt.Errorf("%w: node %s reads %q, which no input, initializer or node defines", ErrCorrupt, nodeName(g.Nodes[i], i), in)
+				return nil, fmt.Errorf("%w: node %s reads %q, which no input, initializer or node defines", ErrCorrupt, nodeName(g.Nodes[f.node], f.node), in)
 			}
-			if err := visit(j); err != nil {
-				return err
+			switch state[j] {
+			case 1:
+				return nil, fmt.Errorf("%w: the graph has a cycle through node %s", ErrCorrupt, nodeName(g.Nodes[j], j))
+			case 0:
+				state[j] = 1
+				stack = append(stack, frame{node: j})
 			}
-		}
-		state[i] = 2
-		order = append(order, g.Nodes[i])
-		return nil
-	}
-	for i := range g.Nodes {
-		if err := visit(i); err != nil {
-			return nil, err
 		}
 	}
 	outs := map[string]bool{}

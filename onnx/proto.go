@@ -19,7 +19,8 @@ import (
 
 // ErrCorrupt reports a file that is not a well-formed ONNX model: truncated,
 // corrupt bytes, a field of the wrong type, tensor data that does not match
-// its declared shape, or external data that cannot be read.
+// its declared shape, external data that cannot be read, or (from Load and
+// Describe) a node whose attributes break its operator's definition.
 var ErrCorrupt = errors.New("corrupt ONNX file")
 
 // ErrUnsupported reports a well-formed model that Kiln cannot run: an

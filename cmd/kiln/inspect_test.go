@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kiln-ml/kiln/onnx"
 	"github.com/kiln-ml/kiln/store"
 	"github.com/kiln-ml/kiln/tensor"
 )
@@ -142,5 +143,47 @@ func TestInspectJSON(t *testing.T) {
 	}
 	if file.Metadata["kiln.epoch"] != "9" || len(file.Tensors) != 7 || file.Tensors[6].Name != "L1.weight" || file.Tensors[6].DType != "F32" || file.Elements != 4*4+1+4+4*3 {
 		t.Errorf("report %+v", file)
+	}
+}
+
+// strideZeroONNX writes issue 17's crafted model, a Conv "conv1" with
+// strides [0 1], into dir.
+func strideZeroONNX(t testing.TB, dir string) string {
+	f32 := func(name string, dims ...int64) *onnx.ValueInfoProto {
+		ty := &onnx.TypeProto{Kind: "tensor", ElemType: onnx.TypeFloat, HasShape: true}
+		for _, d := range dims {
+			ty.Shape = append(ty.Shape, onnx.Dim{Value: d, HasValue: true})
+		}
+		return &onnx.ValueInfoProto{Name: name, Type: ty}
+	}
+	m := &onnx.ModelProto{IRVersion: 8, ProducerName: "kiln-test", OpsetImports: []onnx.OperatorSetID{{Version: 13}},
+		Graph: &onnx.GraphProto{
+			Nodes: []*onnx.NodeProto{{OpType: "Conv", Name: "conv1", Inputs: []string{"x", "w"}, Outputs: []string{"y"},
+				Attributes: []*onnx.AttributeProto{{Name: "strides", Type: onnx.AttrInts, Ints: []int64{0, 1}}}}},
+			Initializers: []*onnx.TensorProto{{Name: "w", DataType: onnx.TypeFloat, Dims: []int64{1, 1, 3, 3}, FloatData: make([]float32, 9)}},
+			Inputs:       []*onnx.ValueInfoProto{f32("x", 1, 1, 8, 8)},
+			Outputs:      []*onnx.ValueInfoProto{f32("y", 1, 1, 6, 6)},
+		}}
+	p := filepath.Join(dir, "stride0.onnx")
+	if err := os.WriteFile(p, onnx.Encode(m), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestInspectBadONNXAttributes: `kiln inspect` on a Conv with a zero
+// stride (which used to divide by zero) fails with an error naming the
+// node and the attribute, in text and JSON modes, printing nothing.
+func TestInspectBadONNXAttributes(t *testing.T) {
+	p := strideZeroONNX(t, t.TempDir())
+	for _, args := range [][]string{{p}, {"--json", p}} {
+		var stdout, stderr bytes.Buffer
+		err := inspectCommand(args, &stdout, &stderr)
+		if !errors.Is(err, onnx.ErrCorrupt) || !strings.Contains(err.Error(), `inspect: onnx: describe `+p+`: corrupt ONNX file: node "conv1" (Conv): strides[0] = 0, must be positive`) {
+			t.Errorf("%v: err = %v, want ErrCorrupt naming the node and the stride", args, err)
+		}
+		if stdout.Len() != 0 {
+			t.Errorf("%v: printed %q", args, stdout.String())
+		}
 	}
 }
