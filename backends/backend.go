@@ -3,11 +3,18 @@ package backends
 import (
 	"errors"
 	"fmt"
+	"math"
+	"math/bits"
 )
 
 // ErrOutOfMemory is wrapped by Alloc errors when the device has no memory
 // left, after a caching allocator has already returned its cached blocks.
 var ErrOutOfMemory = errors.New("out of device memory")
+
+// ErrDivideByZero is wrapped by the sticky error a backend records when an
+// integer Rem or FloorDiv (Binary or BinaryScalar) divides by zero. The
+// elements concerned hold unspecified values.
+var ErrDivideByZero = errors.New("integer division by zero")
 
 // Buffer is device memory owned by one backend. It is opaque: host code reads
 // and writes it only through Backend.Read and Backend.Write.
@@ -53,13 +60,42 @@ func (v View) String() string {
 	return fmt.Sprintf("%s%v strides %v offset %d", v.DType, v.Shape, v.Strides, v.Offset)
 }
 
-// NumElements returns the product of shape (1 for a scalar shape).
+// NumElements returns the product of shape (1 for a scalar shape). It does
+// not check for overflow: shapes are checked once, when a tensor is made
+// (see CheckedNumElements).
 func NumElements(shape []int) int {
 	n := 1
 	for _, s := range shape {
 		n *= s
 	}
 	return n
+}
+
+// CheckedNumElements returns the product of shape (1 for a scalar shape)
+// and true, or 0 and false when a dimension is negative or the product
+// does not fit in an int. A shape with a zero dimension has no elements
+// however large its other dimensions are.
+func CheckedNumElements(shape []int) (int, bool) {
+	n := 1
+	for _, s := range shape {
+		if s < 0 {
+			return 0, false
+		}
+		if s == 0 {
+			n = 0
+		}
+	}
+	if n == 0 {
+		return 0, true
+	}
+	for _, s := range shape {
+		hi, lo := bits.Mul64(uint64(n), uint64(s))
+		if hi != 0 || lo > math.MaxInt {
+			return 0, false
+		}
+		n = int(lo)
+	}
+	return n, true
 }
 
 // RowMajorStrides returns the strides of a contiguous row-major layout of shape.
@@ -134,14 +170,18 @@ type MemoryStats struct {
 //
 // Execution may be asynchronous: kernel methods may return before the work is
 // done. Read and Sync are the synchronisation points. Kernel methods never
-// return errors: a failure (an index out of range, a device fault) is recorded
-// and returned by the next Read or Sync, which then forgets it (each failure
-// is reported once). A backend whose device cannot continue after a fault
+// return errors: a failure (an index out of range, an integer division by
+// zero, a device fault) is recorded and returned by the next Read or Sync,
+// which then forgets it (each failure is reported once). A backend whose device cannot continue after a fault
 // (a lost GPU context) keeps reporting it. Callers (package tensor)
 // check shapes and dtypes before calling; backends may assume that
 //   - out views of elementwise kernels have the broadcast shape of the inputs,
 //   - inputs of Binary share one dtype (promotion happens above),
 //   - index views hold Int64.
+//
+// A backend still refuses (with the sticky error, running nothing) a view
+// whose dtype is not its buffer's, or that reaches outside its buffer, so
+// that a wrong call never reads or writes memory it does not own.
 //
 // Kernels may write only to out; an out view may alias no input unless the
 // method says so.
@@ -176,8 +216,11 @@ type Backend interface {
 	// UnaryGrad computes g·op'(x) element-wise: the backward pass of Unary.
 	UnaryGrad(op UnaryOp, out, x, g View, p0, p1 float64)
 	// Binary applies op to a and b element-wise, broadcasting by stride 0.
+	// An integer Rem or FloorDiv by zero records an error wrapping
+	// ErrDivideByZero.
 	Binary(op BinaryOp, out, a, b View)
-	// BinaryScalar applies op to a and the scalar s (s op a when reverse).
+	// BinaryScalar applies op to a and the scalar s (s op a when reverse),
+	// with Binary's integer division rule.
 	BinaryScalar(op BinaryOp, out, a View, s float64, reverse bool)
 	// Where sets out to a where cond (Bool) is true and to b elsewhere.
 	Where(out, cond, a, b View)

@@ -154,7 +154,8 @@ func nnConv(op, name string, x, weight, bias *Tensor, cfg ConvConfig, spatial in
 	default:
 		fail(op, ErrArgument, "unknown PaddingMode %q (want \"\", \"valid\" or \"same\")", cfg.PaddingMode)
 	}
-	eh, ew := h+pt+pb-dh*(kh-1), w+pl+pr-dw*(kw-1)
+	eh := checkedAdd(op, "padded input height", h, pt, pb, -checkedMul(op, "dilated kernel height", dh, kh-1))
+	ew := checkedAdd(op, "padded input width", w, pl, pr, -checkedMul(op, "dilated kernel width", dw, kw-1))
 	if eh < 1 || ew < 1 {
 		fail(op, ErrShape, "input %s is too small for weight %s with padding %s and dilation %s: no window fits",
 			shapeString(x.shape), shapeString(weight.shape), nnPairString(spatial, pt, pl), nnPairString(spatial, dh, dw))
@@ -231,8 +232,10 @@ func nnConvTranspose(op, name string, x, weight, bias *Tensor, cfg ConvTranspose
 		fail(op, ErrArgument, "OutputPadding %v must be smaller than the stride %s or the dilation %s", cfg.OutputPadding,
 			nnPairString(spatial, sh, sw), nnPairString(spatial, dh, dw))
 	}
-	oh := (h-1)*sh - 2*ph + dh*(kh-1) + oph + 1
-	ow := (w-1)*sw - 2*pw + dw*(kw-1) + opw + 1
+	oh := checkedAdd(op, "output height", checkedMul(op, "strided input height", h-1, sh), -checkedMul(op, "padding", 2, ph),
+		checkedMul(op, "dilated kernel height", dh, kh-1), oph, 1)
+	ow := checkedAdd(op, "output width", checkedMul(op, "strided input width", w-1, sw), -checkedMul(op, "padding", 2, pw),
+		checkedMul(op, "dilated kernel width", dw, kw-1), opw, 1)
 	if oh < 1 || ow < 1 {
 		fail(op, ErrShape, "input %s with weight %s, stride %s and padding %s gives an empty output %s",
 			shapeString(x.shape), shapeString(weight.shape), nnPairString(spatial, sh, sw), nnPairString(spatial, ph, pw),

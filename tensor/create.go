@@ -47,7 +47,7 @@ func checkData(op string, n int, shape []int) []int {
 		return []int{n}
 	}
 	shape = inferShape(op, n, shape)
-	if backends.NumElements(shape) != n {
+	if checkedNumel(op, shape) != n {
 		fail(op, ErrShape, "%d values cannot fill shape %s (%d elements)", n, shapeString(shape), backends.NumElements(shape))
 	}
 	return shape
@@ -63,7 +63,7 @@ func inferShape(op string, n int, shape []int) []int {
 		case s < 0:
 			fail(op, ErrShape, "invalid shape %s", shapeString(shape))
 		default:
-			known *= s
+			known = checkedMul(op, "shape "+shapeString(shape), known, s)
 		}
 	}
 	if neg < 0 {

@@ -427,7 +427,7 @@ func (st *deviceState) alloc(op string, dtype backends.DType, n int) backends.Bu
 	if err != nil {
 		st.live.Add(-bytes)
 		kind := ErrDeviceFailed
-		if errors.Is(err, ErrOutOfMemory) {
+		if errors.Is(err, ErrOutOfMemory) || errors.Is(err, backends.ErrOutOfMemory) {
 			kind = ErrOutOfMemory
 		}
 		fail(op, kind, "allocating %d × %s on %s: %v", n, dtype, st.name, err)

@@ -186,6 +186,9 @@ func rawScalar(op string, b backends.BinaryOp, x *Tensor, s float64, reverse boo
 	if b == divOp && !ct.IsFloat() {
 		ct = Float32
 	}
+	if (b == backends.Rem || b == backends.FloorDiv) && !ct.IsFloat() && !reverse && s == 0 {
+		fail(op, ErrDivideByZero, "integer %s of %s %s by zero", backends.BinaryOps[b].Name, shapeString(x.shape), x.dtype)
+	}
 	def := backends.BinaryOps[b]
 	xc := x
 	if x.dtype != ct {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/kiln-ml/kiln/backends"
 )
 
 // Sentinel errors, matched with errors.Is against a *Error or a returned error.
@@ -17,6 +19,11 @@ var (
 	ErrNoDevice     = errors.New("device not available")
 	ErrNoGradient   = errors.New("no gradient")
 	ErrDeviceFailed = errors.New("device failure")
+	// ErrDivideByZero is an integer Rem or FloorDivide by zero: the panic
+	// of the scalar forms, and wrapped by the device failure reported at
+	// the next synchronisation point for a tensor divisor. It is
+	// backends.ErrDivideByZero.
+	ErrDivideByZero = backends.ErrDivideByZero
 )
 
 // Error is the panic value of a tensor operation that cannot succeed on its

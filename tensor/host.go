@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 
@@ -9,7 +10,8 @@ import (
 )
 
 // hostBytes copies t's elements, in row-major order, to the host. It waits
-// for queued work and panics with ErrDeviceFailed if the device failed.
+// for queued work and panics with ErrDeviceFailed if the device failed (the
+// *Error also matches the backend's own sentinel, ErrDivideByZero say).
 func (t *Tensor) hostBytes(op string) []byte {
 	t.live(op)
 	c := t
@@ -20,7 +22,7 @@ func (t *Tensor) hostBytes(op string) []byte {
 	sz := c.dtype.Size()
 	raw := make([]byte, c.NumElements()*sz)
 	if err := c.backend().Read(c.st.buf, int64(c.offset*sz), raw); err != nil {
-		fail(op, ErrDeviceFailed, "reading %s %s from %s: %v", shapeString(t.shape), t.dtype, t.dev, err)
+		fail(op, errors.Join(ErrDeviceFailed, err), "reading %s %s from %s: %v", shapeString(t.shape), t.dtype, t.dev, err)
 	}
 	return raw
 }

@@ -14,7 +14,7 @@ func viewGrad(op string, attrs map[string]any, out, t *Tensor, inverse func(g *T
 // else a contiguous copy. No graph.
 func rawReshape(op string, t *Tensor, shape []int) *Tensor {
 	shape = inferShape(op, t.NumElements(), shape)
-	if backends.NumElements(shape) != t.NumElements() {
+	if checkedNumel(op, shape) != t.NumElements() {
 		fail(op, ErrShape, "cannot reshape %s (%d elements) to %s", shapeString(t.shape), t.NumElements(), shapeString(shape))
 	}
 	if t.IsContiguous() {
@@ -156,10 +156,14 @@ func (t *Tensor) Expand(shape ...int) *Tensor {
 			}
 			full[i] = t.shape[i-off]
 		}
+		if full[i] < 0 {
+			fail("Expand", ErrShape, "cannot expand %s to %s: negative dimension %d", shapeString(t.shape), shapeString(shape), i)
+		}
 		if i >= off && t.shape[i-off] != 1 && t.shape[i-off] != full[i] {
 			fail("Expand", ErrShape, "cannot expand %s to %s: dimension %d is %d, not 1", shapeString(t.shape), shapeString(full), i, t.shape[i-off])
 		}
 	}
+	checkedNumel("Expand", full)
 	v := t.broadcastView(full)
 	out := t.newView(v.Shape, v.Strides, t.offset)
 	return viewGrad("expand", map[string]any{"shape": full}, out, t, func(g *Tensor) *Tensor {

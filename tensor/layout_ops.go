@@ -1,6 +1,8 @@
 package tensor
 
 import (
+	"fmt"
+
 	"github.com/kiln-ml/kiln/backends"
 )
 
@@ -81,7 +83,7 @@ func (t *Tensor) Unflatten(dim int, sizes ...int) *Tensor {
 		fail(op, ErrArgument, "no sizes to split dimension %d of %s into", dim, shapeString(t.shape))
 	}
 	sizes = inferShape(op, t.shape[a], sizes)
-	if backends.NumElements(sizes) != t.shape[a] {
+	if checkedNumel(op, sizes) != t.shape[a] {
 		fail(op, ErrShape, "sizes %v do not multiply to dimension %d of %s (%d)", sizes, dim, shapeString(t.shape), t.shape[a])
 	}
 	shape := append(append(append([]int{}, t.shape[:a]...), sizes...), t.shape[a+1:]...)
@@ -124,7 +126,7 @@ func (t *Tensor) Repeat(reps ...int) *Tensor {
 		}
 		eshape[2*i], eshape[2*i+1] = reps[i], s
 		estrides[2*i+1] = st
-		outShape[i] = reps[i] * s
+		outShape[i] = checkedMul(op, "repeat counts "+fmt.Sprint(reps)+" of "+shapeString(t.shape), reps[i], s)
 	}
 	out := newTensor(op, t.dev, t.dtype, outShape)
 	if out.NumElements() > 0 {
@@ -438,7 +440,7 @@ func planCat(op string, ts []*Tensor, dim int) catPlan {
 				i, shapeString(t.shape), ref, shapeString(r), p.axis)
 		}
 		p.starts[i] = p.shape[p.axis]
-		p.shape[p.axis] += t.shape[p.axis]
+		p.shape[p.axis] = checkedAdd(op, fmt.Sprintf("dimension %d of the result", p.axis), p.shape[p.axis], t.shape[p.axis])
 	}
 	return p
 }
@@ -597,10 +599,10 @@ func (t *Tensor) Pad(pads []int, mode string, value float64) *Tensor {
 		d := r - 1 - i
 		l, h, n := pads[2*i], pads[2*i+1], t.shape[d]
 		before[d], after[d] = l, h
-		if n+l+h < 0 {
+		outShape[d] = checkedAdd(op, fmt.Sprintf("pads (%d, %d) of dimension %d of %s", l, h, d, shapeString(t.shape)), n, l, h)
+		if outShape[d] < 0 {
 			fail(op, ErrShape, "pads (%d, %d) make dimension %d of %s negative", l, h, d, shapeString(t.shape))
 		}
-		outShape[d] = n + l + h
 		if m == padConstant || (l == 0 && h == 0) {
 			continue
 		}

@@ -142,8 +142,13 @@ func ScalarPow(base float64, exponent *Tensor) *Tensor {
 
 // Rem returns the element-wise remainder of t ÷ other with the sign of the
 // divisor (torch.remainder, Python's %), broadcasting with type promotion.
-// Integer tensors are computed exactly; an integer remainder by zero gives 0
-// (PyTorch raises). Gradients: g for t, −g·⌊t/other⌋ for other.
+// Integer tensors are computed exactly. An integer remainder by zero is an
+// error, as PyTorch's ZeroDivisionError, but the divisor lives on the
+// device and ops are asynchronous, so it is not raised here: the device
+// records it and the next synchronisation point reports it (Device.Sync
+// returns, and host reads such as Int64s panic with, an error matching
+// both ErrDeviceFailed and ErrDivideByZero); the elements concerned are
+// unspecified. Gradients: g for t, −g·⌊t/other⌋ for other.
 func (t *Tensor) Rem(other *Tensor) *Tensor {
 	out := rawBinary("Rem", backends.Rem, t, other)
 	return record("remainder", nil, out, []*Tensor{t, other}, func(g *Tensor) []*Tensor {
@@ -162,7 +167,8 @@ func (t *Tensor) Rem(other *Tensor) *Tensor {
 }
 
 // RemScalar returns the remainder of t ÷ s with the sign of s (see Rem).
-// Its gradient is g.
+// For an integer t and s = 0 the divisor is known on the host, so it
+// panics at once with a *Error matching ErrDivideByZero. Its gradient is g.
 func (t *Tensor) RemScalar(s float64) *Tensor {
 	out := rawScalar("RemScalar", backends.Rem, t, s, false)
 	return record("remainder_scalar", map[string]any{"scalar": s}, out, []*Tensor{t}, func(g *Tensor) []*Tensor {
@@ -171,8 +177,10 @@ func (t *Tensor) RemScalar(s float64) *Tensor {
 }
 
 // FloorDivide returns ⌊t ÷ other⌋ element-wise with broadcasting and type
-// promotion (integers exactly, rounding toward −∞ as PyTorch 1.13 does;
-// an integer division by zero gives 0 where PyTorch raises). Floats are
+// promotion (integers exactly, rounding toward −∞ as PyTorch 1.13 does).
+// An integer division by zero is reported at the next synchronisation
+// point as an error matching ErrDeviceFailed and ErrDivideByZero, as for
+// Rem. Floats are
 // computed as floor(t/other), which can differ from PyTorch's fmod-based
 // result in the last place (1.0 // 0.1 in float64) and for infinite
 // dividends. The result is piecewise constant: no gradient flows through
@@ -181,7 +189,9 @@ func (t *Tensor) FloorDivide(other *Tensor) *Tensor {
 	return rawBinary("FloorDivide", backends.FloorDiv, t, other)
 }
 
-// FloorDivideScalar returns ⌊t ÷ s⌋ element-wise (see FloorDivide).
+// FloorDivideScalar returns ⌊t ÷ s⌋ element-wise (see FloorDivide). For an
+// integer t and s = 0 it panics at once with a *Error matching
+// ErrDivideByZero.
 func (t *Tensor) FloorDivideScalar(s float64) *Tensor {
 	return rawScalar("FloorDivideScalar", backends.FloorDiv, t, s, false)
 }

@@ -169,13 +169,14 @@ func nnPoolParams(op string, spatial int, kernel, stride, padding, dilation []in
 // nnPoolOutSize is PyTorch's pooling output size: floor or ceil of the
 // window count, where in ceil mode the last window must start inside the
 // input or its leading padding.
-func nnPoolOutSize(in, k, s, p, d int, ceil bool) int {
-	num := in + 2*p - d*(k-1) - 1
+// The arithmetic is checked: sizes that overflow panic with ErrShape.
+func nnPoolOutSize(op string, in, k, s, p, d int, ceil bool) int {
+	num := checkedAdd(op, "padded input size", in, checkedMul(op, "padding", 2, p), -checkedMul(op, "dilated kernel size", d, k-1), -1)
 	if ceil {
-		num += s - 1
+		num = checkedAdd(op, "padded input size", num, s-1)
 	}
 	out := nnFloorDiv(num, s) + 1
-	if ceil && out > 0 && (out-1)*s >= in+p {
+	if ceil && out > 0 && checkedMul(op, "last window start", out-1, s) >= checkedAdd(op, "padded input size", in, p) {
 		out--
 	}
 	return out
@@ -197,8 +198,8 @@ func nnPoolGeometry(op string, x *Tensor, spatial int, p nnPoolWindow, ceil bool
 	nnSameFloat(op, x)
 	x4 := nnTo4(x, batched, spatial)
 	n, c, h, w := x4.shape[0], x4.shape[1], x4.shape[2], x4.shape[3]
-	oh := nnPoolOutSize(h, p.kh, p.sh, p.ph, p.dh, ceil)
-	ow := nnPoolOutSize(w, p.kw, p.sw, p.pw, p.dw, ceil)
+	oh := nnPoolOutSize(op, h, p.kh, p.sh, p.ph, p.dh, ceil)
+	ow := nnPoolOutSize(op, w, p.kw, p.sw, p.pw, p.dw, ceil)
 	if oh < 1 || ow < 1 {
 		x4.Release()
 		fail(op, ErrShape, "input %s is too small for kernel %s with padding %s and dilation %s (output %s)",

@@ -72,6 +72,8 @@ func arange(op string, dev Device, dtype DType, start, end, step float64) *Tenso
 		fail(op, ErrArgument, "range %v to %v by %v has %v elements, too many", start, end, step, size)
 	}
 	n := int(size)
+	checkFits(op, dev, dtype, []int{n})
+	checkFits(op, dev, Float64, []int{n}) // the values built on the host
 	if dtype == Int64 && mathIsIntegral(start) && mathIsIntegral(step) {
 		s, d := int64(start), int64(step)
 		vals := make([]int64, n)
@@ -107,6 +109,8 @@ func linspace(op string, dev Device, dtype DType, start, end float64, n int) *Te
 	if n < 0 {
 		fail(op, ErrArgument, "number of steps %d must be non-negative", n)
 	}
+	checkFits(op, dev, dtype, []int{n})
+	checkFits(op, dev, Float64, []int{n}) // the values built on the host
 	vals := make([]float64, n)
 	// PyTorch fills the first half forwards from start and the second
 	// half backwards from end, so both ends are exact and the values are

@@ -93,21 +93,19 @@ func dropRef(r *ref) { r.drop() }
 // newTensor allocates a contiguous tensor on dev.
 func newTensor(op string, dev Device, dtype DType, shape []int) *Tensor {
 	dev.check(op)
-	for _, s := range shape {
-		if s < 0 {
-			fail(op, ErrShape, "negative dimension in shape %s", shapeString(shape))
-		}
-	}
+	bytes := checkedBytes(op, dtype, shape)
 	n := backends.NumElements(shape)
-	st := &storage{dev: dev.st, bytes: int64(n) * int64(dtype.Size())}
+	st := &storage{dev: dev.st, bytes: bytes}
 	st.buf = dev.st.alloc(op, dtype, n)
 	t := &Tensor{dev: dev, dtype: dtype, shape: append([]int(nil), shape...), strides: backends.RowMajorStrides(shape)}
 	t.attach(st)
 	return t
 }
 
-// newView returns a tensor sharing t's storage with another layout.
+// newView returns a tensor sharing t's storage with another layout. The
+// ops that compute shapes check them first; this check is the backstop.
 func (t *Tensor) newView(shape, strides []int, offset int) *Tensor {
+	checkedNumel("View", shape)
 	v := &Tensor{dev: t.dev, dtype: t.dtype, shape: shape, strides: strides, offset: offset}
 	v.attach(t.st)
 	return v

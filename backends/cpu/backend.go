@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"strconv"
@@ -83,6 +84,10 @@ func (b *Backend) Alloc(dtype backends.DType, n int) (backends.Buffer, error) {
 	if n < 0 || !dtype.Valid() {
 		return nil, fmt.Errorf("cpu: alloc %d elements of %s", n, dtype)
 	}
+	if n > math.MaxInt/8/dtype.Size() || int64(n)*int64(dtype.Size()) > totalMemory() && totalMemory() > 0 {
+		return nil, fmt.Errorf("cpu: alloc %d elements of %s: more than the machine's memory (%d bytes): %w",
+			n, dtype, totalMemory(), backends.ErrOutOfMemory)
+	}
 	var buf *buffer
 	words := (n*dtype.Size() + 7) / 8
 	if w := b.bufs.get(sizeClass(words)); w != nil {
@@ -115,15 +120,39 @@ func (b *Backend) Free(buf backends.Buffer) {
 	cb.words, cb.bytes, cb.n = nil, nil, 0
 }
 
-// Write implements backends.Backend.
+// Write implements backends.Backend. A write reaching outside buf is
+// refused with the sticky error.
 func (b *Backend) Write(buf backends.Buffer, off int64, src []byte) {
-	copy(buf.(*buffer).bytes[off:], src)
+	bb, err := byteRange("write", buf, off, len(src))
+	if err != nil {
+		b.fail(err)
+		return
+	}
+	copy(bb.bytes[off:], src)
 }
 
-// Read implements backends.Backend.
+// Read implements backends.Backend. A read reaching outside buf is an
+// error.
 func (b *Backend) Read(buf backends.Buffer, off int64, dst []byte) error {
-	copy(dst, buf.(*buffer).bytes[off:])
+	bb, err := byteRange("read", buf, off, len(dst))
+	if err != nil {
+		return err
+	}
+	copy(dst, bb.bytes[off:])
 	return b.Sync()
+}
+
+// byteRange checks that buf is a CPU buffer holding bytes [off, off+n).
+func byteRange(op string, buf backends.Buffer, off int64, n int) (*buffer, error) {
+	bb, ok := buf.(*buffer)
+	if !ok || bb == nil {
+		return nil, fmt.Errorf("cpu: %s: buffer %T is not a CPU buffer", op, buf)
+	}
+	if size := int64(len(bb.bytes)); off < 0 || off > size || int64(n) > size-off {
+		return nil, fmt.Errorf("cpu: %s of %d bytes at offset %d of a buffer of %d bytes (%d %s elements)",
+			op, n, off, size, bb.n, bb.dtype)
+	}
+	return bb, nil
 }
 
 // Sync implements backends.Backend. It returns the first failure since the

@@ -193,3 +193,15 @@ func BenchmarkKernels(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAddSmall measures the fixed cost of an element-wise call (the
+// view checks, the loop set-up) on 1 Ki float32 elements and one worker.
+func BenchmarkAddSmall(b *testing.B) {
+	be := New(1)
+	x := randView(be, backends.Float32, 1, 32, 32)
+	y := randView(be, backends.Float32, 2, 32, 32)
+	out := allocView(be, backends.Float32, 32, 32)
+	for b.Loop() {
+		be.Binary(backends.Add, out, x, y)
+	}
+}

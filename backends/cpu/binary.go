@@ -1,7 +1,9 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
+	"sync/atomic"
 
 	"github.com/kiln-ml/kiln/backends"
 )
@@ -29,23 +31,29 @@ func typedFloatOp(op backends.BinaryOp) bool {
 // integer and Bool inputs compute exactly in int64 for the ops that have an
 // integer form and for comparisons; everything else goes through float64
 // and the op's definition.
+//
+// An integer Rem or FloorDiv by zero records an error wrapping
+// backends.ErrDivideByZero, reported by the next Sync; those elements are 0.
 func (b *Backend) Binary(op backends.BinaryOp, out, x, y backends.View) {
+	if !b.checkElementwise(op.String(), out, x, y) {
+		return
+	}
 	def := backends.BinaryOps[op]
 	views := []backends.View{out, x, y}
 	ob, xb, yb := buf(out), buf(x), buf(y)
 	cost := binaryCost(op)
-	same := x.DType == y.DType && (out.DType == x.DType || def.Predicate && out.DType == backends.Bool)
-	if same {
+	if x.DType == y.DType && typedOut(def, out.DType, x.DType) {
 		switch {
 		case x.DType == backends.Float32 && (def.Predicate || typedFloatOp(op)):
-			binaryTyped(b, op, views, ob.f32(), xb.f32(), yb.f32(), cost)
+			binaryTyped(b, op, views, typedOutSlice(def, ob.f32), xb.f32(), yb.f32(), cost)
 			return
 		case x.DType == backends.Float64:
-			binaryTyped(b, op, views, ob.f64(), xb.f64(), yb.f64(), cost)
+			binaryTyped(b, op, views, typedOutSlice(def, ob.f64), xb.f64(), yb.f64(), cost)
 			return
 		}
 	}
 	if isIntLike(x.DType) && isIntLike(y.DType) && (def.Predicate || hasIntForm(op)) {
+		var zero divideByZero
 		b.elementwise(out.Shape, cost+3, views, func(sc *scratch, st *[maxViews]int, o offsets, n int) {
 			a := inI64(xb, o[1], st[1], n, sc.i64[0][:])
 			c := inI64(yb, o[2], st[2], n, sc.i64[1][:])
@@ -56,9 +64,11 @@ func (b *Backend) Binary(op backends.BinaryOp, out, x, y backends.View) {
 				return
 			}
 			t := sc.i64[2][:n]
+			zero.note(op, c)
 			binaryI64(op, t, a, c)
 			storeI64(ob, o[0], st[0], t)
 		})
+		zero.report(b, op)
 		return
 	}
 	b.elementwise(out.Shape, cost+3, views, func(sc *scratch, st *[maxViews]int, o offsets, n int) {
@@ -76,21 +86,68 @@ func (b *Backend) Binary(op backends.BinaryOp, out, x, y backends.View) {
 	})
 }
 
-// binaryTyped runs op over float32 or float64 views of one dtype.
+// typedOut reports whether op's output can be written by the typed loops
+// over inputs of dtype in: a predicate writes Bool (through the bytes), any
+// other op the inputs' dtype.
+func typedOut(def backends.BinaryDef, out, in backends.DType) bool {
+	if def.Predicate {
+		return out == backends.Bool
+	}
+	return out == in
+}
+
+// typedOutSlice returns the typed view of the output for arithmetic ops,
+// and nil for predicates, whose Bool output the typed loops write as bytes.
+func typedOutSlice[T float](def backends.BinaryDef, view func() []T) []T {
+	if def.Predicate {
+		return nil
+	}
+	return view()
+}
+
+// divideByZero notes, across the workers of one kernel, whether an
+// integer Rem or FloorDiv met a zero divisor.
+type divideByZero struct{ seen atomic.Bool }
+
+// note records a zero among the divisors c of op.
+func (z *divideByZero) note(op backends.BinaryOp, c []int64) {
+	if op != backends.Rem && op != backends.FloorDiv || z.seen.Load() {
+		return
+	}
+	for _, v := range c {
+		if v == 0 {
+			z.seen.Store(true)
+			return
+		}
+	}
+}
+
+// report records the sticky error if a zero divisor was seen.
+func (z *divideByZero) report(b *Backend, op backends.BinaryOp) {
+	if z.seen.Load() {
+		b.fail(fmt.Errorf("cpu: %s: %w", op, backends.ErrDivideByZero))
+	}
+}
+
+// binaryTyped runs op over float32 or float64 views of one dtype (os is
+// nil for predicates, which write the Bool output as bytes).
 func binaryTyped[T float](b *Backend, op backends.BinaryOp, views []backends.View, os, xs, ys []T, cost int) {
 	pred := backends.BinaryOps[op].Predicate
 	if !pred && binaryFlat(b, op, views, os, xs, ys) {
 		return
 	}
-	ob := buf(views[0])
+	var ou []uint8 // the Bool output of a predicate
+	if pred {
+		ou = buf(views[0]).u8()
+	}
 	b.elementwise(views[0].Shape, cost, views, func(sc *scratch, st *[maxViews]int, o offsets, n int) {
 		ta, tb, to := scratchRows[T](sc)
 		a := inRow(xs, o[1], st[1], n, ta)
 		c := inRow(ys, o[2], st[2], n, tb)
 		if pred {
-			u := outRow(ob.bytes, o[0], st[0], n, sc.u8[:])
+			u := outRow(ou, o[0], st[0], n, sc.u8[:])
 			compare(op, u, a, c)
-			scatterRow(ob.bytes, o[0], st[0], u)
+			scatterRow(ou, o[0], st[0], u)
 			return
 		}
 		ov := outRow(os, o[0], st[0], n, to)
@@ -117,6 +174,9 @@ func scratchRows[T float](sc *scratch) (a, b, c []T) {
 // definition. Integer inputs with an integral s and an integer form compute
 // exactly in int64.
 func (b *Backend) BinaryScalar(op backends.BinaryOp, out, x backends.View, s float64, reverse bool) {
+	if !b.checkElementwise(op.String(), out, x) {
+		return
+	}
 	def := backends.BinaryOps[op]
 	views := []backends.View{out, x}
 	ob, xb := buf(out), buf(x)
@@ -128,26 +188,30 @@ func (b *Backend) BinaryScalar(op backends.BinaryOp, out, x backends.View, s flo
 		}
 		return v, sv
 	}
-	outOK := out.DType == x.DType || def.Predicate && out.DType == backends.Bool
+	outOK := typedOut(def, out.DType, x.DType)
 	switch {
 	case outOK && x.DType == backends.Float32 && float64(float32(s)) == s && (def.Predicate || typedFloatOp(op)):
-		binaryScalarTyped(b, op, views, ob.f32(), xb.f32(), float32(s), reverse, cost)
+		binaryScalarTyped(b, op, views, typedOutSlice(def, ob.f32), xb.f32(), float32(s), reverse, cost)
 		return
 	case outOK && x.DType == backends.Float64:
-		binaryScalarTyped(b, op, views, ob.f64(), xb.f64(), s, reverse, cost)
+		binaryScalarTyped(b, op, views, typedOutSlice(def, ob.f64), xb.f64(), s, reverse, cost)
 		return
 	case isIntLike(x.DType) && !def.Predicate && s == math.Trunc(s) && hasIntForm(op):
 		si := []int64{int64(s)}
+		var zero divideByZero
 		b.elementwise(out.Shape, cost+2, views, func(sc *scratch, st *[maxViews]int, o offsets, n int) {
 			v := inI64(xb, o[1], st[1], n, sc.i64[0][:])
 			t := sc.i64[1][:n]
 			if reverse {
+				zero.note(op, v)
 				binaryI64(op, t, si, v)
 			} else {
+				zero.note(op, si)
 				binaryI64(op, t, v, si)
 			}
 			storeI64(ob, o[0], st[0], t)
 		})
+		zero.report(b, op)
 		return
 	}
 	sv := []float64{s}
@@ -180,7 +244,10 @@ func binaryScalarTyped[T float](b *Backend, op backends.BinaryOp, views []backen
 	if !pred && binaryScalarFlat(b, op, views, os, xs, s, reverse) {
 		return
 	}
-	ob := buf(views[0])
+	var ou []uint8 // the Bool output of a predicate
+	if pred {
+		ou = buf(views[0]).u8()
+	}
 	sv := []T{s}
 	b.elementwise(views[0].Shape, cost, views, func(sc *scratch, st *[maxViews]int, o offsets, n int) {
 		ta, _, to := scratchRows[T](sc)
@@ -190,9 +257,9 @@ func binaryScalarTyped[T float](b *Backend, op backends.BinaryOp, views []backen
 			a, c = sv, v
 		}
 		if pred {
-			u := outRow(ob.bytes, o[0], st[0], n, sc.u8[:])
+			u := outRow(ou, o[0], st[0], n, sc.u8[:])
 			compare(op, u, a, c)
-			scatterRow(ob.bytes, o[0], st[0], u)
+			scatterRow(ou, o[0], st[0], u)
 			return
 		}
 		ov := outRow(os, o[0], st[0], n, to)

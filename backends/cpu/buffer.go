@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"unsafe"
 
@@ -34,39 +35,43 @@ func wrapWords(words []uint64, dtype backends.DType, n int) *buffer {
 // Bytes implements backends.Buffer.
 func (b *buffer) Bytes() int64 { return int64(len(b.bytes)) }
 
-func (b *buffer) f32() []float32 {
-	if b.n == 0 {
-		return nil
-	}
-	return unsafe.Slice((*float32)(unsafe.Pointer(&b.words[0])), b.n)
-}
+// The typed views below reinterpret a buffer's words as its elements. Each
+// checks that the buffer holds the dtype it is read as, and that the words
+// hold n elements of it, and panics otherwise: kernel methods check their
+// views' dtypes before choosing a typed loop (check.go), so a mismatch here
+// is a bug in a kernel, caught before it reads or writes past the buffer.
 
-func (b *buffer) f64() []float64 {
-	if b.n == 0 {
-		return nil
-	}
-	return unsafe.Slice((*float64)(unsafe.Pointer(&b.words[0])), b.n)
-}
+func (b *buffer) f32() []float32 { return elemsOf[float32](b, "float32", b.dtype == backends.Float32) }
 
-func (b *buffer) i64() []int64 {
-	if b.n == 0 {
-		return nil
-	}
-	return unsafe.Slice((*int64)(unsafe.Pointer(&b.words[0])), b.n)
-}
+func (b *buffer) f64() []float64 { return elemsOf[float64](b, "float64", b.dtype == backends.Float64) }
 
-func (b *buffer) i32() []int32 {
-	if b.n == 0 {
-		return nil
-	}
-	return unsafe.Slice((*int32)(unsafe.Pointer(&b.words[0])), b.n)
-}
+func (b *buffer) i64() []int64 { return elemsOf[int64](b, "int64", b.dtype == backends.Int64) }
 
+func (b *buffer) i32() []int32 { return elemsOf[int32](b, "int32", b.dtype == backends.Int32) }
+
+// u16 views Float16 and BFloat16 buffers as their bits.
 func (b *buffer) u16() []uint16 {
+	return elemsOf[uint16](b, "float16 or bfloat16", b.dtype == backends.Float16 || b.dtype == backends.BFloat16)
+}
+
+// u8 views Uint8 and Bool buffers.
+func (b *buffer) u8() []uint8 {
+	return elemsOf[uint8](b, "uint8 or bool", b.dtype == backends.Uint8 || b.dtype == backends.Bool)
+}
+
+// elemsOf returns b's n elements as a []T, panicking unless match (b's
+// dtype is what T stands for) and b's words hold them.
+func elemsOf[T any](b *buffer, kind string, match bool) []T {
+	if !match {
+		panic(fmt.Sprintf("cpu: %s view of a buffer of %d %s elements", kind, b.n, b.dtype))
+	}
 	if b.n == 0 {
 		return nil
 	}
-	return unsafe.Slice((*uint16)(unsafe.Pointer(&b.words[0])), b.n)
+	if size := int(unsafe.Sizeof(*new(T))); b.n > len(b.words)*8/size {
+		panic(fmt.Sprintf("cpu: %s view of %d elements over %d bytes", kind, b.n, len(b.words)*8))
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(&b.words[0])), b.n)
 }
 
 // toInt64 converts like a C cast, truncating toward zero; NaN and

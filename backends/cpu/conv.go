@@ -26,6 +26,9 @@ func validRange(n, stride, pad, kOff, size int) (lo, hi int) {
 // pair the valid output columns are computed once, so the inner loop is a
 // plain strided copy; padding is filled around it.
 func (b *Backend) Im2Col(out, x backends.View, g backends.ConvGeometry) {
+	if !b.checkUnfolded("im2col", x, out, g) {
+		return
+	}
 	ob, xb := buf(out), buf(x)
 	var copyRun func(sc *scratch, o, ost, xo, xst, n int)
 	var fillRun func(o, ost, n int)
@@ -134,6 +137,9 @@ func rawRuns[T elems](ob, xb *buffer, pad float64) (func(sc *scratch, o, ost, xo
 // column, output row, output column), rounding to out's dtype after every
 // addition (float32 adds for Float32).
 func (b *Backend) Col2Im(out, cols backends.View, g backends.ConvGeometry) {
+	if !b.checkUnfolded("col2im", out, cols, g) {
+		return
+	}
 	ob, cb := buf(out), buf(cols)
 	os2, os3 := out.Strides[2], out.Strides[3]
 	cs2 := cols.Strides[2]
@@ -225,6 +231,9 @@ func zeroPlane(v backends.View) {
 // is backends.RandomValue(kind, seed, counter+i, p0, p1), stored like any
 // float64 (integer outputs take int64(v), Bool v != 0).
 func (b *Backend) Random(out backends.View, kind backends.RandomKind, seed, counter uint64, p0, p1 float64) {
+	if !b.checkElementwise("random", out) {
+		return
+	}
 	l := newLoop(out.Shape, out)
 	if l.n == 0 {
 		return

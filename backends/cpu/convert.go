@@ -62,12 +62,12 @@ func loadF64(b *buffer, off, st int, dst []float64) {
 			dst[i] = float64(s[off+i*st])
 		}
 	case backends.Uint8:
-		s := b.bytes
+		s := b.u8()
 		for i := range dst {
 			dst[i] = float64(s[off+i*st])
 		}
 	case backends.Bool:
-		s := b.bytes
+		s := b.u8()
 		for i := range dst {
 			if s[off+i*st] != 0 {
 				dst[i] = 1
@@ -129,12 +129,12 @@ func storeF64(b *buffer, off, st int, src []float64) {
 			s[off+i*st] = int32(toInt64(v))
 		}
 	case backends.Uint8:
-		s := b.bytes
+		s := b.u8()
 		for i, v := range src {
 			s[off+i*st] = uint8(toInt64(v))
 		}
 	case backends.Bool:
-		s := b.bytes
+		s := b.u8()
 		for i, v := range src {
 			if v != 0 {
 				s[off+i*st] = 1
@@ -168,7 +168,7 @@ func loadI64(b *buffer, off, st int, dst []int64) {
 			dst[i] = int64(s[off+i*st])
 		}
 	case backends.Uint8, backends.Bool:
-		s := b.bytes
+		s := b.u8()
 		for i := range dst {
 			dst[i] = int64(s[off+i*st])
 		}
@@ -199,12 +199,12 @@ func storeI64(b *buffer, off, st int, src []int64) {
 			s[off+i*st] = int32(v)
 		}
 	case backends.Uint8:
-		s := b.bytes
+		s := b.u8()
 		for i, v := range src {
 			s[off+i*st] = uint8(v)
 		}
 	case backends.Bool:
-		s := b.bytes
+		s := b.u8()
 		for i, v := range src {
 			if v != 0 {
 				s[off+i*st] = 1

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"sync"
 	"unsafe"
 
@@ -126,7 +127,7 @@ func inI64(b *buffer, off, st, m int, tmp []int64) []int64 {
 // storeU8 writes 0/1 predicate results into b (Bool normally).
 func storeU8(b *buffer, off, st int, v []uint8, tmp []float64) {
 	if b.dtype == backends.Bool || b.dtype == backends.Uint8 {
-		s := b.bytes
+		s := b.u8()
 		if st == 1 {
 			copy(s[off:off+len(v)], v)
 			return
@@ -149,16 +150,18 @@ type elems interface {
 	~uint8 | ~uint16 | ~uint32 | ~uint64
 }
 
+// rawElems views b's elements as T, which must have their size.
 func rawElems[T elems](b *buffer) []T {
-	if b.n == 0 {
-		return nil
-	}
-	return unsafe.Slice((*T)(unsafe.Pointer(&b.words[0])), b.n)
+	size := int(unsafe.Sizeof(*new(T)))
+	return elemsOf[T](b, fmt.Sprintf("%d-byte", size), b.dtype.Size() == size)
 }
 
 // Fill implements backends.Backend. v is converted to out's dtype once
 // (as a store of v would), then its bits are replicated.
 func (b *Backend) Fill(out backends.View, v float64) {
+	if !b.checkElementwise("fill", out) {
+		return
+	}
 	one := newBuffer(out.DType, 1)
 	storeF64(one, 0, 1, []float64{v})
 	switch out.DType.Size() {
@@ -193,6 +196,9 @@ func fillRaw[T elems](b *Backend, out backends.View, v T) {
 // integer conversions are exact; everything else converts through float64
 // (see convert.go).
 func (b *Backend) Copy(out, x backends.View) {
+	if !b.checkElementwise("copy", out, x) {
+		return
+	}
 	views := []backends.View{out, x}
 	ob, xb := buf(out), buf(x)
 	if out.DType == x.DType {
@@ -273,6 +279,9 @@ func copyRaw[T elems](b *Backend, out, x backends.View) {
 // otherwise integer outputs select exact int64 values and float outputs
 // float64 values.
 func (b *Backend) Where(out, cond, x, y backends.View) {
+	if !b.checkElementwise("where", out, cond, x, y) || !b.checkDType("where", "condition", cond, backends.Bool) {
+		return
+	}
 	views := []backends.View{out, cond, x, y}
 	if out.DType == x.DType && out.DType == y.DType {
 		switch out.DType.Size() {
@@ -287,14 +296,15 @@ func (b *Backend) Where(out, cond, x, y backends.View) {
 		}
 		return
 	}
-	ob, cb, xb, yb := buf(out), buf(cond), buf(x), buf(y)
+	ob, xb, yb := buf(out), buf(x), buf(y)
+	cs := buf(cond).u8()
 	if isIntLike(out.DType) {
 		b.elementwise(out.Shape, 3, views, func(sc *scratch, st *[maxViews]int, o offsets, n int) {
 			xs, ys, t := sc.i64[0][:n], sc.i64[1][:n], sc.i64[2][:n]
 			loadI64(xb, o[2], st[2], xs)
 			loadI64(yb, o[3], st[3], ys)
 			for i := range t {
-				if cb.bytes[o[1]+i*st[1]] != 0 {
+				if cs[o[1]+i*st[1]] != 0 {
 					t[i] = xs[i]
 				} else {
 					t[i] = ys[i]
@@ -309,7 +319,7 @@ func (b *Backend) Where(out, cond, x, y backends.View) {
 		loadF64(xb, o[2], st[2], xs)
 		loadF64(yb, o[3], st[3], ys)
 		for i := range t {
-			if cb.bytes[o[1]+i*st[1]] != 0 {
+			if cs[o[1]+i*st[1]] != 0 {
 				t[i] = xs[i]
 			} else {
 				t[i] = ys[i]
@@ -320,7 +330,7 @@ func (b *Backend) Where(out, cond, x, y backends.View) {
 }
 
 func whereRaw[T elems](b *Backend, views []backends.View) {
-	os, cs := rawElems[T](buf(views[0])), buf(views[1]).bytes
+	os, cs := rawElems[T](buf(views[0])), buf(views[1]).u8()
 	xs, ys := rawElems[T](buf(views[2])), rawElems[T](buf(views[3]))
 	b.elementwise(views[0].Shape, 2, views, func(_ *scratch, st *[maxViews]int, o offsets, n int) {
 		if st[0] == 1 && st[1] == 1 && st[2] == 1 && st[3] == 1 {

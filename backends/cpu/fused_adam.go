@@ -10,6 +10,24 @@ import (
 // element-wise passes (each a full read and write of a parameter-sized
 // tensor) that the composed update makes.
 func (b *Backend) AdamStep(outP, outM, outV, p, g, m, v backends.View, h backends.AdamHyper) {
+	views := []backends.View{outP, outM, outV, p, g, m, v}
+	names := []string{"new parameters", "new first moments", "new second moments", "parameters", "gradients",
+		"first moments", "second moments"}
+	used := []bool{h.MovesParam, true, true, true, true, !h.First, !h.First}
+	var vs []backends.View
+	var ns []string
+	for i, view := range views {
+		if used[i] || view.Buf != nil {
+			vs, ns = append(vs, view), append(ns, names[i])
+		}
+	}
+	shapes := make([][]int, len(vs))
+	for i := range shapes {
+		shapes[i] = p.Shape
+	}
+	if !b.checkFused("adam step", p, vs, ns, shapes) {
+		return
+	}
 	n := p.NumElements()
 	get := func(v backends.View) []float32 {
 		if v.Buf == nil {

@@ -13,6 +13,17 @@ import (
 // Rows hold at most backends.CrossEntropyMaxClasses (no more than
 // segment), so that Reduce sums them in one run too.
 func (b *Backend) CrossEntropyForward(logp, nll, weight, x, target backends.View, ignore int64) {
+	const op = "cross entropy"
+	if len(x.Shape) != 2 {
+		b.refuse(op, "logits %v (want [N, C])", x.Shape)
+		return
+	}
+	n := []int{x.Shape[0]}
+	if !b.checkFused(op, x, []backends.View{logp, nll, weight, x, target},
+		[]string{"log-probabilities", "losses", "weights", "logits", "targets"},
+		[][]int{x.Shape, n, n, x.Shape, n}, "targets") {
+		return
+	}
 	t := buf(target).i64()[target.Offset:]
 	switch x.DType {
 	case backends.Float32:
@@ -28,6 +39,21 @@ func (b *Backend) CrossEntropyForward(logp, nll, weight, x, target backends.View
 
 // CrossEntropyBackward implements backends.CrossEntropyFusion.
 func (b *Backend) CrossEntropyBackward(dx, logp, weight, target, coef backends.View, ignore int64) {
+	const op = "cross entropy grad"
+	if len(dx.Shape) != 2 {
+		b.refuse(op, "logits grad %v (want [N, C])", dx.Shape)
+		return
+	}
+	n := []int{dx.Shape[0]}
+	coefShape := n
+	if backends.NumElements(coef.Shape) == 1 {
+		coefShape = []int{1}
+	}
+	if !b.checkFused(op, dx, []backends.View{dx, logp, weight, target, coef},
+		[]string{"logits grad", "log-probabilities", "weights", "targets", "coefficients"},
+		[][]int{dx.Shape, dx.Shape, n, n, coefShape}, "targets") {
+		return
+	}
 	t := buf(target).i64()[target.Offset:]
 	perRow := backends.NumElements(coef.Shape) > 1
 	switch dx.DType {

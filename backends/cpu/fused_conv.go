@@ -41,6 +41,25 @@ type convKernels struct {
 // run dispatches on out's dtype, each view starting at its offset.
 func (k convKernels) run(b *Backend, op string, out, a, c backends.View, g backends.ConvGeometry, o int) {
 	switch out.DType {
+	case backends.Float32, backends.Float64:
+	default:
+		b.fail(errDType(op, out.DType))
+		return
+	}
+	if o < 0 || !b.checkGeometry(op, g) {
+		return
+	}
+	xs, ws, ys := convShapes(g, o)
+	shapes := map[string][][]int{ // out, a, c of each kernel
+		"conv2d":             {ys, xs, ws},
+		"conv2d input grad":  {xs, ys, ws},
+		"conv2d weight grad": {ws, ys, xs},
+	}[op]
+	if _, ok := backends.CheckedNumElements(ys); !ok ||
+		!b.checkFused(op, out, []backends.View{out, a, c}, []string{"out", "input 0", "input 1"}, shapes) {
+		return
+	}
+	switch out.DType {
 	case backends.Float32:
 		k.f32(b, buf(out).f32()[out.Offset:], buf(a).f32()[a.Offset:], buf(c).f32()[c.Offset:], g, o)
 	case backends.Float64:
@@ -52,17 +71,25 @@ func (k convKernels) run(b *Backend, op string, out, a, c backends.View, g backe
 
 // Conv2d implements backends.ConvFusion.
 func (b *Backend) Conv2d(out, x, w backends.View, g backends.ConvGeometry) {
-	convKernels{convForward[float32], convForward[float64]}.run(b, "conv2d", out, x, w, g, out.Shape[1])
+	convKernels{convForward[float32], convForward[float64]}.run(b, "conv2d", out, x, w, g, dim(out, 1))
 }
 
 // Conv2dInputGrad implements backends.ConvFusion.
 func (b *Backend) Conv2dInputGrad(dx, dy, w backends.View, g backends.ConvGeometry) {
-	convKernels{convInputGrad[float32], convInputGrad[float64]}.run(b, "conv2d input grad", dx, dy, w, g, dy.Shape[1])
+	convKernels{convInputGrad[float32], convInputGrad[float64]}.run(b, "conv2d input grad", dx, dy, w, g, dim(dy, 1))
 }
 
 // Conv2dWeightGrad implements backends.ConvFusion.
 func (b *Backend) Conv2dWeightGrad(dw, dy, x backends.View, g backends.ConvGeometry) {
-	convKernels{convWeightGrad[float32], convWeightGrad[float64]}.run(b, "conv2d weight grad", dw, dy, x, g, dy.Shape[1])
+	convKernels{convWeightGrad[float32], convWeightGrad[float64]}.run(b, "conv2d weight grad", dw, dy, x, g, dim(dy, 1))
+}
+
+// dim returns dimension d of v, or -1 when v has fewer (refused then).
+func dim(v backends.View, d int) int {
+	if d >= len(v.Shape) {
+		return -1
+	}
+	return v.Shape[d]
 }
 
 // convForward: for each chunk, cols [CK, S·L] = unfold(x[n0:n0+S]), then

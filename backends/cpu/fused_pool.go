@@ -12,6 +12,10 @@ import (
 // (Im2Col), reducing and arg-reducing the unfolded copy and gathering
 // positions.
 func (b *Backend) MaxPool2d(out, indices, x backends.View, g backends.ConvGeometry) {
+	if !b.checkGeometry("maxpool2d", g) || !b.checkFused("maxpool2d", x, []backends.View{out, indices, x},
+		[]string{"out", "indices", "input"}, poolShapes(g, true), "indices") {
+		return
+	}
 	idx := buf(indices).i64()[indices.Offset:]
 	switch x.DType {
 	case backends.Float32:
@@ -25,6 +29,10 @@ func (b *Backend) MaxPool2d(out, indices, x backends.View, g backends.ConvGeomet
 
 // MaxPool2dGrad implements backends.Fusion.
 func (b *Backend) MaxPool2dGrad(dx, dy, indices backends.View, g backends.ConvGeometry) {
+	if !b.checkGeometry("maxpool2d grad", g) || !b.checkFused("maxpool2d grad", dx, []backends.View{dx, dy, indices},
+		[]string{"input grad", "out grad", "indices"}, poolShapes(g, false), "indices") {
+		return
+	}
 	idx := buf(indices).i64()[indices.Offset:]
 	switch dx.DType {
 	case backends.Float32:
@@ -182,6 +190,16 @@ func maxPoolGrad[T float32 | float64](b *Backend, dx, dy []T, idx []int64, g bac
 			}
 		}
 	})
+}
+
+// poolShapes returns the shapes of a fused max-pool's views: out, indices
+// and input when forward, else input grad, out grad and indices.
+func poolShapes(g backends.ConvGeometry, forward bool) [][]int {
+	x, y := []int{g.N, g.C, g.H, g.W}, []int{g.N, g.C, g.OutH, g.OutW}
+	if forward {
+		return [][]int{y, y, x}
+	}
+	return [][]int{x, y, y}
 }
 
 // errDType reports a fused kernel asked for a dtype it does not take.

@@ -13,6 +13,10 @@ import (
 // every number, as in PyTorch. Keys compare as float64; integer values are
 // copied exactly.
 func (b *Backend) Sort(values, indices, x backends.View, axis int, descending bool) {
+	if !b.checkAxis("sort", axis, len(x.Shape)) || !b.checkSame("sort", x, values, indices) ||
+		!b.checkDType("sort", "indices", indices, backends.Int64) {
+		return
+	}
 	var kShape, kX, kV, kI []int
 	for d, s := range x.Shape {
 		if d != axis {
@@ -82,17 +86,13 @@ func elementCopier(out, x backends.View) func(o, i int) {
 	if out.DType == x.DType {
 		switch out.DType.Size() {
 		case 1:
-			os, xs := ob.bytes, xb.bytes
-			return func(o, i int) { os[o] = xs[i] }
+			return rawCopier[uint8](ob, xb)
 		case 2:
-			os, xs := ob.u16(), xb.u16()
-			return func(o, i int) { os[o] = xs[i] }
+			return rawCopier[uint16](ob, xb)
 		case 4:
-			os, xs := ob.i32(), xb.i32()
-			return func(o, i int) { os[o] = xs[i] }
+			return rawCopier[uint32](ob, xb)
 		default:
-			os, xs := ob.i64(), xb.i64()
-			return func(o, i int) { os[o] = xs[i] }
+			return rawCopier[uint64](ob, xb)
 		}
 	}
 	if isIntLike(out.DType) && isIntLike(x.DType) {
@@ -109,9 +109,18 @@ func elementCopier(out, x backends.View) func(o, i int) {
 	}
 }
 
+// rawCopier copies one element's bits from xb to ob at element offsets.
+func rawCopier[T elems](ob, xb *buffer) func(o, i int) {
+	os, xs := rawElems[T](ob), rawElems[T](xb)
+	return func(o, i int) { os[o] = xs[i] }
+}
+
 // Gather implements backends.Backend. An index out of range is reported,
 // sticky, at the next Sync; the element is left unwritten.
 func (b *Backend) Gather(out, x, index backends.View, axis int) {
+	if !b.checkIndexed("gather", out, x, index, axis, out.Shape) {
+		return
+	}
 	is := buf(index).i64()
 	n := x.Shape[axis]
 	xv := x
@@ -146,6 +155,9 @@ func (b *Backend) Gather(out, x, index backends.View, axis int) {
 // order of src, reproducibly. Accumulation rounds to out's dtype at every
 // step (float32 adds for Float32), exactly for integers.
 func (b *Backend) Scatter(out, index, src backends.View, axis int, add bool) {
+	if !b.checkIndexed("scatter", src, out, index, axis, src.Shape) {
+		return
+	}
 	is := buf(index).i64()
 	n := out.Shape[axis]
 	ov := out

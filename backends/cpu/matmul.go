@@ -39,6 +39,9 @@ const smallBatchFlops = 1 << 18
 // Transposed and otherwise strided operands are read in place by the
 // packing routines, never copied first.
 func (b *Backend) Matmul(out, x, y backends.View) {
+	if !b.checkMatmul(out, x, y) {
+		return
+	}
 	r := len(out.Shape)
 	m, k, n := x.Shape[r-2], x.Shape[r-1], y.Shape[r-1]
 	batch := newLoop(out.Shape[:r-2],

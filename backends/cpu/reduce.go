@@ -296,6 +296,9 @@ func abs(x int) int {
 
 // Reduce implements backends.Backend (see the order of operations above).
 func (b *Backend) Reduce(op backends.ReduceOp, out, x backends.View, axes []int) {
+	if !b.checkReduce(op.String(), out, x, axes...) {
+		return
+	}
 	p := planAxes(out, x, axes)
 	if isIntLike(x.DType) {
 		reduceWith(b, p, intReducer(op, x, out))
@@ -499,6 +502,10 @@ func better[T float32 | float64](max bool, v, best T) bool {
 // few outputs are split into segments whose winners are combined in order,
 // which gives exactly the sequential answer.
 func (b *Backend) ArgReduce(op backends.ReduceOp, out, x backends.View, axis int) {
+	if !b.checkAxis(op.String(), axis, len(x.Shape)) || !b.checkReduce(op.String(), out, x, axis) ||
+		!b.checkDType(op.String(), "out", out, backends.Int64) {
+		return
+	}
 	kept, n, st, _ := argPlan(out, x, axis)
 	if kept.n == 0 || n == 0 {
 		return
@@ -561,6 +568,10 @@ func argReduceTyped[T float32 | float64](b *Backend, isMax bool, kept *loop, xs 
 // every step) and exactly in int64 for integers. Each line is sequential;
 // lines run in parallel, many at a time when they are interleaved in memory.
 func (b *Backend) Scan(op backends.ReduceOp, out, x backends.View, axis int) {
+	name := "cumulative " + op.String()
+	if !b.checkAxis(name, axis, len(x.Shape)) || !b.checkSame(name, x, out) {
+		return
+	}
 	kept, n, xst, ost := argPlan(out, x, axis)
 	if kept.n == 0 || n == 0 {
 		return

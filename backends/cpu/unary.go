@@ -19,6 +19,9 @@ func unaryCost(op backends.UnaryOp) int {
 // (see ew_kernels.go for which ops compute in float32); every other dtype
 // is computed in float64 through the op's definition and stored back.
 func (b *Backend) Unary(op backends.UnaryOp, out, x backends.View, p0, p1 float64) {
+	if !b.checkElementwise(op.String(), out, x) {
+		return
+	}
 	def := backends.UnaryOps[op]
 	views := []backends.View{out, x}
 	ob, xb := buf(out), buf(x)
@@ -64,6 +67,9 @@ func (b *Backend) Unary(op backends.UnaryOp, out, x backends.View, p0, p1 float6
 // float64(g)·DF(float64(x)) rounded to out's dtype (exactly so in the typed
 // float32 loops too).
 func (b *Backend) UnaryGrad(op backends.UnaryOp, out, x, g backends.View, p0, p1 float64) {
+	if !b.checkElementwise(op.String()+" grad", out, x, g) {
+		return
+	}
 	views := []backends.View{out, x, g}
 	ob, xb, gb := buf(out), buf(x), buf(g)
 	cost := unaryCost(op) + 1
