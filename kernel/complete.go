@@ -36,9 +36,14 @@ var keywords = strings.Fields(`break case chan const continue default defer else
 // methods of x's type when the session can tell it, otherwise the names in
 // scope (globals, functions and types of earlier cells, names used in this
 // cell, packages), keywords and builtins.
+//
+// While a cell runs, the names and types are those the last finished cell
+// left.
 func (s *Session) Complete(code string, cursor int) Completion {
 	s.nsMu.RLock()
 	defer s.nsMu.RUnlock()
+	globals, _, done := s.lookGlobals()
+	defer done()
 	off := byteOffset(code, cursor)
 	start := off
 	for start > 0 {
@@ -52,9 +57,9 @@ func (s *Session) Complete(code string, cursor int) Completion {
 	comp := Completion{Start: runeOffset(code, start), End: cursor}
 	var cands []string
 	if start > 0 && code[start-1] == '.' {
-		cands = s.members(code, start-1)
+		cands = s.members(code, start-1, globals)
 	} else {
-		cands = s.scope(code, start)
+		cands = s.scope(code, start, globals)
 	}
 	seen := map[string]bool{}
 	for _, c := range cands {
@@ -68,12 +73,12 @@ func (s *Session) Complete(code string, cursor int) Completion {
 }
 
 // members lists what can follow the dot at code[dot].
-func (s *Session) members(code string, dot int) []string {
+func (s *Session) members(code string, dot int, globals map[string]reflect.Value) []string {
 	operand := operandBefore(code, dot)
 	if operand == "" {
 		return nil
 	}
-	t := s.typerFor(code[:lineStart(code, dot)])
+	t := s.typerFor(code[:lineStart(code, dot)], globals)
 	x, err := parser.ParseExpr(operand)
 	if err != nil {
 		return nil
@@ -195,12 +200,12 @@ func memberNames(typ reflect.Type) []string {
 }
 
 // scope lists the names usable at the start of an identifier.
-func (s *Session) scope(code string, at int) []string {
+func (s *Session) scope(code string, at int, globals map[string]reflect.Value) []string {
 	out := append([]string{}, keywords...)
 	for n := range universe {
 		out = append(out, n)
 	}
-	for n := range s.snapshotGlobals() {
+	for n := range globals {
 		out = append(out, n)
 	}
 	s.know.mu.RLock()
@@ -237,10 +242,19 @@ func (s *Session) scope(code string, at int) []string {
 // Inspect describes the identifier or selector at cursor: the signature of
 // a function or method, the definition of a type with its methods, the type
 // and value of a variable or constant, the members of a package. It
-// returns false when there is nothing to say.
+// returns false when there is nothing to say. While a cell runs, variables
+// are described by their types alone.
 func (s *Session) Inspect(code string, cursor int) (string, bool) {
 	s.nsMu.RLock()
 	defer s.nsMu.RUnlock()
+	globals, live, done := s.lookGlobals()
+	defer done()
+	return s.inspect(code, cursor, globals, live)
+}
+
+// inspect is Inspect with the globals to use, live when their values may
+// be read.
+func (s *Session) inspect(code string, cursor int, globals map[string]reflect.Value, live bool) (string, bool) {
 	off := byteOffset(code, cursor)
 	start, end := off, off
 	for start > 0 {
@@ -260,12 +274,12 @@ func (s *Session) Inspect(code string, cursor int) (string, bool) {
 	if start == end {
 		// Right after a call's "(": describe the function.
 		if i := strings.LastIndexByte(code[:off], '('); i > 0 && strings.TrimSpace(code[i+1:off]) == "" {
-			return s.Inspect(code, runeOffset(code, i))
+			return s.inspect(code, runeOffset(code, i), globals, live)
 		}
 		return "", false
 	}
 	name := code[start:end]
-	t := s.typerFor(code[:lineStart(code, start)])
+	t := s.typerFor(code[:lineStart(code, start)], globals)
 	if start > 0 && code[start-1] == '.' {
 		operand := operandBefore(code, start-1)
 		x, err := parser.ParseExpr(operand)
@@ -295,7 +309,7 @@ func (s *Session) Inspect(code string, cursor int) (string, bool) {
 		}
 		return withDoc(text, named.PkgPath(), named.Name()+"."+name), true
 	}
-	return s.describeName(t, name)
+	return s.describeName(t, name, live)
 }
 
 // withDoc returns text (the declaration as the symbol tables give it, with
@@ -316,7 +330,7 @@ func withDoc(text, pkg, name string) string {
 }
 
 // describeName describes a name used without a selector.
-func (s *Session) describeName(t *typer, name string) (string, bool) {
+func (s *Session) describeName(t *typer, name string, live bool) (string, bool) {
 	s.know.mu.RLock()
 	f, ty, c := s.know.funcs[name], s.know.types[name], s.know.consts[name]
 	s.know.mu.RUnlock()
@@ -335,6 +349,9 @@ func (s *Session) describeName(t *typer, name string) (string, bool) {
 		kind := "var"
 		if c != "" {
 			kind = "const"
+		}
+		if !live {
+			return fmt.Sprintf("%s %s %s (value not shown while a cell runs)", kind, name, typeName(v.Type())), true
 		}
 		return fmt.Sprintf("%s %s %s = %s", kind, name, typeName(v.Type()), preview(v)), true
 	}
@@ -517,8 +534,8 @@ var builtinDocs = map[string]string{
 
 // typerFor returns a typer that also knows the variables the cell declares
 // at top level in prefix (the code before the line being completed).
-func (s *Session) typerFor(prefix string) *typer {
-	t := &typer{k: s.know, globals: s.snapshotGlobals()}
+func (s *Session) typerFor(prefix string, globals map[string]reflect.Value) *typer {
+	t := &typer{k: s.know, globals: globals}
 	locals := map[string]reflect.Value{}
 	fset := token.NewFileSet()
 	for _, c := range splitCell(prefix) {

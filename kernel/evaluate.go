@@ -227,27 +227,39 @@ func (s *Session) compile(n ast.Node) (prog *interp.Program, err error, internal
 	return prog, err, false
 }
 
-// execute runs a compiled chunk under the cell's context.
-func (s *Session) execute(r *run, prog *interp.Program) (err error) {
-	defer func() {
-		if rec := recover(); rec != nil {
-			err = &Error{Name: "InternalError", Value: fmt.Sprint("the interpreter (yaegi) failed: ", rec),
-				Traceback: []string{fmt.Sprint("the interpreter (yaegi) failed: ", rec), "The session is still usable."}}
-		}
-	}()
+// execute runs a compiled chunk in a goroutine of its own, with a stop
+// point armed (see interrupt.go), and waits for it to end or for the
+// cell's context to be cancelled.
+func (s *Session) execute(r *run, prog *interp.Program) error {
 	s.bodyLine.Store(0)
-	_, err = s.interp.ExecuteWithContext(r.ctx, prog)
-	frames := s.router.takePanicLines()
+	stop := s.armStop()
+	finished := make(chan struct{})
+	var err error
+	go func() {
+		defer close(finished)
+		err = s.executeProgram(prog)
+	}()
+	select {
+	case <-finished:
+	case <-r.ctx.Done():
+	}
 	if r.ctx.Err() != nil {
+		stop.fire()
 		s.noteStop()
 		// Give the cell's goroutine a moment to notice (see interrupt.go).
-		s.lingering = !awaitExecution(context.Background(), 250*time.Millisecond)
-		cause := context.Cause(r.ctx)
-		if errors.Is(cause, ErrClosed) {
+		select {
+		case <-finished:
+		case <-time.After(250 * time.Millisecond):
+			s.lingering = finished
+		}
+		s.router.takePanicLines()
+		if errors.Is(context.Cause(r.ctx), ErrClosed) {
 			return ErrClosed
 		}
 		return &Error{Name: "Interrupted", Value: "the cell was interrupted", Traceback: []string{"Interrupted"}, err: ErrInterrupted}
 	}
+	stop.disarm()
+	frames := s.router.takePanicLines()
 	if err == nil {
 		return nil
 	}
@@ -255,7 +267,24 @@ func (s *Session) execute(r *run, prog *interp.Program) (err error) {
 	if errors.As(err, &p) {
 		return panicError(p, frames, r.code, r.cell, int(s.bodyLine.Load()))
 	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
 	return compileError("CompileError", err, r.code, r.cell)
+}
+
+// executeProgram executes prog, turning a panic that escapes yaegi into an
+// InternalError.
+func (s *Session) executeProgram(prog *interp.Program) (err error) {
+	defer func() {
+		if rec := recover(); rec != nil {
+			msg := fmt.Sprint("the interpreter (yaegi) failed: ", rec)
+			err = &Error{Name: "InternalError", Value: msg, Traceback: []string{msg, "The session is still usable."}}
+		}
+	}()
+	_, err = s.interp.Execute(prog)
+	return err
 }
 
 // showable reports whether the chunk's last statement is an expression

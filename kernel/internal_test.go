@@ -176,3 +176,19 @@ func TestLimitMemory(t *testing.T) {
 		}
 	}
 }
+
+func TestParseSize(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"", 0, true}, {"1048576", 1 << 20, true}, {"64M", 64 << 20, true}, {"2g", 2 << 30, true},
+		{"512K", 512 << 10, true}, {"-1", -1, true}, {"lots", 0, false}, {"9999999999G", 0, false},
+	} {
+		got, err := parseSize(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d (ok %v)", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}

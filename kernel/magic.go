@@ -65,6 +65,13 @@ func (s *Session) magic(r *run, out Output, cell string) (*display.Data, error) 
 		return nil, usageError(name + " takes one line; only %%time and ! lines may be followed by more")
 	}
 	switch name {
+	case "%reset", "%env", "%who":
+		// They use the interpreter (see interrupt.go).
+		if err := s.awaitInterrupted(r, out); err != nil {
+			return nil, err
+		}
+	}
+	switch name {
 	case "%time":
 		if arg == "" {
 			return nil, usageError("%time needs code to run: %time f(x)")

@@ -34,7 +34,16 @@ func Serve(ctx context.Context, connectionFile string, opts Options) error {
 	if os.Getenv("JPY_PARENT_PID") != "" {
 		go watchParent(ctx, os.Getppid(), time.Second, stop)
 	}
-	return jupyter.Run(ctx, connectionFile, &Handler{Session: s}, logger)
+	info, err := jupyter.ReadConnectionFile(connectionFile)
+	if err != nil {
+		return err
+	}
+	srv, err := jupyter.NewServer(jupyter.Config{Connection: info, Handler: &Handler{Session: s}, Logger: logger,
+		MaxMessage: opts.MaxMessage})
+	if err != nil {
+		return err
+	}
+	return srv.Serve(ctx)
 }
 
 // watchParent calls stop once the kernel's parent process has gone (the

@@ -64,6 +64,11 @@ type Options struct {
 	// reason on the kernel's original stderr. `kiln kernel run` sets it to
 	// itself with the arguments "kernel crash-monitor". See crash.go.
 	CrashMonitor []string
+	// MaxMessage is the largest Jupyter message, in bytes, that Serve's
+	// sockets accept (jupyter.Config.MaxMessage): zero means
+	// jupyter.DefaultMaxMessage, negative no limit. `kiln kernel run` sets
+	// it from -max-message or KILN_MAX_MESSAGE.
+	MaxMessage int64
 }
 
 // DefaultMaxStack is the default Options.MaxStack: 128 MiB, an eighth of
@@ -94,19 +99,24 @@ type Session struct {
 	bodyLine atomic.Int64
 	live     live // training runs started by cells (live.go)
 
-	evalMu sync.Mutex // one evaluation at a time; guards names, lingering
-	names  int        // counter for names the session invents
-	// lingering: an interrupted cell's goroutine may still be inside a
-	// compiled call (see interrupt.go).
-	lingering bool
+	// evalMu: one evaluation at a time, and nothing else touches the
+	// interpreter while it runs; guards names, lingering, envOut.
+	evalMu sync.Mutex
+	names  int // counter for names the session invents
+	// lingering, when not nil, is closed when the goroutine of an
+	// interrupted cell, still inside a compiled call, returns (see
+	// interrupt.go).
+	lingering chan struct{}
 	envOut    []string // the interpreter's environment, as %env last read it
+	stopFS    *stopFS  // the interpreter's source filesystem (interrupt.go)
 
 	// nsMu guards the interpreter and its knowledge against %reset
 	// replacing them while Complete or Inspect reads them.
 	nsMu sync.RWMutex
 
 	mu       sync.Mutex
-	base     context.Context // parent of every cell's ctx; replaced on Interrupt
+	lastVars map[string]reflect.Value // the globals after the last cell (see lookGlobals)
+	base     context.Context          // parent of every cell's ctx; replaced on Interrupt
 	baseStop context.CancelFunc
 	running  *run
 	cells    int
@@ -141,7 +151,8 @@ func New(opts Options) (*Session, error) {
 	if os.Getenv("YAEGI_SPECIAL_STDIO") == "" {
 		os.Setenv("YAEGI_SPECIAL_STDIO", "1")
 	}
-	s := &Session{opts: opts, router: &router{}, stopNote: make(chan struct{})}
+	s := &Session{opts: opts, router: &router{}, stopNote: make(chan struct{}),
+		stopFS: &stopFS{points: map[string]*stopPoint{}}}
 	s.base, s.baseStop = context.WithCancel(context.Background())
 	if opts.CaptureFDs {
 		c, err := startCapture(s.router)
@@ -162,6 +173,7 @@ func New(opts Options) (*Session, error) {
 		s.release()
 		return nil, err
 	}
+	s.keepGlobals()
 	s.sink = &sessionSink{s.router}
 	s.prevSink = display.SetSink(s.sink)
 	s.charts = viz.NewSession()
@@ -186,7 +198,12 @@ func (s *Session) newInterpreter() error {
 		Env:          env,
 		Args:         s.opts.Args,
 		Unrestricted: s.opts.Unrestricted,
+		// The host's files, as yaegi's default, plus the stop points.
+		SourcecodeFilesystem: s.stopFS,
 	})
+	// yaegi makes channel operations cancellable only in code compiled
+	// after its first *WithContext call, which arming a stop point is.
+	s.armStop().disarm()
 
 	show, text := reflect.ValueOf(s.showResult), reflect.ValueOf(s.showText)
 	private := interp.Exports{
@@ -236,8 +253,8 @@ var Display = __kiln.Display
 // globals returns the interpreter's global variables and constants.
 // yaegi's Globals panics when a failed compile left symbols its frame does
 // not hold yet; then the frame is grown (by running a no-op) and asked
-// again. Callers hold evalMu (running anything concurrently with a cell is
-// not safe); others use snapshotGlobals.
+// again. Callers hold evalMu and no interrupted cell lingers (nothing may
+// run concurrently with the interpreter); others use lookGlobals.
 func (s *Session) globals() map[string]reflect.Value {
 	if g, ok := s.tryGlobals(); ok {
 		return g
@@ -247,12 +264,37 @@ func (s *Session) globals() map[string]reflect.Value {
 	return g
 }
 
-// snapshotGlobals is globals for callers that do not hold evalMu
-// (completion and inspection while a cell may run): best effort, empty when
-// yaegi cannot tell.
-func (s *Session) snapshotGlobals() map[string]reflect.Value {
+// lookGlobals returns the globals for completion and inspection, whether
+// they are live, and a func to call when done with them. When no cell runs
+// they are the interpreter's own (best effort: empty when yaegi cannot
+// tell), read under evalMu, which stays held until done is called so that
+// no cell changes them meanwhile. While a cell runs, or an interrupted one
+// lingers, the interpreter cannot be read safely: they are then the
+// globals as the last finished cell left them, good for their types only
+// (their values may be changing under a running cell: not to be read).
+func (s *Session) lookGlobals() (g map[string]reflect.Value, live bool, done func()) {
+	if s.evalMu.TryLock() {
+		if s.lingering == nil {
+			g, _ := s.tryGlobals()
+			return g, true, s.evalMu.Unlock
+		}
+		s.evalMu.Unlock()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastVars, false, func() {}
+}
+
+// keepGlobals records the globals for lookGlobals to use while a cell
+// runs. Callers hold evalMu.
+func (s *Session) keepGlobals() {
+	if s.lingering != nil {
+		return
+	}
 	g, _ := s.tryGlobals()
-	return g
+	s.mu.Lock()
+	s.lastVars = g
+	s.mu.Unlock()
 }
 
 func (s *Session) tryGlobals() (g map[string]reflect.Value, ok bool) {
@@ -336,6 +378,7 @@ func (s *Session) Execute(ctx context.Context, code string, out Output) (*displa
 	defer func() {
 		stopAfter()
 		s.drain()
+		s.keepGlobals()
 		s.mu.Lock()
 		s.running = nil
 		s.mu.Unlock()
@@ -405,9 +448,22 @@ func (s *Session) interruptNow(only *run) {
 		r.cancel(ErrInterrupted)
 		return
 	}
-	if s.evalMu.TryLock() {
-		s.stopGoroutines()
-		s.evalMu.Unlock()
+	// No cell runs: stop the goroutines of earlier cells. Completion and
+	// inspection hold evalMu for a moment; a cell that starts meanwhile
+	// is not for this interrupt to stop.
+	for deadline := time.Now().Add(time.Second); ; {
+		if s.evalMu.TryLock() {
+			s.stopGoroutines()
+			s.evalMu.Unlock()
+			return
+		}
+		s.mu.Lock()
+		busy := s.running != nil || s.closed
+		s.mu.Unlock()
+		if busy || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -37,6 +37,11 @@ type ClientOptions struct {
 	// IdleTimeout bounds how long Execute waits for the idle status after
 	// the execute_reply arrived, since IOPub may drop messages. Default 5 s.
 	IdleTimeout time.Duration
+	// MaxMessage is the largest message, in bytes, the client accepts from
+	// the kernel; what a larger one sends beyond it is dropped as it
+	// arrives and the message is logged and dropped (see Config.MaxMessage).
+	// Default DefaultMaxMessage; negative means no limit.
+	MaxMessage int64
 }
 
 // KernelClient talks to one kernel over its connection info: requests on
@@ -92,6 +97,9 @@ func Dial(ctx context.Context, info ConnectionInfo, opts *ClientOptions) (*Kerne
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = 5 * time.Second
 	}
+	if o.MaxMessage == 0 {
+		o.MaxMessage = DefaultMaxMessage
+	}
 	signer, err := NewSigner(info.SignatureScheme, info.Key)
 	if err != nil {
 		return nil, err
@@ -122,7 +130,7 @@ func Dial(ctx context.Context, info ConnectionInfo, opts *ClientOptions) (*Kerne
 		sock zmq4.Socket
 		port int
 	}{{c.shell, info.ShellPort}, {c.control, info.ControlPort}, {c.stdin, info.StdinPort}, {c.iopub, info.IOPubPort}} {
-		ep, err := zmqEndpoint(info.IP, d.port)
+		ep, err := zmqEndpoint(info.IP, d.port, o.MaxMessage)
 		if err == nil {
 			err = d.sock.Dial(ep)
 		}
@@ -226,6 +234,11 @@ func (c *KernelClient) readLoop(sock zmq4.Socket, name string, deliver func(*Mes
 				return
 			case <-time.After(10 * time.Millisecond):
 			}
+			continue
+		}
+		if size, ok := refusedSize(zm.Frames); ok {
+			err := &TooLargeError{Size: size, Limit: c.opts.MaxMessage}
+			c.log.Warn("jupyter client: message dropped", "channel", name, "err", err)
 			continue
 		}
 		m, err := ParseMessage(zm.Frames, c.signer)
@@ -641,7 +654,7 @@ func (c *KernelClient) Ping(ctx context.Context) error {
 	defer req.Close()
 	errc := make(chan error, 1)
 	go func() {
-		ep, err := zmqEndpoint(c.info.IP, c.info.HBPort)
+		ep, err := zmqEndpoint(c.info.IP, c.info.HBPort, c.opts.MaxMessage)
 		if err == nil {
 			err = req.Dial(ep)
 		}

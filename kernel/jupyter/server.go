@@ -48,6 +48,13 @@ type Config struct {
 	// ShutdownGrace is how long Serve waits for a running cell to return
 	// after a shutdown. Default 2 s.
 	ShutdownGrace time.Duration
+	// MaxMessage is the largest message, in bytes (all its frames
+	// together), any of the kernel's sockets accepts. What a larger one
+	// sends beyond the limit is dropped as it arrives, never buffered (see
+	// limit.go); the refusal is logged, and a shell or control request
+	// gets an error reply (ename "MessageTooLarge") naming the limit.
+	// Default DefaultMaxMessage; negative means no limit.
+	MaxMessage int64
 }
 
 // Server is a Jupyter kernel: it serves a Handler over the five ZeroMQ
@@ -124,6 +131,9 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = 2 * time.Second
 	}
+	if cfg.MaxMessage == 0 {
+		cfg.MaxMessage = DefaultMaxMessage
+	}
 	signer, err := NewSigner(cfg.Connection.SignatureScheme, cfg.Connection.Key)
 	if err != nil {
 		return nil, err
@@ -154,7 +164,7 @@ func NewServer(cfg Config) (*Server, error) {
 		port *int
 	}{{s.shell, &s.info.ShellPort}, {s.control, &s.info.ControlPort}, {s.stdin, &s.info.StdinPort},
 		{s.iopub, &s.info.IOPubPort}, {s.hb, &s.info.HBPort}} {
-		ep, err := zmqEndpoint(s.info.IP, *b.port)
+		ep, err := zmqEndpoint(s.info.IP, *b.port, s.cfg.MaxMessage)
 		if err == nil {
 			err = b.sock.Listen(ep)
 		}
@@ -329,6 +339,18 @@ func (s *Server) recvLoop(ctx context.Context, sock zmq4.Socket, name string, de
 			continue
 		}
 		at := time.Now()
+		if size, ok := refusedSize(zm.Frames); ok {
+			err := &TooLargeError{Size: size, Limit: s.cfg.MaxMessage}
+			m := parseRefused(zm.Frames)
+			if m == nil {
+				s.log.Warn("jupyter: message dropped", "channel", name, "err", err)
+				continue
+			}
+			s.log.Warn("jupyter: message dropped", "channel", name, "msg_type", m.Type(), "err", err)
+			m.refused = err
+			deliver(m, at)
+			continue
+		}
 		m, err := ParseMessage(zm.Frames, s.signer)
 		if err != nil {
 			s.log.Warn("jupyter: message dropped", "channel", name, "err", err)
@@ -345,6 +367,10 @@ func (s *Server) recvLoop(ctx context.Context, sock zmq4.Socket, name string, de
 func (s *Server) heartbeat(ctx context.Context) {
 	for {
 		m, err := s.hb.Recv()
+		if size, ok := refusedSize(m.Frames); ok && err == nil {
+			s.log.Warn("jupyter: heartbeat dropped", "err", &TooLargeError{Size: size, Limit: s.cfg.MaxMessage})
+			continue
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -426,6 +452,10 @@ func (s *Server) publishComm(msgType string, content any, buffers [][]byte) erro
 
 // handleControl serves one control request (in the control goroutine).
 func (s *Server) handleControl(m *Message, _ time.Time) {
+	if m.refused != nil {
+		s.refuse(s.controlOut, m)
+		return
+	}
 	s.status(m, "busy")
 	switch m.Type() {
 	case "interrupt_request":
@@ -464,6 +494,18 @@ func (s *Server) shutdown(out *outbox, m *Message) {
 	_ = s.pub.publish("shutdown_reply", m, rep)
 }
 
+// refuse answers a request refused for its size with an error naming the
+// limit. The request's signature could not be checked (its signed frames
+// did not all arrive): the reply repeats nothing of it but its header.
+func (s *Server) refuse(out *outbox, m *Message) {
+	if !strings.HasSuffix(m.Type(), "_request") {
+		return
+	}
+	s.status(m, "busy")
+	s.replyError(out, m, replyType(m.Type()), "MessageTooLarge", m.refused.Error())
+	s.status(m, "idle")
+}
+
 func (s *Server) unknown(out *outbox, m *Message) {
 	if strings.HasSuffix(m.Type(), "_request") {
 		s.log.Info("jupyter: unsupported request", "msg_type", m.Type())
@@ -489,6 +531,9 @@ func (s *Server) kernelInfo() KernelInfo {
 
 // handleStdin takes input_reply messages for a waiting Input call.
 func (s *Server) handleStdin(m *Message, _ time.Time) {
+	if m.refused != nil {
+		return // logged; the protocol has no reply to give
+	}
 	if m.Type() != "input_reply" {
 		s.log.Info("jupyter: unexpected message on stdin dropped", "msg_type", m.Type())
 		return

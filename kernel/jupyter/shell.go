@@ -21,6 +21,10 @@ func (s *Server) shellLoop(ctx context.Context) {
 		case <-s.stopped:
 			return
 		case q := <-s.shellQ:
+			if q.msg.refused != nil {
+				s.refuse(s.shellOut, q.msg)
+				continue
+			}
 			s.handleShell(ctx, q)
 			if q.msg.Type() == "shutdown_request" {
 				s.requestStop(s.restart.Load())

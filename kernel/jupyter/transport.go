@@ -19,6 +19,8 @@ import (
 // peer until TCP gives up, many minutes later. The sockets here therefore
 // use their own transport, plain TCP whose writes fail when a peer takes no
 // data for stallTimeout; zmq4 then drops that connection and carries on.
+// Its reads enforce the message size limit (see limit.go); there is one
+// transport per limit, named transportName and the limit.
 const transportName = "kiln-tcp"
 
 // stallTimeout is how long a write may make no progress (nanoseconds).
@@ -26,34 +28,50 @@ var stallTimeout atomic.Int64
 
 func init() { stallTimeout.Store(int64(10 * time.Second)) }
 
-var registerTransport = sync.OnceValue(func() error {
-	return zmq4.RegisterTransport(transportName, stallTransport{})
-})
-
-// zmqEndpoint is the zmq4 endpoint for port on ip, over stallTransport.
-func zmqEndpoint(ip string, port int) (string, error) {
-	if err := registerTransport(); err != nil {
-		return "", err
-	}
-	return transportName + "://" + net.JoinHostPort(ip, strconv.Itoa(port)), nil
+// transports holds the names of the transports registered, by limit.
+var transports struct {
+	mu    sync.Mutex
+	names map[int64]string
 }
 
-type stallTransport struct{}
+// zmqEndpoint is the zmq4 endpoint for port on ip, over stallTransport
+// with messages limited to maxMessage bytes (no limit when <= 0).
+func zmqEndpoint(ip string, port int, maxMessage int64) (string, error) {
+	maxMessage = max(maxMessage, 0)
+	transports.mu.Lock()
+	defer transports.mu.Unlock()
+	name, ok := transports.names[maxMessage]
+	if !ok {
+		name = transportName + "-" + strconv.FormatInt(maxMessage, 10)
+		if err := zmq4.RegisterTransport(name, stallTransport{maxMessage: maxMessage}); err != nil {
+			return "", err
+		}
+		if transports.names == nil {
+			transports.names = map[int64]string{}
+		}
+		transports.names[maxMessage] = name
+	}
+	return name + "://" + net.JoinHostPort(ip, strconv.Itoa(port)), nil
+}
 
-func (stallTransport) Dial(ctx context.Context, d transport.Dialer, addr string) (net.Conn, error) {
+// stallTransport is TCP through stallConn; maxMessage limits what is read
+// (none when 0).
+type stallTransport struct{ maxMessage int64 }
+
+func (t stallTransport) Dial(ctx context.Context, d transport.Dialer, addr string) (net.Conn, error) {
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	return newStallConn(c), nil
+	return newStallConn(c, t.maxMessage), nil
 }
 
-func (stallTransport) Listen(ctx context.Context, addr string) (net.Listener, error) {
+func (t stallTransport) Listen(ctx context.Context, addr string) (net.Listener, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	return stallListener{l}, nil
+	return stallListener{l, t.maxMessage}, nil
 }
 
 // Addr maps Jupyter's "*" (all interfaces) and port "*" the way zmq4's tcp
@@ -72,14 +90,17 @@ func (stallTransport) Addr(ep string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
-type stallListener struct{ net.Listener }
+type stallListener struct {
+	net.Listener
+	maxMessage int64
+}
 
 func (l stallListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
 	}
-	return newStallConn(c), nil
+	return newStallConn(c, l.maxMessage), nil
 }
 
 // stallConn writes in pieces, each with a fresh deadline: a slow peer that
@@ -95,8 +116,12 @@ func (l stallListener) Accept() (net.Conn, error) {
 // reaches coalesceLimit bytes is written at once (a large message goes out
 // as it comes), and a safety timer writes out anything held longer than
 // coalesceDelay, so a framing it did not follow only costs time.
+//
+// Its reads go through a limitReader, which enforces the message size
+// limit (see limit.go).
 type stallConn struct {
 	net.Conn
+	rd *limitReader
 
 	wmu   sync.Mutex
 	fr    framer
@@ -110,9 +135,12 @@ const (
 	coalesceDelay = 2 * time.Millisecond
 )
 
-func newStallConn(c net.Conn) *stallConn {
-	return &stallConn{Conn: c, fr: framer{greeting: zmtpGreeting}}
+func newStallConn(c net.Conn, maxMessage int64) *stallConn {
+	return &stallConn{Conn: c, rd: newLimitReader(c, maxMessage), fr: framer{greeting: zmtpGreeting}}
 }
+
+// Read reads the stream, less what the size limit refuses.
+func (c *stallConn) Read(p []byte) (int, error) { return c.rd.Read(p) }
 
 func (c *stallConn) Write(p []byte) (int, error) {
 	c.wmu.Lock()

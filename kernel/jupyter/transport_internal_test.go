@@ -125,7 +125,7 @@ func (c *recordConn) taken() [][]byte {
 
 func TestStallConnWritesAMessageAtOnce(t *testing.T) {
 	rc := &recordConn{}
-	c := newStallConn(rc)
+	c := newStallConn(rc, 0)
 	writes, ends := connStream()
 	for _, w := range writes {
 		if n, err := c.Write(w); n != len(w) || err != nil {
@@ -147,7 +147,7 @@ func TestStallConnWritesAMessageAtOnce(t *testing.T) {
 
 func TestStallConnPassesLargeMessagesThrough(t *testing.T) {
 	rc := &recordConn{}
-	c := newStallConn(rc)
+	c := newStallConn(rc, 0)
 	c.Write(make([]byte, zmtpGreeting))
 	rc.taken()
 	big := bytes.Repeat([]byte("y"), 3*coalesceLimit)
@@ -175,7 +175,7 @@ func TestStallConnPassesLargeMessagesThrough(t *testing.T) {
 
 func TestStallConnFlushesAnUnfinishedMessage(t *testing.T) {
 	rc := &recordConn{}
-	c := newStallConn(rc)
+	c := newStallConn(rc, 0)
 	c.Write(make([]byte, zmtpGreeting))
 	rc.taken()
 	h, _ := zmtpFrame(zmtpMore, []byte("abc"))

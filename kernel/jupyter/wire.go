@@ -64,6 +64,9 @@ type Message struct {
 	rawHeader json.RawMessage
 	parentRaw json.RawMessage
 	signature string // as received, for replay detection
+	// refused: a frame of the message was refused for its size (see
+	// limit.go); only Identities and Header are set.
+	refused *TooLargeError
 }
 
 // Type returns the message type (Header.MsgType).
