@@ -23,10 +23,53 @@
 //   - events.jsonl: one JSON object per line, each an Event, flushed line
 //     by line so that a reader following the file (the workbench) only
 //     ever sees whole records;
-//   - checkpoints/: the checkpoints of the default strategy (see below).
+//   - checkpoints/: the checkpoints of the default strategy (see below);
+//   - process.json (ProcessFile): which process runs there, for
+//     RunLiveness (see "Liveness" below);
+//   - STOP (StopFile), for a moment, when something asks the run to stop.
 //
 // A Fit replaces the files an earlier run left there; a Resume appends to
 // them.
+//
+// # Liveness
+//
+// A process killed outright (SIGKILL, a crash, a machine lost) writes no
+// end record, so its log looks like a running run's for ever. Before it
+// touches the event log, Fit (or Resume) creates process.json, takes an
+// advisory lock on it (flock on Linux, macOS and the BSDs; none
+// elsewhere, or on a file system without locks) and keeps it until the
+// run ends; the kernel lets the lock go when the process dies, however it
+// dies. A second Fit into a directory whose lock a live run holds fails
+// with ErrRunDirInUse. The file is one JSON object, padded with spaces to
+// a fixed size (a multiple of 512 bytes) and rewritten in place:
+//
+//	{"version":1,"pid":4242,"host":"gpu7","boot_id":"d5c4…","pid_ns":"pid:[4026531836]",
+//	 "proc_start":"2771843","locked":true,"started":"2025-06-01T12:00:00.1Z",
+//	 "heartbeat":"2025-06-01T12:03:18.1Z","state":"running"}
+//
+// Its fields:
+//
+//   - version: ProcessFileVersion (1); added fields keep it;
+//   - pid, host: the process and os.Hostname;
+//   - boot_id, pid_ns (Linux): the kernel's boot and the pid namespace, so
+//     that a pid is only checked where it means the same process;
+//   - proc_start: the OS's start time of the process (Linux: field 22 of
+//     /proc/PID/stat; macOS: sysctl), so that a reused pid is told apart;
+//   - locked: whether the process holds the lock (false where locks are
+//     missing: readers then use pid and heartbeat);
+//   - started: when the process took the directory;
+//   - heartbeat: rewritten every HeartbeatEvery (2 s) while the run lives,
+//     for readers on other machines of a shared folder;
+//   - state: "running", then "ended" (with "ended", a time) once the end
+//     record is written and the lock let go. The file stays.
+//
+// RunLiveness(dir) tells running, completed, stopped and failed runs apart
+// from killed ones (no end record, the process on this machine gone: no
+// such pid, a pid now of a process started at another time, or the lock
+// free) and stale ones (no end record, the process elsewhere, and no
+// heartbeat for StaleAfter, 30 s). A run written by an earlier Kiln, with
+// no process.json, is stale once its event log has been unchanged for
+// StaleAfter. The workbench and `kiln inspect` use it.
 //
 // # The event log
 //
@@ -82,7 +125,8 @@
 // which the continued run redoes. A reader charting a run should, at each
 // resume record, drop the earlier records with a larger step, or keep the
 // last record of each step and kind as the tests do. A run killed outright
-// leaves no end record; Resume cuts off a last line written only in part.
+// leaves no end record (RunLiveness tells it from a running one); Resume
+// cuts off a last line written only in part.
 //
 // # Checkpoints
 //

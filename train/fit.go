@@ -126,6 +126,7 @@ type run struct {
 	ctx     context.Context
 	out     *fanout
 	log     *eventLog
+	lock    *runLock // the run directory's ProcessFile, held until the run ends
 	ck      Checkpointer
 	dev     tensor.Device // the model's device: its random stream goes into checkpoints
 	sys     *systemSampler
@@ -182,7 +183,8 @@ func (l *runningLoss) value() float64 {
 //
 // With RunDir set, Fit replaces the files of an earlier run there:
 // config.json, events.jsonl and, with a Checkpoints strategy, the
-// checkpoints it wrote.
+// checkpoints it wrote. It first takes the directory's ProcessFile, and
+// fails with ErrRunDirInUse while another live run holds it.
 func (s *Supervised) Fit(ctx context.Context, l *Learner) (Result, error) {
 	ctx, unwatch := watchStopFile(ctx, s.Config.RunDir)
 	defer unwatch()
@@ -190,6 +192,7 @@ func (s *Supervised) Fit(ctx context.Context, l *Learner) (Result, error) {
 	if err != nil {
 		return Result{Reason: StopFailed}, err
 	}
+	defer func() { r.lock.release() }() // after the end record, also when a panic goes on up
 	if err := r.prepare(nil); err != nil {
 		return Result{Reason: StopFailed}, err
 	}
@@ -224,6 +227,13 @@ func (r *run) prepare(res *resumed) error {
 	var err error
 	if r.cfgJSON, err = json.Marshal(r.cfg); err != nil {
 		return fmt.Errorf("train: config: %w", err)
+	}
+	if r.cfg.RunDir != "" {
+		// Before anything of an earlier run is replaced: a run still
+		// writing there keeps its directory.
+		if r.lock, err = lockRun(r.cfg.RunDir); err != nil {
+			return err
+		}
 	}
 	if c, ok := r.ck.(*Checkpoints); ok {
 		if err := c.begin(r, r.resumed); err != nil {

@@ -59,17 +59,24 @@ type resumed struct {
 // resumed inside, "loss" covers the whole epoch (its sums are in the
 // checkpoint) and the others only the batches after the resume.
 func (s *Supervised) Resume(ctx context.Context, dir string, l *Learner) (Result, error) {
-	ctx, unwatch := watchStopFile(ctx, s.Config.RunDir)
+	cands, runDir, err := findCheckpoints(dir)
+	if err != nil {
+		return Result{Reason: StopFailed}, err
+	}
+	// The StopFile of the run directory the run writes, which may be the
+	// one the checkpoint lies in.
+	stopDir := s.Config.RunDir
+	if stopDir == "" {
+		stopDir = runDir
+	}
+	ctx, unwatch := watchStopFile(ctx, stopDir)
 	defer unwatch()
 	r, err := s.newRun(ctx, l)
 	if err != nil {
 		return Result{Reason: StopFailed}, err
 	}
 	r.resumed = true
-	cands, runDir, err := findCheckpoints(dir)
-	if err != nil {
-		return Result{Reason: StopFailed}, err
-	}
+	defer func() { r.lock.release() }()
 	if r.cfg.RunDir == "" && runDir != "" {
 		r.cfg.RunDir = runDir
 		if r.ck == nil {

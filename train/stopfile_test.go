@@ -71,3 +71,29 @@ func TestStopFileStopsRunGracefully(t *testing.T) {
 		}
 	})
 }
+
+// A run resumed from its run directory, without Config.RunDir, watches
+// that directory's STOP file too (the workbench's Stop writes it there).
+func TestStopFileStopsAResumedRun(t *testing.T) {
+	dev := tensor.CPU()
+	dir := t.TempDir()
+	first := &stopper{L: newLinear(dev, 3), dir: dir, at: 1 << 30} // the same model, never stopping
+	defer nn.Release(first)
+	s := &train.Supervised{Config: train.Config{Epochs: 1, RunDir: dir, LogEvery: 1}, Train: loader(t, blobs(96, 6), dev, data.LoaderConfig{})}
+	if _, err := s.Fit(context.Background(), &train.Learner{Model: first, Optimizer: optim.NewSGD(optim.SGDConfig{LR: 0.1})}); err != nil {
+		t.Fatal(err)
+	}
+	m := &stopper{L: newLinear(dev, 3), dir: dir, at: 4}
+	defer nn.Release(m)
+	s = &train.Supervised{Config: train.Config{Epochs: 50, LogEvery: 1}, Train: loader(t, blobs(96, 6), dev, data.LoaderConfig{})}
+	res, err := s.Resume(context.Background(), dir, &train.Learner{Model: m, Optimizer: optim.NewSGD(optim.SGDConfig{LR: 0.1})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reason != train.StopCancelled || res.Epochs >= 50 {
+		t.Fatalf("result %+v after %d steps, want a cancelled run soon after step 4", res, m.step)
+	}
+	if _, err := os.Stat(filepath.Join(dir, train.StopFile)); !os.IsNotExist(err) {
+		t.Errorf("the STOP file is still there (%v)", err)
+	}
+}

@@ -24,7 +24,9 @@ import (
 const eventsFile = "events.jsonl"
 
 // rescanEvery is how often the run directories are scanned besides the
-// file-system notifications (which can be lost, or unsupported).
+// file-system notifications (which can be lost, or unsupported), and the
+// processes of running runs checked: a killed process writes nothing that
+// would tell.
 const rescanEvery = 2 * time.Second
 
 // runLog is one followed run: the records of its event log so far.
@@ -35,6 +37,8 @@ type runLog struct {
 	partial []byte // a last line without its newline yet (being written)
 	size    int64
 	mod     time.Time
+	ended   bool            // the log has an end record after its last start or resume record
+	live    *train.Liveness // the process of a running run, as last checked; nil before
 }
 
 // runFollower follows the event logs of every run in its directories.
@@ -44,6 +48,7 @@ type runFollower struct {
 	mu      sync.Mutex
 	runs    map[string]*runLog
 	done    chan struct{}
+	checker train.LivenessChecker // judges the processes of running runs
 }
 
 func newRunFollower(ctx context.Context, dirs []string, publish func(string, any)) *runFollower {
@@ -99,6 +104,9 @@ func (f *runFollower) follow(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case ev := <-events:
+			if filepath.Base(ev.Name) == train.ProcessFile {
+				continue // a heartbeat: liveness is checked on the timer
+			}
 			if filepath.Base(ev.Name) == eventsFile {
 				f.mu.Lock()
 				r := f.runs[filepath.Dir(ev.Name)]
@@ -156,6 +164,9 @@ func (f *runFollower) scan() {
 			changed = true
 		}
 	}
+	if f.checkLiveness() {
+		changed = true
+	}
 	if changed {
 		f.publish("runs.changed", map[string]any{})
 	}
@@ -179,6 +190,7 @@ func (f *runFollower) read(r *runLog) (restarted bool) {
 	}
 	if st.Size() < r.offset { // a new run replaced the log
 		r.records, r.offset, r.partial = nil, 0, nil
+		r.ended, r.live = false, nil
 		restarted = true
 	}
 	r.size, r.mod = st.Size(), st.ModTime()
@@ -217,12 +229,68 @@ func (f *runFollower) read(r *runLog) (restarted bool) {
 		}
 		rec := json.RawMessage(append([]byte(nil), line...))
 		r.records = append(r.records, rec)
+		var kind struct {
+			Kind train.EventKind `json:"kind"`
+		}
+		if json.Unmarshal(rec, &kind) == nil {
+			switch kind.Kind {
+			case train.EventStart, train.EventResume:
+				r.ended = false
+			case train.EventEnd:
+				r.ended, r.live = true, nil
+			}
+		}
 		f.publish("run.update", map[string]any{"dir": r.dir, "index": len(r.records) - 1, "record": rec})
 	}
 	return restarted
 }
 
-// summary describes a run for runs.list.
+// checkLiveness judges the process of every run whose log says it runs,
+// and reports whether one's state changed (a process died, or a stale run
+// came back to life).
+func (f *runFollower) checkLiveness() (changed bool) {
+	type check struct {
+		r   *runLog
+		mod time.Time
+	}
+	var checks []check
+	f.mu.Lock()
+	for _, r := range f.runs {
+		if !r.ended {
+			checks = append(checks, check{r, r.mod})
+		}
+	}
+	f.mu.Unlock()
+	for _, c := range checks {
+		if f.judge(c.r, c.mod) {
+			changed = true
+		}
+	}
+	return changed
+}
+
+// judge checks the process of r, whose log was last modified at mod, and
+// reports whether its state changed.
+func (f *runFollower) judge(r *runLog, mod time.Time) (changed bool) {
+	l := f.checker.CheckRunning(r.dir, mod) // reads files: outside f.mu
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r.ended {
+		return false // it ended meanwhile
+	}
+	before := train.LivenessRunning
+	if r.live != nil {
+		before = r.live.State
+	}
+	r.live = &l
+	return l.State != before
+}
+
+// summary describes a run for runs.list: status is the log's (running, or
+// an end record's reason) unless the process of a running run was found
+// dead, when it is "killed" or "stale" and why says how that was judged
+// (see train.RunLiveness); pid, host and heartbeat describe the process of
+// a running run when its ProcessFile tells.
 func (r *runLog) summary() map[string]any {
 	s := map[string]any{"dir": r.dir, "name": filepath.Base(r.dir), "status": "running", "epochs": 0, "step": 0,
 		"records": len(r.records)}
@@ -254,6 +322,17 @@ func (r *runLog) summary() map[string]any {
 		}
 		if e.Kind == "epoch" || e.Kind == "end" || e.Kind == "checkpoint" {
 			s["epochs"] = e.Epoch
+		}
+	}
+	if s["status"] == "running" && r.live != nil {
+		if r.live.State != train.LivenessRunning {
+			s["status"], s["why"] = string(r.live.State), r.live.Why
+		}
+		if r.live.PID != 0 {
+			s["pid"], s["host"] = r.live.PID, r.live.Host
+		}
+		if !r.live.Heartbeat.IsZero() {
+			s["heartbeat"] = r.live.Heartbeat
 		}
 	}
 	return s
@@ -331,8 +410,19 @@ func (s *Server) runMethods() map[string]method {
 			}
 			f.read(r)
 			f.mu.Lock()
-			status := r.summary()["status"]
+			running, mod := !r.ended, r.mod
 			f.mu.Unlock()
+			if running && f.judge(r, mod) { // judged now, not as of the last tick
+				f.publish("runs.changed", map[string]any{})
+			}
+			f.mu.Lock()
+			sum := r.summary()
+			f.mu.Unlock()
+			status := sum["status"]
+			if status == string(train.LivenessKilled) || status == string(train.LivenessStale) {
+				// Nobody would read a STOP file.
+				return nil, fmt.Errorf("run %s is not running: %v", r.dir, sum["why"])
+			}
 			if status != "running" {
 				// A STOP file would wait there for nothing (a new run removes it).
 				return nil, fmt.Errorf("%s is not running (%v)", r.dir, status)

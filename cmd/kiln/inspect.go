@@ -68,7 +68,8 @@ func inspectCommand(args []string, out, errOut io.Writer) error {
 		fmt.Fprintln(errOut, "\nPrints what a safetensors file holds (metadata; each tensor's name, dtype, shape and")
 		fmt.Fprintln(errOut, "size), a GGUF file (metadata; each tensor's ggml type, shape and size), an ONNX model")
 		fmt.Fprintln(errOut, "(opsets, inputs, outputs, operators, initializers), or a checkpoint directory (epoch, step, metrics, verified files, the model's and")
-		fmt.Fprintln(errOut, "optimizer's tensors). A run directory shows the checkpoint `kiln export` would use.\n\nflags:")
+		fmt.Fprintln(errOut, "optimizer's tensors). A run directory shows whether its process lives (running, completed,")
+		fmt.Fprintln(errOut, "stopped, failed, killed or stale; its pid and last heartbeat), then the checkpoint `kiln export` would use.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterleaved(fs, args)
@@ -107,6 +108,9 @@ func inspectCommand(args []string, out, errOut io.Writer) error {
 		return nil
 	}
 
+	if isRunDirectory(path) {
+		return inspectRun(out, path, *asJSON)
+	}
 	dir, how, err := resolveCheckpoint(path)
 	if err != nil {
 		return fmt.Errorf("inspect: %w", err)
