@@ -39,6 +39,7 @@ func init() {
 		"ErrDType":                  reflect.ValueOf(&tensor.ErrDType).Elem(),
 		"ErrDevice":                 reflect.ValueOf(&tensor.ErrDevice).Elem(),
 		"ErrDeviceFailed":           reflect.ValueOf(&tensor.ErrDeviceFailed).Elem(),
+		"ErrDivideByZero":           reflect.ValueOf(&tensor.ErrDivideByZero).Elem(),
 		"ErrNoDevice":               reflect.ValueOf(&tensor.ErrNoDevice).Elem(),
 		"ErrNoGradient":             reflect.ValueOf(&tensor.ErrNoGradient).Elem(),
 		"ErrOutOfMemory":            reflect.ValueOf(&tensor.ErrOutOfMemory).Elem(),
