@@ -17,12 +17,12 @@ GOTESTFLAGS ?=
 # Jupyter ones drive the real kernel in kernel/kerneltest (the conformance
 # suite, nbconvert on notebooks/) and kernel/jupyter's client tests.
 APT_PACKAGES := python3 python3-numpy python3-jupyter-client python3-jupyter-kernel-test \
-	python3-nbclient python3-nbformat jupyter-nbconvert python3-onnx chromium g++
+	python3-nbclient python3-nbformat jupyter-nbconvert python3-onnx chromium gcc g++ libc6-dev
 # Extra packages only for regenerating fixtures and comparing with PyTorch.
 APT_FIXTURE_PACKAGES := python3-torch python3-numpy python3-onnx libopenblas0-pthread
 
 
-.PHONY: all build run demo test test-unit fuzz test-long bench lint fmt-check vet staticcheck deps deps-fixtures fixtures clean
+.PHONY: all build run demo test test-unit test-race fuzz test-long bench lint fmt-check vet staticcheck deps deps-fixtures fixtures clean
 
 all: build
 
@@ -58,7 +58,7 @@ run: build
 demo: build
 	./bin/kiln demo
 
-test: deps lint test-unit fuzz desktop-selftest
+test: deps lint test-unit test-race fuzz desktop-selftest
 
 # fuzz runs every parser's fuzz target briefly (FUZZTIME each); longer runs:
 # make fuzz FUZZTIME=10m.
@@ -75,6 +75,15 @@ fuzz:
 test-unit: assets
 	$(GO) test $(GOTESTFLAGS) -count=1 ./...
 	$(GO) test $(GOTESTFLAGS) -count=1 -tags purego ./backends/cpu/...
+
+# test-race runs every package again under the race detector, which needs
+# cgo (gcc from APT_PACKAGES) and turns on checkptr, so an unsafe view past
+# its allocation aborts the test as a data race does. -short skips the
+# tests that start whole programs or train for long; the plain run above
+# has them.
+test-race: assets
+	CGO_ENABLED=1 $(GO) test $(GOTESTFLAGS) -race -short -count=1 -timeout 20m ./...
+	CGO_ENABLED=1 $(GO) test $(GOTESTFLAGS) -race -short -count=1 -tags purego ./backends/cpu/...
 
 # Slow accuracy runs kept out of `make test`. The MNIST training runs (nn's
 # and the `make run` demo's, cmd/kiln's TestTrainMNISTDemo) go last, verbose,
