@@ -83,6 +83,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/traefik/yaegi/interp"
 
@@ -818,6 +819,9 @@ func (g *exportGen) value(target, name string, t reflect.Type, depth int) (expr 
 		r, err := g.recipe(t, depth)
 		return r, true, err
 	}
+	if t == reflect.TypeFor[time.Time]() {
+		return "time.Unix(1e9, 0)", true, nil
+	}
 	switch t.Kind() {
 	case reflect.Bool:
 		return "false", true, nil
@@ -1109,7 +1113,7 @@ func (g *exportGen) call(target, pre, fn string, ft reflect.Type, skip int) expo
 // prelude is the import block of the declarations cell.
 func (g *exportGen) prelude() string {
 	var b strings.Builder
-	b.WriteString("import (\n\t\"errors\"\n\t\"image\"\n\tprobe \"" + probeImport + "\"\n")
+	b.WriteString("import (\n\t\"errors\"\n\t\"image\"\n\t\"time\"\n\tprobe \"" + probeImport + "\"\n")
 	for _, p := range g.pkgs {
 		fmt.Fprintf(&b, "\t%q\n", p)
 	}
