@@ -76,14 +76,13 @@ test-unit: assets
 	$(GO) test $(GOTESTFLAGS) -count=1 ./...
 	$(GO) test $(GOTESTFLAGS) -count=1 -tags purego ./backends/cpu/...
 
-# test-race runs every package again under the race detector, which needs
-# cgo (gcc from APT_PACKAGES) and turns on checkptr, so an unsafe view past
-# its allocation aborts the test as a data race does. -short skips the
-# tests that start whole programs or train for long; the plain run above
-# has them.
+# test-race runs every test again under the race detector, which needs cgo
+# (gcc from APT_PACKAGES) and turns on checkptr, so an unsafe view past its
+# allocation aborts the test as a data race does. The plain run above keeps
+# the CGO_ENABLED=0 build that ships.
 test-race: assets
-	CGO_ENABLED=1 $(GO) test $(GOTESTFLAGS) -race -short -count=1 -timeout 20m ./...
-	CGO_ENABLED=1 $(GO) test $(GOTESTFLAGS) -race -short -count=1 -tags purego ./backends/cpu/...
+	CGO_ENABLED=1 $(GO) test $(GOTESTFLAGS) -race -count=1 -timeout 20m ./...
+	CGO_ENABLED=1 $(GO) test $(GOTESTFLAGS) -race -count=1 -tags purego ./backends/cpu/...
 
 # Slow accuracy runs kept out of `make test`. The MNIST training runs (nn's
 # and the `make run` demo's, cmd/kiln's TestTrainMNISTDemo) go last, verbose,
