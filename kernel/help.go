@@ -54,6 +54,10 @@ operations run compiled, at native speed.
 - Interrupting stops interpreted code (and time.Sleep) at once, but a
   compiled call that does not take ctx runs to its end in the background,
   and the next cell waits for it (interrupt again to give up waiting).
+- A goroutine a cell starts and leaves running should get what it needs as
+  arguments (go worker(ch)), not read the cell's variables by name: a later
+  cell that declares a variable grows the interpreter's table of globals
+  while that goroutine reads it, unsynchronised inside yaegi.
 - A panic in a goroutine a cell started, a stack overflow (recursion deeper
   than about 200,000 calls), a concurrent map write or running out of
   memory ends the kernel process, with the reason as the last line of its
