@@ -9,10 +9,10 @@ import (
 )
 
 // Zeros returns a Float32 tensor of zeros with the given shape on dev.
-func Zeros(dev Device, shape ...int) *Tensor { return Full(dev, 0, shape...) }
+func Zeros(dev Device, shape ...int) *Tensor { return rawFull("Zeros", dev, Float32, shape, 0) }
 
 // Ones returns a Float32 tensor of ones with the given shape on dev.
-func Ones(dev Device, shape ...int) *Tensor { return Full(dev, 1, shape...) }
+func Ones(dev Device, shape ...int) *Tensor { return rawFull("Ones", dev, Float32, shape, 1) }
 
 // Full returns a Float32 tensor filled with v.
 func Full(dev Device, v float64, shape ...int) *Tensor { return FullOf(dev, Float32, v, shape...) }
@@ -23,10 +23,14 @@ func FullOf(dev Device, dtype DType, v float64, shape ...int) *Tensor {
 }
 
 // ZerosOf returns a tensor of dtype filled with zeros.
-func ZerosOf(dev Device, dtype DType, shape ...int) *Tensor { return FullOf(dev, dtype, 0, shape...) }
+func ZerosOf(dev Device, dtype DType, shape ...int) *Tensor {
+	return rawFull("ZerosOf", dev, dtype, shape, 0)
+}
 
 // OnesOf returns a tensor of dtype filled with ones.
-func OnesOf(dev Device, dtype DType, shape ...int) *Tensor { return FullOf(dev, dtype, 1, shape...) }
+func OnesOf(dev Device, dtype DType, shape ...int) *Tensor {
+	return rawFull("OnesOf", dev, dtype, shape, 1)
+}
 
 // ZerosLike returns zeros with t's shape, dtype and device.
 func ZerosLike(t *Tensor) *Tensor { return FullLike(t, 0) }

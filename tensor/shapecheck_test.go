@@ -53,7 +53,7 @@ func TestShapeOverflow(t *testing.T) {
 			want     []string
 		}{
 			{"Zeros wrapping to 4 elements", func() { tensor.Zeros(dev, big+1, 4) }, tensor.ErrShape,
-				[]string{"tensor.Full", "shape [4611686018427387905 4] has more than 2^63 elements"}},
+				[]string{"tensor.Zeros", "shape [4611686018427387905 4] has more than 2^63 elements"}},
 			{"Zeros of 2^64 elements", func() { tensor.Zeros(dev, 1<<32, 1<<32) }, tensor.ErrShape,
 				[]string{"[4294967296 4294967296]"}},
 			{"Ones with a negative dimension", func() { tensor.Ones(dev, 3, -1) }, tensor.ErrShape,
