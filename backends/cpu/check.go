@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 
 	"github.com/kiln-ml/kiln/backends"
 )
@@ -129,7 +130,7 @@ func (b *Backend) checkDType(op, what string, v backends.View, want ...backends.
 
 // checkShape refuses v unless its shape is want.
 func (b *Backend) checkShape(op, what string, v backends.View, want ...int) bool {
-	if !sameInts(v.Shape, want) {
+	if !slices.Equal(v.Shape, want) {
 		return b.refuse(op, "%s: shape %v (want %v)", what, v.Shape, want)
 	}
 	return true
@@ -206,18 +207,6 @@ func (b *Backend) checkGeometry(op string, g backends.ConvGeometry) bool {
 	for _, s := range [][]int{{g.N, g.C, g.H, g.W}, {g.N, g.C, g.KH, g.KW, g.OutH, g.OutW}} {
 		if _, ok := backends.CheckedNumElements(s); !ok {
 			return b.refuse(op, "geometry %+v: sizes overflow", g)
-		}
-	}
-	return true
-}
-
-func sameInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
 		}
 	}
 	return true
