@@ -15,6 +15,8 @@ export interface RunInfo {
   dir: string;
   name: string;
   status: string;
+  /** Why a run whose process is gone is "killed" or "stale". */
+  why?: string;
   started?: string;
   epochs?: number;
   step?: number;
@@ -205,7 +207,7 @@ export class RunsPanel {
           { class: "run-row", "data-dir": r.dir, "data-status": r.status },
           el("td", {}, check),
           el("td", { class: "run-name" }, r.name || r.dir),
-          el("td", { class: "run-status" }, r.status),
+          el("td", { class: "run-status" }, r.status, ...(r.why ? [el("div", { class: "run-why" }, r.why)] : [])),
           el("td", {}, String(r.epochs ?? "")),
           el("td", {}, String(r.step ?? "")),
           el("td", {}, r.started ? new Date(r.started).toLocaleString() : ""),
