@@ -40,7 +40,9 @@ type ClientOptions struct {
 	// MaxMessage is the largest message, in bytes, the client accepts from
 	// the kernel; what a larger one sends beyond it is dropped as it
 	// arrives and the message is logged and dropped (see Config.MaxMessage).
-	// Default DefaultMaxMessage; negative means no limit.
+	// A shell or control reply refused this way ends its request with an
+	// error reply of ename "MessageTooLarge". Default DefaultMaxMessage;
+	// negative means no limit.
 	MaxMessage int64
 }
 
@@ -239,6 +241,9 @@ func (c *KernelClient) readLoop(sock zmq4.Socket, name string, deliver func(*Mes
 		if size, ok := refusedSize(zm.Frames); ok {
 			err := &TooLargeError{Size: size, Limit: c.opts.MaxMessage}
 			c.log.Warn("jupyter client: message dropped", "channel", name, "err", err)
+			if name == "shell" || name == "control" {
+				c.failRefusedReply(zm.Frames, err)
+			}
 			continue
 		}
 		m, err := ParseMessage(zm.Frames, c.signer)
@@ -248,6 +253,32 @@ func (c *KernelClient) readLoop(sock zmq4.Socket, name string, deliver func(*Mes
 		}
 		deliver(m)
 	}
+}
+
+// failRefusedReply answers the request whose reply was refused for its
+// size with an error reply of its own making (ename "MessageTooLarge"), so
+// that the caller learns why instead of waiting for its timeout. The
+// reply's parent header is read without its signature (the signed frames
+// did not all arrive); it only ever ends a request of this client's that
+// is waiting, which is all an unsigned parent id can do.
+func (c *KernelClient) failRefusedReply(frames [][]byte, refused *TooLargeError) {
+	parent, ok := refusedParent(frames)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	_, waiting := c.pending[parent.MsgID]
+	c.mu.Unlock()
+	if !waiting {
+		return
+	}
+	m, err := NewMessage(c.session, replyType(parent.MsgType), &Message{Header: parent}, map[string]any{
+		"status": StatusError, "ename": "MessageTooLarge",
+		"evalue": "the kernel's reply was refused: " + refused.Error(), "traceback": []string{}})
+	if err != nil {
+		return
+	}
+	c.deliverReply(m)
 }
 
 func (c *KernelClient) deliverReply(m *Message) {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 )
 
@@ -79,6 +80,20 @@ func parseRefused(frames [][]byte) *Message {
 		m.Identities = cloneFrames(frames[:d])
 	}
 	return m
+}
+
+// refusedParent reads the parent header of a message that has a refused
+// frame, without checking its signature; ok is false when the parent
+// header itself was refused or is not a valid header.
+func refusedParent(frames [][]byte) (parent Header, ok bool) {
+	d := slices.IndexFunc(frames, func(f []byte) bool { return string(f) == delimiter })
+	if d < 0 || len(frames) < d+4 {
+		return Header{}, false
+	}
+	if unmarshalObject("parent_header", frames[d+3], &parent) != nil || parent.MsgID == "" || parent.MsgType == "" {
+		return Header{}, false
+	}
+	return parent, true
 }
 
 // TooLargeError is the error of a message refused for its size.

@@ -2,6 +2,7 @@ package jupyter_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -135,5 +136,17 @@ func TestClientMessageSizeLimit(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "limit of 4096 bytes") {
 		t.Errorf("the client's log does not mention the limit:\n%s", log.String())
+	}
+	// A reply past the limit ends its request with an error at once (not
+	// at the caller's timeout), and the client goes on working.
+	ictx, icancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer icancel()
+	_, err = c.Inspect(ictx, "big", 3, 0)
+	var re *jupyter.ReplyError
+	if !errors.As(err, &re) || re.Ename != "MessageTooLarge" || !strings.Contains(re.Evalue, "limit of 4096 bytes") {
+		t.Errorf("inspecting with a 64 KiB reply: %v, want a MessageTooLarge reply error naming the limit", err)
+	}
+	if r, err := c.Inspect(ictx, "print", 3, 0); err != nil || !r.Found {
+		t.Errorf("a small inspection afterwards: %+v, %v", r, err)
 	}
 }
