@@ -30,7 +30,7 @@ import (
 // left in it. The child, RunCrashMonitor, copies the report to the
 // kernel's original stderr and ends it with one line naming the reason:
 //
-//	kiln kernel: the process ended: fatal error: stack overflow (runtime: goroutine stack exceeds 268435456-byte limit); restart the kernel
+//	kiln kernel: the process ended: fatal error: stack overflow (runtime: goroutine stack exceeds 134217728-byte limit); restart the kernel
 //
 // When the kernel ends without a report and without closing the session
 // (SIGKILL from the out-of-memory killer, os.Exit in an unrestricted

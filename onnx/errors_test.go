@@ -169,9 +169,11 @@ func TestCorruptBytes(t *testing.T) {
 	}
 }
 
-// TestDamagedModelsLoad damages fixture files at random: decoding and
-// loading never panic; damage is reported as an error or changed only
-// values.
+// TestDamagedModelsLoad damages fixture files at random: decoding,
+// describing and loading never panic (a panic fails the test). Whether
+// each damaged file is refused or loads with changed values is not checked
+// here; the error cases are in TestLoadRefusesBadAttributes and the
+// decoding tests.
 func TestDamagedModelsLoad(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, name := range []string{"models/mlp_op13.onnx", "models/lstm_op14.onnx", "models/transformer_op13.onnx",

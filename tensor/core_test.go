@@ -1,6 +1,7 @@
 package tensor_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/kiln-ml/kiln/tensor"
@@ -75,8 +76,8 @@ func TestUseAfterReleasePanics(t *testing.T) {
 		x := tensor.Ones(dev, 3)
 		x.Release()
 		err := tensor.Try(func() { x.Float32s() })
-		if err == nil {
-			t.Fatal("reading a released tensor succeeded")
+		if !errors.Is(err, tensor.ErrReleased) {
+			t.Fatalf("reading a released tensor: %v, want ErrReleased", err)
 		}
 	})
 }

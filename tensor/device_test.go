@@ -3,6 +3,7 @@ package tensor_test
 import (
 	"errors"
 	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -71,13 +72,37 @@ func TestDefaultDeviceHonoursKilnDevice(t *testing.T) {
 	}
 }
 
-func TestDefaultDeviceWithoutEnvIsBestDetected(t *testing.T) {
+func TestDefaultDeviceEmptyEnvIsAnError(t *testing.T) {
 	t.Setenv("KILN_DEVICE", "")
 	tensor.ResetDefaultDevice()
 	defer tensor.ResetDefaultDevice()
 	// An empty KILN_DEVICE is set but names nothing: an error, never a fallback.
 	if _, err := tensor.DefaultDevice(); err == nil {
 		t.Fatal("KILN_DEVICE='' must be an error")
+	}
+}
+
+// Without KILN_DEVICE the default is the first device a driver detects and
+// opens (a GPU before the CPU), and the reason says so.
+func TestDefaultDeviceWithoutEnvIsBestDetected(t *testing.T) {
+	t.Setenv("KILN_DEVICE", "") // restored after the test
+	os.Unsetenv("KILN_DEVICE")
+	tensor.ResetDefaultDevice()
+	defer tensor.ResetDefaultDevice()
+	d, err := tensor.DefaultDevice()
+	if err != nil {
+		t.Fatalf("DefaultDevice without KILN_DEVICE: %v", err)
+	}
+	want := "cpu" // the fallback when nothing is detected
+	for _, e := range tensor.Devices() {
+		if e.Kind != "strict" {
+			want = e.Kind // the first device detected, in the drivers' order
+			break
+		}
+	}
+	reason := tensor.DefaultDeviceReason()
+	if d.Kind() != want || !strings.HasPrefix(reason, "best detected: "+want) {
+		t.Errorf("default device %s (%q), want the best detected, %s", d, reason, want)
 	}
 }
 
