@@ -15,9 +15,12 @@ GOTESTFLAGS ?=
 
 # System packages the tests and tools use, installed when missing. The
 # Jupyter ones drive the real kernel in kernel/kerneltest (the conformance
-# suite, nbconvert on notebooks/) and kernel/jupyter's client tests.
+# suite, nbconvert on notebooks/) and kernel/jupyter's client tests; gcc
+# builds the race detector's runtime; openmpi-bin is what dist's tests run
+# under mpirun (dist loads libmpi.so.40 at run time, no headers needed).
 APT_PACKAGES := python3 python3-numpy python3-jupyter-client python3-jupyter-kernel-test \
-	python3-nbclient python3-nbformat jupyter-nbconvert python3-onnx chromium gcc g++ libc6-dev
+	python3-nbclient python3-nbformat jupyter-nbconvert python3-onnx chromium gcc g++ libc6-dev \
+	openmpi-bin
 # Extra packages only for regenerating fixtures and comparing with PyTorch.
 APT_FIXTURE_PACKAGES := python3-torch python3-numpy python3-onnx libopenblas0-pthread
 
