@@ -82,10 +82,11 @@ test-unit: assets
 # test-race runs every test again under the race detector, which needs cgo
 # (gcc from APT_PACKAGES) and turns on checkptr, so an unsafe view past its
 # allocation aborts the test as a data race does. The plain run above keeps
-# the CGO_ENABLED=0 build that ships.
+# the CGO_ENABLED=0 build that ships, and the purego CPU build (its portable
+# kernels hold no unsafe code of their own; the views they get are the
+# ones checked here).
 test-race: assets
 	CGO_ENABLED=1 $(GO) test $(GOTESTFLAGS) -race -count=1 -timeout 20m ./...
-	CGO_ENABLED=1 $(GO) test $(GOTESTFLAGS) -race -count=1 -tags purego ./backends/cpu/...
 
 # Slow accuracy runs kept out of `make test`. The MNIST training runs (nn's
 # and the `make run` demo's, cmd/kiln's TestTrainMNISTDemo) go last, verbose,
