@@ -106,6 +106,8 @@ type LoaderConfig struct {
 type DataLoader struct {
 	ds  Dataset
 	cfg LoaderConfig
+	// rank and ranks select a shard (see Shard); ranks 0 means none.
+	rank, ranks int
 }
 
 // NewLoader returns a DataLoader over ds. It returns an error for a
@@ -130,12 +132,44 @@ func NewLoader(ds Dataset, cfg LoaderConfig) (*DataLoader, error) {
 	if cfg.Batcher == nil {
 		cfg.Batcher = StackBatcher{}
 	}
-	return &DataLoader{ds, cfg}, nil
+	return &DataLoader{ds: ds, cfg: cfg}, nil
 }
 
-// Len returns the number of batches in an epoch.
+// Shard returns a loader over rank's share of every epoch, for
+// data-parallel training on ranks processes: each epoch's order (the one
+// seeded shuffle every rank computes alike, or 0, 1, 2, …) is dealt out
+// like cards, rank r taking positions r, r+ranks, r+2·ranks, …, so that
+// across the ranks every item is read exactly once per epoch. When the
+// data set's size does not divide by ranks, the first (size mod ranks)
+// ranks get one item more; nothing is repeated or dropped. Batches are
+// then cut from the shard as usual (BatchSize, DropLast). l itself is
+// unchanged. Shard panics when ranks < 1 or rank is outside [0, ranks),
+// or l is already a shard: both are programming errors.
+func (l *DataLoader) Shard(rank, ranks int) *DataLoader {
+	if ranks < 1 || rank < 0 || rank >= ranks || l.ranks != 0 {
+		panic(fmt.Sprintf("data: Shard(%d, %d) of a loader sharded %d ways", rank, ranks, l.ranks))
+	}
+	return &DataLoader{ds: l.ds, cfg: l.cfg, rank: rank, ranks: ranks}
+}
+
+// ShardLen returns the number of items of rank's shard when n items are
+// dealt out to ranks ranks as Shard does: ⌈n/ranks⌉ for the first (n mod
+// ranks) ranks, ⌊n/ranks⌋ for the others.
+func ShardLen(n, rank, ranks int) int {
+	c := n / ranks
+	if rank < n%ranks {
+		c++
+	}
+	return c
+}
+
+// Len returns the number of batches in an epoch (of the shard, for a
+// loader Shard returned).
 func (l *DataLoader) Len() int {
 	n := l.ds.Len()
+	if l.ranks > 0 {
+		n = ShardLen(n, l.rank, l.ranks)
+	}
 	if l.cfg.DropLast {
 		return n / l.cfg.BatchSize
 	}
@@ -144,15 +178,25 @@ func (l *DataLoader) Len() int {
 
 // Order returns the data set indices of epoch's items in the order the
 // loader reads them: a permutation derived from (Seed, epoch) when
-// Shuffle is set, else 0, 1, 2, …
+// Shuffle is set, else 0, 1, 2, …; for a loader Shard returned, its
+// rank's share of that order.
 func (l *DataLoader) Order(epoch int) []int {
 	n := l.ds.Len()
+	var idx []int
 	if l.cfg.Shuffle {
-		return rng(l.cfg.Seed, uint64(epoch)).Perm(n)
+		idx = rng(l.cfg.Seed, uint64(epoch)).Perm(n)
+	} else {
+		idx = make([]int, n)
+		for i := range idx {
+			idx[i] = i
+		}
 	}
-	idx := make([]int, n)
-	for i := range idx {
-		idx[i] = i
+	if l.ranks > 0 {
+		shard := make([]int, 0, ShardLen(n, l.rank, l.ranks))
+		for i := l.rank; i < n; i += l.ranks {
+			shard = append(shard, idx[i])
+		}
+		idx = shard
 	}
 	return idx
 }

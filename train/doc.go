@@ -176,6 +176,51 @@
 // cover the batches after the resume only (they keep no state a checkpoint
 // could save).
 //
+// # Data-parallel training
+//
+// With Supervised.Comm set to a dist.Communicator of more than one rank
+// (dist.Init under mpirun or srun, or a member of dist.NewLocalGroup), Fit
+// trains data-parallel: every rank runs Fit with the same model, config
+// and loaders, and
+//
+//   - at the start, every rank's parameters and buffers are broadcast from
+//     rank 0, so the ranks start alike whatever their initialisation;
+//   - each rank reads its shard of Train (data.DataLoader.Shard): the one
+//     seeded order every rank computes for the epoch, dealt out by
+//     position (rank r takes r, r+N, r+2N, …), so that across the ranks
+//     every item is trained on exactly once per epoch. The global batch
+//     is N times the loader's BatchSize;
+//   - each optimizer step, the ranks all-reduce the step's sample count
+//     and loss sum; each scales its gradients by its share (local samples
+//     × N ÷ global samples, 1 when the shards' batches are equal) and
+//     all-reduces them with dist.Mean after the backward pass and before
+//     clipping and the optimizer step, so every rank takes the same step,
+//     the one a single process would take on the global batch (within
+//     rounding). With GradAccumulation the micro-batches are summed into
+//     one backward pass, so the all-reduce happens once per optimizer
+//     step;
+//   - uneven tails: when the data set's size does not divide by N, shards
+//     differ by one item, nothing is repeated or dropped, and a rank can
+//     run out of batches one step before the others. It still takes part
+//     in that step with a zero contribution (its shard's first batch
+//     differentiated with weight 0, unrecorded in loss and metrics), and
+//     the epoch ends on every rank at the step where the global sample
+//     count is 0;
+//   - the training loss is the global one on every rank; validation runs
+//     on the whole of Valid on every rank (so its figures are global too);
+//   - rank 0 alone writes the run directory (config.json, events.jsonl,
+//     process.json, checkpoints) and publishes events to Observers; its
+//     start event carries WorldSize. Other ranks ignore RunDir, Checkpoint
+//     and Observers (Log, a writer the caller owns, is still written).
+//
+// Not yet: gradients are all-reduced one parameter at a time after the
+// whole backward pass (no ~25 MB buckets overlapping backward); training
+// metrics other than the loss are each rank's own (rank 0 reports its
+// shard's); Resume refuses a Comm of more than one rank; a cancellation
+// (ctx, StopFile) seen by some ranks only, or a failure on one rank, leaves
+// the others to fail when their next collective times out (the
+// communicator's Timeout) rather than stopping together.
+//
 // # Hosts
 //
 // SetRunHook lets a program that runs training code it did not write (the
@@ -188,6 +233,7 @@
 //
 // It does not save a StopRule's state: Resume replays the stop rule over
 // the epochs the checkpoint saw instead (see Resume). It writes checkpoints
-// on the training goroutine, synchronously. It does not train on several
-// devices.
+// on the training goroutine, synchronously. It trains on several devices
+// or processes only data-parallel, one device per rank (see Data-parallel
+// training); it does not split a model across devices.
 package train

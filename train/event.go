@@ -68,6 +68,12 @@ type Event struct {
 	Batches int `json:"batches,omitempty"`
 	Batch   int `json:"batch,omitempty"`
 	Samples int `json:"samples,omitempty"`
+
+	// WorldSize is the number of data-parallel ranks (Supervised.Comm), on
+	// the start event of a distributed run only. In such a run Batches and
+	// Batch count rank 0's batches (its shard is never smaller than
+	// another's) and Samples all ranks' samples.
+	WorldSize int `json:"world_size,omitempty"`
 }
 
 // Values maps metric names to values. In JSON, non-finite values are the

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kiln-ml/kiln/data"
+	"github.com/kiln-ml/kiln/dist"
 	"github.com/kiln-ml/kiln/metrics"
 	"github.com/kiln-ml/kiln/nn"
 	"github.com/kiln-ml/kiln/optim"
@@ -103,6 +104,11 @@ type Supervised struct {
 	// when RunDir is set (keep the last 2 and the best, one per epoch) and
 	// none otherwise; NoCheckpoints turns checkpoints off.
 	Checkpoint Checkpointer
+	// Comm, when set with Size > 1, trains data-parallel: this process is
+	// one rank of Comm's group, and every rank calls Fit with the same
+	// model, config and loaders (see "Data-parallel training" in the
+	// package doc). Nil, or a group of one, is a single-process run.
+	Comm dist.Communicator
 }
 
 // Result is the outcome of Fit or Resume. After a Resume it covers the
@@ -132,6 +138,9 @@ type run struct {
 	sys     *systemSampler
 	start   time.Time
 	resumed bool // a Resume, not a Fit
+
+	comm  dist.Communicator // non-nil only with Size > 1
+	train *data.DataLoader  // Train, or this rank's shard of it
 
 	epoch   int         // epochs completed
 	batch   int         // batches of epoch+1 trained on
@@ -214,9 +223,14 @@ func (s *Supervised) newRun(ctx context.Context, l *Learner) (*run, error) {
 	if cfg.GradAccumulation <= 0 {
 		cfg.GradAccumulation = 1
 	}
-	r := &run{s: s, l: l, cfg: cfg, ctx: ctx, start: time.Now(), dev: modelDevice(l.Model), ck: s.Checkpoint}
+	r := &run{s: s, l: l, cfg: cfg, ctx: ctx, start: time.Now(), dev: modelDevice(l.Model), ck: s.Checkpoint, train: s.Train}
 	if r.ck == nil && cfg.RunDir != "" {
 		r.ck = NewCheckpoints()
+	}
+	if s.Comm != nil && s.Comm.Size() > 1 {
+		if err := r.distribute(s.Comm); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }
@@ -257,13 +271,16 @@ func (r *run) prepare(res *resumed) error {
 // checkpoint a Resume continues from.
 func (r *run) execute(res *resumed) (out Result, err error) {
 	obs := r.s.Observers
+	if r.comm != nil && r.comm.Rank() != 0 {
+		obs = nil // rank 0 alone publishes
+	}
 	if hooked := r.applyHook(); hooked != nil {
 		obs = append(slices.Clone(obs), hooked)
 	}
 	r.out = newFanout(obs)
 	r.sys = newSystemSampler(r.dev)
 	if res == nil || r.log != nil && r.log.fresh {
-		r.emit(Event{Version: EventLogVersion, Kind: EventStart, Config: r.cfgJSON, Batches: r.s.Train.Len()})
+		r.emit(Event{Version: EventLogVersion, Kind: EventStart, Config: r.cfgJSON, Batches: r.train.Len(), WorldSize: r.worldSize()})
 	}
 	if res != nil {
 		pos := r.position()
@@ -356,6 +373,11 @@ func (r *run) moment(epochEnd, final bool, train, valid Values) error {
 }
 
 func (r *run) loop(res *resumed) Result {
+	if r.comm != nil {
+		if err := r.broadcastParams(); err != nil {
+			return r.result(StopFailed, err.Error())
+		}
+	}
 	if res != nil {
 		if stop, why := r.replayStopRule(); stop {
 			return r.result(StopEarly, why)
@@ -558,9 +580,9 @@ func (r *run) trainEpoch(epoch int) (Values, StopReason, string) {
 		r.warned = true
 		r.logf("warning: %v", err)
 	}
-	nb := r.s.Train.Len()
+	nb := r.train.Len()
 	samples := 0 // training samples of this epoch so far, for step events
-	it := r.s.Train.IterFrom(context.WithoutCancel(r.ctx), epoch-1, r.batch)
+	it := r.train.IterFrom(context.WithoutCancel(r.ctx), epoch-1, r.batch)
 	defer it.Close()
 	cancelled := func() (Values, StopReason, string) {
 		why := r.ctx.Err().Error()
@@ -576,9 +598,11 @@ func (r *run) trainEpoch(epoch int) (Values, StopReason, string) {
 		var reason StopReason
 		var why string
 		n := 0
+		stepped := false // an optimizer step was taken
 		err := tensor.Try(func() {
 			tensor.Scope(func() {
 				var total *tensor.Tensor
+				var local runningLoss // this rank's share of the step, with Comm
 				var batches []*data.Batch
 				defer func() {
 					for _, bt := range batches {
@@ -594,7 +618,11 @@ func (r *run) trainEpoch(epoch int) (Values, StopReason, string) {
 					batches = append(batches, bt)
 					samples += batchSize(bt.X)
 					loss, out := forward(r.l, bt.X, bt.Y, false)
-					r.loss.add(loss.Item(), batchSize(bt.X))
+					if r.comm != nil {
+						local.add(loss.Item(), batchSize(bt.X))
+					} else {
+						r.loss.add(loss.Item(), batchSize(bt.X))
+					}
 					if err := update(r.s.Metrics, out, bt.Y); err != nil {
 						reason, why = StopFailed, fmt.Sprintf("train: epoch %d batch %d: metrics: %v", epoch, r.batch+n, err)
 						return
@@ -606,14 +634,36 @@ func (r *run) trainEpoch(epoch int) (Values, StopReason, string) {
 					}
 					n++
 				}
-				if n == 0 {
-					return
-				}
 				if n > 1 {
 					total = total.MulScalar(1 / float64(n))
 				}
+				weight := 1.0
+				if r.comm != nil {
+					var global float64
+					var extra *data.Batch
+					var err error
+					total, weight, global, extra, err = r.syncStep(epoch, total, local)
+					if extra != nil {
+						batches = append(batches, extra)
+					}
+					if err != nil {
+						reason, why = StopFailed, err.Error()
+						return
+					}
+					done = global == 0 // every rank's shard is used up
+					samples += int(global - local.count)
+				}
+				if total == nil {
+					return
+				}
 				grads := total.Backward()
 				defer grads.Release()
+				if r.comm != nil {
+					if err := r.reduceGrads(grads, weight); err != nil {
+						reason, why = StopFailed, fmt.Sprintf("train: epoch %d step %d: %v", epoch, r.step+1, err)
+						return
+					}
+				}
 				r.clip(cfg.GradClip, grads)
 				r.l.Optimizer.Step(r.l.Model, grads)
 				if r.l.Scheduler != nil {
@@ -621,6 +671,7 @@ func (r *run) trainEpoch(epoch int) (Values, StopReason, string) {
 				}
 				r.step++
 				r.batch += n
+				stepped = true
 			})
 		})
 		if err != nil {
@@ -629,7 +680,7 @@ func (r *run) trainEpoch(epoch int) (Values, StopReason, string) {
 		if reason != "" {
 			return nil, reason, why
 		}
-		if n == 0 {
+		if !stepped {
 			continue
 		}
 		if r.step-r.lastLog >= cfg.LogEvery {

@@ -59,6 +59,9 @@ type resumed struct {
 // resumed inside, "loss" covers the whole epoch (its sums are in the
 // checkpoint) and the others only the batches after the resume.
 func (s *Supervised) Resume(ctx context.Context, dir string, l *Learner) (Result, error) {
+	if s.Comm != nil && s.Comm.Size() > 1 {
+		return Result{Reason: StopFailed}, errDistributedResume
+	}
 	cands, runDir, err := findCheckpoints(dir)
 	if err != nil {
 		return Result{Reason: StopFailed}, err
