@@ -37,6 +37,7 @@ func init() {
 		"Partial":         reflect.ValueOf(data.Partial),
 		"Permutation":     reflect.ValueOf(data.Permutation),
 		"Sample":          reflect.ValueOf(data.Sample),
+		"ShardLen":        reflect.ValueOf(data.ShardLen),
 		"Shuffle":         reflect.ValueOf(data.Shuffle),
 		"Split":           reflect.ValueOf(data.Split),
 		"Subset":          reflect.ValueOf(data.Subset),
