@@ -175,14 +175,7 @@ func TestLocalAllGather(t *testing.T) {
 			})
 			t.Run(fmt.Sprintf("n%d/%s/uneven", n, dtype), func(t *testing.T) {
 				// rank r contributes r+1 rows of 2: rows 0..r of its rankTensor.
-				var want []float64
-				rows := 0
-				for r := 0; r < n; r++ {
-					for i := 0; i < 2*(r+1); i++ {
-						want = append(want, float64((r+1)*10+i))
-					}
-					rows += r + 1
-				}
+				want, rows := unevenGather(n)
 				noErrors(t, runGroup(n, LocalConfig{}, func(c Communicator) error {
 					got, err := c.AllGather(rankTensor(dtype, c.Rank(), false, c.Rank()+1, 2))
 					if err != nil {
@@ -370,4 +363,17 @@ func TestLocalAutodiffParameter(t *testing.T) {
 		}
 		return checkTensor(x, tensor.Float32, []int{2}, []float64{0.5, 1})
 	}))
+}
+
+// unevenGather is what AllGather returns when each rank r of n gives the
+// first r+1 rows of 2 of its rankTensor: the values in rank order, and the
+// number of rows.
+func unevenGather(n int) (want []float64, rows int) {
+	for r := 0; r < n; r++ {
+		for i := 0; i < 2*(r+1); i++ {
+			want = append(want, float64((r+1)*10+i))
+		}
+		rows += r + 1
+	}
+	return want, rows
 }

@@ -204,14 +204,7 @@ func mpiChildCollectives(c Communicator) error {
 			}
 		}
 		// Uneven AllGather: rank r gives r+1 rows of 2.
-		var want []float64
-		rows := 0
-		for r := 0; r < n; r++ {
-			for i := 0; i < 2*(r+1); i++ {
-				want = append(want, float64((r+1)*10+i))
-			}
-			rows += r + 1
-		}
+		want, rows := unevenGather(n)
 		g, err := c.AllGather(rankTensor(dtype, rank, false, rank+1, 2))
 		if err != nil {
 			return err
