@@ -20,6 +20,14 @@
 //	                 directory's best checkpoint) to one file
 //	kiln inspect [--json] PATH
 //	                 show the tensors and metadata of a safetensors file,
-//	                 checkpoint or run directory
+//	                 GGUF or ONNX file, checkpoint or run directory (with
+//	                 whether its process lives: running, killed, stale, …)
+//	kiln launch -n N [--hosts H1,H2:SLOTS] [-x VAR]... [--dry-run] PROGRAM [ARGS...]
+//	                 run PROGRAM as N ranks under Open MPI's mpirun (adds
+//	                 --allow-run-as-root as root, --oversubscribe --bind-to
+//	                 none past the cores); dist.Init finds each rank
+//	kiln workbench [--browser] [--addr A] [--allow-host H]... [--tls-cert F --tls-key F | --insecure]
+//	                 the workbench: the desktop app, or served to a browser;
+//	                 a non-loopback --addr needs TLS or --insecure
 //	kiln version     print the version
 package main

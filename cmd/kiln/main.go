@@ -19,6 +19,7 @@ var commands = map[string]struct {
 	"devices":   {runDevices, "list the devices Kiln detects"},
 	"export":    {runExport, "write a run's or checkpoint's model weights to one file: RUN_OR_CHECKPOINT [--format safetensors|gguf|onnx] [--gguf-type T] [--model GRAPH.onnx] -o FILE"},
 	"inspect":   {runInspect, "show what a safetensors, GGUF or ONNX file, checkpoint or run directory holds: [--json] PATH"},
+	"launch":    {runLaunch, "run a program as N ranks under Open MPI's mpirun: -n N [--hosts H1,H2:SLOTS] [-x VAR]... [--dry-run] PROGRAM [ARGS...]"},
 	"kernel":    {runKernel, "the Jupyter kernel: run -f CONN, install [--user|--prefix DIR] [--name N], uninstall, build --with MODULE[@VERSION][/PKG]... [-o BIN] [--install]"},
 	"onnx":      {runONNX, "generate a Go package from an ONNX model: gen MODEL.onnx -o DIR [--package NAME]"},
 	"workbench": {runWorkbench, "the workbench: the desktop app, or --browser [--addr 127.0.0.1:PORT] [--root DIR] [--runs DIR]... [--existing CONN] [--allow-host NAME]... [--tls-cert FILE --tls-key FILE | --insecure]"},
@@ -44,7 +45,7 @@ func main() {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: kiln <command> [arguments]\n\ncommands:")
-	for _, name := range []string{"demo", "devices", "export", "inspect", "kernel", "onnx", "workbench", "version"} {
+	for _, name := range []string{"demo", "devices", "export", "inspect", "kernel", "launch", "onnx", "workbench", "version"} {
 		fmt.Fprintf(os.Stderr, "  %-10s %s\n", name, commands[name].usage)
 	}
 }
