@@ -9,11 +9,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/kiln-ml/kiln/data"
+	"github.com/kiln-ml/kiln/dist"
 	"github.com/kiln-ml/kiln/metrics"
 	"github.com/kiln-ml/kiln/nn"
 	"github.com/kiln-ml/kiln/optim"
@@ -32,6 +35,7 @@ type demoConfig struct {
 	runDir string
 	xor    bool
 	steps  int // of the XOR demo
+	np     int // data-parallel processes
 }
 
 // runDemo is `kiln demo`: see demo.
@@ -65,14 +69,21 @@ func demo(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&c.runDir, "run-dir", "", "where config.json and events.jsonl go (default runs/mnist-mlp-<time>)")
 	fs.BoolVar(&c.xor, "xor", false, "run the small tensor-level XOR demo instead")
 	fs.IntVar(&c.steps, "steps", 600, "training steps of the XOR demo")
+	fs.IntVar(&c.np, "np", 1, "train data-parallel on N processes, started with kiln launch (Open MPI's mpirun); -batch is per process")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("demo: unexpected arguments %q", fs.Args())
 	}
-	if c.epochs <= 0 || c.batch <= 0 || c.subset < 0 || !(c.lr > 0) {
-		return errors.New("demo: -epochs, -batch and -lr must be positive and -subset not negative")
+	if c.epochs <= 0 || c.batch <= 0 || c.subset < 0 || !(c.lr > 0) || c.np < 1 {
+		return errors.New("demo: -epochs, -batch, -lr and -np must be positive and -subset not negative")
+	}
+	if c.np > 1 && !c.xor && !dist.Launcher().Found() {
+		return launchDemo(ctx, c, args, out)
+	}
+	if l := dist.Launcher(); l.Found() && l.Rank != 0 {
+		out = io.Discard // rank 0 speaks for the run
 	}
 	dev, err := tensor.DefaultDevice()
 	if c.device != "" {
@@ -92,8 +103,48 @@ func demo(ctx context.Context, args []string, out io.Writer) error {
 	return mnistDemo(ctx, c, dev, out)
 }
 
-// mnistDemo trains the MLP; see demo.
+// launchDemo is `kiln demo -np N` outside a launcher: it runs this same
+// command as N ranks under mpirun (each finds its rank with dist.Init and
+// trains its shard), all with one run directory, which rank 0 alone
+// writes.
+func launchDemo(ctx context.Context, c demoConfig, args []string, out io.Writer) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if c.runDir == "" {
+		c.runDir = defaultRunDir()
+		args = append(slices.Clone(args), "-run-dir", c.runDir) // the last -run-dir counts
+	}
+	cmd, err := dist.LaunchCommand(ctx, dist.LaunchConfig{Procs: c.np}, self, append([]string{"demo"}, args...)...)
+	if err != nil {
+		return fmt.Errorf("demo: -np %d: %w", c.np, err)
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	fmt.Fprintf(out, "demo: %d processes: %s\n", c.np, strings.Join(cmd.Args, " "))
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("demo: -np %d: %w", c.np, err)
+	}
+	return nil
+}
+
+// defaultRunDir is the run directory of a demo run started now.
+func defaultRunDir() string {
+	return filepath.Join("runs", "mnist-mlp-"+time.Now().Format("20060102-150405"))
+}
+
+// mnistDemo trains the MLP; see demo. Under a launcher with more than one
+// rank it trains data-parallel (demo has muted every rank but 0).
 func mnistDemo(ctx context.Context, c demoConfig, dev tensor.Device, out io.Writer) error {
+	var comm dist.Communicator
+	if l := dist.Launcher(); l.Found() && l.Size > 1 {
+		var err error
+		if comm, err = dist.Init(ctx); err != nil {
+			return fmt.Errorf("demo: %s: %w", l, err)
+		}
+		defer comm.Close()
+	}
 	dir, err := data.MNISTDir()
 	if err != nil {
 		return err
@@ -130,13 +181,18 @@ func mnistDemo(ctx context.Context, c demoConfig, dev tensor.Device, out io.Writ
 	opt := optim.NewAdamW(optim.AdamWConfig{LR: c.lr})
 	defer opt.ZeroState()
 	steps := c.epochs * trainLoader.Len()
+	if comm != nil { // an epoch is as many steps as rank 0's shard has batches
+		steps = c.epochs * trainLoader.Shard(0, comm.Size()).Len()
+	}
 	learner := &train.Learner{Model: model, Optimizer: opt,
 		Scheduler: optim.NewScheduler(opt, optim.NewCosineAnnealingLR(c.lr, steps, 0))}
 
 	if c.runDir == "" {
-		c.runDir = filepath.Join("runs", "mnist-mlp-"+time.Now().Format("20060102-150405"))
+		c.runDir = defaultRunDir()
 	}
-	onTerminal := dashboard.IsTerminal(out)
+	// A rank's output reaches the user through mpirun (on a pseudo-terminal
+	// of Open MPI's, whatever the user's is): log lines, not the dashboard.
+	onTerminal := dashboard.IsTerminal(out) && comm == nil
 	logEvery := 50 // log lines
 	if onTerminal {
 		logEvery = 10 // dashboard updates
@@ -149,10 +205,15 @@ func mnistDemo(ctx context.Context, c demoConfig, dev tensor.Device, out io.Writ
 		Metrics:      []metrics.Metric{metrics.NewAccuracy()},
 		ValidMetrics: []metrics.Metric{metrics.NewAccuracy()},
 		Observers:    []train.Observer{times},
+		Comm:         comm,
 	}
-	fmt.Fprintf(out, "training a 784-256-128-10 MLP on %d MNIST images for %d epochs (%d steps of %d, AdamW, lr %g cosine); run directory %s\n",
-		trainSet.Len(), c.epochs, steps, c.batch, c.lr, c.runDir)
-	res, err := dashboard.Run(ctx, s, learner, dashboard.Options{Title: "mnist-mlp", Output: out})
+	ranks := ""
+	if comm != nil {
+		ranks = fmt.Sprintf(" per process, %d processes under %s", comm.Size(), dist.Launcher().Name)
+	}
+	fmt.Fprintf(out, "training a 784-256-128-10 MLP on %d MNIST images for %d epochs (%d steps of %d%s, AdamW, lr %g cosine); run directory %s\n",
+		trainSet.Len(), c.epochs, steps, c.batch, ranks, c.lr, c.runDir)
+	res, err := dashboard.Run(ctx, s, learner, dashboard.Options{Title: "mnist-mlp", Output: out, Plain: !onTerminal})
 	if err != nil {
 		return err
 	}

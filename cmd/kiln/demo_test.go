@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -108,5 +109,32 @@ func TestDemoBadFlags(t *testing.T) {
 				t.Fatalf("error %v, want one containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+// `kiln demo -np 2` trains data-parallel on two ranks under mpirun (this
+// test binary standing in for kiln): one run directory, written by rank 0
+// alone with world size 2 in its start event, one summary, and an accuracy
+// far above chance.
+func TestDemoDataParallel(t *testing.T) {
+	if _, err := exec.LookPath("mpirun"); err != nil {
+		t.Skip("mpirun not on PATH: install Debian's openmpi-bin")
+	}
+	t.Setenv("KILN_TEST_MAIN", "1") // the ranks run main
+	dir := filepath.Join(t.TempDir(), "run")
+	out := runDemoFor(t, "-np", "2", "-subset", "4000", "-epochs", "1", "-batch", "64", "-device", "cpu", "-run-dir", dir)
+	t.Log(out)
+	if acc := checkMNISTDemo(t, out, dir, 1, 2000); acc < 0.75 {
+		t.Errorf("test accuracy %.2f%%, want at least 75%%", 100*acc)
+	}
+	if n := strings.Count(out, "test accuracy:"); n != 1 || !strings.Contains(out, "32 steps of 64 per process, 2 processes under Open MPI (mpirun)") {
+		t.Errorf("%d accuracy lines (want rank 0's alone) or no line naming the 2 processes", n)
+	}
+	evs, err := train.ReadEvents(filepath.Join(dir, train.EventsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evs[0].WorldSize != 2 || evs[0].Batches != 32 {
+		t.Errorf("start event %+v: want world size 2 and 32 batches per rank", evs[0])
 	}
 }
