@@ -414,8 +414,7 @@ func (st *deviceState) alloc(op string, dtype backends.DType, n int) backends.Bu
 	live := st.live.Add(bytes)
 	if b := st.budget.Load(); b > 0 && live > b {
 		st.live.Add(-bytes)
-		fail(op, ErrOutOfMemory, "allocating %s (%d × %s) on %s would exceed its budget: %s live of %s",
-			FormatBytes(bytes), n, dtype, st.name, FormatBytes(live-bytes), FormatBytes(b))
+		st.failOverBudget(op, bytes, fmt.Sprintf("%d × %s", n, dtype), live-bytes, b)
 	}
 	for {
 		p := st.peak.Load()
@@ -434,6 +433,13 @@ func (st *deviceState) alloc(op string, dtype backends.DType, n int) backends.Bu
 	}
 	st.count.Add(1)
 	return buf
+}
+
+// failOverBudget panics with ErrOutOfMemory for op: allocating bytes
+// (what describes them) on top of live bytes would pass the budget.
+func (st *deviceState) failOverBudget(op string, bytes int64, what string, live, budget int64) {
+	fail(op, ErrOutOfMemory, "allocating %s (%s) on %s would exceed its budget: %s live of %s",
+		FormatBytes(bytes), what, st.name, FormatBytes(live), FormatBytes(budget))
 }
 
 func (st *deviceState) free(buf backends.Buffer, bytes int64) {

@@ -81,8 +81,7 @@ func checkFits(op string, dev Device, dtype DType, shape []int) {
 	dev.check(op)
 	bytes := checkedBytes(op, dtype, shape)
 	st := dev.st
-	if b := st.budget.Load(); b > 0 && bytes > b-st.live.Load() {
-		fail(op, ErrOutOfMemory, "allocating %s (%s %s) on %s would exceed its budget: %s live of %s",
-			FormatBytes(bytes), shapeString(shape), dtype, st.name, FormatBytes(st.live.Load()), FormatBytes(b))
+	if b, live := st.budget.Load(), st.live.Load(); b > 0 && bytes > b-live {
+		st.failOverBudget(op, bytes, shapeString(shape)+" "+dtype.String(), live, b)
 	}
 }
