@@ -73,6 +73,18 @@ type Ops interface {
 // released as soon as they have been passed on, so peak memory stays near
 // that of the forward pass.
 func Backward(root *Node, seed Value, ops Ops) map[*Node]Value {
+	return BackwardNotify(root, seed, ops, nil)
+}
+
+// BackwardNotify is Backward that also calls final(leaf, grad) for every
+// leaf as soon as its gradient is final: every node that uses the leaf has
+// passed its gradient back, so nothing later in the pass adds to it. Leaves
+// are announced in the order the pass completes them, roughly the reverse
+// of the order the forward pass used them; that is what lets data-parallel
+// training start communicating a layer's gradients while the pass goes on
+// through the layers before it. final runs on the calling goroutine and
+// must not release grad, which is also in the returned map.
+func BackwardNotify(root *Node, seed Value, ops Ops, final func(leaf *Node, grad Value)) map[*Node]Value {
 	order := topoOrder(root)
 	grads := map[*Node]Value{root: seed}
 	leaves := map[*Node]Value{}
@@ -86,6 +98,9 @@ func Backward(root *Node, seed Value, ops Ops) map[*Node]Value {
 		delete(grads, n)
 		if n.Leaf {
 			leaves[n] = g
+			if final != nil {
+				final(n, g)
+			}
 			continue
 		}
 		if n.backward == nil {

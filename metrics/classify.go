@@ -96,6 +96,18 @@ func (m *Accuracy) Value() float64 { return nanIfZero(m.correct, m.total) }
 // Reset implements Metric.
 func (m *Accuracy) Reset() { m.correct, m.total = 0, 0 }
 
+// State implements Summable: correct and total.
+func (m *Accuracy) State() []float64 { return []float64{m.correct, m.total} }
+
+// SetState implements Summable.
+func (m *Accuracy) SetState(s []float64) error {
+	if err := checkState(m.Name(), s, 2); err != nil {
+		return err
+	}
+	m.correct, m.total = s[0], s[1]
+	return nil
+}
+
 // TopKAccuracy is the fraction of items whose target class is among the K
 // highest scores. Ties are broken by class index (a lower index ranks first),
 // as a stable descending sort would. Outputs are [N, C], targets N indices.
@@ -160,6 +172,18 @@ func (m *TopKAccuracy) Value() float64 { return nanIfZero(m.correct, m.total) }
 
 // Reset implements Metric.
 func (m *TopKAccuracy) Reset() { m.correct, m.total = 0, 0 }
+
+// State implements Summable: correct and total.
+func (m *TopKAccuracy) State() []float64 { return []float64{m.correct, m.total} }
+
+// SetState implements Summable.
+func (m *TopKAccuracy) SetState(s []float64) error {
+	if err := checkState(m.Name(), s, 2); err != nil {
+		return err
+	}
+	m.correct, m.total = s[0], s[1]
+	return nil
+}
 
 // ConfusionMatrix counts items by true class (row) and predicted class
 // (column), as scikit-learn's confusion_matrix. Outputs and targets are as
@@ -240,3 +264,35 @@ func (m *ConfusionMatrix) Values() map[string]float64 {
 
 // Reset implements Metric.
 func (m *ConfusionMatrix) Reset() { clear(m.counts) }
+
+// State implements Summable: the NumClasses² counts, row by row as Matrix
+// gives them (none for a zero ConfusionMatrix, whose NumClasses is 0).
+func (m *ConfusionMatrix) State() []float64 {
+	k := max(m.NumClasses, 0)
+	s := make([]float64, k*k)
+	if len(m.counts) == k*k {
+		for i, c := range m.counts {
+			s[i] = float64(c)
+		}
+	}
+	return s
+}
+
+// SetState implements Summable. The counts must be whole numbers from 0 to
+// 2⁵³ (float64 holds every integer up to there, and a sum of exact counts
+// stays exact).
+func (m *ConfusionMatrix) SetState(s []float64) error {
+	k := max(m.NumClasses, 0)
+	if err := checkState(m.Name(), s, k*k); err != nil {
+		return err
+	}
+	counts := make([]int64, k*k)
+	for i, v := range s {
+		if !(v >= 0 && v <= 1<<53) || v != math.Trunc(v) {
+			return fmt.Errorf("%w: %s: count %v is not a whole number in [0, 2^53]", ErrState, m.Name(), v)
+		}
+		counts[i] = int64(v)
+	}
+	m.counts = counts
+	return nil
+}

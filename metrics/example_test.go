@@ -46,3 +46,36 @@ func Example() {
 	// precision 0.833 recall 0.833 f1 0.778
 	// wer 0.25
 }
+
+// Two data-parallel processes each feed their shard of the batches to
+// their own metric; summing the States (what an all-reduce does) and
+// setting the sum reports the accuracy over all the batches, here
+// (2 + 1) / (3 + 1), not the mean of the processes' 2/3 and 1/1.
+func ExampleSummable() {
+	dev := tensor.CPU()
+	shards := []struct {
+		logits []float32
+		labels []int64
+	}{
+		{[]float32{2, 0, 0, 1, 0, 1}, []int64{0, 0, 1}},
+		{[]float32{0, 3}, []int64{1}},
+	}
+	sum := make([]float64, len(metrics.NewAccuracy().State()))
+	for _, s := range shards {
+		acc := metrics.NewAccuracy() // one per process
+		out := tensor.FromFloat32s(dev, s.logits, len(s.labels), 2)
+		if err := acc.Update(out, tensor.FromInt64s(dev, s.labels, len(s.labels))); err != nil {
+			fmt.Println(err)
+		}
+		for i, v := range acc.State() {
+			sum[i] += v
+		}
+	}
+	global := metrics.NewAccuracy()
+	if err := global.SetState(sum); err != nil {
+		fmt.Println(err)
+	}
+	fmt.Printf("%s %.2f\n", global.Name(), global.Value())
+	// Output:
+	// accuracy 0.75
+}

@@ -67,6 +67,18 @@ func (m *Loss) Value() float64 { return nanIfZero(m.sum, m.count) }
 // Reset implements Metric.
 func (m *Loss) Reset() { m.sum, m.count = 0, 0 }
 
+// State implements Summable: the size-weighted loss sum and the item count.
+func (m *Loss) State() []float64 { return []float64{m.sum, m.count} }
+
+// SetState implements Summable.
+func (m *Loss) SetState(s []float64) error {
+	if err := checkState(m.name, s, 2); err != nil {
+		return err
+	}
+	m.sum, m.count = s[0], s[1]
+	return nil
+}
+
 // LearningRate reports the learning rate last given to Set; the loop feeds
 // it from the optimizer or scheduler once per step.
 type LearningRate struct {

@@ -26,6 +26,14 @@
 // Snapshot collects the values of several metrics by name for a log line
 // or a chart; ResetAll starts an epoch.
 //
+// For data-parallel training, where each process feeds its shard of the
+// batches to its own metrics, the metrics whose state is a fixed-length
+// vector of sums implement Summable: all-reduce their State with a sum and
+// SetState the result to report the global figure. They are all the metrics
+// above except AUROC and AUCPR (they keep every score), LearningRate,
+// IterationSpeed, CPUUsage and MemoryUsage (not sums over batches); a PRF
+// for a multiclass or multilabel task needs its NumClasses set first.
+//
 // Metrics are not safe for concurrent use; give each goroutine its own.
 package metrics
 
@@ -67,6 +75,57 @@ type Metric interface {
 type MultiValued interface {
 	Metric
 	Values() map[string]float64
+}
+
+// Summable is implemented by metrics whose whole accumulated state is a
+// vector of float64 sums: the element-wise sum of the states of several
+// metrics of one kind and configuration, each fed part of the batches, is
+// the state of one such metric fed all of them. Data-parallel training
+// all-reduces State with a sum and gives the result to SetState (on rank 0,
+// or on every process) to report global values: the ratio of the global
+// sums, not a mean of the processes' ratios.
+//
+// The length of State depends only on the metric's kind and configuration,
+// never on the data fed: a fresh or Reset metric returns that many zeros,
+// so a process that saw no batch still all-reduces a vector of the right
+// length. The configurations that fix it: ConfusionMatrix keeps
+// NumClasses² counts; a PRF keeps counts for 2 classes (Binary) or for
+// NumClasses classes or labels, which must then be set (its State panics
+// otherwise); BLEU keeps its four n-gram orders whatever the sentences; the
+// other metrics keep two to four sums. R2 keeps n, Σy, Σy² and SS_res,
+// which recover its Welford mean and SS_tot to the precision its State
+// documents.
+//
+// Deliberately not Summable: AUROC and AUCPR keep every score and label
+// (gather those across processes instead); LearningRate holds the last
+// value set, the same on every process; IterationSpeed's seconds elapse
+// concurrently on all processes, so summing them would report items per
+// process-second rather than the global throughput (add the processes'
+// Values instead); CPUUsage and MemoryUsage sample one machine.
+type Summable interface {
+	Metric
+	// State returns a copy of the accumulated state, of the length the
+	// metric's configuration fixes. The layout is the metric's own: sum it
+	// only with States of metrics of the same kind and configuration.
+	State() []float64
+	// SetState replaces the accumulated state by s, a State (or a sum of
+	// States) of metrics of the same kind and configuration; the
+	// configuration itself (names, thresholds, class counts) is kept. An s
+	// of the wrong length, or values the metric cannot hold, give an error
+	// wrapping ErrState and leave the metric unchanged.
+	SetState(s []float64) error
+}
+
+// ErrState is wrapped by the errors SetState returns for a state that does
+// not fit the metric.
+var ErrState = errors.New("metrics: state does not fit the metric")
+
+// checkState returns an ErrState error unless s holds want values.
+func checkState(metric string, s []float64, want int) error {
+	if len(s) != want {
+		return fmt.Errorf("%w: %s: %d values, want %d", ErrState, metric, len(s), want)
+	}
+	return nil
 }
 
 // ErrInput is wrapped by the errors Update returns for outputs or targets

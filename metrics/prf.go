@@ -54,7 +54,13 @@ type PRF struct {
 	Average Average
 	// Threshold for Binary and Multilabel scores (0.5 by default; 0 for
 	// logits).
-	Threshold  float64
+	Threshold float64
+	// NumClasses is the number of classes (Multiclass) or labels
+	// (Multilabel); Binary ignores it. When set, Update rejects outputs
+	// with another count; 0, the default, takes the count from the outputs
+	// fed. State needs it set for Multiclass and Multilabel tasks, so that
+	// processes fed different batches, or none, keep states of one length.
+	NumClasses int
 	beta       float64
 	kind       prfKind
 	tp, fp, fn []float64
@@ -130,6 +136,9 @@ func (m *PRF) Update(outputs, targets *tensor.Tensor) error {
 		if m.Task == Binary && classes != 2 {
 			return inputErr(name, "binary task needs [N] or [N, 1] scores, got %d classes", classes)
 		}
+		if m.Task == Multiclass && m.NumClasses > 0 && classes != m.NumClasses {
+			return inputErr(name, "outputs have %d classes, NumClasses is %d", classes, m.NumClasses)
+		}
 		m.grow(classes)
 		for i := range pred {
 			p, t := pred[i], truth[i]
@@ -145,6 +154,9 @@ func (m *PRF) Update(outputs, targets *tensor.Tensor) error {
 		pred, truth, n, l, err := multilabel(name, outputs, targets, m.Threshold)
 		if err != nil {
 			return err
+		}
+		if m.NumClasses > 0 && l != m.NumClasses {
+			return inputErr(name, "outputs have %d labels, NumClasses is %d", l, m.NumClasses)
 		}
 		m.grow(l)
 		for i := range pred {
@@ -243,6 +255,52 @@ func (m *PRF) Values() map[string]float64 {
 // Reset implements Metric.
 func (m *PRF) Reset() { m.tp, m.fp, m.fn, m.items = nil, nil, nil, 0 }
 
+// stateClasses is the number of classes whose counts State holds: 2 for
+// Binary, NumClasses otherwise (0 when unset).
+func (m *PRF) stateClasses() int {
+	if m.Task == Binary {
+		return 2
+	}
+	return max(m.NumClasses, 0)
+}
+
+// State implements Summable: the item count, then the true positives, false
+// positives and false negatives of each class (2 classes for Binary,
+// NumClasses otherwise), 1 + 3·classes values. It panics for a Multiclass
+// or Multilabel task whose NumClasses is not set, or is less than the
+// number of classes already fed: the length would then depend on the data,
+// and processes that saw different batches could not sum their states.
+func (m *PRF) State() []float64 {
+	k := m.stateClasses()
+	if k == 0 || len(m.tp) > k {
+		panic(fmt.Sprintf("metrics.PRF.State: %s: NumClasses is %d with %d classes fed; set it to the class (label) count of the task",
+			m.Name(), m.NumClasses, len(m.tp)))
+	}
+	s := make([]float64, 1+3*k)
+	s[0] = m.items
+	copy(s[1:], m.tp)
+	copy(s[1+k:], m.fp)
+	copy(s[1+2*k:], m.fn)
+	return s
+}
+
+// SetState implements Summable. For a Multiclass or Multilabel task
+// NumClasses must be set, as for State.
+func (m *PRF) SetState(s []float64) error {
+	k := m.stateClasses()
+	if k == 0 {
+		return fmt.Errorf("%w: %s: NumClasses is not set", ErrState, m.Name())
+	}
+	if err := checkState(m.Name(), s, 1+3*k); err != nil {
+		return err
+	}
+	m.items = s[0]
+	m.tp = append([]float64(nil), s[1:1+k]...)
+	m.fp = append([]float64(nil), s[1+k:1+2*k]...)
+	m.fn = append([]float64(nil), s[1+2*k:]...)
+	return nil
+}
+
 // HammingScore is the fraction of label positions predicted correctly
 // (1 - Hamming loss) for multilabel data: outputs [N, L] scores, positive
 // above Threshold, and targets [N, L] in {0, 1}.
@@ -283,3 +341,15 @@ func (m *HammingScore) Values() map[string]float64 {
 
 // Reset implements Metric.
 func (m *HammingScore) Reset() { m.correct, m.total = 0, 0 }
+
+// State implements Summable: correct positions and all positions.
+func (m *HammingScore) State() []float64 { return []float64{m.correct, m.total} }
+
+// SetState implements Summable.
+func (m *HammingScore) SetState(s []float64) error {
+	if err := checkState(m.Name(), s, 2); err != nil {
+		return err
+	}
+	m.correct, m.total = s[0], s[1]
+	return nil
+}

@@ -57,6 +57,18 @@ func (m *MSE) Values() map[string]float64 {
 // Reset implements Metric.
 func (m *MSE) Reset() { m.sum, m.n = 0, 0 }
 
+// State implements Summable: the sum of squared errors and the element count.
+func (m *MSE) State() []float64 { return []float64{m.sum, m.n} }
+
+// SetState implements Summable.
+func (m *MSE) SetState(s []float64) error {
+	if err := checkState(m.Name(), s, 2); err != nil {
+		return err
+	}
+	m.sum, m.n = s[0], s[1]
+	return nil
+}
+
 // MAE is the mean absolute error over all elements fed.
 type MAE struct{ sum, n float64 }
 
@@ -85,11 +97,24 @@ func (m *MAE) Value() float64 { return nanIfZero(m.sum, m.n) }
 // Reset implements Metric.
 func (m *MAE) Reset() { m.sum, m.n = 0, 0 }
 
+// State implements Summable: the sum of absolute errors and the element count.
+func (m *MAE) State() []float64 { return []float64{m.sum, m.n} }
+
+// SetState implements Summable.
+func (m *MAE) SetState(s []float64) error {
+	if err := checkState(m.Name(), s, 2); err != nil {
+		return err
+	}
+	m.sum, m.n = s[0], s[1]
+	return nil
+}
+
 // R2 is the coefficient of determination 1 − SS_res / SS_tot over all
 // elements fed, pooled as one output (scikit-learn's r2_score on the
 // flattened arrays). The target mean and SS_tot are merged across batches
-// with Chan's parallel update, so they are exact and stable. As
-// scikit-learn, a constant target gives 1 when predicted exactly and 0
+// with Chan's parallel update, so they are exact and stable; summed across
+// processes (Summable), they go through plain sums instead, as State says.
+// As scikit-learn, a constant target gives 1 when predicted exactly and 0
 // otherwise.
 type R2 struct{ n, mean, m2, ssres float64 }
 
@@ -143,6 +168,38 @@ func (m *R2) Value() float64 {
 
 // Reset implements Metric.
 func (m *R2) Reset() { *m = R2{} }
+
+// State implements Summable: the element count n, Σy, Σy² and SS_res,
+// plain sums that add across processes (the Welford mean and SS_tot R2
+// keeps do not). SetState recovers SS_tot as Σy² − (Σy)²/n, whose relative
+// error is about 1e-16·(1 + mean²/variance) of the targets: negligible for
+// targets of a spread comparable to their mean, but 1e-4 when the mean is
+// 10⁶ standard deviations from 0. There, subtract a constant near the
+// mean from outputs and targets before Update; R2 does not change.
+func (m *R2) State() []float64 {
+	return []float64{m.n, m.n * m.mean, m.m2 + m.n*m.mean*m.mean, m.ssres}
+}
+
+// SetState implements Summable. An SS_tot within the rounding noise of the
+// sums (under 2⁻⁴⁴ of Σy², a few hundred units in its last place) is taken
+// as 0: the targets were constant.
+func (m *R2) SetState(s []float64) error {
+	if err := checkState(m.Name(), s, 4); err != nil {
+		return err
+	}
+	n, sum, sumSq, ssres := s[0], s[1], s[2], s[3]
+	if n == 0 {
+		*m = R2{ssres: ssres}
+		return nil
+	}
+	mean := sum / n
+	m2 := sumSq - sum*mean
+	if m2 <= 0x1p-44*math.Abs(sumSq) {
+		m2 = 0
+	}
+	m.n, m.mean, m.m2, m.ssres = n, mean, m2, ssres
+	return nil
+}
 
 // Perplexity is exp of the mean negative log-likelihood per token over all
 // tokens fed. Update takes logits [..., V] and Int64 targets with the
@@ -225,3 +282,15 @@ func (m *Perplexity) Values() map[string]float64 {
 
 // Reset implements Metric.
 func (m *Perplexity) Reset() { m.nll, m.tokens = 0, 0 }
+
+// State implements Summable: the summed NLL and the token count.
+func (m *Perplexity) State() []float64 { return []float64{m.nll, m.tokens} }
+
+// SetState implements Summable.
+func (m *Perplexity) SetState(s []float64) error {
+	if err := checkState(m.Name(), s, 2); err != nil {
+		return err
+	}
+	m.nll, m.tokens = s[0], s[1]
+	return nil
+}

@@ -104,6 +104,18 @@ func (m *ErrorRate) Value() float64 { return nanIfZero(m.edits, m.refs) }
 // Reset implements Metric.
 func (m *ErrorRate) Reset() { m.edits, m.refs = 0, 0 }
 
+// State implements Summable: the edit count and the reference length.
+func (m *ErrorRate) State() []float64 { return []float64{m.edits, m.refs} }
+
+// SetState implements Summable.
+func (m *ErrorRate) SetState(s []float64) error {
+	if err := checkState(m.Name(), s, 2); err != nil {
+		return err
+	}
+	m.edits, m.refs = s[0], s[1]
+	return nil
+}
+
 // BLEU is corpus BLEU-4 as NLTK's corpus_bleu and sacrebleu compute it
 // without smoothing: clipped n-gram matches and n-gram counts (n = 1..4) are
 // summed over the corpus, their ratios combined by a geometric mean with
@@ -237,6 +249,27 @@ func (m *BLEU) Values() map[string]float64 {
 // Reset implements Metric.
 func (m *BLEU) Reset() { *m = BLEU{} }
 
+// State implements Summable: the clipped matches of orders 1 to 4, the
+// n-gram counts of orders 1 to 4, then the hypothesis and reference
+// lengths; 10 values whatever the sentences fed.
+func (m *BLEU) State() []float64 {
+	s := make([]float64, 0, 10)
+	s = append(s, m.match[:]...)
+	s = append(s, m.total[:]...)
+	return append(s, m.hypLen, m.refLen)
+}
+
+// SetState implements Summable.
+func (m *BLEU) SetState(s []float64) error {
+	if err := checkState(m.Name(), s, 10); err != nil {
+		return err
+	}
+	copy(m.match[:], s[0:4])
+	copy(m.total[:], s[4:8])
+	m.hypLen, m.refLen = s[8], s[9]
+	return nil
+}
+
 // RougeL is the ROUGE-L F-measure: per hypothesis–reference pair, with L the
 // length of their longest common subsequence of words, precision L/|hyp|,
 // recall L/|ref| and F = 2PR/(P+R) (0 when L is 0), averaged over the pairs
@@ -299,3 +332,16 @@ func (m *RougeL) Values() map[string]float64 {
 
 // Reset implements Metric.
 func (m *RougeL) Reset() { *m = RougeL{} }
+
+// State implements Summable: the sums of the pairs' precisions, recalls and
+// F-measures, and the pair count.
+func (m *RougeL) State() []float64 { return []float64{m.p, m.r, m.f, m.n} }
+
+// SetState implements Summable.
+func (m *RougeL) SetState(s []float64) error {
+	if err := checkState(m.Name(), s, 4); err != nil {
+		return err
+	}
+	m.p, m.r, m.f, m.n = s[0], s[1], s[2], s[3]
+	return nil
+}

@@ -154,6 +154,45 @@ func (t *Tensor) Backward() *Gradients {
 	return grads
 }
 
+// BackwardNotify is Backward that also calls final(i, g) on the calling
+// goroutine as soon as the gradient g of watch[i] is final, while the pass
+// goes on: every operation that used watch[i] has passed its gradient
+// back. Gradients become final roughly in the reverse of the order the
+// forward pass used their leaves; data-parallel training uses that to
+// all-reduce the last layers' gradients while the pass computes the first
+// layers'. Leaves of watch that receive no gradient are not announced.
+// final may read g and hand it to another goroutine to read or overwrite
+// in place, but must not release it: g is also in the returned Gradients.
+func (t *Tensor) BackwardNotify(watch []*Tensor, final func(i int, g *Tensor)) *Gradients {
+	t.live("BackwardNotify")
+	if !t.requiresGrad || t.node == nil {
+		fail("BackwardNotify", ErrNoGradient, "tensor %s does not depend on any tensor that requires gradients "+
+			"(call RequireGrad on parameters of an autodiff device)", shapeString(t.shape))
+	}
+	index := make(map[*autodiff.Node]int, len(watch))
+	for i, w := range watch {
+		if w != nil && w.node != nil {
+			if _, dup := index[w.node]; !dup {
+				index[w.node] = i
+			}
+		}
+	}
+	seed := rawFull("BackwardNotify", t.dev.Inner(), t.dtype, t.shape, 1)
+	leaves := autodiff.BackwardNotify(t.node, seed, engineOps{}, func(n *autodiff.Node, g autodiff.Value) {
+		if i, ok := index[n]; ok {
+			final(i, g.(*Tensor))
+		}
+	})
+	grads := &Gradients{byNode: make(map[*autodiff.Node]*Tensor, len(leaves))}
+	for n, v := range leaves {
+		grads.byNode[n] = v.(*Tensor)
+	}
+	if grads.Get(t) != seed {
+		seed.Release()
+	}
+	return grads
+}
+
 // BackwardWith is Backward seeded with grad (the gradient of some scalar
 // with respect to t), which must have t's shape.
 func (t *Tensor) BackwardWith(grad *Tensor) *Gradients {

@@ -68,6 +68,9 @@ type loopState struct {
 	LastLog  int     `json:"last_log"`            // the step of the last step event
 	EpochEnd bool    `json:"epoch_end,omitempty"` // written at an epoch's end
 	History  history `json:"history"`             // metric values of the epochs completed
+	// WorldSize is the number of data-parallel ranks that wrote it (0 for
+	// one process): Batch counts the batches of one rank's shard.
+	WorldSize int `json:"world_size,omitempty"`
 }
 
 // Save writes a checkpoint of the run at this moment to the directory dir
@@ -91,7 +94,7 @@ func (m *Moment) Save(dir string) (err error) {
 	}
 	train, valid := m.Train(), m.Valid()
 	ls := loopState{Batch: m.Position.Batch, Loss: Values{"sum": r.loss.sum, "count": r.loss.count},
-		LastLog: r.lastLog, EpochEnd: m.EpochEnd, History: r.hist}
+		LastLog: r.lastLog, EpochEnd: m.EpochEnd, History: r.hist, WorldSize: r.worldSize()}
 	extra, err := json.Marshal(ls)
 	if err != nil {
 		return fmt.Errorf("train: checkpoint %s: loop state: %w", dir, err)

@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/kiln-ml/kiln/data"
 	"github.com/kiln-ml/kiln/dist"
+	"github.com/kiln-ml/kiln/metrics"
 	"github.com/kiln-ml/kiln/nn"
 	"github.com/kiln-ml/kiln/tensor"
 )
-
-// errDistributedResume: Resume does not yet run data-parallel.
-var errDistributedResume = errors.New("train: Resume with a Comm of more than one rank is not supported yet (resume on one process, or Fit afresh)")
 
 // distribute makes r one rank of comm's data-parallel group: it reads its
 // shard of Train, and on ranks other than 0 writes nothing (no run
@@ -30,6 +29,44 @@ func (r *run) distribute(comm dist.Communicator) error {
 	if comm.Rank() != 0 {
 		r.cfg.RunDir = ""
 		r.ck = nil
+	}
+	return nil
+}
+
+// agreeRestored checks, before training goes on, that every rank
+// restored the checkpoint (err is this rank's failure) and at the same
+// position: ranks that resumed from different checkpoints (run
+// directories that differ between machines) would train apart. Every rank
+// returns an error when one failed.
+func (r *run) agreeRestored(err error) error {
+	failed := 0.0
+	if err != nil {
+		failed = 1
+	}
+	mine := tensor.FromFloat64s(tensor.CPU(), []float64{failed, float64(r.epoch), float64(r.batch), float64(r.step)}, 1, 4)
+	all, gerr := r.comm.AllGather(mine)
+	if gerr != nil {
+		return errors.Join(err, fmt.Errorf("train: resume: agreeing with the other ranks: %w", gerr))
+	}
+	v := all.Float64s()
+	all.Release()
+	var bad, apart []string
+	for k := range r.comm.Size() {
+		row := v[4*k : 4*k+4]
+		if row[0] != 0 {
+			bad = append(bad, fmt.Sprint(k))
+		} else if failed == 0 && (row[1] != v[1] || row[2] != v[2] || row[3] != v[3]) {
+			apart = append(apart, fmt.Sprintf("rank %d at epoch %v batch %v step %v", k, row[1], row[2], row[3]))
+		}
+	}
+	switch {
+	case err != nil:
+		return err
+	case len(bad) > 0:
+		return fmt.Errorf("train: resume: rank %s could not restore the checkpoint (its error is in its own output)", strings.Join(bad, ", "))
+	case len(apart) > 0:
+		return fmt.Errorf("train: resume: the ranks restored different checkpoints: rank 0 at epoch %v batch %v step %v, %s (every rank must see the same run directory)",
+			v[1], v[2], v[3], strings.Join(apart, ", "))
 	}
 	return nil
 }
@@ -58,12 +95,24 @@ func (r *run) broadcastParams() (err error) {
 	return nil
 }
 
+// cancelErr is the cancellation the run obeys: its context's error for
+// one process; with several ranks, the one they agreed on at the last
+// step (syncStep), so that every rank stops at the same step even when
+// only one was cancelled (a context, or the stop file only rank 0
+// watches). A rank whose context is cancelled goes on to that step.
+func (r *run) cancelErr() error {
+	if r.comm == nil {
+		return r.ctx.Err()
+	}
+	return r.stopErr
+}
+
 // syncStep agrees with the other ranks on one optimizer step. Every rank
 // calls it once per step, also a rank whose shard is used up (local
 // empty, total nil), until the returned global sample count is 0: the
 // epoch then ends on every rank at the same step, and total comes back
 // nil. It all-reduces (samples, loss sum) of the step, adds the global
-// figures to r.loss, and returns the loss to differentiate with the weight
+// figures to r.loss, agrees on a cancellation (cancelErr), and returns the loss to differentiate with the weight
 // its gradients get before the Mean all-reduce: local samples × ranks ÷
 // global samples, so that the reduced gradient is that of the global
 // batch even when the shards' batches differ in size. A rank without
@@ -71,11 +120,21 @@ func (r *run) broadcastParams() (err error) {
 // differentiates its shard's first batch with weight 0, and returns that
 // batch (extra) for the caller to release after the backward pass.
 func (r *run) syncStep(epoch int, total *tensor.Tensor, local runningLoss) (loss *tensor.Tensor, weight, global float64, extra *data.Batch, err error) {
-	sums := tensor.FromFloat64s(tensor.CPU(), []float64{local.count, local.sum}, 2)
+	cancelled := 0.0
+	if r.ctx.Err() != nil {
+		cancelled = 1
+	}
+	sums := tensor.FromFloat64s(tensor.CPU(), []float64{local.count, local.sum, cancelled}, 3)
 	if err := r.comm.AllReduce(sums, dist.Sum); err != nil {
 		return nil, 0, 0, nil, fmt.Errorf("train: epoch %d step %d: %w", epoch, r.step+1, err)
 	}
 	g := sums.Float64s()
+	if g[2] > 0 && r.stopErr == nil {
+		r.stopErr = r.ctx.Err()
+		if r.stopErr == nil {
+			r.stopErr = fmt.Errorf("%w: another rank's run was cancelled (%v of %d ranks)", context.Canceled, g[2], r.comm.Size())
+		}
+	}
 	global = g[0]
 	if global == 0 {
 		return nil, 0, 0, nil, nil
@@ -108,28 +167,59 @@ func (r *run) zeroLoss(epoch int) (*tensor.Tensor, *data.Batch, error) {
 	return loss.MulScalar(0), bt, nil
 }
 
-// reduceGrads scales this rank's gradients by weight and replaces them by
-// their mean over the ranks, one all-reduce per parameter in the order
-// nn.Params walks the model (the same on every rank). Parameters without a
-// gradient are skipped; every rank runs the same model, so they skip the
-// same ones, and a gradient that several parameters share is reduced once.
-func (r *run) reduceGrads(grads *tensor.Gradients, weight float64) error {
-	seen := map[*tensor.Tensor]bool{}
-	for _, np := range nn.TrainableParams(r.l.Model) {
-		if np.Param == nil || np.Param.Tensor == nil {
-			continue
-		}
-		g := grads.Get(np.Param.Tensor)
-		if g == nil || seen[g] {
-			continue
-		}
-		seen[g] = true
-		if weight != 1 {
-			g.Assign(g.MulScalar(weight))
-		}
-		if err := r.comm.AllReduce(g, dist.Mean); err != nil {
-			return fmt.Errorf("all-reducing the gradient of %s: %w", np.Name, err)
+// trainValues is the training metric values so far: snapshot's, and with
+// several ranks the global ones of every metrics.Summable (their states
+// all-reduced with a sum; each rank's own state is kept for the batches
+// to come). Every rank must call it at the same point.
+func (r *run) trainValues() (Values, error) {
+	if r.comm == nil {
+		return snapshot(r.loss.value(), r.s.Metrics), nil
+	}
+	var sums []metrics.Summable
+	var local [][]float64
+	var all []float64
+	for _, m := range r.s.Metrics {
+		if sm, ok := m.(metrics.Summable); ok {
+			st, err := metricState(sm)
+			if err != nil {
+				return nil, err
+			}
+			sums, local = append(sums, sm), append(local, st)
+			all = append(all, st...)
 		}
 	}
-	return nil
+	if len(sums) == 0 {
+		return snapshot(r.loss.value(), r.s.Metrics), nil
+	}
+	t := tensor.FromFloat64s(tensor.CPU(), all, len(all))
+	defer t.Release()
+	if err := r.comm.AllReduce(t, dist.Sum); err != nil {
+		return nil, fmt.Errorf("train: all-reducing the training metrics' sums: %w", err)
+	}
+	global := t.Float64s()
+	defer func() {
+		for i, sm := range sums {
+			_ = sm.SetState(local[i]) // its own State: cannot fail
+		}
+	}()
+	off := 0
+	for i, sm := range sums {
+		n := len(local[i])
+		if err := sm.SetState(global[off : off+n]); err != nil {
+			return nil, fmt.Errorf("train: metric %s: %w", sm.Name(), err)
+		}
+		off += n
+	}
+	return snapshot(r.loss.value(), r.s.Metrics), nil
+}
+
+// metricState is m.State, with a panic (a PRF without NumClasses) turned
+// into an error.
+func metricState(m metrics.Summable) (st []float64, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("train: metric %s cannot be summed across ranks: %v", m.Name(), p)
+		}
+	}()
+	return m.State(), nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kiln-ml/kiln/data"
 	"github.com/kiln-ml/kiln/dist"
+	"github.com/kiln-ml/kiln/metrics"
 	"github.com/kiln-ml/kiln/nn"
 	"github.com/kiln-ml/kiln/optim"
 	"github.com/kiln-ml/kiln/tensor"
@@ -104,19 +105,24 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 		items, ranks, batch    int // batch: per rank; the single run's is ranks·batch
 		accumulate, epochs     int
 		wantSteps, wantBatches int // per rank, per epoch (steps for the whole run)
+		bucket                 int // gradient bucket bytes, 0 for the default
 	}{
-		{"two ranks, even", 32, 2, 4, 1, 2, 8, 4},
-		{"two ranks, accumulating", 32, 2, 2, 2, 2, 8, 8},
-		{"three ranks, uneven tail", 10, 3, 3, 1, 2, 4, 2},
-		{"two ranks, uneven batches", 11, 2, 4, 1, 1, 2, 2},
+		{"two ranks, even", 32, 2, 4, 1, 2, 8, 4, 0},
+		{"two ranks, accumulating", 32, 2, 2, 2, 2, 8, 8, 0},
+		{"three ranks, uneven tail", 10, 3, 3, 1, 2, 4, 2, 0},
+		{"two ranks, uneven batches", 11, 2, 4, 1, 1, 2, 2, 0},
+		{"three ranks, one bucket per parameter", 10, 3, 3, 1, 2, 4, 2, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.bucket > 0 {
+				defer train.SetBucketLimit(tc.bucket)()
+			}
 			ds := blobs(tc.items, 5)
 			var single *watched
 			res, errs := fitRanks(t, 0, func(int) (*train.Supervised, *train.Learner) {
 				single = &watched{m: newLinear(tensor.CPU(), 1)}
 				l := loader(t, ds, tensor.CPU(), data.LoaderConfig{BatchSize: tc.ranks * tc.batch, Shuffle: true, Seed: 9})
-				return &train.Supervised{Config: train.Config{Epochs: tc.epochs, GradAccumulation: tc.accumulate}, Train: l},
+				return &train.Supervised{Config: train.Config{Epochs: tc.epochs, GradAccumulation: tc.accumulate}, Train: l, Metrics: []metrics.Metric{metrics.NewAccuracy()}},
 					&train.Learner{Model: single.m, Stepper: single, Optimizer: optim.NewSGD(optim.SGDConfig{LR: 0.1, Momentum: 0.9})}
 			})
 			defer nn.Release(single.m)
@@ -124,12 +130,13 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 				t.Fatal(errs[0])
 			}
 			want, wantLoss := paramValues(single.m), res[0].Train[tc.epochs-1]["loss"]
+			wantAcc := res[0].Train
 
 			ws := make([]*watched, tc.ranks)
 			res, errs = fitRanks(t, tc.ranks, func(r int) (*train.Supervised, *train.Learner) {
 				ws[r] = &watched{m: newLinear(tensor.CPU(), uint64(1+100*r))} // broadcast makes them rank 0's
 				l := loader(t, ds, tensor.CPU(), data.LoaderConfig{BatchSize: tc.batch, Shuffle: true, Seed: 9})
-				return &train.Supervised{Config: train.Config{Epochs: tc.epochs, GradAccumulation: tc.accumulate}, Train: l},
+				return &train.Supervised{Config: train.Config{Epochs: tc.epochs, GradAccumulation: tc.accumulate}, Train: l, Metrics: []metrics.Metric{metrics.NewAccuracy()}},
 					&train.Learner{Model: ws[r].m, Stepper: ws[r], Optimizer: optim.NewSGD(optim.SGDConfig{LR: 0.1, Momentum: 0.9})}
 			})
 			for r := range tc.ranks {
@@ -142,6 +149,11 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 				}
 				if got := res[r].Train[tc.epochs-1]["loss"]; math.Abs(got-wantLoss) > 1e-5*math.Abs(wantLoss) {
 					t.Errorf("rank %d: global loss %v, one process %v", r, got, wantLoss)
+				}
+				for e := range tc.epochs { // global accuracy: the counts of every rank's shard
+					if got, want := res[r].Train[e]["accuracy"], wantAcc[e]["accuracy"]; math.Abs(got-want) > 1e-12 {
+						t.Errorf("rank %d epoch %d: accuracy %v, one process %v", r, e+1, got, want)
+					}
 				}
 				if tc.accumulate == 1 && !slices.Equal(ws[r].sums, ws[0].sums) {
 					t.Errorf("rank %d: parameter checksums %x, rank 0's %x", r, ws[r].sums, ws[0].sums)
@@ -266,14 +278,153 @@ func TestDataParallelEmptyShard(t *testing.T) {
 	}
 }
 
-// TestDataParallelResumeRefused: Resume does not run data-parallel yet and
-// says so rather than training each rank alone.
-func TestDataParallelResumeRefused(t *testing.T) {
-	comms := dist.NewLocalGroup(2)
-	s := &train.Supervised{Train: loader(t, blobs(4, 1), tensor.CPU(), data.LoaderConfig{}), Comm: comms[0]}
-	_, err := s.Resume(context.Background(), t.TempDir(), &train.Learner{})
-	if err == nil || !strings.Contains(err.Error(), "not supported") {
-		t.Errorf("got %v", err)
+// onRanks runs f on n ranks of a local group, each on its goroutine, and
+// returns their results.
+func onRanks(n int, f func(rank int, comm dist.Communicator) (train.Result, error)) ([]train.Result, []error) {
+	comms := dist.NewLocalGroupConfig(n, dist.LocalConfig{Timeout: time.Minute})
+	res, errs := make([]train.Result, n), make([]error, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		wg.Go(func() {
+			defer comms[r].Close()
+			res[r], errs[r] = f(r, comms[r])
+		})
+	}
+	wg.Wait()
+	return res, errs
+}
+
+// TestDataParallelResumeWorldSizes: a checkpoint written at an epoch's end
+// by 2 ranks resumes on 1 process with the same global batch, and one
+// written by 1 process resumes on 2 ranks, and either way the run ends
+// where an uninterrupted 2-rank run ends (within 1e-5 relative): the
+// parameters and AdamW's moments carried over. A checkpoint written inside
+// an epoch by 2 ranks resumes on 2 ranks, and is refused on 1 with an
+// error naming both world sizes.
+func TestDataParallelResumeWorldSizes(t *testing.T) {
+	const items, batch, epochs = 48, 4, 2
+	ds := blobs(items, 3)
+	var seeding sync.Mutex // the ranks share the CPU device's random stream
+	setup := func(rank, ranks, epochs int, dir string, comm dist.Communicator) (*train.Supervised, *train.Learner, *nn.Linear) {
+		seeding.Lock()
+		m := newLinear(tensor.CPU(), uint64(1+rank))
+		seeding.Unlock()
+		bs := batch
+		if ranks == 1 {
+			bs = 2 * batch // the 2-rank global batch
+		}
+		s := &train.Supervised{Config: train.Config{Epochs: epochs, RunDir: dir}, Comm: comm,
+			Train: loader(t, ds, tensor.CPU(), data.LoaderConfig{BatchSize: bs, Shuffle: true, Seed: 5})}
+		l := &train.Learner{Model: m, Stepper: &watched{m: m}, Optimizer: optim.NewAdamW(optim.AdamWConfig{LR: 0.05})}
+		return s, l, m
+	}
+	finals := func(n int, f func(rank int, comm dist.Communicator) (train.Result, *nn.Linear, error)) []float32 {
+		t.Helper()
+		ms := make([]*nn.Linear, n)
+		_, errs := onRanks(n, func(rank int, comm dist.Communicator) (train.Result, error) {
+			res, m, err := f(rank, comm)
+			ms[rank] = m
+			return res, err
+		})
+		for r, err := range errs {
+			defer nn.Release(ms[r])
+			if err != nil {
+				t.Fatalf("rank %d: %v", r, err)
+			}
+		}
+		return paramValues(ms[0])
+	}
+	fit := func(ranks, epochs int, dir string) []float32 {
+		return finals(ranks, func(rank int, comm dist.Communicator) (train.Result, *nn.Linear, error) {
+			s, l, m := setup(rank, ranks, epochs, dir, comm)
+			res, err := s.Fit(context.Background(), l)
+			return res, m, err
+		})
+	}
+	resume := func(ranks int, dir string) []float32 {
+		return finals(ranks, func(rank int, comm dist.Communicator) (train.Result, *nn.Linear, error) {
+			s, l, m := setup(rank, ranks, epochs, "", comm)
+			res, err := s.Resume(context.Background(), dir, l)
+			if err == nil && res.Epochs != epochs {
+				err = fmt.Errorf("resumed run ended after %d epochs", res.Epochs)
+			}
+			return res, m, err
+		})
+	}
+	near := func(what string, got, want []float32) {
+		t.Helper()
+		for i := range want {
+			if d := math.Abs(float64(got[i] - want[i])); d > 1e-5*math.Max(math.Abs(float64(want[i])), 1e-3) {
+				t.Fatalf("%s: parameter %d is %v, the uninterrupted run's %v", what, i, got[i], want[i])
+			}
+		}
+	}
+	want := fit(2, epochs, "")
+
+	two := filepath.Join(t.TempDir(), "two")
+	fit(2, 1, two)
+	near("written by 2 ranks, resumed on 1", resume(1, two), want)
+	one := filepath.Join(t.TempDir(), "one")
+	fit(1, 1, one)
+	near("written by 1 process, resumed on 2 ranks", resume(2, one), want)
+
+	// Inside an epoch: rank 1 is cancelled at its 3rd step, so rank 0
+	// writes a final checkpoint 3 batches into epoch 1.
+	mid := filepath.Join(t.TempDir(), "mid")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res, errs := onRanks(2, func(rank int, comm dist.Communicator) (train.Result, error) {
+		s, l, m := setup(rank, 2, epochs, mid, comm)
+		defer nn.Release(m)
+		rctx := context.Background()
+		if rank == 1 {
+			l.Stepper, rctx = &cancelling{watched: &watched{m: m}, at: 3, cancel: cancel}, ctx
+		}
+		return s.Fit(rctx, l)
+	})
+	if errs[0] != nil || res[0].Reason != train.StopCancelled || res[0].Steps != 3 {
+		t.Fatalf("cancelled run: %+v, %v", res[0], errs[0])
+	}
+	_, errs = onRanks(1, func(rank int, comm dist.Communicator) (train.Result, error) {
+		s, l, m := setup(rank, 1, epochs, "", comm)
+		defer nn.Release(m)
+		return s.Resume(context.Background(), mid, l)
+	})
+	if errs[0] == nil || !strings.Contains(errs[0].Error(), "3 batches into epoch 1 of a run on 2 ranks") {
+		t.Errorf("resuming a mid-epoch 2-rank checkpoint on 1 process: %v", errs[0])
+	}
+	near("written inside an epoch by 2 ranks, resumed on 2", resume(2, mid), want)
+}
+
+// TestDataParallelResumeRankFails: when one rank cannot read the
+// checkpoint, every rank's Resume fails, the others naming that rank.
+func TestDataParallelResumeRankFails(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	ds := blobs(16, 3)
+	m := newLinear(tensor.CPU(), 1)
+	defer nn.Release(m)
+	s := &train.Supervised{Config: train.Config{Epochs: 1, RunDir: dir}, Train: loader(t, ds, tensor.CPU(), data.LoaderConfig{BatchSize: 4})}
+	if _, err := s.Fit(context.Background(), &train.Learner{Model: m, Stepper: &watched{m: m}, Optimizer: optim.NewSGD(optim.SGDConfig{LR: 0.1})}); err != nil {
+		t.Fatal(err)
+	}
+	var seeding sync.Mutex
+	_, errs := onRanks(2, func(rank int, comm dist.Communicator) (train.Result, error) {
+		seeding.Lock()
+		m := newLinear(tensor.CPU(), 1)
+		seeding.Unlock()
+		defer nn.Release(m)
+		where := dir
+		if rank == 1 {
+			where = filepath.Join(t.TempDir(), "elsewhere") // not there on this "machine"
+		}
+		s := &train.Supervised{Config: train.Config{Epochs: 2}, Comm: comm, Train: loader(t, ds, tensor.CPU(), data.LoaderConfig{BatchSize: 2})}
+		return s.Resume(context.Background(), where, &train.Learner{Model: m, Stepper: &watched{m: m}, Optimizer: optim.NewSGD(optim.SGDConfig{LR: 0.1})})
+	})
+	if errs[0] == nil || !strings.Contains(errs[0].Error(), "rank 1 could not restore") {
+		t.Errorf("rank 0: %v", errs[0])
+	}
+	if errs[1] == nil || !strings.Contains(errs[1].Error(), "elsewhere") {
+		t.Errorf("rank 1: %v", errs[1])
 	}
 }
 
@@ -342,5 +493,86 @@ func TestDataParallelMPIChild(t *testing.T) {
 	t.Logf("rank %d: %d steps, loss %v", c.Rank(), res.Steps, res.Train[len(res.Train)-1]["loss"])
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestGradientBuckets: the buckets take the parameters last layer first,
+// as many as fit in the limit (one at least, however large), so that the
+// bucket of the last layers can be all-reduced while backward goes on.
+func TestGradientBuckets(t *testing.T) {
+	dev := tensor.CPU().Autodiff()
+	m := nn.NewSequential(nn.NewLinear(dev, 784, 256), nn.NewLinear(dev, 256, 128), nn.NewLinear(dev, 128, 10))
+	defer nn.Release(m)
+	sizes, _ := train.BucketSizes(m, train.BucketBytes)
+	if len(sizes) != 1 || sizes[0] != 4*(784*256+256+256*128+128+128*10+10) {
+		t.Errorf("25 MiB buckets of the MNIST MLP: %v, want one of all its parameters", sizes)
+	}
+	sizes, names := train.BucketSizes(m, 256*128*4)
+	want := []int{4 * (10 + 128*10 + 128), 4 * 256 * 128, 4 * 256, 4 * 784 * 256}
+	if !slices.Equal(sizes, want) {
+		t.Errorf("128 KiB buckets: %v (%v), want %v", sizes, names, want)
+	}
+	if len(names) > 0 && !strings.HasSuffix(names[0][0], "bias") {
+		t.Errorf("the first bucket starts with %s, want the last layer's bias", names[0][0])
+	}
+}
+
+// cancelling is a watched model that calls cancel at its at-th forward
+// pass (0 never).
+type cancelling struct {
+	*watched
+	at     int
+	cancel context.CancelFunc
+}
+
+func (c *cancelling) TrainStep(x, y *tensor.Tensor) (loss, outputs *tensor.Tensor) {
+	if len(c.sums)+1 == c.at {
+		c.cancel()
+	}
+	return c.watched.TrainStep(x, y)
+}
+
+// TestDataParallelCancelOneRank: a cancellation seen by one rank only (its
+// context, or the stop file only rank 0 watches) stops every rank at the
+// same step, with the same parameters, instead of leaving the others to
+// time out.
+func TestDataParallelCancelOneRank(t *testing.T) {
+	ds := blobs(64, 5)
+	comms := dist.NewLocalGroupConfig(2, dist.LocalConfig{Timeout: 20 * time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res, errs := make([]train.Result, 2), make([]error, 2)
+	ws := make([]*watched, 2)
+	var wg sync.WaitGroup
+	for r := range 2 {
+		ws[r] = &watched{m: newLinear(tensor.CPU(), 1)}
+		defer nn.Release(ws[r].m)
+		stepper := &cancelling{watched: ws[r]}
+		rctx := context.Background()
+		if r == 1 {
+			stepper.at, stepper.cancel, rctx = 3, cancel, ctx
+		}
+		s := &train.Supervised{Config: train.Config{Epochs: 3}, Comm: comms[r],
+			Train: loader(t, ds, tensor.CPU(), data.LoaderConfig{BatchSize: 4, Shuffle: true, Seed: 2})}
+		l := &train.Learner{Model: ws[r].m, Stepper: stepper, Optimizer: optim.NewSGD(optim.SGDConfig{LR: 0.1})}
+		wg.Go(func() {
+			defer comms[r].Close()
+			res[r], errs[r] = s.Fit(rctx, l)
+		})
+	}
+	wg.Wait()
+	for r := range 2 {
+		if res[r].Reason != train.StopCancelled {
+			t.Errorf("rank %d: reason %q (%s, err %v), want cancelled", r, res[r].Reason, res[r].Why, errs[r])
+		}
+		if res[r].Steps != 3 {
+			t.Errorf("rank %d stopped after %d steps, want 3 (the step its rank 1 was cancelled in)", r, res[r].Steps)
+		}
+	}
+	if !strings.Contains(res[0].Why, "another rank") {
+		t.Errorf("rank 0's reason %q does not say another rank was cancelled", res[0].Why)
+	}
+	if paramSum(ws[0].m) != paramSum(ws[1].m) {
+		t.Error("the ranks stopped with different parameters")
 	}
 }

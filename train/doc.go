@@ -190,15 +190,20 @@
 //     position (rank r takes r, r+N, r+2N, …), so that across the ranks
 //     every item is trained on exactly once per epoch. The global batch
 //     is N times the loader's BatchSize;
-//   - each optimizer step, the ranks all-reduce the step's sample count
-//     and loss sum; each scales its gradients by its share (local samples
-//     × N ÷ global samples, 1 when the shards' batches are equal) and
-//     all-reduces them with dist.Mean after the backward pass and before
-//     clipping and the optimizer step, so every rank takes the same step,
-//     the one a single process would take on the global batch (within
+//   - each optimizer step, the ranks all-reduce the step's sample count,
+//     loss sum and whether any rank was cancelled. Each scales its
+//     gradients by its share (local samples × N ÷ global samples, 1 when
+//     the shards' batches are equal) and all-reduces them with dist.Mean
+//     in buckets of about BucketBytes (25 MiB, PyTorch DDP's default):
+//     the parameters are packed last layer first, and a bucket is handed
+//     to a goroutine that all-reduces it as soon as the backward pass has
+//     finished its gradients (tensor.BackwardNotify), while the pass goes
+//     on through the earlier layers. Clipping and the optimizer step come
+//     after every bucket is back, so every rank takes the same step, the
+//     one a single process would take on the global batch (within
 //     rounding). With GradAccumulation the micro-batches are summed into
-//     one backward pass, so the all-reduce happens once per optimizer
-//     step;
+//     one backward pass, so the micro-steps communicate nothing and the
+//     all-reduce happens once per optimizer step;
 //   - uneven tails: when the data set's size does not divide by N, shards
 //     differ by one item, nothing is repeated or dropped, and a rank can
 //     run out of batches one step before the others. It still takes part
@@ -206,21 +211,30 @@
 //     differentiated with weight 0, unrecorded in loss and metrics), and
 //     the epoch ends on every rank at the step where the global sample
 //     count is 0;
-//   - the training loss is the global one on every rank; validation runs
-//     on the whole of Valid on every rank (so its figures are global too);
+//   - the training loss is the global one on every rank, and so are the
+//     training metrics that implement metrics.Summable (their sums are
+//     all-reduced whenever values are reported); a metric that is not
+//     Summable reports each rank's own shard. Validation runs on the whole
+//     of Valid on every rank, so its figures are global too, and every
+//     rank's Stop rule sees the same values and stops at the same epoch;
+//   - a cancellation seen by one rank (its context, or the StopFile, which
+//     only rank 0 watches) stops every rank after the same step, rank 0
+//     writing the final checkpoint;
 //   - rank 0 alone writes the run directory (config.json, events.jsonl,
 //     process.json, checkpoints) and publishes events to Observers; its
-//     start event carries WorldSize. Other ranks ignore RunDir, Checkpoint
-//     and Observers (Log, a writer the caller owns, is still written).
+//     start event carries WorldSize, and its checkpoints record it.
+//     Other ranks ignore RunDir, Checkpoint and Observers (Log, a writer
+//     the caller owns, is still written);
+//   - Resume works on several ranks (every rank reads the checkpoint, so
+//     the run directory must be visible to all); a checkpoint from an
+//     epoch's end resumes on any number of ranks. See Resume.
 //
-// Not yet: gradients are all-reduced one parameter at a time after the
-// whole backward pass (no ~25 MB buckets overlapping backward); training
-// metrics other than the loss are each rank's own (rank 0 reports its
-// shard's); Resume refuses a Comm of more than one rank; a cancellation
-// (ctx, StopFile) seen by some ranks only, or a failure on one rank, leaves
-// the others to fail when their next collective times out (the
-// communicator's Timeout) rather than stopping together.
-//
+// A rank that dies or hangs: under mpirun, Open MPI ends every rank when
+// one dies, naming it; a rank that stops taking part makes the others'
+// next collective fail after the communicator's Timeout, naming the
+// collective. Either way Fit returns (or the process is ended) rather than
+// waiting forever, and the run resumes from its last checkpoint.
+
 // # Hosts
 //
 // SetRunHook lets a program that runs training code it did not write (the

@@ -139,8 +139,10 @@ type run struct {
 	start   time.Time
 	resumed bool // a Resume, not a Fit
 
-	comm  dist.Communicator // non-nil only with Size > 1
-	train *data.DataLoader  // Train, or this rank's shard of it
+	comm    dist.Communicator // non-nil only with Size > 1
+	buckets *buckets          // the gradient buckets of comm's all-reduce, built at the first step
+	stopErr error             // with comm: the cancellation the ranks agreed on (see cancelErr)
+	train   *data.DataLoader  // Train, or this rank's shard of it
 
 	epoch   int         // epochs completed
 	batch   int         // batches of epoch+1 trained on
@@ -263,6 +265,9 @@ func (r *run) prepare(res *resumed) error {
 		if err != nil {
 			return err
 		}
+		if err := RegisterRun(r.cfg.RunDir); err != nil {
+			r.logf("warning: %v", err) // the run goes on; workbenches may not list it
+		}
 	}
 	return nil
 }
@@ -365,7 +370,7 @@ func (r *run) moment(epochEnd, final bool, train, valid Values) error {
 		if err := r.ck.Checkpoint(ctx, m); err != nil {
 			return fmt.Errorf("train: checkpoint at epoch %d batch %d step %d: %w", r.epoch, r.batch, r.step, err)
 		}
-		if final || r.ctx.Err() == nil {
+		if final || r.cancelErr() == nil {
 			return nil
 		}
 		final = true
@@ -418,15 +423,15 @@ func (r *run) loop(res *resumed) Result {
 				r.logf("stopping early: %s", why)
 			}
 		}
-		final := stopEarly || epoch == r.cfg.Epochs || r.ctx.Err() != nil
+		final := stopEarly || epoch == r.cfg.Epochs || r.cancelErr() != nil
 		if err := r.moment(true, final, train, valid); err != nil {
 			return r.result(StopFailed, err.Error())
 		}
 		if stopEarly {
 			return r.result(StopEarly, why)
 		}
-		if r.ctx.Err() != nil {
-			return r.result(StopCancelled, r.ctx.Err().Error())
+		if r.cancelErr() != nil {
+			return r.result(StopCancelled, r.cancelErr().Error())
 		}
 	}
 	return r.result(StopCompleted, "")
@@ -585,14 +590,14 @@ func (r *run) trainEpoch(epoch int) (Values, StopReason, string) {
 	it := r.train.IterFrom(context.WithoutCancel(r.ctx), epoch-1, r.batch)
 	defer it.Close()
 	cancelled := func() (Values, StopReason, string) {
-		why := r.ctx.Err().Error()
+		why := r.cancelErr().Error()
 		if err := r.moment(false, true, nil, nil); err != nil {
 			return nil, StopFailed, err.Error()
 		}
 		return nil, StopCancelled, why
 	}
 	for done := false; !done; {
-		if r.ctx.Err() != nil {
+		if r.cancelErr() != nil {
 			return cancelled()
 		}
 		var reason StopReason
@@ -656,13 +661,27 @@ func (r *run) trainEpoch(epoch int) (Values, StopReason, string) {
 				if total == nil {
 					return
 				}
-				grads := total.Backward()
-				defer grads.Release()
+				var grads *tensor.Gradients
 				if r.comm != nil {
-					if err := r.reduceGrads(grads, weight); err != nil {
+					red := r.startReduction(weight)
+					func() {
+						ok := false
+						defer func() {
+							if !ok { // a failed pass: the buckets queued still end
+								red.abandon()
+							}
+						}()
+						grads = total.BackwardNotify(red.b.params, red.final)
+						ok = true
+					}()
+					defer grads.Release()
+					if err := red.finish(); err != nil {
 						reason, why = StopFailed, fmt.Sprintf("train: epoch %d step %d: %v", epoch, r.step+1, err)
 						return
 					}
+				} else {
+					grads = total.Backward()
+					defer grads.Release()
 				}
 				r.clip(cfg.GradClip, grads)
 				r.l.Optimizer.Step(r.l.Model, grads)
@@ -685,13 +704,16 @@ func (r *run) trainEpoch(epoch int) (Values, StopReason, string) {
 		}
 		if r.step-r.lastLog >= cfg.LogEvery {
 			r.lastLog = r.step
-			vals := snapshot(r.loss.value(), r.s.Metrics)
+			vals, err := r.trainValues()
+			if err != nil {
+				return nil, StopFailed, fmt.Sprintf("train: epoch %d step %d: %v", epoch, r.step, err)
+			}
 			lr := r.l.Optimizer.LR()
 			r.emit(Event{Kind: EventStep, Epoch: epoch, Split: "train", Metrics: vals, LR: lr, System: r.sys.sample(false),
 				Batches: nb, Batch: r.batch, Samples: samples})
 			r.logf("epoch %d/%d batch %d/%d step %d %s lr %.4g", epoch, cfg.Epochs, r.batch, nb, r.step, vals, lr)
 		}
-		if r.ctx.Err() != nil {
+		if r.cancelErr() != nil {
 			return cancelled()
 		}
 		// The step that ends the epoch is offered at the epoch's end,
@@ -700,15 +722,19 @@ func (r *run) trainEpoch(epoch int) (Values, StopReason, string) {
 			if err := r.moment(false, false, nil, nil); err != nil {
 				return nil, StopFailed, err.Error()
 			}
-			if r.ctx.Err() != nil { // the final moment was offered
-				return nil, StopCancelled, r.ctx.Err().Error()
+			if r.cancelErr() != nil { // the final moment was offered
+				return nil, StopCancelled, r.cancelErr().Error()
 			}
 		}
 	}
 	if err := it.Err(); err != nil {
 		return nil, StopFailed, fmt.Sprintf("train: epoch %d: %v", epoch, err)
 	}
-	return snapshot(r.loss.value(), r.s.Metrics), "", ""
+	vals, err := r.trainValues()
+	if err != nil {
+		return nil, StopFailed, fmt.Sprintf("train: epoch %d: %v", epoch, err)
+	}
+	return vals, "", ""
 }
 
 // clip applies c to grads in place.
@@ -760,8 +786,8 @@ func (r *run) validate(epoch int) (Values, StopReason, string) {
 		}
 	}
 	if err := it.Err(); err != nil {
-		if r.ctx.Err() != nil {
-			return nil, StopCancelled, r.ctx.Err().Error()
+		if r.cancelErr() != nil {
+			return nil, StopCancelled, r.cancelErr().Error()
 		}
 		return nil, StopFailed, fmt.Sprintf("train: validation after epoch %d: %v", epoch, err)
 	}

@@ -55,17 +55,26 @@ type resumed struct {
 // written again, or deleted by the next Fit). A Stop rule is first shown the metric values
 // of the epochs before the checkpoint (after Reset, for a rule that has
 // one), so that EarlyStopping's patience carries over; a run that had
-// stopped early then stops at once. Of the training metrics of an epoch
+// stopped early then stops at once.
+//
+// With a Comm of several ranks, every rank calls Resume with the same dir
+// and reads the checkpoint itself (so dir must be visible to every rank:
+// one machine, or a shared file system); the ranks check that they
+// restored the same position and fail together, naming the rank, when one
+// could not. A checkpoint written at an epoch's end resumes on any number
+// of ranks (one process included), and a single process's on several;
+// one written inside an epoch resumes only on as many ranks as wrote it,
+// since its position counts the batches of one rank's shard. A schedule
+// counts optimizer steps, so on another number of ranks (with the same
+// per-rank BatchSize) the epochs left take another number of steps than
+// the schedule was planned for. Of the training metrics of an epoch
 // resumed inside, "loss" covers the whole epoch (its sums are in the
 // checkpoint) and the others only the batches after the resume.
 func (s *Supervised) Resume(ctx context.Context, dir string, l *Learner) (Result, error) {
-	if s.Comm != nil && s.Comm.Size() > 1 {
-		return Result{Reason: StopFailed}, errDistributedResume
-	}
-	cands, runDir, err := findCheckpoints(dir)
-	if err != nil {
-		return Result{Reason: StopFailed}, err
-	}
+	cands, runDir, findErr := findCheckpoints(dir)
+	if findErr != nil && (s.Comm == nil || s.Comm.Size() < 2) {
+		return Result{Reason: StopFailed}, findErr
+	} // with several ranks, they first agree (agreeRestored)
 	// The StopFile of the run directory the run writes, which may be the
 	// one the checkpoint lies in.
 	stopDir := s.Config.RunDir
@@ -80,13 +89,19 @@ func (s *Supervised) Resume(ctx context.Context, dir string, l *Learner) (Result
 	}
 	r.resumed = true
 	defer func() { r.lock.release() }()
-	if r.cfg.RunDir == "" && runDir != "" {
+	if r.cfg.RunDir == "" && runDir != "" && (r.comm == nil || r.comm.Rank() == 0) {
 		r.cfg.RunDir = runDir
 		if r.ck == nil {
 			r.ck = NewCheckpoints()
 		}
 	}
-	res, err := r.restore(cands)
+	res, err := (*resumed)(nil), findErr
+	if err == nil {
+		res, err = r.restore(cands)
+	}
+	if r.comm != nil {
+		err = r.agreeRestored(err)
+	}
 	if err != nil {
 		return Result{Reason: StopFailed}, err
 	}
@@ -196,7 +211,11 @@ func (r *run) apply(ck *store.Checkpoint) (err error) {
 			return fmt.Errorf("loop state: %w", err)
 		}
 	}
-	if nb := r.s.Train.Len(); ls.Batch < 0 || ls.Batch > nb {
+	if was, now := max(ls.WorldSize, 1), max(r.worldSize(), 1); was != now && ls.Batch > 0 {
+		return fmt.Errorf("the checkpoint is %d batches into epoch %d of a run on %d ranks; inside an epoch it resumes only on %d ranks (a checkpoint at an epoch's end resumes on any number)",
+			ls.Batch, ck.Epoch+1, was, was)
+	}
+	if nb := r.train.Len(); ls.Batch < 0 || ls.Batch > nb {
 		return fmt.Errorf("the checkpoint is %d batches into epoch %d, but the Train loader has %d batches an epoch", ls.Batch, ck.Epoch+1, nb)
 	}
 	if ck.OptimizerJSON == nil {

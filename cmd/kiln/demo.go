@@ -34,8 +34,9 @@ type demoConfig struct {
 	device string
 	runDir string
 	xor    bool
-	steps  int // of the XOR demo
-	np     int // data-parallel processes
+	steps  int    // of the XOR demo
+	np     int    // data-parallel processes
+	resume string // run directory to continue
 }
 
 // runDemo is `kiln demo`: see demo.
@@ -67,6 +68,7 @@ func demo(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&c.subset, "subset", 0, "train on the first N training images and test on the first N/2 test images (at least 100); 0 for all")
 	fs.StringVar(&c.device, "device", "", "device (default: KILN_DEVICE or the best detected)")
 	fs.StringVar(&c.runDir, "run-dir", "", "where config.json and events.jsonl go (default runs/mnist-mlp-<time>)")
+	fs.StringVar(&c.resume, "resume", "", "continue the run in this run directory from its last checkpoint (with the flags it was started with)")
 	fs.BoolVar(&c.xor, "xor", false, "run the small tensor-level XOR demo instead")
 	fs.IntVar(&c.steps, "steps", 600, "training steps of the XOR demo")
 	fs.IntVar(&c.np, "np", 1, "train data-parallel on N processes, started with kiln launch (Open MPI's mpirun); -batch is per process")
@@ -112,6 +114,9 @@ func launchDemo(ctx context.Context, c demoConfig, args []string, out io.Writer)
 	if err != nil {
 		return err
 	}
+	if c.runDir == "" && c.resume != "" {
+		c.runDir = c.resume
+	}
 	if c.runDir == "" {
 		c.runDir = defaultRunDir()
 		args = append(slices.Clone(args), "-run-dir", c.runDir) // the last -run-dir counts
@@ -124,9 +129,30 @@ func launchDemo(ctx context.Context, c demoConfig, args []string, out io.Writer)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	fmt.Fprintf(out, "demo: %d processes: %s\n", c.np, strings.Join(cmd.Args, " "))
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("demo: -np %d: %w", c.np, err)
+		hint := ""
+		if ck, _ := filepath.Glob(filepath.Join(c.runDir, train.CheckpointsDir, "epoch-*")); len(ck) > 0 && ctx.Err() == nil {
+			hint = fmt.Sprintf(" (the run has checkpoints: continue it with kiln demo %s -resume %s)",
+				strings.Join(withoutFlag(withoutFlag(args, "resume"), "run-dir"), " "), c.runDir)
+		}
+		return fmt.Errorf("demo: -np %d: %w%s", c.np, err, hint)
 	}
 	return nil
+}
+
+// withoutFlag returns args without -name and its value (either form).
+func withoutFlag(args []string, name string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := strings.TrimPrefix(strings.TrimPrefix(args[i], "-"), "-")
+		switch {
+		case a == name:
+			i++ // its value
+		case strings.HasPrefix(a, name+"="):
+		default:
+			out = append(out, args[i])
+		}
+	}
+	return out
 }
 
 // defaultRunDir is the run directory of a demo run started now.
@@ -187,6 +213,12 @@ func mnistDemo(ctx context.Context, c demoConfig, dev tensor.Device, out io.Writ
 	learner := &train.Learner{Model: model, Optimizer: opt,
 		Scheduler: optim.NewScheduler(opt, optim.NewCosineAnnealingLR(c.lr, steps, 0))}
 
+	if c.resume != "" {
+		if c.runDir != "" && filepath.Clean(c.runDir) != filepath.Clean(c.resume) {
+			return fmt.Errorf("demo: -resume %s continues that run directory; -run-dir %s names another", c.resume, c.runDir)
+		}
+		c.runDir = c.resume
+	}
 	if c.runDir == "" {
 		c.runDir = defaultRunDir()
 	}
@@ -213,7 +245,10 @@ func mnistDemo(ctx context.Context, c demoConfig, dev tensor.Device, out io.Writ
 	}
 	fmt.Fprintf(out, "training a 784-256-128-10 MLP on %d MNIST images for %d epochs (%d steps of %d%s, AdamW, lr %g cosine); run directory %s\n",
 		trainSet.Len(), c.epochs, steps, c.batch, ranks, c.lr, c.runDir)
-	res, err := dashboard.Run(ctx, s, learner, dashboard.Options{Title: "mnist-mlp", Output: out, Plain: !onTerminal})
+	if c.resume != "" {
+		fmt.Fprintf(out, "resuming from the last checkpoint of %s\n", c.resume)
+	}
+	res, err := dashboard.Run(ctx, s, learner, dashboard.Options{Title: "mnist-mlp", Output: out, Plain: !onTerminal, Resume: c.resume})
 	if err != nil {
 		return err
 	}

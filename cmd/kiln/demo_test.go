@@ -3,12 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/kiln-ml/kiln/train"
 )
@@ -137,4 +144,130 @@ func TestDemoDataParallel(t *testing.T) {
 	if evs[0].WorldSize != 2 || evs[0].Batches != 32 {
 		t.Errorf("start event %+v: want world size 2 and 32 batches per rank", evs[0])
 	}
+}
+
+// rankPID returns the PID of the process whose environment holds tag and
+// OMPI_COMM_WORLD_RANK=rank, 0 when there is none (yet).
+func rankPID(tag string, rank int) int {
+	procs, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, p := range procs {
+		env, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		vars := strings.Split(string(env), "\x00")
+		if slices.Contains(vars, tag) && slices.Contains(vars, "OMPI_COMM_WORLD_RANK="+strconv.Itoa(rank)) {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+			return pid
+		}
+	}
+	return 0
+}
+
+// TestDemoDataParallelRankKilled: SIGKILL one rank of `kiln demo -np 2`
+// after its first epoch's checkpoint, and the run ends within 30 s with
+// an error naming rank 1; `kiln demo -np 2 -resume DIR` then continues it
+// from that checkpoint to the end.
+func TestDemoDataParallelRankKilled(t *testing.T) {
+	if _, err := exec.LookPath("mpirun"); err != nil {
+		t.Skip("mpirun not on PATH: install Debian's openmpi-bin")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("finds the rank through /proc")
+	}
+	t.Setenv("KILN_TEST_MAIN", "1") // the ranks run main
+	tag := fmt.Sprintf("KILN_TEST_KILL_TAG=%d-%d", os.Getpid(), time.Now().UnixNano())
+	name, value, _ := strings.Cut(tag, "=")
+	t.Setenv(name, value)
+	dir := filepath.Join(t.TempDir(), "run")
+	args := []string{"-np", "2", "-subset", "8000", "-epochs", "4", "-batch", "32", "-device", "cpu", "-run-dir", dir}
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- demo(context.Background(), args, &out) }()
+
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		if ck, _ := filepath.Glob(filepath.Join(dir, train.CheckpointsDir, "epoch-0001*")); len(ck) > 0 {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the demo ended (%v) before its first checkpoint:\n%s", err, out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint after 90 s:\n%s", out.String())
+		}
+	}
+	pid := rankPID(tag, 1)
+	if pid == 0 {
+		t.Fatalf("rank 1 not found among the processes:\n%s", out.String())
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the run went on 60 s after rank 1 was killed:\n%s", out.String())
+	}
+	took := time.Since(killed)
+	t.Logf("ended %s after the kill with %v; output:\n%s", took, err, out.String())
+	if took > 30*time.Second {
+		t.Errorf("the run took %s to end after rank 1 was killed", took)
+	}
+	if err == nil || !strings.Contains(out.String()+err.Error(), "rank 1") {
+		t.Fatalf("the run's end does not name rank 1 (err %v)", err)
+	}
+	if !strings.Contains(err.Error(), "-resume "+dir) {
+		t.Errorf("the error does not say how to resume: %v", err)
+	}
+	if strings.Contains(out.String(), "completed after 4 epochs") {
+		t.Fatal("the run completed though rank 1 was killed before its end: the test did not test anything")
+	}
+
+	resumed := runDemoFor(t, "-np", "2", "-subset", "8000", "-epochs", "4", "-batch", "32", "-device", "cpu", "-resume", dir)
+	t.Log(resumed)
+	if !strings.Contains(resumed, "resuming from the last checkpoint of "+dir) {
+		t.Errorf("no resume line")
+	}
+	if acc := checkMNISTDemo(t, resumed, dir, 4, 4000); acc < 0.8 {
+		t.Errorf("resumed run's test accuracy %.2f%%, want at least 80%%", 100*acc)
+	}
+	evs, err := train.ReadEvents(filepath.Join(dir, train.EventsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resumes int
+	for _, e := range evs {
+		if e.Kind == train.EventResume {
+			resumes++
+			if e.Position == nil || e.Position.Epoch < 1 {
+				t.Errorf("resume event %+v: want a position after epoch 1", e)
+			}
+		}
+	}
+	if resumes != 1 {
+		t.Errorf("%d resume events, want 1", resumes)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -10,10 +10,11 @@ import (
 func init() {
 	Symbols["github.com/kiln-ml/kiln/autodiff/autodiff"] = map[string]reflect.Value{
 		// function, constant and variable definitions
-		"Backward": reflect.ValueOf(autodiff.Backward),
-		"NewLeaf":  reflect.ValueOf(autodiff.NewLeaf),
-		"NewNode":  reflect.ValueOf(autodiff.NewNode),
-		"Walk":     reflect.ValueOf(autodiff.Walk),
+		"Backward":       reflect.ValueOf(autodiff.Backward),
+		"BackwardNotify": reflect.ValueOf(autodiff.BackwardNotify),
+		"NewLeaf":        reflect.ValueOf(autodiff.NewLeaf),
+		"NewNode":        reflect.ValueOf(autodiff.NewNode),
+		"Walk":           reflect.ValueOf(autodiff.Walk),
 
 		// type definitions
 		"BackwardFunc": reflect.ValueOf((*autodiff.BackwardFunc)(nil)),

@@ -15,6 +15,7 @@ func init() {
 		"DeviceUsage":        reflect.ValueOf(metrics.DeviceUsage),
 		"ErrInput":           reflect.ValueOf(&metrics.ErrInput).Elem(),
 		"ErrNotTensor":       reflect.ValueOf(&metrics.ErrNotTensor).Elem(),
+		"ErrState":           reflect.ValueOf(&metrics.ErrState).Elem(),
 		"Macro":              reflect.ValueOf(metrics.Macro),
 		"Micro":              reflect.ValueOf(metrics.Micro),
 		"Multiclass":         reflect.ValueOf(metrics.Multiclass),
@@ -69,6 +70,7 @@ func init() {
 		"Perplexity":      reflect.ValueOf((*metrics.Perplexity)(nil)),
 		"R2":              reflect.ValueOf((*metrics.R2)(nil)),
 		"RougeL":          reflect.ValueOf((*metrics.RougeL)(nil)),
+		"Summable":        reflect.ValueOf((*metrics.Summable)(nil)),
 		"Task":            reflect.ValueOf((*metrics.Task)(nil)),
 		"TextMetric":      reflect.ValueOf((*metrics.TextMetric)(nil)),
 		"TopKAccuracy":    reflect.ValueOf((*metrics.TopKAccuracy)(nil)),
@@ -77,6 +79,7 @@ func init() {
 		"_DeviceReporter": reflect.ValueOf((*_github_com_kiln_ml_kiln_metrics_DeviceReporter)(nil)),
 		"_Metric":         reflect.ValueOf((*_github_com_kiln_ml_kiln_metrics_Metric)(nil)),
 		"_MultiValued":    reflect.ValueOf((*_github_com_kiln_ml_kiln_metrics_MultiValued)(nil)),
+		"_Summable":       reflect.ValueOf((*_github_com_kiln_ml_kiln_metrics_Summable)(nil)),
 		"_TextMetric":     reflect.ValueOf((*_github_com_kiln_ml_kiln_metrics_TextMetric)(nil)),
 	}
 }
@@ -137,6 +140,36 @@ func (W _github_com_kiln_ml_kiln_metrics_MultiValued) Value() float64 {
 }
 func (W _github_com_kiln_ml_kiln_metrics_MultiValued) Values() map[string]float64 {
 	return W.WValues()
+}
+
+// _github_com_kiln_ml_kiln_metrics_Summable is an interface wrapper for Summable type
+type _github_com_kiln_ml_kiln_metrics_Summable struct {
+	IValue    interface{}
+	WName     func() string
+	WReset    func()
+	WSetState func(s []float64) error
+	WState    func() []float64
+	WUpdate   func(outputs *tensor.Tensor, targets *tensor.Tensor) error
+	WValue    func() float64
+}
+
+func (W _github_com_kiln_ml_kiln_metrics_Summable) Name() string {
+	return W.WName()
+}
+func (W _github_com_kiln_ml_kiln_metrics_Summable) Reset() {
+	W.WReset()
+}
+func (W _github_com_kiln_ml_kiln_metrics_Summable) SetState(s []float64) error {
+	return W.WSetState(s)
+}
+func (W _github_com_kiln_ml_kiln_metrics_Summable) State() []float64 {
+	return W.WState()
+}
+func (W _github_com_kiln_ml_kiln_metrics_Summable) Update(outputs *tensor.Tensor, targets *tensor.Tensor) error {
+	return W.WUpdate(outputs, targets)
+}
+func (W _github_com_kiln_ml_kiln_metrics_Summable) Value() float64 {
+	return W.WValue()
 }
 
 // _github_com_kiln_ml_kiln_metrics_TextMetric is an interface wrapper for TextMetric type

@@ -15,6 +15,7 @@ func init() {
 	Symbols["github.com/kiln-ml/kiln/train/train"] = map[string]reflect.Value{
 		// function, constant and variable definitions
 		"BestCheckpointFile":  reflect.ValueOf(constant.MakeFromLiteral("\"best\"", token.STRING, 0)),
+		"BucketBytes":         reflect.ValueOf(constant.MakeFromLiteral("26214400", token.INT, 0)),
 		"CheckpointIndexFile": reflect.ValueOf(constant.MakeFromLiteral("\"index.json\"", token.STRING, 0)),
 		"CheckpointsDir":      reflect.ValueOf(constant.MakeFromLiteral("\"checkpoints\"", token.STRING, 0)),
 		"ConfigFile":          reflect.ValueOf(constant.MakeFromLiteral("\"config.json\"", token.STRING, 0)),
@@ -44,6 +45,10 @@ func init() {
 		"ProcessFileVersion":  reflect.ValueOf(constant.MakeFromLiteral("1", token.INT, 0)),
 		"ReadCheckpointIndex": reflect.ValueOf(train.ReadCheckpointIndex),
 		"ReadEvents":          reflect.ValueOf(train.ReadEvents),
+		"RegisterRun":         reflect.ValueOf(train.RegisterRun),
+		"RegisteredRuns":      reflect.ValueOf(train.RegisteredRuns),
+		"RegistryDir":         reflect.ValueOf(train.RegistryDir),
+		"RegistryEnv":         reflect.ValueOf(constant.MakeFromLiteral("\"KILN_RUN_REGISTRY\"", token.STRING, 0)),
 		"RunLiveness":         reflect.ValueOf(train.RunLiveness),
 		"SetRunHook":          reflect.ValueOf(train.SetRunHook),
 		"StaleAfter":          reflect.ValueOf(train.StaleAfter),
@@ -52,6 +57,7 @@ func init() {
 		"StopEarly":           reflect.ValueOf(train.StopEarly),
 		"StopFailed":          reflect.ValueOf(train.StopFailed),
 		"StopFile":            reflect.ValueOf(constant.MakeFromLiteral("\"STOP\"", token.STRING, 0)),
+		"UnregisterRun":       reflect.ValueOf(train.UnregisterRun),
 
 		// type definitions
 		"CheckpointIndex": reflect.ValueOf((*train.CheckpointIndex)(nil)),
@@ -72,6 +78,7 @@ func init() {
 		"Observer":        reflect.ValueOf((*train.Observer)(nil)),
 		"ObserverFunc":    reflect.ValueOf((*train.ObserverFunc)(nil)),
 		"Position":        reflect.ValueOf((*train.Position)(nil)),
+		"RegisteredRun":   reflect.ValueOf((*train.RegisteredRun)(nil)),
 		"Result":          reflect.ValueOf((*train.Result)(nil)),
 		"Retention":       reflect.ValueOf((*train.Retention)(nil)),
 		"RunHook":         reflect.ValueOf((*train.RunHook)(nil)),

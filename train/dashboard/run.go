@@ -19,6 +19,9 @@ type Options struct {
 	Output io.Writer // where the dashboard or the log lines go; nil means os.Stdout
 	Input  io.Reader // where keys come from on a terminal; nil means os.Stdin, or /dev/tty when stdin is not a terminal, or none
 	Plain  bool      // log lines even on a terminal
+	// Resume, when set, continues the run from this checkpoint or run
+	// directory (train.Supervised.Resume) instead of starting afresh.
+	Resume string
 }
 
 // IsTerminal reports whether w is a terminal (an *os.File, or anything
@@ -28,7 +31,15 @@ func IsTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// Run fits s with l under ctx. When opts.Output is a terminal (and not
+// fit is s.Fit, or s.Resume from dir when dir is set.
+func fit(ctx context.Context, s *train.Supervised, l *train.Learner, dir string) (train.Result, error) {
+	if dir != "" {
+		return s.Resume(ctx, dir, l)
+	}
+	return s.Fit(ctx, l)
+}
+
+// Run fits s with l under ctx (or resumes, with opts.Resume). When opts.Output is a terminal (and not
 // opts.Plain) it shows the dashboard while Fit runs, with an Observer added
 // to a copy of s, and leaves its final state on the screen; q or ctrl+c
 // cancel the run (see the package doc). Otherwise it runs Fit with plain
@@ -47,7 +58,7 @@ func Run(ctx context.Context, s *train.Supervised, l *train.Learner, opts Option
 		if sup.Log == nil {
 			sup.Log = out
 		}
-		return sup.Fit(ctx, l)
+		return fit(ctx, &sup, l, opts.Resume)
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -86,7 +97,7 @@ func Run(ctx context.Context, s *train.Supervised, l *train.Learner, opts Option
 			p.Send(doneMsg{o.err})
 			fitted <- o
 		}()
-		o.res, o.err = sup.Fit(ctx, l)
+		o.res, o.err = fit(ctx, &sup, l, opts.Resume)
 	}()
 	_, uiErr := p.Run()
 	// The dashboard ends with the run, unless it failed or was left early
