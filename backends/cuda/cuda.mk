@@ -2,10 +2,11 @@
 # NVIDIA GPU and no Go toolchain needs to check the CUDA backend, into
 # bin/gpu-check/ (never committed), then run it here. Copy that directory to
 # the GPU machine and run ./run.sh there. On a machine without a GPU, run.sh
-# exits 2 with "no CUDA driver: ...".
+# exits 2 with "no CUDA driver: ...". dist.test carries the NCCL tests and
+# all-reduce benchmark; run.sh skips them, saying why, without libnccl.so.2.
 
 GPU_CHECK_DIR := bin/gpu-check
-GPU_CHECK_PKGS := backends/cuda tensor nn optim
+GPU_CHECK_PKGS := backends/cuda tensor nn optim dist
 
 .PHONY: gpu-check gpu-check-bundle
 gpu-check-bundle:

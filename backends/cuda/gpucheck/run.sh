@@ -8,7 +8,10 @@
 #  3. runs the tensor, nn and optim suites with KILN_TEST_DEVICES=<device>, so
 #     every op and every gradient check also runs there;
 #  4. runs the benchmarks and, where PyTorch with CUDA is installed, the same
-#     workloads in PyTorch, printed as ratios.
+#     workloads in PyTorch, printed as ratios;
+#  5. where NCCL (libnccl.so.2, or KILN_NCCL_LIBRARY) loads, runs dist's NCCL
+#     tests across every GPU and its all-reduce benchmark, printed as bus
+#     bandwidth; without NCCL it prints "== NCCL: skipped: <reason>".
 # Exit status: 0 all passed, 1 a suite failed, 2 no usable device.
 set -u
 cd "$(dirname "$0")" || exit 2
@@ -45,5 +48,39 @@ if command -v python3 >/dev/null 2>&1; then
 	python3 torch_bench.py results.json || true
 else
 	echo "python3 not installed: PyTorch ratios skipped"
+fi
+
+# NCCL: TestNCCLProbe passes, logging "NCCL <version> (<library>) on <n>
+# GPU(s)", or skips saying what is missing.
+echo "== NCCL"
+(cd dist && ../dist.test -test.run '^TestNCCLProbe$' -test.v) >nccl-probe.log 2>&1
+if grep -q '^--- PASS: TestNCCLProbe' nccl-probe.log; then
+	sed -n 's/^ *nccl_test\.go:[0-9]*: //p' nccl-probe.log
+	run dist -test.run '^TestNCCL' -test.v >nccl-tests.log 2>&1
+	grep -E '^(--- FAIL|--- SKIP|FAIL|ok|PASS)' nccl-tests.log | tail -20
+	grep -q '^--- FAIL' nccl-tests.log && status=1
+	echo "== NCCL all-reduce bus bandwidth (float32, in place, every GPU)"
+	if (cd dist && ../dist.test -test.run '^$' -test.bench '^BenchmarkNCCLAllReduce$' -test.timeout 20m) >nccl-bench.log 2>&1; then
+		awk '/^BenchmarkNCCLAllReduce\// {
+			size = $1; sub(/^BenchmarkNCCLAllReduce\//, "", size); sub(/-[0-9]+$/, "", size)
+			for (i = 2; i < NF; i++) {
+				if ($(i + 1) == "ns/op") ns = $i
+				if ($(i + 1) == "algGB/s") alg = $i
+				if ($(i + 1) == "busGB/s") bus = $i
+				if ($(i + 1) == "GPUs") gpus = $i
+			}
+			if (!header++) printf "%-8s %6s %14s %12s %12s\n", "size", "GPUs", "time/op (us)", "algbw GB/s", "busbw GB/s"
+			printf "%-8s %6d %14.1f %12.2f %12.2f\n", size, gpus, ns / 1000, alg, bus
+		}' nccl-bench.log
+	else
+		tail -20 nccl-bench.log
+		status=1
+	fi
+elif grep -q '^--- SKIP: TestNCCLProbe' nccl-probe.log; then
+	reason=$(sed -n 's/^ *nccl_test\.go:[0-9]*: //p' nccl-probe.log | head -1)
+	echo "== NCCL: skipped: ${reason:-see nccl-probe.log}"
+else
+	tail -20 nccl-probe.log
+	status=1
 fi
 exit $status
