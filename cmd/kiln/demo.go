@@ -243,7 +243,7 @@ func mnistDemo(ctx context.Context, c demoConfig, dev tensor.Device, out io.Writ
 	if comm != nil {
 		ranks = fmt.Sprintf(" per process, %d processes under %s", comm.Size(), dist.Launcher().Name)
 	}
-	fmt.Fprintf(out, "training a 784-256-128-10 MLP on %d MNIST images for %d epochs (%d steps of %d%s, AdamW, lr %g cosine); run directory %s\n",
+	fmt.Fprintf(out, "training a 784-256-128-10 MLP on %d MNIST images for %d epochs\n(%d steps of %d%s, AdamW, lr %g cosine)\nrun directory %s\n",
 		trainSet.Len(), c.epochs, steps, c.batch, ranks, c.lr, c.runDir)
 	if c.resume != "" {
 		fmt.Fprintf(out, "resuming from the last checkpoint of %s\n", c.resume)
@@ -255,7 +255,11 @@ func mnistDemo(ctx context.Context, c demoConfig, dev tensor.Device, out io.Writ
 	if err := dev.Sync(); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%s after %d epochs, %d steps; epoch times %s\n", res.Reason, res.Epochs, res.Steps, times)
+	if onTerminal { // the dashboard's last frame has said how the run ended
+		fmt.Fprintf(out, "epoch times %s\n", times)
+	} else {
+		fmt.Fprintf(out, "%s after %d epochs, %d steps; epoch times %s\n", res.Reason, res.Epochs, res.Steps, times)
+	}
 	if len(res.Valid) == 0 {
 		fmt.Fprintln(out, "no epoch completed: no test accuracy")
 		return nil

@@ -4,27 +4,27 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"sort"
-	"strings"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
-	"github.com/charmbracelet/x/ansi"
 
 	"github.com/kiln-ml/kiln/train"
 )
 
-// Layout constants.
+// Layout and history constants.
 const (
 	defaultWidth = 80 // columns before the terminal reports its size
 	minWidth     = 20 // narrower terminals are drawn as if this wide, then cut
-	chartHeight  = 4  // rows of the loss chart
-	maxNotes     = 4  // checkpoint and other event lines kept
-	maxLosses    = 4096
+	maxPoints    = 4096
 	tickEvery    = 500 * time.Millisecond
+	// smoothing is the weight of the past in the exponential moving
+	// average of the train loss drawn on the chart.
+	smoothing = 0.6
 )
 
 // eventMsg carries a train.Event into the program.
@@ -45,17 +45,19 @@ func Observe(p *tea.Program) train.Observer {
 
 // Model is the dashboard, a tea.Model. Its Update takes the events that
 // Observe sends, keys (q and ctrl+c ask to stop), window sizes and its own
-// clock ticks; View draws it in the window's width. It quits the program
-// when the run's end event arrives. Create it with NewModel.
+// clock ticks; View draws it in the window's width and height. It quits
+// the program when the run's end event arrives. Create it with NewModel.
 type Model struct {
 	title  string
 	cancel func()
 	width  int
+	height int
 	now    func() time.Time
 	st     styles
 
 	started     bool
 	start       time.Time // the start event's time
+	ranks       int       // data-parallel ranks, from the start event (0: one process)
 	epochs      int       // from the start event's config
 	batches     int       // training batches per epoch; 0 when unknown
 	epoch       int       // the epoch in progress or just finished
@@ -75,11 +77,29 @@ type Model struct {
 	runningEpoch int          // and its epoch
 	trainVals    train.Values // the latest train epoch
 	validVals    train.Values // the latest valid epoch
+	bestVals     train.Values // the valid epoch with the lowest loss
 	trainEpoch   int
 	validEpoch   int
+	bestEpoch    int
 	seenValid    bool
-	losses       []float64
-	notes        []string
+
+	// The loss chart: the train loss between step events, smoothed, and
+	// the validation loss of each epoch, with the range of all the values
+	// ever plotted (so that halving the history does not narrow it).
+	trainPoints []point
+	validPoints []point
+	yLo, yHi    float64
+	prev        struct {
+		loss    float64 // the latest step event's running loss,
+		samples int     // its samples
+		epoch   int     // and epoch (0: none to difference with)
+	}
+	noDiff      int     // an epoch resumed part way: its running loss covers batches its Samples do not
+	ema, emaSum float64 // the moving average's sums (emaSum: of its weights)
+
+	// The status line: the latest checkpoint or other event, as a line
+	// and a path at its end (cut from the left when the line is too long).
+	note, notePath string
 
 	endOfEpoch bool         // between a train epoch event and the next step
 	stopping   bool         // stop was asked for
@@ -90,7 +110,7 @@ type Model struct {
 
 // styles are the dashboard's colours, made for one output.
 type styles struct {
-	title, bar, faint, good, warn, bad lipgloss.Style
+	title, bar, faint, good, warn, bad, train, valid lipgloss.Style
 }
 
 func newStyles(out io.Writer) styles {
@@ -102,6 +122,8 @@ func newStyles(out io.Writer) styles {
 		good:  r.NewStyle().Foreground(lipgloss.Color("2")),
 		warn:  r.NewStyle().Foreground(lipgloss.Color("3")),
 		bad:   r.NewStyle().Foreground(lipgloss.Color("1")),
+		train: r.NewStyle().Foreground(lipgloss.Color("69")),
+		valid: r.NewStyle().Foreground(lipgloss.Color("208")).Bold(true),
 	}
 }
 
@@ -115,6 +137,7 @@ func NewModel(title string, cancel func(), out io.Writer) *Model {
 	return &Model{
 		title: title, cancel: cancel, now: time.Now, st: newStyles(out),
 		epochs: 1, etaEpoch: math.NaN(), etaTotal: math.NaN(),
+		yLo: math.Inf(1), yHi: math.Inf(-1),
 	}
 }
 
@@ -152,7 +175,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.stop()
 	case tea.WindowSizeMsg:
-		m.width = msg.Width
+		m.width, m.height = msg.Width, msg.Height
 	case tickMsg:
 		if m.end == nil && !m.done {
 			return m, tick()
@@ -178,14 +201,24 @@ func (m *Model) handle(e train.Event) {
 	switch e.Kind {
 	case train.EventStart:
 		m.started, m.start = true, e.Time
-		var cfg struct {
-			Epochs int `json:"epochs"`
-		}
-		if json.Unmarshal(e.Config, &cfg) == nil && cfg.Epochs > 0 {
-			m.epochs = cfg.Epochs
-		}
+		m.readConfig(e.Config)
 		m.batches = e.Batches
+		m.ranks = e.WorldSize
 		m.epoch, m.epochStart, m.startStep = 1, 0, 0
+	case train.EventResume:
+		m.started = true
+		m.readConfig(e.Config)
+		if p := e.Position; p != nil {
+			m.step, m.batch = p.Step, p.Batch
+			m.epoch = min(p.Epoch+1, max(m.epochs, 1))
+			m.trainEpoch = p.Epoch
+			if p.Batch > 0 {
+				m.noDiff = p.Epoch + 1
+			}
+		}
+		m.epochStart, m.startStep = e.Elapsed, m.step
+		m.prev.epoch = 0
+		m.noteEvent(e)
 	case train.EventStep:
 		m.endOfEpoch = false
 		if e.Epoch != m.epoch && e.Epoch > 0 {
@@ -200,10 +233,7 @@ func (m *Model) handle(e train.Event) {
 		}
 		m.running, m.runningEpoch = e.Metrics, e.Epoch
 		if loss, ok := e.Metrics["loss"]; ok {
-			if len(m.losses) == maxLosses { // halve the history, keeping its shape
-				m.losses = resample(m.losses, maxLosses/2)
-			}
-			m.losses = append(m.losses, loss)
+			m.addTrainLoss(e, loss)
 		}
 		if dt := e.Elapsed - m.epochStart; dt > 0 {
 			m.itemsPerSec = float64(e.Samples) / dt
@@ -219,6 +249,12 @@ func (m *Model) handle(e train.Event) {
 		switch e.Split {
 		case "valid":
 			m.validVals, m.validEpoch, m.seenValid = e.Metrics, e.Epoch, true
+			if loss, ok := e.Metrics["loss"]; ok && finite(loss) {
+				if m.bestVals == nil || loss < m.bestVals["loss"] {
+					m.bestVals, m.bestEpoch = maps.Clone(e.Metrics), e.Epoch
+				}
+				m.addPoint(&m.validPoints, point{float64(e.Epoch), loss})
+			}
 			m.endOfEpoch = false
 			m.advanceEpoch()
 		default:
@@ -232,9 +268,68 @@ func (m *Model) handle(e train.Event) {
 	case train.EventEnd:
 		m.end = &e
 	default:
-		m.note(e)
+		m.noteEvent(e)
 	}
 	m.estimate()
+}
+
+// readConfig takes the number of epochs from a start or resume event's
+// config.
+func (m *Model) readConfig(config json.RawMessage) {
+	var cfg struct {
+		Epochs int `json:"epochs"`
+	}
+	if json.Unmarshal(config, &cfg) == nil && cfg.Epochs > 0 {
+		m.epochs = cfg.Epochs
+	}
+}
+
+// addTrainLoss adds a step event's loss to the chart. The event's loss is
+// the running mean over its epoch, weighted by samples; the mean over the
+// batches since the previous step event of the epoch is recovered from
+// the two running means and their samples, so that the chart follows the
+// loss step by step rather than an average that starts afresh each epoch.
+// That is then smoothed by an exponential moving average (debiased, so
+// that its start is not pulled towards zero).
+func (m *Model) addTrainLoss(e train.Event, loss float64) {
+	v := loss
+	p := m.prev
+	if p.epoch == e.Epoch && e.Epoch != m.noDiff && p.samples > 0 && e.Samples > p.samples {
+		if d := (loss*float64(e.Samples) - p.loss*float64(p.samples)) / float64(e.Samples-p.samples); finite(d) {
+			v = d
+		}
+	}
+	m.prev.loss, m.prev.samples, m.prev.epoch = loss, e.Samples, e.Epoch
+	if !finite(v) {
+		m.addPoint(&m.trainPoints, point{m.x(e), math.NaN()}) // a gap
+		return
+	}
+	m.ema = smoothing*m.ema + (1-smoothing)*v
+	m.emaSum = smoothing*m.emaSum + (1 - smoothing)
+	m.addPoint(&m.trainPoints, point{m.x(e), m.ema / m.emaSum})
+}
+
+// x is a step event's place on the chart, in epochs: the epochs before
+// its own and the part of its own done (all of it when the batches per
+// epoch are unknown).
+func (m *Model) x(e train.Event) float64 {
+	f := 1.0
+	if e.Batches > 0 {
+		f = min(1, float64(e.Batch)/float64(e.Batches))
+	}
+	return float64(max(e.Epoch, 1)-1) + f
+}
+
+// addPoint appends pt to *ps, halving the history when it is full, and
+// widens the chart's range to pt.
+func (m *Model) addPoint(ps *[]point, pt point) {
+	if len(*ps) == maxPoints {
+		*ps = halve(*ps)
+	}
+	*ps = append(*ps, pt)
+	if finite(pt.y) {
+		m.yLo, m.yHi = min(m.yLo, pt.y), max(m.yHi, pt.y)
+	}
 }
 
 // advanceEpoch moves the epoch bar to the next epoch once the current one
@@ -273,11 +368,28 @@ func (m *Model) estimate() {
 	}
 }
 
-// note keeps a line for an event of a kind the dashboard does not know
-// (checkpoints and whatever later versions add): its kind, position and
-// every field it has beyond the common ones.
-func (m *Model) note(e train.Event) {
-	line := fmt.Sprintf("%-10s epoch %d step %d", e.Kind, e.Epoch, e.Step)
+// noteEvent makes the status line of a checkpoint, resume or other event
+// the dashboard does not draw otherwise. A checkpoint or resume says its
+// position and path (whose metrics the table already shows); an event of
+// a kind the dashboard does not know (one from a later version) says its
+// kind, position and every field it has beyond the common ones.
+func (m *Model) noteEvent(e train.Event) {
+	switch e.Kind {
+	case train.EventCheckpoint:
+		step := e.Step
+		if e.Position != nil {
+			step = e.Position.Step
+		}
+		m.note, m.notePath = fmt.Sprintf("checkpoint  epoch %d step %d  ", e.Epoch, step), e.Path
+		return
+	case train.EventResume:
+		m.note, m.notePath = fmt.Sprintf("resumed  epoch %d batch %d step %d  from ", m.epoch, m.batch, m.step), e.Path
+		if e.Error != "" { // corrupt checkpoints skipped: worth more than the path
+			m.note, m.notePath = m.note+e.Path+"  skipped "+e.Error, ""
+		}
+		return
+	}
+	line := fmt.Sprintf("%s  epoch %d step %d", e.Kind, e.Epoch, e.Step)
 	if len(e.Metrics) > 0 {
 		line += "  " + e.Metrics.String()
 	}
@@ -303,10 +415,7 @@ func (m *Model) note(e train.Event) {
 			}
 		}
 	}
-	m.notes = append(m.notes, line)
-	if len(m.notes) > maxNotes {
-		m.notes = m.notes[len(m.notes)-maxNotes:]
-	}
+	m.note, m.notePath = line, ""
 }
 
 // since returns the seconds from the latest event to now (0 before any).
@@ -334,215 +443,4 @@ func (m *Model) eta(atEvent float64) float64 {
 		return atEvent
 	}
 	return max(0, atEvent-m.since())
-}
-
-// status is the run's state in a word or two, styled.
-func (m *Model) status() string {
-	switch {
-	case m.end != nil:
-		switch m.end.Reason {
-		case train.StopCompleted:
-			return m.st.good.Render("completed")
-		case train.StopFailed:
-			return m.st.bad.Render("failed")
-		case train.StopEarly:
-			return m.st.warn.Render("stopped early")
-		case train.StopCancelled:
-			return m.st.warn.Render("cancelled")
-		}
-		return string(m.end.Reason)
-	case m.done && m.fitErr != nil:
-		return m.st.bad.Render("failed")
-	case m.stopping:
-		return m.st.warn.Render("stopping")
-	case !m.started:
-		return "starting"
-	case m.endOfEpoch && m.seenValid:
-		return "validating"
-	case m.endOfEpoch:
-		return "end of epoch"
-	}
-	return "training"
-}
-
-// View draws the dashboard, every line at most the window's width.
-func (m *Model) View() string {
-	w := m.width
-	if w <= 0 {
-		w = defaultWidth
-	}
-	w = max(w, minWidth)
-	var lines []string
-	add := func(s string) { lines = append(lines, s) }
-
-	head := m.st.title.Render("Kiln") + " · " + m.title
-	right := m.status() + "  " + duration(m.elapsed())
-	if pad := w - lipgloss.Width(head) - lipgloss.Width(right); pad >= 2 {
-		add(head + strings.Repeat(" ", pad) + right)
-	} else {
-		add(head + "  " + right)
-	}
-
-	fe, ft := m.progress()
-	epochLabel := fmt.Sprintf("epoch %d/%d", m.epoch, m.epochs)
-	if !m.started {
-		epochLabel = "epoch -"
-	}
-	epochInfo := fmt.Sprintf(" %3.0f%%  %d/%d  ETA %s", 100*fe, m.batch, m.batches, duration(m.eta(m.etaEpoch)))
-	if math.IsNaN(fe) {
-		epochInfo = "  batches unknown"
-	}
-	totalInfo := fmt.Sprintf(" %3.0f%%  step %d  ETA %s", 100*ft, m.step, duration(m.eta(m.etaTotal)))
-	// Both bars end in the same column.
-	infoWidth := max(len([]rune(epochInfo)), len([]rune(totalInfo)))
-	add(m.progressLine(epochLabel, fe, fmt.Sprintf("%-*s", infoWidth, epochInfo), w))
-	add(m.progressLine("total", ft, fmt.Sprintf("%-*s", infoWidth, totalInfo), w))
-
-	speed := fmt.Sprintf("speed %s samples/s  %s steps/s", rate(m.itemsPerSec), rate(m.stepsPerSec))
-	if m.lr != 0 {
-		speed += fmt.Sprintf("   lr %.4g", m.lr)
-	}
-	add(speed)
-	add("")
-	lines = append(lines, m.table()...)
-	add("")
-	lines = append(lines, m.lossChart(w)...)
-	if len(m.notes) > 0 {
-		add("")
-		lines = append(lines, m.notes...)
-	}
-	add("")
-	add(m.footer())
-
-	for i, l := range lines {
-		lines[i] = ansi.Truncate(l, w, "")
-	}
-	return strings.Join(lines, "\n") + "\n"
-}
-
-// progressLine is "label  bar info" in width w, the bar taking what the
-// label and info leave (at least 5 cells).
-func (m *Model) progressLine(label string, f float64, info string, w int) string {
-	const labelWidth = 12
-	label = fmt.Sprintf("%-*s", labelWidth-1, label) + " "
-	bw := max(5, w-labelWidth-len([]rune(info)))
-	return label + m.st.bar.Render(bar(f, bw)) + info
-}
-
-// table is the metrics: a column per metric name (loss first), a row for
-// the running means of the epoch in progress (from the latest step event),
-// the last training epoch and the last validation.
-func (m *Model) table() []string {
-	names := map[string]bool{}
-	for _, v := range []train.Values{m.running, m.trainVals, m.validVals} {
-		for k := range v {
-			names[k] = true
-		}
-	}
-	if len(names) == 0 {
-		return []string{m.st.faint.Render("(no metrics yet)")}
-	}
-	cols := make([]string, 0, len(names))
-	for k := range names {
-		if k != "loss" {
-			cols = append(cols, k)
-		}
-	}
-	sort.Strings(cols)
-	if names["loss"] {
-		cols = append([]string{"loss"}, cols...)
-	}
-	const labelWidth = 21
-	row := func(label string, v train.Values) string {
-		s := fmt.Sprintf("%-*s", labelWidth, label)
-		for _, c := range cols {
-			cell := ""
-			if x, ok := v[c]; ok {
-				cell = number(x)
-			}
-			s += fmt.Sprintf("%-*s", max(9, len(c)+2), cell)
-		}
-		return strings.TrimRight(s, " ")
-	}
-	header := fmt.Sprintf("%-*s", labelWidth, "")
-	for _, c := range cols {
-		header += fmt.Sprintf("%-*s", max(9, len(c)+2), c)
-	}
-	out := []string{m.st.faint.Render(strings.TrimRight(header, " "))}
-	if m.running != nil {
-		out = append(out, row(fmt.Sprintf("train epoch %d so far", m.runningEpoch), m.running))
-	}
-	if m.trainVals != nil {
-		out = append(out, row(fmt.Sprintf("train epoch %d", m.trainEpoch), m.trainVals))
-	}
-	if m.validVals != nil {
-		out = append(out, row(fmt.Sprintf("valid epoch %d", m.validEpoch), m.validVals))
-	}
-	return out
-}
-
-// lossChart is the chart of the step events' losses with its range on the
-// left.
-func (m *Model) lossChart(w int) []string {
-	const labelWidth = 9
-	if len(m.losses) == 0 {
-		return []string{m.st.faint.Render("loss chart: waiting for the first step")}
-	}
-	ys, logScale := logIfWide(m.losses)
-	rows, lo, hi := chart(ys, w-labelWidth, chartHeight)
-	title := fmt.Sprintf("loss, running mean over the epoch, %d logged steps", len(m.losses))
-	if logScale {
-		title += ", log scale"
-		lo, hi = math.Exp(lo), math.Exp(hi)
-	}
-	out := []string{m.st.faint.Render(title)}
-	for i, r := range rows {
-		label := ""
-		switch i {
-		case 0:
-			label = number(hi)
-		case len(rows) - 1:
-			label = number(lo)
-		}
-		out = append(out, fmt.Sprintf("%*s ", labelWidth-1, label)+m.st.bar.Render(r))
-	}
-	return out
-}
-
-// footer is the key help while running, and the outcome at the end.
-func (m *Model) footer() string {
-	switch {
-	case m.end != nil:
-		s := fmt.Sprintf("%s after %d epochs, %d steps in %s", m.end.Reason, m.trainEpoch, m.step,
-			duration(m.end.Elapsed))
-		if m.end.Error != "" {
-			s += ": " + m.end.Error
-		}
-		return s
-	case m.done && m.fitErr != nil:
-		return "failed: " + m.fitErr.Error()
-	case m.stopping:
-		return m.st.warn.Render("stopping after the current step… (ctrl+c again leaves now)")
-	}
-	return m.st.faint.Render("q: stop after the current step")
-}
-
-// logIfWide returns the logarithms of ys when its finite values are all
-// positive and span a factor of 10 or more (a loss falling from 2.3 to
-// 0.05 then uses the whole chart, not its bottom row), else ys.
-func logIfWide(ys []float64) ([]float64, bool) {
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, y := range ys {
-		if !math.IsNaN(y) && !math.IsInf(y, 0) {
-			lo, hi = min(lo, y), max(hi, y)
-		}
-	}
-	if !(lo > 0 && hi >= 10*lo) {
-		return ys, false
-	}
-	out := make([]float64, len(ys))
-	for i, y := range ys {
-		out[i] = math.Log(y) // NaN and ±Inf stay non-finite, so they stay gaps
-	}
-	return out, true
 }

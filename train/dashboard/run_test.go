@@ -134,7 +134,10 @@ func TestRunOnTerminalStopsOnQ(t *testing.T) {
 		done <- outcome{res, err}
 	}()
 	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(screen.String(), "valid epoch") {
+	validated := func() bool {
+		return strings.Contains(screen.String(), "valid (epoch") || strings.Contains(screen.String(), "valid ep ")
+	}
+	for !validated() {
 		if time.Now().After(deadline) {
 			t.Fatalf("no dashboard with a validated epoch after 20 s; screen:\n%q", screen.String())
 		}
