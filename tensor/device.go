@@ -247,7 +247,7 @@ func chooseDefault() (Device, string, error) {
 	if env, ok := os.LookupEnv("KILN_DEVICE"); ok {
 		d, err := ParseDevice(env)
 		if err != nil {
-			return Device{}, "", fmt.Errorf("tensor: KILN_DEVICE=%q: %w", env, err)
+			return Device{}, "", &kilnDeviceError{value: env, err: err}
 		}
 		return d, "KILN_DEVICE=" + env, nil
 	}
@@ -265,6 +265,20 @@ func chooseDefault() (Device, string, error) {
 	}
 	return CPU(), "fallback: cpu", nil
 }
+
+// kilnDeviceError is DefaultDevice's error for a KILN_DEVICE that names
+// no usable device: it names the variable and its value, then says why
+// (ParseDevice's error, which it wraps).
+type kilnDeviceError struct {
+	value string
+	err   error
+}
+
+func (e *kilnDeviceError) Error() string {
+	return fmt.Sprintf("tensor: KILN_DEVICE=%q: %s", e.value, strings.TrimPrefix(e.err.Error(), "tensor: "))
+}
+
+func (e *kilnDeviceError) Unwrap() error { return e.err }
 
 func (d Device) valid() bool { return d.st != nil }
 

@@ -19,60 +19,56 @@ import (
 	"github.com/kiln-ml/kiln/tensor"
 )
 
-// runExport implements `kiln export RUN_OR_CHECKPOINT --format safetensors -o FILE`.
-func runExport(args []string) error { return exportCommand(args, os.Stdout, os.Stderr) }
+// exportOptions are the flags of `kiln export`.
+type exportOptions struct {
+	format, graph, ggufType, output string
+}
 
-// exportCommand is runExport writing its report to out and flag errors to
-// errOut.
-func exportCommand(args []string, out, errOut io.Writer) error {
-	fs := flag.NewFlagSet("export", flag.ContinueOnError)
-	fs.SetOutput(errOut)
-	format := fs.String("format", "safetensors", "output format: safetensors, gguf, or onnx (with --model)")
-	graph := fs.String("model", "", "the ONNX graph the checkpoint's weights belong to (for --format onnx)")
-	ggufType := fs.String("gguf-type", "f32", "tensor type of a GGUF export: f32, f16, bf16 or q8_0 (rows that are not whole 32-value blocks stay f32)")
-	output := fs.String("o", "", "the file to write (required)")
-	fs.Usage = func() {
-		fmt.Fprintln(errOut, "usage: kiln export RUN_OR_CHECKPOINT [--format safetensors] -o FILE")
-		fmt.Fprintln(errOut, "\nWrites the model weights of a checkpoint directory, or of a run directory's best")
-		fmt.Fprintln(errOut, "checkpoint (checkpoints/best, else checkpoints/last, else the newest checkpoints/*),")
-		fmt.Fprintln(errOut, "to one safetensors file with PyTorch's names and layouts, after verifying the")
-		fmt.Fprintln(errOut, "checkpoint's manifest.\n\nflags:")
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil // -h: the usage is printed
-	}
+// exportFlags defines the flags of `kiln export` on fs.
+func exportFlags(fs *flag.FlagSet) *exportOptions {
+	o := &exportOptions{}
+	fs.StringVar(&o.format, "format", "safetensors", "output format: safetensors, gguf, or onnx (with --model)")
+	fs.StringVar(&o.graph, "model", "", "the ONNX graph the checkpoint's weights belong to (for --format onnx)")
+	fs.StringVar(&o.ggufType, "gguf-type", "f32", "tensor type of a GGUF export: f32, f16, bf16 or q8_0 (rows that are not whole 32-value blocks stay f32)")
+	fs.StringVar(&o.output, "o", "", "the file to write (required)")
+	return o
+}
+
+// exportCommand is `kiln export RUN_OR_CHECKPOINT --format safetensors -o
+// FILE`, writing its report to out.
+func exportCommand(args []string, out, _ io.Writer) error {
+	fs := commandFlagSet("export")
+	o := exportFlags(fs)
+	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		fs.Usage()
-		return fmt.Errorf("export: want one run or checkpoint directory, got %d arguments", len(pos))
+		return usagef("export: want one run or checkpoint directory, got %d arguments", len(pos))
 	}
 	var gtype store.GGMLType
-	switch f := strings.ToLower(*format); f {
+	switch f := strings.ToLower(o.format); f {
 	case "safetensors":
 	case "gguf":
 		types := map[string]store.GGMLType{"f32": store.GGMLF32, "f16": store.GGMLF16, "bf16": store.GGMLBF16, "q8_0": store.GGMLQ8_0}
-		t, ok := types[strings.ToLower(*ggufType)]
+		t, ok := types[strings.ToLower(o.ggufType)]
 		if !ok {
-			return fmt.Errorf("export: --gguf-type %q (want f32, f16, bf16 or q8_0)", *ggufType)
+			return usagef("export: --gguf-type %q (want f32, f16, bf16 or q8_0)", o.ggufType)
 		}
 		gtype = t
 	case "onnx":
-		if *graph == "" {
+		if o.graph == "" {
 			return errors.New("export: a checkpoint holds weights, not the model's graph: give the ONNX file the model " +
 				"was imported from with --model GRAPH.onnx, or call onnx.Export(model, exampleInput, path) from Go or a notebook")
 		}
 	default:
-		return fmt.Errorf("export: unknown format %q (want safetensors, gguf or onnx)", *format)
+		return usagef("export: unknown format %q (want safetensors, gguf or onnx)", o.format)
 	}
-	if *output == "" {
-		return errors.New("export: an output file is required (-o FILE)")
+	if o.output == "" {
+		return usagef("export: an output file is required (-o FILE)")
 	}
-	if fi, err := os.Stat(*output); err == nil && fi.IsDir() {
-		return fmt.Errorf("export: output %s is a directory; give a file name", *output)
+	if fi, err := os.Stat(o.output); err == nil && fi.IsDir() {
+		return fmt.Errorf("export: output %s is a directory; give a file name", o.output)
 	}
 
 	dir, how, err := resolveCheckpoint(pos[0])
@@ -85,23 +81,23 @@ func exportCommand(args []string, out, errOut io.Writer) error {
 	}
 	defer r.Close()
 	info := r.Info
-	if ofi, err := os.Stat(*output); err == nil {
+	if ofi, err := os.Stat(o.output); err == nil {
 		for _, f := range info.Files {
 			if fi, err := os.Stat(filepath.Join(info.Dir, f.Name)); err == nil && os.SameFile(fi, ofi) {
-				return fmt.Errorf("export: output %s is the checkpoint's own %s; writing it would break the checkpoint", *output, f.Name)
+				return fmt.Errorf("export: output %s is the checkpoint's own %s; writing it would break the checkpoint", o.output, f.Name)
 			}
 		}
 	}
 	md := exportMetadata(info)
-	if strings.ToLower(*format) == "onnx" {
-		if err := exportONNX(*graph, info.Dir, *output); err != nil {
+	if strings.ToLower(o.format) == "onnx" {
+		if err := exportONNX(o.graph, info.Dir, o.output); err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
-	} else if strings.ToLower(*format) == "gguf" {
-		if err := exportGGUF(r, *output, gtype, md); err != nil {
+	} else if strings.ToLower(o.format) == "gguf" {
+		if err := exportGGUF(r, o.output, gtype, md); err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
-	} else if err := r.Model.CopyTo(*output, md); err != nil {
+	} else if err := r.Model.CopyTo(o.output, md); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
 	var total int64
@@ -110,7 +106,7 @@ func exportCommand(args []string, out, errOut io.Writer) error {
 		total += ti.Size
 	}
 	fmt.Fprintf(out, "exported %s (%s, epoch %d, step %d): %d tensors, %s of weights, to %s\n",
-		info.Dir, how, info.Epoch, info.Step, len(r.Model.Names()), humanBytes(total), *output)
+		info.Dir, how, info.Epoch, info.Step, len(r.Model.Names()), humanBytes(total), o.output)
 	return nil
 }
 

@@ -302,11 +302,13 @@ func TestNaturalLess(t *testing.T) {
 	}
 }
 
+// -h asks main for the command's help (which TestHelpForEveryCommand
+// checks): the command prints nothing itself.
 func TestHelpIsNotAnError(t *testing.T) {
 	for name, cmd := range map[string]func([]string, io.Writer, io.Writer) error{"export": exportCommand, "inspect": inspectCommand} {
 		var stdout, stderr bytes.Buffer
-		if err := cmd([]string{"-h"}, &stdout, &stderr); err != nil || !strings.Contains(stderr.String(), "usage: kiln "+name) {
-			t.Errorf("%s -h: err = %v, usage %q", name, err, stderr.String())
+		if err := cmd([]string{"-h"}, &stdout, &stderr); !errors.Is(err, errHelp) || stdout.Len()+stderr.Len() > 0 {
+			t.Errorf("%s -h: err = %v, printed %q %q", name, err, stdout.String(), stderr.String())
 		}
 	}
 }

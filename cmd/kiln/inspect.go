@@ -3,22 +3,21 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 	"unicode/utf8"
 
 	"github.com/kiln-ml/kiln/store"
 )
-
-// runInspect implements `kiln inspect FILE`.
-func runInspect(args []string) error { return inspectCommand(args, os.Stdout, os.Stderr) }
 
 // tensorReport describes one tensor of a file.
 type tensorReport struct {
@@ -58,30 +57,22 @@ type checkpointReport struct {
 	OptState  json.RawMessage        `json:"optimizer_state,omitempty"`
 }
 
-// inspectCommand is runInspect writing to out and flag errors to errOut.
-func inspectCommand(args []string, out, errOut io.Writer) error {
-	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
-	fs.SetOutput(errOut)
-	asJSON := fs.Bool("json", false, "print a JSON description instead of tables")
-	fs.Usage = func() {
-		fmt.Fprintln(errOut, "usage: kiln inspect [--json] FILE_OR_DIRECTORY")
-		fmt.Fprintln(errOut, "\nPrints what a safetensors file holds (metadata; each tensor's name, dtype, shape and")
-		fmt.Fprintln(errOut, "size), a GGUF file (metadata; each tensor's ggml type, shape and size), an ONNX model")
-		fmt.Fprintln(errOut, "(opsets, inputs, outputs, operators, initializers), or a checkpoint directory (epoch, step, metrics, verified files, the model's and")
-		fmt.Fprintln(errOut, "optimizer's tensors). A run directory shows whether its process lives (running, completed,")
-		fmt.Fprintln(errOut, "stopped, failed, killed or stale; its pid and last heartbeat), then the checkpoint `kiln export` would use.\n\nflags:")
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil // -h: the usage is printed
-	}
+// inspectFlags defines the flags of `kiln inspect` on fs; the result is
+// --json.
+func inspectFlags(fs *flag.FlagSet) *bool {
+	return fs.Bool("json", false, "print a JSON description instead of tables")
+}
+
+// inspectCommand is `kiln inspect [--json] PATH`, writing to out.
+func inspectCommand(args []string, out, _ io.Writer) error {
+	fs := commandFlagSet("inspect")
+	asJSON := inspectFlags(fs)
+	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		fs.Usage()
-		return fmt.Errorf("inspect: want one file or directory, got %d arguments", len(pos))
+		return usagef("inspect: want one file or directory, got %d arguments", len(pos))
 	}
 	path := pos[0]
 	fi, err := os.Stat(path)
@@ -89,7 +80,11 @@ func inspectCommand(args []string, out, errOut io.Writer) error {
 		return fmt.Errorf("inspect: %w", err)
 	}
 	if !fi.IsDir() {
-		switch fileKind(path) {
+		kind, err := fileKind(path, fi.Size())
+		if err != nil {
+			return fmt.Errorf("inspect: %w", err)
+		}
+		switch kind {
 		case "gguf":
 			return inspectGGUF(out, path, fi.Size(), *asJSON)
 		case "onnx":
@@ -232,7 +227,7 @@ func printCheckpoint(out io.Writer, rep checkpointReport) {
 	sort.Strings(names)
 	var ms []string
 	for _, k := range names {
-		ms = append(ms, fmt.Sprintf("%s=%v", k, rep.Metrics[k]))
+		ms = append(ms, k+"="+formatMetric(k, rep.Metrics[k]))
 	}
 	if len(ms) == 0 {
 		ms = []string{"(none)"}
@@ -282,4 +277,41 @@ func shapeText(s []int) string {
 		parts[i] = fmt.Sprint(d)
 	}
 	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// formatMetric formats a metric's value for people: a time in seconds
+// (a name ending in _s, seconds or time) as a duration, other numbers to 4
+// significant digits, except that those from 10⁴ to 10⁹ are rounded to
+// whole numbers rather than shown as 1.235e+04, and anything else (the
+// names of NaN and the infinities) as it is.
+func formatMetric(name string, v any) string {
+	f, ok := v.(float64)
+	if !ok || math.IsNaN(f) || math.IsInf(f, 0) {
+		return fmt.Sprint(v)
+	}
+	n := strings.ToLower(name)
+	if strings.HasSuffix(n, "_s") || strings.HasSuffix(n, "seconds") || strings.HasSuffix(n, "time") {
+		return formatSeconds(f)
+	}
+	if a := math.Abs(f); a >= 1e4 && a < 1e9 {
+		return strconv.FormatFloat(math.Round(f), 'f', 0, 64)
+	}
+	return strconv.FormatFloat(f, 'g', 4, 64)
+}
+
+// formatSeconds formats s seconds as a duration with about 4 significant
+// digits: 1m23s, 12.35s, 1.235ms.
+func formatSeconds(s float64) string {
+	if math.Abs(s) >= float64(math.MaxInt64/time.Second) {
+		return strconv.FormatFloat(s, 'g', 4, 64) + "s"
+	}
+	d := time.Duration(s * float64(time.Second))
+	unit := time.Nanosecond
+	for a := d.Abs(); a >= 10000*unit && unit < time.Second; {
+		unit *= 10
+	}
+	if d.Abs() >= time.Minute {
+		unit = time.Second
+	}
+	return d.Round(unit).String()
 }

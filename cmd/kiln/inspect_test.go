@@ -56,15 +56,25 @@ func TestInspectCommand(t *testing.T) {
 		{"a dtype Kiln cannot hold", []string{i8}, []string{"small", "I8 (not readable by Kiln)", "[3]"}, "", nil},
 		{"checkpoint directory", []string{ckpt}, []string{
 			"checkpoint  " + ckpt, "kiln-checkpoint v1", "epoch       2", "step        200",
-			"metrics     accuracy=0.75  valid_loss=0.16666", `config      {"lr":0.01}`,
+			"metrics     accuracy=0.75  valid_loss=0.1667\n", `config      {"lr":0.01}`,
 			"model.safetensors", "sha256 ", "optimizer.safetensors", "state.json",
 			"model:", "tensors   7", "BN.running_mean", "F32", "[4]", "L1.weight", "[4 3]",
 			"optimizer:", "L1.weight/exp_avg"}, "", nil},
 		{"run directory", []string{run}, []string{"checkpoint  " + filepath.Join(run, "checkpoints", "epoch-10"), "chosen as   the run's newest checkpoint by name", "epoch       10"}, "", nil},
 		{"missing file", []string{filepath.Join(dir, "nope.safetensors")}, nil, "nope.safetensors", os.ErrNotExist},
 		{"truncated file", []string{write("trunc.safetensors", raw[:len(raw)-3])}, nil, "trunc.safetensors", store.ErrCorrupt},
-		{"not a safetensors file", []string{write("notes.txt", []byte("just some notes, not tensors"))}, nil, "notes.txt", store.ErrCorrupt},
-		{"empty file", []string{write("empty.safetensors", nil)}, nil, "shorter than the 8-byte header length", store.ErrCorrupt},
+		{"text", []string{write("notes.txt", []byte("just some notes, not tensors"))}, nil,
+			`notes.txt is not a safetensors, GGUF or ONNX file (or a run or checkpoint directory): it starts with the text "just some notes,"`, errNotModelFile},
+		{"a README", []string{write("README.md", []byte("# Kiln\n\nKiln is a deep-learning framework\n"))}, nil,
+			"README.md is not a safetensors, GGUF or ONNX file", errNotModelFile},
+		{"empty file", []string{write("empty", nil)}, nil, "empty is not a safetensors, GGUF or ONNX file (or a run or checkpoint directory): it is empty", errNotModelFile},
+		{"random bytes", []string{write("random.bin", []byte{0xef, 0x0b, 0x1c, 0xbb, 0xbb, 0x6a, 0xa6, 0xd1, 0x00, 0x7f, 0x13, 0x42})}, nil,
+			"random.bin is not a safetensors, GGUF or ONNX file (or a run or checkpoint directory): it starts with the bytes ef 0b 1c bb bb 6a a6 d1", errNotModelFile},
+		// A file named for a format gets that reader's error.
+		{"empty safetensors file", []string{write("empty.safetensors", nil)}, nil, "shorter than the 8-byte header length", store.ErrCorrupt},
+		{"safetensors with a bogus header length", []string{write("bogus.safetensors", []byte("# Kiln\n\nKiln is a"))}, nil, "header length", store.ErrCorrupt},
+		{"safetensors without its name", []string{write("weights.bin", raw)}, []string{"file      ", "weights.bin", "tensors   3"}, "", nil},
+		{"truncated safetensors header", []string{write("cut.bin", raw[:20])}, nil, "cut.bin", store.ErrCorrupt},
 		{"plain directory", []string{dir}, nil, "neither a checkpoint directory", nil},
 		{"no argument", nil, nil, "want one file or directory, got 0", nil},
 	}
@@ -185,5 +195,77 @@ func TestInspectBadONNXAttributes(t *testing.T) {
 		if stdout.Len() != 0 {
 			t.Errorf("%v: printed %q", args, stdout.String())
 		}
+	}
+}
+
+// Metric values print to 4 significant digits, whole numbers up to a
+// billion in full, times in seconds as durations.
+func TestFormatMetric(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		v    any
+		want string
+	}{
+		{"valid_loss", 0.16666666666666666, "0.1667"},
+		{"accuracy", 0.75, "0.75"},
+		{"accuracy", 1.0, "1"},
+		{"loss", 1.234567e-7, "1.235e-07"},
+		{"samples_per_second", 12345.678, "12346"},
+		{"tokens", 3.2e12, "3.2e+12"},
+		{"loss", -2.5, "-2.5"},
+		{"loss", "nan", "nan"},
+		{"elapsed_s", 12.3456, "12.35s"},
+		{"epoch_time", 3725.4, "1h2m5s"},
+		{"step_seconds", 0.00123456, "1.235ms"},
+		{"elapsed_s", 0.0, "0s"},
+		{"elapsed_s", 1e300, "1e+300s"},
+	} {
+		if got := formatMetric(c.name, c.v); got != c.want {
+			t.Errorf("formatMetric(%q, %v) = %q, want %q", c.name, c.v, got, c.want)
+		}
+	}
+}
+
+// A file's format comes from its content, whatever its name; a damaged
+// file whose content still says its format gets that reader's error.
+func TestInspectRecognisesContent(t *testing.T) {
+	dir := t.TempDir()
+	model, err := os.ReadFile(filepath.Join("..", "..", "onnx", "testdata", "models", "mlp_op13.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gguf := filepath.Join(dir, "weights.dat")
+	if err := store.WriteGGUF(gguf, map[string]any{"general.name": "t"}, []store.GGUFTensor{{Name: "w", Shape: []int{2}, Type: store.GGMLF32, Values: []float32{1, 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	ggufBytes, _ := os.ReadFile(gguf)
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, b, 0o644)
+		return p
+	}
+	for _, c := range []struct {
+		name, path string
+		says       string // in the output, or the error when errIs is set
+		errIs      error
+	}{
+		{"ONNX", write("model.bin", model), "model.bin: ONNX model", nil},
+		{"truncated ONNX", write("cut-model.bin", model[:len(model)/2]), "onnx: read ", onnx.ErrCorrupt},
+		{"GGUF", gguf, "weights.dat: GGUF version 3", nil},
+		{"truncated GGUF", write("cut.dat", ggufBytes[:40]), "cut.dat", store.ErrCorrupt},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := inspectCommand([]string{c.path}, &stdout, &stderr)
+			if c.errIs != nil {
+				if !errors.Is(err, c.errIs) || !strings.Contains(err.Error(), c.says) {
+					t.Errorf("err = %v, want %v saying %q", err, c.errIs, c.says)
+				}
+				return
+			}
+			if err != nil || !strings.Contains(stdout.String(), c.says) {
+				t.Errorf("err = %v, output:\n%s", err, stdout.String())
+			}
+		})
 	}
 }

@@ -2,12 +2,12 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"flag"
 	"fmt"
 	"image"
 	"image/color"
 	"image/png"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -16,27 +16,45 @@ import (
 	"github.com/kiln-ml/kiln/kernel/kernelcmd"
 )
 
-// runKernel dispatches `kiln kernel run|install|uninstall`.
-func runKernel(args []string) error {
+// kernelInstallOptions are the flags of `kiln kernel install` and
+// `kiln kernel uninstall`.
+type kernelInstallOptions struct {
+	user         bool
+	prefix, name string
+	display      string
+}
+
+// kernelInstallFlags defines the flags of `kiln kernel install` and
+// `uninstall` on fs.
+func kernelInstallFlags(fs *flag.FlagSet) *kernelInstallOptions {
+	o := &kernelInstallOptions{}
+	fs.BoolVar(&o.user, "user", false, "install for the current user (the default)")
+	fs.StringVar(&o.prefix, "prefix", "", "install under PREFIX/share/jupyter/kernels (e.g. a virtualenv)")
+	fs.StringVar(&o.name, "name", "kiln", "kernelspec name")
+	fs.StringVar(&o.display, "display-name", "Go (Kiln)", "name shown in front ends (install only)")
+	return o
+}
+
+// kernelCommand dispatches `kiln kernel run|install|uninstall|build`.
+func kernelCommand(args []string, stdout, _ io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: kiln kernel run|install|uninstall [flags]")
+		return usagef("kernel: a subcommand is required (run, install, uninstall or build)")
 	}
 	switch args[0] {
 	case "run", "crash-monitor":
 		return kernel.Main(args)
 	case "build":
-		return kernelcmd.Build(args[1:], os.Stdout)
+		return kernelcmd.Build(args[1:], stdout)
 	case "install", "uninstall":
-		fs := flag.NewFlagSet("kernel "+args[0], flag.ContinueOnError)
-		user := fs.Bool("user", false, "install for the current user (the default)")
-		prefix := fs.String("prefix", "", "install under PREFIX/share/jupyter/kernels (e.g. a virtualenv)")
-		name := fs.String("name", "kiln", "kernelspec name")
-		display := fs.String("display-name", "Go (Kiln)", "name shown in front ends")
-		if err := fs.Parse(args[1:]); err != nil {
+		fs := commandFlagSet("kernel " + args[0])
+		o := kernelInstallFlags(fs)
+		if err := flagError(fs, fs.Parse(args[1:])); err != nil {
 			return err
 		}
-		_ = *user
-		dir, err := kernelcmd.SpecDir(*prefix, *name)
+		if fs.NArg() > 0 {
+			return usagef("kernel %s: unexpected arguments %q", args[0], fs.Args())
+		}
+		dir, err := kernelcmd.SpecDir(o.prefix, o.name)
 		if err != nil {
 			return err
 		}
@@ -47,12 +65,12 @@ func runKernel(args []string) error {
 			if err := os.RemoveAll(dir); err != nil {
 				return err
 			}
-			fmt.Println("removed", dir)
+			fmt.Fprintln(stdout, "removed", dir)
 			return nil
 		}
-		return installKernelspec(dir, *display)
+		return installKernelspec(dir, o.display)
 	}
-	return fmt.Errorf("kernel: unknown subcommand %q (want run, build, install or uninstall)", args[0])
+	return usagef("kernel: unknown subcommand %q (want run, install, uninstall or build)", args[0])
 }
 
 // installKernelspec writes kernel.json pointing at this very binary, plus logos.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -29,32 +30,47 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
-// runWorkbench opens the workbench: the desktop app (kiln-workbench, found
-// beside this binary or on PATH) when there is a display, else, or with
-// --browser, the same UI served to a browser from this process.
-func runWorkbench(args []string) error {
-	fs := flag.NewFlagSet("workbench", flag.ContinueOnError)
-	browser := fs.Bool("browser", false, "serve the UI to a browser instead of opening the desktop app")
-	addr := fs.String("addr", "127.0.0.1:0", "address to serve on in browser mode (loopback by default; port 0 picks one); a non-loopback one needs --tls-cert and --tls-key, or --insecure")
-	root := fs.String("root", ".", "directory of the notebooks")
-	existing := fs.String("existing", "", "connection file of a running kernel to attach to, instead of starting one")
-	var runs listFlag
-	fs.Var(&runs, "runs", "directory of training runs to follow (repeatable; default ROOT/runs)")
-	o := browserOptions{}
-	fs.Var((*listFlag)(&o.allowHosts), "allow-host", "in browser mode, a Host name (or name:port) browsers may call the workbench by, beside loopback names and the address it listens on (repeatable)")
+// workbenchOptions are the flags of `kiln workbench`.
+type workbenchOptions struct {
+	browser bool
+	browserOptions
+}
+
+// workbenchFlags defines the flags of `kiln workbench` on fs.
+func workbenchFlags(fs *flag.FlagSet) *workbenchOptions {
+	o := &workbenchOptions{}
+	fs.BoolVar(&o.browser, "browser", false, "serve the UI to a browser instead of opening the desktop app")
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "address to serve on in browser mode (loopback by default; port 0 picks one); a non-loopback one needs --tls-cert and --tls-key, or --insecure")
+	fs.StringVar(&o.root, "root", ".", "directory of the notebooks")
+	fs.StringVar(&o.existing, "existing", "", "connection file of a running kernel to attach to, instead of starting one")
+	fs.Var((*listFlag)(&o.runs), "runs", "a `directory` of training runs to follow (repeatable; default ROOT/runs)")
+	fs.Var((*listFlag)(&o.allowHosts), "allow-host", "in browser mode, a Host `name` (or name:port) browsers may call the workbench by, beside loopback names and the address it listens on (repeatable)")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "in browser mode, serve HTTPS with this certificate (PEM; with --tls-key)")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "the private key (PEM) of --tls-cert")
 	fs.BoolVar(&o.insecure, "insecure", false, "allow plain HTTP on a non-loopback --addr (the token and your code cross the network in clear)")
-	if err := fs.Parse(args); err != nil {
+	return o
+}
+
+// workbenchCommand opens the workbench: the desktop app (kiln-workbench,
+// found beside this binary or on PATH) when there is a display, else, or
+// with --browser, the same UI served to a browser from this process.
+func workbenchCommand(args []string, _, _ io.Writer) error {
+	fs := commandFlagSet("workbench")
+	wo := workbenchFlags(fs)
+	if err := flagError(fs, fs.Parse(args)); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return usagef("workbench: unexpected arguments %q (the notebooks' directory is --root DIR)", fs.Args())
+	}
+	o := wo.browserOptions
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	if !*browser {
+	if !wo.browser {
 		if desk := desktopBinary(self); desk != "" && hasDisplay() {
-			cmd := exec.Command(desk, desktopArgs(self, *root, *existing, runs)...)
+			cmd := exec.Command(desk, desktopArgs(self, o.root, o.existing, o.runs)...)
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 			started := time.Now()
 			err := cmd.Run()
@@ -67,7 +83,6 @@ func runWorkbench(args []string) error {
 			fmt.Fprintln(os.Stderr, "kiln workbench: no display or no desktop app (kiln-workbench); serving the UI to a browser instead")
 		}
 	}
-	o.addr, o.root, o.existing, o.runs = *addr, *root, *existing, runs
 	return serveWorkbench(self, o)
 }
 
