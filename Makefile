@@ -20,7 +20,7 @@ GOTESTFLAGS ?=
 # under mpirun (dist loads libmpi.so.40 at run time, no headers needed).
 APT_PACKAGES := python3 python3-numpy python3-jupyter-client python3-jupyter-kernel-test \
 	python3-nbclient python3-nbformat jupyter-nbconvert python3-onnx chromium gcc g++ libc6-dev \
-	openmpi-bin tmux
+	openmpi-bin tmux libonnx-testdata
 # Extra packages only for regenerating fixtures and comparing with PyTorch.
 APT_FIXTURE_PACKAGES := python3-torch python3-numpy python3-onnx libopenblas0-pthread
 

@@ -42,6 +42,14 @@
 // not implement at once, by name and opset, wrapping ErrUnsupported.
 // Opsets 7 to 17 are tested (against PyTorch 1.13's exports and NumPy
 // references); later opsets load for the operators Kiln follows there.
+// Opsets 1 to 6 are converted to opset 7 on load (legacy.go: broadcast
+// and axis attributes, consumed_inputs, attribute forms of Reshape, Cast,
+// Pad, Split and Tile).
+//
+// Conformance: TestConformance runs ONNX 1.12's own backend test suite
+// (Debian's libonnx-testdata) on the CPU device and CONFORMANCE.md lists
+// each case and operator as pass, fail or out of scope;
+// testdata/conformance.txt holds the cases that must keep passing.
 //
 // Generating: Generate (and `kiln onnx gen MODEL.onnx -o DIR`, usable
 // from //go:generate) writes a Go package that runs a model with no ONNX
@@ -60,11 +68,12 @@
 // tape and writes opset 17 with the parameters as initializers; Encode
 // serializes any ModelProto.
 //
-// The package deliberately does not run control flow (If, Loop, Scan:
-// their graph attributes are decoded only), sequences, maps, strings,
-// quantized operators, training-mode BatchNormalization or Dropout, or
-// convolutions over more than two spatial dimensions; such models are
-// refused at Load with the operators named. Export translates the ops of
+// The package does not yet run control flow (If, Loop, Scan: their graph
+// attributes are decoded only), sequences, maps, strings, quantized
+// operators, training-mode BatchNormalization, or convolutions over more
+// than two spatial dimensions; such models are refused at Load with the
+// operators named (CONFORMANCE.md lists what else the suite shows
+// missing). Export translates the ops of
 // common layers (linear, convolutions, pooling, normalisation, softmax,
 // activations, arithmetic, layout) and refuses the others by name.
 package onnx

@@ -99,7 +99,7 @@ func TestLoadRefuses(t *testing.T) {
 		kind  error
 		says  string
 	}{
-		{"opset below 7", 6, relu(), onnx.ErrUnsupported, "opset 6"},
+		{"opset 0", 0, relu(), onnx.ErrUnsupported, "opset 0"},
 		{"string initializer", 13, stringInit, onnx.ErrUnsupported, `tensor "s": unsupported ONNX model: data type STRING`},
 		{"raw data of the wrong length", 13, shortRaw, onnx.ErrCorrupt, `tensor "w": raw_data holds 20 bytes, FLOAT [2 3] needs 24`},
 		{"undefined value", 13, undefined, onnx.ErrCorrupt, `reads "nowhere"`},

@@ -720,6 +720,7 @@ func init() {
 		"ReduceL1":        {"%[1]s.Abs().Sum%[2]s(%[3]s)", 18},
 		"ReduceSumSquare": {"%[1]s.Square().Sum%[2]s(%[3]s)", 18},
 		"ReduceLogSumExp": {"%[1]s.LogSumExp%[2]s(%[3]s)", 18},
+		"ReduceLogSum":    {"%[1]s.Sum%[2]s(%[3]s).Log()", 18},
 	}
 	for op, red := range reductions {
 		translators[op] = func(t *translation) {

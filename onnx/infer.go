@@ -991,7 +991,7 @@ func inferNode(n *NodeProto, attrs map[string]*AttributeProto, in []*info, opset
 		}
 		return []*info{shapeInfo(x.et, shape)}
 	case "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2", "ReduceL1",
-		"ReduceSumSquare", "ReduceLogSumExp", "ArgMax", "ArgMin":
+		"ReduceSumSquare", "ReduceLogSumExp", "ReduceLogSum", "ArgMax", "ArgMin":
 		if x == nil || !x.rank {
 			return []*info{{et: typeOf(x)}}
 		}

@@ -12,10 +12,12 @@ import (
 )
 
 // Opsets of the default domain that Load accepts. Opsets 7 to 17 are the
-// ones tested (PyTorch 1.13 and ONNX 1.12 write them); later ones load too,
-// for the operators whose definitions Kiln follows there.
+// ones tested against PyTorch 1.13's exports, opsets 1 to 17 against ONNX
+// 1.12's backend test suite; later ones load too, for the operators whose
+// definitions Kiln follows there. Opsets below 7 are converted to opset 7
+// on load (see legacy.go).
 const (
-	MinOpset = 7
+	MinOpset = 1
 	MaxOpset = 21
 )
 
@@ -135,6 +137,10 @@ func defaultOpset(m *ModelProto) (int64, bool) {
 }
 
 func newModel(mp *ModelProto, path string, dev tensor.Device) (*Model, error) {
+	mp, err := upgradeLegacy(mp)
+	if err != nil {
+		return nil, err
+	}
 	g := mp.Graph
 	opset, ok := defaultOpset(mp)
 	if !ok {
@@ -590,7 +596,7 @@ func (m *Model) Outputs() []string {
 }
 
 // Opset returns the opset version of the default ONNX domain the model
-// imports.
+// runs at: the one it imports, or 7 for opsets 1 to 6, which Load converts.
 func (m *Model) Opset() int {
 	if m == nil || m.g == nil {
 		return 0
@@ -598,7 +604,8 @@ func (m *Model) Opset() int {
 	return int(m.g.opset)
 }
 
-// Proto returns the decoded model file (nil for a Model not made by Load).
+// Proto returns the decoded model file (nil for a Model not made by Load);
+// a file of opset 1 to 6 comes back converted to opset 7, as it runs.
 func (m *Model) Proto() *ModelProto {
 	if m == nil || m.g == nil {
 		return nil

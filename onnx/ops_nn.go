@@ -46,17 +46,7 @@ func init() {
 			return ""
 		},
 	}
-	ops["LayerNormalization"] = &opDef{
-		run: layerNorm,
-		check: func(n *NodeProto, _ map[string]*AttributeProto, _ int64) string {
-			for _, o := range n.Outputs[min(1, len(n.Outputs)):] {
-				if o != "" {
-					return "Mean or InvStdDev outputs"
-				}
-			}
-			return ""
-		},
-	}
+	ops["LayerNormalization"] = &opDef{run: layerNorm}
 	ops["InstanceNormalization"] = &opDef{run: instanceNorm}
 	ops["GroupNormalization"] = &opDef{run: groupNorm}
 	ops["Softmax"] = &opDef{run: func(c *call) []*value { return outs(softmax(c, false)) }}
@@ -311,6 +301,15 @@ func kilnPads(k, begin, end []int) bool {
 
 func maxPool(c *call) []*value {
 	x := c.t(0)
+	if dt := x.DType(); !dt.IsFloat() && dt != tensor.Bool {
+		// Kiln pools floating types; the integer types ONNX allows (8-bit
+		// ones) are exact in float32 and come back unchanged.
+		xf := x.To(tensor.Float32)
+		c.in[0] = &value{t: xf}
+		res := maxPool(c)
+		res[0].t = res[0].t.To(dt)
+		return res
+	}
 	k, strides, dil, begin, end := poolArgs(c, x)
 	cfg := tensor.PoolConfig{Kernel: k, Stride: strides, Dilation: dil, CeilMode: c.attrInt("ceil_mode", 0) != 0}
 	wantIdx := len(c.node.Outputs) > 1 && c.node.Outputs[1] != ""
@@ -351,7 +350,15 @@ func avgPool(c *call) []*value {
 		cfg.Padding = begin
 	} else {
 		if !include {
-			c.fail(tensor.ErrArgument, "pads %v/%v without count_include_pad", begin, end)
+			// Average over the input elements only: the padded sums
+			// divided by the padded average of a window count of ones.
+			cfg.ExcludePad = false
+			ones := tensor.OnesOf(c.dev.Inner(), x.DType(), append([]int{1, 1}, x.Shape()[2:]...)...)
+			xp, op := explicitPad(x, begin, end, 0), explicitPad(ones, begin, end, 0)
+			if x.Dims() == 3 {
+				return outs(tensor.AvgPool1d(xp, cfg).Div(tensor.AvgPool1d(op, cfg)))
+			}
+			return outs(tensor.AvgPool2d(xp, cfg).Div(tensor.AvgPool2d(op, cfg)))
 		}
 		x = explicitPad(x, begin, end, 0)
 	}
@@ -394,14 +401,31 @@ func layerNorm(c *call) []*value {
 	if c.has(2) {
 		bias = c.t(2)
 	}
+	var y *tensor.Tensor
 	if slices.Equal(scale.Shape(), ns) && (bias == nil || slices.Equal(bias.Shape(), ns)) {
-		return outs(x.LayerNorm(ns, scale, bias, eps))
+		y = x.LayerNorm(ns, scale, bias, eps)
+	} else {
+		y = x.LayerNorm(ns, nil, nil, eps).Mul(scale)
+		if bias != nil {
+			y = y.Add(bias)
+		}
 	}
-	y := x.LayerNorm(ns, nil, nil, eps).Mul(scale)
-	if bias != nil {
-		y = y.Add(bias)
+	if len(c.node.Outputs) < 2 || c.node.Outputs[1] == "" && (len(c.node.Outputs) < 3 || c.node.Outputs[2] == "") {
+		return outs(y)
 	}
-	return outs(y)
+	// The optional Mean and InvStdDev outputs keep the normalised
+	// dimensions as 1s, computed in float32 at least (stash_type 1).
+	axes := make([]int, 0, x.Dims()-axis)
+	for a := axis; a < x.Dims(); a++ {
+		axes = append(axes, a)
+	}
+	xs := x
+	if x.DType() != tensor.Float64 && x.DType() != tensor.Float32 {
+		xs = x.To(tensor.Float32)
+	}
+	mean := xs.MeanKeep(axes...)
+	inv := xs.Sub(mean).Square().MeanKeep(axes...).AddScalar(eps).Rsqrt()
+	return outs(y, mean, inv)
 }
 
 func instanceNorm(c *call) []*value {

@@ -68,6 +68,9 @@ func init() {
 		"ReduceSumSquare": {dev: func(x *tensor.Tensor, keep bool, axes []int) *tensor.Tensor {
 			return sum(x.Square(), keep, axes)
 		}, inputAt: 18},
+		"ReduceLogSum": {dev: func(x *tensor.Tensor, keep bool, axes []int) *tensor.Tensor {
+			return sum(x, keep, axes).Log()
+		}, inputAt: 18},
 		"ReduceLogSumExp": {dev: func(x *tensor.Tensor, keep bool, axes []int) *tensor.Tensor {
 			if keep {
 				return x.LogSumExpKeep(axes...)

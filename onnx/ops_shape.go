@@ -318,7 +318,20 @@ func init() {
 		run: func(c *call) []*value {
 			x := c.t(0)
 			if c.opset >= 12 && c.has(2) && c.scalar(2) != 0 {
-				c.fail(tensor.ErrArgument, "training_mode is true: Kiln runs Dropout in inference mode only")
+				// Training mode: zero each element with probability
+				// ratio and scale the rest by 1/(1 − ratio).
+				ratio := 0.5
+				if c.has(1) {
+					ratio = c.scalar(1)
+				}
+				if ratio < 0 || ratio >= 1 {
+					c.fail(tensor.ErrArgument, "ratio %g is outside [0, 1)", ratio)
+				}
+				if ratio > 0 {
+					keep := tensor.Bernoulli(c.dev.Inner(), 1-ratio, x.Shape()...).GtScalar(0)
+					y := tensor.Where(keep, x.MulScalar(1/(1-ratio)), tensor.ZerosLike(x))
+					return outs(y, keep)[:min(2, len(c.node.Outputs))]
+				}
 			}
 			res := []*value{{t: x.Reshape(x.Shape()...)}}
 			if len(c.node.Outputs) > 1 {

@@ -66,7 +66,7 @@ func validateNode(n *NodeProto, attrs map[string]*AttributeProto, in []*info, op
 	case "TopK":
 		v.topK()
 	case "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2", "ReduceL1",
-		"ReduceSumSquare", "ReduceLogSumExp":
+		"ReduceSumSquare", "ReduceLogSumExp", "ReduceLogSum":
 		if op == "ReduceSum" && opset >= 13 || opset >= 18 {
 			if a, ok := v.constInput(1); ok {
 				v.axisList("axes", a, v.rank(0))

@@ -44,7 +44,7 @@ func init() {
 		"LocationDefault":   reflect.ValueOf(constant.MakeFromLiteral("0", token.INT, 0)),
 		"LocationExternal":  reflect.ValueOf(constant.MakeFromLiteral("1", token.INT, 0)),
 		"MaxOpset":          reflect.ValueOf(constant.MakeFromLiteral("21", token.INT, 0)),
-		"MinOpset":          reflect.ValueOf(constant.MakeFromLiteral("7", token.INT, 0)),
+		"MinOpset":          reflect.ValueOf(constant.MakeFromLiteral("1", token.INT, 0)),
 		"ParamName":         reflect.ValueOf(onnx.ParamName),
 		"ReadFile":          reflect.ValueOf(onnx.ReadFile),
 		"Trace":             reflect.ValueOf(onnx.Trace),
