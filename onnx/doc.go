@@ -24,10 +24,11 @@
 // dotted paths by ParamName: PyTorch's "fc1.weight" stays "fc1.weight"), so
 // nn.Params, nn.StateDict, optimizers, checkpoints and Export work on it.
 // Forward runs a one-input graph; Run takes and returns tensors by name.
-// Nodes run as Kiln tensor ops (Gemm as one Linear, Conv as Conv2d,
-// LayerNormalization as LayerNorm, …), so on an autodiff device the
-// outputs carry gradients back to the Params and the model can be
-// fine-tuned:
+// Nodes run as Kiln tensor ops (Gemm as one Linear, Conv as Conv1d,
+// Conv2d or Conv3d by the input's rank, LayerNormalization as LayerNorm,
+// Resize's nearest, linear and cubic modes as index selections and
+// weighted sums, …), so on an autodiff device the outputs carry gradients
+// back to the Params and the model can be fine-tuned:
 //
 //	m, err := onnx.Load("model.onnx", tensor.CPU().Autodiff())
 //	if err != nil { ... }
@@ -70,8 +71,9 @@
 //
 // The package does not yet run control flow (If, Loop, Scan: their graph
 // attributes are decoded only), sequences, maps, strings, quantized
-// operators, training-mode BatchNormalization, or convolutions over more
-// than two spatial dimensions; such models are refused at Load with the
+// operators, training-mode BatchNormalization, convolutions and pools
+// over more than three spatial dimensions, or Resize with antialias; such
+// models are refused at Load with the
 // operators named (CONFORMANCE.md lists what else the suite shows
 // missing). Export translates the ops of
 // common layers (linear, convolutions, pooling, normalisation, softmax,

@@ -51,7 +51,7 @@ func TestUnsupportedOperatorsAreListedAtOnce(t *testing.T) {
 			node("NonMaxSuppression", []string{"a"}, []string{"b"}),
 			node("NonMaxSuppression", []string{"b"}, []string{"c"}),
 			{OpType: "FusedGemm", Domain: "com.microsoft", Name: "fg", Inputs: []string{"c"}, Outputs: []string{"d"}},
-			node("Resize", []string{"d"}, []string{"e"}, &onnx.AttributeProto{Name: "mode", Type: onnx.AttrString, S: []byte("cubic")}),
+			node("Resize", []string{"d"}, []string{"e"}, &onnx.AttributeProto{Name: "antialias", Type: onnx.AttrInt, I: 1}),
 			node("Unique", []string{"e"}, []string{"y"}),
 		},
 		Inputs:  []*onnx.ValueInfoProto{floatValue("x", 2, 3)},
@@ -62,7 +62,7 @@ func TestUnsupportedOperatorsAreListedAtOnce(t *testing.T) {
 		t.Fatalf("err = %v, want ErrUnsupported", err)
 	}
 	for _, want := range []string{"4 unsupported operator(s)", "NonMaxSuppression (opset 13): 2 node(s): NonMaxSuppression_b, NonMaxSuppression_c",
-		"FusedGemm (domain com.microsoft)", "Resize (opset 13) with mode=cubic", "Unique (opset 13)"} {
+		"FusedGemm (domain com.microsoft)", "Resize (opset 13) with antialias=1", "Unique (opset 13)"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}

@@ -245,7 +245,7 @@ func init() {
 	}
 	translators["Conv"] = func(t *translation) {
 		shape, w := t.inDims(0, 2), t.inShape(1)
-		if len(shape) != 3 && len(shape) != 4 || len(w) != len(shape) {
+		if len(shape) < 3 || len(shape) > 5 || len(w) != len(shape) {
 			t.give()
 		}
 		strides, dil, begin, end := windowArgs(t.c, shape[2:], w[2:])
@@ -264,7 +264,7 @@ func init() {
 	}
 	pool := func(t *translation) {
 		shape := t.inDims(0, 2)
-		if len(shape) != 3 && len(shape) != 4 {
+		if len(shape) < 3 || len(shape) > 5 {
 			t.give()
 		}
 		k := toInts(t.c.attrInts("kernel_shape"))
@@ -556,7 +556,7 @@ func init() {
 	}
 	translators["ConvTranspose"] = func(t *translation) {
 		shape, w := t.inDims(0, 2), t.inShape(1)
-		if len(shape) != 3 && len(shape) != 4 || len(w) != len(shape) {
+		if len(shape) < 3 || len(shape) > 5 || len(w) != len(shape) {
 			t.give()
 		}
 		cfg, begin, end := convTransposeArgs(t.c, shape[2:], w[2:])
@@ -820,18 +820,38 @@ func init() {
 			if dims[ax.axis] < 0 {
 				t.give()
 			}
-			if ax.idx != nil {
-				y = fmt.Sprintf("%s.IndexSelect(%d, %s)", y, ax.axis, t.g.literal(hostInts(ax.idx)))
-				continue
+			weights := func(f []float64) string {
+				return t.g.literal(&hostTensor{dtype: dt, shape: ax.weightShape(len(dims)), f: f})
 			}
-			src := t.g.localName(t.s.node.Outputs[0] + "_rows")
-			t.line("%s := %s", src, y)
-			lo := fmt.Sprintf("%s.IndexSelect(%d, %s)", src, ax.axis, t.g.literal(hostInts(ax.i0)))
-			hi := fmt.Sprintf("%s.IndexSelect(%d, %s)", src, ax.axis, t.g.literal(hostInts(ax.i1)))
-			w := t.g.literal(&hostTensor{dtype: dt, shape: ax.weightShape(len(dims)), f: ax.w1})
-			low := t.g.localName(t.s.node.Outputs[0] + "_low")
-			t.line("%s := %s", low, lo)
-			y = fmt.Sprintf("%s.Add(%s.Sub(%s).Mul(%s))", low, hi, low, w)
+			switch {
+			case ax.idx != nil:
+				y = fmt.Sprintf("%s.IndexSelect(%d, %s)", y, ax.axis, t.g.literal(hostInts(ax.idx)))
+			case ax.taps != nil:
+				src := t.g.localName(t.s.node.Outputs[0] + "_rows")
+				t.line("%s := %s", src, y)
+				terms := make([]string, len(ax.taps))
+				for k, tap := range ax.taps {
+					terms[k] = fmt.Sprintf("%s.IndexSelect(%d, %s).Mul(%s)", src, ax.axis, t.g.literal(hostInts(tap)), weights(ax.tapW[k]))
+				}
+				y = terms[0]
+				for _, term := range terms[1:] {
+					y = fmt.Sprintf("%s.Add(%s)", y, term)
+				}
+			default:
+				src := t.g.localName(t.s.node.Outputs[0] + "_rows")
+				t.line("%s := %s", src, y)
+				lo := fmt.Sprintf("%s.IndexSelect(%d, %s)", src, ax.axis, t.g.literal(hostInts(ax.i0)))
+				hi := fmt.Sprintf("%s.IndexSelect(%d, %s)", src, ax.axis, t.g.literal(hostInts(ax.i1)))
+				low := t.g.localName(t.s.node.Outputs[0] + "_low")
+				t.line("%s := %s", low, lo)
+				y = fmt.Sprintf("%s.Add(%s.Sub(%s).Mul(%s))", low, hi, low, weights(ax.w1))
+			}
+			if ax.inside != nil {
+				// tf_crop_and_resize: outside positions take extrapolation_value
+				e := t.c.attrFloat("extrapolation_value", 0)
+				keep := weights(ax.inside)
+				y = fmt.Sprintf("%s.Mul(%s).Add(%s.MulScalar(%s).AddScalar(%s))", y, keep, keep, t.float(-e), t.float(e))
+			}
 		}
 		t.out(0, y)
 	}

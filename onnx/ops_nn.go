@@ -94,10 +94,10 @@ func gemm(c *call) []*value {
 	return outs(y)
 }
 
-// checkSpatial refuses convolutions and pools over more than two spatial
+// checkSpatial refuses convolutions and pools over more than three spatial
 // dimensions, which Kiln has no kernels for.
 func checkSpatial(n *NodeProto, attrs map[string]*AttributeProto, _ int64) string {
-	if a := attrs["kernel_shape"]; a != nil && len(a.Ints) > 2 {
+	if a := attrs["kernel_shape"]; a != nil && len(a.Ints) > 3 {
 		return fmt.Sprintf("%d-D kernel_shape %v", len(a.Ints), a.Ints)
 	}
 	if n.OpType == "MaxPool" && len(n.Outputs) > 1 && n.Outputs[1] != "" {
@@ -176,8 +176,8 @@ func explicitPad(x *tensor.Tensor, begin, end []int, value float64) *tensor.Tens
 
 func conv(c *call) []*value {
 	x, w := c.t(0), c.t(1)
-	if x.Dims() != 3 && x.Dims() != 4 {
-		c.fail(tensor.ErrShape, "input %v: Kiln runs 1-D and 2-D convolutions ([N, C, L] or [N, C, H, W])", x.Shape())
+	if x.Dims() < 3 || x.Dims() > 5 {
+		c.fail(tensor.ErrShape, "input %v: Kiln runs 1-D, 2-D and 3-D convolutions ([N, C, L] to [N, C, D, H, W])", x.Shape())
 	}
 	if w.Dims() != x.Dims() {
 		c.fail(tensor.ErrShape, "weight %v does not fit input %v", w.Shape(), x.Shape())
@@ -194,16 +194,19 @@ func conv(c *call) []*value {
 	} else {
 		x = explicitPad(x, begin, end, 0)
 	}
-	if x.Dims() == 3 {
+	switch x.Dims() {
+	case 3:
 		return outs(tensor.Conv1d(x, w, b, cfg))
+	case 5:
+		return outs(tensor.Conv3d(x, w, b, cfg))
 	}
 	return outs(tensor.Conv2d(x, w, b, cfg))
 }
 
 func convTranspose(c *call) []*value {
 	x, w := c.t(0), c.t(1)
-	if x.Dims() != 3 && x.Dims() != 4 {
-		c.fail(tensor.ErrShape, "input %v: Kiln runs 1-D and 2-D transposed convolutions", x.Shape())
+	if x.Dims() < 3 || x.Dims() > 5 {
+		c.fail(tensor.ErrShape, "input %v: Kiln runs 1-D, 2-D and 3-D transposed convolutions", x.Shape())
 	}
 	var b *tensor.Tensor
 	if c.has(2) {
@@ -213,9 +216,12 @@ func convTranspose(c *call) []*value {
 	n := len(begin)
 	sym := cfg.Padding != nil
 	var y *tensor.Tensor
-	if n == 1 {
+	switch n {
+	case 1:
 		y = tensor.ConvTranspose1d(x, w, b, cfg)
-	} else {
+	case 3:
+		y = tensor.ConvTranspose3d(x, w, b, cfg)
+	default:
 		y = tensor.ConvTranspose2d(x, w, b, cfg)
 	}
 	if !sym {
@@ -260,7 +266,10 @@ func convTransposeArgs(c *call, in, k []int) (cfg tensor.ConvTransposeConfig, be
 			}
 			total := strides[i]*(in[i]-1) + outPad[i] + (k[i]-1)*dil[i] + 1 - want
 			if total < 0 {
-				c.fail(tensor.ErrShape, "output_shape %v is larger than the convolution produces", os)
+				// A larger output_shape extends the end as output padding
+				// does (ONNX's reference; the op checks it is in range).
+				outPad[i] -= total
+				total = 0
 			}
 			if ap == "SAME_UPPER" {
 				begin[i], end[i] = total/2, total-total/2
@@ -277,8 +286,8 @@ func convTransposeArgs(c *call, in, k []int) (cfg tensor.ConvTransposeConfig, be
 }
 
 func poolArgs(c *call, x *tensor.Tensor) (k, strides, dil, begin, end []int) {
-	if x.Dims() != 3 && x.Dims() != 4 {
-		c.fail(tensor.ErrShape, "input %v: Kiln pools 1-D and 2-D inputs ([N, C, L] or [N, C, H, W])", x.Shape())
+	if x.Dims() < 3 || x.Dims() > 5 {
+		c.fail(tensor.ErrShape, "input %v: Kiln pools 1-D, 2-D and 3-D inputs ([N, C, L] to [N, C, D, H, W])", x.Shape())
 	}
 	k = toInts(c.attrInts("kernel_shape"))
 	if len(k) != x.Dims()-2 {
@@ -322,9 +331,12 @@ func maxPool(c *call) []*value {
 		x = explicitPad(x, begin, end, math.Inf(-1))
 	}
 	var v, idx *tensor.Tensor
-	if x.Dims() == 3 {
+	switch x.Dims() {
+	case 3:
 		v, idx = tensor.MaxPool1d(x, cfg)
-	} else {
+	case 5:
+		v, idx = tensor.MaxPool3d(x, cfg)
+	default:
 		v, idx = tensor.MaxPool2d(x, cfg)
 	}
 	if !wantIdx {
@@ -355,17 +367,22 @@ func avgPool(c *call) []*value {
 			cfg.ExcludePad = false
 			ones := tensor.OnesOf(c.dev.Inner(), x.DType(), append([]int{1, 1}, x.Shape()[2:]...)...)
 			xp, op := explicitPad(x, begin, end, 0), explicitPad(ones, begin, end, 0)
-			if x.Dims() == 3 {
-				return outs(tensor.AvgPool1d(xp, cfg).Div(tensor.AvgPool1d(op, cfg)))
-			}
-			return outs(tensor.AvgPool2d(xp, cfg).Div(tensor.AvgPool2d(op, cfg)))
+			return outs(avgPoolN(xp, cfg).Div(avgPoolN(op, cfg)))
 		}
 		x = explicitPad(x, begin, end, 0)
 	}
-	if x.Dims() == 3 {
-		return outs(tensor.AvgPool1d(x, cfg))
+	return outs(avgPoolN(x, cfg))
+}
+
+// avgPoolN is AvgPool1d, AvgPool2d or AvgPool3d by the rank of x [N, C, …].
+func avgPoolN(x *tensor.Tensor, cfg tensor.AvgPoolConfig) *tensor.Tensor {
+	switch x.Dims() {
+	case 3:
+		return tensor.AvgPool1d(x, cfg)
+	case 5:
+		return tensor.AvgPool3d(x, cfg)
 	}
-	return outs(tensor.AvgPool2d(x, cfg))
+	return tensor.AvgPool2d(x, cfg)
 }
 
 // channelView reshapes a per-channel vector [C] to broadcast against
@@ -492,14 +509,14 @@ func softmax(c *call, logarithm bool) *tensor.Tensor {
 func checkResize(n *NodeProto, attrs map[string]*AttributeProto, _ int64) string {
 	if a := attrs["mode"]; a != nil {
 		switch m := string(a.S); m {
-		case "nearest", "linear", "bilinear":
+		case "nearest", "linear", "bilinear", "cubic", "bicubic":
 		default:
 			return "mode=" + m
 		}
 	}
 	if a := attrs["coordinate_transformation_mode"]; a != nil {
 		switch m := string(a.S); m {
-		case "half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn":
+		case "half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize":
 		default:
 			return "coordinate_transformation_mode=" + m
 		}
@@ -510,23 +527,53 @@ func checkResize(n *NodeProto, attrs map[string]*AttributeProto, _ int64) string
 	return ""
 }
 
-// resize is Resize and Upsample in nearest and linear modes, for any rank:
-// each resized axis is resampled by index selection (and, for linear, a
-// weighted sum of two selections) with the source positions computed on
-// the host from ONNX's coordinate transformation.
+// resize is Resize and Upsample in nearest, linear and cubic modes, for
+// any rank: each resized axis is resampled by index selection (and, for
+// linear, a weighted sum of two selections, for cubic of four) with the
+// source positions computed on the host from ONNX's coordinate
+// transformation. tf_crop_and_resize's positions outside the input take
+// extrapolation_value through a host-built mask.
 func resize(c *call) []*value {
 	x := c.t(0)
 	shape := x.Shape()
 	y := x
+	dev := c.dev.Inner()
+	host := func(ax resizeAxis, f []float64) *tensor.Tensor {
+		return (&hostTensor{dtype: x.DType(), shape: ax.weightShape(len(shape)), f: f}).device(dev)
+	}
+	var keep *tensor.Tensor
 	for _, ax := range resizePlan(c, shape) {
-		if ax.idx != nil {
-			y = y.IndexSelect(ax.axis, tensor.FromInt64s(c.dev.Inner(), ax.idx, ax.out))
-			continue
+		switch {
+		case ax.idx != nil:
+			y = y.IndexSelect(ax.axis, tensor.FromInt64s(dev, ax.idx, ax.out))
+		case ax.taps != nil:
+			var sum *tensor.Tensor
+			for k, tap := range ax.taps {
+				term := y.IndexSelect(ax.axis, tensor.FromInt64s(dev, tap, ax.out)).Mul(host(ax, ax.tapW[k]))
+				if sum == nil {
+					sum = term
+				} else {
+					sum = sum.Add(term)
+				}
+			}
+			y = sum
+		default:
+			a0 := y.IndexSelect(ax.axis, tensor.FromInt64s(dev, ax.i0, ax.out))
+			a1 := y.IndexSelect(ax.axis, tensor.FromInt64s(dev, ax.i1, ax.out))
+			y = a0.Add(a1.Sub(a0).Mul(host(ax, ax.w1)))
 		}
-		wt := (&hostTensor{dtype: x.DType(), shape: ax.weightShape(len(shape)), f: ax.w1}).device(c.dev.Inner())
-		a0 := y.IndexSelect(ax.axis, tensor.FromInt64s(c.dev.Inner(), ax.i0, ax.out))
-		a1 := y.IndexSelect(ax.axis, tensor.FromInt64s(c.dev.Inner(), ax.i1, ax.out))
-		y = a0.Add(a1.Sub(a0).Mul(wt))
+		if ax.inside != nil {
+			in := host(ax, ax.inside)
+			if keep == nil {
+				keep = in
+			} else {
+				keep = keep.Mul(in)
+			}
+		}
+	}
+	if keep != nil {
+		e := c.attrFloat("extrapolation_value", 0)
+		y = y.Mul(keep).Add(keep.MulScalar(-e).AddScalar(e))
 	}
 	if y == x {
 		y = x.Reshape(shape...)
@@ -535,12 +582,31 @@ func resize(c *call) []*value {
 }
 
 // resizeAxis is how Resize resamples one axis: nearest picks rows idx;
-// linear mixes rows i0 and i1 as (1−w1)·x[i0] + w1·x[i1].
+// linear mixes rows i0 and i1 as (1−w1)·x[i0] + w1·x[i1]; cubic sums
+// x[taps[k]]·tapW[k] over four taps. inside, set by tf_crop_and_resize
+// when some position falls outside the input, is 1 where the position is
+// inside and 0 where the output takes extrapolation_value.
 type resizeAxis struct {
 	axis, out int
 	idx       []int64
 	i0, i1    []int64
 	w1        []float64
+	taps      [][]int64
+	tapW      [][]float64
+	inside    []float64
+}
+
+// cubicCoefficients are the weights of the four taps floor(s)−1 …
+// floor(s)+2 of the cubic convolution kernel with parameter a at a source
+// position whose fractional part is t (ONNX's Resize, Keys' kernel).
+func cubicCoefficients(t, a float64) [4]float64 {
+	u := 1 - t
+	return [4]float64{
+		((a*(t+1)-5*a)*(t+1)+8*a)*(t+1) - 4*a,
+		((a+2)*t-(a+3))*t*t + 1,
+		((a+2)*u-(a+3))*u*u + 1,
+		((a*(u+1)-5*a)*(u+1)+8*a)*(u+1) - 4*a,
+	}
 }
 
 // weightShape is the shape w1 takes to broadcast along the axis.
@@ -593,6 +659,23 @@ func resizePlan(c *call, shape []int) []resizeAxis {
 	}
 	mode := c.attrString("mode", "nearest")
 	ctm := c.attrString("coordinate_transformation_mode", "half_pixel")
+	var roi []float64
+	if ctm == "tf_crop_and_resize" {
+		if c.has(1) {
+			roi = c.h(1).floats()
+		}
+		if len(roi) != 2*len(axes) && len(roi) != 2*r {
+			c.fail(tensor.ErrArgument, "tf_crop_and_resize needs roi with a start and an end per axis, got %v", roi)
+		}
+		if len(roi) == 2*r && len(axes) != r {
+			// roi given for every axis: keep the resized ones
+			full := roi
+			roi = make([]float64, 2*len(axes))
+			for i, a := range axes {
+				roi[i], roi[len(axes)+i] = full[a], full[r+a]
+			}
+		}
+	}
 	nearest := c.attrString("nearest_mode", "round_prefer_floor")
 	if c.opset < 11 || c.node.OpType == "Upsample" {
 		ctm, nearest = "asymmetric", "floor"
@@ -629,16 +712,43 @@ func resizePlan(c *call, shape []int) []resizeAxis {
 					src[j] = (xr+0.5)/scale - 0.5
 				}
 			case "align_corners":
-				if out > 1 {
-					src[j] = xr * float64(in-1) / float64(out-1)
+				// ONNX's reference divides by the unrounded output
+				// length in·scale when scales are given.
+				lr := float64(out)
+				if scales != nil {
+					lr = float64(in) * scale
+				}
+				if lr != 1 {
+					src[j] = xr * float64(in-1) / (lr - 1)
 				}
 			case "asymmetric":
 				src[j] = xr / scale
 			case "tf_half_pixel_for_nn":
 				src[j] = (xr + 0.5) / scale
+			case "tf_crop_and_resize":
+				start, end := roi[i], roi[len(axes)+i]
+				if out > 1 {
+					src[j] = start*float64(in-1) + xr*(end-start)*float64(in-1)/float64(out-1)
+				} else {
+					src[j] = 0.5 * (start + end) * float64(in-1)
+				}
 			}
 		}
 		ax := resizeAxis{axis: a, out: out}
+		if ctm == "tf_crop_and_resize" {
+			inside := make([]float64, out)
+			outside := false
+			for j, s := range src {
+				if s >= 0 && s <= float64(in-1) {
+					inside[j] = 1
+				} else {
+					outside = true
+				}
+			}
+			if outside {
+				ax.inside = inside
+			}
+		}
 		if mode == "nearest" {
 			ax.idx = make([]int64, out)
 			for j, s := range src {
@@ -660,6 +770,37 @@ func resizePlan(c *call, shape []int) []resizeAxis {
 					c.fail(tensor.ErrArgument, "nearest_mode %q is not defined", nearest)
 				}
 				ax.idx[j] = int64(min(max(v, 0), float64(in-1)))
+			}
+			plan = append(plan, ax)
+			continue
+		}
+		if mode == "cubic" || mode == "bicubic" {
+			// Taps beyond the edge repeat it; exclude_outside drops them
+			// and renormalises the rest.
+			coeffA := c.attrFloat("cubic_coeff_a", -0.75)
+			exclude := c.attrInt("exclude_outside", 0) != 0
+			ax.taps, ax.tapW = make([][]int64, 4), make([][]float64, 4)
+			for k := range 4 {
+				ax.taps[k], ax.tapW[k] = make([]int64, out), make([]float64, out)
+			}
+			for j, s := range src {
+				lo := math.Floor(s)
+				w := cubicCoefficients(s-lo, coeffA)
+				total := 0.0
+				for k := range 4 {
+					p := int(lo) - 1 + k
+					if exclude && (p < 0 || p >= in) {
+						w[k] = 0
+					}
+					total += w[k]
+					ax.taps[k][j] = int64(min(max(p, 0), in-1))
+				}
+				for k := range 4 {
+					if exclude {
+						w[k] /= total
+					}
+					ax.tapW[k][j] = w[k]
+				}
 			}
 			plan = append(plan, ax)
 			continue
