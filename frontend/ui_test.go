@@ -183,8 +183,15 @@ func (f *fakeEngine) call(method string, params json.RawMessage) (any, error) {
 	case "checkpoints.export":
 		return map[string]any{"out": p["out"], "bytes": 1234}, nil
 	case "runs.list":
-		return []any{map[string]any{"dir": "/runs/r1", "name": "r1", "status": "running", "epochs": 0, "step": 0}}, nil
+		return []any{map[string]any{"dir": "/runs/r1", "name": "r1", "status": "running", "epochs": 0, "step": 0},
+			map[string]any{"dir": "/runs/dp", "name": "dp", "status": "completed", "epochs": 1, "step": 8, "world_size": 2}}, nil
 	case "runs.snapshot":
+		if p["dir"] == "/runs/dp" { // a data-parallel run: its start record has world_size
+			t0 := time.Now().Add(-time.Minute)
+			return map[string]any{"dir": "/runs/dp", "records": []any{
+				map[string]any{"kind": "start", "time": t0.Format(time.RFC3339Nano), "config": map[string]any{"epochs": 1}, "batches": 8, "world_size": 2},
+				map[string]any{"kind": "end", "time": t0.Add(time.Second).Format(time.RFC3339Nano), "epoch": 1, "step": 8, "reason": "completed"}}, "next": 2}, nil
+		}
 		return map[string]any{"dir": "/runs/r1", "records": []any{map[string]any{"kind": "start", "time": time.Now().Format(time.RFC3339Nano),
 			"config": map[string]any{"epochs": 2}, "batches": 1000}}, "next": 1}, nil
 	}
@@ -435,6 +442,20 @@ func TestUIAgainstFakeEngine(t *testing.T) {
 	f.mu.Unlock()
 	if !strings.Contains(stopParams, "/runs/r1") {
 		t.Errorf("Stop sent runs.stop %s", stopParams)
+	}
+
+	// A data-parallel run: "×2" in the table, its ranks in its view; a
+	// run on one process shows neither.
+	if got := eval(`document.querySelector('.run-row[data-dir="/runs/dp"] .run-name').textContent`); got != "dp×2" {
+		t.Errorf("the data-parallel run's name cell reads %q, want dp×2", got)
+	}
+	if got := eval(`String(document.querySelectorAll('.run-row[data-dir="/runs/r1"] .run-ranks, .run-progress[data-dir="/runs/r1"] .run-ranks').length)`); got != "0" {
+		t.Errorf("the run on one process shows %s ranks marks", got)
+	}
+	eval(`document.querySelector('.run-row[data-dir="/runs/dp"] .run-open').click()`)
+	wait("the data-parallel run's view", `document.querySelector('.run-progress[data-dir="/runs/dp"] .run-ranks')`)
+	if got := eval(`document.querySelector('.run-progress[data-dir="/runs/dp"] .run-ranks').textContent`); got != "data-parallel · 2 ranks" {
+		t.Errorf("the data-parallel run's view says %q", got)
 	}
 
 	// A restart pushed by the engine shows the notice.

@@ -72,6 +72,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"reflect"
@@ -145,6 +146,9 @@ var exportStrings = map[string]string{
 	"store.SaveModel/path":              "testdata/exports/missing/model.safetensors",
 	"store.NameMap.Save/path":           "testdata/exports/missing/model.safetensors",
 	"store.SafetensorsFile.CopyTo/path": "testdata/exports/missing/copy.safetensors",
+	// A run that has ended: Follow reads its log and returns at once
+	// (for a directory without one it would wait train.FollowWait).
+	"train.Follow/runDir": "testdata/exports/run",
 }
 
 var exportStringHints = []struct{ sub, value string }{
@@ -196,6 +200,8 @@ var exportImplBodies = map[string]string{
 // exportDeclarations is the first cell: helpers the generated calls use.
 const exportDeclarations = `
 var xDev = tensor.CPU()
+
+var xCmd, xCmdErr = train.KilnCommand()
 
 func xF32() *tensor.Tensor { return tensor.FromFloat32s(xDev, []float32{0.1, 0.2, 0.3, 0.4}, 2, 2) }
 func xI64() *tensor.Tensor { return tensor.FromInt64s(xDev, []int64{0, 1, 1, 0}, 2, 2) }
@@ -756,6 +762,11 @@ func (g *exportGen) value(target, name string, t reflect.Type, depth int) (expr 
 		return "xDev", true, nil
 	case t == gradsPtrType:
 		return "xGrads()", true, nil
+	case t == reflect.TypeFor[*exec.Cmd]():
+		// Cells cannot import os/exec (restricted mode): a typed nil from
+		// train.KilnCommand (KILN_BIN names a file that is not a program),
+		// which FollowCommand refuses before it starts anything.
+		return "xCmd", false, nil
 	case shortPkg(t) == "backends" && t.Name() == "View":
 		switch {
 		case indexHint.MatchString(name):
@@ -1124,6 +1135,7 @@ func (g *exportGen) prelude() string {
 var cellLine = regexp.MustCompile(`^(\d+):(\d+): `)
 
 func TestEveryExportCallable(t *testing.T) {
+	t.Setenv("KILN_BIN", "testdata/exports/hello.txt") // not a program: train.KilnCommand fails, runs nothing
 	g := newExportGen(t)
 	pr := &exportProbe{results: map[string]*exportOutcome{}}
 	s := newSession(t, kernel.Options{Symbols: []interp.Exports{{

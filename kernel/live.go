@@ -16,7 +16,9 @@ import (
 // Live training.
 //
 // While a session is open it is the process's train.RunHook: every Fit or
-// Resume that a cell starts gets a viz.LiveDashboard shown in the cell's
+// Resume that a cell starts, and every run a cell follows (train.Follow,
+// train.FollowCommand: a run written by another process, such as `kiln
+// demo -np 2`), gets a viz.LiveDashboard shown in the cell's
 // output and updated in place (update_display_data under one display_id),
 // at most 4 times a second, each series thinned to 500 points until the
 // final update, which holds every point. The chart library goes out once
@@ -28,7 +30,9 @@ import (
 // context.Background(): each run finishes its optimizer step, writes its
 // final checkpoint and says where; then the cell itself is interrupted.
 // A second interrupt, or LiveGrace without the runs ending, interrupts the
-// cell at once.
+// cell at once. A followed run stops as train.Follow and FollowCommand
+// say: Follow stops following, FollowCommand asks the run's processes to
+// stop (its STOP file, then signals to mpirun and the ranks).
 
 // LiveGrace is how long an interrupt waits for a cell's training runs to
 // stop gracefully before it interrupts the cell regardless.
@@ -42,6 +46,8 @@ type liveRun struct {
 	dash   *viz.LiveDashboard
 	id     string        // the dashboard's display_id
 	done   chan struct{} // closed after the end event was shown
+
+	followed bool // written by another process (train.Follow, train.FollowCommand)
 
 	mu         sync.Mutex
 	stopping   bool   // cancelled by an interrupt
@@ -99,18 +105,31 @@ func (s *Session) runHook(ctx context.Context, info train.RunInfo) (context.Cont
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	lr := &liveRun{s: s, cell: cell, cancel: cancel, id: "kiln-run-" + newSuffix(), done: make(chan struct{})}
-	title := "training"
-	if info.RunDir != "" {
-		title = "training: " + info.RunDir
-	}
-	if info.Resume {
-		title = "resumed " + title
-	}
-	lr.dash = viz.NewLiveDashboard(lr, viz.DashboardConfig{Title: title})
+	lr.followed = info.Followed
+	lr.dash = viz.NewLiveDashboard(lr, viz.DashboardConfig{Title: liveTitle(info)})
 	s.live.mu.Lock()
 	s.live.runs[lr] = true
 	s.live.mu.Unlock()
 	return ctx, lr
+}
+
+// liveTitle is the title of a run's dashboard: what it is, its directory
+// and, for a data-parallel run, its ranks.
+func liveTitle(info train.RunInfo) string {
+	title := "training"
+	if info.Followed {
+		title = "following"
+	}
+	if info.RunDir != "" {
+		title += ": " + info.RunDir
+	}
+	if info.Resume {
+		title = "resumed " + title
+	}
+	if info.WorldSize > 1 {
+		title += fmt.Sprintf(" · data-parallel, %d ranks", info.WorldSize)
+	}
+	return title
 }
 
 // OnEvent implements train.Observer: the dashboard draws the event; the end
@@ -129,7 +148,25 @@ func (lr *liveRun) OnEvent(e train.Event) {
 	lr.mu.Lock()
 	stopping, ck := lr.stopping, lr.checkpoint
 	lr.mu.Unlock()
-	if stopping {
+	// A Jupyter interrupt cancels the cell's context before the session
+	// hears of it: a followed run's follow then ends at once (with an end
+	// event of its own, Error saying why), maybe before stopRunsGracefully
+	// marked it.
+	interrupted := lr.cell.ctx.Err() != nil && e.Reason == train.StopCancelled
+	switch {
+	case lr.followed && (stopping || interrupted) && e.Error != "":
+		where := ""
+		if ck != "" {
+			where = "; its last checkpoint so far: " + ck
+		}
+		lr.s.router.write(Stderr, []byte(fmt.Sprintf("interrupted at step %d of the followed run: %s%s\n", e.Step, e.Error, where)))
+	case lr.followed && (stopping || interrupted):
+		where := "no checkpoint was written"
+		if ck != "" {
+			where = "final checkpoint: " + ck
+		}
+		lr.s.router.write(Stderr, []byte(fmt.Sprintf("the followed run stopped at the interrupt, at step %d (%s); %s\n", e.Step, e.Reason, where)))
+	case stopping:
 		where := "no checkpoint was written (set Config.RunDir or a Checkpoint strategy)"
 		if ck != "" {
 			where = "final checkpoint: " + ck
@@ -152,9 +189,21 @@ func (lr *liveRun) OnEvent(e train.Event) {
 	lr.cancel()
 	close(lr.done)
 	if last {
-		// Interrupt the cell now, before Fit returns to it, so that none
-		// of its later statements run.
+		// Interrupt the cell now, before Fit (or Follow) returns to it, so
+		// that none of its later statements run: another goroutine
+		// (Session.execute) stops the interpreter, so wait, briefly, until
+		// it has.
+		s.mu.Lock()
+		note := s.stopNote
+		s.mu.Unlock()
+		before := lr.cell.ctx.Err()
 		s.interruptNow(lr.cell)
+		if before == nil && lr.cell.ctx.Err() != nil {
+			select {
+			case <-note:
+			case <-time.After(2 * time.Second):
+			}
+		}
 	}
 }
 

@@ -243,6 +243,21 @@
 // can stop it gracefully, and adds an Observer (the kernel's live
 // dashboard). No observer ever misses a run's end event.
 //
+// # Following a run from another process
+//
+// Follow reads a run directory's event log as another process writes it
+// (a `kiln demo -np 2`, ranks under `kiln launch`, another notebook) and
+// hands its events to Observers as Fit would, to the run's end; the run
+// hook sees it too, so the notebook kernel shows its live dashboard.
+// FollowCommand starts the command that trains the run, follows it, and
+// stops it (its StopFile, then signals to its process group) when the
+// host or ctx asks; KilnCommand makes such a command from the kiln
+// program:
+//
+//	cmd, err := train.KilnCommand("demo", "-np", "2", "-run-dir", dir)
+//	…
+//	res, err := train.FollowCommand(ctx, cmd, dir, nil)
+//
 // # What it does not do
 //
 // It does not save a StopRule's state: Resume replays the stop rule over

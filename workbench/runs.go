@@ -290,7 +290,8 @@ func (f *runFollower) judge(r *runLog, mod time.Time) (changed bool) {
 // an end record's reason) unless the process of a running run was found
 // dead, when it is "killed" or "stale" and why says how that was judged
 // (see train.RunLiveness); pid, host and heartbeat describe the process of
-// a running run when its ProcessFile tells.
+// a running run when its ProcessFile tells (rank 0's, in a data-parallel
+// run, whose world_size, the number of ranks, its start record gives).
 func (r *runLog) summary() map[string]any {
 	s := map[string]any{"dir": r.dir, "name": filepath.Base(r.dir), "status": "running", "epochs": 0, "step": 0,
 		"records": len(r.records)}
@@ -302,6 +303,7 @@ func (r *runLog) summary() map[string]any {
 			Step   int       `json:"step"`
 			Reason string    `json:"reason"`
 			Error  string    `json:"error"`
+			Ranks  int       `json:"world_size"`
 		}
 		if json.Unmarshal(raw, &e) != nil {
 			continue
@@ -309,6 +311,10 @@ func (r *runLog) summary() map[string]any {
 		switch e.Kind {
 		case "start":
 			s["started"], s["status"] = e.Time, "running"
+			delete(s, "world_size")
+			if e.Ranks > 1 {
+				s["world_size"] = e.Ranks
+			}
 		case "resume":
 			s["status"] = "running"
 		case "end":

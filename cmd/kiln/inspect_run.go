@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +20,7 @@ type runReport struct {
 	*checkpointReport
 	Run struct {
 		Dir             string         `json:"dir"`
+		WorldSize       int            `json:"world_size,omitempty"` // data-parallel ranks, when more than one
 		Liveness        train.Liveness `json:"liveness"`
 		CheckpointError string         `json:"checkpoint_error,omitempty"` // why no checkpoint is shown
 	} `json:"run"`
@@ -39,6 +42,9 @@ func inspectRun(out io.Writer, dir string, asJSON bool) error {
 	}
 	var rep runReport
 	rep.Run.Dir, rep.Run.Liveness = dir, live
+	if n := worldSize(dir); n > 1 {
+		rep.Run.WorldSize = n
+	}
 	ckDir, how, err := resolveCheckpoint(dir)
 	if err == nil {
 		var r *store.CheckpointReader
@@ -67,10 +73,33 @@ func inspectRun(out io.Writer, dir string, asJSON bool) error {
 	return nil
 }
 
+// worldSize returns the world size in the start record on the first line
+// of the run's event log: its data-parallel ranks, 0 for one process or an
+// unreadable log.
+func worldSize(dir string) int {
+	f, err := os.Open(filepath.Join(dir, train.EventsFile))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	line, _ := bufio.NewReaderSize(f, 64<<10).ReadSlice('\n')
+	var e struct {
+		Kind      train.EventKind `json:"kind"`
+		WorldSize int             `json:"world_size"`
+	}
+	if json.Unmarshal(line, &e) != nil || e.Kind != train.EventStart {
+		return 0
+	}
+	return e.WorldSize
+}
+
 // printRun prints the run's state and process, ages taken at now.
 func printRun(out io.Writer, rep runReport, now time.Time) {
 	l := rep.Run.Liveness
 	fmt.Fprintf(out, "run         %s\n", rep.Run.Dir)
+	if rep.Run.WorldSize > 1 {
+		fmt.Fprintf(out, "ranks       %d, data-parallel (rank 0 wrote this directory)\n", rep.Run.WorldSize)
+	}
 	state := string(l.State)
 	if l.Reason != "" && string(l.Reason) != state {
 		state += " (" + string(l.Reason) + ")"

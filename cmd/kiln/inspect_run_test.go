@@ -84,3 +84,40 @@ func TestInspectRunShowsLiveness(t *testing.T) {
 		})
 	}
 }
+
+// A data-parallel run's ranks are shown (and in the JSON); a run on one
+// process shows none.
+func TestInspectRunShowsWorldSize(t *testing.T) {
+	for _, c := range []struct {
+		name, start string
+		ranks       int
+	}{
+		{"two ranks", `{"version":1,"kind":"start","time":"2025-06-01T12:00:00Z","world_size":2}`, 2},
+		{"one process", `{"version":1,"kind":"start","time":"2025-06-01T12:00:00Z"}`, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			run := t.TempDir()
+			log := c.start + "\n" + `{"kind":"end","time":"2025-06-01T12:05:00Z","reason":"completed"}` + "\n"
+			os.WriteFile(filepath.Join(run, train.EventsFile), []byte(log), 0o644)
+			var stdout, stderr bytes.Buffer
+			if err := inspectCommand([]string{run}, &stdout, &stderr); err != nil {
+				t.Fatal(err)
+			}
+			line := "ranks       2, data-parallel (rank 0 wrote this directory)\n"
+			if got := strings.Contains(stdout.String(), line); got != (c.ranks == 2) || strings.Contains(stdout.String(), "ranks") != got {
+				t.Errorf("output:\n%s", stdout.String())
+			}
+			stdout.Reset()
+			if err := inspectCommand([]string{"--json", run}, &stdout, &stderr); err != nil {
+				t.Fatal(err)
+			}
+			var rep struct {
+				Run map[string]any `json:"run"`
+			}
+			json.Unmarshal(stdout.Bytes(), &rep)
+			if got, ok := rep.Run["world_size"]; (c.ranks == 0 && ok) || (c.ranks > 0 && got != float64(c.ranks)) {
+				t.Errorf("JSON world_size %v (present %v), want %d", got, ok, c.ranks)
+			}
+		})
+	}
+}

@@ -20,6 +20,8 @@ export interface RunInfo {
   started?: string;
   epochs?: number;
   step?: number;
+  /** The data-parallel ranks of a run trained by several; absent for one process. */
+  world_size?: number;
 }
 
 /** One events.jsonl record (train.Event). */
@@ -38,6 +40,7 @@ interface Rec {
   batches?: number;
   batch?: number;
   samples?: number;
+  world_size?: number;
 }
 
 type Pt = [number, number];
@@ -56,6 +59,7 @@ class RunData {
   batch = 0;
   step = 0;
   status = "running";
+  worldSize = 0; // data-parallel ranks (0 or 1: one process)
   stopping = false; // Stop was pressed; the run has not ended yet
   error = "";
   private lastStep: { t: number; step: number; samples: number; epoch: number } | null = null;
@@ -82,6 +86,7 @@ class RunData {
         this.epochs = r.config?.epochs || this.epochs || 1;
         if (r.batches) this.batches = r.batches;
         if (r.kind === "start" && isFinite(t)) this.startTime = t;
+        if (r.kind === "start") this.worldSize = r.world_size ?? 0;
         this.status = "running";
         break;
       case "step": {
@@ -206,7 +211,7 @@ export class RunsPanel {
           "tr",
           { class: "run-row", "data-dir": r.dir, "data-status": r.status },
           el("td", {}, check),
-          el("td", { class: "run-name" }, r.name || r.dir),
+          el("td", { class: "run-name" }, r.name || r.dir, ...ranksBadge(r.world_size)),
           el("td", { class: "run-status" }, r.status, ...(r.why ? [el("div", { class: "run-why" }, r.why)] : [])),
           el("td", {}, String(r.epochs ?? "")),
           el("td", {}, String(r.step ?? "")),
@@ -298,11 +303,16 @@ export class RunsPanel {
           ` · step ${d.step} · ${(frac * 100).toFixed(0)}%` +
           (d.status === "running" ? ` · ETA ${fmtDuration(eta)}` : "") +
           (d.error ? ` · ${d.error}` : "");
+        const ranks =
+          d.worldSize > 1
+            ? [el("span", { class: "run-ranks", "data-world-size": String(d.worldSize), title: ranksTitle(d.worldSize) }, `data-parallel · ${d.worldSize} ranks`)]
+            : [];
         return el(
           "div",
           { class: "run-progress", "data-dir": d.dir, "data-status": d.status, "data-step": String(d.step) },
           bar,
           el("span", { class: "run-progress-text" }, text),
+          ...ranks,
           stop,
         );
       }),
@@ -348,6 +358,16 @@ export class RunsPanel {
       );
     }
   }
+}
+
+/** ranksBadge is the Runs table's mark of a data-parallel run: "×N". */
+function ranksBadge(n?: number): HTMLElement[] {
+  if (!n || n <= 1) return [];
+  return [el("span", { class: "run-ranks", "data-world-size": String(n), title: ranksTitle(n) }, `×${n}`)];
+}
+
+function ranksTitle(n: number): string {
+  return `trained data-parallel on ${n} ranks; rank 0 wrote this run directory`;
 }
 
 function rank(name: string): number {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -65,11 +66,23 @@ var notebookChecks = map[string][]notebookCheck{
 		{Name: "checkpoint loads", Pattern: regexp.MustCompile(`fresh model loaded from the checkpoint matches: (\w+)`), Check: isWord("true")},
 		{Name: "safetensors export", Pattern: regexp.MustCompile(`safetensors round trip matches: (\w+)`), Check: isWord("true")},
 	},
+	"06-data-parallel.ipynb": {
+		{Name: "dashboard of the followed run", Pattern: regexp.MustCompile(`following: \S+ · data-parallel, (\d+) ranks`), Check: equals(2)},
+		{Name: "two processes", Pattern: regexp.MustCompile(`2 processes under Open MPI`)},
+		{Name: "run result", Pattern: regexp.MustCompile(`(?m)^completed after 2 epochs, \d+ steps$`)},
+		{Name: "world size", Pattern: regexp.MustCompile(`world size (\d+)`), Check: equals(2)},
+		{Name: "logged steps", Pattern: regexp.MustCompile(`logged (\d+) training steps`), Check: between(2, 1e6)},
+		{Name: "final accuracy", Pattern: regexp.MustCompile(`final accuracy (\S+)`), Check: between(minAccuracy, 1)},
+	},
 }
+
+// mpiNotebooks run `kiln demo -np 2` under mpirun: without mpirun they are
+// left out (as dist's tests skip), saying so.
+var mpiNotebooks = []string{"06-data-parallel.ipynb"}
 
 // dashboardNotebooks train in a cell: their live dashboard is checked (see
 // checkDashboard), and the first one's HTML export is opened in Chromium.
-var dashboardNotebooks = []string{"02-mnist-mlp.ipynb", "03-mnist-cnn.ipynb"}
+var dashboardNotebooks = []string{"02-mnist-mlp.ipynb", "03-mnist-cnn.ipynb", "06-data-parallel.ipynb"}
 
 func equals(want float64) func([]string) error {
 	return func(m []string) error {
@@ -134,6 +147,15 @@ func TestNotebooks(t *testing.T) {
 		if !slices.Contains(notebooks, filepath.Join(k.root, "notebooks", name)) {
 			t.Errorf("notebookChecks names %s, which is not in notebooks/", name)
 		}
+	}
+	if _, err := exec.LookPath("mpirun"); err != nil {
+		notebooks = slices.DeleteFunc(notebooks, func(p string) bool {
+			if slices.Contains(mpiNotebooks, filepath.Base(p)) {
+				t.Logf("%s left out: mpirun not on PATH (install Debian's openmpi-bin)", filepath.Base(p))
+				return true
+			}
+			return false
+		})
 	}
 	outDir := t.TempDir()
 	// `jupyter nbconvert` (python3 -m nbconvert runs the same application
