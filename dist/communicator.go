@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"time"
+	"unsafe"
 
 	"github.com/kiln-ml/kiln/tensor"
 )
@@ -43,7 +44,7 @@ type Communicator interface {
 	// Close releases the member. For MPI it finalises MPI, which cannot be
 	// initialised again in the same process.
 	Close() error
-	// Backend names the implementation: "local" or "mpi".
+	// Backend names the implementation: "local", "mpi" or "nccl".
 	Backend() string
 }
 
@@ -126,22 +127,32 @@ func catchPanic(op string, rank int, err *error) {
 
 // readPayload copies t to the host. It checks the dtype and op.
 func readPayload(op string, rank int, t *tensor.Tensor, rop ReduceOp, reduces bool) (p payload, err error) {
+	if err := checkArgs(op, rank, t, rop, reduces); err != nil {
+		return p, err
+	}
+	defer catchPanic(op, rank, &err)
+	return payload{dtype: t.DType(), shape: t.Shape(), raw: t.Bytes()}, nil
+}
+
+// checkArgs reports whether the communicators handle t's dtype and, for
+// a reduction, the op on it.
+func checkArgs(op string, rank int, t *tensor.Tensor, rop ReduceOp, reduces bool) (err error) {
 	if t == nil {
-		return p, fmt.Errorf("dist: rank %d: %s: nil tensor", rank, op)
+		return fmt.Errorf("dist: rank %d: %s: nil tensor", rank, op)
 	}
 	defer catchPanic(op, rank, &err)
 	if _, ok := elemSize(t.DType()); !ok {
-		return p, fmt.Errorf("%w: rank %d: %s of a %s tensor (float32, float64 and int64 are supported)", ErrUnsupported, rank, op, t.DType())
+		return fmt.Errorf("%w: rank %d: %s of a %s tensor (float32, float64 and int64 are supported)", ErrUnsupported, rank, op, t.DType())
 	}
 	if reduces {
 		if rop < Sum || rop > Min {
-			return p, fmt.Errorf("%w: rank %d: %s with %s", ErrUnsupported, rank, op, rop)
+			return fmt.Errorf("%w: rank %d: %s with %s", ErrUnsupported, rank, op, rop)
 		}
 		if rop == Mean && t.DType() == tensor.Int64 {
-			return p, fmt.Errorf("%w: rank %d: %s Mean of an int64 tensor (use Sum and divide)", ErrUnsupported, rank, op)
+			return fmt.Errorf("%w: rank %d: %s Mean of an int64 tensor (use Sum and divide)", ErrUnsupported, rank, op)
 		}
 	}
-	return payload{dtype: t.DType(), shape: t.Shape(), raw: t.Bytes()}, nil
+	return nil
 }
 
 // writeBack stores raw into t in place.
@@ -206,8 +217,23 @@ func reduceInto(dtype tensor.DType, op ReduceOp, acc, src []byte) {
 	}
 }
 
-// divide divides float elements by n (the last step of Mean).
+// divide divides float elements by n (the last step of Mean). Bytes
+// aligned for their dtype (tensor storage, Go allocations) are divided
+// through a typed view; a power of two is applied as a multiplication by
+// its reciprocal, which rounds identically.
 func divide(dtype tensor.DType, acc []byte, n int) {
+	if len(acc) == 0 {
+		return
+	}
+	p := unsafe.Pointer(unsafe.SliceData(acc))
+	switch {
+	case dtype == tensor.Float32 && uintptr(p)%4 == 0:
+		divideFloats(unsafe.Slice((*float32)(p), len(acc)/4), n)
+		return
+	case dtype == tensor.Float64 && uintptr(p)%8 == 0:
+		divideFloats(unsafe.Slice((*float64)(p), len(acc)/8), n)
+		return
+	}
 	switch dtype {
 	case tensor.Float32:
 		for i := 0; i+4 <= len(acc); i += 4 {
@@ -219,6 +245,20 @@ func divide(dtype tensor.DType, acc []byte, n int) {
 			a := math.Float64frombits(le.Uint64(acc[i:]))
 			le.PutUint64(acc[i:], math.Float64bits(a/float64(n)))
 		}
+	}
+}
+
+func divideFloats[T float32 | float64](xs []T, n int) {
+	if n&(n-1) == 0 {
+		r := 1 / T(n)
+		for i := range xs {
+			xs[i] *= r
+		}
+		return
+	}
+	d := T(n)
+	for i := range xs {
+		xs[i] /= d
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -131,6 +132,7 @@ type mpiComm struct {
 	timeout   time.Duration
 
 	work   chan func()
+	header []int64 // agree's buffer: this rank's header, then every rank's
 	mu     sync.Mutex
 	broken error
 	closed bool
@@ -148,6 +150,13 @@ type mpiComm struct {
 // ends the job; when a rank hangs, the other ranks' collectives return
 // ErrTimeout after cfg.Timeout (a watchdog; the MPI call itself is left
 // blocked and the communicator is unusable afterwards).
+//
+// A contiguous tensor on the CPU is handed to MPI in place: AllReduce and
+// Broadcast read and write its own storage (MPI_IN_PLACE), and the other
+// collectives read it, without a copy. Other tensors (strided views, GPU
+// tensors) go through a host copy (tensor.HeldBytes). After ErrTimeout
+// the tensor's values are undefined: MPI may still write them should the
+// blocked call ever return, and its storage stays allocated for that.
 func OpenMPI(ctx context.Context, cfg Config) (Communicator, error) {
 	path := cfg.Library
 	if path == "" {
@@ -280,26 +289,38 @@ func (c *mpiComm) Close() error {
 
 // agree exchanges every rank's call description and checks they fit
 // together, so that disagreeing ranks all fail with the same error instead
-// of corrupting memory or hanging. It returns every rank's call. It runs on
-// the MPI thread.
-func (c *mpiComm) agree(call *localCall) ([]*localCall, error) {
+// of corrupting memory or hanging. It returns every rank's header
+// (headerLen int64s per rank: collective, op, root, dtype, rank count,
+// dims), valid until the next collective. It runs on the MPI thread, and
+// allocates nothing when the ranks agree (the common case, checked first
+// by comparing headers).
+func (c *mpiComm) agree(call *localCall) ([]int64, error) {
 	if len(call.shape) > maxHeaderDims {
 		return nil, fmt.Errorf("%w: rank %d: %s of a %d-dimensional tensor (at most %d)", ErrUnsupported, c.rank, call.name, len(call.shape), maxHeaderDims)
 	}
-	mine := make([]int64, headerLen)
+	if c.header == nil {
+		c.header = make([]int64, headerLen*(c.size+1))
+	}
+	mine, all := c.header[:headerLen], c.header[headerLen:]
+	clear(mine)
 	mine[0], mine[1], mine[2] = collectiveID(call.name), int64(call.op), int64(call.root)
 	mine[3], mine[4] = int64(call.dtype), int64(len(call.shape))
 	for i, d := range call.shape {
 		mine[5+i] = int64(d)
 	}
-	all := make([]int64, headerLen*c.size)
 	err := c.lib.check(c.rank, "MPI_Allgather", c.lib.allgather(
 		unsafe.Pointer(&mine[0]), headerLen, c.lib.int64,
 		unsafe.Pointer(&all[0]), headerLen, c.lib.int64, c.lib.commWorld))
-	runtime.KeepAlive(mine)
-	runtime.KeepAlive(all)
+	runtime.KeepAlive(c.header)
 	if err != nil {
 		return nil, err
+	}
+	same := true
+	for r := 0; r < c.size && same; r++ {
+		same = slices.Equal(all[r*headerLen:(r+1)*headerLen], mine)
+	}
+	if same {
+		return all, nil
 	}
 	calls := make([]*localCall, c.size)
 	for r := range calls {
@@ -311,7 +332,7 @@ func (c *mpiComm) agree(call *localCall) ([]*localCall, error) {
 		calls[r] = &localCall{name: collectiveName(h[0]), op: ReduceOp(h[1]), root: int(h[2]),
 			payload: payload{dtype: tensor.DType(h[3]), shape: shape}}
 	}
-	return calls, checkCalls(calls)
+	return all, checkCalls(calls)
 }
 
 var collectives = []string{"AllReduce", "Broadcast", "AllGather", "ReduceScatter", "Barrier"}
@@ -351,32 +372,84 @@ func addr(b []byte) unsafe.Pointer {
 	return unsafe.Pointer(&b[0])
 }
 
-// AllReduce reduces t in place over all ranks with MPI_Allreduce.
+// holdPayload checks t like readPayload and holds its bytes for MPI: on the
+// CPU, a contiguous tensor's own storage, which MPI then reads and writes
+// in place; elsewhere a copy (see tensor.HeldBytes). The caller releases
+// the hold, through collectiveHolding.
+func holdPayload(op string, rank int, t *tensor.Tensor, rop ReduceOp, reduces bool) (p payload, h *tensor.HeldBytes, err error) {
+	if err := checkArgs(op, rank, t, rop, reduces); err != nil {
+		return p, nil, err
+	}
+	defer catchPanic(op, rank, &err)
+	h = t.HoldBytes()
+	return payload{dtype: t.DType(), shape: t.Shape(), raw: h.Bytes()}, h, nil
+}
+
+// collectiveHolding runs f, which hands h's bytes to MPI, under the
+// communicator's timeout. When f fails, h is released; when it succeeds,
+// the caller stores and releases h (storeHeld). When the watchdog gives up
+// on f, MPI may still read or write the bytes: h is released only once f
+// returns, if ever, so that MPI never writes into memory that was freed and
+// reused (the tensor's values are then undefined).
+func (c *mpiComm) collectiveHolding(name string, h *tensor.HeldBytes, f func() error) error {
+	finished := make(chan struct{})
+	err := c.collective(name, func() error {
+		defer close(finished)
+		return f()
+	})
+	select {
+	case <-finished:
+		if err != nil {
+			h.Release()
+		}
+	default: // f still blocks on the MPI thread, or never started
+		go func() {
+			<-finished
+			h.Release()
+		}()
+	}
+	return err
+}
+
+// storeHeld makes h's bytes the tensor's values (a no-op when MPI wrote the
+// tensor's own storage) and releases h.
+func storeHeld(op string, rank int, h *tensor.HeldBytes) (err error) {
+	defer h.Release()
+	defer catchPanic(op, rank, &err)
+	h.Store()
+	return nil
+}
+
+// AllReduce reduces t in place over all ranks with MPI_Allreduce
+// (MPI_IN_PLACE on t's own storage for a contiguous CPU tensor).
 func (c *mpiComm) AllReduce(t *tensor.Tensor, op ReduceOp) error {
-	p, err := readPayload("AllReduce", c.rank, t, op, true)
+	p, h, err := holdPayload("AllReduce", c.rank, t, op, true)
 	if err != nil {
 		return err
 	}
 	esize, _ := elemSize(p.dtype)
 	n, err := count(c.rank, "AllReduce", len(p.raw)/esize)
 	if err != nil {
+		h.Release()
 		return err
 	}
-	err = c.collective("AllReduce", func() error {
+	err = c.collectiveHolding("AllReduce", h, func() error {
 		if _, err := c.agree(&localCall{name: "AllReduce", op: op, payload: p}); err != nil {
 			return err
 		}
 		code := c.lib.allreduce(mpiInPlace, addr(p.raw), n, c.lib.dtype(p.dtype), c.lib.op(op), c.lib.commWorld)
-		runtime.KeepAlive(p.raw)
-		return c.lib.check(c.rank, "MPI_Allreduce", code)
+		if err := c.lib.check(c.rank, "MPI_Allreduce", code); err != nil {
+			return err
+		}
+		if op == Mean {
+			divide(p.dtype, p.raw, c.size)
+		}
+		return nil
 	})
 	if err != nil {
 		return err
 	}
-	if op == Mean {
-		divide(p.dtype, p.raw, c.size)
-	}
-	return writeBack("AllReduce", c.rank, t, p.raw)
+	return storeHeld("AllReduce", c.rank, h)
 }
 
 // Broadcast copies rank root's t into every rank's t with MPI_Bcast.
@@ -384,51 +457,52 @@ func (c *mpiComm) Broadcast(t *tensor.Tensor, root int) error {
 	if root < 0 || root >= c.size {
 		return fmt.Errorf("dist: rank %d: Broadcast from root %d outside a world of %d", c.rank, root, c.size)
 	}
-	p, err := readPayload("Broadcast", c.rank, t, Sum, false)
+	p, h, err := holdPayload("Broadcast", c.rank, t, Sum, false)
 	if err != nil {
 		return err
 	}
 	esize, _ := elemSize(p.dtype)
 	n, err := count(c.rank, "Broadcast", len(p.raw)/esize)
 	if err != nil {
+		h.Release()
 		return err
 	}
-	err = c.collective("Broadcast", func() error {
+	err = c.collectiveHolding("Broadcast", h, func() error {
 		if _, err := c.agree(&localCall{name: "Broadcast", root: root, payload: p}); err != nil {
 			return err
 		}
-		code := c.lib.bcast(addr(p.raw), n, c.lib.dtype(p.dtype), int32(root), c.lib.commWorld)
-		runtime.KeepAlive(p.raw)
-		return c.lib.check(c.rank, "MPI_Bcast", code)
+		return c.lib.check(c.rank, "MPI_Bcast", c.lib.bcast(addr(p.raw), n, c.lib.dtype(p.dtype), int32(root), c.lib.commWorld))
 	})
 	if err != nil {
 		return err
 	}
-	return writeBack("Broadcast", c.rank, t, p.raw)
+	return storeHeld("Broadcast", c.rank, h)
 }
 
 // AllGather concatenates every rank's t along dimension 0 with MPI_Allgatherv.
 func (c *mpiComm) AllGather(t *tensor.Tensor) (*tensor.Tensor, error) {
-	p, err := readPayload("AllGather", c.rank, t, Sum, false)
+	p, h, err := holdPayload("AllGather", c.rank, t, Sum, false)
 	if err != nil {
 		return nil, err
 	}
 	if len(p.shape) == 0 {
+		h.Release()
 		return nil, fmt.Errorf("%w: rank %d: AllGather of a scalar (needs at least one dimension)", ErrUnsupported, c.rank)
 	}
 	esize, _ := elemSize(p.dtype)
 	var out []byte
 	var shape []int
-	err = c.collective("AllGather", func() error {
-		calls, err := c.agree(&localCall{name: "AllGather", payload: p})
+	err = c.collectiveHolding("AllGather", h, func() error {
+		headers, err := c.agree(&localCall{name: "AllGather", payload: p})
 		if err != nil {
 			return err
 		}
 		rowElems := rowBytes(p.shape, esize) / esize
 		counts, displs := make([]int32, c.size), make([]int32, c.size)
 		rows, total := 0, 0
-		for r, call := range calls {
-			n, err := count(c.rank, "AllGather", call.shape[0]*rowElems)
+		for r := range counts {
+			rankRows := int(headers[r*headerLen+5]) // dimension 0 of rank r
+			n, err := count(c.rank, "AllGather", rankRows*rowElems)
 			if err != nil {
 				return err
 			}
@@ -437,34 +511,36 @@ func (c *mpiComm) AllGather(t *tensor.Tensor) (*tensor.Tensor, error) {
 				return err
 			}
 			counts[r], displs[r] = n, d
-			rows += call.shape[0]
+			rows += rankRows
 			total += int(n)
 		}
 		out = make([]byte, total*esize)
 		shape = append([]int{rows}, p.shape[1:]...)
 		code := c.lib.allgatherv(addr(p.raw), counts[c.rank], c.lib.dtype(p.dtype), addr(out), &counts[0], &displs[0], c.lib.dtype(p.dtype), c.lib.commWorld)
-		runtime.KeepAlive(p.raw)
 		runtime.KeepAlive(out)
 		return c.lib.check(c.rank, "MPI_Allgatherv", code)
 	})
 	if err != nil {
 		return nil, err
 	}
+	h.Release()
 	return newTensor("AllGather", c.rank, t, out, shape)
 }
 
 // ReduceScatter reduces t over all ranks and returns this rank's rows, with
 // MPI_Reduce_scatter.
 func (c *mpiComm) ReduceScatter(t *tensor.Tensor, op ReduceOp) (*tensor.Tensor, error) {
-	p, err := readPayload("ReduceScatter", c.rank, t, op, true)
+	p, h, err := holdPayload("ReduceScatter", c.rank, t, op, true)
 	if err != nil {
 		return nil, err
 	}
 	if len(p.shape) == 0 {
+		h.Release()
 		return nil, fmt.Errorf("%w: rank %d: ReduceScatter of a scalar (needs at least one dimension)", ErrUnsupported, c.rank)
 	}
 	esize, _ := elemSize(p.dtype)
 	if _, err := count(c.rank, "ReduceScatter", len(p.raw)/esize); err != nil {
+		h.Release()
 		return nil, err
 	}
 	rowElems := rowBytes(p.shape, esize) / esize
@@ -475,18 +551,18 @@ func (c *mpiComm) ReduceScatter(t *tensor.Tensor, op ReduceOp) (*tensor.Tensor, 
 	}
 	_, myRows := rowSplit(p.shape[0], c.size, c.rank)
 	out := make([]byte, int(counts[c.rank])*esize)
-	err = c.collective("ReduceScatter", func() error {
+	err = c.collectiveHolding("ReduceScatter", h, func() error {
 		if _, err := c.agree(&localCall{name: "ReduceScatter", op: op, payload: p}); err != nil {
 			return err
 		}
 		code := c.lib.reduceScatter(addr(p.raw), addr(out), &counts[0], c.lib.dtype(p.dtype), c.lib.op(op), c.lib.commWorld)
-		runtime.KeepAlive(p.raw)
 		runtime.KeepAlive(out)
 		return c.lib.check(c.rank, "MPI_Reduce_scatter", code)
 	})
 	if err != nil {
 		return nil, err
 	}
+	h.Release()
 	if op == Mean {
 		divide(p.dtype, out, c.size)
 	}

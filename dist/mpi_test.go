@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/kiln-ml/kiln/backends/strict" // a device whose buffers are not host memory
 	"github.com/kiln-ml/kiln/tensor"
 )
 
@@ -77,13 +78,27 @@ func TestMPIRankDies(t *testing.T) {
 }
 
 func TestMPIRankHangs(t *testing.T) {
-	out, took, err := mpirun(t, 2, "hang", "TestMPIChild", 60*time.Second)
-	if took > 30*time.Second {
-		t.Errorf("mpirun took %s", took)
-	}
-	t.Logf("mpirun ended in %s with %v; output:\n%s", took, err, out)
-	if !strings.Contains(out, "rank 0: collective Barrier did not complete") || !strings.Contains(out, "rank 0: then rank 0: AllReduce: communicator broken") {
-		t.Errorf("rank 0 did not report the stuck collective (err %v):\n%s", err, out)
+	for _, tc := range []struct {
+		name, mode string
+		want       []string
+	}{
+		{"in a Barrier", "hang", []string{"rank 0: collective Barrier did not complete", "rank 0: then rank 0: AllReduce: communicator broken"}},
+		// The AllReduce left blocked still holds the tensor's storage, which
+		// MPI may write: releasing the tensor must not free it.
+		{"in an AllReduce of a CPU tensor", "hangreduce", []string{"rank 0: collective AllReduce did not complete", "rank 0: storage held after release"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, took, err := mpirun(t, 2, tc.mode, "TestMPIChild", 60*time.Second)
+			if took > 30*time.Second {
+				t.Errorf("mpirun took %s", took)
+			}
+			t.Logf("mpirun ended in %s with %v; output:\n%s", took, err, out)
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("rank 0 did not report %q (err %v):\n%s", w, err, out)
+				}
+			}
+		})
 	}
 }
 
@@ -119,7 +134,7 @@ func TestMPIChild(t *testing.T) {
 		t.Fatalf("launcher: got %q", l)
 	}
 	cfg := Config{}
-	if mode == "hang" {
+	if mode == "hang" || mode == "hangreduce" {
 		cfg.Timeout = 2 * time.Second
 	}
 	c, err := InitConfig(context.Background(), cfg)
@@ -158,6 +173,25 @@ func TestMPIChild(t *testing.T) {
 			t.Fatalf("after a timeout: got %v after %s", err, time.Since(start))
 		}
 		fmt.Printf("rank %d: then %v\n", rank, err)
+		os.Exit(3) // without MPI_Finalize: mpirun ends the job
+	case "hangreduce":
+		if rank == 1 {
+			time.Sleep(20 * time.Second) // never calls the AllReduce
+			return
+		}
+		dev := tensor.CPU()
+		before := dev.MemoryStats().LiveBytes
+		x := tensor.Ones(dev, 1<<20)
+		err := c.AllReduce(x, Sum)
+		fmt.Printf("rank %d: %v\n", rank, err)
+		if !errors.Is(err, ErrTimeout) {
+			t.Fatalf("want ErrTimeout, got %v", err)
+		}
+		x.Release()
+		if live := dev.MemoryStats().LiveBytes - before; live != 4<<20 {
+			t.Fatalf("after releasing the tensor MPI may still write: %d live bytes, want %d", live, 4<<20)
+		}
+		fmt.Printf("rank %d: storage held after release\n", rank)
 		os.Exit(3) // without MPI_Finalize: mpirun ends the job
 	case "bench":
 		if err := mpiChildBench(c); err != nil {
@@ -231,6 +265,33 @@ func mpiChildCollectives(c Communicator) error {
 					return fmt.Errorf("ReduceScatter %s %s rows %d: %v", dtype, op, rows, err)
 				}
 			}
+		}
+	}
+	// A contiguous CPU tensor is reduced in its own storage (its views see
+	// the result); a strided view and a tensor on a device without host
+	// buffers go through a copy written back.
+	strict := tensor.MustDevice("strict")
+	for _, tc := range []struct {
+		name string
+		held func(base *tensor.Tensor) *tensor.Tensor // what is reduced, base being [3 2]
+	}{
+		{"contiguous", func(b *tensor.Tensor) *tensor.Tensor { return b }},
+		{"transposed view", func(b *tensor.Tensor) *tensor.Tensor { return b.Transpose(0, 1) }},
+		{"strict device", func(b *tensor.Tensor) *tensor.Tensor { return b }},
+	} {
+		for _, op := range []ReduceOp{Sum, Mean} {
+			base := rankTensor(tensor.Float32, rank, true, 3, 2)
+			if tc.name == "strict device" {
+				base = base.ToDevice(strict)
+			}
+			flat := base.Reshape(6)
+			if err := c.AllReduce(tc.held(base), op); err != nil {
+				return fmt.Errorf("AllReduce %s of a %s: %w", op, tc.name, err)
+			}
+			if err := checkTensor(flat, tensor.Float32, []int{6}, expectReduce(op, n, 6, true)); err != nil {
+				return fmt.Errorf("AllReduce %s of a %s: %v", op, tc.name, err)
+			}
+			base.Release()
 		}
 	}
 	if err := c.Barrier(); err != nil {

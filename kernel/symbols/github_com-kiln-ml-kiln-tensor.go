@@ -119,6 +119,7 @@ func init() {
 		"DeviceList":          reflect.ValueOf((*tensor.DeviceList)(nil)),
 		"Error":               reflect.ValueOf((*tensor.Error)(nil)),
 		"Gradients":           reflect.ValueOf((*tensor.Gradients)(nil)),
+		"HeldBytes":           reflect.ValueOf((*tensor.HeldBytes)(nil)),
 		"InterpolateConfig":   reflect.ValueOf((*tensor.InterpolateConfig)(nil)),
 		"MemoryStats":         reflect.ValueOf((*tensor.MemoryStats)(nil)),
 		"PoolConfig":          reflect.ValueOf((*tensor.PoolConfig)(nil)),
