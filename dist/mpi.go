@@ -241,6 +241,9 @@ func (c *mpiComm) call(ctx context.Context, name string, within time.Duration, f
 	}
 	select {
 	case err := <-done:
+		if errors.Is(err, errLeft) {
+			c.broken = err // no collective can complete any more
+		}
 		return err
 	case <-ctx.Done():
 		c.broken = fmt.Errorf("%w: rank %d: collective %s did not complete in %s (a rank died or stopped calling collectives; the MPI call is left blocked)", ErrTimeout, c.rank, name, within)
@@ -263,8 +266,12 @@ func (c *mpiComm) Size() int       { return c.size }
 func (c *mpiComm) LocalRank() int  { return c.localRank }
 func (c *mpiComm) Backend() string { return "mpi" }
 
-// Close finalises MPI and stops the MPI thread. On a broken communicator
-// it does nothing (finalising would block) and returns nil.
+// Close finalises MPI and stops the MPI thread. The ranks first agree
+// that all of them are closing: when one closes while others wait in a
+// collective, every rank's call fails at once with ErrClosed naming the
+// rank that left, and the communicator is broken everywhere. On a broken
+// communicator Close does nothing (finalising would block) and returns
+// nil.
 func (c *mpiComm) Close() error {
 	c.mu.Lock()
 	skip := c.closed || c.broken != nil
@@ -272,7 +279,14 @@ func (c *mpiComm) Close() error {
 	if skip {
 		return nil
 	}
-	err := c.collective("MPI_Finalize", func() error {
+	// The ranks first agree that all of them are closing: a rank that
+	// closes while the others wait in a collective (it failed, or its
+	// loop ended early) would otherwise leave them blocked until their
+	// timeout. They all learn it from the headers and break instead.
+	err := c.collective("Close", func() error {
+		if _, err := c.agree(&localCall{name: "Close"}); err != nil {
+			return err
+		}
 		return c.lib.check(c.rank, "MPI_Finalize", c.lib.finalize())
 	})
 	c.mu.Lock()
@@ -332,10 +346,30 @@ func (c *mpiComm) agree(call *localCall) ([]int64, error) {
 		calls[r] = &localCall{name: collectiveName(h[0]), op: ReduceOp(h[1]), root: int(h[2]),
 			payload: payload{dtype: tensor.DType(h[3]), shape: shape}}
 	}
+	for r, cl := range calls {
+		if cl.name != "Close" {
+			continue
+		}
+		for q, other := range calls {
+			if other.name != "Close" {
+				return all, fmt.Errorf("%w: rank %d: rank %d left the group (Close) while rank %d called %s%w",
+					ErrClosed, c.rank, r, q, describe(other), errLeft)
+			}
+		}
+	}
 	return all, checkCalls(calls)
 }
 
-var collectives = []string{"AllReduce", "Broadcast", "AllGather", "ReduceScatter", "Barrier"}
+// errLeft marks the error of a collective that a rank's Close met: the
+// communicator is broken on every rank, since they all saw it. It wraps
+// no text of its own.
+var errLeft = leftError{}
+
+type leftError struct{}
+
+func (leftError) Error() string { return "" }
+
+var collectives = []string{"AllReduce", "Broadcast", "AllGather", "ReduceScatter", "Barrier", "Close"}
 
 func collectiveID(name string) int64 {
 	for i, n := range collectives {

@@ -85,6 +85,10 @@ func TestMPIRankHangs(t *testing.T) {
 		{"in a Barrier", "hang", []string{"rank 0: collective Barrier did not complete", "rank 0: then rank 0: AllReduce: communicator broken"}},
 		// The AllReduce left blocked still holds the tensor's storage, which
 		// MPI may write: releasing the tensor must not free it.
+		// A rank that closes (its run failed) while another waits in a
+		// collective: both learn it at once, with no timeout.
+		{"when a rank closes", "leave", []string{"rank 0: AllReduce: dist: communicator closed: rank 0: rank 1 left the group (Close) while rank 0 called AllReduce(Sum)",
+			"rank 1: Close: dist: communicator closed: rank 1: rank 1 left the group (Close) while rank 0 called AllReduce(Sum)", "rank 0: then rank 0: Barrier: communicator broken"}},
 		{"in an AllReduce of a CPU tensor", "hangreduce", []string{"rank 0: collective AllReduce did not complete", "rank 0: storage held after release"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -193,6 +197,26 @@ func TestMPIChild(t *testing.T) {
 		}
 		fmt.Printf("rank %d: storage held after release\n", rank)
 		os.Exit(3) // without MPI_Finalize: mpirun ends the job
+	case "leave":
+		if rank == 1 {
+			fmt.Printf("rank %d: Close: %v\n", rank, c.Close())
+			return
+		}
+		start := time.Now()
+		err := c.AllReduce(tensor.Ones(tensor.CPU(), 4), Sum)
+		fmt.Printf("rank %d: AllReduce: %v\n", rank, err)
+		if !errors.Is(err, ErrClosed) || time.Since(start) > 10*time.Second {
+			t.Fatalf("want ErrClosed at once, got %v after %s", err, time.Since(start))
+		}
+		err = c.Barrier()
+		fmt.Printf("rank %d: then %v\n", rank, err)
+		if err == nil {
+			t.Fatal("a Barrier after a rank left succeeded")
+		}
+		if err := c.Close(); err != nil {
+			t.Fatalf("Close of a broken communicator: %v", err)
+		}
+		return
 	case "bench":
 		if err := mpiChildBench(c); err != nil {
 			t.Fatal(err)

@@ -576,3 +576,65 @@ func TestDataParallelCancelOneRank(t *testing.T) {
 		t.Error("the ranks stopped with different parameters")
 	}
 }
+
+// stopWriter is a validation metric that, on its first update, writes the
+// run's StopFile and waits until the run has had time to see it.
+type stopWriter struct {
+	dir     string
+	written bool
+}
+
+func (m *stopWriter) Name() string { return "stops" }
+func (m *stopWriter) Update(outputs, targets *tensor.Tensor) error {
+	if !m.written {
+		m.written = true
+		if err := os.WriteFile(filepath.Join(m.dir, train.StopFile), nil, 0o644); err != nil {
+			return err
+		}
+		time.Sleep(600 * time.Millisecond)
+	}
+	return nil
+}
+func (m *stopWriter) Value() float64 { return 0 }
+func (m *stopWriter) Reset()         {}
+
+// TestDataParallelStopFileInValidation: ranks on one machine share the run
+// directory. A StopFile written while they validate stops both ranks at
+// the same step, cancelled, and rank 0 writes the end record; no rank
+// takes the file for itself or cuts its validation short (which once left
+// rank 0 waiting in a collective for a rank that had failed).
+func TestDataParallelStopFileInValidation(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	models := make([]*nn.Linear, 2)
+	res, errs := fitRanks(t, 2, func(r int) (*train.Supervised, *train.Learner) {
+		models[r] = newLinear(tensor.CPU(), 1)
+		return &train.Supervised{Config: train.Config{Epochs: 5, RunDir: dir},
+				Train:        loader(t, blobs(32, 1), tensor.CPU(), data.LoaderConfig{BatchSize: 4, Shuffle: true}),
+				Valid:        loader(t, blobs(16, 2), tensor.CPU(), data.LoaderConfig{BatchSize: 4}),
+				ValidMetrics: []metrics.Metric{&stopWriter{dir: dir}}},
+			&train.Learner{Model: models[r], Optimizer: optim.NewSGD(optim.SGDConfig{LR: 0.1})}
+	})
+	for r := range 2 {
+		defer nn.Release(models[r])
+		if errs[r] != nil || res[r].Reason != train.StopCancelled {
+			t.Errorf("rank %d: %q %s (err %v), want cancelled", r, res[r].Reason, res[r].Why, errs[r])
+		}
+		if res[r].Epochs != 1 {
+			t.Errorf("rank %d ended after %d epochs, want 1 (the epoch it validated when stopped)", r, res[r].Epochs)
+		}
+	}
+	if res[0].Steps != res[1].Steps {
+		t.Errorf("rank 0 stopped after %d steps, rank 1 after %d", res[0].Steps, res[1].Steps)
+	}
+	log, err := os.ReadFile(filepath.Join(dir, train.EventsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(log)), "\n")
+	if last := lines[len(lines)-1]; !strings.Contains(last, `"kind":"end"`) || !strings.Contains(last, `"reason":"cancelled"`) {
+		t.Errorf("last record %s: want the end record, cancelled", last)
+	}
+}

@@ -197,7 +197,7 @@ func (l *runningLoss) value() float64 {
 // checkpoints it wrote. It first takes the directory's ProcessFile, and
 // fails with ErrRunDirInUse while another live run holds it.
 func (s *Supervised) Fit(ctx context.Context, l *Learner) (Result, error) {
-	ctx, unwatch := watchStopFile(ctx, s.Config.RunDir)
+	ctx, unwatch := watchStopFile(ctx, s.stopFileDir(s.Config.RunDir))
 	defer unwatch()
 	r, err := s.newRun(ctx, l)
 	if err != nil {
@@ -761,7 +761,13 @@ func (r *run) validate(epoch int) (Values, StopReason, string) {
 		r.logf("warning: validating in training mode: %v", err)
 	}
 	defer func() { _ = setMode(r.l.Model, true) }()
-	it := r.s.Valid.Iter(r.ctx, epoch-1)
+	// With several ranks a cancellation takes effect only at a step they
+	// agree on (cancelErr), so a rank's validation runs to its end.
+	vctx := r.ctx
+	if r.comm != nil {
+		vctx = context.WithoutCancel(vctx)
+	}
+	it := r.s.Valid.Iter(vctx, epoch-1)
 	defer it.Close()
 	var failure string
 	for it.Next() {

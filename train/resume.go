@@ -81,7 +81,7 @@ func (s *Supervised) Resume(ctx context.Context, dir string, l *Learner) (Result
 	if stopDir == "" {
 		stopDir = runDir
 	}
-	ctx, unwatch := watchStopFile(ctx, stopDir)
+	ctx, unwatch := watchStopFile(ctx, s.stopFileDir(stopDir))
 	defer unwatch()
 	r, err := s.newRun(ctx, l)
 	if err != nil {

@@ -57,3 +57,15 @@ func watchStopFile(ctx context.Context, dir string) (context.Context, func()) {
 		cancel(nil)
 	}
 }
+
+// stopFileDir returns dir, the run directory whose StopFile the run
+// obeys, or "" on a rank other than 0 of several: rank 0 alone watches
+// the file (ranks on one machine share the directory, and a rank that
+// took the file for itself would stop alone), and the ranks agree on the
+// cancellation at their next step.
+func (s *Supervised) stopFileDir(dir string) string {
+	if s.Comm != nil && s.Comm.Size() > 1 && s.Comm.Rank() != 0 {
+		return ""
+	}
+	return dir
+}
