@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -428,12 +429,57 @@ func TestDataParallelResumeRankFails(t *testing.T) {
 	}
 }
 
-// mpiChild names the environment variable that makes TestDataParallelMPIChild run.
+// mlpWatched is the MNIST MLP of `kiln demo` (784-256-128-10, ReLU) as a
+// Stepper that records a checksum of the parameters before every forward
+// pass, so after every optimizer step.
+type mlpWatched struct {
+	m    nn.Sequential
+	sums []uint64
+}
+
+func (w *mlpWatched) TrainStep(x, y *tensor.Tensor) (loss, outputs *tensor.Tensor) {
+	w.sums = append(w.sums, paramSum(w.m))
+	out := w.m.Forward(x)
+	return nn.CrossEntropy(out, y, nn.CrossEntropyOptions{}), out
+}
+
+// mnistMLPRun is the data-parallel MNIST check's run: the MLP (its
+// parameters drawn from seed) trained with SGD and momentum for 2 epochs
+// on the first 640 training images, in batches of batch, shuffled with
+// one seed.
+func mnistMLPRun(t *testing.T, seed uint64, batch int, comm dist.Communicator) (*train.Supervised, *train.Learner, *mlpWatched) {
+	t.Helper()
+	dir, err := data.MNISTDir()
+	if err != nil {
+		t.Skip(err)
+	}
+	set, _, err := data.LoadMNIST(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set = set.Subset(640)
+	set.Standardize = true
+	ad := tensor.CPU().Autodiff()
+	ad.Seed(seed)
+	w := &mlpWatched{}
+	tensor.NoScope(func() {
+		w.m = nn.NewSequential(nn.NewLinear(ad, 784, 256), nn.ReLU{}, nn.NewLinear(ad, 256, 128), nn.ReLU{}, nn.NewLinear(ad, 128, 10))
+	})
+	s := &train.Supervised{Config: train.Config{Epochs: 2}, Comm: comm,
+		Train: loader(t, set, tensor.CPU(), data.LoaderConfig{BatchSize: batch, Shuffle: true, Seed: 1})}
+	return s, &train.Learner{Model: w.m, Stepper: w, Optimizer: optim.NewSGD(optim.SGDConfig{LR: 0.05, Momentum: 0.9})}, w
+}
+
+// mpiChild names the environment variable that makes
+// TestDataParallelMPIChild run: the file rank 0 writes its final
+// parameters to.
 const mpiChild = "KILN_TRAIN_MPI_CHILD"
 
-// TestDataParallelMPI trains under mpirun -np 2 (this test binary, one
-// process per rank) and checks that both ranks print the same parameter
-// checksum after every step.
+// TestDataParallelMPI trains the MNIST MLP under the real mpirun -np 2
+// (this test binary, one process per rank, batches of 32 per rank): both
+// ranks print the same parameter checksum after every step (bit-identical
+// parameters), and rank 0's final parameters match one process trained
+// on the same global batches of 64 within 1e-5 relative.
 func TestDataParallelMPI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
@@ -442,12 +488,21 @@ func TestDataParallelMPI(t *testing.T) {
 	if err != nil {
 		t.Skip("mpirun not on PATH: install Debian's openmpi-bin to run the MPI tests")
 	}
-	args := []string{"-np", "2", "--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,vader", "-x", mpiChild + "=1"}
+	// One process on the global batch: the reference.
+	s, l, single := mnistMLPRun(t, 1, 64, nil)
+	defer nn.Release(single.m)
+	if _, err := s.Fit(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+	want := paramValues(single.m)
+
+	params := filepath.Join(t.TempDir(), "rank0.params")
+	args := []string{"-np", "2", "--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,vader", "-x", mpiChild + "=" + params}
 	if os.Geteuid() == 0 {
 		args = append(args, "--allow-run-as-root")
 	}
 	args = append(args, os.Args[0], "-test.run", "^TestDataParallelMPIChild$", "-test.v")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, args...)
@@ -462,25 +517,58 @@ func TestDataParallelMPI(t *testing.T) {
 			sums[rank] = append(sums[rank], sums0)
 		}
 	}
-	if len(sums["0"]) != 1 || len(sums["1"]) != 1 || sums["0"][0] != sums["1"][0] || strings.Count(sums["0"][0], ",") < 4 {
-		t.Fatalf("ranks' parameter checksums differ or are missing: %v\n%s", sums, out.String())
+	// 640 images in global batches of 64: 10 steps an epoch, 2 epochs,
+	// and the checksum after the last step.
+	if len(sums["0"]) != 1 || len(sums["1"]) != 1 || sums["0"][0] != sums["1"][0] || strings.Count(sums["0"][0], ",") != 20 {
+		t.Fatalf("ranks' parameter checksums after each of the 20 steps differ or are missing: %v\n%s", sums, out.String())
 	}
+	raw, err := os.ReadFile(params)
+	if err != nil {
+		t.Fatalf("rank 0's parameters: %v\n%s", err, out.String())
+	}
+	if len(raw) != 4*len(want) {
+		t.Fatalf("rank 0 wrote %d bytes of parameters, want %d", len(raw), 4*len(want))
+	}
+	// Relative to each parameter tensor's norm: summing two half-batch
+	// gradients rounds differently from one full batch's, and 20 steps of
+	// momentum carry that; elementwise, the largest relative difference
+	// is reported too.
+	off, worstElem := 0, 0.0
+	for _, np := range nn.Params(single.m) {
+		n := np.Param.NumElements()
+		var diff, norm float64
+		for i := off; i < off+n; i++ {
+			got := float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:])))
+			d := got - float64(want[i])
+			diff += d * d
+			norm += float64(want[i]) * float64(want[i])
+			worstElem = max(worstElem, math.Abs(d)/math.Max(math.Abs(float64(want[i])), 1e-3))
+		}
+		rel := math.Sqrt(diff / norm)
+		t.Logf("%s %v: relative difference to one process %.3g", np.Name, np.Param.Shape(), rel)
+		if rel > 1e-5 {
+			t.Errorf("%s: two ranks differ from one process by %.3g relative (‖Δ‖/‖w‖), want ≤ 1e-5", np.Name, rel)
+		}
+		off += n
+	}
+	t.Logf("largest elementwise relative difference %.3g", worstElem)
 }
 
 // TestDataParallelMPIChild is one rank of TestDataParallelMPI; without
 // its environment variable it skips.
 func TestDataParallelMPIChild(t *testing.T) {
-	if os.Getenv(mpiChild) == "" {
+	params := os.Getenv(mpiChild)
+	if params == "" {
 		t.Skip("run by TestDataParallelMPI under mpirun")
 	}
 	c, err := dist.Init(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &watched{m: newLinear(tensor.CPU(), uint64(1+c.Rank()))}
-	s := &train.Supervised{Config: train.Config{Epochs: 2}, Comm: c,
-		Train: loader(t, blobs(21, 2), tensor.CPU(), data.LoaderConfig{BatchSize: 4, Shuffle: true, Seed: 1})}
-	res, err := s.Fit(context.Background(), &train.Learner{Model: w.m, Stepper: w, Optimizer: optim.NewSGD(optim.SGDConfig{LR: 0.1})})
+	// Rank 1 starts from other parameters: rank 0's are broadcast.
+	s, l, w := mnistMLPRun(t, uint64(1+c.Rank()), 32, c)
+	defer nn.Release(w.m)
+	res, err := s.Fit(context.Background(), l)
 	if err != nil {
 		t.Fatalf("rank %d: %v", c.Rank(), err)
 	}
@@ -491,6 +579,16 @@ func TestDataParallelMPIChild(t *testing.T) {
 	}
 	fmt.Printf("rank %d sums %s\n", c.Rank(), strings.Join(parts, ","))
 	t.Logf("rank %d: %d steps, loss %v", c.Rank(), res.Steps, res.Train[len(res.Train)-1]["loss"])
+	if c.Rank() == 0 {
+		vs := paramValues(w.m)
+		raw := make([]byte, 4*len(vs))
+		for i, v := range vs {
+			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
+		}
+		if err := os.WriteFile(params, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
