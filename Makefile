@@ -29,14 +29,17 @@ APT_FIXTURE_PACKAGES := python3-torch python3-numpy python3-onnx libopenblas0-pt
 
 all: build
 
-# deps installs missing Debian packages (as root, or through sudo).
+# deps installs missing Debian packages (as root, or through sudo), waiting
+# while another apt holds the lock (scripts/apt-install.sh).
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
-		SUDO=$$( [ $$(id -u) -eq 0 ] || echo sudo ); \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+		scripts/apt-install.sh $$missing; \
 	fi
+	@# The workbench UI and the charts' script come from npm (frontend/package-lock.json).
+	@# Debian's nodejs and npm when no npm is on PATH (one from NodeSource is kept).
+	@command -v npm >/dev/null 2>&1 || { echo "installing: nodejs npm"; scripts/apt-install.sh nodejs npm; }
 	@$(GO) version >/dev/null 2>&1 || { echo "Go 1.26 is required (https://go.dev/dl or /usr/local/go)"; exit 1; }
 
 deps-fixtures:
