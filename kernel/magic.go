@@ -303,7 +303,12 @@ func (s *Session) who() *display.Data {
 }
 
 // describeValue returns a variable's type and a one-line summary of it:
-// for tensors their shape, dtype, device and memory.
+// for a tensor its shape, dtype, device, memory and first values; for a
+// model (anything holding parameters) its parameter count; for a slice,
+// map or channel its length; for a value with a String method (a device,
+// a duration) that; for another struct or pointer nothing (its type says
+// it: never a raw dump of its fields and addresses); else the value, cut
+// to 60 characters.
 func describeValue(v reflect.Value) (typ, val string) {
 	if !v.IsValid() {
 		return "nil", ""
@@ -324,24 +329,118 @@ func describeValue(v reflect.Value) (typ, val string) {
 		if err != nil {
 			return typ, "released"
 		}
+		if vs := firstValues(t, 4); vs != "" {
+			desc += ": " + vs
+		}
 		return typ, desc
 	}
 	switch v.Kind() {
 	case reflect.Func:
 		return typ, ""
-	case reflect.Slice, reflect.Map, reflect.Chan:
+	case reflect.Slice, reflect.Map, reflect.Chan, reflect.Pointer, reflect.Interface:
 		if v.IsNil() {
 			return typ, "nil"
 		}
+	}
+	switch v.Kind() {
+	case reflect.Struct, reflect.Pointer, reflect.Slice, reflect.Map: // a model (nn.Sequential is a slice)
+		if n := paramCount(x); n > 0 {
+			return typ, fmt.Sprintf("module, %s parameters", groupDigits(n))
+		}
+	}
+	switch v.Kind() {
+	case reflect.Slice, reflect.Map, reflect.Chan:
 		return typ, fmt.Sprintf("len %d", v.Len())
-	case reflect.Struct:
+	}
+	if str, ok := x.(fmt.Stringer); ok {
+		if s, ok := safeString(str); ok {
+			return typ, cut(s, 60)
+		}
 		return typ, ""
 	}
-	s := fmt.Sprint(x)
-	if len(s) > 60 {
-		s = s[:57] + "..."
+	if v.Kind() == reflect.Struct || v.Kind() == reflect.Pointer {
+		return typ, ""
 	}
-	return typ, s
+	return typ, cut(fmt.Sprint(x), 60)
+}
+
+// firstValues formats up to n of t's first elements ("0.1, -2, 3, …"),
+// reading only those from the device; "" when they cannot be read.
+func firstValues(t *tensor.Tensor, n int) (out string) {
+	defer func() {
+		if recover() != nil {
+			out = ""
+		}
+	}()
+	total := t.NumElements()
+	if total == 0 {
+		return "[]"
+	}
+	var vs []float64
+	err := tensor.Try(func() {
+		tensor.Scope(func() {
+			head := t.Detach()
+			for head.Dims() > 1 { // the first row: no copy of the whole tensor
+				head = head.Narrow(0, 0, 1).Reshape(head.Shape()[1:]...)
+			}
+			if head.Dims() == 1 {
+				head = head.Narrow(0, 0, min(n, head.Shape()[0]))
+			}
+			vs = head.Float64s()
+		})
+	})
+	if err != nil || len(vs) == 0 {
+		return ""
+	}
+	parts := make([]string, len(vs))
+	for i, f := range vs {
+		parts[i] = strconv.FormatFloat(f, 'g', 4, 64)
+	}
+	s := strings.Join(parts, ", ")
+	if total > len(vs) {
+		s += ", …"
+	}
+	return s
+}
+
+// paramCount is nn.NumParams(x), 0 when x holds no parameters or walking
+// it fails.
+func paramCount(x any) (n int) {
+	defer func() {
+		if recover() != nil {
+			n = 0
+		}
+	}()
+	tensor.Try(func() { n = nn.NumParams(x) })
+	return n
+}
+
+// safeString calls a String method that may panic (on a nil receiver, a
+// half-built value).
+func safeString(s fmt.Stringer) (out string, ok bool) {
+	defer func() {
+		if recover() != nil {
+			out, ok = "", false
+		}
+	}()
+	return s.String(), true
+}
+
+// cut shortens s to at most n characters (runes), ending in "...".
+func cut(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-3]) + "..."
+	}
+	return s
+}
+
+// groupDigits writes n with thousands separators: 235146 → "235,146".
+func groupDigits(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // VariableInfo is one entry of `%who --json`, the machine-readable listing
@@ -375,7 +474,7 @@ func (s *Session) whoJSON() (*display.Data, error) {
 					info.Bytes = int64(t.NumElements()) * int64(t.DType().Size())
 				})
 			} else if v.Kind() != reflect.Func {
-				tensor.Try(func() { info.Params = nn.NumParams(x) })
+				info.Params = paramCount(x)
 			}
 		}
 		out = append(out, info)

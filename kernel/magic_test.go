@@ -184,7 +184,8 @@ func TestMagicLoadAndWho(t *testing.T) {
 
 func TestMagicJSONListings(t *testing.T) {
 	s := newSession(t, kernel.Options{})
-	run(t, s, "w := tensor.Ones(tensor.CPU(), 3, 4)\nm := nn.NewLinear(tensor.CPU(), 4, 2)\nn := 7")
+	run(t, s, "w := tensor.ArangeOf(tensor.CPU(), tensor.Float32, 0, 12, 1).Reshape(3, 4)\nm := nn.NewLinear(tensor.CPU(), 4, 2)\nn := 7\n"+
+		"dev := tensor.CPU()\ntype point struct{ X, Y int }\np := &point{1, 2}\nxs := []int{1, 2, 3}\nseq := nn.NewSequential(nn.NewLinear(dev, 1000, 300), nn.ReLU{})\none := tensor.Scalar(dev, 2.5)")
 	res, _, _, err := execOut(s, "%who --json")
 	if err != nil {
 		t.Fatal(err)
@@ -205,6 +206,22 @@ func TestMagicJSONListings(t *testing.T) {
 	}
 	if n := byName["n"]; n.Type != "int" || n.Value != "7" {
 		t.Errorf("n: %+v", n)
+	}
+	// One-line summaries: a tensor's first values (its first row), a
+	// model's parameter count, a device's name, a length; a plain struct
+	// pointer gets none rather than a dump of addresses.
+	for name, want := range map[string]string{
+		"w":   "[3 4] float32 on cpu, 48 B: 0, 1, 2, 3, …",
+		"m":   "module, 10 parameters",
+		"seq": "module, 300,300 parameters",
+		"dev": "cpu",
+		"xs":  "len 3",
+		"p":   "",
+		"one": "[] float32 on cpu, 4 B: 2.5",
+	} {
+		if got := byName[name].Value; got != want {
+			t.Errorf("%s: value %q, want %q", name, got, want)
+		}
 	}
 	res, _, _, err = execOut(s, "%device --json")
 	if err != nil {
