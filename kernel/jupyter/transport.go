@@ -130,10 +130,11 @@ type stallConn struct {
 	timer *time.Timer // flushes held bytes if the message's end does not come
 }
 
-const (
-	coalesceLimit = 64 << 10
-	coalesceDelay = 2 * time.Millisecond
-)
+const coalesceLimit = 64 << 10
+
+// coalesceDelay is a variable for the tests, which write a message in
+// parts and must not see the timer flush between them on a busy machine.
+var coalesceDelay = 2 * time.Millisecond
 
 func newStallConn(c net.Conn, maxMessage int64) *stallConn {
 	return &stallConn{Conn: c, rd: newLimitReader(c, maxMessage), fr: framer{greeting: zmtpGreeting}}

@@ -124,6 +124,11 @@ func (c *recordConn) taken() [][]byte {
 }
 
 func TestStallConnWritesAMessageAtOnce(t *testing.T) {
+	// The safety timer must not flush a message's first parts while the
+	// test is descheduled between its writes.
+	old := coalesceDelay
+	coalesceDelay = time.Hour
+	defer func() { coalesceDelay = old }()
 	rc := &recordConn{}
 	c := newStallConn(rc, 0)
 	writes, ends := connStream()
