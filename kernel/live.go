@@ -21,9 +21,14 @@ import (
 // demo -np 2`), gets a viz.LiveDashboard shown in the cell's
 // output and updated in place (update_display_data under one display_id),
 // at most 4 times a second, each series thinned to 500 points until the
-// final update, which holds every point. The chart library goes out once
-// per session, in an output of its own (viz.Session.Preload), so that the
-// updates stay small.
+// final update, which holds every point (and whose metadata says
+// kiln_dashboard final). Each update is the whole dashboard (the
+// viz.DashboardUpdate itself): a header with the run's progress, epoch,
+// step, elapsed time, ETA, samples/s and system use, the constant series
+// as values, and the charts. The chart library goes out once per session,
+// in an output of its own (viz.Session.Preload), so that the updates stay
+// small. The smoothing a user picks with the dashboard's slider is kept in
+// the page under the display_id, so that later updates keep it.
 //
 // The hook also gives each run a context of its own, so that an interrupt
 // can stop the cell's runs gracefully first, even when the cell passed
@@ -218,7 +223,7 @@ func (lr *liveRun) Update(u viz.DashboardUpdate) {
 	if u.Seq == 1 {
 		kind = display.DisplayData
 	}
-	d := bundle(s.charts.RenderDisplay(u.Board(), lr.id), lr.id)
+	d := bundle(s.charts.RenderDisplay(u, lr.id), lr.id)
 	// Front ends ignore it; tests and tools see which update is the last.
 	d.Metadata = display.MIMEMap{"kiln_dashboard": map[string]any{"seq": u.Seq, "final": u.Final, "step": u.Step}}
 	s.router.display(display.Message{Kind: kind, Data: d})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -83,12 +84,29 @@ func dashboardMessages(t *testing.T, rec *recorder) []display.Message {
 
 var optionRE = regexp.MustCompile(`opt=(\{.*?\}),me=document\.currentScript`)
 
-// lossSeries returns the points of the "train" series of the loss chart
-// in a dashboard render.
+// lossSeries returns the points of the "raw" series of the loss-per-step
+// chart in a dashboard render.
 func lossSeries(t *testing.T, m display.Message) [][2]float64 {
 	t.Helper()
+	pts, ok := findLossSeries(m)
+	if !ok {
+		html, _ := m.Data.Data[display.MIMETypeHTML].(string)
+		var titles []string
+		for _, sub := range optionRE.FindAllStringSubmatch(html, -1) {
+			var opt struct {
+				Title any `json:"title"`
+			}
+			_ = json.Unmarshal([]byte(sub[1]), &opt)
+			titles = append(titles, fmt.Sprint(opt.Title))
+		}
+		t.Fatalf("no loss-per-step chart with a raw series among %q", titles)
+	}
+	return pts
+}
+
+// findLossSeries is lossSeries, reporting whether the render has the chart.
+func findLossSeries(m display.Message) ([][2]float64, bool) {
 	html, _ := m.Data.Data[display.MIMETypeHTML].(string)
-	var titles []string
 	for _, sub := range optionRE.FindAllStringSubmatch(html, -1) {
 		var opt struct {
 			Title  any `json:"title"`
@@ -100,22 +118,22 @@ func lossSeries(t *testing.T, m display.Message) [][2]float64 {
 		if err := json.Unmarshal([]byte(sub[1]), &opt); err != nil {
 			continue // charts with non-numeric data
 		}
-		title := fmt.Sprint(opt.Title)
-		titles = append(titles, title)
-		if !strings.Contains(title, "loss") {
+		if !strings.Contains(fmt.Sprint(opt.Title), "loss per step") {
 			continue
 		}
 		for _, s := range opt.Series {
-			if s.Name == "train" {
-				return s.Data
+			if s.Name == "raw" {
+				return s.Data, true
 			}
 		}
 	}
-	t.Fatalf("no loss chart with a train series among %q", titles)
-	return nil
+	return nil, false
 }
 
-// stepLosses returns the (step, loss) of every step event of a run.
+// stepLosses returns the (step, loss) of every step event of a run: the
+// loss of the samples since the previous step event of the epoch, from the
+// running means over the epoch that the events carry (the mean of the
+// first interval of an epoch is its running mean).
 func stepLosses(t *testing.T, dir string) ([][2]float64, []train.Event) {
 	t.Helper()
 	evs, err := train.ReadEvents(filepath.Join(dir, "events.jsonl"))
@@ -123,10 +141,17 @@ func stepLosses(t *testing.T, dir string) ([][2]float64, []train.Event) {
 		t.Fatal(err)
 	}
 	var pts [][2]float64
+	var prev train.Event
 	for _, e := range evs {
-		if e.Kind == train.EventStep {
-			pts = append(pts, [2]float64{float64(e.Step), e.Metrics["loss"]})
+		if e.Kind != train.EventStep {
+			continue
 		}
+		loss := e.Metrics["loss"]
+		if prev.Kind == train.EventStep && prev.Epoch == e.Epoch && e.Samples > prev.Samples {
+			loss = (loss*float64(e.Samples) - prev.Metrics["loss"]*float64(prev.Samples)) / float64(e.Samples-prev.Samples)
+		}
+		pts = append(pts, [2]float64{float64(e.Step), loss})
+		prev = e
 	}
 	return pts, evs
 }
@@ -148,7 +173,7 @@ func TestLiveDashboard(t *testing.T) {
 		t.Fatalf("final render holds %d points, the log %d", len(got), len(logged))
 	}
 	for i := range got {
-		if got[i][0] != logged[i][0] || float32(got[i][1]) != float32(logged[i][1]) {
+		if got[i][0] != logged[i][0] || math.Abs(got[i][1]-logged[i][1]) > 1e-9*max(1, math.Abs(logged[i][1])) {
 			t.Fatalf("point %d: rendered %v, logged %v", i, got[i], logged[i])
 		}
 	}
@@ -187,13 +212,23 @@ func TestLiveDashboardThinsUpdates(t *testing.T) {
 	if max := 4*took.Seconds() + 2; float64(len(msgs)) > max {
 		t.Errorf("%d updates in %v: more than 4 a second", len(msgs), took)
 	}
+	charted := 0
 	for i, m := range msgs[:len(msgs)-1] {
-		if n := len(lossSeries(t, m)); n > 500 {
+		// The first update (the start) has no chart yet, and one step's
+		// loss is shown as a value.
+		pts, ok := findLossSeries(m)
+		if ok {
+			charted++
+		}
+		if n := len(pts); n > 500 {
 			t.Errorf("update %d holds %d points, want at most 500", i, n)
 		}
 		if html, _ := m.Data.Data[display.MIMETypeHTML].(string); len(html) > 500<<10 {
 			t.Errorf("update %d is %d bytes", i, len(html))
 		}
+	}
+	if len(msgs) > 3 && charted == 0 {
+		t.Errorf("none of %d updates before the final one charts the loss", len(msgs)-1)
 	}
 }
 

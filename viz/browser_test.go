@@ -256,6 +256,13 @@ func TestBrowser(t *testing.T) {
 	}
 	running := dash.Board() // thinned, as a notebook update
 	final := dash.Final()   // every point
+	// The live dashboard itself mid-run (header, values, slider, charts),
+	// as a notebook output.
+	live := NewLiveDashboard(nil, DashboardConfig{MaxPoints: 100, Title: "live"})
+	for _, e := range progressRun(5, 100)[:260] {
+		live.OnEvent(e)
+	}
+	liveHTML, liveCharts := live.HTML(), live.Board().Charts()
 
 	// One session: the first output carries the library, later ones
 	// only the loader.
@@ -298,6 +305,8 @@ func TestBrowser(t *testing.T) {
 					t.Errorf("final loss series holds %d points, want 695", states[0].Series[0])
 				}
 			}},
+		{name: "live-dashboard-lab", html: labPage(liveHTML), want: expect(t, liveCharts...), check: checkLiveDashboard},
+		{name: "live-dashboard-classic", html: classicPage(liveHTML), want: expect(t, liveCharts...), check: checkLiveDashboard},
 		{name: "session", html: standalone("session", s1+s2+s3), want: expect(t, line, hist, line)},
 		{name: "jupyterlab", html: labPage(s1, s2, s3), want: expect(t, line, hist, line)},
 		{name: "classic-notebook", html: classicPage(s1, s2, s3), want: expect(t, line, hist, line),
@@ -436,4 +445,27 @@ func session2Bundles(charts ...*Chart) []map[string]string {
 		out = append(out, s.Render(c))
 	}
 	return out
+}
+
+// checkLiveDashboard checks a live dashboard's page: the header shows
+// progress, ETA and throughput, the accuracy axis stays within [0, 1], and
+// the smoothing slider re-smooths the loss (to the raw values at 0).
+func checkLiveDashboard(t *testing.T, ctx context.Context, _ []chartState) {
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(function(){
+var q=function(s){var e=document.querySelector(s);return e?e.textContent:"";};
+var box=function(k){return document.querySelector('[data-kiln-key="'+k+'"] .kiln-viz-chart');};
+var acc=echarts.getInstanceByDom(box("accuracy")), y=acc.getModel().getComponent("yAxis",0).axis.scale.getExtent();
+var i=document.querySelector(".kiln-dash-smoothing input"); i.value="0"; i.dispatchEvent(new Event("input"));
+var o=echarts.getInstanceByDom(box("step_loss")).getOption(), raw, sm;
+o.series.forEach(function(s){if(s.name==="raw")raw=s.data;if(s.name==="smoothed")sm=s.data;});
+return [q(".kiln-dash-percent"),q(".kiln-dash-epoch"),q(".kiln-dash-eta"),q(".kiln-dash-rate"),
+ String(y[0]>=0&&y[1]<=1), String(JSON.stringify(raw)===JSON.stringify(sm))].join("|");})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 256 of 500 batches in 5.12 s and 0.6 s of validation: 51%, 5.72 ×
+	// 0.488 / 0.512 s to go; 32 samples per 20 ms.
+	if want := "51%|epoch 3/5|ETA 5s|1600 samples/s|true|true"; got != want {
+		t.Errorf("the live dashboard shows %q, want %q", got, want)
+	}
 }

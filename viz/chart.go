@@ -49,7 +49,8 @@ type figure struct {
 	kind                  figureKind
 	title, xLabel, yLabel string
 	logY                  bool
-	xInt                  bool // x values are integers (steps, epochs)
+	xInt                  bool      // x values are integers (steps, epochs)
+	xRange, yRange        axisRange // fixed axis bounds (fitAxis), where ok
 
 	series []series // figureXY
 

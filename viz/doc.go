@@ -72,9 +72,15 @@
 // whatever the step rate; events in between are coalesced). Each
 // DashboardUpdate carries the new points only (Points: for the workbench,
 // whose chart already holds the earlier ones) and, built on demand, the
-// whole Board thinned to DashboardConfig.MaxPoints points per series (for
-// a notebook, where a display update replaces the whole output). The final
-// update, on the run's end event or Close, holds every point.
+// whole dashboard thinned to DashboardConfig.MaxPoints points per series
+// (for a notebook, where a display update replaces the whole output: the
+// update is a Visual). The final update, on the run's end event or Close,
+// holds every point. The dashboard has a header (progress bar, epoch x/N,
+// step, elapsed, ETA, samples/s, CPU and memory), the training loss of
+// each logging interval smoothed (a slider in the page changes the
+// smoothing) beside the metrics' training and validation values per epoch,
+// y axes fitted to the data (fractions such as accuracy within [0, 1]),
+// and constant series (a fixed learning rate) shown as values, not charts.
 //
 //	dash := viz.NewLiveDashboard(sink, viz.DashboardConfig{})
 //	s := &train.Supervised{..., Observers: []train.Observer{dash}}

@@ -52,11 +52,29 @@ func (f *figure) xyOption() map[string]any {
 	if f.logY {
 		yType = "log"
 	}
+	x := opts.XAxis{Type: "value", Name: f.xLabel, NameLocation: "middle", NameGap: 28,
+		Scale: opts.Bool(true), MinInterval: xMinInterval(f)}
+	if f.xRange.ok {
+		x.Min, x.Max = f.xRange.min, f.xRange.max
+		if s := f.xRange.step; s > 0 {
+			x.MinInterval, x.MaxInterval = s, s
+			// echarts labels the bounds too: a last step that is not on
+			// a tick would crowd the tick before it ("400427").
+			if math.Mod(f.xRange.max, s) != 0 {
+				x.AxisLabel = &opts.AxisLabel{ShowMaxLabel: opts.Bool(false)}
+			}
+		}
+	}
+	y := opts.YAxis{Type: yType, Name: f.yLabel, Scale: opts.Bool(true)}
+	if f.yRange.ok && !f.logY {
+		// Ticks at the fitted step, from the bound: echarts' own choice
+		// may not divide the range (0.51, 0.54, … on [0.5, 0.7]).
+		y.Min, y.Max, y.MinInterval, y.MaxInterval = f.yRange.min, f.yRange.max, f.yRange.step, f.yRange.step
+	}
 	global := append(baseOptions(f, "30"),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: f.xLabel, NameLocation: "middle", NameGap: 28,
-			Scale: opts.Bool(true), MinInterval: xMinInterval(f)}),
-		charts.WithYAxisOpts(opts.YAxis{Type: yType, Name: f.yLabel, Scale: opts.Bool(true)}),
+		charts.WithXAxisOpts(x),
+		charts.WithYAxisOpts(y),
 	)
 	c.SetGlobalOptions(global...)
 	for _, s := range f.series {

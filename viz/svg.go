@@ -184,6 +184,12 @@ func (f *figure) xyPlot() (*plot.Plot, error) {
 			p.Y.Min = 0.1
 		}
 	}
+	if any && f.xRange.ok {
+		p.X.Min, p.X.Max = f.xRange.min, f.xRange.max
+	}
+	if any && f.yRange.ok && !f.logY {
+		p.Y.Min, p.Y.Max = f.yRange.min, f.yRange.max
+	}
 	if f.xInt {
 		p.X.Tick.Marker = integerTicks{}
 	}

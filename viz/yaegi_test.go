@@ -57,7 +57,7 @@ func Run() string {
 	d.OnEvent(train.Event{Kind: train.EventEnd, Step: 50})
 	s := viz.NewSession()
 	mine := viz.For(Mine{})
-	return fmt.Sprintf("%s|%s|%d|%d|%v|%s|%s", line.String(), hist.Key(), sink.Points, d.Final().Chart("loss").Points(),
+	return fmt.Sprintf("%s|%s|%d|%d|%v|%s|%s", line.String(), hist.Key(), sink.Points, d.Final().Chart("step_loss").Points(),
 		sink.Final, s.Render(mine)["text/plain"], s.Render(line)["text/plain"])
 }
 `
@@ -69,7 +69,7 @@ func Run() string {
 		t.Fatal(err)
 	}
 	got := v.Interface().(string)
-	want := `chart "squares": 1 series (y), 3 points|histogram|50|50|true|mine|chart "squares": 1 series (y), 3 points`
+	want := `chart "squares": 1 series (y), 3 points|histogram|50|100|true|mine|chart "squares": 1 series (y), 3 points`
 	if got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}

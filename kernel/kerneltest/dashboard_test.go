@@ -114,8 +114,8 @@ func checkDashboard(t *testing.T, path string, logged int) {
 
 var chartOption = regexp.MustCompile(`opt=(\{.*?\}),me=document\.currentScript`)
 
-// lossPoints returns the number of points of the "train" series of the
-// loss chart in a dashboard's HTML.
+// lossPoints returns the number of points of the "raw" series of the
+// loss-per-step chart in a dashboard's HTML (one per step event).
 func lossPoints(t *testing.T, html string) int {
 	t.Helper()
 	for _, m := range chartOption.FindAllStringSubmatch(html, -1) {
@@ -126,16 +126,16 @@ func lossPoints(t *testing.T, html string) int {
 				Data []any  `json:"data"`
 			} `json:"series"`
 		}
-		if json.Unmarshal([]byte(m[1]), &opt) != nil || !strings.Contains(fmt.Sprint(opt.Title), "loss") {
+		if json.Unmarshal([]byte(m[1]), &opt) != nil || !strings.Contains(fmt.Sprint(opt.Title), "loss per step") {
 			continue
 		}
 		for _, s := range opt.Series {
-			if s.Name == "train" {
+			if s.Name == "raw" {
 				return len(s.Data)
 			}
 		}
 	}
-	t.Fatal("no loss chart with a train series in the final render")
+	t.Fatal("no loss-per-step chart with a raw series in the final render")
 	return 0
 }
 
@@ -189,11 +189,11 @@ return {title:title, canvas:!!box.querySelector("canvas"), series:o.series.map(f
 		got = nil
 		_ = json.Unmarshal([]byte(js), &got)
 		for _, c := range got {
-			if !strings.Contains(c.Title, "loss") || !c.Canvas {
+			if !strings.Contains(c.Title, "loss per step") || !c.Canvas {
 				continue
 			}
 			for _, s := range c.Series {
-				if s.Name == "train" && s.N == logged {
+				if s.Name == "raw" && s.N == logged {
 					t.Logf("HTML export: %d charts drawn offline; the loss chart holds all %d points", len(got), logged)
 					return
 				}
