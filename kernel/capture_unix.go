@@ -3,6 +3,7 @@
 package kernel
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -10,6 +11,8 @@ import (
 	"runtime/debug"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // While fd 2 is captured, os.Stderr is a pollable file on a duplicate of
@@ -102,24 +105,6 @@ func restoreFD(fd int, orig *os.File) error {
 	return err
 }
 
-func writeFD(fd int, p []byte) error {
-	for len(p) > 0 {
-		n, err := syscall.Write(fd, p)
-		if err == syscall.EINTR {
-			continue
-		}
-		if err == syscall.EAGAIN { // the non-blocking fd 2 is full
-			time.Sleep(time.Millisecond)
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		p = p[n:]
-	}
-	return nil
-}
-
 // dupFile returns a close-on-exec duplicate of fd as a file.
 func dupFile(fd uintptr, name string) (*os.File, error) {
 	nfd, err := syscall.Dup(int(fd))
@@ -131,47 +116,63 @@ func dupFile(fd uintptr, name string) (*os.File, error) {
 }
 
 // settleDelay is how long the reader of fd 2's pipe lets a writer go on
-// after data arrived on an idle pipe before it reads.
+// after data arrived on an idle pipe before it reads, while a crash
+// monitor runs (streamPipe.settle). When the runtime is crashing it writes
+// its reason ("fatal error: …", and the "runtime: …" lines explaining it)
+// to fd 2 only, and then freezes every goroutine, within microseconds; the
+// delay keeps those lines in the pipe, where the crash monitor finds them,
+// instead of in the reader's buffer, which dies with the process. Output
+// arriving back to back is read without delay, and a sync (the end of a
+// cell, a write that must come after what is in the pipe) cuts the delay
+// short: cells never wait for it. Should the runtime crash exactly while a
+// sync waits on fd 2, the reason may reach the cell instead of the monitor.
 const settleDelay = 5 * time.Millisecond
 
-// settledReader returns f.Read, except that when it had to wait for data it
-// first lets the writer go on for settleDelay. When the runtime is
-// crashing it writes its reason ("fatal error: …") to fd 2 and then
-// freezes every goroutine, within microseconds; the delay keeps those
-// lines in the pipe, where the crash monitor finds them, instead of in
-// this goroutine's buffer, which dies with the process. Output arriving
-// back to back is read without delay.
-func settledReader(f *os.File) func([]byte) (int, error) {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return f.Read
-	}
-	return func(buf []byte) (n int, err error) {
-		waited := false
-		cerr := rc.Read(func(fd uintptr) bool {
-			if waited {
-				time.Sleep(settleDelay)
-			}
-			for {
-				n, err = syscall.Read(int(fd), buf)
-				if err != syscall.EINTR {
-					break
-				}
-			}
-			if err == syscall.EAGAIN {
-				waited = true
-				return false
-			}
-			return true
-		})
-		switch {
-		case cerr != nil:
-			return 0, cerr
-		case err != nil:
-			return 0, err
-		case n == 0:
-			return 0, io.EOF
+// readChunk reads what the pipe holds into buf, waiting for data. The read
+// and the count of bytes read change together under p.mu.
+func (p *streamPipe) readChunk(buf []byte) (n int, err error) {
+	waited := false
+	cerr := p.rc.Read(func(fd uintptr) bool {
+		if waited && p.settle.Load() {
+			p.settleWait()
 		}
-		return n, nil
+		p.mu.Lock()
+		n, err = readFD(fd, buf)
+		if n > 0 {
+			p.read += uint64(n)
+		}
+		p.mu.Unlock()
+		if errors.Is(err, syscall.EAGAIN) {
+			waited = true
+			return false
+		}
+		return true
+	})
+	switch {
+	case cerr != nil:
+		return 0, cerr
+	case err != nil:
+		return 0, err
+	case n == 0:
+		return 0, io.EOF
 	}
+	return n, nil
+}
+
+// readFD reads once from the non-blocking descriptor fd.
+func readFD(fd uintptr, buf []byte) (int, error) {
+	for {
+		n, err := syscall.Read(int(fd), buf)
+		if err != syscall.EINTR {
+			if n < 0 {
+				n = 0
+			}
+			return n, err
+		}
+	}
+}
+
+// unreadBytes returns how many bytes the pipe fd holds.
+func unreadBytes(fd uintptr) (int, error) {
+	return unix.IoctlGetInt(int(fd), fionread)
 }

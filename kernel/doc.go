@@ -24,14 +24,18 @@
 // importing them and turns repeated imports into no-ops; redefine.go gives
 // redefined types (and types whose methods are redefined) a new version and
 // recompiles the callers of redefined functions; rewrite.go rewrites
-// range-over-int loops (yaegi v0.16.1 panics on them) and hands the last
-// expression to the session to show; then the chunk is compiled, yaegi's
-// compiler panics turned into errors and unsure rewrites retried, and run
-// under the cell's context. infer.go types expressions just enough for
-// those decisions and for completion; knowledge.go remembers what earlier
-// cells declared. output.go and capture.go bring stdout, stderr and display
-// requests to the running cell's Output; interrupt.go stops cells;
-// complete.go answers completion, inspection and is-complete requests;
+// range-over-int loops (yaegi v0.16.1 panics on them), puts go statements
+// under a guard that recovers their goroutine's panic (goroutine.go) and
+// hands the last expression to the session to show; then the chunk is
+// compiled, yaegi's compiler panics turned into errors and unsure rewrites
+// retried, and run under the cell's context. infer.go types expressions
+// just enough for those decisions and for completion; knowledge.go
+// remembers what earlier cells declared. output.go, stdio.go (cells'
+// os.Stdout and os.Stderr), capture.go (fd 1 and 2) and streampipe.go
+// bring stdout, stderr and display requests to the running cell's Output,
+// in order and all before the cell ends, without a fixed wait; interrupt.go
+// stops cells; complete.go answers completion, inspection and is-complete
+// requests;
 // help.go is %help; crash.go is the crash monitor; rich.go and live.go are
 // below. rewrite.go also marks each statement of a cell body with its line,
 // so that a panic's traceback says "N: in the cell" and quotes the line.
@@ -67,8 +71,10 @@
 // It does not speak Jupyter's protocol, read stdin unless the Output can ask for input (see InputOutput; otherwise cells get EOF), import
 // packages other than the standard library, Kiln's and those passed in
 // Options.Symbols (yaegi's source imports are not wired up), or protect the
-// process from what ends any Go program: a panic in a goroutine a cell
-// started, a stack overflow, running out of memory. The kernel process is
-// meant to be restarted then; with Options.CrashMonitor the last line of
-// its stderr says why it ended. %help lists the interpreter's other limits.
+// process from what ends any Go program: a stack overflow, a concurrent map
+// write, running out of memory, a panic in a goroutine that compiled code
+// started (a go statement's goroutine is guarded: see goroutine.go). The
+// kernel process is meant to be restarted then; with Options.CrashMonitor
+// the last line of its stderr says why it ended. %help lists the
+// interpreter's other limits.
 package kernel

@@ -45,9 +45,10 @@ func (s *Session) runCell(r *run) (*display.Data, error) {
 }
 
 // attempt is one way of compiling a chunk: with the last expression handed
-// to __kiln.Show or not, and with every key-only range loop rewritten as
-// over an integer or only those known to be.
-type attempt struct{ show, allRanges bool }
+// to __kiln.Show or not, with every key-only range loop rewritten as over
+// an integer or only those known to be, and with go statements guarded
+// (goRewriter) or, after that failed to compile, as written.
+type attempt struct{ show, allRanges, plainGo bool }
 
 type failure struct {
 	err      error
@@ -84,7 +85,7 @@ func (s *Session) evalChunk(r *run, c chunk, last bool) error {
 		if _, done := failures[a]; done {
 			continue
 		}
-		p, extra, versions, unsure, err := s.prepare(r, c, a)
+		p, extra, versions, unsure, guarded, err := s.prepare(r, c, a)
 		if err != nil {
 			return err
 		}
@@ -104,6 +105,11 @@ func (s *Session) evalChunk(r *run, c chunk, last bool) error {
 		if err != nil {
 			failures[a] = failure{err, internal}
 			s.resync()
+			if guarded > 0 && !a.plainGo {
+				plain := a
+				plain.plainGo = true
+				queue = append([]attempt{plain}, queue...)
+			}
 			continue
 		}
 		if err := s.execute(r, prog); err != nil {
@@ -126,9 +132,18 @@ func (s *Session) evalChunk(r *run, c chunk, last bool) error {
 // closest to what the user wrote, unless yaegi crashed on it and a rewritten
 // attempt gave a real compile error.
 func (s *Session) compileFailure(r *run, p *parsed, failures map[attempt]failure, first attempt, uncertain int) error {
-	f, ok := failures[attempt{}]
+	// The failure of the code as written, with its go statements left
+	// alone, when that was tried.
+	lookup := func(a attempt) (failure, bool) {
+		if f, ok := failures[attempt{show: a.show, allRanges: a.allRanges, plainGo: true}]; ok {
+			return f, true
+		}
+		f, ok := failures[a]
+		return f, ok
+	}
+	f, ok := lookup(attempt{})
 	if !ok {
-		f = failures[first]
+		f, _ = lookup(first)
 	}
 	if f.internal {
 		for a, g := range failures {
@@ -166,11 +181,11 @@ func (s *Session) compileFailure(r *run, p *parsed, failures map[attempt]failure
 // prepare parses c afresh and applies the rewrites of attempt a. For a
 // declaration chunk that redefines methods of an earlier type, extra holds
 // the type's new version and its other methods, already merged into p.
-func (s *Session) prepare(r *run, c chunk, a attempt) (p, extra *parsed, versions map[string]string, uncertain int, err error) {
+func (s *Session) prepare(r *run, c chunk, a attempt) (p, extra *parsed, versions map[string]string, uncertain, guarded int, err error) {
 	fset := s.interp.FileSet()
 	p, err = parseChunk(fset, r.cell, c)
 	if err != nil {
-		return nil, nil, nil, 0, compileError("SyntaxError", err, r.code, r.cell)
+		return nil, nil, nil, 0, 0, compileError("SyntaxError", err, r.code, r.cell)
 	}
 	t := &typer{k: s.know, globals: s.globals()}
 	rw := &rangeRewriter{intness: t.intness, all: a.allRanges, next: &s.names}
@@ -179,7 +194,7 @@ func (s *Session) prepare(r *run, c chunk, a attempt) (p, extra *parsed, version
 		s.dedupeImports(p)
 		extra, err = s.redefine(p, versions)
 		if err != nil {
-			return nil, nil, nil, 0, err
+			return nil, nil, nil, 0, 0, err
 		}
 		if extra != nil {
 			rw.rewrite(extra.file)
@@ -196,13 +211,21 @@ func (s *Session) prepare(r *run, c chunk, a attempt) (p, extra *parsed, version
 		}
 	}
 	rw.rewrite(p.node())
+	gw := &goRewriter{fset: fset, next: &s.names,
+		results: func(call *ast.CallExpr) int { return len(t.results(call, 0)) },
+		fixed:   s.know.declaredFuncOrConst,
+		isPkg:   func(id *ast.Ident) bool { return t.pkg(id) != nil },
+	}
+	if !a.plainGo {
+		gw.rewrite(p.node()) // extra's declarations are in p by now
+	}
 	if a.show {
 		showLast(p.stmts.List, s.singleValued(p))
 	}
 	if !c.decl {
 		markLines(s.interp.FileSet(), p.stmts)
 	}
-	return p, extra, versions, rw.uncertain, nil
+	return p, extra, versions, rw.uncertain, gw.count, nil
 }
 
 // compile compiles n, turning a panic of yaegi's compiler into an error.
@@ -235,9 +258,13 @@ func (s *Session) execute(r *run, prog *interp.Program) error {
 	stop := s.armStop()
 	finished := make(chan struct{})
 	var err error
+	var g uint64 // the goroutine, if it printed panic lines
 	go func() {
 		defer close(finished)
 		err = s.executeProgram(prog)
+		if s.router.hasPanicLines() {
+			g = goroutineID()
+		}
 	}()
 	select {
 	case <-finished:
@@ -249,17 +276,20 @@ func (s *Session) execute(r *run, prog *interp.Program) error {
 		// Give the cell's goroutine a moment to notice (see interrupt.go).
 		select {
 		case <-finished:
+			s.router.takePanicLines(g)
 		case <-time.After(250 * time.Millisecond):
 			s.lingering = finished
 		}
-		s.router.takePanicLines()
 		if errors.Is(context.Cause(r.ctx), ErrClosed) {
 			return ErrClosed
 		}
 		return &Error{Name: "Interrupted", Value: "the cell was interrupted", Traceback: []string{"Interrupted"}, err: ErrInterrupted}
 	}
 	stop.disarm()
-	frames := s.router.takePanicLines()
+	var frames []string
+	if g != 0 {
+		frames = s.router.takePanicLines(g)
+	}
 	if err == nil {
 		return nil
 	}

@@ -58,12 +58,15 @@ operations run compiled, at native speed.
   arguments (go worker(ch)), not read the cell's variables by name: a later
   cell that declares a variable grows the interpreter's table of globals
   while that goroutine reads it, unsynchronised inside yaegi.
-- A panic in a goroutine a cell started, a stack overflow (recursion deeper
-  than about 200,000 calls), a concurrent map write or running out of
-  memory ends the kernel process, with the reason as the last line of its
-  stderr; restart the kernel (notebooks and variables of other kernels are
-  unaffected). Too big a tensor is an ordinary error: tensors are held to a
-  per-device memory budget (dev.MemoryStats()).
+- A panic in a goroutine a cell started (go f()) is recovered: it is
+  reported on that cell's stderr and the goroutine ends. A panic in a
+  goroutine compiled code started (time.AfterFunc's function), a stack
+  overflow (recursion deeper than about 200,000 calls), a concurrent map
+  write or running out of memory ends the kernel process, with the reason
+  as the last line of its stderr; restart the kernel (notebooks and
+  variables of other kernels are unaffected). Too big a tensor is an
+  ordinary error: tensors are held to a per-device memory budget
+  (dev.MemoryStats()).
 - A value of a cell-declared type cannot be placed in a composite literal
   of a compiled type that expects an interface (nn.Sequential{&MyLayer{}},
   nn.LinearConfig{WeightInit: &MyInit{}}): use a constructor
@@ -72,5 +75,8 @@ operations run compiled, at native speed.
   with "definition loop"; use := in the cell instead of var.
 - return x, len(s) can return the wrong values (yaegi v0.16.1): assign
   len(s) to a variable first.
-- os.Exit panics instead of exiting; os.Stdout and os.Stderr are io.Writers.
+- os.Exit panics instead of exiting. os.Stdout and os.Stderr are *os.File,
+  on pipes of their own (not fd 1 and 2): a write to one right after a
+  write to the other may show in the other order. os.Stdin is an io.Reader
+  that asks the front end for a line.
 `

@@ -1,6 +1,8 @@
 package kernel
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"reflect"
 	"runtime/debug"
@@ -8,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/traefik/yaegi/interp"
 
 	"github.com/kiln-ml/kiln/kernel/display"
 )
@@ -117,46 +121,101 @@ func TestRouterKeepsUTF8Whole(t *testing.T) {
 	}
 }
 
-func TestCaptureReader(t *testing.T) {
-	if got := partialSuffix([]byte("abc\x00\x1b[ki"), syncMarker); got != 5 {
-		t.Errorf("partialSuffix = %d, want 5", got)
+// TestStreamPipeSync: once sync returns, everything written into the pipe
+// before it has been delivered, whatever the reader was doing; with the
+// crash monitor's settle delay too.
+func TestStreamPipeSync(t *testing.T) {
+	for _, settle := range []bool{false, true} {
+		var out streams
+		r := &router{}
+		r.setOutput(&out)
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := newStreamPipe(Stdout, r, pr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.settle.Store(settle)
+		delivered := func() string {
+			out.mu.Lock()
+			defer out.mu.Unlock()
+			var b strings.Builder
+			for _, call := range out.calls {
+				b.WriteString(strings.TrimPrefix(call, "stdout:"))
+			}
+			return b.String()
+		}
+		var want strings.Builder
+		for i, w := range []string{"one\n", "", "two\n", strings.Repeat("x", 200<<10) + "\n", "é"} {
+			if w != "" {
+				// A write larger than the pipe's buffer blocks until the
+				// reader makes room: from another goroutine.
+				done := make(chan error)
+				go func() { _, err := pw.WriteString(w); done <- err }()
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+			}
+			want.WriteString(w)
+			if !p.sync(time.Now().Add(10 * time.Second)) {
+				t.Fatalf("settle %v, write %d: sync timed out", settle, i)
+			}
+			r.flush()
+			if got := delivered(); got != want.String() {
+				t.Fatalf("settle %v, after write %d and sync: delivered %d bytes, want %d", settle, i, len(got), want.Len())
+			}
+		}
+		pw.Close()
+		p.wait(10 * time.Second)
+		if !p.sync(time.Now().Add(time.Second)) {
+			t.Errorf("settle %v: sync after the pipe ended did not return true", settle)
+		}
 	}
-	if got := partialSuffix([]byte("abc"), syncMarker); got != 0 {
-		t.Errorf("partialSuffix = %d, want 0", got)
-	}
-	var out streams
-	r := &router{}
-	r.setOutput(&out)
-	c := &fdCapture{r: r, notify: make(chan struct{})}
-	pr, pw, err := os.Pipe()
+}
+
+// TestCellsDoNotWaitForTheSettleDelay: with a crash monitor, fd 2's
+// reader holds data back for settleDelay; a cell's end cuts that short
+// rather than waiting (once it waited settleDelay per cell), and the
+// cell's fd 2 output is still the cell's. Waiting would make every cell
+// that writes to fd 2 last settleDelay at least; the fastest of them
+// (the figure a loaded machine disturbs least) must take less.
+func TestCellsDoNotWaitForTheSettleDelay(t *testing.T) {
+	s, err := New(Options{CaptureFDs: true, MemoryLimit: -1, MaxStack: -1,
+		Symbols: []interp.Exports{{"kilntest/fd2/fd2": {
+			"Say": reflect.ValueOf(func(msg string) { fmt.Fprintln(os.Stderr, msg) }),
+		}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.wg.Add(1)
-	go c.read(Stdout, pr)
-	split := len(syncMarker) / 2
-	writes := [][]byte{
-		[]byte("one "),
-		append([]byte("two "), syncMarker[:split]...),
-		append(append([]byte{}, syncMarker[split:]...), []byte("three\x00")...),
+	defer s.Close()
+	s.capture.pipes[Stderr].settle.Store(true) // as when a crash monitor runs
+	if _, err := s.Execute(context.Background(), "import \"kilntest/fd2\"", nil); err != nil {
+		t.Fatal(err)
 	}
-	for _, w := range writes {
-		if _, err := pw.Write(w); err != nil {
+	fastest := time.Hour
+	for i := range 50 {
+		code := "x := 1"
+		want := ""
+		if i%2 == 1 {
+			code = fmt.Sprintf("fd2.Say(\"cell %d\")", i)
+			want = fmt.Sprintf("stderr:cell %d\n", i)
+		}
+		var out streams
+		start := time.Now()
+		if _, err := s.Execute(context.Background(), code, &out); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(10 * time.Millisecond) // separate reads
+		if took := time.Since(start); want != "" {
+			fastest = min(fastest, took)
+		}
+		if got := out.joined(); got != want {
+			t.Fatalf("cell %d: output %q, want %q", i, got, want)
+		}
 	}
-	pw.Close()
-	c.wg.Wait()
-	var text strings.Builder
-	for _, call := range out.calls {
-		text.WriteString(strings.TrimPrefix(call, "stdout:"))
-	}
-	if text.String() != "one two three\x00" {
-		t.Errorf("delivered %q", text.String())
-	}
-	if c.seen[Stdout] != 1 {
-		t.Errorf("saw %d markers, want 1", c.seen[Stdout])
+	if fastest >= settleDelay {
+		t.Errorf("the fastest cell writing to fd 2 took %v: no less than the settle delay (%v)", fastest, settleDelay)
 	}
 }
 

@@ -128,6 +128,14 @@ func newKnowledge(exports ...interp.Exports) *knowledge {
 	return k
 }
 
+// declaredFuncOrConst reports whether id names a function or a constant
+// that a cell declared.
+func (k *knowledge) declaredFuncOrConst(id *ast.Ident) bool {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	return k.funcs[id.Name] != nil || k.consts[id.Name] != ""
+}
+
 // pkgOf returns the package a name denotes in a cell: an imported one, else
 // the one an automatic import would bring in. Names bound to variables,
 // functions, types or constants are not packages.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"regexp"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/kiln-ml/kiln/kernel/display"
@@ -73,20 +74,49 @@ func (o OutputFuncs) Display(m display.Message) {
 // the last one), one call at a time, holding back incomplete UTF-8
 // sequences until the rest arrives.
 type router struct {
+	// pipes carry output written to files (cells' os.Stdout and
+	// os.Stderr, fd 1 and 2): see catchUp. Set before any cell runs.
+	pipes []*streamPipe
+
 	mu      sync.Mutex
 	current Output // the running cell's, or the last one's, or nil
+	gen     uint64 // counts setOutput calls: which Output current is
 	pending [3][]byte
-	// panicLines collects yaegi's "pos: panic: f(...)" stderr lines of the
-	// running cell: they are the cell's traceback, not its output.
-	panicLines []string
+	// panicLines collects yaegi's "pos: panic: f(...)" stderr lines, with
+	// the goroutine that printed them: they are the traceback of a panic
+	// that goroutine is unwinding (the running cell's, or that of a
+	// goroutine a cell started, see goroutine.go), not output.
+	panicLines []panicLine
 }
+
+type panicLine struct {
+	goroutine uint64
+	text      string
+}
+
+// maxPanicLines bounds the panic lines nobody claims (a goroutine whose
+// panic some compiled code recovered).
+const maxPanicLines = 1000
 
 func (r *router) setOutput(out Output) {
 	r.mu.Lock()
 	r.flushLocked()
 	r.current = out
-	r.panicLines = nil
+	r.gen++
 	r.mu.Unlock()
+}
+
+// catchUp returns once the output written into the pipes so far has been
+// delivered (or after a second, should a reader be stuck), so that what
+// is delivered next comes after it. Callers do not hold r.mu.
+func (r *router) catchUp() {
+	var deadline time.Time
+	for _, p := range r.pipes {
+		if deadline.IsZero() {
+			deadline = time.Now().Add(time.Second)
+		}
+		p.sync(deadline)
+	}
 }
 
 // write delivers p to stream s.
@@ -110,6 +140,28 @@ func (r *router) write(s Stream, p []byte) {
 	r.pending[s] = append(r.pending[s][:0], buf[n:]...)
 }
 
+// writeTo delivers text to stream s of out, an Output that was current at
+// generation gen: to the current one, after what is pending, if it still
+// is.
+func (r *router) writeTo(out Output, gen uint64, s Stream, text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if gen == r.gen {
+		r.flushLocked()
+		out = r.current
+	}
+	if out != nil {
+		out.WriteStream(s, text)
+	}
+}
+
+// currentOutput returns the current Output and its generation.
+func (r *router) currentOutput() (Output, uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.current, r.gen
+}
+
 // flushLocked delivers what write held back (invalid UTF-8 then goes out as
 // it is; JSON encoding replaces it).
 func (r *router) flushLocked() {
@@ -128,6 +180,7 @@ func (r *router) flush() {
 }
 
 func (r *router) display(m display.Message) {
+	r.catchUp()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.flushLocked()
@@ -136,18 +189,34 @@ func (r *router) display(m display.Message) {
 	}
 }
 
-// takePanicLines returns and forgets the collected panic lines.
-func (r *router) takePanicLines() []string {
+// takePanicLines returns and forgets the panic lines goroutine g printed.
+func (r *router) takePanicLines(g uint64) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	l := r.panicLines
-	r.panicLines = nil
-	return l
+	var mine []string
+	keep := r.panicLines[:0]
+	for _, l := range r.panicLines {
+		if l.goroutine == g {
+			mine = append(mine, l.text)
+		} else {
+			keep = append(keep, l)
+		}
+	}
+	clear(r.panicLines[len(keep):])
+	r.panicLines = keep
+	return mine
 }
 
-// panicLine matches the line yaegi prints to the interpreter's stderr for
+// hasPanicLines reports whether any goroutine printed panic lines.
+func (r *router) hasPanicLines() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.panicLines) > 0
+}
+
+// panicLineRE matches the line yaegi prints to the interpreter's stderr for
 // each frame a panic unwinds ("cell3/_.go:2:7: panic: main.f(...)").
-var panicLine = regexp.MustCompile(`^(\S*:)?\d+:\d+: panic: \S*\(\.\.\.\)\n$`)
+var panicLineRE = regexp.MustCompile(`^(\S*:)?\d+:\d+: panic: \S*\(\.\.\.\)\n$`)
 
 // streamWriter is the io.Writer given to yaegi for one stream.
 type streamWriter struct {
@@ -156,12 +225,17 @@ type streamWriter struct {
 }
 
 func (w streamWriter) Write(p []byte) (int, error) {
-	if w.s == Stderr && bytes.HasSuffix(p, []byte("(...)\n")) && panicLine.Match(p) {
+	if w.s == Stderr && bytes.HasSuffix(p, []byte("(...)\n")) && panicLineRE.Match(p) {
+		l := panicLine{goroutine: goroutineID(), text: string(bytes.TrimSuffix(p, []byte("\n")))}
 		w.r.mu.Lock()
-		w.r.panicLines = append(w.r.panicLines, string(bytes.TrimSuffix(p, []byte("\n"))))
+		if len(w.r.panicLines) >= maxPanicLines {
+			w.r.panicLines = append(w.r.panicLines[:0], w.r.panicLines[1:]...)
+		}
+		w.r.panicLines = append(w.r.panicLines, l)
 		w.r.mu.Unlock()
 		return len(p), nil
 	}
+	w.r.catchUp()
 	w.r.write(w.s, p)
 	return len(p), nil
 }

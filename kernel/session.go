@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"reflect"
 	"strings"
@@ -84,16 +85,21 @@ const DefaultMaxStack = 128 << 20
 // Inspect, IsComplete and Interrupt may be called from any goroutine;
 // executions are serialised.
 type Session struct {
-	opts     Options
-	interp   *interp.Interpreter
-	know     *knowledge
-	router   *router
-	capture  *fdCapture
-	sink     *sessionSink
-	prevSink display.Sink
-	noopProg *interp.Program
-	monitor  *crashMonitor
-	charts   *viz.Session // the chart library goes to the page once
+	opts    Options
+	interp  *interp.Interpreter
+	know    *knowledge
+	router  *router
+	capture *fdCapture
+	stdio   *cellStdio
+	// cellStdout, cellStderr and cellStdin are os.Stdout, os.Stderr and
+	// os.Stdin in cells (see stdio.go, stdin.go).
+	cellStdout, cellStderr *os.File
+	cellStdin              io.Reader
+	sink                   *sessionSink
+	prevSink               display.Sink
+	noopProg               *interp.Program
+	monitor                *crashMonitor
+	charts                 *viz.Session // the chart library goes to the page once
 	// bodyLine is the line of the cell-body statement running (see
 	// markLines), for the tracebacks of panics.
 	bodyLine atomic.Int64
@@ -145,12 +151,6 @@ type run struct {
 // already captures the file descriptors, or if the interpreter cannot load
 // the symbol tables.
 func New(opts Options) (*Session, error) {
-	// With it yaegi lets os.Stdout/os.Stderr inside cells be the session's
-	// writers instead of the process's files (they are then io.Writers,
-	// not *os.File). yaegi reads it when the interpreter is created.
-	if os.Getenv("YAEGI_SPECIAL_STDIO") == "" {
-		os.Setenv("YAEGI_SPECIAL_STDIO", "1")
-	}
 	s := &Session{opts: opts, router: &router{}, stopNote: make(chan struct{}),
 		stopFS: &stopFS{points: map[string]*stopPoint{}}}
 	s.base, s.baseStop = context.WithCancel(context.Background())
@@ -160,6 +160,16 @@ func New(opts Options) (*Session, error) {
 			return nil, err
 		}
 		s.capture = c
+	}
+	stdio, err := newCellStdio(s.router)
+	if err != nil {
+		s.release()
+		return nil, err
+	}
+	s.stdio = stdio
+	s.router.pipes = []*streamPipe{stdio.pipes[Stdout], stdio.pipes[Stderr]}
+	if s.capture != nil {
+		s.router.pipes = append(s.router.pipes, s.capture.pipes[Stdout], s.capture.pipes[Stderr])
 	}
 	if len(opts.CrashMonitor) > 0 && s.capture != nil {
 		m, err := s.capture.startCrashMonitor(opts.CrashMonitor)
@@ -187,12 +197,18 @@ func New(opts Options) (*Session, error) {
 // library, Kiln's packages, the extra symbols and the prelude every cell
 // sees. New calls it, and %reset calls it again for a fresh namespace.
 func (s *Session) newInterpreter() error {
+	// Set once: goroutines of cells before a %reset may still read them.
+	if s.cellStdin == nil {
+		s.cellStdout, s.cellStderr = s.stdio.files[Stdout], s.stdio.files[Stderr]
+		s.cellStdin = &stdinReader{s: s}
+	}
+	stdin := s.cellStdin
 	env := s.opts.Env
 	if env == nil {
 		env = os.Environ()
 	}
 	s.interp = interp.New(interp.Options{
-		Stdin:        &stdinReader{s: s},
+		Stdin:        stdin,
 		Stdout:       streamWriter{s.router, Stdout},
 		Stderr:       streamWriter{s.router, Stderr},
 		Env:          env,
@@ -208,12 +224,22 @@ func (s *Session) newInterpreter() error {
 	show, text := reflect.ValueOf(s.showResult), reflect.ValueOf(s.showText)
 	private := interp.Exports{
 		sessionPackage + "/session": {
-			"Show":    show,
-			"Text":    text,
-			"Context": reflect.ValueOf(s.cellContext),
-			"Display": reflect.ValueOf(display.Display),
-			"PutEnv":  reflect.ValueOf(func(env []string) { s.envOut = env }),
-			"Line":    reflect.ValueOf(func(n int) { s.bodyLine.Store(int64(n)) }),
+			"Show":      show,
+			"Text":      text,
+			"Context":   reflect.ValueOf(s.cellContext),
+			"Display":   reflect.ValueOf(display.Display),
+			"PutEnv":    reflect.ValueOf(func(env []string) { s.envOut = env }),
+			"Line":      reflect.ValueOf(func(n int) { s.bodyLine.Store(int64(n)) }),
+			"Origin":    reflect.ValueOf(s.goOrigin),
+			"Recovered": reflect.ValueOf(s.goRecovered),
+		},
+		// Replaces stdlib's entries (and what YAEGI_SPECIAL_STDIO would
+		// make of them): see stdio.go. os.Stdin stays an io.Reader that
+		// asks the front end (stdin.go).
+		"os/os": {
+			"Stdout": reflect.ValueOf(&s.cellStdout).Elem(),
+			"Stderr": reflect.ValueOf(&s.cellStderr).Elem(),
+			"Stdin":  reflect.ValueOf(&s.cellStdin).Elem(),
 		},
 		// Replaces stdlib's entry: see sleep.
 		"time/time": {"Sleep": reflect.ValueOf(s.sleep)},
@@ -232,12 +258,22 @@ func (s *Session) newInterpreter() error {
 	return s.setup()
 }
 
-// setup declares what every cell sees: ctx, Display, and __kiln.
+// setup declares what every cell sees: ctx, Display, __kiln, and the
+// guard of go statements (goRewriter).
 func (s *Session) setup() error {
 	const prelude = `import __kiln "` + sessionPackage + `"
 import __kilnos "os"
 var ctx = __kiln.Context()
 var Display = __kiln.Display
+func ` + goGuard + `(o interface{}, f func()) {
+	defer ` + goGuard + `Recover(o)
+	f()
+}
+func ` + goGuard + `Recover(o interface{}) {
+	if r := recover(); r != nil {
+		__kiln.Recovered(o, r)
+	}
+}
 `
 	if err := s.evalInternal(prelude, true); err != nil {
 		return fmt.Errorf("kernel: prelude: %w", err)
@@ -395,11 +431,10 @@ func (s *Session) Execute(ctx context.Context, code string, out Output) (*displa
 	return s.runCell(r)
 }
 
-// drain hands everything the cell wrote to its Output.
+// drain hands everything the cell wrote to its Output: what is in the
+// pipes (stdio.go, capture.go), then what the router holds back.
 func (s *Session) drain() {
-	if s.capture != nil {
-		s.capture.sync(2 * time.Second)
-	}
+	s.router.catchUp()
 	s.router.flush()
 }
 
@@ -503,6 +538,10 @@ func (s *Session) release() {
 		}
 		s.monitor.close(fallback)
 		s.monitor = nil
+	}
+	if s.stdio != nil {
+		s.stdio.close()
+		s.stdio = nil
 	}
 	if s.capture != nil {
 		s.capture.close()

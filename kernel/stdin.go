@@ -38,7 +38,8 @@ func (r *stdinReader) Read(p []byte) (int, error) {
 		if !ok {
 			return 0, io.EOF
 		}
-		r.s.router.flush() // show any prompt printed before asking
+		r.s.router.catchUp() // show any prompt printed before asking
+		r.s.router.flush()
 		line, err := in.Input(r.s.cellContext(), "", false)
 		if err != nil {
 			return 0, io.EOF

@@ -229,7 +229,7 @@ func TestNotebookRoundTripAndAutosave(t *testing.T) {
 func TestKernelDeathIsRestarted(t *testing.T) {
 	srv, rec, _ := newServer(t)
 	call(t, srv, "kernel.execute", map[string]any{"code": "y := 1"})
-	res := call(t, srv, "kernel.execute", map[string]any{"code": "go func() { panic(\"boom\") }()\ntime.Sleep(5 * time.Second)"}).(map[string]any)
+	res := call(t, srv, "kernel.execute", map[string]any{"code": "time.AfterFunc(0, func() { panic(\"boom\") })\ntime.Sleep(5 * time.Second)"}).(map[string]any)
 	if res["status"] != "error" || !strings.Contains(fmt.Sprint(res["outputs"]), "boom") {
 		t.Fatalf("the dying cell: %v", res)
 	}

@@ -29,14 +29,16 @@ func TestProcessFatal(t *testing.T) {
 			within: 20 * time.Second,
 		},
 		{
-			name:   "panic in a goroutine",
-			code:   "go func() {\n\tpanic(\"from a goroutine\")\n}()\ntime.Sleep(10 * time.Second)",
-			reason: "panic: from a goroutine",
+			// A go statement's goroutine is guarded (TestGoroutinePanic);
+			// one that compiled code starts is not.
+			name:   "panic in a goroutine compiled code started",
+			code:   "time.AfterFunc(0, func() {\n\tpanic(\"from a timer\")\n})\ntime.Sleep(10 * time.Second)",
+			reason: "panic: from a timer",
 			within: 5 * time.Second,
 		},
 		{
-			name:   "runtime error in a goroutine",
-			code:   "var s []int\ngo func() {\n\t_ = s[5]\n}()\ntime.Sleep(10 * time.Second)",
+			name:   "runtime error in a goroutine compiled code started",
+			code:   "var s []int\ntime.AfterFunc(0, func() {\n\t_ = s[5]\n})\ntime.Sleep(10 * time.Second)",
 			reason: "panic: ",
 			within: 5 * time.Second,
 		},

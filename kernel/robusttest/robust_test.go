@@ -99,13 +99,14 @@ func TestBadCells(t *testing.T) {
 func TestOutputFlood(t *testing.T) {
 	k := startKernel(t)
 	const lines = 20000
-	// os.Stdout and os.Stderr inside a cell are the interpreter's writers;
-	// files on fd 1 and 2 are what compiled code writes to, through the
-	// kernel's fd capture. (Kept in globals: a collected *os.File would
-	// close the descriptor.)
+	// os.Stdout and os.Stderr inside a cell are files on pipes of their
+	// own; files on fd 1 and 2 are what compiled code writes to, through
+	// the kernel's fd capture. (Kept in globals: a collected *os.File
+	// would close the descriptor.)
 	k.ok("fd1 := os.NewFile(1, \"fd 1\")\nfd2 := os.NewFile(2, \"fd 2\")")
 	for _, tc := range []struct{ name, code, stream string }{
 		{"interpreted fmt.Println", "fmt.Println(\"line\", i)", "stdout"},
+		{"the cell's os.Stdout", "fmt.Fprintln(os.Stdout, \"line\", i)", "stdout"},
 		{"compiled writes to fd 1", "fmt.Fprintln(fd1, \"line\", i)", "stdout"},
 		{"compiled writes to fd 2", "fmt.Fprintln(fd2, \"line\", i)", "stderr"},
 	} {

@@ -500,7 +500,8 @@ return b && window.echarts && window.echarts.getInstanceByDom(b) && getComputedS
 	}
 	done()
 
-	// A goroutine panic kills the kernel: a restart notice, the notebook intact, the next cell runs.
+	// A panic in a goroutine that compiled code started kills the kernel: a
+	// restart notice, the notebook intact, the next cell runs.
 	done = step("kernel crash and restart")
 	cellsBefore := p.cells()
 	id = eval[string](p, `workbench.notebook.addCell("code", undefined, `+js(crashCell)+`).id`)
@@ -530,7 +531,9 @@ const (
 	deviceCell = "dev, _ := tensor.DefaultDevice()\nx := tensor.Ones(dev, 2, 3)\nfmt.Println(\"device:\", x.Device())"
 	modelCell  = "ad := tensor.CPU().Autodiff()\nad.Seed(1)\nnet := nn.NewSequential(nn.NewLinear(ad, 784, 32), nn.ReLU{}, nn.NewLinear(ad, 32, 10))\nfmt.Println(\"model ready\")"
 	chartCell  = "viz.Line([]float64{1, 2, 3, 4}, []float64{3, 1, 4, 1})"
-	crashCell  = "go func() { panic(\"boom in a goroutine\") }()\ntime.Sleep(5 * time.Second)"
+	// A go statement's goroutine is guarded by the kernel; one a compiled
+	// function starts is not, and its panic ends the process.
+	crashCell = "time.AfterFunc(0, func() { panic(\"boom in a goroutine\") })\ntime.Sleep(5 * time.Second)"
 )
 
 // mnistCell trains the model cell's net on 2000 MNIST images, logging

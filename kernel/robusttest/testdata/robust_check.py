@@ -104,11 +104,24 @@ def stdin():
     check(text == "who? hi Ada\n" and len(asked) == 1, (text, asked))
 
 
+def goroutine_panic():
+    # A go statement's goroutine panics: the kernel reports it on the cell
+    # and keeps running.
+    c, out = run("done := make(chan bool)\ngo func() {\n\tdefer close(done)\n\tpanic(\"from a goroutine\")\n}()\n<-done\ntime.Sleep(50 * time.Millisecond)")
+    check(c["status"] == "ok", c)
+    err = "".join(m["content"]["text"] for m in out if m["msg_type"] == "stream" and m["content"]["name"] == "stderr")
+    check("panic: from a goroutine [recovered by the kernel" in err, err)
+    check(km.is_alive(), "the kernel died")
+    check(shows("y := 41\ny + 1") == "42", "after the goroutine's panic")
+
+
 def crash_and_restart():
     global kc
     c, _ = run("x := 41")
     check(c["status"] == "ok", c)
-    kc.execute("go func() {\n\tpanic(\"from a goroutine\")\n}()\ntime.Sleep(10 * time.Second)")
+    # A goroutine that compiled code starts is not guarded: it ends the
+    # process, and the crash monitor names the panic.
+    kc.execute("time.AfterFunc(0, func() {\n\tpanic(\"from a goroutine\")\n})\ntime.Sleep(10 * time.Second)")
     deadline = time.monotonic() + 10
     while km.is_alive() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -131,7 +144,7 @@ def shutdown():
 
 
 try:
-    for check_fn in (interrupt, forged_signature, stdin, crash_and_restart, shutdown):
+    for check_fn in (interrupt, forged_signature, stdin, goroutine_panic, crash_and_restart, shutdown):
         check_fn()
         print("PASS", check_fn.__name__, flush=True)
 finally:
