@@ -9,8 +9,10 @@
 // workbench, so a cell that ends its process costs a restart, never the
 // user's notebook or runs. The Server also opens, edits and autosaves
 // notebooks (.ipynb, nbformat 4) under a root directory, follows training
-// runs' event logs (events.jsonl) in run directories, wherever the runs were
-// started, and lists and exports their checkpoints.
+// runs' event logs (events.jsonl) in its run directories and those of every
+// run in the per-user run registry (train.RegisteredRuns), wherever the runs
+// were started and whatever started them, and lists and exports their
+// checkpoints.
 //
 // Everything the UI does is one call, Server.Call(ctx, method, params),
 // with JSON parameters and result (API.md lists the methods), and every

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -23,40 +24,107 @@ import (
 // eventsFile is the event log a run directory holds.
 const eventsFile = "events.jsonl"
 
-// rescanEvery is how often the run directories are scanned besides the
-// file-system notifications (which can be lost, or unsupported), and the
-// processes of running runs checked: a killed process writes nothing that
-// would tell.
+// rescanEvery is how often the run directories and the run registry are
+// scanned besides the file-system notifications (which can be lost, or
+// unsupported), and the processes of running runs checked: a killed
+// process writes nothing that would tell.
 const rescanEvery = 2 * time.Second
+
+// pollEvery is how often the logs of runs that have not ended are read
+// besides the file-system notifications, so that a run's status follows
+// its log within a second even where those are lost.
+const pollEvery = 500 * time.Millisecond
 
 // runLog is one followed run: the records of its event log so far.
 type runLog struct {
-	dir     string
-	records []json.RawMessage
-	offset  int64  // bytes of the log consumed
-	partial []byte // a last line without its newline yet (being written)
-	size    int64
-	mod     time.Time
-	ended   bool            // the log has an end record after its last start or resume record
-	live    *train.Liveness // the process of a running run, as last checked; nil before
+	dir  string
+	real string // dir with its symbolic links resolved: the same run under two names is one
+	// registered: found through the run registry, outside the followed
+	// directories
+	registered bool
+	records    []json.RawMessage
+	offset     int64  // bytes of the log consumed
+	partial    []byte // a last line without its newline yet (being written)
+	size       int64
+	mod        time.Time
+	ended      bool            // the log has an end record after its last start or resume record
+	live       *train.Liveness // the process of a running run, as last checked; nil before
+	state      runState        // what the records so far say, for runs.list
 }
 
-// runFollower follows the event logs of every run in its directories.
+// runState is what a run's records say about it, kept up to date as they
+// are read so that runs.list costs nothing per record.
+type runState struct {
+	status    string // "running", or the end record's reason
+	started   time.Time
+	ended     time.Time
+	epochs    int
+	step      int
+	worldSize int
+	err       string
+}
+
+// apply updates the state with one record and returns its kind.
+func (st *runState) apply(rec json.RawMessage) train.EventKind {
+	var e struct {
+		Kind   train.EventKind `json:"kind"`
+		Time   time.Time       `json:"time"`
+		Epoch  int             `json:"epoch"`
+		Step   int             `json:"step"`
+		Reason string          `json:"reason"`
+		Error  string          `json:"error"`
+		Ranks  int             `json:"world_size"`
+	}
+	if json.Unmarshal(rec, &e) != nil {
+		return ""
+	}
+	switch e.Kind {
+	case train.EventStart:
+		st.status, st.started, st.worldSize = "running", e.Time, e.Ranks
+		st.ended, st.err = time.Time{}, ""
+	case train.EventResume:
+		st.status, st.ended, st.err = "running", time.Time{}, ""
+	case train.EventEnd:
+		st.status, st.ended, st.err = string(e.Reason), e.Time, e.Error
+		if st.status == "" {
+			st.status = "ended"
+		}
+	}
+	if e.Step > 0 {
+		st.step = e.Step
+	}
+	if e.Kind == train.EventEpoch || e.Kind == train.EventEnd || e.Kind == train.EventCheckpoint {
+		st.epochs = e.Epoch
+	}
+	return e.Kind
+}
+
+// runFollower follows the event logs of every run in its directories and
+// of every run in the run registry (train.RegisteredRuns), wherever it is.
 type runFollower struct {
-	dirs    []string
-	publish func(string, any)
-	mu      sync.Mutex
-	runs    map[string]*runLog
-	done    chan struct{}
-	checker train.LivenessChecker // judges the processes of running runs
+	dirs     []string
+	registry string // the run registry's directory; "" when it is off
+	publish  func(string, any)
+	mu       sync.Mutex
+	runs     map[string]*runLog
+	done     chan struct{}
+	checker  train.LivenessChecker // judges the processes of running runs
 }
 
-func newRunFollower(ctx context.Context, dirs []string, publish func(string, any)) *runFollower {
-	f := &runFollower{publish: publish, runs: map[string]*runLog{}, done: make(chan struct{})}
+// newRunFollower follows the runs in dirs and, unless registry is "", the
+// runs of the run registry (its directory, train.RegistryDir; the entries
+// are read with train.RegisteredRuns, which reads the same environment).
+func newRunFollower(ctx context.Context, dirs []string, registry string, publish func(string, any)) *runFollower {
+	f := &runFollower{registry: registry, publish: publish, runs: map[string]*runLog{}, done: make(chan struct{})}
 	for _, d := range dirs {
 		if abs, err := filepath.Abs(d); err == nil {
 			f.dirs = append(f.dirs, abs)
 		}
+	}
+	if registry != "" {
+		// Created now so that it can be watched: the first run a notebook
+		// registers then shows at once.
+		os.MkdirAll(registry, 0o755)
 	}
 	f.scan()
 	go f.follow(ctx)
@@ -86,6 +154,9 @@ func (f *runFollower) follow(ctx context.Context) {
 		}
 		f.mu.Lock()
 		dirs := append([]string(nil), f.dirs...)
+		if f.registry != "" {
+			dirs = append(dirs, f.registry)
+		}
 		for d := range f.runs {
 			dirs = append(dirs, d)
 		}
@@ -99,10 +170,16 @@ func (f *runFollower) follow(ctx context.Context) {
 	watch()
 	tick := time.NewTicker(rescanEvery)
 	defer tick.Stop()
+	poll := time.NewTicker(pollEvery)
+	defer poll.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-poll.C:
+			if f.readUnended() {
+				f.publish("runs.changed", map[string]any{})
+			}
 		case ev := <-events:
 			if filepath.Base(ev.Name) == train.ProcessFile {
 				continue // a heartbeat: liveness is checked on the timer
@@ -128,7 +205,10 @@ func (f *runFollower) follow(ctx context.Context) {
 }
 
 // scan finds runs (directories holding an events.jsonl: a followed
-// directory itself or its subdirectories) and reads what their logs added.
+// directory itself or its subdirectories, and the registry's runs) and
+// reads what their logs added. Runs whose log is gone (the directory was
+// deleted) are dropped; a registered run already followed under another
+// name (a symbolic link) is not followed twice.
 func (f *runFollower) scan() {
 	var found []string
 	for _, d := range f.dirs {
@@ -141,22 +221,86 @@ func (f *runFollower) scan() {
 			continue
 		}
 		for _, e := range entries {
-			if sub := filepath.Join(d, e.Name()); e.IsDir() && isRun(sub) {
+			// A link to a run directory elsewhere counts as one.
+			if sub := filepath.Join(d, e.Name()); (e.IsDir() || e.Type()&fs.ModeSymlink != 0) && isRun(sub) {
 				found = append(found, sub)
 			}
+		}
+	}
+	var registered []string
+	if f.registry != "" {
+		// Entries whose directory is gone are skipped (and removed) by
+		// RegisteredRuns; an unreadable registry lists none.
+		entries, _ := train.RegisteredRuns()
+		for _, e := range entries {
+			registered = append(registered, filepath.Clean(e.Dir))
 		}
 	}
 	changed := false
 	var all []*runLog
 	f.mu.Lock()
-	for _, d := range found {
+	known := map[string]bool{} // the resolved directories of the runs found
+	kept := map[string]bool{}  // the runs found, by the name they are followed under
+	add := func(d string, registered bool) {
 		r, ok := f.runs[d]
 		if !ok {
-			r = &runLog{dir: d}
+			real := resolve(d)
+			if registered && known[real] {
+				return // a run of a followed directory, by another name
+			}
+			r = &runLog{dir: d, real: real, registered: registered}
 			f.runs[d] = r
 			changed = true
 		}
+		if known[r.real] {
+			return
+		}
+		if !registered {
+			r.registered = false // in a followed directory after all
+		}
+		known[r.real], kept[d] = true, true
 		all = append(all, r)
+	}
+	for _, d := range found {
+		add(d, false)
+	}
+	var gone []string // runs not found this time, to check
+	for d := range f.runs {
+		if !kept[d] {
+			gone = append(gone, d)
+		}
+	}
+	f.mu.Unlock()
+	// Registered runs are added after the folders' (a run in a followed
+	// folder is listed under that name); a run not found again is dropped
+	// when its log is gone or another name of it is followed.
+	var regRuns []string
+	for _, d := range registered {
+		if isRun(d) {
+			regRuns = append(regRuns, d)
+		}
+	}
+	var deleted []string
+	for _, d := range gone {
+		if !isRun(d) {
+			deleted = append(deleted, d)
+		}
+	}
+	f.mu.Lock()
+	for _, d := range regRuns {
+		add(d, true)
+	}
+	for _, d := range deleted {
+		if !kept[d] {
+			delete(f.runs, d)
+			changed = true
+		}
+	}
+	for _, d := range gone {
+		if r, ok := f.runs[d]; ok && !kept[d] && known[r.real] {
+			delete(f.runs, d) // followed under another name
+			changed = true
+		}
 	}
 	f.mu.Unlock()
 	for _, r := range all {
@@ -177,6 +321,34 @@ func isRun(dir string) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
+// resolve returns dir with its symbolic links resolved, or dir itself when
+// that fails.
+func resolve(dir string) string {
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		return real
+	}
+	return dir
+}
+
+// readUnended reads what the logs of runs that have not ended gained,
+// publishing their new records; it reports whether one started over.
+func (f *runFollower) readUnended() (restarted bool) {
+	var open []*runLog
+	f.mu.Lock()
+	for _, r := range f.runs {
+		if !r.ended {
+			open = append(open, r)
+		}
+	}
+	f.mu.Unlock()
+	for _, r := range open {
+		if f.read(r) {
+			restarted = true
+		}
+	}
+	return restarted
+}
+
 // read consumes what r's log gained since the last read, publishing each
 // new record; it reports whether the run started over (its log was
 // replaced by a new run's).
@@ -190,7 +362,7 @@ func (f *runFollower) read(r *runLog) (restarted bool) {
 	}
 	if st.Size() < r.offset { // a new run replaced the log
 		r.records, r.offset, r.partial = nil, 0, nil
-		r.ended, r.live = false, nil
+		r.ended, r.live, r.state = false, nil, runState{}
 		restarted = true
 	}
 	r.size, r.mod = st.Size(), st.ModTime()
@@ -229,16 +401,11 @@ func (f *runFollower) read(r *runLog) (restarted bool) {
 		}
 		rec := json.RawMessage(append([]byte(nil), line...))
 		r.records = append(r.records, rec)
-		var kind struct {
-			Kind train.EventKind `json:"kind"`
-		}
-		if json.Unmarshal(rec, &kind) == nil {
-			switch kind.Kind {
-			case train.EventStart, train.EventResume:
-				r.ended = false
-			case train.EventEnd:
-				r.ended, r.live = true, nil
-			}
+		switch r.state.apply(rec) {
+		case train.EventStart, train.EventResume:
+			r.ended = false
+		case train.EventEnd:
+			r.ended, r.live = true, nil
 		}
 		f.publish("run.update", map[string]any{"dir": r.dir, "index": len(r.records) - 1, "record": rec})
 	}
@@ -291,44 +458,30 @@ func (f *runFollower) judge(r *runLog, mod time.Time) (changed bool) {
 // dead, when it is "killed" or "stale" and why says how that was judged
 // (see train.RunLiveness); pid, host and heartbeat describe the process of
 // a running run when its ProcessFile tells (rank 0's, in a data-parallel
-// run, whose world_size, the number of ranks, its start record gives).
+// run, whose world_size, the number of ranks, its start record gives);
+// registered marks a run found through the run registry rather than in a
+// followed directory.
 func (r *runLog) summary() map[string]any {
-	s := map[string]any{"dir": r.dir, "name": filepath.Base(r.dir), "status": "running", "epochs": 0, "step": 0,
+	st := r.state
+	s := map[string]any{"dir": r.dir, "name": filepath.Base(r.dir), "status": "running", "epochs": st.epochs, "step": st.step,
 		"records": len(r.records)}
-	for _, raw := range r.records {
-		var e struct {
-			Kind   string    `json:"kind"`
-			Time   time.Time `json:"time"`
-			Epoch  int       `json:"epoch"`
-			Step   int       `json:"step"`
-			Reason string    `json:"reason"`
-			Error  string    `json:"error"`
-			Ranks  int       `json:"world_size"`
-		}
-		if json.Unmarshal(raw, &e) != nil {
-			continue
-		}
-		switch e.Kind {
-		case "start":
-			s["started"], s["status"] = e.Time, "running"
-			delete(s, "world_size")
-			if e.Ranks > 1 {
-				s["world_size"] = e.Ranks
-			}
-		case "resume":
-			s["status"] = "running"
-		case "end":
-			s["status"], s["ended"] = e.Reason, e.Time
-			if e.Error != "" {
-				s["error"] = e.Error
-			}
-		}
-		if e.Step > 0 {
-			s["step"] = e.Step
-		}
-		if e.Kind == "epoch" || e.Kind == "end" || e.Kind == "checkpoint" {
-			s["epochs"] = e.Epoch
-		}
+	if st.status != "" {
+		s["status"] = st.status
+	}
+	if !st.started.IsZero() {
+		s["started"] = st.started
+	}
+	if !st.ended.IsZero() {
+		s["ended"] = st.ended
+	}
+	if st.err != "" {
+		s["error"] = st.err
+	}
+	if st.worldSize > 1 {
+		s["world_size"] = st.worldSize
+	}
+	if r.registered {
+		s["registered"] = true
 	}
 	if s["status"] == "running" && r.live != nil {
 		if r.live.State != train.LivenessRunning {
@@ -360,15 +513,36 @@ func (f *runFollower) lookup(dir string) (*runLog, error) {
 		f.mu.Unlock()
 	}
 	if !ok {
-		return nil, fmt.Errorf("%s is not a run the workbench follows (runs are followed under %s)", dir, strings.Join(f.dirs, ", "))
+		return nil, fmt.Errorf("%s is not a run the workbench follows (%s)", dir, f.watching())
 	}
 	return r, nil
 }
 
-// within reports whether path lies under one of the followed directories.
+// watching says where the follower finds runs.
+func (f *runFollower) watching() string {
+	s := "runs are followed under " + strings.Join(f.dirs, ", ")
+	if f.registry != "" {
+		s += " and wherever the run registry " + f.registry + " lists them"
+	}
+	return s
+}
+
+// within reports whether path lies under one of the followed directories
+// or in a followed run's directory (one from the registry).
 func (f *runFollower) within(path string) bool {
+	under := func(d string) bool {
+		rel, err := filepath.Rel(d, path)
+		return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+	}
 	for _, d := range f.dirs {
-		if rel, err := filepath.Rel(d, path); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		if under(d) {
+			return true
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for d := range f.runs {
+		if under(d) {
 			return true
 		}
 	}

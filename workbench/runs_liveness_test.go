@@ -94,7 +94,7 @@ func follow(t *testing.T, runs string) (map[string]method, *topics) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &topics{}
-	f := newRunFollower(ctx, []string{runs}, p.publish)
+	f := newRunFollower(ctx, []string{runs}, "", p.publish)
 	t.Cleanup(func() {
 		cancel()
 		f.wait()

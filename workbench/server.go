@@ -11,6 +11,8 @@ import (
 	"runtime/debug"
 	"sort"
 	"sync"
+
+	"github.com/kiln-ml/kiln/train"
 )
 
 // Config configures a Server.
@@ -20,7 +22,10 @@ type Config struct {
 	Root string
 	// RunDirs are directories whose subdirectories holding an events.jsonl
 	// are followed as training runs (a directory that is itself a run is
-	// followed too). Default: Root/runs.
+	// followed too). Default: Root/runs. Every run in the per-user run
+	// registry (train.RegisteredRuns: every Fit and Resume with a RunDir,
+	// from any process) is followed as well, wherever it lies, unless
+	// $KILN_RUN_REGISTRY is "off".
 	RunDirs []string
 	// Kiln is the `kiln` binary that runs kernels (`kiln kernel run -f
 	// CONNECTION_FILE`). Required unless Existing is set.
@@ -75,6 +80,8 @@ type Server struct {
 	notebooks *notebooks
 	runs      *runFollower
 	methods   map[string]method
+
+	registryNote string // why no run registry is followed; "" when one is
 }
 
 // method is one API call: params in, a JSON-serialisable result out.
@@ -108,7 +115,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, subs: map[int]Publisher{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.notebooks = newNotebooks(root, s.publish)
-	s.runs = newRunFollower(s.ctx, cfg.RunDirs, s.publish)
+	// Without a registry (no home directory, or turned off) the workbench
+	// follows its folders alone; server.info says why.
+	registry, regErr := train.RegistryDir()
+	s.registryNote = registryNote(registry, regErr)
+	s.runs = newRunFollower(s.ctx, cfg.RunDirs, registry, s.publish)
 	s.kernel = newKernelHost(s.ctx, cfg, s.publish)
 	if err := s.kernel.start(ctx); err != nil {
 		s.Close()
@@ -201,8 +212,12 @@ func truncate(s string, n int) string {
 func (s *Server) methodTable() map[string]method {
 	m := map[string]method{
 		"server.info": func(ctx context.Context, _ json.RawMessage) (any, error) {
-			return map[string]any{"version": version(), "root": s.cfg.Root, "run_dirs": s.cfg.RunDirs,
-				"kernel": s.kernel.status(), "attached": s.cfg.Existing != ""}, nil
+			info := map[string]any{"version": version(), "root": s.cfg.Root, "run_dirs": s.runs.dirs,
+				"run_registry": s.runs.registry, "kernel": s.kernel.status(), "attached": s.cfg.Existing != ""}
+			if s.registryNote != "" {
+				info["run_registry_note"] = s.registryNote
+			}
+			return info, nil
 		},
 	}
 	for name, f := range s.notebookMethods() {
@@ -223,6 +238,17 @@ func (s *Server) methodTable() map[string]method {
 		return names, nil
 	}
 	return m
+}
+
+// registryNote says why no run registry is followed, or "" when one is.
+func registryNote(dir string, err error) string {
+	switch {
+	case err != nil:
+		return err.Error()
+	case dir == "":
+		return "the run registry is off (" + train.RegistryEnv + "=off)"
+	}
+	return ""
 }
 
 // version is the module version the binary was built from.

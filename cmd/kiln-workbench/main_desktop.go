@@ -17,7 +17,6 @@ import (
 	"github.com/wailsapp/wails/v2/pkg/options/assetserver"
 	wailsruntime "github.com/wailsapp/wails/v2/pkg/runtime"
 
-	"github.com/kiln-ml/kiln/frontend"
 	"github.com/kiln-ml/kiln/workbench"
 )
 
@@ -55,13 +54,7 @@ func run(args []string) int {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	srv, err := workbench.New(ctx, workbench.Config{
-		Root:     o.root,
-		RunDirs:  o.runDirs,
-		Kiln:     kiln,
-		Existing: o.existing,
-		Assets:   frontend.Assets(),
-	})
+	srv, err := workbench.New(ctx, o.engineConfig(kiln))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kiln-workbench: start the workbench engine:", err)
 		return 1

@@ -10,6 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/kiln-ml/kiln/frontend"
+	"github.com/kiln-ml/kiln/workbench"
 )
 
 // settings are the command-line settings of the desktop workbench.
@@ -44,7 +47,7 @@ func parseSettings(args []string, out io.Writer) (settings, error) {
 	var o settings
 	var runs stringList
 	fs.StringVar(&o.root, "root", ".", "notebooks are opened and saved under this directory")
-	fs.Var(&runs, "runs", "a directory of run directories to follow (repeatable; default runs)")
+	fs.Var(&runs, "runs", "a directory of run directories to follow (repeatable; default runs); the run registry's runs are followed too")
 	fs.StringVar(&o.existing, "existing", "", "attach to the kernel with this connection file instead of starting one")
 	fs.StringVar(&o.kiln, "kiln", "", "the kiln binary that runs kernels (default: beside this program, then on PATH)")
 	fs.BoolVar(&o.selfTest, "self-test", false, "exercise the bound methods and events from the page, then exit 0 (pass) or 1 (fail)")
@@ -67,6 +70,20 @@ func parseSettings(args []string, out io.Writer) (settings, error) {
 		o.runDirs = []string{"runs"}
 	}
 	return o, nil
+}
+
+// engineConfig is the workbench engine's configuration for these
+// settings, with kiln the binary that runs kernels. The engine follows the
+// runs of runDirs and those of the per-user run registry (see
+// workbench.Config.RunDirs), as browser mode does.
+func (o settings) engineConfig(kiln string) workbench.Config {
+	return workbench.Config{
+		Root:     o.root,
+		RunDirs:  o.runDirs,
+		Kiln:     kiln,
+		Existing: o.existing,
+		Assets:   frontend.Assets(),
+	}
 }
 
 // findKiln locates the kiln binary that runs kernels: the --kiln flag when

@@ -195,7 +195,10 @@ assembly kernels are chosen by.`,
 app (kiln-workbench, found beside kiln or on PATH) when there is a display,
 and otherwise, or with --browser, serves the same UI to a browser from this
 process, printing its URL with an access token. A --addr beyond the
-loopback interface needs TLS (--tls-cert and --tls-key) or --insecure.`,
+loopback interface needs TLS (--tls-cert and --tls-key) or --insecure.
+Besides the --runs folders it lists every run in the per-user run registry
+(every Fit or Resume with a RunDir registers there, from a notebook, kiln
+demo or any program; KILN_RUN_REGISTRY moves it, or turns it off with off).`,
 			flags: printDefaults(func(fs *flag.FlagSet) { workbenchFlags(fs) }),
 			run:   workbenchCommand,
 		},

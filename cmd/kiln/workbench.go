@@ -43,7 +43,7 @@ func workbenchFlags(fs *flag.FlagSet) *workbenchOptions {
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "address to serve on in browser mode (loopback by default; port 0 picks one); a non-loopback one needs --tls-cert and --tls-key, or --insecure")
 	fs.StringVar(&o.root, "root", ".", "directory of the notebooks")
 	fs.StringVar(&o.existing, "existing", "", "connection file of a running kernel to attach to, instead of starting one")
-	fs.Var((*listFlag)(&o.runs), "runs", "a `directory` of training runs to follow (repeatable; default ROOT/runs)")
+	fs.Var((*listFlag)(&o.runs), "runs", "a `directory` of training runs to follow (repeatable; default ROOT/runs); the run registry's runs are followed too")
 	fs.Var((*listFlag)(&o.allowHosts), "allow-host", "in browser mode, a Host `name` (or name:port) browsers may call the workbench by, beside loopback names and the address it listens on (repeatable)")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "in browser mode, serve HTTPS with this certificate (PEM; with --tls-key)")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "the private key (PEM) of --tls-cert")

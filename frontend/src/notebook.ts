@@ -10,7 +10,7 @@ import { autocompletion, CompletionContext, CompletionResult } from "@codemirror
 import { Decoration, DecorationSet, keymap } from "@codemirror/view";
 import { Prec, StateEffect, StateField } from "@codemirror/state";
 import type { Transport } from "./transport";
-import { Output, errorLine, markdown, renderOutput } from "./outputs";
+import { Output, disposeCharts, errorLine, markdown, renderOutput } from "./outputs";
 import { el, errText, throttle } from "./util";
 
 /** A cell as the engine sends and takes it (nbformat fields). */
@@ -57,6 +57,7 @@ class Cell {
   private countEl: HTMLElement;
   private mdView: HTMLElement;
   outputs: Output[];
+  private stale = new Set<number>(); // indexes of outputs updated since they were drawn
   count: number | null;
   running = false;
 
@@ -131,19 +132,59 @@ class Cell {
   }
 
   renderOutputs() {
+    this.stale.clear();
+    disposeCharts(this.outArea);
     this.outArea.replaceChildren();
     let line = 0;
-    for (const o of this.outputs) {
-      this.outArea.append(renderOutput(o));
+    for (const [i, o] of this.outputs.entries()) {
+      this.outArea.append(this.outputElement(o, i));
       if (o.output_type === "error") line = errorLine(o) || line;
     }
     this.view.dispatch({ effects: setErrorLine.of(line) });
   }
 
+  /** updateOutput replaces output i (an update_display_data). It is drawn
+   *  later, with the cell's other updated outputs (drawStale): a live
+   *  dashboard updates several times a second, and only its latest version
+   *  is worth drawing. */
+  updateOutput(i: number, o: Output) {
+    this.outputs[i] = o;
+    this.stale.add(i);
+    this.nb.drawSoon();
+  }
+
+  /** drawStale draws the outputs updated since they were drawn, and only
+   *  them: the cell's other outputs, such as the chart library a live
+   *  dashboard loaded once, are not rendered (nor their scripts run) again. */
+  drawStale() {
+    for (const i of this.stale) {
+      const old = this.outArea.children[i];
+      if (!old) {
+        this.renderOutputs();
+        return;
+      }
+      disposeCharts(old);
+      old.replaceWith(renderOutput(this.outputs[i]));
+    }
+    this.stale.clear();
+  }
+
   addOutput(o: Output) {
     this.outputs.push(o);
-    this.outArea.append(renderOutput(o));
+    this.outArea.append(this.outputElement(o, this.outputs.length - 1));
     if (o.output_type === "error") this.view.dispatch({ effects: setErrorLine.of(errorLine(o)) });
+  }
+
+  /** outputElement renders output i, or, while the notebook is hidden and
+   *  the output is HTML (a chart, a live dashboard, the chart library: the
+   *  scripts they run would slow the panel shown), a placeholder drawn
+   *  when the notebook is shown again. */
+  private outputElement(o: Output, i: number): HTMLElement {
+    if (this.nb.hidden && o.data?.["text/html"] !== undefined) {
+      this.stale.add(i);
+      return el("div", { class: "output output-pending" });
+    }
+    return renderOutput(o);
   }
 
   toJSON(): CellJSON {
@@ -168,7 +209,15 @@ export class Notebook {
   private push: () => void;
   onCellDone: () => void = () => {};
 
-  constructor(private t: Transport, root: HTMLElement) {
+  /** drawSoon draws the cells' updated outputs, at most 4 times a second,
+   *  and not while the notebook is hidden (it is when shown again): a
+   *  training cell's dashboard must not slow the Runs panel down. */
+  readonly drawSoon = throttle(() => this.drawStale(), 250);
+
+  constructor(
+    private t: Transport,
+    private root: HTMLElement,
+  ) {
     this.select = el("select", { id: "nb-select" }) as HTMLSelectElement;
     const open = button("nb-open", "Open", () => this.open(this.select.value));
     const refresh = button("nb-refresh", "↻", () => this.refreshList());
@@ -197,8 +246,7 @@ export class Notebook {
           c.outputs = [];
           c.renderOutputs();
         } else if (typeof d.index === "number" && d.index < c.outputs.length) {
-          c.outputs[d.index] = d.output; // an update of an earlier display
-          c.renderOutputs();
+          c.updateOutput(d.index, d.output); // an update of an earlier display
         } else c.addOutput(d.output);
       } else if (u.topic === "notebook.saved" && d.path === this.path) {
         this.saved.textContent = "saved " + new Date().toLocaleTimeString();
@@ -249,7 +297,17 @@ export class Notebook {
   /** remeasure makes the editors measure themselves again (they were
    *  created before being attached, or while their panel was hidden). */
   remeasure() {
+    this.drawStale();
     requestAnimationFrame(() => this.cells.forEach((c) => c.view.requestMeasure()));
+  }
+
+  /** hidden reports whether the notebook's panel is hidden. */
+  get hidden(): boolean {
+    return this.root.hidden;
+  }
+
+  private drawStale() {
+    if (!this.root.hidden) this.cells.forEach((c) => c.drawStale());
   }
 
   changed() {

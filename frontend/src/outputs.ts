@@ -46,6 +46,14 @@ export function runScripts(el: HTMLElement) {
   });
 }
 
+/** disposeCharts frees the echarts instances drawn under el before el
+ *  leaves the page (echarts keeps every instance until it is disposed). */
+export function disposeCharts(el: Element) {
+  const ec = (window as any).echarts;
+  if (!ec?.getInstanceByDom) return;
+  el.querySelectorAll<HTMLElement>("div").forEach((n) => ec.getInstanceByDom(n)?.dispose());
+}
+
 /** renderOutput returns the element showing one output. */
 export function renderOutput(o: Output): HTMLElement {
   const div = document.createElement("div");

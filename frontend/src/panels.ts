@@ -3,7 +3,8 @@
 import type { Transport } from "./transport";
 import type { RunInfo } from "./runs";
 import { runScripts } from "./outputs";
-import { el, errText, fmtBytes } from "./util";
+import { el, errText, fmtBytes, throttle } from "./util";
+import { emptyNote, watched, watchedError, watchingLine } from "./watched";
 
 function errorBox(id: string): HTMLElement {
   return el("div", { id, class: "error-box", hidden: "" });
@@ -155,14 +156,19 @@ export class ModelPanel {
   }
 }
 
-/** CheckpointsPanel lists a run's checkpoints and exports one. */
+/** CheckpointsPanel lists a run's checkpoints and exports one. While it is
+ *  shown it follows the engine: new runs join the run list, and a
+ *  checkpoint the chosen run writes joins the table. */
 export class CheckpointsPanel {
   private run: HTMLSelectElement;
   private out: HTMLInputElement;
   private body: HTMLElement;
   private result = el("div", { id: "ckpt-result" });
   private err = errorBox("ckpt-error");
-  constructor(private t: Transport, root: HTMLElement) {
+  private watching = el("div", { id: "ckpt-watching", class: "muted" });
+  private empty = el("div", { id: "ckpt-empty", hidden: "" });
+  private runsCount = 0;
+  constructor(private t: Transport, private root: HTMLElement) {
     this.run = el("select", { id: "ckpt-run" }) as HTMLSelectElement;
     this.run.onchange = () => this.list();
     this.out = el("input", { id: "ckpt-out", placeholder: "export to (path ending in .safetensors)", size: "50" }) as HTMLInputElement;
@@ -170,17 +176,52 @@ export class CheckpointsPanel {
     refresh.onclick = () => this.refresh();
     const tb = table("ckpt-list", ["checkpoint", "epoch", "step", "metrics", "status", ""]);
     this.body = tb.body;
-    root.append(el("div", { class: "toolbar" }, "Run ", this.run, refresh, " Export to ", this.out), this.err, this.result, tb.table);
+    root.append(el("div", { class: "toolbar" }, "Run ", this.run, refresh, " Export to ", this.out), this.watching, this.err, this.empty, this.result, tb.table);
+    const runsSoon = throttle(() => this.refreshRuns(), 500);
+    const listSoon = throttle(() => this.list(), 500);
+    t.subscribe((u) => {
+      if (this.root.hidden) return;
+      if (u.topic === "runs.changed") runsSoon();
+      else if (u.topic === "run.update") {
+        if (!Array.from(this.run.options).some((o) => o.value === u.data?.dir)) runsSoon();
+        else if (u.data?.dir === this.run.value && (u.data?.record?.kind === "checkpoint" || u.data?.record?.kind === "end")) listSoon();
+      }
+    });
   }
   async refresh() {
+    if (await this.refreshRuns()) await this.list();
+  }
+  /** refreshRuns lists the runs in the run chooser; it lists the chosen
+   *  run's checkpoints again when the choice changed, and reports whether
+   *  the runs could be listed. */
+  private async refreshRuns(): Promise<boolean> {
+    let runs: RunInfo[];
     try {
-      const runs = (await this.t.call<RunInfo[]>("runs.list")) ?? [];
-      const cur = this.run.value;
-      this.run.replaceChildren(...runs.map((r) => el("option", { value: r.dir }, r.name || r.dir)));
-      if (runs.some((r) => r.dir === cur)) this.run.value = cur;
-      await this.list();
+      runs = (await this.t.call<RunInfo[]>("runs.list")) ?? [];
     } catch (e) {
       setError(this.err, "cannot list runs: " + errText(e));
+      return false;
+    }
+    const cur = this.run.value;
+    const same = runs.length === this.run.options.length && runs.every((r, i) => this.run.options[i].value === r.dir);
+    if (!same) {
+      this.run.replaceChildren(...runs.map((r) => el("option", { value: r.dir, title: r.dir }, r.name || r.dir)));
+      if (runs.some((r) => r.dir === cur)) this.run.value = cur;
+    }
+    this.runsCount = runs.length;
+    this.showWatched();
+    if (this.run.value !== cur) await this.list();
+    return true;
+  }
+  /** showWatched says which folders are watched: in full while there is no run. */
+  private async showWatched() {
+    try {
+      const w = await watched(this.t);
+      this.watching.textContent = watchingLine(w);
+      this.empty.hidden = this.runsCount > 0;
+      if (!this.empty.hidden) this.empty.replaceChildren(emptyNote(w, this.t.kind, "runs, so no checkpoints"));
+    } catch (e) {
+      this.watching.textContent = watchedError(e);
     }
   }
   /** select shows the checkpoints of run dir. */
@@ -200,6 +241,13 @@ export class CheckpointsPanel {
     if (!dir) return;
     try {
       const cks = (await this.t.call<any[]>("checkpoints.list", { dir })) ?? [];
+      if (dir !== this.run.value) return; // another run was chosen meanwhile
+      if (!cks.length) {
+        const note = `no checkpoints in ${dir}/checkpoints yet: a run with a RunDir writes one after each epoch by default (train.Checkpoints sets when)`;
+        this.body.replaceChildren(el("tr", { id: "ckpt-none" }, el("td", { colspan: "6", class: "muted" }, note)));
+        setError(this.err, "");
+        return;
+      }
       this.body.replaceChildren(
         ...cks.map((c) => {
           const exp = el("button", { class: "ckpt-export" }, "Export");

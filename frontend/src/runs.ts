@@ -8,7 +8,8 @@
 
 import * as echarts from "echarts";
 import type { Transport } from "./transport";
-import { el, errText, fmtDuration, throttle } from "./util";
+import { el, errText, fmtDuration, throttle, throttleByCost } from "./util";
+import { emptyNote, watched, watchedError, watchingLine } from "./watched";
 
 /** A run as runs.list describes it. */
 export interface RunInfo {
@@ -22,6 +23,43 @@ export interface RunInfo {
   step?: number;
   /** The data-parallel ranks of a run trained by several; absent for one process. */
   world_size?: number;
+  /** Found through the run registry, outside the watched folders. */
+  registered?: boolean;
+}
+
+/** applyRecord updates a runs.list entry with a record of its log, as the
+ *  engine's summary would, so that the table follows a live run without
+ *  asking for the whole list again. */
+function applyRecord(r: RunInfo, rec: Rec) {
+  switch (rec.kind) {
+    case "start":
+      r.status = "running";
+      r.started = rec.time;
+      r.world_size = rec.world_size;
+      delete r.why;
+      break;
+    case "resume":
+      r.status = "running";
+      delete r.why;
+      break;
+    case "end":
+      r.status = rec.reason || "ended";
+      delete r.why;
+      break;
+  }
+  if (rec.step > 0) r.step = rec.step;
+  if (rec.kind === "epoch" || rec.kind === "end" || rec.kind === "checkpoint") r.epochs = rec.epoch;
+}
+
+/** A row of the Runs table and the cells it updates in place. */
+interface Row {
+  tr: HTMLElement;
+  check: HTMLInputElement;
+  name: HTMLElement;
+  status: HTMLElement;
+  epochs: HTMLElement;
+  step: HTMLElement;
+  started: HTMLElement;
 }
 
 /** One events.jsonl record (train.Event). */
@@ -155,9 +193,17 @@ export class RunsPanel {
   private head: HTMLElement;
   private redraw: () => void;
   private errorBox: HTMLElement;
+  private rows = new Map<string, Row>();
+  private dirty = new Set<string>(); // rows whose run changed since they were drawn
+  private paintRows: () => void;
+  private refreshSoon: () => void;
+  private watching: HTMLElement;
+  private empty: HTMLElement;
 
   constructor(private t: Transport, root: HTMLElement) {
     this.table = el("tbody", { id: "runs-list" });
+    this.watching = el("span", { id: "runs-watching", class: "muted" });
+    this.empty = el("div", { id: "runs-empty", hidden: "" });
     const refresh = el("button", { id: "runs-refresh" }, "↻");
     refresh.onclick = () => this.refresh();
     const compare = el("button", { id: "runs-compare", title: "Compare the checked runs side by side" }, "Compare checked");
@@ -169,8 +215,9 @@ export class RunsPanel {
     this.head = el("div", { id: "run-head" });
     this.view = el("div", { id: "run-charts", class: "chart-grid" });
     root.append(
-      el("div", { class: "toolbar" }, refresh, compare),
+      el("div", { class: "toolbar" }, refresh, compare, this.watching),
       this.errorBox,
+      this.empty,
       el(
         "table",
         { class: "grid runs-table" },
@@ -179,7 +226,17 @@ export class RunsPanel {
       ),
       el("div", { id: "run-view" }, this.head, this.view),
     );
-    this.redraw = throttle(() => this.draw(), 250);
+    // At most 4 times a second, and at most a fifth of the page's time: a
+    // long run's charts get slower to draw, and the table must keep up.
+    this.redraw = throttleByCost(() => this.draw(), 250, 0.2);
+    this.paintRows = throttle(() => {
+      for (const dir of this.dirty) {
+        const info = this.runs.find((r) => r.dir === dir);
+        if (info) this.row(info);
+      }
+      this.dirty.clear();
+    }, 100);
+    this.refreshSoon = throttle(() => this.refresh(), 500);
     t.subscribe((u) => {
       if (u.topic === "runs.changed") this.refresh();
       else if (u.topic === "run.update") this.onUpdate(u.data);
@@ -200,31 +257,66 @@ export class RunsPanel {
       this.errorBox.textContent = "cannot list runs: " + errText(e);
       return;
     }
-    const checked = new Set(Array.from(this.table.querySelectorAll<HTMLInputElement>("input.run-check:checked")).map((c) => c.value));
-    this.table.replaceChildren(
-      ...this.runs.map((r) => {
-        const check = el("input", { type: "checkbox", class: "run-check", value: r.dir }) as HTMLInputElement;
-        check.checked = checked.has(r.dir);
-        const open = el("button", { class: "run-open" }, "Open");
-        open.onclick = () => this.show([r.dir]);
-        return el(
-          "tr",
-          { class: "run-row", "data-dir": r.dir, "data-status": r.status },
-          el("td", {}, check),
-          el("td", { class: "run-name" }, r.name || r.dir, ...ranksBadge(r.world_size)),
-          el("td", { class: "run-status" }, r.status, ...(r.why ? [el("div", { class: "run-why" }, r.why)] : [])),
-          el("td", {}, String(r.epochs ?? "")),
-          el("td", {}, String(r.step ?? "")),
-          el("td", {}, r.started ? new Date(r.started).toLocaleString() : ""),
-          el("td", {}, open),
-        );
-      }),
-    );
+    const rows = this.runs.map((r) => this.row(r).tr);
+    for (const [dir, row] of this.rows) {
+      if (!this.runs.some((r) => r.dir === dir)) {
+        row.tr.remove();
+        this.rows.delete(dir);
+      }
+    }
+    // Rows are moved only when the order changed: a row being clicked stays put.
+    const current = Array.from(this.table.children);
+    if (current.length !== rows.length || rows.some((r, i) => current[i] !== r)) this.table.replaceChildren(...rows);
+    this.dirty.clear();
     for (const d of this.shown) {
       const info = this.runs.find((r) => r.dir === d.dir);
       if (info && d.loaded && info.status !== "running" && d.status === "running") d.status = info.status;
     }
     this.redraw();
+    this.showWatched();
+  }
+
+  /** showWatched says which folders are watched: in full while the table is empty. */
+  private async showWatched() {
+    try {
+      const w = await watched(this.t);
+      this.watching.textContent = watchingLine(w);
+      this.empty.hidden = this.runs.length > 0;
+      if (!this.empty.hidden) this.empty.replaceChildren(emptyNote(w, this.t.kind, "runs"));
+    } catch (e) {
+      this.watching.textContent = watchedError(e);
+    }
+  }
+
+  /** row creates or updates the table row of run r. */
+  private row(r: RunInfo): Row {
+    let row = this.rows.get(r.dir);
+    if (!row) {
+      const check = el("input", { type: "checkbox", class: "run-check", value: r.dir }) as HTMLInputElement;
+      const open = el("button", { class: "run-open" }, "Open");
+      open.onclick = () => this.show([r.dir]);
+      row = {
+        tr: el("tr", { class: "run-row", "data-dir": r.dir }),
+        check,
+        name: el("td", { class: "run-name", title: r.dir }),
+        status: el("td", { class: "run-status" }),
+        epochs: el("td", { class: "run-epochs" }),
+        step: el("td", { class: "run-step" }),
+        started: el("td", { class: "run-started" }),
+      };
+      row.tr.append(el("td", {}, check), row.name, row.status, row.epochs, row.step, row.started, el("td", {}, open));
+      this.rows.set(r.dir, row);
+    }
+    row.tr.dataset.status = r.status;
+    row.tr.dataset.step = String(r.step ?? 0);
+    row.tr.dataset.registered = String(!!r.registered);
+    const where = r.registered ? [el("div", { class: "run-where", title: "from the run registry" }, parent(r.dir))] : [];
+    row.name.replaceChildren(r.name || r.dir, ...ranksBadge(r.world_size), ...where);
+    row.status.replaceChildren(r.status, ...(r.why ? [el("div", { class: "run-why" }, r.why)] : []));
+    row.epochs.textContent = String(r.epochs ?? "");
+    row.step.textContent = String(r.step ?? "");
+    row.started.textContent = r.started ? new Date(r.started).toLocaleString() : "";
+    return row;
   }
 
   /** show opens the runs in dirs (one: a run view; several: a comparison). */
@@ -272,6 +364,12 @@ export class RunsPanel {
       }
     }
     if (hit) this.redraw();
+    const info = this.runs.find((r) => r.dir === u.dir);
+    if (info && u.record) {
+      applyRecord(info, u.record);
+      this.dirty.add(u.dir);
+      this.paintRows();
+    } else if (!info) this.refreshSoon(); // a run the table has not listed yet
     if (u.record?.kind === "end" || u.record?.kind === "start") this.refresh();
   }
 
@@ -338,6 +436,8 @@ export class RunsPanel {
             name: this.shown.length > 1 ? `${d.name} ${s}` : s,
             type: "line",
             showSymbol: pts.length < 50,
+            sampling: "lttb", // thousands of points drawn as the few hundred that show
+
             data: pts.filter((p) => isFinite(p[1])),
           });
         }
@@ -368,6 +468,12 @@ function ranksBadge(n?: number): HTMLElement[] {
 
 function ranksTitle(n: number): string {
   return `trained data-parallel on ${n} ranks; rank 0 wrote this run directory`;
+}
+
+/** parent returns the folder a run directory is in. */
+function parent(dir: string): string {
+  const i = Math.max(dir.lastIndexOf("/"), dir.lastIndexOf("\\"));
+  return i > 0 ? dir.slice(0, i) : dir;
 }
 
 function rank(name: string): number {

@@ -36,6 +36,28 @@ export function throttle(fn: () => void, ms: number): () => void {
   };
 }
 
+/** throttleByCost is throttle for work whose cost grows (charts redrawn
+ *  with every point so far): fn runs at most once per ms milliseconds, and
+ *  never more often than keeps it under share of the time (after a run
+ *  that took d ms, the next waits at least d / share), so that the page
+ *  stays responsive however long fn becomes. */
+export function throttleByCost(fn: () => void, ms: number, share: number): () => void {
+  let last = 0;
+  let cost = 0;
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  const run = () => {
+    timer = null;
+    const t0 = performance.now();
+    fn();
+    cost = performance.now() - t0;
+    last = Date.now();
+  };
+  return () => {
+    if (timer) return;
+    timer = setTimeout(run, Math.max(0, last + Math.max(ms, cost / share) - Date.now()));
+  };
+}
+
 /** fmtBytes formats a byte count. */
 export function fmtBytes(n: number | undefined): string {
   if (n == null) return "";

@@ -157,6 +157,19 @@ func TestNotebooks(t *testing.T) {
 			return false
 		})
 	}
+	// The notebooks run as copies in a folder of their own: the runs they
+	// keep beside themselves (runs/) never land in the repository.
+	workDir := t.TempDir()
+	for i, src := range notebooks {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		notebooks[i] = filepath.Join(workDir, filepath.Base(src))
+		if err := os.WriteFile(notebooks[i], b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	outDir := t.TempDir()
 	// `jupyter nbconvert` (python3 -m nbconvert runs the same application
 	// without depending on which jupyter is first on PATH). It carries on
@@ -171,7 +184,7 @@ func TestNotebooks(t *testing.T) {
 		"--ExecutePreprocessor.kernel_name=" + kernelName, "--ExecutePreprocessor.timeout=" + strconv.Itoa(int(notebookTimeout.Seconds())),
 		"--RecordingExecutePreprocessor.record_dir=" + recordDir,
 		"--output-dir", outDir}
-	out, err := k.run(t, filepath.Join(k.root, "notebooks"), notebookTimeout+time.Minute, debianPython, append(args, notebooks...)...)
+	out, err := k.run(t, workDir, notebookTimeout+time.Minute, debianPython, append(args, notebooks...)...)
 	if err != nil {
 		t.Fatalf("nbconvert failed: %v\n%s", err, out)
 	}

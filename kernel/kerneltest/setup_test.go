@@ -109,6 +109,8 @@ func setup() (*kilnKernel, error) {
 		"PYDEVD_DISABLE_FILE_VALIDATION=1",
 		"PYTHONDONTWRITEBYTECODE=1", // no __pycache__ in the source tree
 		"KILN_KERNEL_NAME="+kernelName,
+		// The runs the notebooks train register here, not in the user's registry.
+		"KILN_RUN_REGISTRY="+filepath.Join(setupDir, "run-registry"),
 	)
 	if os.Getenv("KILN_NOTEBOOK_SUBSET") == "" {
 		env = append(env, "KILN_NOTEBOOK_SUBSET="+notebookSubset)

@@ -43,6 +43,7 @@ type workbench struct {
 	url, base string // the printed URL (with the token) and its origin
 	root      string // the temporary root with notebooks/ and runs/
 	runs      string
+	registry  string // the run registry the workbench and its kernels use (KILN_RUN_REGISTRY)
 	log       *testutil.Buffer
 }
 
@@ -57,7 +58,7 @@ func startWorkbench(t *testing.T) *workbench {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building kiln: %v\n%s", err, out)
 	}
-	w := &workbench{root: filepath.Join(tmp, "root"), log: &testutil.Buffer{}}
+	w := &workbench{root: filepath.Join(tmp, "root"), registry: filepath.Join(tmp, "registry"), log: &testutil.Buffer{}}
 	w.runs = filepath.Join(w.root, "runs")
 	nbDir := filepath.Join(w.root, "notebooks")
 	for _, d := range []string{nbDir, w.runs} {
@@ -79,6 +80,8 @@ func startWorkbench(t *testing.T) *workbench {
 	addr := freeAddr(t)
 	cmd := exec.Command(kiln, "workbench", "--browser", "--addr", addr, "--root", w.root, "--runs", w.runs)
 	cmd.Dir = w.root
+	// The runs its kernels train register here, never in the user's registry.
+	cmd.Env = append(os.Environ(), "KILN_RUN_REGISTRY="+w.registry)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its kernels go with it
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
