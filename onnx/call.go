@@ -31,6 +31,7 @@ type call struct {
 	opset int64
 	in    []*value
 	dev   tensor.Device
+	env   map[string]*value // every value in scope (control flow reads it)
 }
 
 func (c *call) fail(kind error, format string, args ...any) {
@@ -48,9 +49,18 @@ func (c *call) need(k int) *value {
 	return c.in[k]
 }
 
+// tensorIn returns input k, failing unless it is a tensor.
+func (c *call) tensorIn(k int) *value {
+	v := c.need(k)
+	if v.isSeq || v.none || v.t == nil && v.h == nil {
+		c.fail(tensor.ErrArgument, "input %d is %s, not a tensor", k, v.kind())
+	}
+	return v
+}
+
 // t returns input k on the device, uploading a host value once.
 func (c *call) t(k int) *tensor.Tensor {
-	v := c.need(k)
+	v := c.tensorIn(k)
 	if v.t == nil {
 		v.t = v.h.device(c.dev.Inner())
 	}
@@ -60,7 +70,7 @@ func (c *call) t(k int) *tensor.Tensor {
 // h returns input k on the host, downloading a device value once (a
 // synchronisation point: shape arguments computed on the device).
 func (c *call) h(k int) *hostTensor {
-	v := c.need(k)
+	v := c.tensorIn(k)
 	if v.h == nil {
 		v.h = hostOf(v.t)
 	}
@@ -74,7 +84,7 @@ func (c *call) allHost() bool {
 		if v == nil {
 			continue
 		}
-		if v.h == nil {
+		if v.h == nil || v.isSeq || v.none {
 			return false
 		}
 		n += v.h.size()

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kiln-ml/kiln/backends"
 	"github.com/kiln-ml/kiln/nn"
 	"github.com/kiln-ml/kiln/tensor"
 )
@@ -275,9 +276,11 @@ func runConformanceModel(mp *ModelProto, name, dir string) error {
 	return runErr
 }
 
-// runConformanceSet runs m on one test_data_set_N folder.
+// runConformanceSet runs m on one test_data_set_N folder. Inputs and
+// outputs that are not tensors (sequences, optionals, strings) are read
+// as the graph declares them and run through RunValues.
 func runConformanceSet(m *Model, set string) (err error) {
-	inputs := map[string]*tensor.Tensor{}
+	inputs := map[string]Value{}
 	names := m.Inputs()
 	for k := 0; ; k++ {
 		p := filepath.Join(set, fmt.Sprintf("input_%d.pb", k))
@@ -287,35 +290,33 @@ func runConformanceSet(m *Model, set string) (err error) {
 		if k >= len(names) {
 			return fmt.Errorf("input_%d.pb: the graph has %d inputs", k, len(names))
 		}
-		tp, err := readTensorFileProto(p)
-		if err != nil {
-			return err
-		}
-		// NumPy has no bfloat16: the suite stores such inputs as UINT16
-		// holding the bits.
-		if in := m.g.inputs[k]; tp.DataType == TypeUint16 && in.Type != nil && in.Type.ElemType == TypeBFloat16 {
-			tp.DataType = TypeBFloat16
-		}
-		h, err := tensorHost(tp)
+		v, err := readConformanceValue(p, m.g.inputs[k].Type)
 		if err != nil {
 			return fmt.Errorf("input_%d.pb: %w", k, err)
 		}
-		if err := tensor.Try(func() { inputs[names[k]] = h.device(tensor.CPU()) }); err != nil {
+		if err := tensor.Try(func() { v.upload(tensor.CPU()) }); err != nil {
 			return fmt.Errorf("input_%d.pb: %w", k, err)
 		}
+		inputs[names[k]] = toValue(v)
 	}
-	got, err := m.Run(inputs)
+	got, err := m.RunValues(inputs)
 	if err != nil {
 		return err
 	}
 	outs := m.Outputs()
 	for k, name := range outs {
 		p := filepath.Join(set, fmt.Sprintf("output_%d.pb", k))
-		want, err := readTensorFileProto(p)
+		var typ *TypeProto
+		for _, o := range m.g.proto.Graph.Outputs {
+			if o.Name == name {
+				typ = o.Type
+			}
+		}
+		want, err := readConformanceValue(p, typ)
 		if err != nil {
 			return err
 		}
-		if err := compareConformance(got[name], want); err != nil {
+		if err := compareConformanceValue(got[name], want); err != nil {
 			return fmt.Errorf("output %d %q: %w", k, name, err)
 		}
 	}
@@ -323,6 +324,74 @@ func runConformanceSet(m *Model, set string) (err error) {
 		return fmt.Errorf("the suite has more outputs than the graph's %d", len(outs))
 	}
 	return nil
+}
+
+// readConformanceValue decodes a serialized TensorProto, SequenceProto or
+// OptionalProto as typ says. NumPy has no bfloat16: the suite stores such
+// tensors as UINT16 holding the bits.
+func readConformanceValue(path string, typ *TypeProto) (*value, error) {
+	if typ == nil || typ.Kind == "" || typ.Kind == "tensor" {
+		tp, err := readTensorFileProto(path)
+		if err != nil {
+			return nil, err
+		}
+		if typ != nil && tp.DataType == TypeUint16 && typ.ElemType == TypeBFloat16 {
+			tp.DataType = TypeBFloat16
+		}
+		h, err := tensorHost(tp)
+		if err != nil {
+			return nil, err
+		}
+		return &value{h: h}, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return decodeValue(b, typ, 0)
+}
+
+// compareConformanceValue compares got with want element by element.
+func compareConformanceValue(got Value, want *value) error {
+	switch {
+	case want.none:
+		if !got.None {
+			return fmt.Errorf("got a value, want an empty optional")
+		}
+		return nil
+	case got.None:
+		return fmt.Errorf("got an empty optional, want a value")
+	case want.isSeq:
+		if !got.IsSequence {
+			return fmt.Errorf("got no sequence, want a sequence of %d", len(want.seq))
+		}
+		if len(got.Sequence) != len(want.seq) {
+			return fmt.Errorf("sequence of %d elements, want %d", len(got.Sequence), len(want.seq))
+		}
+		for i := range want.seq {
+			if err := compareConformanceValue(got.Sequence[i], want.seq[i]); err != nil {
+				return fmt.Errorf("element %d: %w", i, err)
+			}
+		}
+		return nil
+	case want.h.dtype == dtypeString:
+		if got.Tensor != nil || got.IsSequence {
+			return fmt.Errorf("got a numeric tensor, want strings")
+		}
+		if fmt.Sprint(got.Shape) != fmt.Sprint(want.h.shape) {
+			return fmt.Errorf("shape %v, want %v", got.Shape, want.h.shape)
+		}
+		for i := range want.h.s {
+			if got.Strings[i] != want.h.s[i] {
+				return fmt.Errorf("[%d] = %q, want %q", i, got.Strings[i], want.h.s[i])
+			}
+		}
+		return nil
+	}
+	if got.Tensor == nil {
+		return fmt.Errorf("not computed as a tensor")
+	}
+	return compareConformanceHost(got.Tensor, want.h)
 }
 
 // readTensorFileProto decodes a serialized TensorProto.
@@ -339,22 +408,18 @@ func readTensorFileProto(path string) (*TensorProto, error) {
 	return t, nil
 }
 
-// compareConformance checks got against want as ONNX's runner does.
-func compareConformance(got *tensor.Tensor, want *TensorProto) error {
-	if got == nil {
-		return fmt.Errorf("not computed")
-	}
-	if want.DataType == TypeUint16 && got != nil && got.DType() == tensor.BFloat16 {
-		w := *want // bfloat16 stored as its bits, as for inputs
-		w.DataType = TypeBFloat16
-		want = &w
-	}
-	wh, err := tensorHost(want)
-	if err != nil {
-		return err
+// compareConformanceHost checks got against wh as ONNX's runner does.
+func compareConformanceHost(got *tensor.Tensor, wh *hostTensor) error {
+	if got.DType() == tensor.BFloat16 && wh.dtype == tensor.Int32 {
+		// A bfloat16 output the suite stores as UINT16 bits.
+		w := newHost(tensor.BFloat16, wh.shape)
+		for k := range wh.size() {
+			w.f[k] = float64(backends.BFloat16ToFloat32(uint16(wh.i[k])))
+		}
+		wh = w
 	}
 	if got.DType() != wh.dtype {
-		return fmt.Errorf("element type %s, want %s (%s)", got.DType(), wh.dtype, DataTypeName(want.DataType))
+		return fmt.Errorf("element type %s, want %s", got.DType(), wh.dtype)
 	}
 	gh := hostOf(got)
 	if fmt.Sprint(gh.shape) != fmt.Sprint(wh.shape) {

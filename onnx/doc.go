@@ -23,7 +23,8 @@
 // the initializers as *nn.Param keyed by their ONNX names (made safe for
 // dotted paths by ParamName: PyTorch's "fc1.weight" stays "fc1.weight"), so
 // nn.Params, nn.StateDict, optimizers, checkpoints and Export work on it.
-// Forward runs a one-input graph; Run takes and returns tensors by name.
+// Forward runs a one-input graph; Run takes and returns tensors by name,
+// RunValues values of any kind.
 // Nodes run as Kiln tensor ops (Gemm as one Linear, Conv as Conv1d,
 // Conv2d or Conv3d by the input's rank, LayerNormalization as LayerNorm,
 // Resize's nearest, linear and cubic modes as index selections and
@@ -69,13 +70,25 @@
 // tape and writes opset 17 with the parameters as initializers; Encode
 // serializes any ModelProto.
 //
-// The package does not yet run control flow (If, Loop, Scan: their graph
-// attributes are decoded only), sequences, maps, strings, quantized
-// operators, training-mode BatchNormalization, convolutions and pools
-// over more than three spatial dimensions, or Resize with antialias; such
-// models are refused at Load with the
+// Control flow, sequences, optionals and strings: If, Loop, Scan and
+// SequenceMap run their graph attributes as nested plans that read the
+// enclosing graphs' values by name; sequences and optionals are runtime
+// values; string tensors live on the host, for Cast, CastLike and
+// StringNormalizer. Graphs whose inputs or outputs are of those kinds run
+// through Model.RunValues, which takes and returns Values. Quantized
+// operators (QuantizeLinear, QLinearConv, MatMulInteger, …), detection
+// and sampling operators (NonMaxSuppression, RoiAlign, GridSample,
+// MaxUnpool), signal operators (DFT, STFT, window functions,
+// MelWeightMatrix), Unique, Det, ReverseSequence and TfIdfVectorizer run
+// on the host, outside autodiff: they have no gradient.
+//
+// The package does not run maps, MaxPool's column-major indices of
+// pools that are not 2-D, convolutions and pools over more than three
+// spatial dimensions, or Resize with antialias; such models are refused at Load with the
 // operators named (CONFORMANCE.md lists what else the suite shows
-// missing). Export translates the ops of
-// common layers (linear, convolutions, pooling, normalisation, softmax,
-// activations, arithmetic, layout) and refuses the others by name.
+// missing). Generate refuses control flow, sequences, optionals and
+// strings by name: they run in the runtime only. Export translates the
+// ops of common layers (linear, convolutions, pooling, normalisation,
+// softmax, activations, arithmetic, layout) and refuses the others by
+// name.
 package onnx

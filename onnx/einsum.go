@@ -27,6 +27,9 @@ type einsumOps[T any] struct {
 	expand  func(x T, shape []int) T
 	reshape func(x T, shape []int) T
 	matmul  func(a, b T) T
+	// diag takes the diagonal of x over dimensions i < j (equal sizes),
+	// dropping j; nil where diagonals are not supported.
+	diag func(x T, shape []int, i, j int) T
 }
 
 // einsumOperand is a value with one label per dimension.
@@ -49,6 +52,20 @@ func einsum(c *call) []*value {
 		expand:  func(x *tensor.Tensor, shape []int) *tensor.Tensor { return x.Expand(shape...) },
 		reshape: func(x *tensor.Tensor, shape []int) *tensor.Tensor { return x.Reshape(shape...) },
 		matmul:  func(a, b *tensor.Tensor) *tensor.Tensor { return a.Matmul(b) },
+		diag: func(x *tensor.Tensor, shape []int, i, j int) *tensor.Tensor {
+			// Mask with the identity over (i, j), then sum j away.
+			n := shape[i]
+			mask := make([]int, len(shape))
+			for d := range mask {
+				mask[d] = 1
+			}
+			mask[i], mask[j] = n, n
+			eye := newHost(x.DType(), mask)
+			for q := range n {
+				eye.set(q*n+q, 1)
+			}
+			return x.Mul(eye.device(c.dev.Inner())).Sum(j)
+		},
 	})
 	return outs(y)
 }
@@ -88,6 +105,25 @@ func einsumPlan[T any](c *call, xs []T, shapes [][]int, f einsumOps[T]) T {
 		labels := []rune(term)
 		if len(labels) != r {
 			c.fail(tensor.ErrShape, "operand %d %v does not fit %q", k, shapes[k], terms[k])
+		}
+		shape := append([]int{}, shapes[k]...)
+		if f.diag != nil {
+			// A label repeated within an operand takes its diagonal.
+			for i := 0; i < len(labels); i++ {
+				for j := i + 1; j < len(labels); j++ {
+					if labels[j] != labels[i] {
+						continue
+					}
+					if shape[i] != shape[j] {
+						c.fail(tensor.ErrShape, "label %q of operand %d has sizes %d and %d", labels[i], k, shape[i], shape[j])
+					}
+					xs[k] = f.diag(xs[k], shape, i, j)
+					labels = append(labels[:j:j], labels[j+1:]...)
+					shape = append(shape[:j:j], shape[j+1:]...)
+					j--
+				}
+			}
+			shapes[k] = shape
 		}
 		seen := map[rune]bool{}
 		for _, l := range labels {

@@ -68,6 +68,9 @@ func Generate(modelPath, dir string, opts GenerateOptions) (*Generated, error) {
 		return nil, err
 	}
 	defer nn.Release(m)
+	if err := checkGeneratable(m); err != nil {
+		return nil, fmt.Errorf("onnx: generate %s: %w", modelPath, err)
+	}
 	pkg := opts.Package
 	if pkg == "" {
 		abs, err := filepath.Abs(dir)
@@ -1061,4 +1064,53 @@ func protoFloat(v float64) string {
 		return "float32(math.Inf(-1))"
 	}
 	return strconv.FormatFloat(v, 'g', -1, 32)
+}
+
+// runtimeOnly are operators that the runtime runs but generated code does
+// not: they take or make subgraphs, sequences, optionals or strings,
+// which an Operator literal (tensors in, tensors out) cannot carry.
+var runtimeOnly = map[string]string{
+	"If": "control flow", "Loop": "control flow", "Scan": "control flow", "SequenceMap": "control flow",
+	"SequenceEmpty": "sequences", "SequenceConstruct": "sequences", "SequenceInsert": "sequences",
+	"SequenceAt": "sequences", "SequenceErase": "sequences", "SequenceLength": "sequences",
+	"SplitToSequence": "sequences", "ConcatFromSequence": "sequences",
+	"Optional": "optionals", "OptionalHasElement": "optionals", "OptionalGetElement": "optionals",
+	"StringNormalizer": "strings",
+}
+
+// checkGeneratable refuses, with ErrUnsupported naming the first
+// operator or value, a model that uses what generated code cannot run:
+// control flow, sequences, optionals and string tensors run only in the
+// runtime (Load, Model.RunValues).
+func checkGeneratable(m *Model) error {
+	g := m.g.proto.Graph
+	for _, v := range append(append([]*ValueInfoProto{}, g.Inputs...), g.Outputs...) {
+		if v.Type != nil && (v.Type.Kind != "" && v.Type.Kind != "tensor" || v.Type.ElemType == TypeString) {
+			return fmt.Errorf("%w: graph value %q is a %s; generated code runs tensor graphs only (load the model with onnx.Load instead)",
+				ErrUnsupported, v.Name, typeKindName(v.Type))
+		}
+	}
+	for i, n := range g.Nodes {
+		if why, ok := runtimeOnly[n.OpType]; ok {
+			return fmt.Errorf("%w: node %s: %s runs in Kiln's ONNX runtime only (%s); load the model with onnx.Load instead",
+				ErrUnsupported, nodeName(n, i), n.OpType, why)
+		}
+		if n.OpType == "Cast" {
+			for _, a := range n.Attributes {
+				if a.Name == "to" && a.I == TypeString {
+					return fmt.Errorf("%w: node %s: Cast to STRING runs in Kiln's ONNX runtime only (strings); load the model with onnx.Load instead",
+						ErrUnsupported, nodeName(n, i))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// typeKindName names a value type for errors ("sequence", "STRING tensor").
+func typeKindName(t *TypeProto) string {
+	if t.Kind == "tensor" || t.Kind == "" {
+		return DataTypeName(t.ElemType) + " tensor"
+	}
+	return t.Kind
 }

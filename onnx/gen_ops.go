@@ -314,7 +314,7 @@ func init() {
 	translators["BatchNormalization"] = func(t *translation) {
 		r := t.inRank(0)
 		c := t.inShape(1)
-		if r < 2 || len(c) != 1 {
+		if r < 2 || len(c) != 1 || t.c.attrInt("training_mode", 0) != 0 {
 			t.give()
 		}
 		for _, o := range t.s.node.Outputs[1:] {

@@ -18,6 +18,9 @@ func translateRecurrent(t *translation, kind string, gates int) {
 	if t.has(4) || t.inRank(0) != 3 {
 		t.give() // sequence_lens: the runtime checks it at run time
 	}
+	if kind == "LSTM" && t.has(7) {
+		t.give() // peepholes run in the runtime
+	}
 	w, r := t.inShape(1), t.inShape(2)
 	if len(w) != 3 || len(r) != 3 {
 		t.give()

@@ -19,6 +19,7 @@ type hostTensor struct {
 	shape []int
 	f     []float64
 	i     []int64
+	s     []string // dtypeString elements
 }
 
 func newHost(dt tensor.DType, shape []int) *hostTensor {
@@ -151,6 +152,9 @@ func (h *hostTensor) reshaped(shape []int) *hostTensor {
 
 // device uploads h to dev.
 func (h *hostTensor) device(dev tensor.Device) *tensor.Tensor {
+	if h.dtype == dtypeString {
+		panic(&tensor.Error{Op: "onnx", Msg: "string tensors stay on the host: this operator does not take strings", Err: tensor.ErrDType})
+	}
 	n := h.size()
 	sz := h.dtype.Size()
 	raw := make([]byte, n*sz)

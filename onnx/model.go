@@ -61,6 +61,9 @@ type step struct {
 	def   *opDef
 	attrs map[string]*AttributeProto
 	index int
+	// subs holds the plans of the node's graph attributes (If's
+	// branches, Loop's and Scan's bodies) by attribute name.
+	subs map[string]*plan
 }
 
 // ParamName turns an ONNX value name into the name of its Param: characters
@@ -171,6 +174,9 @@ func newModel(mp *ModelProto, path string, dev tensor.Device) (*Model, error) {
 		}
 		p.steps = append(p.steps, s)
 	}
+	if err := p.loadSubgraphs(); err != nil {
+		return nil, err
+	}
 	inits := map[string]bool{}
 	for _, t := range g.Initializers {
 		inits[t.Name] = true
@@ -197,7 +203,7 @@ func newModel(mp *ModelProto, path string, dev tensor.Device) (*Model, error) {
 		return nil, err
 	}
 	for _, s := range p.steps {
-		for _, in := range s.node.Inputs {
+		for _, in := range nodeInputs(s.node) {
 			p.lastUse[in] = s.index
 		}
 	}
@@ -221,36 +227,48 @@ func (p *plan) check() error {
 		}
 		m.nodes = append(m.nodes, node)
 	}
-	g := p.proto.Graph
-	for i, n := range g.Nodes {
-		name := n.Name
-		if name == "" {
-			name = "#" + strconv.Itoa(i)
-		}
-		if n.Domain != "" && n.Domain != "ai.onnx" {
-			add("domain:"+n.Domain+":"+n.OpType, fmt.Sprintf("%s (domain %s)", n.OpType, n.Domain), name)
-			continue
-		}
-		def := ops[n.OpType]
-		if def == nil {
-			add("op:"+n.OpType, fmt.Sprintf("%s (opset %d)", n.OpType, p.opset), name)
-			continue
-		}
-		if def.check != nil {
-			attrs := map[string]*AttributeProto{}
+	var walk func(g *GraphProto, prefix string)
+	walk = func(g *GraphProto, prefix string) {
+		for i, n := range g.Nodes {
+			name := n.Name
+			if name == "" {
+				name = "#" + strconv.Itoa(i)
+			}
+			name = prefix + name
 			for _, a := range n.Attributes {
-				attrs[a.Name] = a
+				if a.G != nil {
+					walk(a.G, name+"/"+a.Name+"/")
+				}
+				for _, sg := range a.Graphs {
+					walk(sg, name+"/"+a.Name+"/")
+				}
 			}
-			if msg := def.check(n, attrs, p.opset); msg != "" {
-				add("attr:"+n.OpType+":"+msg, fmt.Sprintf("%s (opset %d) with %s", n.OpType, p.opset, msg), name)
+			if n.Domain != "" && n.Domain != "ai.onnx" {
+				add("domain:"+n.Domain+":"+n.OpType, fmt.Sprintf("%s (domain %s)", n.OpType, n.Domain), name)
+				continue
+			}
+			def := ops[n.OpType]
+			if def == nil {
+				add("op:"+n.OpType, fmt.Sprintf("%s (opset %d)", n.OpType, p.opset), name)
+				continue
+			}
+			if def.check != nil {
+				attrs := map[string]*AttributeProto{}
+				for _, a := range n.Attributes {
+					attrs[a.Name] = a
+				}
+				if msg := def.check(n, attrs, p.opset); msg != "" {
+					add("attr:"+n.OpType+":"+msg, fmt.Sprintf("%s (opset %d) with %s", n.OpType, p.opset, msg), name)
+				}
+			}
+		}
+		for _, v := range append(append([]*ValueInfoProto{}, g.Inputs...), g.Outputs...) {
+			if v.Type != nil && v.Type.Kind != "" && v.Type.Kind != "tensor" && !valueKindSupported(v.Type) {
+				add("type:"+v.Name, fmt.Sprintf("graph value %q of %s type", prefix+v.Name, v.Type.Kind), prefix+v.Name)
 			}
 		}
 	}
-	for _, v := range append(append([]*ValueInfoProto{}, g.Inputs...), g.Outputs...) {
-		if v.Type != nil && v.Type.Kind != "" && v.Type.Kind != "tensor" {
-			add("type:"+v.Name, fmt.Sprintf("graph value %q of %s type", v.Name, v.Type.Kind), v.Name)
-		}
-	}
+	walk(p.proto.Graph, "")
 	if len(misses) == 0 {
 		return nil
 	}
@@ -270,7 +288,12 @@ func (p *plan) check() error {
 // topoSort returns g's nodes so that each comes after the producers of its
 // inputs (ONNX requires files to be sorted; this also accepts ones that are
 // not), failing for values nothing defines and for cycles.
-func topoSort(g *GraphProto) ([]*NodeProto, error) {
+func topoSort(g *GraphProto) ([]*NodeProto, error) { return topoSortScope(g, false) }
+
+// topoSortScope sorts g as topoSort does; for a subgraph (outer), values
+// that g does not define are read from the enclosing graphs. A node's
+// inputs include what its own subgraphs read from g (nodeInputs).
+func topoSortScope(g *GraphProto, outer bool) ([]*NodeProto, error) {
 	defined := map[string]bool{"": true}
 	for _, in := range g.Inputs {
 		defined[in.Name] = true
@@ -297,7 +320,10 @@ func topoSort(g *GraphProto) ([]*NodeProto, error) {
 	// must not recurse a million calls deep.
 	state := make([]int8, len(g.Nodes)) // 0 new, 1 visiting, 2 done
 	var order []*NodeProto
-	type frame struct{ node, next int } // next: the input to look at next
+	type frame struct {
+		node, next int      // next: the input to look at next
+		ins        []string // the node's inputs (nodeInputs)
+	}
 	var stack []frame
 	for root := range g.Nodes {
 		if state[root] != 0 {
@@ -307,7 +333,10 @@ func topoSort(g *GraphProto) ([]*NodeProto, error) {
 		stack = append(stack[:0], frame{node: root})
 		for len(stack) > 0 {
 			f := &stack[len(stack)-1]
-			ins := g.Nodes[f.node].Inputs
+			if f.ins == nil {
+				f.ins = nodeInputs(g.Nodes[f.node])
+			}
+			ins := f.ins
 			if f.next == len(ins) {
 				state[f.node] = 2
 				order = append(order, g.Nodes[f.node])
@@ -320,6 +349,9 @@ func topoSort(g *GraphProto) ([]*NodeProto, error) {
 				continue
 			}
 			j, ok := producer[in]
+			if !ok && outer {
+				continue
+			}
 			if !ok {
 				return nil, fmt.Errorf("%w: node %s reads %q, which no input, initializer or node defines", ErrCorrupt, nodeName(g.Nodes[f.node], f.node), in)
 			}
@@ -398,6 +430,10 @@ func (p *plan) loadInitializers(model *Model) error {
 	tensor.NoScope(func() {
 		err = tensor.Try(func() {
 			for _, in := range all {
+				if in.h.dtype == dtypeString {
+					p.consts[in.name] = in.h // strings stay on the host
+					continue
+				}
 				rs := uses[in.name]
 				data, dev := false, false
 				for _, r := range rs {
@@ -512,6 +548,11 @@ func (p *plan) fold() error {
 type value struct {
 	t *tensor.Tensor
 	h *hostTensor
+	// seq holds a sequence's elements (isSeq set).
+	seq   []*value
+	isSeq bool
+	// none marks an optional without a value.
+	none bool
 }
 
 // shape returns the value's shape.
@@ -536,7 +577,13 @@ const hostLimit = 1 << 14
 // exec runs one step on its input values. Panics from tensor ops (shape
 // errors) and from operator code come back as errors naming the node.
 func (p *plan) exec(s *step, ins []*value, folding bool) (outs []*value, err error) {
-	c := &call{p: p, s: s, node: s.node, attrs: s.attrs, opset: p.opset, in: ins, dev: p.dev}
+	return p.execIn(s, ins, folding, nil)
+}
+
+// execIn runs one step as exec does; env holds every value in scope, for
+// the subgraphs of control-flow operators (nil when folding).
+func (p *plan) execIn(s *step, ins []*value, folding bool, env map[string]*value) (outs []*value, err error) {
+	c := &call{p: p, s: s, node: s.node, attrs: s.attrs, opset: p.opset, in: ins, dev: p.dev, env: env}
 	defer func() {
 		if r := recover(); r != nil {
 			e, ok := r.(error)
@@ -658,19 +705,41 @@ func (m *Model) Run(inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor
 	if m == nil || m.g == nil {
 		return nil, errNotLoaded
 	}
+	vals := make(map[string]*value, len(inputs))
+	for name, t := range inputs {
+		vals[name] = &value{t: t}
+	}
+	got, err := m.run(vals)
+	if err != nil {
+		return nil, err
+	}
+	res := make(map[string]*tensor.Tensor, len(got))
+	for _, name := range m.g.outputs {
+		v := got[name]
+		if v.t == nil {
+			return nil, fmt.Errorf("onnx: run %s: %w: output %q is %s; use RunValues", m.g.path, tensor.ErrArgument, name, v.kind())
+		}
+		res[name] = v.t
+	}
+	return res, nil
+}
+
+// run runs the graph on inputs (checked against the declared types) and
+// returns every graph output, numeric tensors on the device.
+func (m *Model) run(inputs map[string]*value) (map[string]*value, error) {
 	p := m.g
 	env := map[string]*value{}
 	known := map[string]bool{}
 	for _, in := range p.inputs {
 		known[in.Name] = true
-		t, ok := inputs[in.Name]
+		v, ok := inputs[in.Name]
 		if !ok {
 			return nil, fmt.Errorf("onnx: run %s: %w: input %q is missing (inputs: %v)", p.path, tensor.ErrArgument, in.Name, m.Inputs())
 		}
-		if err := checkInput(in, t); err != nil {
+		if err := checkValue(in, v); err != nil {
 			return nil, fmt.Errorf("onnx: run %s: %w", p.path, err)
 		}
-		env[in.Name] = &value{t: t}
+		env[in.Name] = v
 	}
 	var extra []string
 	for name := range inputs {
@@ -683,8 +752,8 @@ func (m *Model) Run(inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor
 		return nil, fmt.Errorf("onnx: run %s: %w: unknown inputs %v (inputs: %v)", p.path, tensor.ErrArgument, extra, m.Inputs())
 	}
 	grad := false
-	for _, t := range inputs {
-		grad = grad || t.RequiresGrad()
+	for _, v := range inputs {
+		grad = grad || v.t != nil && v.t.RequiresGrad()
 	}
 	for name, prm := range p.params {
 		env[name] = &value{t: prm.Tensor}
@@ -699,12 +768,11 @@ func (m *Model) Run(inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor
 	}
 	// Without gradients, intermediate tensors are released after their
 	// last use, so peak memory follows the widest point of the graph.
+	// Tensors held by sequences are never released early.
 	owned := map[*tensor.Tensor]int{}
 	protected := map[*tensor.Tensor]bool{}
 	for _, v := range env {
-		if v.t != nil {
-			protected[v.t] = true
-		}
+		v.protect(protected)
 	}
 	for _, s := range p.steps {
 		ins := make([]*value, len(s.node.Inputs))
@@ -714,7 +782,7 @@ func (m *Model) Run(inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor
 			}
 			ins[k] = env[name]
 		}
-		outs, err := p.exec(s, ins, false)
+		outs, err := p.execIn(s, ins, false, env)
 		if err != nil {
 			return nil, fmt.Errorf("onnx: run %s: %w", p.path, err)
 		}
@@ -726,6 +794,9 @@ func (m *Model) Run(inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor
 				return nil, fmt.Errorf("onnx: run %s: node %q (%s) did not compute output %d %q", p.path, s.node.Name, s.node.OpType, k, name)
 			}
 			env[name] = outs[k]
+			if outs[k].isSeq {
+				outs[k].protect(protected)
+			}
 			if t := outs[k].t; t != nil && !protected[t] {
 				owned[t]++
 			}
@@ -747,14 +818,12 @@ func (m *Model) Run(inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor
 			}
 		}
 	}
-	res := map[string]*tensor.Tensor{}
+	res := map[string]*value{}
 	err := tensor.Try(func() {
 		for _, name := range p.outputs {
 			v := env[name]
-			if v.t == nil {
-				v.t = v.h.device(p.dev)
-			}
-			res[name] = v.t
+			v.upload(p.dev)
+			res[name] = v
 		}
 	})
 	if err != nil {

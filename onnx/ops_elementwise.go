@@ -234,9 +234,13 @@ func init() {
 	}
 	castTo := func(c *call) tensor.DType {
 		if c.node.OpType == "CastLike" {
-			return c.in[1].dtype()
+			return c.tensorIn(1).dtype()
 		}
-		dt, err := kilnDType(int32(c.attrInt("to", 0)))
+		to := int32(c.attrInt("to", 0))
+		if to == TypeString {
+			return dtypeString
+		}
+		dt, err := kilnDType(to)
 		if err != nil {
 			c.fail(tensor.ErrDType, "%v", err)
 		}
@@ -244,13 +248,21 @@ func init() {
 	}
 	cast := &opDef{
 		run: func(c *call) []*value {
+			if dt := castTo(c); dt == dtypeString || c.tensorIn(0).dtype() == dtypeString {
+				return []*value{{h: castStrings(c, c.h(0), dt)}}
+			}
 			x, dt := c.t(0), castTo(c)
 			if x.DType() == dt {
 				return outs(x.Reshape(x.Shape()...))
 			}
 			return outs(x.To(dt))
 		},
-		host:  func(c *call) []*hostTensor { return hosts(c.h(0).cast(castTo(c))) },
+		host: func(c *call) []*hostTensor {
+			if dt := castTo(c); dt == dtypeString || c.h(0).dtype == dtypeString {
+				return hosts(castStrings(c, c.h(0), dt))
+			}
+			return hosts(c.h(0).cast(castTo(c)))
+		},
 		check: checkCast,
 	}
 	ops["Cast"] = cast
@@ -265,7 +277,7 @@ func checkCast(n *NodeProto, attrs map[string]*AttributeProto, _ int64) string {
 	if a == nil {
 		return "no 'to' attribute"
 	}
-	if _, err := kilnDType(int32(a.I)); err != nil {
+	if _, err := kilnDType(int32(a.I)); err != nil && a.I != TypeString {
 		return "to=" + DataTypeName(int32(a.I))
 	}
 	return ""

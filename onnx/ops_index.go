@@ -178,8 +178,12 @@ func init() {
 			out = y.Scatter(0, index, u)
 		case "add":
 			out = y.ScatterAdd(0, index, u)
+		case "mul", "max", "min":
+			// No device primitive combines scattered values this way:
+			// apply the updates in order on the host.
+			return []*value{{h: scatterReduceHost(c, hostOf(y), hostOf(u), flat, inner, r).reshaped(x.Shape())}}
 		default:
-			c.fail(tensor.ErrArgument, "reduction %q: Kiln runs none and add", r)
+			c.fail(tensor.ErrArgument, "reduction %q: Kiln runs none, add, mul, max and min", r)
 		}
 		return outs(out.Reshape(x.Shape()...))
 	}}
@@ -243,4 +247,32 @@ func ndIndex(c *call, shape []int, idx *hostTensor, batch int) (flat []int64, re
 		flat[t] = int64(t/perBatch)*int64(block) + row
 	}
 	return flat, rest, lead
+}
+
+// scatterReduceHost combines update row k of u into row flat[k] of y
+// (rows of inner elements) with reduction r ("mul", "max" or "min").
+func scatterReduceHost(c *call, y, u *hostTensor, flat []int64, inner int, r string) *hostTensor {
+	out := newHost(y.dtype, y.shape)
+	for k := range y.size() {
+		out.set(k, y.at(k))
+	}
+	for k, f := range flat {
+		for j := range inner {
+			at := int(f)*inner + j
+			if at < 0 || at >= out.size() {
+				c.fail(tensor.ErrArgument, "index tuple %d is out of range", k)
+			}
+			a, b := out.at(at), u.at(k*inner+j)
+			switch r {
+			case "mul":
+				a *= b
+			case "max":
+				a = max(a, b)
+			case "min":
+				a = min(a, b)
+			}
+			out.set(at, a)
+		}
+	}
+	return out
 }

@@ -37,9 +37,6 @@ func init() {
 		},
 		run: batchNorm,
 		check: func(_ *NodeProto, attrs map[string]*AttributeProto, _ int64) string {
-			if a := attrs["training_mode"]; a != nil && a.I != 0 {
-				return "training_mode=1"
-			}
 			if a := attrs["spatial"]; a != nil && a.I == 0 {
 				return "spatial=0"
 			}
@@ -102,7 +99,9 @@ func checkSpatial(n *NodeProto, attrs map[string]*AttributeProto, _ int64) strin
 	}
 	if n.OpType == "MaxPool" && len(n.Outputs) > 1 && n.Outputs[1] != "" {
 		if a := attrs["storage_order"]; a != nil && a.I != 0 {
-			return "storage_order=1 indices"
+			if k := attrs["kernel_shape"]; k == nil || len(k.Ints) != 2 {
+				return "storage_order=1 indices of a pool that is not 2-D"
+			}
 		}
 	}
 	return ""
@@ -349,6 +348,15 @@ func maxPool(c *call) []*value {
 	for range shape[2:] {
 		offShape = append(offShape, 1)
 	}
+	if c.attrInt("storage_order", 0) != 0 && len(shape) == 4 {
+		// Column-major indices: within a plane, h + w·H instead of h·W + w.
+		h, w := int64(shape[2]), int64(shape[3])
+		hi := hostOf(idx)
+		for k, at := range hi.i {
+			hi.i[k] = at%w*h + at/w
+		}
+		idx = hi.device(c.dev.Inner())
+	}
 	off := tensor.ArangeOf(c.dev.Inner(), tensor.Int64, 0, float64(shape[0]*shape[1]*plane), float64(plane)).Reshape(offShape...)
 	return outs(v, idx.Add(off))
 }
@@ -403,6 +411,21 @@ func batchNorm(c *call) []*value {
 	}
 	eps := c.attrFloat("epsilon", 1e-5)
 	r := x.Dims()
+	if c.attrInt("training_mode", 0) != 0 {
+		// Normalise by the batch's statistics (population variance, as
+		// NumPy's var) and return the running ones updated by momentum.
+		dims := []int{0}
+		for d := 2; d < r; d++ {
+			dims = append(dims, d)
+		}
+		m := c.attrFloat("momentum", 0.9)
+		bm := x.Mean(dims...)
+		centered := x.Sub(channelView(bm, r))
+		bv := centered.Mul(centered).Mean(dims...)
+		inv := scale.Mul(bv.AddScalar(eps).Rsqrt())
+		y := centered.Mul(channelView(inv, r)).Add(channelView(bias, r))
+		return outs(y, mean.MulScalar(m).Add(bm.MulScalar(1-m)), variance.MulScalar(m).Add(bv.MulScalar(1-m)))
+	}
 	inv := scale.Mul(variance.AddScalar(eps).Rsqrt())
 	shift := bias.Sub(mean.Mul(inv))
 	return outs(x.Mul(channelView(inv, r)).Add(channelView(shift, r)))

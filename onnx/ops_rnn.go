@@ -39,9 +39,6 @@ func checkRecurrent(n *NodeProto, attrs map[string]*AttributeProto, _ int64) str
 	if a := attrs["input_forget"]; a != nil && a.I != 0 {
 		return "input_forget=1"
 	}
-	if n.OpType == "LSTM" && len(n.Inputs) > 7 && n.Inputs[7] != "" {
-		return "peepholes (input P)"
-	}
 	return ""
 }
 
@@ -125,6 +122,11 @@ func recurrent(c *call, kind string, gates int) []*value {
 				cell = tensor.ZerosOf(c.dev.Inner(), x.DType(), batch, hidden)
 			}
 		}
+		var pi, po, pf *tensor.Tensor // LSTM peepholes
+		if kind == "LSTM" && c.has(7) {
+			pd := c.t(7).Select(0, d)
+			pi, po, pf = pd.Narrow(0, 0, hidden), pd.Narrow(0, hidden, hidden), pd.Narrow(0, 2*hidden, hidden)
+		}
 		steps := make([]*tensor.Tensor, seq)
 		reverse := dirName == "reverse" || d == 1
 		for s := range seq {
@@ -136,11 +138,20 @@ func recurrent(c *call, kind string, gates int) []*value {
 			switch kind {
 			case "LSTM":
 				g := xt.Add(h.Matmul(rd.T()))
-				i := activate(act[0], g.Narrow(1, 0, hidden))
-				o := activate(act[0], g.Narrow(1, hidden, hidden))
-				f := activate(act[0], g.Narrow(1, 2*hidden, hidden))
+				gi, go_, gf := g.Narrow(1, 0, hidden), g.Narrow(1, hidden, hidden), g.Narrow(1, 2*hidden, hidden)
+				if pi != nil {
+					// Peepholes: the input and forget gates see the
+					// previous cell, the output gate the new one.
+					gi, gf = gi.Add(cell.Mul(pi)), gf.Add(cell.Mul(pf))
+				}
+				i := activate(act[0], gi)
+				f := activate(act[0], gf)
 				cc := activate(act[1], g.Narrow(1, 3*hidden, hidden))
 				cell = f.Mul(cell).Add(i.Mul(cc))
+				if po != nil {
+					go_ = go_.Add(cell.Mul(po))
+				}
+				o := activate(act[0], go_)
 				h = o.Mul(activate(act[2], cell))
 			case "GRU":
 				hr := h.Matmul(rd.T()) // [batch, 3H]: z, r, h parts

@@ -106,6 +106,20 @@ func tensorHost(t *TensorProto) (*hostTensor, error) {
 	if t.Name != "" {
 		where = "tensor " + strconv.Quote(t.Name)
 	}
+	if t.DataType == TypeString {
+		n, err := numElements(t.Dims)
+		if err != nil || n != len(t.StringData) {
+			return nil, fmt.Errorf("%w: %s: %d strings for shape %v", ErrCorrupt, where, len(t.StringData), t.Dims)
+		}
+		h := &hostTensor{dtype: dtypeString, shape: make([]int, len(t.Dims)), s: make([]string, n)}
+		for i, d := range t.Dims {
+			h.shape[i] = int(d)
+		}
+		for i, b := range t.StringData {
+			h.s[i] = string(b)
+		}
+		return h, nil
+	}
 	dt, err := kilnDType(t.DataType)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)

@@ -82,6 +82,7 @@ func init() {
 		"StringEntry":       reflect.ValueOf((*onnx.StringEntry)(nil)),
 		"TensorProto":       reflect.ValueOf((*onnx.TensorProto)(nil)),
 		"TypeProto":         reflect.ValueOf((*onnx.TypeProto)(nil)),
+		"Value":             reflect.ValueOf((*onnx.Value)(nil)),
 		"ValueInfoProto":    reflect.ValueOf((*onnx.ValueInfoProto)(nil)),
 		"ValueType":         reflect.ValueOf((*onnx.ValueType)(nil)),
 	}
