@@ -18,9 +18,14 @@
 //     highlighting and completion from the kernel), outputs.ts renders
 //     nbformat outputs (HTML outputs run their scripts; viz charts draw with
 //     the bundled echarts);
+//   - files.ts is the Files panel, the page the workbench opens on: the
+//     root's folders, notebooks, runs, checkpoints and model files
+//     (files.list), recent notebooks on top, each opened in its panel;
 //   - runs.ts is the Runs panel (live echarts of a run's metrics, progress,
-//     ETA, Stop, comparison); panels.ts the Devices, Variables, Model and
-//     Checkpoints panels; main.ts the tabs, the kernel status
+//     ETA, Stop, comparison with one colour per run and a table of the runs
+//     as the legend); panels.ts the Devices, Variables, Model (the
+//     session's modules to pick) and Checkpoints panels; main.ts the tabs,
+//     the kernel status
 //     (#kernel-status[data-status]) and the restart notice.
 //
 // The page exposes its panels as window.workbench for scripts and tests.

@@ -372,9 +372,14 @@ func TestUIAgainstFakeEngine(t *testing.T) {
 		t.Errorf("variable x shows %q", got)
 	}
 	eval(`document.querySelector('.tab[data-tab="model"]').click()`)
-	eval(`document.querySelector("#model-name").value = "nope", document.querySelector("#model-show").click()`)
+	// The picker offers the modules (variables with parameters) only.
+	wait("the module picker", `document.querySelector('#model-name option[value="net"]')`)
+	if got := eval(`Array.from(document.querySelectorAll("#model-name option.model-option")).map(o => o.value).join(",")`); got != "net" {
+		t.Errorf("the Model tab offers %q, want net only", got)
+	}
+	eval(`workbench.model.show("nope")`)
 	wait("the model error", `!document.querySelector("#model-error").hidden`)
-	eval(`document.querySelector("#model-name").value = "net", document.querySelector("#model-show").click()`)
+	eval(`(s => (s.value = "net", s.dispatchEvent(new Event("change"))))(document.querySelector("#model-name"))`)
 	wait("the model views", `document.querySelector("#model-graph svg") && document.querySelector("#model-tree li") && document.querySelector("#model-error").hidden`)
 	eval(`document.querySelector('.tab[data-tab="checkpoints"]').click()`)
 	wait("the checkpoints", `document.querySelectorAll(".ckpt-row").length === 2`)

@@ -229,6 +229,9 @@ func (s *Server) methodTable() map[string]method {
 	for name, f := range s.runMethods() {
 		m[name] = f
 	}
+	for name, f := range s.fileMethods() {
+		m[name] = f
+	}
 	m["methods"] = func(context.Context, json.RawMessage) (any, error) {
 		names := make([]string, 0, len(m))
 		for n := range m {

@@ -1,4 +1,5 @@
-// main.ts: the workbench UI's entry point: tabs for the panels, the kernel
+// main.ts: the workbench UI's entry point: tabs for the panels (the
+// Files browser first, the page it opens on), the kernel
 // status indicator and the restart notice.
 
 import * as echarts from "echarts";
@@ -6,6 +7,7 @@ import "./style.css";
 import { connect } from "./transport";
 import { Notebook } from "./notebook";
 import { RunsPanel } from "./runs";
+import { FilesPanel } from "./files";
 import { CheckpointsPanel, DevicesPanel, ModelPanel, VariablesPanel } from "./panels";
 import { el, errText } from "./util";
 
@@ -21,7 +23,7 @@ const tabs = el("nav", { id: "tabs" });
 const body = el("main", { id: "panels" });
 app.append(el("header", {}, el("strong", { class: "brand" }, "Kiln workbench"), tabs, status), notice, body);
 
-const names = ["notebook", "devices", "variables", "runs", "model", "checkpoints"] as const;
+const names = ["files", "notebook", "devices", "variables", "runs", "model", "checkpoints"] as const;
 type Tab = (typeof names)[number];
 const roots = {} as Record<Tab, HTMLElement>;
 for (const n of names) {
@@ -38,11 +40,26 @@ const variables = new VariablesPanel(t, roots.variables);
 const runs = new RunsPanel(t, roots.runs);
 const model = new ModelPanel(t, roots.model);
 const checkpoints = new CheckpointsPanel(t, roots.checkpoints);
-let current: Tab = "notebook";
+const files = new FilesPanel(t, roots.files, {
+  notebook: async (path) => {
+    show("notebook");
+    await notebook.open(path);
+  },
+  run: async (dir) => {
+    show("runs");
+    await runs.refresh();
+    await runs.show([dir]);
+  },
+  checkpoint: async (runDir) => {
+    show("checkpoints");
+    await checkpoints.select(runDir);
+  },
+});
+let current: Tab = "files";
 
 // The panels, for scripts and tests driving the page (the end-to-end test
 // adds cells with workbench.notebook.addCell).
-(window as any).workbench = { transport: t, notebook, devices, variables, runs, model, checkpoints, show: (n: Tab) => show(n) };
+(window as any).workbench = { transport: t, files, notebook, devices, variables, runs, model, checkpoints, show: (n: Tab) => show(n) };
 
 function show(n: Tab) {
   current = n;
@@ -50,15 +67,18 @@ function show(n: Tab) {
   tabs.querySelectorAll<HTMLElement>(".tab").forEach((b) => (b.dataset.active = String(b.dataset.tab === n)));
   document.body.dataset.tab = n;
   if (n === "devices") devices.refresh();
-  if (n === "variables" || n === "model") variables.refresh();
+  if (n === "variables") variables.refresh();
+  if (n === "model") model.refresh();
   if (n === "runs") runs.refresh();
   if (n === "checkpoints") checkpoints.refresh();
+  if (n === "files") files.list(files.path);
   if (n === "runs") window.dispatchEvent(new Event("resize"));
   if (n === "notebook") notebook.remeasure();
 }
 
 notebook.onCellDone = () => {
-  if (current === "variables" || current === "model") variables.refresh();
+  if (current === "variables") variables.refresh();
+  if (current === "model") model.refresh();
   if (current === "devices") devices.refresh();
 };
 
@@ -104,7 +124,8 @@ async function syncStatus() {
 }
 
 async function start() {
-  show("notebook");
+  const want = new URLSearchParams(location.search).get("notebook");
+  show(want ? "notebook" : "files");
   document.body.dataset.transport = t.kind;
   try {
     const info = await t.call<any>("server.info");
@@ -114,7 +135,6 @@ async function start() {
     notebook.showError("cannot reach the workbench: " + errText(e));
   }
   await notebook.refreshList();
-  const want = new URLSearchParams(location.search).get("notebook");
   if (want) await notebook.open(want);
   document.body.dataset.ready = "true";
 }

@@ -73,7 +73,6 @@ export class VariablesPanel {
   private body: HTMLElement;
   private err = errorBox("variables-error");
   names: string[] = [];
-  models: string[] = [];
   constructor(private t: Transport, root: HTMLElement) {
     const tb = table("variables-list", ["name", "type", "value", "shape", "dtype", "device", "memory", "parameters"]);
     this.body = tb.body;
@@ -86,7 +85,6 @@ export class VariablesPanel {
       const r = await this.t.call<{ variables: any[] }>("variables.list");
       const vars = r.variables ?? [];
       this.names = vars.map((v) => v.name);
-      this.models = vars.filter((v) => v.params != null).map((v) => v.name);
       this.body.replaceChildren(
         ...vars.map((v) =>
           el(
@@ -104,32 +102,64 @@ export class VariablesPanel {
         ),
       );
       setError(this.err, "");
-      const dl = document.getElementById("model-names");
-      if (dl) dl.replaceChildren(...(this.models.length ? this.models : this.names).map((n) => el("option", { value: n })));
     } catch (e) {
       setError(this.err, "cannot list variables: " + errText(e));
     }
   }
 }
 
-/** ModelPanel shows a model variable's module tree and computation graph. */
+/** ModelInfo is a module of the session, as `%who --json` lists it. */
+interface ModelInfo {
+  name: string;
+  type?: string;
+  params?: number;
+}
+
+/** ModelPanel offers the session's modules (the variables with parameters)
+ *  to pick, and shows the chosen one's module tree and computation graph. */
 export class ModelPanel {
-  private input: HTMLInputElement;
+  private pick: HTMLSelectElement;
   private example: HTMLInputElement;
   private tree = el("div", { id: "model-tree" });
   private graph = el("div", { id: "model-graph" });
   private err = errorBox("model-error");
+  private none = el("div", { id: "model-none", class: "muted", hidden: "" }, "No module in the session yet: define one in a notebook cell (e.g. net := nn.NewSequential(…)) and it is offered here.");
+  /** models are the modules last listed. */
+  models: ModelInfo[] = [];
   constructor(private t: Transport, root: HTMLElement) {
-    this.input = el("input", { id: "model-name", list: "model-names", placeholder: "model variable, e.g. net" }) as HTMLInputElement;
+    this.pick = el("select", { id: "model-name", title: "the session's modules" }) as HTMLSelectElement;
     this.example = el("input", { id: "model-input", placeholder: "example input (Go expression; optional)", size: "40" }) as HTMLInputElement;
+    const refresh = el("button", { id: "model-refresh", title: "List the session's modules again" }, "↻");
+    refresh.onclick = () => this.refresh();
     const show = el("button", { id: "model-show" }, "Show");
-    show.onclick = () => this.show(this.input.value.trim());
-    this.input.onkeydown = (e) => e.key === "Enter" && this.show(this.input.value.trim());
+    show.onclick = () => this.show(this.pick.value);
+    this.pick.onchange = () => this.show(this.pick.value);
+    this.example.onkeydown = (e) => e.key === "Enter" && this.show(this.pick.value);
     root.append(
-      el("div", { class: "toolbar" }, this.input, el("datalist", { id: "model-names" }), this.example, show),
+      el("div", { class: "toolbar" }, "Module ", this.pick, refresh, this.example, show),
       this.err,
+      this.none,
       el("div", { class: "model-split" }, el("section", {}, el("h3", {}, "Module tree"), this.tree), el("section", {}, el("h3", {}, "Graph"), this.graph)),
     );
+  }
+  /** refresh lists the session's modules (variables with parameters); the
+   *  module picked stays picked while it exists. */
+  async refresh() {
+    try {
+      const r = await this.t.call<{ variables: ModelInfo[] }>("variables.list");
+      this.models = (r.variables ?? []).filter((v) => (v.params ?? 0) > 0);
+    } catch (e) {
+      setError(this.err, "cannot list the session's modules: " + errText(e));
+      return;
+    }
+    const cur = this.pick.value;
+    this.pick.replaceChildren(
+      el("option", { value: "" }, this.models.length ? "choose a module…" : "(no modules)"),
+      ...this.models.map((m) => el("option", { value: m.name, class: "model-option" }, `${m.name} · ${m.type ?? ""} · ${Number(m.params).toLocaleString()} params`)),
+    );
+    if (this.models.some((m) => m.name === cur)) this.pick.value = cur;
+    this.none.hidden = this.models.length > 0;
+    this.pick.dataset.count = String(this.models.length);
   }
   async show(name: string) {
     if (!name) return;

@@ -164,7 +164,7 @@ class RunData {
     }
     if (r.system) {
       const x = isFinite(t) && this.startTime ? +(t - this.startTime).toFixed(2) : r.step;
-      for (const [k, v] of Object.entries(r.system)) this.add("system usage", k, [x, num(v)]);
+      for (const [k, v] of Object.entries(r.system)) this.add(systemChart(k), k, [x, num(v)]);
     }
   }
 
@@ -177,6 +177,20 @@ class RunData {
     return { frac, eta: frac > 0 ? (el * (1 - frac)) / frac : NaN };
   }
 }
+
+/** systemChart names the chart a system value goes to, one per unit, so
+ *  that percentages and MiB never share an axis. */
+function systemChart(key: string): string {
+  if (key.endsWith("_percent")) return "system usage (%)";
+  if (key.endsWith("_mib")) return "system usage (MiB)";
+  return "system usage";
+}
+
+/** runColors are the compare view's colours, one per run. */
+const runColors = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#db2777", "#65a30d", "#4b5563", "#ca8a04"];
+
+/** lineTypes tell a run's series apart in the compare view, where they share its colour. */
+const lineTypes = ["solid", "dashed", "dotted"];
 
 function num(v: number | string): number {
   if (typeof v === "number") return v;
@@ -191,6 +205,7 @@ export class RunsPanel {
   private shown: RunData[] = [];
   private charts = new Map<string, { chart: echarts.ECharts; box: HTMLElement }>();
   private head: HTMLElement;
+  private legend: HTMLElement;
   private redraw: () => void;
   private errorBox: HTMLElement;
   private rows = new Map<string, Row>();
@@ -213,6 +228,7 @@ export class RunsPanel {
     };
     this.errorBox = el("div", { id: "runs-error", class: "error-box", hidden: "" });
     this.head = el("div", { id: "run-head" });
+    this.legend = el("div", { id: "run-legend", hidden: "" });
     this.view = el("div", { id: "run-charts", class: "chart-grid" });
     root.append(
       el("div", { class: "toolbar" }, refresh, compare, this.watching),
@@ -224,7 +240,7 @@ export class RunsPanel {
         el("thead", {}, el("tr", {}, ...["", "run", "status", "epochs", "step", "started", ""].map((h) => el("th", {}, h)))),
         this.table,
       ),
-      el("div", { id: "run-view" }, this.head, this.view),
+      el("div", { id: "run-view" }, this.head, this.legend, this.view),
     );
     // At most 4 times a second, and at most a fifth of the page's time: a
     // long run's charts get slower to draw, and the table must keep up.
@@ -415,6 +431,18 @@ export class RunsPanel {
         );
       }),
     );
+    // Compared runs keep one colour each across every chart; the legend is
+    // a table of the runs, and a run's series differ by line style.
+    const compare = this.shown.length > 1;
+    const color = new Map(this.shown.map((d, i) => [d.dir, runColors[i % runColors.length]]));
+    const styles = new Map<string, string>(); // series name → line type
+    const lineType = (s: string) => {
+      if (!styles.has(s)) styles.set(s, lineTypes[styles.size % lineTypes.length]);
+      return styles.get(s)!;
+    };
+    this.shown.forEach((d) => d.series.forEach((m) => m.forEach((_p, s) => lineType(s))));
+    this.legend.hidden = !compare;
+    if (compare) this.drawLegend(color, styles);
     // One chart per metric, every run's series in it.
     const names = new Set<string>();
     this.shown.forEach((d) => d.series.forEach((_s, k) => names.add(k)));
@@ -432,9 +460,12 @@ export class RunsPanel {
       for (const d of this.shown) {
         for (const [s, pts] of d.series.get(name) ?? []) {
           points += pts.length;
+          const runStyle = compare ? { color: color.get(d.dir), lineStyle: { color: color.get(d.dir), type: lineType(s) }, itemStyle: { color: color.get(d.dir) } } : {};
           series.push({
-            name: this.shown.length > 1 ? `${d.name} ${s}` : s,
+            id: `${d.dir}\u0000${s}`,
+            name: compare ? `${d.name} ${s}` : s,
             type: "line",
+            ...runStyle,
             showSymbol: pts.length < 50,
             sampling: "lttb", // thousands of points drawn as the few hundred that show
 
@@ -448,16 +479,49 @@ export class RunsPanel {
           animation: false,
           title: { text: name, left: "center", textStyle: { fontSize: 13 } },
           tooltip: { trigger: "axis" },
-          legend: { bottom: 0, type: "scroll" },
-          grid: { left: 55, right: 20, top: 35, bottom: 60 },
-          xAxis: { type: "value", name: name === "system usage" ? "seconds" : "step", nameLocation: "middle", nameGap: 22, scale: true },
-          yAxis: { type: "value", scale: true },
+          legend: { show: !compare, bottom: 0, type: "scroll" },
+          grid: { left: 55, right: 20, top: 35, bottom: compare ? 35 : 60 },
+          xAxis: { type: "value", name: name.startsWith("system usage") ? "seconds" : "step", nameLocation: "middle", nameGap: 22, scale: true },
+          yAxis: { type: "value", scale: true, name: unitOf(name) },
           series,
         },
         { replaceMerge: ["series"] },
       );
     }
   }
+
+  /** drawLegend draws the compare view's legend: a table of the runs, each
+   *  with its colour, and the line style of each series name. */
+  private drawLegend(color: Map<string, string>, styles: Map<string, string>) {
+    const rows = this.shown.map((d) =>
+      el(
+        "tr",
+        { class: "legend-run", "data-dir": d.dir, "data-color": color.get(d.dir)! },
+        el("td", {}, el("span", { class: "legend-swatch", style: `background: ${color.get(d.dir)}` })),
+        el("td", { class: "legend-name", title: d.dir }, d.name),
+        el("td", {}, d.status),
+        el("td", {}, d.epochs ? `${d.epoch}/${d.epochs}` : ""),
+        el("td", {}, String(d.step)),
+      ),
+    );
+    const key = [...styles].map(([s, type]) => el("span", { class: "legend-style", "data-line": type }, el("span", { class: "legend-line", style: `border-top-style: ${type}` }), s));
+    this.legend.replaceChildren(
+      el(
+        "table",
+        { class: "grid legend-table" },
+        el("thead", {}, el("tr", {}, ...["", "run", "status", "epoch", "step"].map((h) => el("th", {}, h)))),
+        el("tbody", {}, ...rows),
+      ),
+      el("div", { class: "legend-styles muted" }, "line styles: ", ...key),
+    );
+  }
+}
+
+/** unitOf names a chart's y axis unit, where it has one. */
+function unitOf(chart: string): string {
+  if (chart.endsWith("(%)")) return "%";
+  if (chart.endsWith("(MiB)")) return "MiB";
+  return "";
 }
 
 /** ranksBadge is the Runs table's mark of a data-parallel run: "×N". */
@@ -479,6 +543,6 @@ function parent(dir: string): string {
 function rank(name: string): number {
   if (name === "learning rate") return 2;
   if (name.startsWith("throughput")) return 3;
-  if (name === "system usage") return 4;
+  if (name.startsWith("system usage")) return 4;
   return name === "loss" ? 0 : 1;
 }

@@ -314,6 +314,7 @@ func TestBrowserEndToEnd(t *testing.T) {
 
 	// Run all of notebooks/01-tensors.ipynb.
 	done = step("01-tensors run all")
+	p.tab("notebook") // the page opens on the file browser
 	eval[bool](p, `(s => (s.value = "notebooks/01-tensors.ipynb", document.querySelector("#nb-open").click(), true))(document.querySelector("#nb-select"))`)
 	p.wait("the notebook's cells", `document.querySelector("#cells").dataset.path === "notebooks/01-tensors.ipynb" && workbench.notebook.cells.length > 10`, 30*time.Second)
 	before := p.cells()
@@ -400,6 +401,7 @@ return b && window.echarts && window.echarts.getInstanceByDom(b) && getComputedS
 	p.wait("net in the variables", `document.querySelector('.var-row[data-name="net"]')`, 30*time.Second)
 	p.screenshot("variables")
 	p.tab("model")
+	p.wait("net offered as a module", `document.querySelector('#model-name option[value="net"]')`, 30*time.Second)
 	eval[bool](p, `document.querySelector("#model-name").value = "net", document.querySelector("#model-show").click(), true`)
 	p.wait("the model graph and tree", `document.querySelector("#model-graph svg") && document.querySelector("#model-tree").textContent.includes("Linear")`, 60*time.Second)
 	p.screenshot("model")
