@@ -1,7 +1,8 @@
 # Kiln's build. Two commands do everything on a fresh Debian 12 machine:
 #   make run    build, install what is missing, open the workbench
 #   make test   all tests (what CI runs)
-# Other targets: demo, desktop, bench, lint, test-long, fixtures, deps.
+# Other targets: demo, desktop, bench, bench-compare, lint, test-long, fixtures, deps,
+# screenshots (docs/screenshots/).
 
 SHELL := /bin/bash
 GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
@@ -25,7 +26,7 @@ APT_PACKAGES := python3 python3-numpy python3-jupyter-client python3-jupyter-ker
 APT_FIXTURE_PACKAGES := python3-torch python3-numpy python3-onnx libopenblas0-pthread
 
 
-.PHONY: all build run demo test test-unit test-race fuzz test-long bench lint fmt-check vet staticcheck deps deps-fixtures fixtures clean
+.PHONY: all build run demo test test-unit test-race fuzz test-long bench lint screenshots fmt-check vet staticcheck deps deps-fixtures fixtures clean
 
 all: build
 
@@ -107,7 +108,21 @@ include viz/assets.mk
 include frontend/frontend.mk
 include desktop.mk
 
-lint: fmt-check vet staticcheck
+# screenshots regenerates docs/screenshots/ (linked from README.md): the
+# workbench's main views and a notebook's live dashboard, as the browser
+# tests see them in headless Chromium. The tests write into a scratch
+# folder; the chosen pictures are copied over the committed ones.
+SCREENSHOTS := workbench-01-tensors.jpg workbench-variables.jpg workbench-model.jpg workbench-run-live.jpg \
+	workbench-runs-compare.jpg workbench-checkpoints.jpg workbench-devices.jpg workbench-runs-registry-live.jpg \
+	workbench-runs-empty.jpg kernel/dashboard-mid-run.jpg kernel/dashboard-final.jpg
+screenshots: deps assets
+	@rm -rf bin/screenshots-docs && mkdir -p bin/screenshots-docs docs/screenshots
+	KILN_SCREENSHOTS=$(CURDIR)/bin/screenshots-docs $(GO) test -count=1 -run '^(TestBrowserEndToEnd|TestBrowserRegistryRun)$$' ./workbench/browsertest
+	KILN_TEST_OUT=$(CURDIR)/bin/screenshots-docs $(GO) test -count=1 -run '^TestLiveDashboardInBrowser$$' ./kernel
+	@for f in $(SCREENSHOTS); do cp bin/screenshots-docs/$$f docs/screenshots/$$(basename $$f) || exit 1; done
+	@echo "docs/screenshots/: $(words $(SCREENSHOTS)) pictures"
+
+lint: fmt-check vet staticcheck asm-check
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -7,8 +7,14 @@
 // A backend implements primitives only. Composite operations (softmax, layer
 // norm, convolution through Im2Col and Matmul, pooling, losses) are written
 // once in package tensor on top of them, so a new backend needs just this
-// interface. Backend implementations live in sub-packages: cpu (pure Go,
-// always present), strict (a checking decorator for tests) and cuda.
+// interface. Where one kernel beats the composition, a backend may also
+// implement optional fused interfaces (Fusion, ConvFusion,
+// CrossEntropyFusion, AdamFusion, and for transformers AttentionFusion,
+// NormFusion, EmbeddingFusion, MultiAdamFusion and LinearFusion), which
+// package tensor looks for with a type assertion, composing the same
+// results from primitives where they are absent. Backend implementations
+// live in sub-packages: cpu (pure Go, always present), strict (a checking
+// decorator for tests) and cuda.
 //
 // Execution is asynchronous by contract: kernels may be queued, Read and Sync
 // wait for them, and a failure is sticky and reported by the next Read or Sync.

@@ -203,7 +203,11 @@ func (m *MultiHeadAttention) toBatchFirst(name, seq string, x *tensor.Tensor) *t
 // query is [L, N, E] ([N, L, E] with BatchFirst), or [L, E] unbatched; key
 // and value are [S, N, E] (or [N, S, E], or [S, E]), one shape for both.
 // Passing the same tensor as query, key and value (self-attention) makes
-// one projection of all three. The weights are [N, L, S] (the mean over
+// one projection of all three; heads are views of the projections, and
+// with SkipWeights, no dropout and a causal mask alone
+// (IsCausal, as many keys as queries) the attention is
+// tensor.ScaledDotProductAttention with its own causal mask, which fused
+// kernels apply without building it. The weights are [N, L, S] (the mean over
 // the heads; [N, NumHeads, L, S] with PerHeadWeights; no batch dimension
 // for unbatched input), after dropout as PyTorch returns them, and nil
 // with SkipWeights. A query that may attend to no key gives NaN, as in
@@ -266,12 +270,18 @@ func (m *MultiHeadAttention) Forward(query, key, value *tensor.Tensor, opts ...A
 		k, v = o.Cache.extend(k, v)
 	}
 	s := k.Dim(2)
-	mask := m.scoreMask(o, n, l, s, batched, q)
+	dropout := m.Training() && m.Dropout > 0
+	// a causal mask alone over as many keys as queries is SDPA's own, which
+	// fused kernels apply without building it (and skip the tiles it hides)
+	causalOnly := o.SkipWeights && !dropout && o.IsCausal && o.AttentionMask == nil && o.KeyPaddingMask == nil && l == s
+	var mask *tensor.Tensor
+	if !causalOnly {
+		mask = m.scoreMask(o, n, l, s, batched, q)
+	}
 
 	var attn, p *tensor.Tensor
-	dropout := m.Training() && m.Dropout > 0
 	if o.SkipWeights && !dropout {
-		attn = tensor.ScaledDotProductAttention(q, k, v, mask, tensor.AttentionConfig{})
+		attn = tensor.ScaledDotProductAttention(q, k, v, mask, tensor.AttentionConfig{Causal: causalOnly})
 	} else {
 		scores := q.Matmul(k.Transpose(-1, -2)).MulScalar(1 / math.Sqrt(float64(dh)))
 		if mask != nil {

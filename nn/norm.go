@@ -8,9 +8,11 @@ import (
 	"github.com/kiln-ml/kiln/tensor"
 )
 
-// Normalisation layers are composed from tensor ops (means, variances,
+// BatchNorm and GroupNorm are composed from tensor ops (means, variances,
 // Rsqrt, broadcasting products), so their gradients come from those ops'
-// rules. Their output has the input's dtype whatever the parameters'.
+// rules; LayerNorm and RMSNorm are single tensor ops with their own
+// gradients (fused kernels where the backend has them). Their output has
+// the input's dtype whatever the parameters'.
 
 // BatchNormConfig configures BatchNorm1d and BatchNorm2d; the zero value of
 // each field is PyTorch's default.
@@ -273,6 +275,8 @@ type RMSNormConfig struct {
 // RMSNorm divides x by the root mean square of its trailing Shape
 // dimensions and scales by Weight (shaped Shape, starting at ones):
 // y = x / √(mean(x²) + Eps) · Weight, as torch.nn.RMSNorm (PyTorch 2.4).
+// It is tensor.RMSNorm: one graph node, fused where the backend has fused
+// normalisation.
 type RMSNorm struct {
 	Shape  []int   `kiln:"-"`
 	Eps    float64 `kiln:"-"` // 0: the machine epsilon of the input's dtype
@@ -315,15 +319,11 @@ func (r *RMSNorm) Forward(x *tensor.Tensor) *tensor.Tensor {
 	if eps == 0 {
 		eps = machineEpsilon(x.DType())
 	}
-	dims := make([]int, len(r.Shape))
-	for i := range dims {
-		dims[i] = len(xs) - len(r.Shape) + i
-	}
-	y := x.Mul(x.Square().MeanKeep(dims...).AddScalar(eps).Rsqrt())
+	var w *tensor.Tensor
 	if r.Weight != nil {
-		y = y.Mul(r.Weight.Tensor)
+		w = r.Weight.Tensor
 	}
-	return inDType(y, x)
+	return x.RMSNorm(r.Shape, w, eps)
 }
 
 // inDType returns y in x's dtype: a half-precision input normalised with

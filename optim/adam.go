@@ -42,8 +42,9 @@ type AdamWConfig struct {
 //	v = β₂·v + (1 − β₂)·g²          (AMSGrad: v̂ = max(v̂, v))
 //	p = p − lr/(1 − β₁ᵗ) · m / (√v / √(1 − β₂ᵗ) + ε)
 //
-// Each parameter's update is a dozen element-wise passes (the backend
-// contract has no fused optimizer kernel yet).
+// A step updates every parameter through tensor.AdamSteps: one fused
+// multi-tensor kernel call for the whole model where the backend has one
+// (the CPU's), else a fused or composed update per parameter.
 type Adam struct {
 	base
 	cfg AdamConfig
@@ -70,6 +71,9 @@ func NewAdam(cfg AdamConfig) *Adam {
 	o.base = newBase("Adam", h, cfg.Groups, cfg.GradClip, overrides{betas: true, eps: true}, adamSlots)
 	o.hasMomentum = true
 	o.update = o.step
+	o.updateAll = func(ps, gs []*tensor.Tensor, hs []hyper, sts []*paramState) {
+		adamSteps(ps, gs, hs, sts, false, cfg.AMSGrad, cfg.Maximize)
+	}
 	return o
 }
 
@@ -85,6 +89,9 @@ func NewAdamW(cfg AdamWConfig) *AdamW {
 	o.base = newBase("AdamW", h, cfg.Groups, cfg.GradClip, overrides{betas: true, eps: true}, adamSlots)
 	o.hasMomentum = true
 	o.update = o.step
+	o.updateAll = func(ps, gs []*tensor.Tensor, hs []hyper, sts []*paramState) {
+		adamSteps(ps, gs, hs, sts, true, cfg.AMSGrad, cfg.Maximize)
+	}
 	return o
 }
 
@@ -129,4 +136,25 @@ func adamStep(p, g *tensor.Tensor, h hyper, st *paramState, decoupled, amsgrad, 
 		st.slots["max_exp_avg_sq"] = next.MaxExpAvgSq
 	}
 	return p
+}
+
+// adamSteps is adamStep for all the parameters of a step at once, through
+// tensor.AdamSteps.
+func adamSteps(ps, gs []*tensor.Tensor, hs []hyper, sts []*paramState, decoupled, amsgrad, maximize bool) {
+	states := make([]tensor.AdamState, len(ps))
+	cfgs := make([]tensor.AdamConfig, len(ps))
+	for i, st := range sts {
+		h := hs[i]
+		states[i] = tensor.AdamState{ExpAvg: st.slots["exp_avg"], ExpAvgSq: st.slots["exp_avg_sq"],
+			MaxExpAvgSq: st.slots["max_exp_avg_sq"]}
+		cfgs[i] = tensor.AdamConfig{LR: h.lr, Beta1: h.beta1, Beta2: h.beta2, Eps: h.eps, WeightDecay: h.weightDecay,
+			Decoupled: decoupled, AMSGrad: amsgrad, Maximize: maximize, Step: st.step, InPlace: true}
+	}
+	next := tensor.AdamSteps(ps, gs, states, cfgs)
+	for i, st := range sts {
+		st.slots["exp_avg"], st.slots["exp_avg_sq"] = next[i].ExpAvg, next[i].ExpAvgSq
+		if amsgrad {
+			st.slots["max_exp_avg_sq"] = next[i].MaxExpAvgSq
+		}
+	}
 }

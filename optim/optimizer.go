@@ -115,6 +115,12 @@ type overrides struct{ momentum, betas, eps, adamw bool }
 // distinct tensor it owns (never g, p or another slot).
 type updateFunc func(p, g *tensor.Tensor, h hyper, st *paramState) *tensor.Tensor
 
+// updateAllFunc is updateFunc for every parameter of a step at once,
+// updating each p in place: optimizers whose update has a multi-tensor
+// form (Adam, AdamW) set it, so that a step is one call rather than one
+// per parameter.
+type updateAllFunc func(ps, gs []*tensor.Tensor, hs []hyper, sts []*paramState)
+
 // paramState is one parameter's optimizer state.
 type paramState struct {
 	name  string
@@ -145,6 +151,7 @@ type base struct {
 	groups    []ParamGroup
 	clip      GradClip
 	update    updateFunc
+	updateAll updateAllFunc // nil: update one parameter at a time
 	// fallbackFor (Muon) reports whether a parameter takes the AdamW
 	// fallback; nil for the other optimizers.
 	fallbackFor func(p *nn.Param, group *ParamGroup) bool
@@ -509,6 +516,16 @@ func (b *base) step(params []nn.NamedParam, grads *tensor.Gradients) {
 			gs[i] = it.g
 		}
 		gs = b.clip.apply(gs)
+		if b.updateAll != nil {
+			nps := make([]nn.NamedParam, len(items))
+			for i, it := range items {
+				nps[i] = it.np
+			}
+			tensor.NoScope(func() {
+				tensor.Scope(func() { b.updateMany(nps, gs) })
+			})
+			return
+		}
 		for i, it := range items {
 			st := b.stateFor(it.np)
 			h := b.hyperFor(it.np)
@@ -533,6 +550,34 @@ func (b *base) updateOne(np nn.NamedParam, g *tensor.Tensor, h hyper, st *paramS
 	if newP != nil && newP != p {
 		np.Param.Tensor.Assign(newP)
 	}
+	b.settleSlots(st, old)
+}
+
+// updateMany runs updateAll for every parameter of a step, inside a Scope
+// whose parent belongs to no Scope, as updateOne does for one.
+func (b *base) updateMany(nps []nn.NamedParam, gs []*tensor.Tensor) {
+	ps := make([]*tensor.Tensor, len(nps))
+	hs := make([]hyper, len(nps))
+	sts := make([]*paramState, len(nps))
+	olds := make([]map[string]*tensor.Tensor, len(nps))
+	for i, np := range nps {
+		sts[i], hs[i] = b.stateFor(np), b.hyperFor(np)
+		olds[i] = make(map[string]*tensor.Tensor, len(sts[i].slots))
+		for k, t := range sts[i].slots {
+			olds[i][k] = t
+		}
+		sts[i].step++
+		ps[i] = np.Param.Detach()
+	}
+	b.updateAll(ps, gs, hs, sts)
+	for i, st := range sts {
+		b.settleSlots(st, olds[i])
+	}
+}
+
+// settleSlots keeps st's new slot tensors (beyond the Scope the update ran
+// in) and releases the old ones it no longer holds.
+func (b *base) settleSlots(st *paramState, old map[string]*tensor.Tensor) {
 	seen := make(map[*tensor.Tensor]string, len(st.slots))
 	for k, t := range st.slots {
 		if other, dup := seen[t]; dup {

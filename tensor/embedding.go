@@ -6,10 +6,13 @@ import (
 
 // Embedding returns the rows of weight [V, D] picked by indices (any shape,
 // integer dtype): an [..., D] tensor with out[i…] = weight[indices[i…]], as
-// torch.nn.functional.embedding. It is one backend Gather through a
-// broadcast view of the indices (no copy of Int64 indices beyond a
-// reshape); the gradient of weight adds each output row's gradient into its
-// row (a ScatterAdd), so repeated indices accumulate. It panics with
+// torch.nn.functional.embedding. The gradient of weight adds each output
+// row's gradient into its row, so repeated indices accumulate (in the order
+// of the positions). Where the backend has fused embedding kernels
+// (backends.EmbeddingFusion: the CPU's) the lookup copies whole rows and the
+// gradient is one pass that writes each row once from the positions that
+// picked it (zeros for the others); elsewhere they are a Gather through a
+// broadcast view of the indices and a ScatterAdd into zeros. It panics with
 // ErrShape when weight is not 2-D and ErrDType for non-integer indices. An
 // index outside [−V, V) is a device error reported at the next sync;
 // negative indices count from the end (PyTorch rejects them).
@@ -59,13 +62,28 @@ func nnEmbedding(op string, weight, indices *Tensor, pad int, padded bool) *Tens
 		return iv
 	}
 	out2 := newTensor(op, weight.dev, weight.dtype, []int{m, d})
-	out2.backend().Gather(out2.view(), weight.view(), indexView(), 0)
+	if f, ok := embeddingFusion(weight); ok && weight.IsContiguous() {
+		ic := rawContiguous(op, col)
+		iv := ic.view()
+		iv.Shape, iv.Strides = []int{m}, []int{1}
+		f.EmbeddingForward(out2.view(), weight.view(), iv)
+		ic.Release()
+	} else {
+		out2.backend().Gather(out2.view(), weight.view(), indexView(), 0)
+	}
 	out := nnReshapeOwned(op, out2, append(indices.Shape(), d))
 	var attrs map[string]any
 	if padded {
 		attrs = map[string]any{"padding_idx": pad}
 	}
 	out = record("embedding", attrs, out, []*Tensor{weight, indices}, func(g *Tensor) []*Tensor {
+		skip := -1
+		if padded {
+			skip = pad
+		}
+		if dw, ok := embeddingGradFused(op, g, col, v, d, skip); ok {
+			return []*Tensor{castGrad(dw, weight), nil}
+		}
 		g2 := rawReshape(op, g, []int{m, d})
 		dw := rawFull(op, g.dev, g.dtype, []int{v, d}, 0)
 		nnScatterAdd(dw, indexView(), g2.view(), 0)
@@ -81,4 +99,36 @@ func nnEmbedding(op string, weight, indices *Tensor, pad int, padded bool) *Tens
 		col.Release()
 	}
 	return out
+}
+
+// embeddingGradFused returns the gradient of the weight [v, d] of an
+// embedding whose output gradient is g and whose indices are col [m, 1]
+// through the backend's fused kernel, or false where it has none (or g is
+// not Float32 or Float64).
+func embeddingGradFused(op string, g, col *Tensor, v, d, skip int) (*Tensor, bool) {
+	f, ok := embeddingFusion(g)
+	if !ok {
+		return nil, false
+	}
+	m := col.NumElements()
+	gc := rawContiguous(op, g)
+	ic := rawContiguous(op, col)
+	dw := newTensor(op, g.dev.Inner(), g.dtype, []int{v, d})
+	gv, iv := gc.view(), ic.view()
+	gv.Shape, gv.Strides = []int{m, d}, []int{d, 1}
+	iv.Shape, iv.Strides = []int{m}, []int{1}
+	f.EmbeddingBackward(dw.view(), gv, iv, skip)
+	gc.Release()
+	ic.Release()
+	return dw, true
+}
+
+// embeddingFusion returns the backend's fused embedding kernels when they
+// take t's dtype.
+func embeddingFusion(t *Tensor) (backends.EmbeddingFusion, bool) {
+	if composeOnly.Load() || (t.dtype != Float32 && t.dtype != Float64) {
+		return nil, false
+	}
+	f, ok := t.backend().(backends.EmbeddingFusion)
+	return f, ok
 }

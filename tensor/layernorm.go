@@ -12,7 +12,13 @@ import (
 //
 // It is one graph node, "layer_norm", with gradients for t, weight and bias;
 // it keeps only the per-row mean and 1/√(var + eps) for the backward pass.
-// The result has t's dtype; Float16 and BFloat16 are computed in Float32.
+// Where the backend has fused normalisation (backends.NormFusion: the
+// CPU's) and t and the parameters are Float32 or Float64, each row is read
+// once for its statistics and once for its output, and the backward pass
+// is one kernel (the parameters' gradients summed per fixed chunk of rows,
+// then across chunks in order); it agrees with the composition within
+// rounding. The result has t's dtype; Float16 and BFloat16 are computed
+// in Float32.
 // It panics with ErrShape when the shapes do not fit (the message names
 // them), ErrDType for non-float tensors and ErrArgument for an empty
 // normalizedShape or a negative eps.
@@ -56,6 +62,10 @@ func (t *Tensor) LayerNorm(normalizedShape []int, weight, bias *Tensor, eps floa
 	for i := range axes {
 		axes[i] = rank - k + i
 		n *= t.shape[rank-k+i]
+	}
+	if f, ok := normFusion(t, weight, bias); ok {
+		attrs := map[string]any{"normalized_shape": append([]int(nil), normalizedShape...), "eps": eps}
+		return lnFused(op, f, t, weight, bias, inputs, n, eps, attrs)
 	}
 	ct := actComputeType(t.dtype)
 	x := rawCast(op, t, ct)

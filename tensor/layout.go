@@ -20,6 +20,9 @@ func rawReshape(op string, t *Tensor, shape []int) *Tensor {
 	if t.IsContiguous() {
 		return t.newView(append([]int(nil), shape...), backends.RowMajorStrides(shape), t.offset)
 	}
+	if strides, ok := viewStrides(t.shape, t.strides, shape); ok {
+		return t.newView(append([]int(nil), shape...), strides, t.offset)
+	}
 	c := rawContiguous(op, t)
 	v := c.newView(append([]int(nil), shape...), backends.RowMajorStrides(shape), c.offset)
 	c.Release()
@@ -27,7 +30,10 @@ func rawReshape(op string, t *Tensor, shape []int) *Tensor {
 }
 
 // Reshape returns t with the given shape (one dimension may be -1). It is a
-// view when t is contiguous and a copy otherwise.
+// view when t's strides allow one (always for a contiguous t; for a strided
+// view when only dimensions laid out one inside the other are merged or
+// split, as splitting the features of a sliced projection into heads), and
+// a copy otherwise, as PyTorch's reshape.
 func (t *Tensor) Reshape(shape ...int) *Tensor {
 	t.live("Reshape")
 	out := rawReshape("Reshape", t, shape)
@@ -230,3 +236,35 @@ func rawSelect(t *Tensor, axis, i int) *Tensor { return t.viewOf(selectOf(t.view
 
 // rawFlip returns the view of t reversed along axes (negative strides). No graph.
 func rawFlip(t *Tensor, axes []int) *Tensor { return t.viewOf(flipOf(t.view(), axes)) }
+
+// viewStrides returns the strides of a view of shape [newShape] over the
+// elements of a tensor of shape and strides, in row-major order, when one
+// exists (PyTorch's computeStride): each run of old dimensions laid out
+// one inside the other maps onto a run of new dimensions of the same size.
+func viewStrides(shape, strides, newShape []int) ([]int, bool) {
+	numel := backends.NumElements(shape)
+	if len(shape) == 0 || numel == 0 {
+		return nil, false
+	}
+	out := make([]int, len(newShape))
+	vd := len(newShape) - 1
+	base := strides[len(strides)-1]
+	tn, vn := 1, 1
+	for td := len(shape) - 1; td >= 0; td-- {
+		tn *= shape[td]
+		if td == 0 || (shape[td-1] != 1 && strides[td-1] != tn*base) {
+			for vd >= 0 && (vn < tn || newShape[vd] == 1) {
+				out[vd] = vn * base
+				vn *= newShape[vd]
+				vd--
+			}
+			if vn != tn {
+				return nil, false
+			}
+			if td > 0 {
+				base, tn, vn = strides[td-1], 1, 1
+			}
+		}
+	}
+	return out, vd == -1
+}

@@ -53,7 +53,19 @@ func rawMatmul(op string, a, b *Tensor) *Tensor {
 		return v
 	}
 	out := newTensor(op, a.dev, ct, outShape)
-	out.backend().Matmul(out.view(), bcast(av, m, k), bcast(bv, k, n))
+	ab, bb := bcast(av, m, k), bcast(bv, k, n)
+	if a2, ok := mergedRows(ab, bb); ok {
+		// b is one matrix for the whole batch and a's batch and rows lie
+		// one inside the other: one product of all the rows, which packs b
+		// once (each element's sum is the same)
+		o2 := out.view()
+		o2.Shape, o2.Strides = []int{a2.Shape[0], n}, []int{n, 1}
+		b2 := bb
+		b2.Shape, b2.Strides = bb.Shape[len(batch):], bb.Strides[len(batch):]
+		out.backend().Matmul(o2, a2, b2)
+	} else {
+		out.backend().Matmul(out.view(), ab, bb)
+	}
 	// drop the dimensions added for 1-D operands
 	final := outShape
 	switch {
@@ -149,4 +161,27 @@ func (t *Tensor) transposeView(d0, d1 int) *Tensor {
 	shape[a], shape[b] = shape[b], shape[a]
 	strides[a], strides[b] = strides[b], strides[a]
 	return t.newView(shape, strides, t.offset)
+}
+
+// mergedRows returns a as one [batch·M, K] matrix when it has batch
+// dimensions, b is broadcast over all of them (stride 0) and a's batch
+// dimensions and rows can be viewed as one dimension.
+func mergedRows(a, b backends.View) (backends.View, bool) {
+	r := len(a.Shape)
+	if r <= 2 {
+		return a, false
+	}
+	for _, st := range b.Strides[:r-2] {
+		if st != 0 {
+			return a, false
+		}
+	}
+	rows := backends.NumElements(a.Shape[:r-1])
+	k := a.Shape[r-1]
+	strides, ok := viewStrides(a.Shape, a.Strides, []int{rows, k})
+	if !ok || rows == 0 {
+		return a, false
+	}
+	a.Shape, a.Strides = []int{rows, k}, strides
+	return a, true
 }

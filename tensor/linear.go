@@ -42,17 +42,23 @@ func Linear(x, weight, bias *Tensor) *Tensor {
 	if bias != nil && !sameShape(bias.shape, []int{out}) {
 		fail(op, ErrShape, "bias %s does not match the %d output features of weight %s", shapeString(bias.shape), out, shapeString(weight.shape))
 	}
-	wt := weight.transposeView(0, 1)
-	y := rawMatmul(op, x, wt)
-	wt.Release()
-	if bias != nil {
-		yb := rawBinary(op, addOp, y, bias)
-		y.Release()
-		y = yb
+	y, fused := linearFused(op, x, weight, bias)
+	if !fused {
+		wt := weight.transposeView(0, 1)
+		y = rawMatmul(op, x, wt)
+		wt.Release()
+		if bias != nil {
+			yb := rawBinary(op, addOp, y, bias)
+			y.Release()
+			y = yb
+		}
 	}
 	attrs := map[string]any{"in_features": in, "out_features": out, "bias": bias != nil}
 	return record("linear", attrs, y, inputs, func(g *Tensor) []*Tensor {
 		grads := make([]*Tensor, len(inputs))
+		if bias != nil && bias.requiresGrad { // first, while g is freshest in cache
+			grads[2] = gradFor(g.newView(g.shape, g.strides, g.offset), bias)
+		}
 		if x.requiresGrad {
 			grads[0] = gradFor(rawMatmul(op, g, weight), x)
 		}
@@ -64,9 +70,6 @@ func Linear(x, weight, bias *Tensor) *Tensor {
 			g2t.Release()
 			g2.Release()
 			x2.Release()
-		}
-		if bias != nil && bias.requiresGrad {
-			grads[2] = gradFor(g.newView(g.shape, g.strides, g.offset), bias)
 		}
 		return grads
 	})

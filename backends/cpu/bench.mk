@@ -1,7 +1,7 @@
 # Targets for backends/cpu's assembly and benchmarks; the top-level Makefile
 # includes this file (include backends/cpu/bench.mk).
 
-.PHONY: asm bench-compare test-purego
+.PHONY: asm asm-check bench-compare test-purego
 
 # asm regenerates the amd64 kernels (kernels_amd64.s and their Go
 # declarations) with avo; the generator is its own module in
@@ -9,15 +9,30 @@
 asm:
 	$(GO) generate ./backends/cpu
 
+# asm-check fails when the committed kernels_amd64.s or kernels_amd64.go
+# differ from what the generator writes (the first line, which names the
+# output paths, aside).
+asm-check:
+	@tmp=$$(mktemp -d) && \
+	(cd backends/cpu/asm/gen && $(GO) run . -out $$tmp/k.s -stubs $$tmp/k.go -pkg cpu) && \
+	for f in s go; do \
+		tail -n +2 $$tmp/k.$$f > $$tmp/new; tail -n +2 backends/cpu/kernels_amd64.$$f > $$tmp/old; \
+		if ! cmp -s $$tmp/new $$tmp/old; then \
+			echo "backends/cpu/kernels_amd64.$$f differs from asm/gen's output: run make asm"; rm -rf $$tmp; exit 1; \
+		fi; \
+	done; rm -rf $$tmp; echo "asm-check: kernels_amd64.s and kernels_amd64.go match the generator"
+
 # test-purego runs the CPU backend's tests without the assembly kernels.
 test-purego:
 	$(GO) test $(GOTESTFLAGS) -count=1 -tags purego ./backends/cpu/...
 
-# bench-compare measures Kiln's GEMM, STREAM-style kernels, convolutions
-# and MNIST training steps against numpy and PyTorch (OpenBLAS; PyTorch
-# as shipped and tuned) on 1 and 2 threads in one interleaved run and
-# prints a table of Kiln/peer ratios. BENCH_COMPARE_FLAGS passes options to
-# the script (e.g. --rounds 5 --sizes 256,1024 --only sgemm).
+# bench-compare measures Kiln's GEMM, STREAM-style kernels, activations
+# (exp, log, tanh, erf, sigmoid, SiLU, GELU forward and backward, a GELU
+# forward plus backward on [64·256, 1024]), convolutions and MNIST training
+# steps against numpy and PyTorch (OpenBLAS; PyTorch as shipped and tuned)
+# on 1 and 2 threads in one interleaved run and prints a table of
+# Kiln/peer ratios. BENCH_COMPARE_FLAGS passes options to the script (e.g.
+# --rounds 5 --sizes 256,1024 --only sgemm, or --only 'gelu|tanh|exp').
 BENCH_COMPARE_FLAGS ?=
 bench-compare: deps-fixtures
 	$(PYTHON) scripts/bench_compare.py $(BENCH_COMPARE_FLAGS)

@@ -24,6 +24,14 @@
 // and BFloat16 are stored in two bytes and computed in float32 or float64.
 // Integer arithmetic is exact in int64 for the ops with an integer form.
 //
+// The exception is the transcendental activations on Float32, Float16 and
+// BFloat16 (exp, log, tanh, erf, sigmoid, SiLU, GELU and its tanh form, and
+// their backward g·f'(x)), which have their own kernels (transcendental.go):
+// computed in float64 with approximations far more accurate than float32
+// and rounded once, they are within about 0.52 ulp of the exact value
+// (documented bound: 2 ulp), so within one ulp of the definition rounded,
+// and usually equal to it. Float64 keeps the definitions.
+//
 // Reductions accumulate floats in float64 and integers in int64; reduce.go
 // documents the order of operations. Max and Min propagate NaN and order
 // -0 below +0. Matmul multiplies float32 (and widened float16/bfloat16) in
@@ -58,15 +66,53 @@
 // use the same kernels, as do float32 relu, neg, abs and square. The
 // results are the same bits as the Go loops.
 //
+// The transcendental activations run AVX-512 kernels where the CPU has
+// AVX-512 (F and DQ) and BMI2: sixteen floats an iteration, evaluated in
+// float64 lanes (asm/gen/transcendental.go), the backward fused into one
+// pass over x and g; elsewhere (AVX2-only CPUs included: there is no AVX2
+// version yet) and with -tags purego, Go loops over the math package, as
+// accurate and about as fast as the definitions.
+//
+// # Fused kernels
+//
+// Besides the primitives it implements the optional fused interfaces of
+// package backends that package tensor looks for: max pooling,
+// convolution, cross-entropy and Adam (fused_*.go), and for transformers
+// (backends/fusion_transformer.go) scaled dot-product attention
+// (attention.go: FlashAttention-style tiles of 64 queries by 64 keys with
+// an online softmax, operands packed once per task for the GEMM
+// micro-kernels, causal tiles skipped, the backward pass recomputing each
+// tile from the saved log-sum-exp), layer and RMS normalisation (norm.go),
+// embedding lookups and gradients by whole rows (embedding.go), a
+// multi-tensor Adam step over every parameter in one parallel job
+// (adam_multi.go) and a matrix product with a bias added to each tile as
+// the GEMM finishes it (linear.go). Their float32 row passes (exponential,
+// maximum and dS of attention; statistics, output and gradients of a
+// normalised row) are hand-written AVX-512 (attention_amd64.s,
+// norm_amd64.s) where the CPU has it, Go loops elsewhere and with -tags
+// purego. Like every kernel they do not depend on the number of workers:
+// partial sums (the parameters' gradients of a norm, attention's dQ when
+// the keys of one problem are split into groups) are cut by the sizes and
+// added in order.
+//
 // # Threads
 //
 // New(0) and SetWorkers(0) use KILN_CPU_THREADS when it holds a positive
-// number, else GOMAXPROCS.
+// number, else GOMAXPROCS. A kernel uses at most min(GOMAXPROCS, the
+// cgroup CPU quota) workers, whatever the Backend has. Work is cut into
+// chunks by size alone and claimed from a shared counter, so a worker the
+// operating system descheduled holds up only the chunk it is running; idle
+// workers spin for a bounded, measured time and then sleep; and each call
+// site measures whether sharing pays (pool.go, sched_tuner.go) and runs
+// serially while it does not, so that on a crowded machine a 2-worker
+// Backend is not slower than a 1-worker one. Results never depend on the
+// number of workers or on that choice.
 //
 // # What it does not do
 //
-// It does not fuse operations (bias + activation, softmax) and keeps no
-// caching allocator: Alloc is a Go allocation and Free drops it.
+// It does not fuse arbitrary chains of operations (bias + activation, a
+// softmax outside attention and cross-entropy) and keeps no caching
+// allocator: Alloc is a Go allocation and Free drops it.
 // Convolutions reach it as Im2Col/Col2Im plus Matmul; there is no direct
 // convolution kernel yet.
 package cpu

@@ -18,7 +18,9 @@ import (
 // rounding that to float32 equals the float32 operation (float64 carries
 // more than 2·24+2 bits), and min, max, comparisons, negation, abs and relu
 // are exact. Every other op is computed in float64 (by the definition's own
-// F and DF, or the same math function) and rounded once.
+// F and DF, or the same math function) and rounded once, except the
+// transcendental activations, which Unary and UnaryGrad send to the float32
+// kernels of transcendental.go before they reach these loops.
 
 type float interface{ ~float32 | ~float64 }
 
@@ -439,10 +441,6 @@ func unaryFloat[T float](op backends.UnaryOp, o, x []T, p0, p1 float64) {
 			o[i] = T(math.Sqrt(float64(v)))
 		}
 	case backends.Exp:
-		if o32, ok := any(o).([]float32); ok { // same bits, faster (exp.go)
-			expF32(o32, any(x).([]float32))
-			return
-		}
 		for i, v := range x {
 			o[i] = T(math.Exp(float64(v)))
 		}

@@ -2,8 +2,9 @@ package cpu
 
 import "math"
 
-// expF32 sets o[i] = float32(math.Exp(float64(x[i]))), bit for bit, about
-// twice as fast as calling math.Exp. It evaluates exp in float64 as
+// mathExpF32 sets o[i] = float32(math.Exp(float64(x[i]))), bit for bit,
+// about twice as fast as calling math.Exp: the portable loop of the float32
+// exp kernel (transcendental.go) where no vector kernel runs. It evaluates exp in float64 as
 // 2^(k/32)·p(r), with a table of the 32 powers 2^(j/32) and a degree-5
 // polynomial (Estrin's scheme, for a short dependency chain) on
 // |r| ≤ ln2/64, which is within about 15 float64 ulps of exp(x). It then
@@ -13,7 +14,7 @@ import "math"
 // million), non-finite inputs and results outside float32's normal range go
 // to math.Exp itself. The test checks a sample of 4M inputs; all 2^32 were
 // checked when this was written.
-func expF32(o, x []float32) {
+func mathExpF32(o, x []float32) {
 	o = o[:len(x)]
 	for i, v := range x {
 		xd := float64(v)

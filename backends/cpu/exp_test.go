@@ -5,18 +5,18 @@ import (
 	"testing"
 )
 
-// TestExpF32MatchesMathExp compares expF32 with float32(math.Exp) on a
-// stride through every float32 bit pattern (about 4 million values, all
+// TestMathExpF32MatchesMathExp compares mathExpF32 with float32(math.Exp)
+// on a stride through every float32 bit pattern (about 4 million values, all
 // signs, magnitudes, NaNs and infinities) and on the edges of its range.
 // An exhaustive run over all 2^32 values passed when it was written.
-func TestExpF32MatchesMathExp(t *testing.T) {
+func TestMathExpF32MatchesMathExp(t *testing.T) {
 	var got1 [1]float32
 	check := func(x float32) {
 		want := float32(math.Exp(float64(x)))
-		expF32(got1[:], []float32{x})
+		mathExpF32(got1[:], []float32{x})
 		got := got1[0]
 		if math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
-			t.Fatalf("expF32(%v) = %v, want %v", x, got, want)
+			t.Fatalf("mathExpF32(%v) = %v, want %v", x, got, want)
 		}
 	}
 	for u := uint64(0); u < 1<<32; u += 1021 {

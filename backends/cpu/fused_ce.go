@@ -8,7 +8,7 @@ import (
 
 // CrossEntropyForward implements backends.CrossEntropyFusion: each row's
 // log-softmax with the very operations the composition runs (the row
-// maximum, x − max, exp through unaryFloat, the sum through reduceRun as
+// maximum, x − max, exp through unaryRow, the sum through reduceRun as
 // Reduce sums a contiguous run, log, subtraction), then the picked entry.
 // Rows hold at most backends.CrossEntropyMaxClasses (no more than
 // segment), so that Reduce sums them in one run too.
@@ -84,10 +84,10 @@ func ceForward[T float32 | float64](b *Backend, logp, nll, weight, x []T, t []in
 		for j, v := range row {
 			out[j] = v - m
 		}
-		unaryFloat(backends.Exp, e, out, 0, 0) // exp(x − max)
+		unaryRow(backends.Exp, e, out) // exp(x − max)
 		z := T(reduceRun[T, float64](backends.Sum, e, 0, 1, c))
 		var lz [1]T
-		unaryFloat(backends.Log, lz[:], []T{z}, 0, 0)
+		unaryRow(backends.Log, lz[:], []T{z})
 		for j := range out {
 			out[j] -= lz[0]
 		}
@@ -119,7 +119,7 @@ func ceBackward[T float32 | float64](b *Backend, dx, logp, weight, coef []T, per
 		}
 		a := k * weight[i]
 		row := dx[i*c:][:c]
-		unaryFloat(backends.Exp, row, logp[i*c:][:c], 0, 0)
+		unaryRow(backends.Exp, row, logp[i*c:][:c])
 		for j := range row {
 			row[j] *= a
 		}

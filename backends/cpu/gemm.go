@@ -91,10 +91,17 @@ func (m matSrc[T]) at(r, c int) int {
 	return o
 }
 
-// matDst is the output: element (r, c) at off + r·rs + c·cs of s.
+// matDst is the output: element (r, c) at off + r·rs + c·cs of s. With
+// acc the product is added to what C holds instead of replacing it (the
+// first K-block adds as the later ones do). With bias, bias[bOff+c] is
+// added to every element of column c once its sum is complete, while its
+// tile is still in cache (see linear.go).
 type matDst[T float] struct {
 	s           []T
 	off, rs, cs int
+	acc         bool
+	bias        []T
+	bOff        int
 }
 
 // pack copies rows [r0, r0+rn) × columns [c0, c0+cn) of src into panels of
@@ -115,6 +122,23 @@ func pack[T float](dst []T, src matSrc[T], r0, rn, c0, cn, w int, tmp []T) {
 			rows := min(w, rn-pn*w)
 			off := base + pn*w*src.rs
 			if src.s != nil && rows == w && src.rs == 1 {
+				switch w { // the AVX-512 kernels' panels: moves, not a memmove call each
+				case 8:
+					for c := range cn {
+						*(*[8]T)(d[c*8:]) = *(*[8]T)(src.s[off+c*src.cs:])
+					}
+					continue
+				case 16:
+					for c := range cn {
+						*(*[16]T)(d[c*16:]) = *(*[16]T)(src.s[off+c*src.cs:])
+					}
+					continue
+				case 32:
+					for c := range cn {
+						*(*[32]T)(d[c*32:]) = *(*[32]T)(src.s[off+c*src.cs:])
+					}
+					continue
+				}
 				for c := range cn {
 					copy(d[c*w:c*w+w], src.s[off+c*src.cs:])
 				}
@@ -257,7 +281,8 @@ type gemmStep[T float] struct {
 	i0             int // first row of the chunk
 	jc, pc         int
 	first          bool
-	bGroup, bTasks int // B panels per packing task, packing tasks for B
+	last           bool // the last K-block: the sums are complete
+	bGroup, bTasks int  // B panels per packing task, packing tasks for B
 	aGroup, aTasks int
 	mc, nb, mt, nt int // tile sizes and counts
 	packing        sync.WaitGroup
@@ -304,6 +329,9 @@ func (g *gemmStep[T]) task(t int) {
 	} else {
 		macroTile(g.kern, a, b, mcur, nbcur, kc, g.C, g.i0+ic, g.jc+jb, g.first)
 	}
+	if g.last && g.C.bias != nil {
+		addBias(g.C, g.i0+ic, mcur, g.jc+jb, nbcur)
+	}
 }
 
 // serialGEMM is the size (multiply-adds) under which a GEMM runs on the
@@ -318,10 +346,15 @@ func gemm[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], C ma
 		return
 	}
 	if k == 0 {
-		for i := range m {
-			for j := range n {
-				C.s[C.off+i*C.rs+j*C.cs] = 0
+		if !C.acc {
+			for i := range m {
+				for j := range n {
+					C.s[C.off+i*C.rs+j*C.cs] = 0
+				}
 			}
+		}
+		if C.bias != nil {
+			addBias(C, 0, m, 0, n)
 		}
 		return
 	}
@@ -352,7 +385,8 @@ func gemm[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], C ma
 		ncur := min(nc, n-jc)
 		for pc := 0; pc < k; pc += kc {
 			kcur := min(kc, k-pc)
-			g.jc, g.pc, g.ncur, g.kcur, g.first = jc, pc, ncur, kcur, pc == 0
+			g.jc, g.pc, g.ncur, g.kcur, g.first = jc, pc, ncur, kcur, pc == 0 && !C.acc
+			g.last = pc+kcur == k
 			g.bPack = (*bBuf)[:roundUp(ncur, nr)*kcur]
 			for i0 := 0; i0 < m; i0 += mChunk {
 				g.i0, g.m = i0, min(mChunk, m-i0)
@@ -432,6 +466,7 @@ func (g *gemmStrips[T]) runChunk(lo, hi int) {
 			j0 := s * g.width
 			B.off += j0 * B.cs
 			C.off += j0 * C.cs
+			C.bOff += j0
 			gemm(g.b, g.kern, g.m, min(g.width, g.n-j0), g.k, A, B, C, false)
 			continue
 		}

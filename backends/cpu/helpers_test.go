@@ -298,6 +298,46 @@ func checkExact(t *testing.T, what string, got backends.View, want []float64) {
 	}
 }
 
+// checkWithinULP compares got (a Float32, Float16 or BFloat16 view) with
+// want element by element, accepting the neighbours of want in got's
+// dtype; NaN, infinities and zeros must match exactly.
+func checkWithinULP(t *testing.T, what string, got backends.View, want []float64) {
+	t.Helper()
+	g := snapshot(got)
+	bad := 0
+	for i := range g {
+		if !sameBits(g[i], want[i]) && !adjacent(got.DType, g[i], want[i]) {
+			if bad < 5 {
+				t.Errorf("%s: element %d = %v, want %v (within one ulp)", what, i, g[i], want[i])
+			}
+			bad++
+		}
+	}
+	if bad > 5 {
+		t.Errorf("%s: %d elements differ", what, bad)
+	}
+}
+
+// adjacent reports whether a and b, both finite, nonzero values of dtype
+// dt, are neighbours in it.
+func adjacent(dt backends.DType, a, b float64) bool {
+	if a == 0 || b == 0 || math.IsInf(a, 0) || math.IsInf(b, 0) || a != a || b != b {
+		return false
+	}
+	bits := func(v float64) int64 {
+		f := float32(v)
+		switch dt {
+		case backends.Float16:
+			return int64(backends.Float32ToFloat16(f))
+		case backends.BFloat16:
+			return int64(backends.Float32ToBFloat16(f))
+		}
+		return int64(math.Float32bits(f))
+	}
+	d := bits(a) - bits(b)
+	return (a > 0) == (b > 0) && (d == 1 || d == -1)
+}
+
 // testShapes are the shapes element-wise kernels are checked on: scalars,
 // edge lengths around blocking boundaries, and ranks up to 4.
 var testShapes = [][]int{{}, {1}, {7}, {65}, {3, 17}, {2, 1, 129}, {2, 3, 4, 5}, {600}}

@@ -205,3 +205,83 @@ func maxPool2x2RowF32(dst *float32, idx *int64, r0 *float32, r1 *float32, n int,
 //
 //go:noescape
 func reluGradF32AVX2(dst *float32, x *float32, grad *float32, n int)
+
+// expF32AVX512 sets dst[i] = exp(x[i]) for i < n (AVX-512, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func expF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
+
+// expGradF32AVX512 sets dst[i] = grad[i]·exp'(x[i]) for i < n (AVX-512, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func expGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+
+// logF32AVX512 sets dst[i] = log(x[i]) for i < n (AVX-512, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func logF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
+
+// logGradF32AVX512 sets dst[i] = grad[i]·log'(x[i]) for i < n (AVX-512, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func logGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+
+// tanhF32AVX512 sets dst[i] = tanh(x[i]) for i < n (AVX-512, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func tanhF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
+
+// tanhGradF32AVX512 sets dst[i] = grad[i]·tanh'(x[i]) for i < n (AVX-512, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func tanhGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+
+// erfF32AVX512 sets dst[i] = erf(x[i]) for i < n (AVX-512, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func erfF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
+
+// erfGradF32AVX512 sets dst[i] = grad[i]·erf'(x[i]) for i < n (AVX-512, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func erfGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+
+// sigmoidF32AVX512 sets dst[i] = sigmoid(x[i]) for i < n (AVX-512, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func sigmoidF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
+
+// sigmoidGradF32AVX512 sets dst[i] = grad[i]·sigmoid'(x[i]) for i < n (AVX-512, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func sigmoidGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+
+// siluF32AVX512 sets dst[i] = silu(x[i]) for i < n (AVX-512, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func siluF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
+
+// siluGradF32AVX512 sets dst[i] = grad[i]·silu'(x[i]) for i < n (AVX-512, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func siluGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+
+// geluF32AVX512 sets dst[i] = gelu(x[i]) for i < n (AVX-512, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func geluF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
+
+// geluGradF32AVX512 sets dst[i] = grad[i]·gelu'(x[i]) for i < n (AVX-512, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func geluGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+
+// geluTanhF32AVX512 sets dst[i] = geluTanh(x[i]) for i < n (AVX-512, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func geluTanhF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
+
+// geluTanhGradF32AVX512 sets dst[i] = grad[i]·geluTanh'(x[i]) for i < n (AVX-512, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func geluTanhGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)

@@ -1,178 +1,378 @@
 package cpu
 
 import (
+	"errors"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // pool is a set of persistent helper goroutines that kernels hand chunks of
 // work to. A kernel call runs on the calling goroutine too, so a pool for w
-// workers has w-1 helpers. Helpers are only ever offered a job when they are
-// idle, so nested parallel calls and concurrent kernels never wait for a
-// busy helper: the caller simply runs the chunks nobody took.
+// workers has w-1 helpers. It is built to stay fast when the operating
+// system takes cores away (other processes, a quota), which a design
+// that assumes a dedicated core gets badly wrong: a helper that was handed
+// a chunk and then descheduled holds up the whole call for a scheduler
+// time slice (milliseconds), and a helper that spins waiting for work
+// takes the core the caller or another process needed.
 //
-// A helper that finishes a job keeps polling for the next one for spinTime
-// before it parks: a training step is a chain of kernels a few
-// microseconds to a few hundred apart, and handing a job to a polling
-// helper is an atomic store, where waking a parked one costs the operating
-// system's futex wake-up (tens of microseconds on a virtual machine).
+//   - Dynamic chunks. A job is cut into chunks whose boundaries depend
+//     only on its size; the caller and the helpers claim them one at a
+//     time from an atomic counter, so the share of a helper that has not
+//     started yet is run by whoever is free, and results never depend on
+//     who ran which chunk.
+//   - A join that waits for chunks, not for helpers. The caller waits only
+//     for chunks that a helper has claimed and is running. A helper that
+//     arrives after the work is gone finds no chunk and leaves; the job
+//     is reference-counted, so whoever lets go of it last recycles it.
+//   - Bounded spin, then park. An idle helper polls for the next job for as
+//     long as waking it from sleep has lately taken (the ski-rental rule:
+//     never more than twice the cost of the better choice in hindsight),
+//     within [minSpin, maxSpin], then sleeps on a channel. A caller waiting
+//     for a running chunk polls for about the length of a chunk, then
+//     sleeps until the chunk's finisher wakes it, so that its core is free
+//     for the helper it waits for.
+//   - Serial when sharing does not pay. For each call site and size, a
+//     tuner (sched_tuner.go) measures in every parallel job its wall time
+//     against the time the caller's own chunks say it would have taken
+//     alone, and runs the site serially while sharing costs more than it
+//     saves (a job too small for a hand-off, helpers descheduled in their
+//     chunks), trying parallel again now and then at a bounded cost.
+//   - Late helpers step aside. A helper that arrives when only the last
+//     chunk is left, and the caller is about to take it, leaves it (see
+//     tooLate): taking it would risk the caller waiting for a helper that
+//     may be descheduled at any moment.
+//   - Quotas. Jobs use at most min(GOMAXPROCS, the cgroup CPU limit) - 1
+//     helpers (sysinfo.go), however many the Backend has.
+//
+// Helpers are only ever offered a job when they are idle (spinning or
+// parked), so nested parallel calls and concurrent kernels never wait for a
+// busy helper: the caller simply runs the chunks nobody took. A panic in a
+// chunk, on any goroutine, is re-raised on the caller once the chunks
+// already running have finished; chunks not yet started are skipped.
 type pool struct {
-	work    chan *job // parked helpers receive here
-	quit    chan struct{}
 	helpers int
-	slots   []helperSlot // one per helper, for the polling hand-off
+	slots   []helperSlot
+	quit    chan struct{}
 	stopped sync.Once
+
+	wakeup  atomic.Int64 // ns from handing a job to a parked helper to its start, moving average
+	usable  atomic.Int32 // helpers a job may use now (see refreshLimit)
+	limitAt atomic.Int64 // when usable was computed (monotonic ns since epoch)
+	tune    tuner
+	forced  int32 // tests: forceParallel or forceSerial bypass the tuner; set before use
 }
 
-// helperSlot is one helper's mailbox while it polls.
+// Values of pool.forced.
+const (
+	forceParallel int32 = 1 + iota
+	forceSerial
+)
+
+// helperSlot is one helper's mailbox.
 type helperSlot struct {
-	state atomic.Int32 // slotBusy, slotPolling or slotClaimed
-	job   atomic.Pointer[job]
-	_     [48]byte // a cache line of its own
+	state atomic.Int32 // slotBusy, slotSpinning, slotParked or slotClaimed
+	wake  chan *job    // capacity 1; only the dispatcher that claimed the slot sends
+	_     [48]byte     // a cache line of its own
 }
 
-// A helper's slot state: busy (running a job or parked), polling for a job,
-// or claimed by a dispatcher that is about to store a job in it.
+// A helper's state: running a job, spinning for the next one, parked on
+// its channel, or claimed by a dispatcher that is sending it a job.
 const (
 	slotBusy int32 = iota
-	slotPolling
+	slotSpinning
+	slotParked
 	slotClaimed
 )
 
-// spinTime is how long an idle helper polls before it parks, and how long
-// a caller polls for its helpers to finish before it parks.
-const spinTime = 500 * time.Microsecond
+// Spin budgets. An idle helper spins as long as a wake-up lately took,
+// within [minSpin, maxSpin]: on an idle machine tens of microseconds, on a
+// crowded one up to maxSpin, which bounds the time a helper takes from
+// other processes between two jobs. A caller waiting for running chunks
+// spins about two chunk lengths, within [joinSpin, maxJoinSpin].
+const (
+	minSpin     = 20 * time.Microsecond
+	maxSpin     = 300 * time.Microsecond
+	joinSpin    = 2 * time.Microsecond
+	maxJoinSpin = 50 * time.Microsecond
+)
+
+// limitRefresh is how often a pool re-reads GOMAXPROCS (which the runtime
+// moves when the cgroup limit changes, or a program sets it).
+const limitRefresh = 100 * time.Millisecond
+
+// epoch is the origin of the pool's monotonic clock.
+var epoch = time.Now()
+
+// sinceEpoch returns the monotonic time in ns since epoch.
+func sinceEpoch() int64 { return int64(time.Since(epoch)) }
 
 // runner is a parallel loop body held in a reusable object, for hot paths
 // that must not allocate a closure per call (see parallelRun).
 type runner interface{ runChunk(lo, hi int) }
 
+// costed is implemented by runners whose jobs differ in cost at one number
+// of chunks (GEMM strips); the cost, in any unit, tells the tuner's sites
+// apart (see pool_cost.go).
+type costed interface{ parallelCost() int }
+
 // job is one parallel loop: chunks [0, chunks) of [0, n) in steps of grain,
-// each run by fn or, when fn is nil, by r. finished counts the helpers
-// done with it (the caller recycles it only when all are).
+// each run by fn or, when fn is nil, by r.
 type job struct {
-	fn       func(lo, hi int)
-	r        runner
-	n        int
-	grain    int
-	chunks   int64
-	next     atomic.Int64
-	finished atomic.Int64
-	wg       sync.WaitGroup
+	fn     func(lo, hi int)
+	r      runner
+	n      int
+	grain  int
+	chunks int64
+	next   atomic.Int64 // the next chunk to claim
+	done   atomic.Int64 // chunks finished (run, or skipped after a panic)
+	refs   atomic.Int32 // the caller and the helpers handed j; the last to let go recycles it
+	parked atomic.Int32 // 1 while the caller sleeps on wake, 2 once a finisher signalled it
+	sent   int64        // monotonic ns (sinceEpoch) when the caller handed j out
+	late   int64        // monotonic ns after which a helper arriving for the last chunk leaves it to the caller; 0: never
+	wake   chan struct{}
+	failed atomic.Pointer[taskFailure]
 }
 
-var jobs = sync.Pool{New: func() any { return new(job) }}
+// taskFailure is the first panic of a job's chunks.
+type taskFailure struct{ value any }
+
+// errGoexit is re-raised on the caller when a chunk called runtime.Goexit
+// (t.FailNow from a helper, say), which would otherwise lose the chunk.
+var errGoexit = errors.New("cpu: a parallel task called runtime.Goexit")
+
+var jobs = sync.Pool{New: func() any { return &job{wake: make(chan struct{}, 1)} }}
 
 func newPool(workers int) *pool {
-	p := &pool{work: make(chan *job), quit: make(chan struct{}), helpers: max(workers-1, 0)}
+	p := &pool{quit: make(chan struct{}), helpers: max(workers-1, 0)}
 	p.slots = make([]helperSlot, p.helpers)
-	for i := range p.helpers {
+	for i := range p.slots {
+		p.slots[i].wake = make(chan *job, 1)
+		p.slots[i].state.Store(slotBusy) // until it is ready for work
 		go p.helper(&p.slots[i])
 	}
+	p.refreshLimit(time.Now())
 	return p
-}
-
-func (p *pool) helper(s *helperSlot) {
-	for {
-		if j := s.poll(); j != nil {
-			j.help()
-			continue
-		}
-		select {
-		case j := <-p.work:
-			j.help()
-		case <-p.quit:
-			return
-		}
-	}
-}
-
-// poll waits up to spinTime for a dispatcher to hand s a job and returns
-// it, or nil when none came (the helper then parks).
-func (s *helperSlot) poll() *job {
-	s.state.Store(slotPolling)
-	if !spin(func() bool { return s.state.Load() == slotClaimed }) &&
-		s.state.CompareAndSwap(slotPolling, slotBusy) {
-		return nil
-	}
-	return s.take() // claimed while polling, or just as it gave up
-}
-
-// spin polls done for up to spinTime (reading the clock every 256 polls,
-// and only once a first round of them has failed) and reports whether done
-// became true.
-func spin(done func() bool) bool {
-	var deadline time.Time
-	for i := 1; !done(); i++ {
-		if i%256 != 0 {
-			continue
-		}
-		if deadline.IsZero() {
-			deadline = time.Now().Add(spinTime)
-		} else if time.Now().After(deadline) {
-			return false
-		}
-	}
-	return true
-}
-
-// take returns the job a dispatcher that claimed s stores in it.
-func (s *helperSlot) take() *job {
-	for {
-		if j := s.job.Swap(nil); j != nil {
-			s.state.Store(slotBusy)
-			return j
-		}
-		runtime.Gosched()
-	}
-}
-
-// help runs a job's chunks on a helper and reports it done.
-func (j *job) help() {
-	j.run()
-	j.wg.Done()
-	j.finished.Add(1) // the last use of j by this helper
 }
 
 // stop ends the helpers once they finish what they are running.
 func (p *pool) stop() { p.stopped.Do(func() { close(p.quit) }) }
 
-// run takes chunks until none are left.
-func (j *job) run() {
+// refreshLimit recomputes how many helpers a job may use: one fewer than
+// the processors the process may run on at once, GOMAXPROCS or the cgroup
+// CPU limit rounded up, whichever is lower.
+func (p *pool) refreshLimit(now time.Time) {
+	procs := runtime.GOMAXPROCS(0)
+	if l := cgroupCPULimit(); l > 0 {
+		procs = min(procs, l)
+	}
+	p.usable.Store(int32(min(p.helpers, max(procs-1, 0))))
+	p.limitAt.Store(int64(now.Sub(epoch)))
+}
+
+// ---------------------------------------------------------------- helpers
+
+func (p *pool) helper(s *helperSlot) {
+	clean := false
+	defer func() {
+		if !clean { // a chunk called runtime.Goexit on this goroutine: replace it
+			go p.helper(s)
+		}
+	}()
 	for {
-		c := j.next.Add(1) - 1
-		if c >= j.chunks {
+		j := p.idle(s)
+		if j == nil {
+			clean = true
 			return
 		}
-		lo := int(c) * j.grain
-		if j.fn != nil {
-			j.fn(lo, min(lo+j.grain, j.n))
-		} else {
-			j.r.runChunk(lo, min(lo+j.grain, j.n))
+		if !j.tooLate() {
+			j.work()
+		}
+		j.release()
+	}
+}
+
+// idle waits for s's next job: it spins for the budget, then parks. It
+// returns nil when the pool stops.
+func (p *pool) idle(s *helperSlot) *job {
+	s.state.Store(slotSpinning)
+	if !spinUntil(func() bool { return s.state.Load() == slotClaimed }, p.spinBudget()) &&
+		s.state.CompareAndSwap(slotSpinning, slotParked) {
+		select {
+		case j := <-s.wake:
+			s.state.Store(slotBusy)
+			p.noteWakeup(sinceEpoch() - j.sent)
+			return j
+		case <-p.quit:
+			return nil
+		}
+	}
+	j := <-s.wake // claimed while spinning, or just as it gave up
+	s.state.Store(slotBusy)
+	return j
+}
+
+// spinBudget is how long an idle helper polls for a job before it parks.
+func (p *pool) spinBudget() time.Duration {
+	return min(max(time.Duration(p.wakeup.Load()), minSpin), maxSpin)
+}
+
+// noteWakeup adds a parked helper's wake-up time to the moving average,
+// bounded (a thread can wait tens of milliseconds for a core on a crowded
+// machine; the budget it sets is bounded by maxSpin anyway).
+func (p *pool) noteWakeup(ns int64) {
+	ns = min(ns, int64(2*maxSpin))
+	old := p.wakeup.Load()
+	p.wakeup.Store(old + (ns-old)/8) // racy read-modify-write: a lost update only blurs the average
+}
+
+// wakeWorth is the serial time under which a job does not wake a parked
+// helper: the wake-up costs the caller a system call, and the helper
+// would start when the caller has done most of the work. Longer jobs wake
+// one even when it will come late, which costs the caller little (it does
+// not wait for a helper that took no chunk) and leaves the helper spinning,
+// ready for the jobs that follow.
+const wakeWorth = 40 * time.Microsecond
+
+// worthWaking reports whether a job of site is worth waking a parked helper.
+func worthWaking(site *site) bool {
+	q := site.ser.Load()
+	return q == 0 || time.Duration(q) >= wakeWorth
+}
+
+// spinUntil polls cond for up to d (reading the clock only after 64 polls
+// have failed, and every 64 after) and reports whether it became true.
+func spinUntil(cond func() bool, d time.Duration) bool {
+	var deadline time.Time
+	for i := 1; ; i++ {
+		if cond() {
+			return true
+		}
+		if i%64 != 0 {
+			continue
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(d - 100*time.Nanosecond) // about what 64 polls took
+		} else if time.Now().After(deadline) {
+			return cond()
 		}
 	}
 }
 
+// ---------------------------------------------------------------- jobs
+
+// tooLate reports whether a helper arriving now should leave j alone: only
+// the last chunk is left and the caller, done with its own about now, is
+// likely to start it before the helper would finish it. Taking it then
+// risks the worst case, the caller waiting for a helper that the operating
+// system deschedules in the middle of the chunk.
+func (j *job) tooLate() bool {
+	return j.late != 0 && j.chunks-j.next.Load() <= 1 && sinceEpoch() > j.late
+}
+
+// work claims and runs chunks until none are left and returns how many it
+// ran. After a panic the remaining chunks are counted done unrun.
+func (j *job) work() (ran int) {
+	for {
+		c := j.next.Add(1) - 1
+		if c >= j.chunks {
+			return ran
+		}
+		if j.failed.Load() == nil {
+			j.runChunk(c)
+			ran++
+		}
+		j.finish()
+	}
+}
+
+// runChunk runs chunk c, recording a panic instead of unwinding. A chunk
+// that calls runtime.Goexit is recorded and counted done here, as the
+// goroutine does not come back to work's loop.
+func (j *job) runChunk(c int64) {
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		if v := recover(); v != nil {
+			j.failed.CompareAndSwap(nil, &taskFailure{v})
+			return
+		}
+		j.failed.CompareAndSwap(nil, &taskFailure{errGoexit})
+		j.finish()
+	}()
+	lo := int(c) * j.grain
+	hi := min(lo+j.grain, j.n)
+	if j.fn != nil {
+		j.fn(lo, hi)
+	} else {
+		j.r.runChunk(lo, hi)
+	}
+	returned = true
+}
+
+// finish counts a chunk done and wakes the caller if it sleeps on the last.
+func (j *job) finish() {
+	if j.done.Add(1) == j.chunks && j.parked.CompareAndSwap(1, 2) {
+		j.wake <- struct{}{}
+	}
+}
+
+// join waits until every chunk is done: it spins for up to spin, then
+// sleeps until the last chunk's finisher wakes it.
+func (j *job) join(spin time.Duration) {
+	if spinUntil(func() bool { return j.done.Load() == j.chunks }, spin) {
+		return
+	}
+	j.parked.Store(1)
+	if j.done.Load() < j.chunks || !j.parked.CompareAndSwap(1, 0) {
+		<-j.wake // the finisher saw parked == 1 and sends (or has sent)
+	}
+}
+
+// release drops one reference to j, recycling it on the last.
+func (j *job) release() {
+	if j.refs.Add(-1) == 0 {
+		j.fn, j.r = nil, nil
+		j.failed.Store(nil)
+		jobs.Put(j)
+	}
+}
+
+// ---------------------------------------------------------------- dispatch
+
 // parallel splits [0, n) into chunks of grain elements (the last may be
-// shorter) and runs fn on every chunk, on the caller and any idle helpers.
-// Chunk boundaries depend only on n and grain, never on the number of
-// workers or on which goroutine runs a chunk, so per-chunk arithmetic (and
-// any combination of per-chunk results in chunk order) is reproducible.
+// shorter) and runs fn on every chunk, on the caller and any idle helpers,
+// or on the caller alone when the tuner finds that faster. Chunk boundaries
+// depend only on n and grain, never on the number of workers or on which
+// goroutine runs a chunk, so per-chunk arithmetic (and any combination of
+// per-chunk results in chunk order) is reproducible. A panic in fn is
+// re-raised here.
 func (b *Backend) parallel(n, grain int, fn func(lo, hi int)) {
+	b.parallelAt(codeOf(fn), n, grain, fn)
+}
+
+// parallelAt is parallel for the call site code (the tuner's key).
+func (b *Backend) parallelAt(code uintptr, n, grain int, fn func(lo, hi int)) {
 	if n <= 0 {
 		return
 	}
 	grain = max(grain, 1)
 	chunks := (n + grain - 1) / grain
 	if chunks == 1 || b.pool.helpers == 0 {
-		for lo := 0; lo < n; lo += grain {
-			fn(lo, min(lo+grain, n))
-		}
+		serialRun(n, grain, fn, nil)
 		return
 	}
-	b.dispatch(n, grain, chunks, fn, nil)
+	b.pool.dispatch(n, grain, chunks, fn, nil, siteKey(code, n, grain, 0))
+}
+
+// codeOf returns the address of fn's code, which tells call sites apart (a
+// func value points to a record whose first word is that address).
+func codeOf[F ~func(lo, hi int) | ~func(i int)](fn F) uintptr {
+	return **(**uintptr)(unsafe.Pointer(&fn))
 }
 
 // parallelRun is parallel with the body in r, so that a caller that keeps r
@@ -184,63 +384,119 @@ func (b *Backend) parallelRun(n, grain int, r runner) {
 	grain = max(grain, 1)
 	chunks := (n + grain - 1) / grain
 	if chunks == 1 || b.pool.helpers == 0 {
-		for lo := 0; lo < n; lo += grain {
-			r.runChunk(lo, min(lo+grain, n))
-		}
+		serialRun(n, grain, nil, r)
 		return
 	}
-	b.dispatch(n, grain, chunks, nil, r)
+	cost := 0
+	if c, ok := r.(costed); ok {
+		cost = c.parallelCost()
+	}
+	typ := uintptr((*[2]unsafe.Pointer)(unsafe.Pointer(&r))[0]) // r's dynamic type tells call sites apart
+	b.pool.dispatch(n, grain, chunks, nil, r, siteKey(typ, n, grain, cost))
 }
 
-// dispatch runs a job of several chunks on the caller and idle helpers:
-// polling ones first (an atomic hand-off), then parked ones (a channel
-// send, which only succeeds when one is waiting).
-func (b *Backend) dispatch(n, grain, chunks int, fn func(lo, hi int), r runner) {
-	p := b.pool
+// dispatch runs a job of several chunks, on the caller alone or on the
+// caller and idle helpers as the tuner's site for key chooses, and reports
+// the time it took to the site.
+func (p *pool) dispatch(n, grain, chunks int, fn func(lo, hi int), r runner, key uint64) {
+	start := time.Now()
+	if time.Duration(int64(start.Sub(epoch))-p.limitAt.Load()) > limitRefresh {
+		p.refreshLimit(start)
+	}
+	want := min(int(p.usable.Load()), chunks-1)
+	if want == 0 { // GOMAXPROCS or the quota leave no processor for a helper
+		serialRun(n, grain, fn, r)
+		return
+	}
+	site := p.tune.site(key)
+	par, try := true, false
+	switch p.forced {
+	case forceParallel:
+	case forceSerial:
+		par = false
+	default:
+		par, try = site.choose()
+	}
+	if !par {
+		serialRun(n, grain, fn, r)
+		site.recordSerial(time.Since(start))
+		return
+	}
+
 	j := jobs.Get().(*job)
 	j.fn, j.r, j.n, j.grain, j.chunks = fn, r, n, grain, int64(chunks)
 	j.next.Store(0)
-	j.finished.Store(0)
-	want, given := min(p.helpers, chunks-1), 0
+	j.done.Store(0)
+	j.parked.Store(0)
+	j.sent, j.late = int64(start.Sub(epoch)), 0
+	if q := site.ser.Load(); q > 0 {
+		j.late = j.sent + q/int64(chunks)/2 // half a chunk in
+	}
+	j.refs.Store(int32(1 + want))
+	// spinning helpers first (a channel send to a goroutine on a core); parked
+	// ones only for jobs worth a wake-up
+	given := p.offer(j, want, slotSpinning)
+	if given < want && (p.forced == forceParallel || worthWaking(site)) {
+		given += p.offer(j, want-given, slotParked)
+	}
+	if given < want {
+		j.refs.Add(int32(given - want))
+	}
+
+	began := time.Now()
+	ran := j.work()
+	own := time.Since(began) // the caller's chunks
+	spin := maxJoinSpin
+	if ran > 0 {
+		spin = min(max(2*own/time.Duration(ran), joinSpin), maxJoinSpin)
+	}
+	j.join(spin)
+	elapsed := time.Since(start)
+	failed := j.failed.Load()
+	j.release()
+
+	switch {
+	case given == 0:
+		site.recordSerial(elapsed) // nobody helped: a serial run
+	case ran > 0:
+		site.recordParallel(elapsed, own*time.Duration(chunks)/time.Duration(ran), try)
+	}
+	if failed != nil {
+		panic(failed.value)
+	}
+}
+
+// serialRun runs the chunks of [0, n) in order on the caller.
+func serialRun(n, grain int, fn func(lo, hi int), r runner) {
+	for lo := 0; lo < n; lo += grain {
+		if fn != nil {
+			fn(lo, min(lo+grain, n))
+		} else {
+			r.runChunk(lo, min(lo+grain, n))
+		}
+	}
+}
+
+// offer hands j to up to count helpers in state from and returns how many
+// took it.
+func (p *pool) offer(j *job, count int, from int32) int {
+	given := 0
 	for i := range p.slots {
-		if given == want {
+		if given == count {
 			break
 		}
-		if s := &p.slots[i]; s.state.CompareAndSwap(slotPolling, slotClaimed) {
-			j.wg.Add(1)
-			s.job.Store(j)
+		if s := &p.slots[i]; s.state.Load() == from && s.state.CompareAndSwap(from, slotClaimed) {
+			s.wake <- j
 			given++
 		}
 	}
-offer:
-	for given < want {
-		j.wg.Add(1)
-		select {
-		case p.work <- j:
-			given++
-		default:
-			j.wg.Done() // every helper is busy: do the rest here
-			break offer
-		}
-	}
-	j.run()
-	// the helpers' last chunks end about when the caller's does: poll
-	// before parking on the wait group, as a parked caller waits for the
-	// operating system to wake it
-	if !spin(func() bool { return j.finished.Load() >= int64(given) }) {
-		j.wg.Wait()
-		for j.finished.Load() < int64(given) { // a helper between Done and its last touch of j
-			runtime.Gosched()
-		}
-	}
-	j.fn, j.r = nil, nil
-	jobs.Put(j)
+	return given
 }
 
 // parallelTasks runs fn(i) for i in [0, n), one task per index; tasks must be
 // large enough to amortise the hand-off.
 func (b *Backend) parallelTasks(n int, fn func(i int)) {
-	b.parallel(n, 1, func(lo, hi int) {
+	b.parallelAt(codeOf(fn), n, 1, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			fn(i)
 		}

@@ -15,11 +15,17 @@ func unaryCost(op backends.UnaryOp) int {
 	return 16
 }
 
-// Unary implements backends.Backend. Float32 and Float64 run typed loops
-// (see ew_kernels.go for which ops compute in float32); every other dtype
-// is computed in float64 through the op's definition and stored back.
+// Unary implements backends.Backend. The transcendental ops with float32
+// kernels (exp, log, tanh, erf, sigmoid, GELU, SiLU) run them on Float32,
+// Float16 and BFloat16 (transcendental.go); otherwise Float32 and Float64
+// run typed loops (see ew_kernels.go for which ops compute in float32), and
+// every other dtype is computed in float64 through the op's definition and
+// stored back.
 func (b *Backend) Unary(op backends.UnaryOp, out, x backends.View, p0, p1 float64) {
 	if !b.checkElementwise(op.String(), out, x) {
+		return
+	}
+	if b.unaryTranscendental(op, out, x) { // transcendental.go
 		return
 	}
 	def := backends.UnaryOps[op]
@@ -65,9 +71,14 @@ func (b *Backend) Unary(op backends.UnaryOp, out, x backends.View, p0, p1 float6
 
 // UnaryGrad implements backends.Backend: out = g·op'(x), computed as
 // float64(g)·DF(float64(x)) rounded to out's dtype (exactly so in the typed
-// float32 loops too).
+// float32 loops too), except for the ops with float32 kernels, whose
+// backward kernels compute g·op'(x) in one pass within the bounds
+// transcendental.go documents.
 func (b *Backend) UnaryGrad(op backends.UnaryOp, out, x, g backends.View, p0, p1 float64) {
 	if !b.checkElementwise(op.String()+" grad", out, x, g) {
+		return
+	}
+	if b.unaryGradTranscendental(op, out, x, g) { // transcendental.go
 		return
 	}
 	views := []backends.View{out, x, g}

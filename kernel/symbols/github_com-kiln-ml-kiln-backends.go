@@ -114,6 +114,8 @@ func init() {
 		// type definitions
 		"AdamFusion":         reflect.ValueOf((*backends.AdamFusion)(nil)),
 		"AdamHyper":          reflect.ValueOf((*backends.AdamHyper)(nil)),
+		"AttentionFusion":    reflect.ValueOf((*backends.AttentionFusion)(nil)),
+		"AttentionGeometry":  reflect.ValueOf((*backends.AttentionGeometry)(nil)),
 		"Backend":            reflect.ValueOf((*backends.Backend)(nil)),
 		"BinaryDef":          reflect.ValueOf((*backends.BinaryDef)(nil)),
 		"BinaryOp":           reflect.ValueOf((*backends.BinaryOp)(nil)),
@@ -124,8 +126,12 @@ func init() {
 		"DType":              reflect.ValueOf((*backends.DType)(nil)),
 		"DeviceInfo":         reflect.ValueOf((*backends.DeviceInfo)(nil)),
 		"Driver":             reflect.ValueOf((*backends.Driver)(nil)),
+		"EmbeddingFusion":    reflect.ValueOf((*backends.EmbeddingFusion)(nil)),
 		"Fusion":             reflect.ValueOf((*backends.Fusion)(nil)),
+		"LinearFusion":       reflect.ValueOf((*backends.LinearFusion)(nil)),
 		"MemoryStats":        reflect.ValueOf((*backends.MemoryStats)(nil)),
+		"MultiAdamFusion":    reflect.ValueOf((*backends.MultiAdamFusion)(nil)),
+		"NormFusion":         reflect.ValueOf((*backends.NormFusion)(nil)),
 		"RandomKind":         reflect.ValueOf((*backends.RandomKind)(nil)),
 		"ReduceOp":           reflect.ValueOf((*backends.ReduceOp)(nil)),
 		"UnaryDef":           reflect.ValueOf((*backends.UnaryDef)(nil)),
@@ -134,12 +140,17 @@ func init() {
 
 		// interface wrapper definitions
 		"_AdamFusion":         reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_AdamFusion)(nil)),
+		"_AttentionFusion":    reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_AttentionFusion)(nil)),
 		"_Backend":            reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_Backend)(nil)),
 		"_Buffer":             reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_Buffer)(nil)),
 		"_ConvFusion":         reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_ConvFusion)(nil)),
 		"_CrossEntropyFusion": reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_CrossEntropyFusion)(nil)),
 		"_Driver":             reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_Driver)(nil)),
+		"_EmbeddingFusion":    reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_EmbeddingFusion)(nil)),
 		"_Fusion":             reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_Fusion)(nil)),
+		"_LinearFusion":       reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_LinearFusion)(nil)),
+		"_MultiAdamFusion":    reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_MultiAdamFusion)(nil)),
+		"_NormFusion":         reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_NormFusion)(nil)),
 	}
 }
 
@@ -151,6 +162,20 @@ type _github_com_kiln_ml_kiln_backends_AdamFusion struct {
 
 func (W _github_com_kiln_ml_kiln_backends_AdamFusion) AdamStep(outP backends.View, outM backends.View, outV backends.View, p backends.View, g backends.View, m backends.View, v backends.View, h backends.AdamHyper) {
 	W.WAdamStep(outP, outM, outV, p, g, m, v, h)
+}
+
+// _github_com_kiln_ml_kiln_backends_AttentionFusion is an interface wrapper for AttentionFusion type
+type _github_com_kiln_ml_kiln_backends_AttentionFusion struct {
+	IValue             interface{}
+	WAttentionBackward func(dq backends.View, dk backends.View, dv backends.View, q backends.View, k backends.View, v backends.View, mask backends.View, out backends.View, dout backends.View, lse backends.View, g backends.AttentionGeometry)
+	WAttentionForward  func(out backends.View, lse backends.View, q backends.View, k backends.View, v backends.View, mask backends.View, g backends.AttentionGeometry)
+}
+
+func (W _github_com_kiln_ml_kiln_backends_AttentionFusion) AttentionBackward(dq backends.View, dk backends.View, dv backends.View, q backends.View, k backends.View, v backends.View, mask backends.View, out backends.View, dout backends.View, lse backends.View, g backends.AttentionGeometry) {
+	W.WAttentionBackward(dq, dk, dv, q, k, v, mask, out, dout, lse, g)
+}
+func (W _github_com_kiln_ml_kiln_backends_AttentionFusion) AttentionForward(out backends.View, lse backends.View, q backends.View, k backends.View, v backends.View, mask backends.View, g backends.AttentionGeometry) {
+	W.WAttentionForward(out, lse, q, k, v, mask, g)
 }
 
 // _github_com_kiln_ml_kiln_backends_Backend is an interface wrapper for Backend type
@@ -319,6 +344,20 @@ func (W _github_com_kiln_ml_kiln_backends_Driver) Priority() int {
 	return W.WPriority()
 }
 
+// _github_com_kiln_ml_kiln_backends_EmbeddingFusion is an interface wrapper for EmbeddingFusion type
+type _github_com_kiln_ml_kiln_backends_EmbeddingFusion struct {
+	IValue             interface{}
+	WEmbeddingBackward func(dw backends.View, dy backends.View, index backends.View, skip int)
+	WEmbeddingForward  func(out backends.View, w backends.View, index backends.View)
+}
+
+func (W _github_com_kiln_ml_kiln_backends_EmbeddingFusion) EmbeddingBackward(dw backends.View, dy backends.View, index backends.View, skip int) {
+	W.WEmbeddingBackward(dw, dy, index, skip)
+}
+func (W _github_com_kiln_ml_kiln_backends_EmbeddingFusion) EmbeddingForward(out backends.View, w backends.View, index backends.View) {
+	W.WEmbeddingForward(out, w, index)
+}
+
 // _github_com_kiln_ml_kiln_backends_Fusion is an interface wrapper for Fusion type
 type _github_com_kiln_ml_kiln_backends_Fusion struct {
 	IValue         interface{}
@@ -331,4 +370,46 @@ func (W _github_com_kiln_ml_kiln_backends_Fusion) MaxPool2d(out backends.View, i
 }
 func (W _github_com_kiln_ml_kiln_backends_Fusion) MaxPool2dGrad(dx backends.View, dy backends.View, indices backends.View, g backends.ConvGeometry) {
 	W.WMaxPool2dGrad(dx, dy, indices, g)
+}
+
+// _github_com_kiln_ml_kiln_backends_LinearFusion is an interface wrapper for LinearFusion type
+type _github_com_kiln_ml_kiln_backends_LinearFusion struct {
+	IValue      interface{}
+	WMatmulBias func(out backends.View, x backends.View, w backends.View, bias backends.View)
+}
+
+func (W _github_com_kiln_ml_kiln_backends_LinearFusion) MatmulBias(out backends.View, x backends.View, w backends.View, bias backends.View) {
+	W.WMatmulBias(out, x, w, bias)
+}
+
+// _github_com_kiln_ml_kiln_backends_MultiAdamFusion is an interface wrapper for MultiAdamFusion type
+type _github_com_kiln_ml_kiln_backends_MultiAdamFusion struct {
+	IValue     interface{}
+	WAdamSteps func(ps []backends.View, gs []backends.View, ms []backends.View, vs []backends.View, hs []backends.AdamHyper)
+}
+
+func (W _github_com_kiln_ml_kiln_backends_MultiAdamFusion) AdamSteps(ps []backends.View, gs []backends.View, ms []backends.View, vs []backends.View, hs []backends.AdamHyper) {
+	W.WAdamSteps(ps, gs, ms, vs, hs)
+}
+
+// _github_com_kiln_ml_kiln_backends_NormFusion is an interface wrapper for NormFusion type
+type _github_com_kiln_ml_kiln_backends_NormFusion struct {
+	IValue             interface{}
+	WLayerNormBackward func(dx backends.View, dweight backends.View, dbias backends.View, dy backends.View, x backends.View, mean backends.View, rstd backends.View, weight backends.View)
+	WLayerNormForward  func(y backends.View, mean backends.View, rstd backends.View, x backends.View, weight backends.View, bias backends.View, eps float64)
+	WRMSNormBackward   func(dx backends.View, dweight backends.View, dy backends.View, x backends.View, rstd backends.View, weight backends.View)
+	WRMSNormForward    func(y backends.View, rstd backends.View, x backends.View, weight backends.View, eps float64)
+}
+
+func (W _github_com_kiln_ml_kiln_backends_NormFusion) LayerNormBackward(dx backends.View, dweight backends.View, dbias backends.View, dy backends.View, x backends.View, mean backends.View, rstd backends.View, weight backends.View) {
+	W.WLayerNormBackward(dx, dweight, dbias, dy, x, mean, rstd, weight)
+}
+func (W _github_com_kiln_ml_kiln_backends_NormFusion) LayerNormForward(y backends.View, mean backends.View, rstd backends.View, x backends.View, weight backends.View, bias backends.View, eps float64) {
+	W.WLayerNormForward(y, mean, rstd, x, weight, bias, eps)
+}
+func (W _github_com_kiln_ml_kiln_backends_NormFusion) RMSNormBackward(dx backends.View, dweight backends.View, dy backends.View, x backends.View, rstd backends.View, weight backends.View) {
+	W.WRMSNormBackward(dx, dweight, dy, x, rstd, weight)
+}
+func (W _github_com_kiln_ml_kiln_backends_NormFusion) RMSNormForward(y backends.View, rstd backends.View, x backends.View, weight backends.View, eps float64) {
+	W.WRMSNormForward(y, rstd, x, weight, eps)
 }

@@ -11,6 +11,7 @@ func init() {
 	Symbols["github.com/kiln-ml/kiln/tensor/tensor"] = map[string]reflect.Value{
 		// function, constant and variable definitions
 		"AdamStep":                  reflect.ValueOf(tensor.AdamStep),
+		"AdamSteps":                 reflect.ValueOf(tensor.AdamSteps),
 		"AdaptiveAvgPool1d":         reflect.ValueOf(tensor.AdaptiveAvgPool1d),
 		"AdaptiveAvgPool2d":         reflect.ValueOf(tensor.AdaptiveAvgPool2d),
 		"Arange":                    reflect.ValueOf(tensor.Arange),

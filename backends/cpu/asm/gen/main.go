@@ -32,5 +32,6 @@ func main() {
 	adam()
 	maxPool2x2()
 	reluGrad()
+	transcendentalKernels()
 	Generate()
 }

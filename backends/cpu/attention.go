@@ -1,0 +1,722 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/kiln-ml/kiln/backends"
+)
+
+// Fused attention (backends.AttentionFusion), FlashAttention-2 style:
+//
+//	forward, one task per (problem, block of attnBlockQ queries):
+//	  for each block of attnBlockK keys the queries may see:
+//	    S = Q·Kᵀ·scale (+ mask)          one GEMM into a tile
+//	    m' = max(m, rowmax S); P = exp(S − m'); l = l·e^(m−m') + rowsum P
+//	    O = O·e^(m−m') + P·V             one GEMM adding to O
+//	  out = O / l, lse = m + log l
+//
+//	backward, Dᵢ = dOᵢ·Oᵢ first; then one task per (problem, group of key
+//	blocks), and for each key block, each query block that sees it:
+//	    P = exp(Q·Kᵀ·scale (+ mask) − lse)   recomputed, bit for bit as
+//	                                         the forward pass had it
+//	    dV += Pᵀ·dO;  dP = dO·Vᵀ;  dS = P∘(dP − D)·scale
+//	    dK += dSᵀ·Q;  dQ_group += dS·K
+//	  dQ = the sum of the groups' partial dQ, in group order
+//
+// Every product is a single-threaded GEMM (gemm.go) on tiles that stay in
+// L1 and L2; the tasks run in parallel. Each output element is computed by
+// one task in a fixed order (key blocks in order, groups added in order),
+// and the number of groups depends only on the sizes, so the results do not
+// depend on the number of workers. Causal attention skips the tiles above
+// the diagonal, about half the work. Nothing of size Lq×Lk is allocated:
+// the scratch is a few tiles per task, plus the partial dQ of each group
+// (at most attnMaxGroups copies of dq).
+
+const (
+	attnBlockQ = 64 // queries per tile
+	attnBlockK = 64 // keys per tile
+	// attnMaxGroups bounds the key-block groups of the backward pass: more
+	// groups give more parallel tasks when there are few problems, each
+	// costing a partial dQ.
+	attnMaxGroups = 8
+)
+
+// attnMat is one [batch…, rows, cols] operand: element (r, c) of problem
+// b at offs[b] + r·rs + c (a mask's: + c·cs), offs[b] being the offset of
+// problem b (batch dimensions in row-major order).
+type attnMat struct {
+	offs   []int
+	rs, cs int
+}
+
+func attnMatOf(v backends.View) attnMat {
+	r := len(v.Shape)
+	batch := v.Shape[:r-2]
+	offs := make([]int, backends.NumElements(batch))
+	idx := make([]int, len(batch))
+	for b := range offs {
+		o := v.Offset
+		for d, i := range idx {
+			o += i * v.Strides[d]
+		}
+		offs[b] = o
+		for d := len(idx) - 1; d >= 0; d-- {
+			if idx[d]++; idx[d] < batch[d] {
+				break
+			}
+			idx[d] = 0
+		}
+	}
+	return attnMat{offs: offs, rs: v.Strides[r-2], cs: v.Strides[r-1]}
+}
+
+// at returns the offset of row i of problem b.
+func (m attnMat) at(b, i int) int { return m.offs[b] + i*m.rs }
+
+// attnRun holds one call's operands, typed.
+type attnRun[T float] struct {
+	b                                   *Backend
+	g                                   backends.AttentionGeometry
+	scale                               T
+	kern                                kernel[T]
+	q, k, v, out, dout, dq, dk, dv, lse []T
+	qm, km, vm, om, dom, dqm, dkm, dvm  attnMat
+	maskB                               []uint8 // bool mask, or
+	maskF                               []T     // float mask, or neither
+	mm                                  attnMat
+	ops                                 attnRowOps[T]
+	exp                                 func(x T) T
+	log                                 func(x T) T
+	groups, blocksPerGroup              int // backward: key-block groups per problem, blocks per group
+	delta                               []T // backward: Dᵢ = dOᵢ·Oᵢ, [Batch·Lq]
+	part                                []T // backward, several groups: partial dQ, [Batch, groups, Lq, D]
+}
+
+// AttentionForward implements backends.AttentionFusion.
+func (b *Backend) AttentionForward(out, lse, q, k, v, mask backends.View, g backends.AttentionGeometry) {
+	const op = "attention"
+	if !b.checkAttention(op, g, q, k, v, mask, []backends.View{out, lse}, []string{"out", "lse"}) {
+		return
+	}
+	switch q.DType {
+	case backends.Float32:
+		r := newAttnRun[float32](b, g, q, k, v, mask)
+		r.out, r.om, r.lse = attnData[float32](out), attnMatOf(out), attnData[float32](lse)[lse.Offset:]
+		r.forward()
+	case backends.Float64:
+		r := newAttnRun[float64](b, g, q, k, v, mask)
+		r.out, r.om, r.lse = attnData[float64](out), attnMatOf(out), attnData[float64](lse)[lse.Offset:]
+		r.forward()
+	}
+}
+
+// AttentionBackward implements backends.AttentionFusion.
+func (b *Backend) AttentionBackward(dq, dk, dv, q, k, v, mask, out, dout, lse backends.View, g backends.AttentionGeometry) {
+	const op = "attention grad"
+	views := []backends.View{out, dout, lse}
+	names := []string{"out", "out grad", "lse"}
+	for i, d := range []backends.View{dq, dk, dv} {
+		if d.Buf != nil {
+			views, names = append(views, d), append(names, [...]string{"q grad", "k grad", "v grad"}[i])
+		}
+	}
+	if !b.checkAttention(op, g, q, k, v, mask, views, names) {
+		return
+	}
+	switch q.DType {
+	case backends.Float32:
+		r := newAttnRun[float32](b, g, q, k, v, mask)
+		r.setGrads(dq, dk, dv, out, dout, lse)
+		r.backward()
+	case backends.Float64:
+		r := newAttnRun[float64](b, g, q, k, v, mask)
+		r.setGrads(dq, dk, dv, out, dout, lse)
+		r.backward()
+	}
+}
+
+// checkAttention checks the views of a fused attention call: q, k, v and
+// the others (named by names) of one float dtype, one batch shape whose
+// size is g.Batch and the sizes g gives, unit strides along their last
+// dimension, lse contiguous, and an optional bool or float mask of the
+// scores' shape.
+func (b *Backend) checkAttention(op string, g backends.AttentionGeometry, q, k, v, mask backends.View,
+	others []backends.View, names []string) bool {
+	if q.DType != backends.Float32 && q.DType != backends.Float64 {
+		return b.refuse(op, "dtype %s (want float32 or float64)", q.DType)
+	}
+	if g.Batch < 0 || g.Lq < 0 || g.Lk < 0 || g.D < 0 || g.Dv < 0 {
+		return b.refuse(op, "negative size in %+v", g)
+	}
+	if len(q.Shape) < 2 || backends.NumElements(q.Shape[:len(q.Shape)-2]) != g.Batch {
+		return b.refuse(op, "q: shape %v does not hold %d problems", q.Shape, g.Batch)
+	}
+	batch := q.Shape[:len(q.Shape)-2]
+	with := func(tail ...int) []int { return append(append([]int(nil), batch...), tail...) }
+	shapes := map[string][]int{
+		"q": with(g.Lq, g.D), "k": with(g.Lk, g.D), "v": with(g.Lk, g.Dv),
+		"out": with(g.Lq, g.Dv), "out grad": with(g.Lq, g.Dv), "lse": with(g.Lq),
+		"q grad": with(g.Lq, g.D), "k grad": with(g.Lk, g.D), "v grad": with(g.Lk, g.Dv),
+	}
+	views := append([]backends.View{q, k, v}, others...)
+	all := append([]string{"q", "k", "v"}, names...)
+	for i, view := range views {
+		name := all[i]
+		if b.checkView(op, name, view) == nil || !b.checkDType(op, name, view, q.DType) ||
+			!b.checkShape(op, name, view, shapes[name]...) {
+			return false
+		}
+		last := len(view.Shape) - 1
+		switch {
+		case name == "lse" && !view.IsContiguous():
+			return b.refuse(op, "lse: view %s is not contiguous", view)
+		case name != "lse" && view.Shape[last] > 1 && view.Strides[last] != 1:
+			return b.refuse(op, "%s: view %s: the last dimension must have stride 1", name, view)
+		}
+	}
+	if mask.Buf != nil {
+		if b.checkView(op, "mask", mask) == nil || !b.checkDType(op, "mask", mask, backends.Bool, q.DType) ||
+			!b.checkShape(op, "mask", mask, with(g.Lq, g.Lk)...) {
+			return false
+		}
+	}
+	return true
+}
+
+// attnData returns the elements of v's buffer as []T.
+func attnData[T float](v backends.View) []T {
+	var z T
+	if _, ok := any(z).(float32); ok {
+		return any(buf(v).f32()).([]T)
+	}
+	return any(buf(v).f64()).([]T)
+}
+
+func newAttnRun[T float](b *Backend, g backends.AttentionGeometry, q, k, v, mask backends.View) *attnRun[T] {
+	r := &attnRun[T]{b: b, g: g, scale: T(g.Scale), kern: convKernel[T](),
+		q: attnData[T](q), k: attnData[T](k), v: attnData[T](v),
+		qm: attnMatOf(q), km: attnMatOf(k), vm: attnMatOf(v)}
+	if mask.Buf != nil {
+		r.mm = attnMatOf(mask)
+		if mask.DType == backends.Bool {
+			r.maskB = buf(mask).u8()
+		} else {
+			r.maskF = attnData[T](mask)
+		}
+	}
+	var z T
+	if _, ok := any(z).(float32); ok {
+		r.ops = any(attnF32).(attnRowOps[T])
+		r.exp = any(attnExpF32).(func(T) T)
+		r.log = any(func(x float32) float32 { return float32(math.Log(float64(x))) }).(func(T) T)
+	} else {
+		r.ops = any(attnRowOps[float64]{exp: attnExpRowF64, max: attnMaxRow[float64], ds: attnDsRow[float64]}).(attnRowOps[T])
+		r.exp = any(math.Exp).(func(T) T)
+		r.log = any(math.Log).(func(T) T)
+	}
+	return r
+}
+
+// keyEnd returns the end of the keys that queries [i0, i0+rows) may see.
+func (r *attnRun[T]) keyEnd(i0, rows int) int {
+	if !r.g.Causal {
+		return r.g.Lk
+	}
+	return max(0, min(r.g.Lk, i0+rows+r.g.CausalOffset))
+}
+
+// Operands are packed once per task into the micro-kernel's panels
+// (packOp), so that the products of the tiles (mul) run on packed data
+// without the packing the general GEMM repeats on every call: per problem,
+// the blocks of K and V (and in the backward pass of Q and dO) in the
+// roles the products take them in, per tile only the probabilities and
+// their gradients.
+
+// packOp packs rows [r0, r0+rn) and columns [0, k) of src into dst in
+// panels of w rows, the columns in blocks of at most gemmKC as gemm packs
+// them, and returns the packed part of dst. tmp holds gemmKC elements.
+func packOp[T float](dst []T, src matSrc[T], r0, rn, k, w int, tmp []T) []T {
+	kc := min(gemmKC, k)
+	for pc := 0; pc < k; pc += kc {
+		pack(dst[roundUp(rn, w)*pc:], src, r0, rn, pc, min(kc, k-pc), w, tmp)
+	}
+	return dst[:roundUp(rn, w)*k]
+}
+
+// packedSize is the length packOp gives rn rows of k columns in panels of w.
+func packedSize(rn, k, w int) int { return roundUp(rn, w) * k }
+
+// mul sets C (mc×nb; or adds to it, with acc) to the product of a, mc
+// rows packed as A, and bp, nb columns packed as B, over k.
+func (r *attnRun[T]) mul(a, bp []T, mc, nb, k int, C matDst[T], acc bool) {
+	if k == 0 {
+		if !acc {
+			for i := range mc {
+				clear(C.s[C.off+i*C.rs:][:nb])
+			}
+		}
+		return
+	}
+	kc := min(gemmKC, k)
+	mr, nr := r.kern.mr, r.kern.nr
+	for pc := 0; pc < k; pc += kc {
+		ap, bpp := a[roundUp(mc, mr)*pc:], bp[roundUp(nb, nr)*pc:]
+		if r.kern.asm != nil {
+			macroTileAsm(r.kern, ap, bpp, mc, nb, min(kc, k-pc), C, 0, 0, pc == 0 && !acc)
+		} else {
+			macroTile(r.kern, ap, bpp, mc, nb, min(kc, k-pc), C, 0, 0, pc == 0 && !acc)
+		}
+	}
+}
+
+// src returns the matrix of rows [i0, …) of operand m of problem bi (rows
+// along r, the last dimension along c), or its transpose.
+func (r *attnRun[T]) src(data []T, m attnMat, bi, i0 int, transposed bool) matSrc[T] {
+	s := matSrc[T]{s: data, off: m.at(bi, i0), rs: m.rs, cs: 1}
+	if transposed {
+		return s.t()
+	}
+	return s
+}
+
+// scaleAndMask sets per row of the tile s [rows, cols] of q·kᵀ of problem
+// bi (queries from i0, keys from j0) the number of leading keys the causal
+// mask leaves (the rest are to be ignored), and, when there is a mask,
+// scales the scores and applies it. It returns the scale the row
+// kernels are still to apply (1 when it has).
+func (r *attnRun[T]) scaleAndMask(s []T, lim []int, bi, i0, rows, j0, cols int) T {
+	g := r.g
+	ninf := T(math.Inf(-1))
+	for i := range rows {
+		n := cols
+		if g.Causal {
+			n = max(0, min(cols, i0+i+g.CausalOffset-j0+1))
+		}
+		lim[i] = n
+		if r.maskB == nil && r.maskF == nil && r.scale > 0 {
+			continue
+		}
+		row := s[i*cols : i*cols+n]
+		for j := range row {
+			row[j] *= r.scale
+		}
+		switch {
+		case r.maskB != nil:
+			mo := r.mm.at(bi, i0+i) + j0*r.mm.cs
+			for j := range row {
+				if r.maskB[mo+j*r.mm.cs] == 0 {
+					row[j] = ninf
+				}
+			}
+		case r.maskF != nil:
+			mo := r.mm.at(bi, i0+i) + j0*r.mm.cs
+			for j := range row {
+				row[j] += r.maskF[mo+j*r.mm.cs]
+			}
+		}
+	}
+	if r.maskB == nil && r.maskF == nil && r.scale > 0 {
+		return r.scale // max(s·scale) = max(s)·scale: the row kernels scale
+	}
+	return 1
+}
+
+// groupsOf cuts n blocks of a problem into groups for parallel tasks:
+// enough tasks for 32 workers when there are few problems, at most
+// attnMaxGroups per problem. It depends only on the sizes.
+func groupsOf(batch, n int) (groups, per int) {
+	groups = max(1, min(n, attnMaxGroups, (32+batch-1)/max(batch, 1)))
+	per = (n + groups - 1) / groups
+	return (n + per - 1) / max(per, 1), per
+}
+
+// forward runs the forward pass: one task per problem and group of
+// query blocks.
+func (r *attnRun[T]) forward() {
+	g := r.g
+	nqb := (g.Lq + attnBlockQ - 1) / attnBlockQ
+	groups, per := groupsOf(g.Batch, nqb)
+	mr, nr := r.kern.mr, r.kern.nr
+	pool := poolFor[T]()
+	kSize, vSize := packedSize(attnBlockK, g.D, nr), packedSize(g.Dv, attnBlockK, nr)
+	nkbMax := (g.Lk + attnBlockK - 1) / attnBlockK
+	r.b.parallel(g.Batch*groups, 1, func(lo, hi int) {
+		size := nkbMax*(kSize+vSize) + packedSize(attnBlockQ, g.D, mr) + packedSize(attnBlockQ, attnBlockK, mr) +
+			attnBlockQ*attnBlockK + attnBlockQ*(g.Dv+1) + gemmKC
+		scratch := pool.get(size)
+		defer pool.put(scratch)
+		lim := make([]int, attnBlockQ)
+		l := make([]float64, attnBlockQ)
+		for t := lo; t < hi; t++ {
+			bi, gi := t/groups, t%groups
+			q0, q1 := gi*per, min(nqb, (gi+1)*per)
+			if q0 >= q1 {
+				continue
+			}
+			end := r.keyEnd(q0*attnBlockQ, min(g.Lq, q1*attnBlockQ)-q0*attnBlockQ)
+			buf := *scratch
+			tmp := buf[size-gemmKC:]
+			var kp, vp [][]T
+			for j0 := 0; j0 < end; j0 += attnBlockK {
+				cols := min(attnBlockK, end-j0)
+				kp = append(kp, packOp(buf, r.src(r.k, r.km, bi, j0, false), 0, cols, g.D, nr, tmp))
+				buf = buf[kSize:]
+				vp = append(vp, packOp(buf, r.src(r.v, r.vm, bi, j0, true), 0, g.Dv, cols, nr, tmp))
+				buf = buf[vSize:]
+			}
+			for qb := q0; qb < q1; qb++ {
+				r.forwardBlock(buf, lim, l, kp, vp, tmp, bi, qb*attnBlockQ)
+			}
+		}
+	})
+}
+
+// forwardBlock computes the output rows of queries [i0, i0+attnBlockQ) of
+// problem bi from the packed key and value blocks kp and vp.
+func (r *attnRun[T]) forwardBlock(buf []T, lim []int, l []float64, kp, vp [][]T, tmp []T, bi, i0 int) {
+	g := r.g
+	mr := r.kern.mr
+	rows := min(attnBlockQ, g.Lq-i0)
+	qa := packOp(buf, r.src(r.q, r.qm, bi, i0, false), 0, rows, g.D, mr, tmp)
+	buf = buf[packedSize(attnBlockQ, g.D, mr):]
+	pa := buf[:packedSize(attnBlockQ, attnBlockK, mr)]
+	buf = buf[len(pa):]
+	s := buf[:attnBlockQ*attnBlockK]
+	o := buf[len(s):][:rows*g.Dv]
+	m := buf[len(s)+attnBlockQ*g.Dv:][:rows]
+	ninf := T(math.Inf(-1))
+	clear(o)
+	for i := range rows {
+		m[i], l[i] = ninf, 0
+	}
+	end := r.keyEnd(i0, rows)
+	for jb, j0 := 0, 0; j0 < end; jb, j0 = jb+1, j0+attnBlockK {
+		cols := min(attnBlockK, end-j0)
+		r.mul(qa, kp[jb], rows, cols, g.D, matDst[T]{s: s, rs: cols, cs: 1}, false)
+		scale := r.scaleAndMask(s, lim, bi, i0, rows, j0, cols)
+		for i := range rows {
+			row := s[i*cols : (i+1)*cols]
+			n := lim[i]
+			mNew := m[i]
+			if mx := r.ops.max(row[:n]) * scale; mx > mNew {
+				mNew = mx
+			}
+			if mNew == ninf { // nothing to attend to yet
+				clear(row)
+				continue
+			}
+			alpha := r.exp(m[i] - mNew)
+			sum := r.ops.exp(row[:n], scale, mNew)
+			clear(row[n:])
+			l[i] = l[i]*float64(alpha) + sum
+			if alpha != 1 {
+				orow := o[i*g.Dv : (i+1)*g.Dv]
+				for c := range orow {
+					orow[c] *= alpha
+				}
+			}
+			m[i] = mNew
+		}
+		// the probabilities' panels hold cols (≤ attnBlockK) columns
+		r.mul(packOp(pa, matSrc[T]{s: s, rs: cols, cs: 1}, 0, rows, cols, mr, tmp), vp[jb], rows, g.Dv, cols,
+			matDst[T]{s: o, rs: g.Dv, cs: 1}, true)
+	}
+	for i := range rows {
+		inv := T(1 / l[i]) // a row that sees no key: 0·Inf = NaN, as the composition gives
+		dst := r.out[r.om.at(bi, i0+i):][:g.Dv]
+		for c, x := range o[i*g.Dv : (i+1)*g.Dv] {
+			dst[c] = x * inv
+		}
+		r.lse[bi*g.Lq+i0+i] = m[i] + r.log(T(l[i]))
+	}
+}
+
+func (r *attnRun[T]) setGrads(dq, dk, dv, out, dout, lse backends.View) {
+	r.out, r.om = attnData[T](out), attnMatOf(out)
+	r.dout, r.dom = attnData[T](dout), attnMatOf(dout)
+	r.lse = attnData[T](lse)[lse.Offset:]
+	if dq.Buf != nil {
+		r.dq, r.dqm = attnData[T](dq), attnMatOf(dq)
+	}
+	if dk.Buf != nil {
+		r.dk, r.dkm = attnData[T](dk), attnMatOf(dk)
+	}
+	if dv.Buf != nil {
+		r.dv, r.dvm = attnData[T](dv), attnMatOf(dv)
+	}
+}
+
+// attnQueryPack is the packed query-side operands of one problem's query
+// block in the backward pass.
+type attnQueryPack[T float] struct {
+	qa, qb, da, db []T // Q as A (for S) and as B (for dK), dO as A (for dP) and as B (for dV)
+}
+
+// backward runs the backward pass.
+func (r *attnRun[T]) backward() {
+	g := r.g
+	pool := poolFor[T]()
+	delta := pool.get(g.Batch * g.Lq)
+	defer pool.put(delta)
+	r.delta = (*delta)[:g.Batch*g.Lq]
+	r.b.parallel(g.Batch*g.Lq, grainFor(g.Batch*g.Lq, 2*g.Dv), func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			bi, i := t/g.Lq, t%g.Lq
+			o := r.out[r.om.at(bi, i):][:g.Dv]
+			d := r.dout[r.dom.at(bi, i):][:g.Dv]
+			var s float64
+			for c, x := range o {
+				s += float64(x) * float64(d[c])
+			}
+			r.delta[t] = T(s)
+		}
+	})
+	nkb := (g.Lk + attnBlockK - 1) / attnBlockK
+	nqb := (g.Lq + attnBlockQ - 1) / attnBlockQ
+	r.groups, r.blocksPerGroup = groupsOf(g.Batch, nkb)
+	var part *[]T
+	if r.dq != nil && r.groups > 1 {
+		n := g.Batch * r.groups * g.Lq * g.D
+		part = pool.get(n)
+		defer pool.put(part)
+		r.part = (*part)[:n]
+		clear(r.part)
+	}
+	mr, nr := r.kern.mr, r.kern.nr
+	qSize := packedSize(attnBlockQ, g.D, mr) + packedSize(g.D, attnBlockQ, nr) + packedSize(attnBlockQ, g.Dv, mr) +
+		packedSize(g.Dv, attnBlockQ, nr)
+	kSize := packedSize(attnBlockK, g.D, nr) + packedSize(attnBlockK, g.Dv, nr) + packedSize(g.D, attnBlockK, nr)
+	tSize := packedSize(attnBlockK, attnBlockQ, mr) + packedSize(attnBlockQ, attnBlockK, mr) + 2*attnBlockQ*attnBlockK +
+		attnBlockK*(g.D+g.Dv)
+	size := nqb*qSize + kSize + tSize + gemmKC
+	r.b.parallel(g.Batch*r.groups, 1, func(lo, hi int) {
+		scratch := pool.get(size)
+		defer pool.put(scratch)
+		lim := make([]int, attnBlockQ)
+		qp := make([]attnQueryPack[T], nqb)
+		for t := lo; t < hi; t++ {
+			bi, gi := t/r.groups, t%r.groups
+			k0, k1 := gi*r.blocksPerGroup, min(nkb, (gi+1)*r.blocksPerGroup)
+			if k0 >= k1 {
+				continue
+			}
+			buf := *scratch
+			tmp := buf[size-gemmKC:]
+			first := 0
+			if g.Causal {
+				first = max(0, k0*attnBlockK-g.CausalOffset) / attnBlockQ
+			}
+			for qb := first; qb < nqb; qb++ {
+				i0 := qb * attnBlockQ
+				rows := min(attnBlockQ, g.Lq-i0)
+				p := &qp[qb]
+				p.qa = packOp(buf, r.src(r.q, r.qm, bi, i0, false), 0, rows, g.D, mr, tmp)
+				p.qb = packOp(buf[len(p.qa):], r.src(r.q, r.qm, bi, i0, true), 0, g.D, rows, nr, tmp)
+				p.da = packOp(buf[len(p.qa)+len(p.qb):], r.src(r.dout, r.dom, bi, i0, false), 0, rows, g.Dv, mr, tmp)
+				p.db = packOp(buf[len(p.qa)+len(p.qb)+len(p.da):], r.src(r.dout, r.dom, bi, i0, true), 0, g.Dv, rows, nr, tmp)
+				buf = buf[qSize:]
+			}
+			if r.dq != nil && r.groups == 1 { // the task adds every dS·K of problem bi straight into dq
+				for i := range g.Lq {
+					clear(r.dq[r.dqm.at(bi, i):][:g.D])
+				}
+			}
+			for kb := k0; kb < k1; kb++ {
+				r.backwardKeys(buf, tmp, lim, qp, bi, gi, kb*attnBlockK)
+			}
+			if r.dq != nil && r.groups == 1 {
+				for i := range g.Lq {
+					dst := r.dq[r.dqm.at(bi, i):][:g.D]
+					for c := range dst {
+						dst[c] *= r.scale
+					}
+				}
+			}
+		}
+	})
+	if r.dq != nil && r.groups > 1 {
+		scale := r.scale
+		r.b.parallel(g.Batch*g.Lq, grainFor(g.Batch*g.Lq, r.groups*g.D), func(lo, hi int) {
+			for t := lo; t < hi; t++ {
+				bi, i := t/g.Lq, t%g.Lq
+				dst := r.dq[r.dqm.at(bi, i):][:g.D]
+				copy(dst, r.part[(bi*r.groups*g.Lq+i)*g.D:][:g.D])
+				for gi := 1; gi < r.groups; gi++ {
+					for c, x := range r.part[((bi*r.groups+gi)*g.Lq+i)*g.D:][:g.D] {
+						dst[c] += x
+					}
+				}
+				for c := range dst {
+					dst[c] *= scale
+				}
+			}
+		})
+	}
+}
+
+// backwardKeys accumulates the gradients of keys [j0, j0+attnBlockK) of
+// problem bi over every query block that sees them (their operands packed
+// in qp), writes dK and dV for those keys and adds dS·K to group gi's
+// partial dQ (scaled once all groups are added).
+func (r *attnRun[T]) backwardKeys(buf, tmp []T, lim []int, qp []attnQueryPack[T], bi, gi, j0 int) {
+	g := r.g
+	mr, nr := r.kern.mr, r.kern.nr
+	cols := min(attnBlockK, g.Lk-j0)
+	kb := packOp(buf, r.src(r.k, r.km, bi, j0, false), 0, cols, g.D, nr, tmp) // for S = Q·Kᵀ
+	buf = buf[packedSize(attnBlockK, g.D, nr):]
+	vb := packOp(buf, r.src(r.v, r.vm, bi, j0, false), 0, cols, g.Dv, nr, tmp) // for dP = dO·Vᵀ
+	buf = buf[packedSize(attnBlockK, g.Dv, nr):]
+	var kq []T // for dQ += dS·K
+	if r.dq != nil {
+		kq = packOp(buf, r.src(r.k, r.km, bi, j0, true), 0, g.D, cols, nr, tmp)
+	}
+	buf = buf[packedSize(g.D, attnBlockK, nr):]
+	ta := buf[:packedSize(attnBlockK, attnBlockQ, mr)] // Pᵀ or dSᵀ as A
+	buf = buf[len(ta):]
+	sa := buf[:packedSize(attnBlockQ, attnBlockK, mr)] // dS as A
+	buf = buf[len(sa):]
+	p := buf[:attnBlockQ*attnBlockK]
+	ds := buf[len(p):][:attnBlockQ*attnBlockK]
+	dk := buf[2*len(p):][:cols*g.D]
+	dv := buf[2*len(p)+attnBlockK*g.D:][:cols*g.Dv]
+	clear(dk)
+	clear(dv)
+	first := 0
+	if g.Causal {
+		first = max(0, j0-g.CausalOffset) / attnBlockQ * attnBlockQ
+	}
+	needS := r.dq != nil || r.dk != nil
+	nan := T(math.NaN())
+	for i0 := first; i0 < g.Lq; i0 += attnBlockQ {
+		rows := min(attnBlockQ, g.Lq-i0)
+		if r.keyEnd(i0, rows) <= j0 {
+			continue
+		}
+		q := &qp[i0/attnBlockQ]
+		r.mul(q.qa, kb, rows, cols, g.D, matDst[T]{s: p, rs: cols, cs: 1}, false)
+		scale := r.scaleAndMask(p, lim, bi, i0, rows, j0, cols)
+		for i := range rows {
+			row := p[i*cols : (i+1)*cols]
+			n := lim[i]
+			shift := r.lse[bi*g.Lq+i0+i]
+			if math.IsInf(float64(shift), -1) { // a row that sees no key: NaN, as the composition gives
+				for j := range row {
+					row[j] = nan
+				}
+				continue
+			}
+			r.ops.exp(row[:n], scale, shift)
+			clear(row[n:])
+		}
+		if r.dv != nil { // dV += Pᵀ·dO
+			r.mul(packOp(ta, matSrc[T]{s: p, rs: 1, cs: cols}, 0, cols, rows, mr, tmp), q.db, cols, g.Dv, rows,
+				matDst[T]{s: dv, rs: g.Dv, cs: 1}, true)
+		}
+		if !needS {
+			continue
+		}
+		// dP = dO·Vᵀ, then dS = P∘(dP − D) (scaled where it is used)
+		r.mul(q.da, vb, rows, cols, g.Dv, matDst[T]{s: ds, rs: cols, cs: 1}, false)
+		for i := range rows {
+			r.ops.ds(ds[i*cols:(i+1)*cols], p[i*cols:(i+1)*cols], r.delta[bi*g.Lq+i0+i])
+		}
+		if r.dk != nil { // dK += dSᵀ·Q
+			r.mul(packOp(ta, matSrc[T]{s: ds, rs: 1, cs: cols}, 0, cols, rows, mr, tmp), q.qb, cols, g.D, rows,
+				matDst[T]{s: dk, rs: g.D, cs: 1}, true)
+		}
+		if r.dq != nil { // dQ += dS·K
+			dst := matDst[T]{s: r.dq, off: r.dqm.at(bi, i0), rs: r.dqm.rs, cs: 1}
+			if r.groups > 1 {
+				dst = matDst[T]{s: r.part, off: ((bi*r.groups+gi)*g.Lq + i0) * g.D, rs: g.D, cs: 1}
+			}
+			r.mul(packOp(sa, matSrc[T]{s: ds, rs: cols, cs: 1}, 0, rows, cols, mr, tmp), kq, rows, g.D, cols, dst, true)
+		}
+	}
+	for j := range cols {
+		if r.dk != nil {
+			dst := r.dk[r.dkm.at(bi, j0+j):][:g.D]
+			for c, x := range dk[j*g.D : (j+1)*g.D] {
+				dst[c] = x * r.scale
+			}
+		}
+		if r.dv != nil {
+			copy(r.dv[r.dvm.at(bi, j0+j):][:g.Dv], dv[j*g.Dv:])
+		}
+	}
+}
+
+// attnRowOps are the element-wise passes over a row of a tile.
+type attnRowOps[T float] struct {
+	// exp sets s[j] = e^(s[j]·scale − shift) and returns their sum.
+	exp func(s []T, scale, shift T) float64
+	// max returns the maximum of s, −Inf when s is empty (a NaN in s
+	// may be skipped: its exponential is NaN anyway).
+	max func(s []T) T
+	// ds sets ds[j] = p[j]·(ds[j] − d).
+	ds func(ds, p []T, d T)
+}
+
+// attnF32 are the float32 row passes: Go loops, replaced by vector
+// kernels where the CPU has them (attention_amd64.go).
+var attnF32 = attnRowOps[float32]{exp: attnExpRowF32, max: attnMaxRow[float32], ds: attnDsRow[float32]}
+
+func attnMaxRow[T float](s []T) T {
+	m := T(math.Inf(-1))
+	for _, x := range s {
+		if x > m {
+			m = x
+		}
+	}
+	return m
+}
+
+func attnDsRow[T float](ds, p []T, d T) {
+	p = p[:len(ds)]
+	for j, x := range p {
+		ds[j] = x * (ds[j] - d)
+	}
+}
+
+// attnExpRowF64 sets s[j] = e^(s[j]·scale − shift) and returns their sum.
+func attnExpRowF64(s []float64, scale, shift float64) float64 {
+	var sum float64
+	for j, x := range s {
+		e := math.Exp(x*scale - shift)
+		s[j] = e
+		sum += e
+	}
+	return sum
+}
+
+// attnExpF32 returns e^x rounded to float32: x = k·ln2 + r with |r| ≤ ln2/2,
+// e^r from its Taylor polynomial of degree 7 (relative error below 6e-9),
+// all in float64, so that the result is within 0.6 ulp of e^x, denormal
+// results included; 0 below −150 and +Inf above float32's range.
+func attnExpF32(x float32) float32 { return attnExpToF32(float64(x)) }
+
+// attnExpToF32 is attnExpF32 of a float64 argument.
+func attnExpToF32(x float64) float32 {
+	if !(x >= -150) {
+		if x != x {
+			return float32(x)
+		}
+		return 0
+	}
+	xd := min(x, 89)
+	k := math.Floor(xd*math.Log2E + 0.5)
+	r := xd - k*math.Ln2
+	p := 1 + r*(1+r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120+r*(1.0/720+r*(1.0/5040)))))))
+	return float32(p * math.Float64frombits(uint64(int64(k)+1023)<<52))
+}
+
+// attnExpRowF32 sets s[j] = e^(s[j]·scale − shift) and returns their sum (in
+// float64).
+func attnExpRowF32(s []float32, scale, shift float32) float64 {
+	var sum float64
+	for j, x := range s {
+		e := attnExpToF32(float64(x)*float64(scale) - float64(shift))
+		s[j] = e
+		sum += float64(e)
+	}
+	return sum
+}

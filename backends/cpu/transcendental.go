@@ -1,0 +1,350 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/kiln-ml/kiln/backends"
+)
+
+// Float32 transcendental kernels: exp, log, tanh, erf, sigmoid, SiLU and
+// GELU (erf and tanh forms), forward (out = f(x)) and backward (out =
+// g·f'(x), one fused pass), for Float32 tensors, and for Float16 and
+// BFloat16 through float32 rows. Float64 tensors keep the exact
+// definitions (ew_kernels.go).
+//
+// # Accuracy
+//
+// Every value is computed in float64 and rounded once to float32, with
+// approximations whose error is far below a float32 ulp (2^-33 relative or
+// better): the result is within about 0.52 ulp of the exact value. The
+// dense ulp sweep (KILN_ULP_STRIDE=1021, 6.4 million inputs) measures 0.5000
+// to 0.5004 for most functions, 0.5015 for GELU and 0.5148 for GELU's
+// derivative, the worst (at x ≈ -0.784, just outside the window of its
+// root polynomial), and the tests fail above the documented bound of 2
+// ulp. So the result is the correctly rounded float32 except where the
+// exact value lies within about 0.015 ulp of a rounding boundary, and
+// within 1 ulp of the op's float64 definition rounded to float32 (almost
+// always equal to it). The backward kernels
+// compute float64(g)·f'(x) and round that once, with the same bound.
+//
+// Float64 is what keeps the error that small without special cases:
+// e^(-x²/2) takes x² exactly, GELU's tail x·Φ(x) down to x ≈ -14 (a float32
+// denormal) needs erfc with relative accuracy, and the derivatives cancel
+// near their zeros (GELU' at x ≈ -0.752, SiLU' at x ≈ -1.278, the tanh
+// form's at x ≈ -0.753), where a polynomial in x - x0 takes over
+// (derivRoot). Where the float64 definitions in package backends lose
+// accuracy themselves (0.5·x·(1+erf(x/√2)) once erf rounds to -1,
+// 1 - tanh² once tanh rounds to 1), the kernels keep it, so there they are
+// closer to the exact value than the definition is.
+//
+// At ±Inf and NaN inputs the kernels return exactly what the definitions
+// return (some are NaN: GELU(-Inf) is -Inf·0 in the definition, as in
+// PyTorch), and the backward kernels g times that.
+//
+// # Implementations
+//
+// On CPUs with AVX-512 (F, DQ) and BMI2 the kernels are assembly generated
+// by asm/gen/transcendental.go: sixteen floats an iteration, widened to two
+// vectors of eight float64; exp from a 16-entry table of 2^(j/16) and a
+// polynomial, log from glibc's 16-interval reduction, erfc as e^(-z²)
+// times a rational function fitted to the scaled complementary error
+// function, a division for sigmoid and tanh.
+// transcendental_model_test.go has the same algorithms in scalar Go and
+// explains them; the tests check it for accuracy on every platform.
+// Elsewhere (other CPUs, AVX2-only ones included, and -tags purego) the Go
+// loops below compute each value with Go's math package (math.Exp,
+// math.Log, math.Tanh, math.Erf, math.Erfc) in forms that keep their
+// relative accuracy, at about the speed of the exact loops they replace
+// (exp forward through mathExpF32, exp.go: float32(math.Exp) bit for bit,
+// about twice as fast). There is no AVX2 assembly yet.
+
+// f32Kernel is an op's float32 kernel: the float64 functions f and df that
+// the portable loops apply element by element, and vector kernels that
+// replace those loops where the CPU has them.
+type f32Kernel struct {
+	op    backends.UnaryOp
+	f, df func(x float64) float64
+	// rowF, when set, is the portable forward loop: faster than applying
+	// f element by element, and bit for bit the same.
+	rowF func(o, x []float32)
+	// vecF and vecDF, when set, compute whole rows (kernels_amd64.go via
+	// transcendental_amd64.go); they handle ±Inf and NaN themselves.
+	vecF  func(o, x []float32)
+	vecDF func(o, x, g []float32)
+}
+
+// f32Kernels holds the ops with float32 kernels.
+var f32Kernels = map[backends.UnaryOp]*f32Kernel{
+	backends.Exp:      {op: backends.Exp, f: math.Exp, df: math.Exp, rowF: mathExpF32},
+	backends.Log:      {op: backends.Log, f: math.Log, df: func(x float64) float64 { return 1 / x }},
+	backends.Tanh:     {op: backends.Tanh, f: math.Tanh, df: tanhGrad},
+	backends.Erf:      {op: backends.Erf, f: math.Erf, df: erfGrad},
+	backends.Sigmoid:  {op: backends.Sigmoid, f: sigmoidF, df: sigmoidGrad},
+	backends.Silu:     {op: backends.Silu, f: siluF, df: siluGrad},
+	backends.Gelu:     {op: backends.Gelu, f: geluF, df: geluGrad},
+	backends.GeluTanh: {op: backends.GeluTanh, f: geluTanhF, df: geluTanhGrad},
+}
+
+// forward sets o[i] = f(x[i]) (x as long as o).
+func (k *f32Kernel) forward(o, x []float32) {
+	if k.vecF != nil {
+		k.vecF(o, x)
+		return
+	}
+	k.forwardGo(o, x)
+}
+
+// backward sets o[i] = g[i]·f'(x[i]) (x and g as long as o).
+func (k *f32Kernel) backward(o, x, g []float32) {
+	if k.vecDF != nil {
+		k.vecDF(o, x, g)
+		return
+	}
+	k.backwardGo(o, x, g)
+}
+
+// forwardGo is the portable forward loop. Infinities and NaN take the
+// op's definition, so that they give exactly its results.
+func (k *f32Kernel) forwardGo(o, x []float32) {
+	x = x[:len(o)]
+	if k.rowF != nil {
+		k.rowF(o, x)
+		return
+	}
+	f, def := k.f, backends.UnaryOps[k.op].F
+	for i, v := range x {
+		d := float64(v)
+		if d-d == 0 { // finite
+			o[i] = float32(f(d))
+		} else {
+			o[i] = float32(def(d, 0, 0))
+		}
+	}
+}
+
+// backwardGo is the portable backward loop, g·f'(x) rounded once.
+func (k *f32Kernel) backwardGo(o, x, g []float32) {
+	x, g = x[:len(o)], g[:len(o)]
+	df, def := k.df, backends.UnaryOps[k.op].DF
+	for i, v := range x {
+		d := float64(v)
+		if d-d == 0 {
+			o[i] = float32(float64(g[i]) * df(d))
+		} else {
+			o[i] = float32(float64(g[i]) * def(d, 0, 0))
+		}
+	}
+}
+
+// The portable functions, for finite x.
+
+// tanhGrad is sech²(x) = 4e/(1+e)² with e = e^(-2|x|), which keeps its
+// relative accuracy where 1 - tanh² would round to 0.
+func tanhGrad(x float64) float64 {
+	e := math.Exp(-2 * math.Abs(x))
+	return 4 * e / ((1 + e) * (1 + e))
+}
+
+func erfGrad(x float64) float64 { return 2 / math.SqrtPi * math.Exp(-x*x) }
+
+// sigmoids returns sigmoid(x) and sigmoid(-x) = 1 - sigmoid(x), both with
+// relative accuracy.
+func sigmoids(x float64) (s, sNeg float64) {
+	e := math.Exp(-math.Abs(x))
+	a, b := 1/(1+e), e/(1+e)
+	if x >= 0 {
+		return a, b
+	}
+	return b, a
+}
+
+func sigmoidF(x float64) float64 { s, _ := sigmoids(x); return s }
+
+func sigmoidGrad(x float64) float64 { s, sn := sigmoids(x); return s * sn }
+
+func siluF(x float64) float64 { s, _ := sigmoids(x); return x * s }
+
+// siluGrad is s·(1 + x·(1-s)).
+func siluGrad(x float64) float64 {
+	if d, ok := siluRoot.near(x); ok {
+		return d
+	}
+	s, sn := sigmoids(x)
+	return s * (1 + x*sn)
+}
+
+// geluPhi is Φ(x) = erfc(-x/√2)/2, through erfc for negative x (relative
+// accuracy in the tail) and erf elsewhere (faster in Go's math package).
+func geluPhi(x float64) float64 {
+	if x < 0 {
+		return 0.5 * math.Erfc(-x/math.Sqrt2)
+	}
+	return 0.5 + 0.5*math.Erf(x/math.Sqrt2)
+}
+
+func geluF(x float64) float64 { return x * geluPhi(x) }
+
+// geluGrad is Φ(x) + x·φ(x).
+func geluGrad(x float64) float64 {
+	if d, ok := geluRoot.near(x); ok {
+		return d
+	}
+	return geluPhi(x) + x*math.Exp(-0.5*x*x)/math.Sqrt(2*math.Pi)
+}
+
+// GELU's tanh form: 0.5·x·(1 + tanh u) = x·sigmoid(2u) with
+// 2u = x·(geluK1 + geluK2·x²), and (2u)' = geluK1 + geluK3·x².
+const (
+	geluC  = 0.7978845608028654 // √(2/π), as backends' definition writes it
+	geluK1 = 2 * geluC
+	geluK2 = 2 * geluC * 0.044715
+	geluK3 = 6 * geluC * 0.044715
+)
+
+func geluTanhF(x float64) float64 {
+	s, _ := sigmoids(x * (geluK1 + geluK2*x*x))
+	return x * s
+}
+
+// geluTanhGrad is S + x·(2u)'·S·(1-S) with S = sigmoid(2u).
+func geluTanhGrad(x float64) float64 {
+	if d, ok := geluTanhRoot.near(x); ok {
+		return d
+	}
+	s, sn := sigmoids(x * (geluK1 + geluK2*x*x))
+	return s + x*(geluK1+geluK3*x*x)*(s*sn)
+}
+
+// derivRoot is a polynomial for a derivative near its zero x0 = hi + lo:
+// f'(x) ≈ t·(c[0] + c[1]·t + … + c[5]·t⁵) with t = x - x0 (x - hi is
+// exact, so t keeps its relative accuracy), fitted on |t| ≤ rootWindow
+// (relative error below 2^-41). The general formulas subtract terms of
+// about 0.2 there, and their errors, small against those terms (2^-37 in
+// the assembly kernels' approximations, 2^-53 in Go's math functions),
+// would be large against a result near 0.
+type derivRoot struct {
+	hi, lo float64
+	c      [6]float64
+}
+
+const rootWindow = 1.0 / 32
+
+// near returns f'(x) when x is within rootWindow of the zero.
+func (r *derivRoot) near(x float64) (float64, bool) {
+	t := x - r.hi
+	if !(math.Abs(t) < rootWindow) {
+		return 0, false
+	}
+	t -= r.lo
+	c := &r.c
+	return t * (c[0] + t*(c[1]+t*(c[2]+t*(c[3]+t*(c[4]+t*c[5]))))), true
+}
+
+var (
+	geluRoot = derivRoot{-0x1.80ead197f00b4p-1, 0x1.13e74c58cada8p-56, [6]float64{
+		0x1.b9d98fa5a3b5fp-2, 0x1.8d9a941ddf61ap-2, -0x1.2a2efc588f630p-6,
+		-0x1.d2fa4ac53b847p-4, -0x1.e3d0becedc4cep-7, 0x1.3e19df5b577d9p-6}}
+	siluRoot = derivRoot{-0x1.474973c84120bp+0, -0x1.f8d74bc9ac154p-54, [6]float64{
+		0x1.be141046055c3p-3, 0x1.2c563458cba1cp-3, 0x1.353eb4fe11684p-6,
+		-0x1.f2d0e2edfc1e8p-7, -0x1.b0e48cf3d4692p-8, 0x1.09c33e91274f8p-13}}
+	geluTanhRoot = derivRoot{-0x1.81429f9e97e4cp-1, -0x1.406439d087aa4p-55, [6]float64{
+		0x1.b8bacd2c97656p-2, 0x1.8cd1a2b2fb18dp-2, -0x1.029618f5332b0p-6,
+		-0x1.d2b771ca8099cp-4, -0x1.102a32c446f4bp-6, 0x1.425c340df544fp-6}}
+)
+
+// transcendentalF32 returns op's float32 kernel, or nil.
+func transcendentalF32(op backends.UnaryOp) *f32Kernel { return f32Kernels[op] }
+
+// unaryTranscendental runs op's float32 kernel for out = op(x) when out
+// and x are both Float32, Float16 or BFloat16 (the halves through float32
+// rows), reporting false when op has no kernel or the dtypes differ.
+func (b *Backend) unaryTranscendental(op backends.UnaryOp, out, x backends.View) bool {
+	k := transcendentalF32(op)
+	if k == nil || out.DType != x.DType || !isF32Like(out.DType) {
+		return false
+	}
+	views := []backends.View{out, x}
+	ob, xb := buf(out), buf(x)
+	cost := unaryCost(op)
+	if out.DType == backends.Float32 {
+		os, xs := ob.f32(), xb.f32()
+		l := newLoop(out.Shape, views...)
+		if flatRun(l, false, false) {
+			o0, x0 := l.base[0], l.base[1]
+			b.parallel(l.n, b.ewGrain(l.n), func(lo, hi int) {
+				k.forward(os[o0+lo:o0+hi], xs[x0+lo:x0+hi])
+			})
+			return true
+		}
+		b.elementwise(out.Shape, cost, views, func(sc *scratch, st *[maxViews]int, o offsets, n int) {
+			ov := outRow(os, o[0], st[0], n, sc.f32[0][:])
+			k.forward(ov, gatherRow(xs, o[1], st[1], n, sc.f32[1][:]))
+			scatterRow(os, o[0], st[0], ov)
+		})
+		return true
+	}
+	b.elementwise(out.Shape, cost+2, views, func(sc *scratch, st *[maxViews]int, o offsets, n int) {
+		t := sc.f32[0][:n]
+		loadF32(xb, o[1], st[1], t)
+		k.forward(t, t)
+		storeF32(ob, o[0], st[0], t)
+	})
+	return true
+}
+
+// unaryGradTranscendental runs op's float32 kernel for out = g·op'(x) when
+// out, x and g share a dtype of Float32, Float16 or BFloat16, reporting
+// false otherwise.
+func (b *Backend) unaryGradTranscendental(op backends.UnaryOp, out, x, g backends.View) bool {
+	k := transcendentalF32(op)
+	if k == nil || out.DType != x.DType || out.DType != g.DType || !isF32Like(out.DType) {
+		return false
+	}
+	views := []backends.View{out, x, g}
+	ob, xb, gb := buf(out), buf(x), buf(g)
+	cost := unaryCost(op) + 1
+	if out.DType == backends.Float32 {
+		os, xs, gs := ob.f32(), xb.f32(), gb.f32()
+		l := newLoop(out.Shape, views...)
+		if flatRun(l, false, false, false) {
+			o0, x0, g0 := l.base[0], l.base[1], l.base[2]
+			b.parallel(l.n, b.ewGrain(l.n), func(lo, hi int) {
+				k.backward(os[o0+lo:o0+hi], xs[x0+lo:x0+hi], gs[g0+lo:g0+hi])
+			})
+			return true
+		}
+		b.elementwise(out.Shape, cost, views, func(sc *scratch, st *[maxViews]int, o offsets, n int) {
+			ov := outRow(os, o[0], st[0], n, sc.f32[0][:])
+			xv := gatherRow(xs, o[1], st[1], n, sc.f32[1][:])
+			k.backward(ov, xv, gatherRow(gs, o[2], st[2], n, sc.f32[2][:]))
+			scatterRow(os, o[0], st[0], ov)
+		})
+		return true
+	}
+	b.elementwise(out.Shape, cost+3, views, func(sc *scratch, st *[maxViews]int, o offsets, n int) {
+		t, xv, gv := sc.f32[0][:n], sc.f32[1][:n], sc.f32[2][:n]
+		loadF32(xb, o[1], st[1], xv)
+		loadF32(gb, o[2], st[2], gv)
+		k.backward(t, xv, gv)
+		storeF32(ob, o[0], st[0], t)
+	})
+	return true
+}
+
+// unaryRow computes op over a row as Unary computes it for T: through the
+// float32 kernel where op has one, else with unaryFloat. The fused kernels
+// use it to give the same bits as the ops they fuse.
+func unaryRow[T float](op backends.UnaryOp, o, x []T) {
+	if o32, ok := any(o).([]float32); ok {
+		if k := transcendentalF32(op); k != nil {
+			k.forward(o32, any(x).([]float32))
+			return
+		}
+	}
+	unaryFloat(op, o, x, 0, 0)
+}
+
+// isF32Like reports whether d is computed through float32 rows.
+func isF32Like(d backends.DType) bool {
+	return d == backends.Float32 || d == backends.Float16 || d == backends.BFloat16
+}

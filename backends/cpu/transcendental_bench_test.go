@@ -1,0 +1,105 @@
+package cpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/kiln-ml/kiln/backends"
+)
+
+// benchActivationOps are the ops BenchmarkActivation measures, with the
+// names make bench-compare matches PyTorch's functions against.
+var benchActivationOps = []struct {
+	name string
+	op   backends.UnaryOp
+}{
+	{"exp", backends.Exp}, {"log", backends.Log}, {"tanh", backends.Tanh}, {"erf", backends.Erf},
+	{"sigmoid", backends.Sigmoid}, {"gelu", backends.Gelu}, {"gelu_tanh", backends.GeluTanh},
+	{"silu", backends.Silu},
+}
+
+// normalView returns a contiguous float32 view of standard normal values
+// (log gets their absolute values), the inputs an activation sees.
+func normalView(be *Backend, seed uint64, abs bool, shape ...int) backends.View {
+	v := allocView(be, backends.Float32, shape...)
+	r := rand.New(rand.NewPCG(seed, 11))
+	s := buf(v).f32()
+	for i := range s {
+		x := r.NormFloat64()
+		if abs && x < 0 {
+			x = -x
+		}
+		s[i] = float32(x)
+	}
+	return v
+}
+
+// BenchmarkActivation measures the float32 transcendental kernels forward
+// (out = f(x)) and backward (out = g·f'(x), one fused pass) on a
+// [64·256, 1024] tensor, a GPT-sized batch of activations, on 1 and 2
+// worker goroutines. It reports elements per second, bytes read plus
+// written per second (8 bytes an element forward, 12 backward), and
+// elements per CPU-second, steadier when other processes share the cores.
+func BenchmarkActivation(b *testing.B) {
+	shape := []int{64 * 256, 1024}
+	n := shape[0] * shape[1]
+	for _, c := range benchActivationOps {
+		for _, dir := range []string{"fwd", "bwd"} {
+			for _, threads := range []int{1, 2} {
+				b.Run(fmt.Sprintf("op=%s/dir=%s/threads=%d", c.name, dir, threads), func(b *testing.B) {
+					be := New(threads)
+					x := normalView(be, 1, c.op == backends.Log, shape...)
+					g := normalView(be, 2, false, shape...)
+					out := allocView(be, backends.Float32, shape...)
+					run, bytes := func() { be.Unary(c.op, out, x, 0, 0) }, 8
+					if dir == "bwd" {
+						run, bytes = func() { be.UnaryGrad(c.op, out, x, g, 0, 0) }, 12
+					}
+					run()
+					c0 := cpuSeconds()
+					for b.Loop() {
+						run()
+					}
+					s := b.Elapsed().Seconds()
+					b.ReportMetric(float64(n)*float64(b.N)/s/1e9, "Gelem/s")
+					b.ReportMetric(float64(bytes*n)*float64(b.N)/s/1e9, "GB/s")
+					if c := cpuSeconds() - c0; c > 0 {
+						b.ReportMetric(float64(n)*float64(b.N)/c/1e9, "Gelem/cpu-s")
+					}
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkGeluStep is a GELU forward and backward on a [64·256, 1024]
+// float32 tensor, as one layer of a GPT-style training step does them, on 1
+// and 2 worker goroutines; make bench-compare sets it against PyTorch.
+func BenchmarkGeluStep(b *testing.B) {
+	shape := []int{64 * 256, 1024}
+	n := shape[0] * shape[1]
+	for _, threads := range []int{1, 2} {
+		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
+			be := New(threads)
+			x := normalView(be, 1, false, shape...)
+			g := normalView(be, 2, false, shape...)
+			y := allocView(be, backends.Float32, shape...)
+			dx := allocView(be, backends.Float32, shape...)
+			step := func() {
+				be.Unary(backends.Gelu, y, x, 0, 0)
+				be.UnaryGrad(backends.Gelu, dx, x, g, 0, 0)
+			}
+			step()
+			c0 := cpuSeconds()
+			for b.Loop() {
+				step()
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gelem/s")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e6/float64(b.N), "ms/step")
+			if c := cpuSeconds() - c0; c > 0 {
+				b.ReportMetric(float64(n)*float64(b.N)/c/1e9, "Gelem/cpu-s")
+			}
+		})
+	}
+}

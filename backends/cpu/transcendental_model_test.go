@@ -1,0 +1,334 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/kiln-ml/kiln/backends"
+)
+
+// The algorithms of the AVX-512 kernels (asm/gen/transcendental.go) in
+// scalar Go, with the same constants: a model that the ulp tests check for
+// accuracy on every platform, the purego build included, and whose
+// derivatives they check against its functions by finite differences. The
+// assembly evaluates the same expressions with fused multiply-adds, eight
+// float64 lanes at a time.
+//
+//   - exp(x) = 2^(k/16)·e^r with k = round(16x/ln2), r = x - k·ln2/16
+//     (Cody–Waite, |r| ≤ ln2/32), e^r = 1 + r + r²·q(r) with q of degree 2
+//     (minimax, relative error 2^-37.5) and 2^(j/16) from a table of 16;
+//     the argument is clamped to ±1000 (the result then overflows to +Inf
+//     or underflows to 0 as it should).
+//   - expm1(y) = s·(e^r - 1) + (s - 1) with s = 2^(k/16) and e^r - 1 from
+//     a q of degree 3 (minimax for e^r - 1, relative error 2^-41), so
+//     accurate near 0.
+//   - log(x) = k·ln2 + log(c) + log1p(r) with x = 2^k·z, z in [0.699,
+//     1.398) split into 16 intervals by its top mantissa bits (glibc's logf
+//     reduction), c near the middle of z's interval (1 for the one holding
+//     1), r = z/c - 1 (|r| < 0.03) and log1p(r) = r + r²·P(r), P of degree
+//     4 (relative error 2^-38).
+//   - erfc(z) = e^(-z²)·P(z)/Q(z) for z in [0, 11], P/Q of degree 6/7
+//     fitted to the scaled complementary error function e^(z²)·erfc(z)
+//     (relative error 2^-39.4); erf(x) = 1 - erfc(|x|) with x's sign, and
+//     2/√π·x·(1 - x²/3 + x⁴/10 - x⁶/42) below |x| = 1/16.
+//   - tanh(x) = m/(m+2) with m = expm1(2|x|), and tanh' = 4(m+1)/(m+2)².
+//   - sigmoid(x) = 1/(1+E), E = e^(-x), and sigmoid' = E/(1+E)²; SiLU and
+//     the tanh form of GELU (x·sigmoid(2u)) are built on it.
+//   - GELU: Φ(x) = h or 1-h by x's sign with h = erfc(|x|/√2)/2 (a
+//     rational function of degree 5/6, relative error 2^-33.3, rescaled to
+//     take |x|), and GELU' = Φ(x) + x·e^(-x²/2)/√(2π).
+//   - near the zeros of GELU', SiLU' and the tanh form's derivative, the
+//     polynomials of derivRoot.
+//
+// The coefficients were fitted with mpmath and numpy (Lawson-weighted least
+// squares on Chebyshev nodes, close to minimax).
+
+// Constants of the approximations (asm/gen/transcendental.go has the same;
+// geluK1, geluK2 and geluK3 are transcendental.go's).
+const (
+	expMagic  = 0x1.8p52 // adding and subtracting it rounds to an integer
+	expClamp  = 1000     // e^±1000 is beyond float64's range
+	log2eBy16 = 16 / math.Ln2
+	// ln2/16 in two parts: ln2by16Hi has 37 significant bits, so k·Hi is
+	// exact for |k| < 2^16
+	ln2by16Hi = 0x1.62e42fefap-05
+	ln2by16Lo = math.Ln2/16 - ln2by16Hi
+	// e^r ≈ 1 + r + r²·(expE2 + r·expE3 + r²·expE4) on |r| ≤ ln2/32,
+	// relative error 2^-37.5 (exp itself)
+	expE2 = 0x1.00000006d99e1p-1
+	expE3 = 0x1.55571d829453bp-3
+	expE4 = 0x1.5552102101450p-5
+	// e^r - 1 ≈ r + r²·(expC2 + r·expC3 + r²·expC4 + r³·expC5) on |r| ≤
+	// ln2/32, relative error 2^-41 (so 2^-46.6 for e^r)
+	expC2 = 0x1.fffffffe5bdaep-2
+	expC3 = 0x1.55555555d30e4p-3
+	expC4 = 0x1.55570aaa97b24p-5
+	expC5 = 0x1.111171bbf8920p-7
+
+	// log: x = 2^k·z with z in [logOff, 2·logOff) (as float64 bits)
+	logOff = 0x3FE6600000000000
+	// log1p(r) ≈ r + r²·(logP0 + r·logP1 + … + r⁴·logP4) on |r| ≤ 0.0297
+	logP0 = -0x1.000000000b875p-1
+	logP1 = 0x1.555552225c7d5p-2
+	logP2 = -0x1.fffff6d4ccdddp-3
+	logP3 = 0x1.99f567725f7bap-3
+	logP4 = -0x1.55b2eabd36199p-3
+
+	// e^(z²)·erfc(z) ≈ P(z)/Q(z) on [0, 11]; erf clamps z to erfMaxZ
+	// (erfc(6) ≈ 2e-17: erf is 1 in float64 from there)
+	erfMaxZ = 6
+	// erf(x)/x on |x| < erfSmall: its Taylor series to x⁶
+	erfSmall = 1.0 / 16
+	erfS0    = 2 / math.SqrtPi
+	erfS1    = -2 / (3 * math.SqrtPi)
+	erfS2    = 2 / (10 * math.SqrtPi)
+	erfS3    = -2 / (42 * math.SqrtPi)
+
+	// clamps beyond which the results no longer change in float32 and the
+	// intermediate values stay finite
+	tanhClamp     = 60  // tanh(60) = 1, sech²(60) ≈ 3e-52
+	sigmoidClamp  = 300 // E = e^300 and E² stay finite
+	geluTanhClamp = 600 // for 2u
+
+	invSqrt2   = 1 / math.Sqrt2
+	invSqrt2Pi = 1 / (math.Sqrt2 * math.SqrtPi)
+)
+
+var (
+	// exp2By16[j] = 2^(j/16), within 1 float64 ulp
+	exp2By16 = func() (t [16]float64) {
+		for j := range t {
+			t[j] = math.Exp2(float64(j) / 16)
+		}
+		return t
+	}()
+	// logInvC[i] is 1/c for the centre c of z's interval i (1 for the
+	// interval holding 1); logLogC[i] = -log(logInvC[i])
+	logInvC = [16]float64{
+		0x1.661ec6a5122f9p+0, 0x1.571ed3c506b3ap+0, 0x1.49539e3b2d067p+0, 0x1.3c995a47babe7p+0,
+		0x1.30d190130d190p+0, 0x1.25e22708092f1p+0, 0x1.1bb4a4046ed29p+0, 0x1.12358e75d3033p+0,
+		0x1.0953f39010954p+0, 0x1p+0, 0x1.e573ac901e574p-1, 0x1.ca4b3055ee191p-1,
+		0x1.b2036406c80d9p-1, 0x1.9c2d14ee4a102p-1, 0x1.886e5f0abb04ap-1, 0x1.767dce434a9b1p-1,
+	}
+	logLogC = [16]float64{
+		-0x1.57bf753c8d1fbp-2, -0x1.2bef07cdc9355p-2, -0x1.01eae5626c691p-2, -0x1.b31d8575bce3bp-3,
+		-0x1.6574ebe8c1339p-3, -0x1.1aa2b7e23f729p-3, -0x1.a4e7640b1bc38p-4, -0x1.1973bd1465561p-4,
+		-0x1.252f32f8d1840p-5, 0, 0x1.b42dd711971b9p-5, 0x1.c5e548f5bc743p-4,
+		0x1.526e5e3a1b438p-3, 0x1.bc286742d8cd4p-3, 0x1.1058bf9ae4ad4p-2, 0x1.404308686a7e4p-2,
+	}
+	erfcP = [7]float64{
+		0x1.000000000176ap+0, 0x1.9f557fb44e51bp+0, 0x1.4ae3953b4753ep+0, 0x1.3d5c025266e79p-1,
+		0x1.7e99afd95f731p-3, 0x1.138ac55b61065p-5, 0x1.7913eedfa259dp-9,
+	}
+	erfcQ = [8]float64{
+		1, 0x1.60197a5cbaa5bp+1, 0x1.b2bf0b282e60bp+1, 0x1.3a165aac153fdp+1,
+		0x1.20e324cc88254p+0, 0x1.55ae37d27c49ep-2, 0x1.e862c9adb3a69p-5, 0x1.4e2d304755848p-8,
+	}
+)
+
+// expReduce splits x (|x| ≤ expClamp) into k and r with x = k·ln2/16 + r.
+func expReduce(x float64) (k int64, r float64) {
+	t := x*log2eBy16 + expMagic
+	kf := t - expMagic
+	return int64(math.Float64bits(t) - math.Float64bits(expMagic)), (x - kf*ln2by16Hi) - kf*ln2by16Lo
+}
+
+// expPoly is e^r - 1 for |r| ≤ ln2/32, accurate relative to e^r.
+func expPoly(r float64) float64 {
+	return r + r*r*(expE2+r*(expE3+r*expE4))
+}
+
+// expm1Poly is e^r - 1 for |r| ≤ ln2/32, accurate relative to e^r - 1.
+func expm1Poly(r float64) float64 {
+	return r + r*r*(expC2+r*(expC3+r*(expC4+r*expC5)))
+}
+
+// scale2 returns s·2^e.
+func scale2(s float64, e int64) float64 {
+	if e < -1000 || e > 1000 { // a result near or past float64's range
+		return math.Ldexp(s, int(e))
+	}
+	return math.Float64frombits(math.Float64bits(s) + uint64(e)<<52)
+}
+
+// expApprox is e^x (relative error about 2^-37); +Inf and 0 past float64's
+// range.
+func expApprox(x float64) float64 {
+	k, r := expReduce(min(max(x, -expClamp), expClamp))
+	return scale2(exp2By16[k&15]*(1+expPoly(r)), k>>4)
+}
+
+// expm1Approx is e^y - 1 for y in [0, 2·tanhClamp], with relative accuracy
+// near 0.
+func expm1Approx(y float64) float64 {
+	k, r := expReduce(y)
+	s := scale2(exp2By16[k&15], k>>4)
+	return s*expm1Poly(r) + (s - 1)
+}
+
+// logApprox is log(x) for finite x > 0.
+func logApprox(x float64) float64 {
+	ix := math.Float64bits(x)
+	tmp := ix - logOff
+	i := tmp >> 48 & 15
+	k := int64(tmp) >> 52
+	z := math.Float64frombits(ix - tmp&(0xfff<<52))
+	r := z*logInvC[i] - 1
+	p := logP0 + r*(logP1+r*(logP2+r*(logP3+r*logP4)))
+	return (float64(k)*math.Ln2 + logLogC[i]) + (r + r*r*p)
+}
+
+// erfcScaled is e^(z²)·erfc(z) for z in [0, 11].
+func erfcScaled(z float64) float64 {
+	p := erfcP[6]
+	for i := 5; i >= 0; i-- {
+		p = p*z + erfcP[i]
+	}
+	q := erfcQ[7]
+	for i := 6; i >= 0; i-- {
+		q = q*z + erfcQ[i]
+	}
+	return p / q
+}
+
+func tanhApprox(x float64) float64 {
+	m := expm1Approx(2 * min(math.Abs(x), tanhClamp))
+	return math.Copysign(m/(m+2), x)
+}
+
+func tanhGradApprox(x float64) float64 {
+	m := expm1Approx(2 * min(math.Abs(x), tanhClamp))
+	d := m + 2
+	return 4 * (m + 1) / (d * d)
+}
+
+func erfApprox(x float64) float64 {
+	a := math.Abs(x)
+	if a < erfSmall {
+		a2 := a * a
+		return math.Copysign(a*(erfS0+a2*(erfS1+a2*(erfS2+a2*erfS3))), x)
+	}
+	z := min(a, erfMaxZ)
+	return math.Copysign(1-expApprox(-z*z)*erfcScaled(z), x)
+}
+
+func erfGradApprox(x float64) float64 { return erfS0 * expApprox(-x*x) }
+
+// sigmoidParts returns E = e^-x and sigmoid(x) = 1/(1+E) (x clamped).
+func sigmoidParts(x float64) (e, s float64) {
+	e = expApprox(-min(max(x, -sigmoidClamp), sigmoidClamp))
+	return e, 1 / (1 + e)
+}
+
+func sigmoidApprox(x float64) float64 { _, s := sigmoidParts(x); return s }
+
+func sigmoidGradApprox(x float64) float64 { e, s := sigmoidParts(x); return e * s * s }
+
+func siluApprox(x float64) float64 { _, s := sigmoidParts(x); return x * s }
+
+// siluGradApprox is s·(1 + x·(1-s)), with 1-s = E·s.
+func siluGradApprox(x float64) float64 {
+	if d, ok := siluRoot.near(x); ok {
+		return d
+	}
+	e, s := sigmoidParts(x)
+	return s * (1 + x*(e*s))
+}
+
+// erfcP5 and erfcQ6 are a cheaper e^(z²)·erfc(z) ≈ P5(z)/Q6(z) on [0, 11],
+// of degree 5/6 (relative error 2^-33.3), for GELU, where erfc's error
+// is not amplified as it is in erf = 1 - erfc near 0.
+var (
+	erfcP5 = [6]float64{
+		0x1.ffffffff2a146p-1, 0x1.70f39fbc02033p+0, 0x1.026c5f2e9a2a2p+0, 0x1.a17ada2207196p-2,
+		0x1.832de90357e66p-4, 0x1.507871d871937p-7,
+	}
+	erfcQ6 = [7]float64{
+		1, 0x1.48e88a4408f2fp+1, 0x1.74585497df941p+1, 0x1.df6c10bcb4692p+0,
+		0x1.76a6c8d5c2e61p-1, 0x1.57207903e62bbp-3, 0x1.2a30841d77f66p-6,
+	}
+)
+
+// geluP and geluQ are erfcP5 and erfcQ6 rescaled to take |x| rather than
+// z = |x|/√2, and P halved: geluP(|x|)/geluQ(|x|) = e^(x²/2)·erfc(|x|/√2)/2
+// (asm/gen computes them the same way).
+var geluP, geluQ = func() (p [6]float64, q [7]float64) {
+	scale := 1.0
+	for i := range q {
+		if i < len(p) {
+			p[i] = 0.5 * erfcP5[i] * scale
+		}
+		q[i] = erfcQ6[i] * scale
+		scale *= invSqrt2
+	}
+	return p, q
+}()
+
+// geluMaxA is where GELU clamps |x| for the rational function: just below
+// 11·√2.
+const geluMaxA = 15.5
+
+// geluParts returns Φ(x) and E = e^(-x²/2).
+func geluParts(x float64) (phi, e float64) {
+	e = expApprox(-0.5 * x * x) // x² is exact for a float32 x
+	a := min(math.Abs(x), geluMaxA)
+	p := geluP[5]
+	for i := 4; i >= 0; i-- {
+		p = p*a + geluP[i]
+	}
+	q := geluQ[6]
+	for i := 5; i >= 0; i-- {
+		q = q*a + geluQ[i]
+	}
+	h := e * (p / q)
+	if x < 0 {
+		return h, e
+	}
+	return 1 - h, e
+}
+
+func geluApprox(x float64) float64 { phi, _ := geluParts(x); return x * phi }
+
+func geluGradApprox(x float64) float64 {
+	if d, ok := geluRoot.near(x); ok {
+		return d
+	}
+	phi, e := geluParts(x)
+	return phi + x*e*invSqrt2Pi
+}
+
+// geluTanhParts returns E = e^(-2u) and S = sigmoid(2u) = (1 + tanh u)/2.
+func geluTanhParts(x float64) (e, s float64) {
+	u2 := x * (geluK1 + geluK2*x*x)
+	e = expApprox(-min(max(u2, -geluTanhClamp), geluTanhClamp))
+	return e, 1 / (1 + e)
+}
+
+func geluTanhApprox(x float64) float64 { _, s := geluTanhParts(x); return x * s }
+
+// geluTanhGradApprox is S + x·2u'·S·(1-S), with 1-S = E·S.
+func geluTanhGradApprox(x float64) float64 {
+	if d, ok := geluTanhRoot.near(x); ok {
+		return d
+	}
+	e, s := geluTanhParts(x)
+	return s * (1 + x*(geluK1+geluK3*x*x)*(e*s))
+}
+
+// modelKernels are the model's functions per op, as f32Kernels (log's
+// model takes only x > 0; math.Log answers elsewhere, as the kernel's
+// special-case lanes do).
+var modelKernels = map[backends.UnaryOp]*f32Kernel{
+	backends.Exp: {op: backends.Exp, f: expApprox, df: expApprox},
+	backends.Log: {op: backends.Log, f: func(x float64) float64 {
+		if x > 0 {
+			return logApprox(x)
+		}
+		return math.Log(x)
+	}, df: func(x float64) float64 { return 1 / x }},
+	backends.Tanh:     {op: backends.Tanh, f: tanhApprox, df: tanhGradApprox},
+	backends.Erf:      {op: backends.Erf, f: erfApprox, df: erfGradApprox},
+	backends.Sigmoid:  {op: backends.Sigmoid, f: sigmoidApprox, df: sigmoidGradApprox},
+	backends.Silu:     {op: backends.Silu, f: siluApprox, df: siluGradApprox},
+	backends.Gelu:     {op: backends.Gelu, f: geluApprox, df: geluGradApprox},
+	backends.GeluTanh: {op: backends.GeluTanh, f: geluTanhApprox, df: geluTanhGradApprox},
+}
