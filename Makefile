@@ -112,12 +112,12 @@ include desktop.mk
 # workbench's main views and a notebook's live dashboard, as the browser
 # tests see them in headless Chromium. The tests write into a scratch
 # folder; the chosen pictures are copied over the committed ones.
-SCREENSHOTS := workbench-01-tensors.jpg workbench-variables.jpg workbench-model.jpg workbench-run-live.jpg \
+SCREENSHOTS := workbench-files.jpg workbench-variables.jpg workbench-model.jpg workbench-run-live.jpg \
 	workbench-runs-compare.jpg workbench-checkpoints.jpg workbench-devices.jpg workbench-runs-registry-live.jpg \
 	workbench-runs-empty.jpg kernel/dashboard-mid-run.jpg kernel/dashboard-final.jpg
 screenshots: deps assets
 	@rm -rf bin/screenshots-docs && mkdir -p bin/screenshots-docs docs/screenshots
-	KILN_SCREENSHOTS=$(CURDIR)/bin/screenshots-docs $(GO) test -count=1 -run '^(TestBrowserEndToEnd|TestBrowserRegistryRun)$$' ./workbench/browsertest
+	KILN_SCREENSHOTS=$(CURDIR)/bin/screenshots-docs $(GO) test -count=1 -run '^(TestBrowserEndToEnd|TestBrowserRegistryRun|TestBrowserFileBrowser)$$' ./workbench/browsertest
 	KILN_TEST_OUT=$(CURDIR)/bin/screenshots-docs $(GO) test -count=1 -run '^TestLiveDashboardInBrowser$$' ./kernel
 	@for f in $(SCREENSHOTS); do cp bin/screenshots-docs/$$f docs/screenshots/$$(basename $$f) || exit 1; done
 	@echo "docs/screenshots/: $(words $(SCREENSHOTS)) pictures"
