@@ -11,29 +11,13 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/kiln-ml/kiln/frontend"
 )
 
 // TestBrowserCompareColoursByRun checks the Runs compare view: every series
 // of one run has that run's colour in every chart, runs differ, the legend
 // is a table of the runs, and percentages and MiB are never on one axis.
 func TestBrowserCompareColoursByRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: the browser test builds kiln")
-	}
-	if !frontend.Built() {
-		t.Skip("the workbench UI is not built (frontend/web/app missing: run make assets): browser test skipped")
-	}
-	ctx := newTab(t)
-	shots := filepath.Join(repoRoot(t), "bin", "screenshots")
-	if d := os.Getenv("KILN_SCREENSHOTS"); d != "" {
-		shots = d
-	}
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	w := startWorkbench(t)
+	ctx, shots, w := browserSetup(t)
 	for i, name := range []string{"alpha", "beta"} {
 		dir := filepath.Join(w.runs, name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -269,13 +269,7 @@ func TestBrowserEndToEnd(t *testing.T) {
 		t.Skip("the workbench UI is not built (frontend/web/app missing: run make assets): end-to-end test skipped")
 	}
 	ctx := newTab(t)
-	shots := filepath.Join(repoRoot(t), "bin", "screenshots")
-	if d := os.Getenv("KILN_SCREENSHOTS"); d != "" {
-		shots = d
-	}
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	shots := screenshotDir(t)
 	start := time.Now()
 	w := startWorkbench(t)
 	t.Logf("workbench up in %v at %s", time.Since(start).Round(time.Millisecond), w.base)

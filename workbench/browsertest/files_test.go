@@ -10,29 +10,13 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/kiln-ml/kiln/frontend"
 )
 
 // TestBrowserFileBrowser checks that the workbench opens on its root's
 // file browser, and that a notebook and a run listed there open in their
 // panels.
 func TestBrowserFileBrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: the browser test builds kiln")
-	}
-	if !frontend.Built() {
-		t.Skip("the workbench UI is not built (frontend/web/app missing: run make assets): browser test skipped")
-	}
-	ctx := newTab(t)
-	shots := filepath.Join(repoRoot(t), "bin", "screenshots")
-	if d := os.Getenv("KILN_SCREENSHOTS"); d != "" {
-		shots = d
-	}
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	w := startWorkbench(t)
+	ctx, shots, w := browserSetup(t)
 	writeFile(t, filepath.Join(w.root, "hello.ipynb"), `{"cells": [{"cell_type": "markdown", "id": "c1", "metadata": {}, "source": ["# hello from the file browser"]}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}`)
 	run := filepath.Join(w.runs, "browse-run")
 	if err := os.MkdirAll(run, 0o755); err != nil {

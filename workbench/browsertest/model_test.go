@@ -3,40 +3,15 @@
 package browsertest
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/chromedp/chromedp"
-
-	"github.com/kiln-ml/kiln/frontend"
 )
 
 // TestBrowserModelPicker checks that the Model tab offers the session's
 // modules (and nothing else) to pick, and that picking one shows its tree.
 func TestBrowserModelPicker(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: the browser test builds kiln and runs a kernel")
-	}
-	if !frontend.Built() {
-		t.Skip("the workbench UI is not built (frontend/web/app missing: run make assets): browser test skipped")
-	}
-	ctx := newTab(t)
-	shots := filepath.Join(repoRoot(t), "bin", "screenshots")
-	if d := os.Getenv("KILN_SCREENSHOTS"); d != "" {
-		shots = d
-	}
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	w := startWorkbench(t)
-	p := &page{t: t, ctx: ctx, shot: shots}
-	if _, err := chromedp.Run(ctx, chromedp.Navigate(w.url)); err != nil {
-		t.Fatal(err)
-	}
-	p.wait("the page to start", `document.body.dataset.ready === "true"`, 60*time.Second)
-	p.wait("an idle kernel", `document.querySelector("#kernel-status").dataset.status === "idle"`, 120*time.Second)
+	ctx, shots, w := browserSetup(t)
+	p := openPage(t, ctx, shots, w)
 
 	// Before any cell: no module to pick.
 	p.tab("model")
