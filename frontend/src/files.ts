@@ -48,9 +48,12 @@ export class FilesPanel {
   async list(path: string) {
     try {
       const r = await this.t.call<{ path: string; entries: FileEntry[]; recent: FileEntry[] }>("files.list", { path });
+      const before = this.path;
       this.path = r.path ?? "";
       this.err.hidden = true;
-      this.detail.hidden = true;
+      // A refresh of the same folder (the tab shown again) keeps the
+      // details of a file still listed, even when it answers after a click.
+      if (this.path !== before || !(r.entries ?? []).some((e) => e.path === this.detail.dataset.path)) this.detail.hidden = true;
       this.showCrumbs();
       const rows = (r.entries ?? []).map((e) => this.row(e));
       if (this.path) {
