@@ -32,13 +32,7 @@ func (t *Tensor) LayerNorm(normalizedShape []int, weight, bias *Tensor, eps floa
 			inputs = append(inputs, p)
 		}
 	}
-	k := len(normalizedShape)
-	if k == 0 {
-		fail(op, ErrArgument, "normalizedShape is empty; it must name at least one trailing dimension of %s", shapeString(t.shape))
-	}
-	if k > len(t.shape) || !sameShape(t.shape[len(t.shape)-k:], normalizedShape) {
-		fail(op, ErrShape, "input %s does not end with normalizedShape %s", shapeString(t.shape), shapeString(normalizedShape))
-	}
+	k := checkNormalizedShape(op, t, normalizedShape)
 	for _, p := range []struct {
 		name string
 		t    *Tensor
@@ -169,4 +163,18 @@ func lnInputGrad(op string, g, xhat, rstd, weight *Tensor, axes []int, n int) *T
 	dx := rawBinary(op, mulOp, d2, rstd)
 	d2.Release()
 	return dx
+}
+
+// checkNormalizedShape panics unless normalizedShape names trailing
+// dimensions of t (at least one), as layer and RMS norm need; it returns
+// how many.
+func checkNormalizedShape(op string, t *Tensor, normalizedShape []int) int {
+	k := len(normalizedShape)
+	if k == 0 {
+		fail(op, ErrArgument, "normalizedShape is empty; it must name at least one trailing dimension of %s", shapeString(t.shape))
+	}
+	if k > len(t.shape) || !sameShape(t.shape[len(t.shape)-k:], normalizedShape) {
+		fail(op, ErrShape, "input %s does not end with normalizedShape %s", shapeString(t.shape), shapeString(normalizedShape))
+	}
+	return k
 }

@@ -138,13 +138,7 @@ func (t *Tensor) RMSNorm(normalizedShape []int, weight *Tensor, eps float64) *Te
 		sameDevice(op, t, weight)
 		inputs = append(inputs, weight)
 	}
-	k := len(normalizedShape)
-	if k == 0 {
-		fail(op, ErrArgument, "normalizedShape is empty; it must name at least one trailing dimension of %s", shapeString(t.shape))
-	}
-	if k > len(t.shape) || !sameShape(t.shape[len(t.shape)-k:], normalizedShape) {
-		fail(op, ErrShape, "input %s does not end with normalizedShape %s", shapeString(t.shape), shapeString(normalizedShape))
-	}
+	k := checkNormalizedShape(op, t, normalizedShape)
 	if !t.dtype.IsFloat() {
 		fail(op, ErrDType, "input %s is %s; RMS norm needs floating-point tensors", shapeString(t.shape), t.dtype)
 	}
