@@ -167,14 +167,7 @@ func newModel(mp *ModelProto, path string, dev tensor.Device) (*Model, error) {
 	if err := validateGraph(g, opset); err != nil {
 		return nil, err
 	}
-	for i, n := range order {
-		s := &step{node: n, def: ops[n.OpType], attrs: map[string]*AttributeProto{}, index: i}
-		for _, a := range n.Attributes {
-			s.attrs[a.Name] = a
-		}
-		p.steps = append(p.steps, s)
-	}
-	if err := p.loadSubgraphs(); err != nil {
+	if err := p.addSteps(order); err != nil {
 		return nil, err
 	}
 	inits := map[string]bool{}
@@ -870,4 +863,17 @@ func dimsString(ds []Dim) string {
 		parts[i] = d.String()
 	}
 	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// addSteps appends a step for each node of order (sorted) and loads the
+// subgraphs of control-flow nodes among them.
+func (p *plan) addSteps(order []*NodeProto) error {
+	for i, n := range order {
+		s := &step{node: n, def: ops[n.OpType], attrs: map[string]*AttributeProto{}, index: i}
+		for _, a := range n.Attributes {
+			s.attrs[a.Name] = a
+		}
+		p.steps = append(p.steps, s)
+	}
+	return p.loadSubgraphs()
 }

@@ -126,14 +126,7 @@ func newSubplan(g *GraphProto, parent *plan) (*plan, error) {
 	if err := validateGraph(g, p.opset); err != nil {
 		return nil, err
 	}
-	for i, n := range order {
-		s := &step{node: n, def: ops[n.OpType], attrs: map[string]*AttributeProto{}, index: i}
-		for _, a := range n.Attributes {
-			s.attrs[a.Name] = a
-		}
-		p.steps = append(p.steps, s)
-	}
-	if err := p.loadSubgraphs(); err != nil {
+	if err := p.addSteps(order); err != nil {
 		return nil, err
 	}
 	p.inputs = g.Inputs
