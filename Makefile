@@ -71,13 +71,7 @@ test: deps lint test-unit test-race fuzz desktop-selftest
 # make fuzz FUZZTIME=10m.
 FUZZTIME ?= 8s
 fuzz:
-	@for f in $$(grep -rl --include='*_test.go' '^func Fuzz' .); do \
-		pkg=./$$(dirname $$f); \
-		for name in $$(grep -o '^func Fuzz[A-Za-z0-9_]*' $$f | cut -d' ' -f2); do \
-			echo "$(GO) test -run '^$$' -fuzz '^$$name$$' -fuzztime $(FUZZTIME) $$pkg"; \
-			$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
-		done; \
-	done
+	GO=$(GO) FUZZTIME=$(FUZZTIME) sh scripts/fuzz.sh
 
 test-unit: assets
 	$(GO) test $(GOTESTFLAGS) -count=1 ./...

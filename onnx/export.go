@@ -291,6 +291,22 @@ var binaryExport = map[string]string{
 	"matmul": "MatMul",
 }
 
+// exporters holds translations registered by name from the files beside
+// this one (export_*.go), each in its own init: fn emits the ONNX nodes for
+// node n, whose output is named out and inputs in (the names of
+// n.Inputs), and says whether n keeps the batch dimension of its first
+// input (the tracer's guess, keepsBatch, is passed in).
+var exporters = map[string]func(tr *tracer, n *autodiff.Node, in []string, out string, keepsBatch bool) bool{}
+
+// registerExport adds the translation of the autodiff op named op; a name
+// registered twice is a programming error.
+func registerExport(op string, fn func(tr *tracer, n *autodiff.Node, in []string, out string, keepsBatch bool) bool) {
+	if _, dup := exporters[op]; dup {
+		panic("onnx: export translation registered twice: " + op)
+	}
+	exporters[op] = fn
+}
+
 // op translates one recorded node.
 func (tr *tracer) op(n *autodiff.Node) {
 	out := tr.names[n]
@@ -306,6 +322,10 @@ func (tr *tracer) op(n *autodiff.Node) {
 	// and, for the ones that mix axes, leave axis 0 alone.
 	keepsBatch := x != nil && tr.batched[x] && len(n.Shape) > 0 && len(x.Shape) > 0 && n.Shape[0] == x.Shape[0]
 	tr.batched[n] = keepsBatch
+	if fn := exporters[n.Op]; fn != nil {
+		tr.batched[n] = fn(tr, n, in, out, keepsBatch)
+		return
+	}
 	scalar := func() float64 { return attrF(n, "scalar", 0) }
 	switch op := n.Op; {
 	case unaryExport[op] != "":
