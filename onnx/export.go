@@ -330,7 +330,7 @@ func (tr *tracer) op(n *autodiff.Node) {
 	switch op := n.Op; {
 	case unaryExport[op] != "":
 		tr.emit(unaryExport[op], in[:1], out)
-	case binaryExport[op] != "":
+	case binaryExport[op] != "" && len(n.Inputs) == 2: // pow of a constant exponent has one input
 		tr.emit(binaryExport[op], in[:2], out)
 		// Either operand's batch dimension is the output's when their
 		// ranks align (broadcasting pads on the left).
@@ -444,7 +444,15 @@ func (tr *tracer) op(n *autodiff.Node) {
 			perm[i] = i
 		}
 		if len(d) == 2 {
-			perm[d[0]], perm[d[1]] = perm[d[1]], perm[d[0]]
+			// The dims are recorded as the caller gave them: -1 is the last.
+			a, b := d[0], d[1]
+			if a < 0 {
+				a += len(perm)
+			}
+			if b < 0 {
+				b += len(perm)
+			}
+			perm[a], perm[b] = perm[b], perm[a]
 		}
 		tr.emit("Transpose", in[:1], out, aInts("perm", perm...))
 		tr.batched[n] = tr.batched[x] && perm[0] == 0

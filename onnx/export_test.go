@@ -128,7 +128,11 @@ func TestExportRefuses(t *testing.T) {
 		model nn.Module
 		says  string
 	}{
-		{"an op without translation", nn.NewSequential(nn.NewLinear(dev, 3, 2), nn.Mish{}), "no ONNX translation for ops: mish (1)"},
+		{"an op without translation", &fnModel{f: func(_ *fnModel, x *tensor.Tensor) *tensor.Tensor { return x.Cumprod(-1) }},
+			"no ONNX translation for ops: cumprod (1)"},
+		{"circular padding (ONNX's wrap comes with opset 19)", &fnModel{f: func(_ *fnModel, x *tensor.Tensor) *tensor.Tensor {
+			return x.Pad([]int{1, 1}, "circular", 0)
+		}}, "no ONNX translation for ops: pad (circular) (1)"},
 		{"a constant made in Forward", constantModel{}, "neither the input nor a parameter or buffer"},
 	}
 	for _, c := range cases {

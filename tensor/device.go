@@ -38,6 +38,11 @@ type deviceState struct {
 	peak   atomic.Int64
 	count  atomic.Int64 // live storages
 	budget atomic.Int64 // bytes; 0 means no limit
+
+	// hostReads counts copies of tensor data to the host (host reads and
+	// holds), so tests can tell an op that stays on the device from one
+	// that computes on the host.
+	hostReads atomic.Int64
 }
 
 var (

@@ -51,6 +51,7 @@ type hostBuffer interface {
 func (t *Tensor) HoldBytes() *HeldBytes {
 	const op = "HoldBytes"
 	t.live(op)
+	t.dev.st.hostReads.Add(1)
 	st := t.st
 	if !st.hold() {
 		fail(op, ErrReleased, "tensor %s %s was released", shapeString(t.shape), t.dtype)

@@ -14,6 +14,7 @@ import (
 // *Error also matches the backend's own sentinel, ErrDivideByZero say).
 func (t *Tensor) hostBytes(op string) []byte {
 	t.live(op)
+	t.dev.st.hostReads.Add(1)
 	c := t
 	if !t.IsContiguous() {
 		c = rawContiguous(op, t)
