@@ -18,10 +18,11 @@ GOTESTFLAGS ?=
 # Jupyter ones drive the real kernel in kernel/kerneltest (the conformance
 # suite, nbconvert on notebooks/) and kernel/jupyter's client tests; gcc
 # builds the race detector's runtime; openmpi-bin is what dist's tests run
-# under mpirun (dist loads libmpi.so.40 at run time, no headers needed).
+# under mpirun (dist loads libmpi.so.40 at run time, no headers needed);
+# python3-torchvision builds the torchvision models onnx's tests import.
 APT_PACKAGES := python3 python3-numpy python3-jupyter-client python3-jupyter-kernel-test \
 	python3-nbclient python3-nbformat jupyter-nbconvert python3-onnx chromium gcc g++ libc6-dev \
-	openmpi-bin tmux libonnx-testdata
+	openmpi-bin tmux libonnx-testdata python3-torchvision
 # Extra packages only for regenerating fixtures and comparing with PyTorch.
 APT_FIXTURE_PACKAGES := python3-torch python3-numpy python3-onnx libopenblas0-pthread
 
@@ -74,7 +75,7 @@ fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) sh scripts/fuzz.sh
 
 test-unit: assets
-	$(GO) test $(GOTESTFLAGS) -count=1 ./...
+	KILN_REQUIRE_TORCHVISION=1 $(GO) test $(GOTESTFLAGS) -count=1 ./...
 	$(GO) test $(GOTESTFLAGS) -count=1 -tags purego ./backends/cpu/...
 
 # test-race runs every test again under the race detector, which needs cgo

@@ -31,6 +31,10 @@ type Node struct {
 	// Leaf marks a tensor the user created (a parameter or input), whose
 	// gradient Backward returns.
 	Leaf bool
+	// Const is the value of a leaf that does not require a gradient (a
+	// constant an op was given), so exporters can write it; nil for other
+	// nodes.
+	Const Value
 
 	backward BackwardFunc
 }

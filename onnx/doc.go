@@ -67,8 +67,10 @@
 // header and in Generated.Fallbacks.
 //
 // Writing: Export traces one Forward of a Kiln model through the autodiff
-// tape and writes opset 17 with the parameters as initializers; Encode
-// serializes any ModelProto.
+// tape and writes opset 17 with the parameters, buffers and the constants
+// Forward builds as initializers; Encode serializes any ModelProto.
+// tensor/OPS.md lists, per tensor op, whether it exports (measured by
+// exporting it).
 //
 // Control flow, sequences, optionals and strings: If, Loop, Scan and
 // SequenceMap run their graph attributes as nested plans that read the
@@ -88,7 +90,8 @@
 // operators named (CONFORMANCE.md lists what else the suite shows
 // missing). Generate refuses control flow, sequences, optionals and
 // strings by name: they run in the runtime only. Export translates the
-// ops of common layers (linear, convolutions, pooling, normalisation,
-// softmax, activations, arithmetic, layout) and refuses the others by
-// name.
+// ops of Kiln's layers (linear, convolutions and transposed convolutions,
+// pooling, normalisation, recurrent layers unrolled, attention and the
+// transformer stacks, activations, reductions, arithmetic, layout,
+// resampling) and refuses the others by name.
 package onnx

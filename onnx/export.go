@@ -22,8 +22,8 @@ import (
 const ExportOpset = 17
 
 // ErrExport reports a model Export cannot write: an op with no ONNX
-// translation, or a tensor the forward pass used that is neither the input
-// nor one of the model's parameters and buffers.
+// translation, or a constant the forward pass built and released before
+// Export could read it.
 var ErrExport = errors.New("cannot export to ONNX")
 
 // Export runs model.Forward on example in evaluation mode (restoring the
@@ -36,10 +36,15 @@ var ErrExport = errors.New("cannot export to ONNX")
 // model runs on other batch sizes. Shapes are otherwise those of the
 // trace, as with torch.onnx.export.
 //
+// Constants the forward pass builds (a reshaped running statistic, a
+// recurrent layer's zero initial state, a mask) are written as
+// initializers at their traced shapes, as torch.onnx.export does: a
+// constant whose shape holds the batch size ties the graph to the traced
+// batch size, and recurrent layers are unrolled over the traced length.
+//
 // It returns an error wrapping ErrExport for ops without an ONNX
-// translation (listing them all) and for tensors that are neither the
-// input nor parameters or buffers of model (constants a Forward builds on
-// the fly), and the tensor error of a Forward that fails. The file is
+// translation (listing them all) and for a constant released before Export
+// could read it, and the tensor error of a Forward that fails. The file is
 // written to a temporary name and renamed into place.
 func Export(model nn.Module, example *tensor.Tensor, path string) error {
 	if model == nil || example == nil {
@@ -176,8 +181,24 @@ func (tr *tracer) leaf(n *autodiff.Node) {
 	}
 	t, ok := tr.leaves[n]
 	if !ok {
-		tr.err = fmt.Errorf("%w: the forward pass used a %s tensor of shape %v that is neither the input nor a parameter or buffer of the model",
-			ErrExport, n.DType, n.Shape)
+		// A constant the forward pass built (a reshaped running
+		// statistic, an initial state, a mask) is written as an
+		// initializer at its traced shape, as torch.onnx.export does.
+		c, isTensor := n.Const.(*tensor.Tensor)
+		if !isTensor {
+			tr.err = fmt.Errorf("%w: the forward pass used a %s tensor of shape %v that is neither the input nor a parameter or buffer of the model",
+				ErrExport, n.DType, n.Shape)
+			return
+		}
+		tr.consts++
+		name := fmt.Sprintf("const_%d", tr.consts)
+		var p *TensorProto
+		if err := tensor.Try(func() { p = tensorProto(name, c) }); err != nil {
+			tr.err = fmt.Errorf("%w: a %s constant of shape %v that the forward pass built: %w", ErrExport, n.DType, n.Shape, err)
+			return
+		}
+		tr.names[n] = name
+		tr.g.Initializers = append(tr.g.Initializers, p)
 		return
 	}
 	name := tr.named[t]

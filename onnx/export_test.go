@@ -133,7 +133,7 @@ func TestExportRefuses(t *testing.T) {
 		{"circular padding (ONNX's wrap comes with opset 19)", &fnModel{f: func(_ *fnModel, x *tensor.Tensor) *tensor.Tensor {
 			return x.Pad([]int{1, 1}, "circular", 0)
 		}}, "no ONNX translation for ops: pad (circular) (1)"},
-		{"a constant made in Forward", constantModel{}, "neither the input nor a parameter or buffer"},
+		{"a constant released before export reads it", releasedConstant{}, "float32 constant of shape [4 3] that the forward pass built"},
 	}
 	for _, c := range cases {
 		err := onnx.Export(c.model, tensor.Ones(dev, 4, 3), filepath.Join(t.TempDir(), "m.onnx"))
@@ -143,8 +143,13 @@ func TestExportRefuses(t *testing.T) {
 	}
 }
 
-type constantModel struct{}
+// releasedConstant multiplies by a constant it releases before returning:
+// Export cannot read it any more.
+type releasedConstant struct{}
 
-func (constantModel) Forward(x *tensor.Tensor) *tensor.Tensor {
-	return x.Mul(tensor.Ones(x.Device().Inner(), x.Shape()...))
+func (releasedConstant) Forward(x *tensor.Tensor) *tensor.Tensor {
+	c := tensor.Ones(x.Device().Inner(), x.Shape()...)
+	y := x.Mul(c)
+	c.Release()
+	return y
 }

@@ -35,6 +35,7 @@ func record(op string, attrs map[string]any, out *Tensor, inputs []*Tensor, back
 	for i, in := range inputs {
 		if in.node == nil {
 			in.node = autodiff.NewLeaf(in.Shape(), in.dtype.String(), false)
+			in.node.Const = in
 		}
 		nodes[i] = in.node
 	}
