@@ -1,19 +1,25 @@
 package onnx
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/kiln-ml/kiln/tensor"
 )
 
 // Describe reads the ONNX model at path and returns a readable summary:
 // producer, IR version and opsets; the graph's inputs and outputs with
 // their types (outputs as inferred, symbolic dimensions kept); the
-// operators used, with counts, marking those Kiln cannot run; and the
-// initializers with their element types and shapes. It fails like
-// ReadFile, and like Load (wrapping ErrCorrupt, naming the node and the
-// attribute) for a node whose attributes break its operator's definition.
-// `kiln inspect` prints it.
+// operators used, with counts, marking those Kiln cannot run; the
+// initializers with their element types and shapes; and, last, whether
+// Load accepts the model, with Load's own reason when it refuses one (an
+// opset out of range, an operator or attribute Kiln does not run),
+// checked without reading a weight. It fails like ReadFile, and like Load
+// (wrapping ErrCorrupt, naming the node and the attribute) for a node
+// whose attributes break its operator's definition. `kiln inspect` prints
+// it.
 func Describe(path string) (string, error) {
 	m, err := ReadFile(path)
 	if err != nil {
@@ -26,7 +32,14 @@ func Describe(path string) (string, error) {
 	if err := validateGraph(m.Graph, opset); err != nil {
 		return "", fmt.Errorf("onnx: describe %s: %w", path, err)
 	}
-	return DescribeModel(m), nil
+	d := DescribeModel(m)
+	if _, err := newPlan(m, path, tensor.CPU()); err != nil {
+		if errors.Is(err, ErrCorrupt) {
+			return "", fmt.Errorf("onnx: describe %s: %w", path, err)
+		}
+		return d + "Load refuses it: " + err.Error() + "\n", nil
+	}
+	return d + "Load accepts it.\n", nil
 }
 
 // DescribeModel is Describe for a model already decoded. It never fails

@@ -49,14 +49,14 @@ func (constantModel) Forward(x *tensor.Tensor) *tensor.Tensor {
 	return x.Mul(tensor.Full(x.Device().Inner(), 1.5, x.Shape()[1:]...))
 }
 
-// TestExportLayers exports the layers whose Forward builds tensors outside
+// TestExportLayersWithConstants exports the layers whose Forward builds tensors outside
 // the parameters (batch norm's reshaped running statistics, the recurrent
 // layers' zero initial states, attention's masks, positional tables) and
 // the transformer stacks, checks each file with onnx.checker where
 // python3-onnx is installed, imports it back and compares the outputs in
 // evaluation mode. Recurrent layers are unrolled over the traced length,
 // as torch.onnx.export does without dynamic axes.
-func TestExportLayers(t *testing.T) {
+func TestExportLayersWithConstants(t *testing.T) {
 	dev := tensor.CPU().Autodiff()
 	dev.Seed(11)
 	bn := nn.NewBatchNorm2d(dev, 3)

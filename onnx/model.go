@@ -139,7 +139,11 @@ func defaultOpset(m *ModelProto) (int64, bool) {
 	return 0, false
 }
 
-func newModel(mp *ModelProto, path string, dev tensor.Device) (*Model, error) {
+// newPlan upgrades legacy opsets and checks everything Load checks before
+// it reads a weight: the opset, the graph's structure and order, every
+// node's attributes and that Kiln runs every operator. Describe uses it to
+// say whether Load would accept a model.
+func newPlan(mp *ModelProto, path string, dev tensor.Device) (*plan, error) {
 	mp, err := upgradeLegacy(mp)
 	if err != nil {
 		return nil, err
@@ -170,6 +174,15 @@ func newModel(mp *ModelProto, path string, dev tensor.Device) (*Model, error) {
 	if err := p.addSteps(order); err != nil {
 		return nil, err
 	}
+	return p, nil
+}
+
+func newModel(mp *ModelProto, path string, dev tensor.Device) (*Model, error) {
+	p, err := newPlan(mp, path, dev)
+	if err != nil {
+		return nil, err
+	}
+	g := p.proto.Graph
 	inits := map[string]bool{}
 	for _, t := range g.Initializers {
 		inits[t.Name] = true

@@ -122,3 +122,21 @@ func TestDescribeRefusesBadAttributes(t *testing.T) {
 		t.Errorf("DescribeModel:\n%s\nwant the Conv's output unknown", d)
 	}
 }
+
+// TestDescribeSaysWhetherLoadAccepts: Describe (what `kiln inspect`
+// prints) ends with Load's verdict, checked without reading weights: the
+// reason for a model Load refuses, and "Load accepts it." otherwise.
+func TestDescribeSaysWhetherLoadAccepts(t *testing.T) {
+	refused := writeModel(t, 13, oneNode("NoSuchOperator", "mystery", []int64{1, 4}, nil, nil))
+	d, err := onnx.Describe(refused)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(d, "Load refuses it: ") || !strings.Contains(d, "NoSuchOperator") {
+		t.Errorf("Describe of a model with an unknown operator:\n%s\nwant Load's refusal naming it", d)
+	}
+	accepted := writeModel(t, 13, oneNode("Relu", "relu", []int64{1, 4}, nil, nil))
+	if d, err := onnx.Describe(accepted); err != nil || !strings.HasSuffix(d, "Load accepts it.\n") {
+		t.Errorf("Describe of a Relu model = %q, %v; want it to end with Load's acceptance", d, err)
+	}
+}

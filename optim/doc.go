@@ -14,12 +14,25 @@
 //
 // # Optimizers
 //
-// SGD, Adam, AdamW, RMSProp and AdaGrad follow torch.optim (PyTorch 1.13)
-// step for step, every option included (momentum, dampening, Nesterov,
-// AMSGrad, centered, weight decay, maximize); Lion follows Chen et al.
-// (2023) and Muon Keller Jordan's reference implementation. The tests
-// compare 20-step trajectories with PyTorch's, or NumPy's for Lion and
-// Muon, to 1e-6 relative in float64 (they agree to about 1e-12).
+// SGD, Adam, AdamW, RMSProp, AdaGrad, RAdam, Adamax, ASGD (with its
+// averaged iterate), SparseAdam and LBFGS (with the strong-Wolfe line
+// search) follow torch.optim (PyTorch 1.13) step for step, every option
+// included (momentum, dampening, Nesterov, AMSGrad, centered, weight
+// decay, maximize); NAdam follows PyTorch 2.0 and Dozat's paper (1.13
+// multiplies μₜ in twice, a bug 2.0 fixed); Adan follows the official
+// implementation (sail-sg/Adan); Lion follows Chen et al. (2023) and Muon
+// Keller Jordan's reference implementation. The tests compare 20-step
+// trajectories with PyTorch's, or NumPy's for NAdam, Adan, Lion and Muon,
+// to 1e-6 relative in float64 (they agree to about 1e-11).
+//
+// LBFGS re-evaluates the loss through a closure, LBFGS.StepClosure(model,
+// func() *tensor.Tensor), and is not an Optimizer (schedules cannot drive
+// it); its history and line search run on the host in float64.
+// SparseAdam updates only the rows (slices along dimension 0) whose
+// gradient is not all zero, as torch.optim.SparseAdam does for an
+// embedding with sparse gradients: Kiln has no sparse tensors, so the
+// update is computed densely and masked, which gives PyTorch's results,
+// not its speed.
 //
 // Step(model, grads) updates every trainable parameter of model
 // (nn.TrainableParams) that has a gradient, in place: the parameter's
@@ -77,11 +90,11 @@
 //
 // # What it does not do
 //
-// Each update is a handful of element-wise tensor ops per parameter (a
-// dozen passes over memory for Adam), not one fused kernel: the backend
-// contract has no fused optimizer kernel yet. There are no sparse
-// gradients, no closures re-evaluating the loss (LBFGS), no complex
-// parameters and no AMP gradient scaling. Muon orthogonalises matrices
+// Adam and AdamW step every parameter in one fused multi-tensor kernel
+// where the backend offers one (tensor.AdamSteps); the other optimizers
+// are a handful of element-wise tensor ops per parameter. There are no
+// sparse tensors (see SparseAdam) and no complex parameters; float16
+// training scales the loss with GradScaler. Muon orthogonalises matrices
 // only, in the parameter's dtype; everything else takes its AdamW
 // fallback. Schedules set one rate that groups follow in proportion,
 // rather than running per group as PyTorch does (the difference shows only

@@ -80,8 +80,8 @@ type ParamGroup struct {
 	LR          *float64  `json:"lr,omitempty"`           // every optimizer
 	WeightDecay *float64  `json:"weight_decay,omitempty"` // every optimizer
 	Momentum    *float64  `json:"momentum,omitempty"`     // SGD, RMSProp, Muon
-	Betas       []float64 `json:"betas,omitempty"`        // Adam, AdamW, Lion, Muon's AdamW fallback
-	Eps         *float64  `json:"eps,omitempty"`          // Adam, AdamW, RMSProp, AdaGrad, Muon's AdamW fallback
+	Betas       []float64 `json:"betas,omitempty"`        // Adam, AdamW, Lion, NAdam, RAdam, Adamax, SparseAdam, Muon's AdamW fallback
+	Eps         *float64  `json:"eps,omitempty"`          // Adam, AdamW, RMSProp, AdaGrad, NAdam, RAdam, Adamax, Adan, SparseAdam, Muon's AdamW fallback
 	// AdamW (Muon only) updates the group's parameters with Muon's AdamW
 	// fallback even when they are matrices, as Muon's authors advise for
 	// embeddings and output heads.

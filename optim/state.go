@@ -19,7 +19,9 @@ import (
 // being PyTorch's name for the buffer: "momentum_buffer" (SGD, RMSProp,
 // Muon), "exp_avg", "exp_avg_sq", "max_exp_avg_sq" (Adam, AdamW, Lion's
 // "exp_avg", Muon's AdamW fallback), "square_avg", "grad_avg" (RMSProp),
-// "sum" (AdaGrad). Steps counts the steps each parameter has taken; a
+// "sum" (AdaGrad), "exp_inf" (Adamax), "ax" (ASGD's average),
+// "exp_avg_diff" and "neg_pre_grad" (Adan); LBFGS keeps its history under
+// "lbfgs.<slot>" keys. Steps counts the steps each parameter has taken; a
 // parameter stepped at least once has an entry even with no slots.
 //
 // Learning-rate schedules keep their own state (Scheduler.State).

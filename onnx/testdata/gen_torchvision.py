@@ -1,7 +1,7 @@
 """Builds torchvision's ResNet-18, MobileNetV2 and SqueezeNet 1.1 with seeded
 random weights (nothing is downloaded: weights=None), gives their batch
 norms non-trivial running statistics, and writes for each, into the folder
-given as the only argument:
+given as the first argument:
 
   <name>.onnx          torch.onnx.export at opset 13, batch dimension dynamic
   <name>.input.bin     a [2, 3, 224, 224] float32 input, little-endian
@@ -9,15 +9,21 @@ given as the only argument:
 
 Run by onnx's TestTorchvisionModels with Debian's interpreter
 (/usr/bin/python3, python3-torchvision).
+
+With --bench (after the folder), it writes ResNet-18 only and then times
+PyTorch on it as onnx's BenchmarkResNet18 times Kiln: inference of batch 1
+and 32 in evaluation mode under torch.no_grad, best of --rounds rounds, on
+1 and 2 threads, printed as "resnet18 batch=N threads=T ms=…".
 """
 import os
 import sys
+import time
 
 import torch
 import torchvision
 
-out = sys.argv[1]
-for i, name in enumerate(["resnet18", "mobilenet_v2", "squeezenet1_1"]):
+
+def build(i, name):
     torch.manual_seed(i)
     model = getattr(torchvision.models, name)(weights=None)
     for m in model.modules():
@@ -26,7 +32,17 @@ for i, name in enumerate(["resnet18", "mobilenet_v2", "squeezenet1_1"]):
             m.running_var.uniform_(0.5, 1.5)
             torch.nn.init.uniform_(m.weight, 0.5, 1.5)
             torch.nn.init.uniform_(m.bias, -0.2, 0.2)
-    model.eval()
+    return model.eval()
+
+
+out = sys.argv[1]
+bench = "--bench" in sys.argv
+rounds = 5
+if "--rounds" in sys.argv:
+    rounds = int(sys.argv[sys.argv.index("--rounds") + 1])
+names = ["resnet18"] if bench else ["resnet18", "mobilenet_v2", "squeezenet1_1"]
+for i, name in enumerate(names):
+    model = build(i, name)
     x = torch.randn(2, 3, 224, 224)
     with torch.no_grad():
         y = model(x)
@@ -35,3 +51,18 @@ for i, name in enumerate(["resnet18", "mobilenet_v2", "squeezenet1_1"]):
                       dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}})
     x.numpy().astype("<f4").tofile(os.path.join(out, name + ".input.bin"))
     y.numpy().astype("<f4").tofile(os.path.join(out, name + ".output.bin"))
+
+if bench:
+    model = build(0, "resnet18")
+    for threads in (1, 2):
+        torch.set_num_threads(threads)
+        for batch in (1, 32):
+            x = torch.randn(batch, 3, 224, 224)
+            best = float("inf")
+            with torch.no_grad():
+                model(x)
+                for _ in range(rounds):
+                    t0 = time.perf_counter()
+                    model(x)
+                    best = min(best, time.perf_counter() - t0)
+            print(f"resnet18 batch={batch} threads={threads} ms={best * 1e3:.1f}", flush=True)
