@@ -47,6 +47,14 @@ const (
 	IsNaN    // predicate: output Bool
 	IsInf    // predicate: output Bool
 	Not      // logical not: output Bool
+	Asin
+	Acos
+	Atan
+	Sinh
+	Cosh
+	Asinh
+	Acosh
+	Atanh
 	numUnaryOps
 )
 
@@ -245,6 +253,25 @@ var UnaryOps = [numUnaryOps]UnaryDef{
 	IsNaN: {Name: "isnan", F: func(x, _, _ float64) float64 { return b2f(math.IsNaN(x)) }, Predicate: true, IntSafe: true},
 	IsInf: {Name: "isinf", F: func(x, _, _ float64) float64 { return b2f(math.IsInf(x, 0)) }, Predicate: true, IntSafe: true},
 	Not:   {Name: "logical_not", F: func(x, _, _ float64) float64 { return b2f(x == 0) }, Predicate: true, IntSafe: true},
+	// Inverse and hyperbolic trigonometry. The derivatives are PyTorch's
+	// formulas (asin: 1/√(1−x²), acosh: 1/√(x²−1), …), so they are ±Inf or
+	// NaN exactly where PyTorch's are.
+	Asin: {Name: "asin", F: func(x, _, _ float64) float64 { return math.Asin(x) },
+		DF: func(x, _, _ float64) float64 { return 1 / math.Sqrt(1-x*x) }},
+	Acos: {Name: "acos", F: func(x, _, _ float64) float64 { return math.Acos(x) },
+		DF: func(x, _, _ float64) float64 { return -1 / math.Sqrt(1-x*x) }},
+	Atan: {Name: "atan", F: func(x, _, _ float64) float64 { return math.Atan(x) },
+		DF: func(x, _, _ float64) float64 { return 1 / (1 + x*x) }},
+	Sinh: {Name: "sinh", F: func(x, _, _ float64) float64 { return math.Sinh(x) },
+		DF: func(x, _, _ float64) float64 { return math.Cosh(x) }},
+	Cosh: {Name: "cosh", F: func(x, _, _ float64) float64 { return math.Cosh(x) },
+		DF: func(x, _, _ float64) float64 { return math.Sinh(x) }},
+	Asinh: {Name: "asinh", F: func(x, _, _ float64) float64 { return math.Asinh(x) },
+		DF: func(x, _, _ float64) float64 { return 1 / math.Sqrt(x*x+1) }},
+	Acosh: {Name: "acosh", F: func(x, _, _ float64) float64 { return math.Acosh(x) },
+		DF: func(x, _, _ float64) float64 { return 1 / math.Sqrt(x*x-1) }},
+	Atanh: {Name: "atanh", F: func(x, _, _ float64) float64 { return math.Atanh(x) },
+		DF: func(x, _, _ float64) float64 { return 1 / (1 - x*x) }},
 }
 
 // sign is torch.sign: ±1, ±0 for zeros, and 0 for NaN.
@@ -313,6 +340,16 @@ const (
 	And
 	Or
 	Xor
+	Atan2  // atan2(a, b): the angle of the point (b, a), in (−π, π]
+	BitAnd // bitwise and of integers (logical for Bool)
+	BitOr  // bitwise or of integers
+	BitXor // bitwise exclusive or of integers
+	// LeftShift is a·2ᵇ on integers, wrapping: 0 for b < 0 or b ≥ 64 (Go's
+	// shift by an unsigned count; the result is then rounded to the dtype).
+	LeftShift
+	// RightShift is the arithmetic shift a >> b on integers: the sign for
+	// b < 0 or b ≥ 64.
+	RightShift
 	numBinaryOps
 )
 
@@ -359,6 +396,16 @@ var BinaryOps = [numBinaryOps]BinaryDef{
 	And:      {Name: "logical_and", F: func(a, b float64) float64 { return b2f(a != 0 && b != 0) }, Predicate: true},
 	Or:       {Name: "logical_or", F: func(a, b float64) float64 { return b2f(a != 0 || b != 0) }, Predicate: true},
 	Xor:      {Name: "logical_xor", F: func(a, b float64) float64 { return b2f((a != 0) != (b != 0)) }, Predicate: true},
+	Atan2:    {Name: "atan2", F: math.Atan2},
+	// The bitwise ops are exact on integers in backends that compute them
+	// in int64; F is their meaning on values that fit in an int64.
+	BitAnd: {Name: "bitwise_and", F: func(a, b float64) float64 { return float64(int64(a) & int64(b)) }},
+	BitOr:  {Name: "bitwise_or", F: func(a, b float64) float64 { return float64(int64(a) | int64(b)) }},
+	BitXor: {Name: "bitwise_xor", F: func(a, b float64) float64 { return float64(int64(a) ^ int64(b)) }},
+	LeftShift: {Name: "bitwise_left_shift",
+		F: func(a, b float64) float64 { return float64(int64(a) << uint64(int64(b))) }},
+	RightShift: {Name: "bitwise_right_shift",
+		F: func(a, b float64) float64 { return float64(int64(a) >> uint64(int64(b))) }},
 }
 
 // String returns the op's name.

@@ -305,6 +305,8 @@ var unaryExport = map[string]string{
 	"erf": "Erf", "sin": "Sin", "cos": "Cos", "tan": "Tan", "tanh": "Tanh", "relu": "Relu", "sigmoid": "Sigmoid",
 	"floor": "Floor", "ceil": "Ceil", "round": "Round", "sign": "Sign", "selu": "Selu", "hard_swish": "HardSwish",
 	"softsign": "Softsign", "to_device": "Identity", "contiguous": "Identity",
+	"asin": "Asin", "acos": "Acos", "atan": "Atan", "sinh": "Sinh", "cosh": "Cosh", "asinh": "Asinh",
+	"acosh": "Acosh", "atanh": "Atanh",
 }
 
 var binaryExport = map[string]string{

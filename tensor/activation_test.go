@@ -201,6 +201,16 @@ func TestActivationDerivativeTable(t *testing.T) {
 		{op: backends.PowConst, p0: 0.5, lo: 1e-2, hi: 100},
 		{op: backends.PowConst, p0: -2, lo: 0.1, hi: 100},
 		{op: backends.PowConst, p0: 0, lo: -10, hi: 10},
+		// Inverse and hyperbolic trigonometry, inside their domains and
+		// away from the infinite slopes at the domains' ends.
+		{op: backends.Asin, lo: -0.99, hi: 0.99},
+		{op: backends.Acos, lo: -0.99, hi: 0.99},
+		{op: backends.Atan, lo: -10, hi: 10},
+		{op: backends.Sinh, lo: -10, hi: 10},
+		{op: backends.Cosh, lo: -10, hi: 10},
+		{op: backends.Asinh, lo: -10, hi: 10},
+		{op: backends.Acosh, lo: 1.01, hi: 10},
+		{op: backends.Atanh, lo: -0.99, hi: 0.99},
 	}
 	covered := map[backends.UnaryOp]bool{}
 	for _, c := range cases {

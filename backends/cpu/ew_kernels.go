@@ -376,6 +376,16 @@ func intBinary(op backends.BinaryOp, a, c int64) (int64, bool) {
 		return max(a, c), true
 	case backends.Minimum:
 		return min(a, c), true
+	case backends.BitAnd:
+		return a & c, true
+	case backends.BitOr:
+		return a | c, true
+	case backends.BitXor:
+		return a ^ c, true
+	case backends.LeftShift:
+		return a << uint64(c), true
+	case backends.RightShift:
+		return a >> uint64(c), true
 	case backends.Rem:
 		if c == 0 {
 			return 0, true

@@ -250,6 +250,10 @@ func domain(op backends.UnaryOp) (lo, hi float64) {
 		return 0.25, 2
 	case backends.Tan:
 		return -1, 1
+	case backends.Asin, backends.Acos, backends.Atanh:
+		return -0.9, 0.9
+	case backends.Acosh:
+		return 1.1, 3
 	}
 	return -3, 3
 }
@@ -308,7 +312,7 @@ func conformanceCases() []conformanceCase {
 			if dt == backends.Bool && !def.Predicate {
 				continue
 			}
-			if !dt.IsFloat() && (bop == backends.Div || bop == backends.Pow) {
+			if !dt.IsFloat() && (bop == backends.Div || bop == backends.Pow || bop == backends.Atan2) {
 				continue
 			}
 			if dt == backends.Uint8 && bop == backends.Sub {

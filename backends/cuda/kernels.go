@@ -120,6 +120,14 @@ template <typename T> __device__ __forceinline__ T kiln_floordiv(T a, T b) {
   if (div - fl > T(0.5)) fl += T(1);
   return fl;
 }
+// Shifts by a count outside [0, 63] are defined as Go defines them (the
+// count read as unsigned): 0 to the left, the sign to the right.
+__device__ __forceinline__ long long kiln_shl(long long a, long long b) {
+  return (b < 0 || b > 63) ? 0LL : (long long)((unsigned long long)a << b);
+}
+__device__ __forceinline__ long long kiln_shr(long long a, long long b) {
+  return (b < 0 || b > 63) ? (a < 0 ? -1LL : 0LL) : (a >> b);
+}
 template <typename T> __device__ __forceinline__ T kiln_gelu_tanh_grad(T x) {
   const T c = T(0.7978845608028654);
   T u = c * (x + T(0.044715) * x * x * x);
@@ -240,6 +248,14 @@ var unaryC = map[backends.UnaryOp][2]string{
 	backends.IsNaN:       {"T(x != x)", "T(0)"},
 	backends.IsInf:       {"T(x == x && x - x != x - x)", "T(0)"},
 	backends.Not:         {"T(x == T(0))", "T(0)"},
+	backends.Asin:        {"asin(x)", "T(1) / sqrt(T(1) - x * x)"},
+	backends.Acos:        {"acos(x)", "T(-1) / sqrt(T(1) - x * x)"},
+	backends.Atan:        {"atan(x)", "T(1) / (T(1) + x * x)"},
+	backends.Sinh:        {"sinh(x)", "cosh(x)"},
+	backends.Cosh:        {"cosh(x)", "sinh(x)"},
+	backends.Asinh:       {"asinh(x)", "T(1) / sqrt(x * x + T(1))"},
+	backends.Acosh:       {"acosh(x)", "T(1) / sqrt(x * x - T(1))"},
+	backends.Atanh:       {"atanh(x)", "T(1) / (T(1) - x * x)"},
 }
 
 // binaryC holds each binary op as a C expression in a and b of type T.
@@ -262,6 +278,13 @@ var binaryC = map[backends.BinaryOp]string{
 	backends.And:      "T(a != T(0) && b != T(0))",
 	backends.Or:       "T(a != T(0) || b != T(0))",
 	backends.Xor:      "T((a != T(0)) != (b != T(0)))",
+	backends.Atan2:    "T(atan2((double)a, (double)b))",
+	// Integer accumulators are double: the bitwise ops are exact up to 2^53.
+	backends.BitAnd:     "T((long long)a & (long long)b)",
+	backends.BitOr:      "T((long long)a | (long long)b)",
+	backends.BitXor:     "T((long long)a ^ (long long)b)",
+	backends.LeftShift:  "T(kiln_shl((long long)a, (long long)b))",
+	backends.RightShift: "T(kiln_shr((long long)a, (long long)b))",
 }
 
 // gridLoop opens a grid-stride loop over [0, n) with index i.

@@ -1,0 +1,71 @@
+package onnx_test
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kiln-ml/kiln/internal/testutil"
+	"github.com/kiln-ml/kiln/nn"
+	"github.com/kiln-ml/kiln/onnx"
+	"github.com/kiln-ml/kiln/tensor"
+)
+
+// exportCase is one model for checkExports.
+type exportCase struct {
+	name  string
+	model nn.Module
+	input []int    // one example's shape; the batch dimension goes in front
+	ops   []string // ONNX operators the exported graph must hold
+}
+
+// checkExports exports each case's model, traced on a batch of 3 in
+// evaluation mode, checks the file with onnx.checker where python3-onnx is
+// installed (and that it holds the case's operators), loads it back on
+// every test device and compares the outputs with the model's for the
+// traced batch size and another (5), within atol and rtol. It releases the
+// models.
+func checkExports(t *testing.T, dev tensor.Device, cases []exportCase, atol, rtol float64) {
+	t.Helper()
+	checker := pythonONNX(t)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			defer nn.Release(c.model)
+			path := filepath.Join(t.TempDir(), "model.onnx")
+			tensor.Scope(func() {
+				if err := onnx.Export(c.model, tensor.Randn(dev, append([]int{3}, c.input...)...), path); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if checker {
+				out, err := exec.Command("/usr/bin/python3", "-c",
+					"import onnx,sys; m=onnx.load(sys.argv[1]); onnx.checker.check_model(m, full_check=True); "+
+						"print('ok', ' '.join(sorted(set(n.op_type for n in m.graph.node))))", path).CombinedOutput()
+				if err != nil || !strings.HasPrefix(string(out), "ok ") {
+					t.Fatalf("onnx.checker: %v\n%s", err, out)
+				}
+				held := " " + strings.Join(strings.Fields(string(out)), " ") + " "
+				for _, op := range c.ops {
+					if !strings.Contains(held, " "+op+" ") {
+						t.Errorf("the graph has no %s node: %s", op, out)
+					}
+				}
+			}
+			nn.Eval(c.model)
+			testutil.ForEachDevice(t, func(t *testing.T, dev tensor.Device) {
+				back, err := onnx.Load(path, dev)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer nn.Release(back)
+				for _, n := range []int{3, 5} {
+					x := tensor.Randn(tensor.CPU(), append([]int{n}, c.input...)...)
+					want := c.model.Forward(x)
+					got := back.Forward(x.ToDevice(dev))
+					testutil.AssertValues(t, "re-imported", got, want.Shape(), want.Float64s(), atol, rtol)
+				}
+			})
+		})
+	}
+}
