@@ -25,11 +25,12 @@ type InterpolateConfig struct {
 	// itself rather than the ratio of the sizes, as in PyTorch.
 	ScaleFactor []float64 `json:"scale_factor,omitempty"`
 	// Mode is "nearest" (the default, also ""), "nearest-exact", "linear"
-	// (3-D input) or "bilinear" (4-D input).
+	// (3-D input), "bilinear" or "bicubic" (4-D input).
 	Mode string `json:"mode,omitempty"`
-	// AlignCorners makes linear modes map the corner samples of input and
-	// output onto each other; otherwise samples are taken at pixel centres
-	// (PyTorch's default, align_corners=False). Nearest modes reject it.
+	// AlignCorners makes linear and cubic modes map the corner samples of
+	// input and output onto each other; otherwise samples are taken at
+	// pixel centres (PyTorch's default, align_corners=False). Nearest modes
+	// reject it.
 	AlignCorners bool `json:"align_corners,omitempty"`
 	// RecomputeScaleFactor computes the sampling positions from the output
 	// size even when ScaleFactor gives it, as PyTorch's
@@ -40,8 +41,10 @@ type InterpolateConfig struct {
 // Interpolate resamples x [N, C, H, W] (or [N, C, L]) to a new spatial
 // size, as torch.nn.functional.interpolate in modes nearest (PyTorch's
 // legacy nearest, which picks ⌊dst·scale⌋), nearest-exact (pixel centres),
-// linear and bilinear (both ways of AlignCorners). Gradients flow to x. It
-// panics with ErrShape for inputs of rank other than 3 or 4, ErrArgument
+// linear, bilinear and bicubic (both ways of AlignCorners; bicubic uses
+// Keys' cubic convolution with A = −0.75 and clamps reads at the border, as
+// PyTorch does, so it may overshoot the input's range). Gradients flow to
+// x. It panics with ErrShape for inputs of rank other than 3 or 4, ErrArgument
 // for a bad configuration (both or neither of Size and ScaleFactor, an
 // unknown mode, a mode that does not fit the rank, non-positive sizes or
 // factors) and ErrDType for non-float input.
@@ -63,13 +66,13 @@ func Interpolate(x *Tensor, cfg InterpolateConfig) *Tensor {
 		if cfg.AlignCorners {
 			fail(op, ErrArgument, "AlignCorners only applies to linear modes, not %q", mode)
 		}
-	case "linear", "bilinear":
+	case "linear", "bilinear", "bicubic":
 		linear = true
-		if want := map[string]int{"linear": 1, "bilinear": 2}[mode]; want != spatial {
+		if want := map[string]int{"linear": 1, "bilinear": 2, "bicubic": 2}[mode]; want != spatial {
 			fail(op, ErrArgument, "mode %q needs a %d-D input, got %s", mode, want+2, shapeString(x.shape))
 		}
 	default:
-		fail(op, ErrArgument, "unknown mode %q (want nearest, nearest-exact, linear or bilinear)", mode)
+		fail(op, ErrArgument, "unknown mode %q (want nearest, nearest-exact, linear, bilinear or bicubic)", mode)
 	}
 	in := x.shape[2:]
 	out := make([]int, spatial)
@@ -109,6 +112,9 @@ func Interpolate(x *Tensor, cfg InterpolateConfig) *Tensor {
 		fail(op, ErrArgument, "give Size or ScaleFactor")
 	}
 	matrix := func(i int) []float64 {
+		if mode == "bicubic" {
+			return nnCubicMatrix(in[i], out[i], scales[i], cfg.AlignCorners)
+		}
 		if linear {
 			return nnLinearMatrix(in[i], out[i], scales[i], cfg.AlignCorners)
 		}
@@ -116,7 +122,7 @@ func Interpolate(x *Tensor, cfg InterpolateConfig) *Tensor {
 	}
 	attrs := map[string]any{"mode": mode, "size": out, "align_corners": cfg.AlignCorners}
 	name := "upsample_" + map[string]string{"nearest": "nearest", "nearest-exact": "nearest_exact", "linear": "linear",
-		"bilinear": "bilinear"}[mode] + fmt.Sprintf("%dd", spatial)
+		"bilinear": "bilinear", "bicubic": "bicubic"}[mode] + fmt.Sprintf("%dd", spatial)
 	if spatial == 1 {
 		return nnSeparable(op, name, attrs, x, nil, 0, matrix(0), out[0])
 	}
@@ -181,6 +187,45 @@ func nnLinearMatrix(in, out int, scale float64, alignCorners bool) []float64 {
 		l1 := src - float64(i0)
 		m[i*in+i0] += 1 - l1
 		m[i*in+i1] += l1
+	}
+	return m
+}
+
+// nnCubicMatrix returns the [out, in] matrix of PyTorch's bicubic
+// resampling along one axis: each output reads the four samples around its
+// source position (indices clamped to the input), weighted by Keys' cubic
+// convolution kernel with A = −0.75. Unlike linear resampling, the source
+// position is not clamped at 0, as in PyTorch's upsample_bicubic2d.
+func nnCubicMatrix(in, out int, scale float64, alignCorners bool) []float64 {
+	const a = -0.75
+	var s float64
+	switch {
+	case alignCorners && out > 1:
+		s = float64(in-1) / float64(out-1)
+	case alignCorners:
+		s = 0
+	case scale > 0:
+		s = 1 / scale
+	default:
+		s = float64(in) / float64(out)
+	}
+	near := func(x float64) float64 { return ((a+2)*x-(a+3))*x*x + 1 }  // |x| ≤ 1
+	far := func(x float64) float64 { return ((a*x-5*a)*x+8*a)*x - 4*a } // 1 < |x| < 2
+	m := make([]float64, out*in)
+	for i := range out {
+		var src float64
+		if alignCorners {
+			src = s * float64(i)
+		} else {
+			src = s*(float64(i)+0.5) - 0.5
+		}
+		i0 := int(math.Floor(src))
+		t := src - float64(i0)
+		w := [4]float64{far(t + 1), near(t), near(1 - t), far(2 - t)}
+		for k, wk := range w {
+			j := min(max(i0-1+k, 0), in-1)
+			m[i*in+j] += wk
+		}
 	}
 	return m
 }
