@@ -5,8 +5,19 @@
 // targets), not tensors: data sets cost no device memory and can be read
 // from any goroutine; a Batcher stacks a batch of items into tensors. Data
 // sets: InMemory, LoadCSV (typed columns), LoadImageFolder (PNG/JPEG, one
-// class per sub-folder) and MNIST. Lazy transforms: Map, Shuffle, Subset,
-// Split, Partial, Sample, Concat, Window.
+// class per sub-folder), MNIST, CIFAR-10 and CIFAR-100 (LoadCIFAR10,
+// LoadCIFAR100: the binary batches), and text (LoadTextFolder, one class
+// per sub-folder of .txt files; LoadTextLines) with a Tokenizer interface
+// (CharTokenizer, WordTokenizer built from a corpus) and a TextBatcher
+// that pads or truncates. Lazy transforms: Map, Shuffle, Subset, Split,
+// Partial, Sample, Concat, Window.
+//
+// Image augmentation works on CHW or NCHW float tensors, seeded and
+// deterministic: Crop, CenterCrop, RandomCrop (with padding modes),
+// RandomHorizontalFlip/VerticalFlip, Rotate/RandomRotation, the colour
+// adjustments and ColorJitter (torchvision's definitions), Normalize,
+// Resize, composed with Compose and applied per item by Augment; MixUp and
+// CutMix (BatchMixer) mix a batch and give soft labels.
 //
 // A DataLoader reads a Dataset in batches on background workers with a
 // bounded prefetch, reshuffling every epoch from (Seed, epoch), so the
@@ -48,6 +59,9 @@
 // they never panic on bad input. Methods given bad arguments (an index out
 // of range) panic with a *tensor.Error, like tensor ops.
 //
-// The package does not yet resize or augment images, or stream data sets
-// larger than memory other than image folders.
+// The package does not stream data sets larger than memory other than
+// image and text folders. Random augmentations draw their parameters per
+// image where torchvision draws once per call, and cannot reproduce
+// torch's random numbers (the tests check their determinism and
+// statistics instead).
 package data

@@ -14,7 +14,12 @@
 //   - loop: Loss (size-weighted mean), LearningRate, IterationSpeed;
 //   - classification: Accuracy, TopKAccuracy, ConfusionMatrix, PRF
 //     (NewPrecision, NewRecall, NewFBeta, NewF1; Binary, Multiclass or
-//     Multilabel tasks, Micro or Macro averages), HammingScore;
+//     Multilabel tasks, Micro or Macro averages), HammingScore
+//     (ConfusionMatrix's Table and Normalized print and normalise it);
+//   - multilabel ranking: NewPrecisionAtK, NewRecallAtK (MultilabelTopK);
+//   - images: PSNR, SSIM (11×11 Gaussian window, σ 1.5);
+//   - segmentation: Dice, IoU (per class, Macro for mean IoU, with an
+//     ignored class; their state is 3·NumClasses sums);
 //   - ranking (binary): AUROC, AUCPR (average precision);
 //   - regression: MSE (with RMSE), MAE, R2;
 //   - language models: Perplexity;
