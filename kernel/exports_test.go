@@ -126,6 +126,7 @@ var exportRecipes = map[string]string{
 	"optim.Adan":              "optim.NewAdan(optim.AdanConfig{LR: 0.1})",
 	"optim.SparseAdam":        "optim.NewSparseAdam(optim.SparseAdamConfig{LR: 0.1})",
 	"optim.LBFGS":             "optim.NewLBFGS(optim.LBFGSConfig{})",
+	"nn.Upsample":             "nn.NewUpsample(tensor.InterpolateConfig{Size: []int{4}})",
 	"optim.Muon":              "optim.NewMuon(optim.MuonConfig{LR: 0.1})",
 	"optim.Scheduler":         "optim.NewScheduler(optim.NewSGD(optim.SGDConfig{LR: 0.1}), optim.NewStepLR(0.1, 2, 0.5))",
 	"optim.ReduceLROnPlateau": "optim.NewReduceLROnPlateau(optim.NewSGD(optim.SGDConfig{LR: 0.1}), optim.ReduceLROnPlateauConfig{})",

