@@ -61,8 +61,8 @@
 // arithmetic that inference follows becomes Go ints (literals, or x.Dim(i)
 // for symbolic sizes); the recurrent operators loop over time. Where the
 // runtime and the generator need the same rule (ConvTranspose padding,
-// Resize's coordinate mapping, Einsum's contraction plan, window and
-// reduction arguments) one helper serves both. A node that cannot be
+// Resize's coordinate mapping, window and reduction arguments) one helper
+// serves both; Einsum is tensor.Einsum in both. A node that cannot be
 // translated runs through an Operator literal and is listed in the file's
 // header and in Generated.Fallbacks.
 //

@@ -774,28 +774,11 @@ func prefixed(exprs []string) string {
 
 func init() {
 	translators["Einsum"] = func(t *translation) {
-		n := len(t.s.node.Inputs)
-		xs := make([]string, n)
-		shapes := make([][]int, n)
-		for k := range n {
+		xs := make([]string, len(t.s.node.Inputs))
+		for k := range xs {
 			xs[k] = t.in(k)
-			shapes[k] = t.inShape(k)
 		}
-		base := t.s.node.Outputs[0]
-		// Each step of the shared plan becomes one statement.
-		let := func(format string, args ...any) string {
-			v := t.g.localName(base + "_step")
-			t.line("%s := "+format, append([]any{v}, args...)...)
-			return v
-		}
-		y := einsumPlan(t.c, xs, shapes, einsumOps[string]{
-			sum:     func(x string, axes []int) string { return let("%s.Sum(%s)", x, intsLit(axes)) },
-			permute: func(x string, perm []int) string { return let("%s.Permute(%s).Contiguous()", x, intsLit(perm)) },
-			expand:  func(x string, shape []int) string { return let("%s.Expand(%s)", x, intsLit(shape)) },
-			reshape: func(x string, shape []int) string { return let("%s.Reshape(%s)", x, intsLit(shape)) },
-			matmul:  func(a, b string) string { return let("%s.Matmul(%s)", a, b) },
-		})
-		t.out(0, y)
+		t.out(0, fmt.Sprintf("tensor.Einsum(%q, %s)", t.c.attrString("equation", ""), strings.Join(xs, ", ")))
 	}
 }
 
@@ -857,4 +840,13 @@ func init() {
 	}
 	translators["Resize"] = resize
 	translators["Upsample"] = resize
+}
+
+// identityPerm is the permutation 0, 1, …, n−1.
+func identityPerm(n int) []int {
+	p := make([]int, n)
+	for i := range p {
+		p[i] = i
+	}
+	return p
 }
