@@ -19,10 +19,11 @@ GOTESTFLAGS ?=
 # suite, nbconvert on notebooks/) and kernel/jupyter's client tests; gcc
 # builds the race detector's runtime; openmpi-bin is what dist's tests run
 # under mpirun (dist loads libmpi.so.40 at run time, no headers needed);
-# python3-torchvision builds the torchvision models onnx's tests import.
+# python3-torchvision builds the torchvision models onnx's tests import and
+# python3-opencv runs the models Kiln exports in a second ONNX runtime.
 APT_PACKAGES := python3 python3-numpy python3-jupyter-client python3-jupyter-kernel-test \
 	python3-nbclient python3-nbformat jupyter-nbconvert python3-onnx chromium gcc g++ libc6-dev \
-	openmpi-bin tmux libonnx-testdata python3-torchvision
+	openmpi-bin tmux libonnx-testdata python3-torchvision python3-opencv
 # Extra packages only for regenerating fixtures and comparing with PyTorch.
 APT_FIXTURE_PACKAGES := python3-torch python3-numpy python3-onnx libopenblas0-pthread
 
@@ -75,7 +76,7 @@ fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) sh scripts/fuzz.sh
 
 test-unit: assets
-	KILN_REQUIRE_TORCHVISION=1 $(GO) test $(GOTESTFLAGS) -count=1 ./...
+	KILN_REQUIRE_TORCHVISION=1 KILN_REQUIRE_OPENCV=1 $(GO) test $(GOTESTFLAGS) -count=1 ./...
 	$(GO) test $(GOTESTFLAGS) -count=1 -tags purego ./backends/cpu/...
 
 # test-race runs every test again under the race detector, which needs cgo
