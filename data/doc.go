@@ -17,7 +17,9 @@
 // RandomHorizontalFlip/VerticalFlip, Rotate/RandomRotation, the colour
 // adjustments and ColorJitter (torchvision's definitions), Normalize,
 // Resize, composed with Compose and applied per item by Augment; MixUp and
-// CutMix (BatchMixer) mix a batch and give soft labels.
+// CutMix (BatchMixer) mix a batch and give soft labels. Random transforms
+// draw from an *RNG (NewRNG(seed, stream)), which notebook cells can make
+// too.
 //
 // A DataLoader reads a Dataset in batches on background workers with a
 // bounded prefetch, reshuffling every epoch from (Seed, epoch), so the
