@@ -24,16 +24,16 @@ type exportCase struct {
 // evaluation mode, checks the file with onnx.checker where python3-onnx is
 // installed (and that it holds the case's operators), loads it back on
 // every test device and compares the outputs with the model's for the
-// traced batch size and another (5), within atol and rtol. It releases
+// traced batch size and another (5), within rtol and atol. It releases
 // the models.
-func checkExports(t *testing.T, dev tensor.Device, cases []exportCase, atol, rtol float64) {
+func checkExports(t *testing.T, dev tensor.Device, cases []exportCase, rtol, atol float64) {
 	t.Helper()
-	checkExportsAt(t, dev, cases, atol, rtol, []int{3, 5})
+	checkExportsAt(t, dev, cases, rtol, atol, []int{3, 5})
 }
 
 // checkExportsAt is checkExports comparing the outputs for the given batch
 // sizes (the first is the traced one).
-func checkExportsAt(t *testing.T, dev tensor.Device, cases []exportCase, atol, rtol float64, batches []int) {
+func checkExportsAt(t *testing.T, dev tensor.Device, cases []exportCase, rtol, atol float64, batches []int) {
 	t.Helper()
 	checker := pythonONNX(t)
 	for _, c := range cases {
@@ -73,7 +73,7 @@ func checkExportsAt(t *testing.T, dev tensor.Device, cases []exportCase, atol, r
 					if err := tensor.Try(func() { got = back.Forward(x.ToDevice(dev)) }); err != nil {
 						t.Fatalf("batch %d: %v", n, err)
 					}
-					testutil.AssertValues(t, "re-imported", got, want.Shape(), want.Float64s(), atol, rtol)
+					testutil.AssertValues(t, "re-imported", got, want.Shape(), want.Float64s(), rtol, atol)
 				}
 			})
 		})

@@ -49,7 +49,8 @@ func readFloat32s(t *testing.T, path string) []float64 {
 
 // TestTorchvisionModels imports torchvision's ResNet-18, MobileNetV2 and
 // SqueezeNet 1.1 as torch.onnx.export writes them (opset 13, dynamic batch)
-// and compares Kiln's logits with PyTorch's for the same input. ResNet-18
+// and compares Kiln's logits with PyTorch's for the same input (within
+// 1e-4). ResNet-18
 // is then fine-tuned in Kiln for a few steps (the loss falls), exported
 // again, checked by onnx.checker where installed, and re-imported: the
 // re-imported model gives the fine-tuned model's outputs.
@@ -66,14 +67,15 @@ func TestTorchvisionModels(t *testing.T) {
 			}
 			defer nn.Release(m)
 			want := readFloat32s(t, filepath.Join(dir, name+".output.bin"))
-			scale := 0.0
-			for _, v := range want {
-				scale = math.Max(scale, math.Abs(v))
-			}
 			tensor.Scope(func() {
 				x := tensor.FromFloat64s(tensor.CPU(), readFloat32s(t, filepath.Join(dir, name+".input.bin")), 2, 3, 224, 224).To(tensor.Float32)
 				got := m.Forward(x)
-				testutil.AssertValues(t, name, got, []int{2, 1000}, want, 1e-4*scale, 1e-3)
+				worst, scale := 0.0, 0.0
+				for i, v := range got.Float64s() {
+					worst, scale = math.Max(worst, math.Abs(v-want[i])), math.Max(scale, math.Abs(want[i]))
+				}
+				t.Logf("largest difference from PyTorch's logits %.2e (largest logit %.2f)", worst, scale)
+				testutil.AssertValues(t, name, got, []int{2, 1000}, want, 0, 1e-4)
 			})
 		})
 	}
