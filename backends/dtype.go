@@ -16,6 +16,10 @@ const (
 	Int32
 	Uint8
 	Bool
+	// Int8 and Int16 were added after Bool so that the numeric values of the
+	// older dtypes (written into checkpoints and wire messages) do not change.
+	Int8
+	Int16
 	numDTypes
 )
 
@@ -31,6 +35,8 @@ var dtypeInfo = [numDTypes]struct {
 	Int32:    {"int32", 4},
 	Uint8:    {"uint8", 1},
 	Bool:     {"bool", 1},
+	Int8:     {"int8", 1},
+	Int16:    {"int16", 2},
 }
 
 // DTypes lists every element type, in declaration order.
@@ -67,7 +73,9 @@ func (d DType) IsFloat() bool {
 }
 
 // IsInt reports whether d is an integer type (bool excluded).
-func (d DType) IsInt() bool { return d == Int64 || d == Int32 || d == Uint8 }
+func (d DType) IsInt() bool {
+	return d == Int64 || d == Int32 || d == Int16 || d == Int8 || d == Uint8
+}
 
 // ParseDType returns the DType named s ("float32", "f32", "int64", "bool", …).
 func ParseDType(s string) (DType, error) {
@@ -84,6 +92,10 @@ func ParseDType(s string) (DType, error) {
 		return Int64, nil
 	case "int32", "i32", "int":
 		return Int32, nil
+	case "int16", "i16", "short":
+		return Int16, nil
+	case "int8", "i8":
+		return Int8, nil
 	case "uint8", "u8":
 		return Uint8, nil
 	case "bool":
@@ -107,7 +119,8 @@ func (d DType) category() int {
 // Promote returns the dtype that a binary operation on tensors of dtypes a and b
 // computes in, following PyTorch's type-promotion rules for tensors of equal
 // standing: the higher category wins (bool < integer < float); within
-// integers the wider type wins; float16 with bfloat16 gives float32.
+// integers the wider type wins (uint8 with int8 gives int16, which holds
+// both ranges); float16 with bfloat16 gives float32.
 func Promote(a, b DType) DType {
 	if a == b {
 		return a
@@ -127,7 +140,11 @@ func Promote(a, b DType) DType {
 		if a == Int32 || b == Int32 {
 			return Int32
 		}
-		return Uint8
+		// uint8 with int8 needs int16 to hold both ranges, as in PyTorch.
+		if a == Int16 || b == Int16 || a == Uint8 || b == Uint8 {
+			return Int16
+		}
+		return Int8
 	case 2:
 		if a == Float64 || b == Float64 {
 			return Float64

@@ -76,8 +76,9 @@
 // once the device has run it: collectives are synchronous, correct rather
 // than overlapped with computation. A group's calls are issued together
 // between ncclGroupStart and ncclGroupEnd on one OS thread. Mean is a Sum
-// divided on the device. Float32, float64, float16, bfloat16, int64, int32
-// and uint8 tensors are supported; strided views are copied to dense
+// divided on the device. Float32, float64, float16, bfloat16, int64, int32,
+// int8 and uint8 tensors are supported (NCCL has no int16 type: an Int16
+// tensor fails with ErrUnsupported); strided views are copied to dense
 // buffers and back. AllGather with ranks of different lengths pads to the
 // longest; ReduceScatter of a length that does not divide by the size is
 // an all-reduce of which each rank keeps its rows (NCCL splits evenly only).

@@ -361,6 +361,9 @@ func (c *ncclComm) check(name string, t *tensor.Tensor, op ReduceOp, reduces boo
 		return 0, 0, fmt.Errorf("dist: rank %d: %s: the tensor is on %s, the communicator on %s", c.rank, name, t.Device(), c.dev)
 	}
 	dtype, ok := ncclType(t.DType())
+	if !ok && t.DType() == tensor.Int16 {
+		return 0, 0, fmt.Errorf("%w: rank %d: %s of an int16 tensor over NCCL: NCCL has no 16-bit integer type (convert to Int32 first)", ErrUnsupported, c.rank, name)
+	}
 	if !ok {
 		return 0, 0, fmt.Errorf("%w: rank %d: %s of a %s tensor over NCCL", ErrUnsupported, c.rank, name, t.DType())
 	}

@@ -40,6 +40,7 @@ const (
 
 // ncclDataType_t values (nccl.h).
 const (
+	ncclInt8     = 0
 	ncclUint8    = 1
 	ncclInt32    = 2
 	ncclInt64    = 4
@@ -236,7 +237,10 @@ func ncclType(d tensor.DType) (int32, bool) {
 		return ncclInt32, true
 	case tensor.Uint8:
 		return ncclUint8, true
+	case tensor.Int8:
+		return ncclInt8, true
 	}
+	// Int16 has no NCCL type (nccl.h defines none); callers convert to Int32.
 	return 0, false
 }
 

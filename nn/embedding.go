@@ -64,13 +64,13 @@ func NewEmbedding(dev tensor.Device, num, dim int, cfg ...EmbeddingConfig) *Embe
 	return &Embedding{Weight: NewParam(w), PaddingIndex: pad}
 }
 
-// Forward returns the rows of Weight picked by indices (Int64, Int32 or
-// Uint8, any shape): an [..., Dim] tensor. It panics with a *tensor.Error
+// Forward returns the rows of Weight picked by indices (Int64, Int32,
+// Int16, Int8 or Uint8, any shape): an [..., Dim] tensor. It panics with a *tensor.Error
 // whose Op is "nn.Embedding" for non-integer indices; an index outside
 // [0, Num) is a device error reported at the next sync.
 func (e *Embedding) Forward(indices *tensor.Tensor) *tensor.Tensor {
 	if !indices.DType().IsInt() {
-		dtypeError("Embedding", "expects integer indices (int64, int32 or uint8), got %v %s", indices.Shape(),
+		dtypeError("Embedding", "expects integer indices (int64, int32, int16, int8 or uint8), got %v %s", indices.Shape(),
 			indices.DType())
 	}
 	if e.PaddingIndex >= 0 {

@@ -494,6 +494,10 @@ func dtypeExpr(d tensor.DType) string {
 		return "tensor.Int64"
 	case tensor.Int32:
 		return "tensor.Int32"
+	case tensor.Int16:
+		return "tensor.Int16"
+	case tensor.Int8:
+		return "tensor.Int8"
 	case tensor.Uint8:
 		return "tensor.Uint8"
 	case tensor.Bool:

@@ -98,6 +98,10 @@ func wrapInt(dt tensor.DType, v int64) int64 {
 	switch dt {
 	case tensor.Int32:
 		return int64(int32(v))
+	case tensor.Int16:
+		return int64(int16(v))
+	case tensor.Int8:
+		return int64(int8(v))
 	case tensor.Uint8:
 		return int64(uint8(v))
 	}
@@ -172,6 +176,10 @@ func (h *hostTensor) device(dev tensor.Device) *tensor.Tensor {
 			binary.LittleEndian.PutUint64(raw[8*k:], uint64(h.i[k]))
 		case tensor.Int32:
 			binary.LittleEndian.PutUint32(raw[4*k:], uint32(h.i[k]))
+		case tensor.Int16:
+			binary.LittleEndian.PutUint16(raw[2*k:], uint16(h.i[k]))
+		case tensor.Int8:
+			raw[k] = byte(h.i[k])
 		case tensor.Uint8, tensor.Bool:
 			raw[k] = byte(h.i[k])
 		}

@@ -10,8 +10,9 @@ import (
 // DynamicQuantizeLinear, QLinearMatMul, QLinearConv, MatMulInteger,
 // ConvInteger) run on the host: Kiln's devices have no 8-bit arithmetic,
 // and a quantized graph is something to import and check, not to train.
-// Int8 values are held as Int32 (as Load holds them), saturated to the
-// int8 range where ONNX says so.
+// Int8 and Int16 values are held as Int8 and Int16 (as Load holds them),
+// saturated to their range where ONNX says so; the integer products of
+// MatMulInteger and ConvInteger are Int32.
 
 func init() {
 	ops["QuantizeLinear"] = hostOp(func(c *call) []*hostTensor {
@@ -127,6 +128,12 @@ func quantType(c *call, k int) (tensor.DType, float64, float64) {
 	if !c.has(k) || c.h(k).dtype == tensor.Uint8 {
 		return tensor.Uint8, 0, 255
 	}
+	switch c.h(k).dtype {
+	case tensor.Int8:
+		return tensor.Int8, math.MinInt8, math.MaxInt8
+	case tensor.Int16:
+		return tensor.Int16, math.MinInt16, math.MaxInt16
+	}
 	switch c.declaredType(k) {
 	case TypeInt16:
 		return tensor.Int32, math.MinInt16, math.MaxInt16
@@ -134,8 +141,8 @@ func quantType(c *call, k int) (tensor.DType, float64, float64) {
 		return tensor.Int32, 0, math.MaxUint16
 	}
 	if c.h(k).dtype == tensor.Int32 {
-		// Int8 (Load holds int8 as Int32; a zero point whose declared
-		// type is unknown is taken for int8, the common case).
+		// An int8 zero point computed as Int32 (a zero point whose
+		// declared type is unknown is taken for int8, the common case).
 		return tensor.Int32, -128, 127
 	}
 	c.fail(tensor.ErrDType, "zero point of type %s: Kiln quantizes to uint8, int8, int16 and uint16", c.h(k).dtype)

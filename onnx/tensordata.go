@@ -20,8 +20,9 @@ import (
 const maxElements = 1 << 40
 
 // kilnDType maps an ONNX data type to the Kiln dtype its values are held
-// in. Integer types Kiln lacks widen: INT8, INT16 and UINT16 to Int32,
-// UINT32 and UINT64 to Int64 (UINT64 values above MaxInt64 wrap).
+// in. INT8 and INT16 map to Int8 and Int16; integer types Kiln lacks
+// widen: UINT16 to Int32, UINT32 and UINT64 to Int64 (UINT64 values above
+// MaxInt64 wrap).
 func kilnDType(t int32) (tensor.DType, error) {
 	switch t {
 	case TypeFloat:
@@ -34,8 +35,12 @@ func kilnDType(t int32) (tensor.DType, error) {
 		return tensor.BFloat16, nil
 	case TypeInt64, TypeUint32, TypeUint64:
 		return tensor.Int64, nil
-	case TypeInt32, TypeInt8, TypeInt16, TypeUint16:
+	case TypeInt32, TypeUint16:
 		return tensor.Int32, nil
+	case TypeInt16:
+		return tensor.Int16, nil
+	case TypeInt8:
+		return tensor.Int8, nil
 	case TypeUint8:
 		return tensor.Uint8, nil
 	case TypeBool:
@@ -59,6 +64,10 @@ func onnxDType(d tensor.DType) int32 {
 		return TypeInt64
 	case tensor.Int32:
 		return TypeInt32
+	case tensor.Int16:
+		return TypeInt16
+	case tensor.Int8:
+		return TypeInt8
 	case tensor.Uint8:
 		return TypeUint8
 	case tensor.Bool:

@@ -24,9 +24,9 @@ func TestSafetensorsCopyTo(t *testing.T) {
 		if err := store.WriteSafetensors(kiln, sampleCheckpoint(dev).Model, map[string]string{"old": "yes"}); err != nil {
 			t.Fatal(err)
 		}
-		i8 := filepath.Join(dir, "i8.safetensors")
-		os.WriteFile(i8, rawFile(`{"small":{"dtype":"I8","shape":[3],"data_offsets":[0,3]},"x":{"dtype":"U8","shape":[1],"data_offsets":[3,4]}}`, 4), 0o644)
-		for _, src := range []string{kiln, i8, "testdata/fixture.safetensors", "testdata/torch_names.safetensors"} {
+		u16 := filepath.Join(dir, "u16.safetensors")
+		os.WriteFile(u16, rawFile(`{"small":{"dtype":"U16","shape":[3],"data_offsets":[0,6]},"x":{"dtype":"U8","shape":[1],"data_offsets":[6,7]}}`, 7), 0o644)
+		for _, src := range []string{kiln, u16, "testdata/fixture.safetensors", "testdata/torch_names.safetensors"} {
 			t.Run(filepath.Base(src), func(t *testing.T) {
 				in, err := store.OpenSafetensors(src)
 				if err != nil {

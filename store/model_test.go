@@ -217,7 +217,7 @@ func TestLoadModelBadFiles(t *testing.T) {
 			{"not safetensors", write("text.safetensors", []byte("hello, this is not a model file")), store.ErrCorrupt, "text.safetensors"},
 			{"empty file", write("empty.safetensors", nil), store.ErrCorrupt, "empty.safetensors"},
 			{"directory without a manifest", dir, store.ErrCorrupt, "manifest.json"},
-			{"unsupported dtype", write("i8.safetensors", rawFile(`{"L1.weight":{"dtype":"I8","shape":[4,3],"data_offsets":[0,12]}}`, 12)), nn.ErrStateDict, "dtype I8, which Kiln cannot hold"},
+			{"unsupported dtype", write("u16.safetensors", rawFile(`{"L1.weight":{"dtype":"U16","shape":[4,3],"data_offsets":[0,24]}}`, 24)), nn.ErrStateDict, "dtype U16, which Kiln cannot hold"},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {

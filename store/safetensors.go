@@ -47,6 +47,8 @@ var kilnDTypes = map[string]tensor.DType{
 	"BF16": tensor.BFloat16,
 	"I64":  tensor.Int64,
 	"I32":  tensor.Int32,
+	"I16":  tensor.Int16,
+	"I8":   tensor.Int8,
 	"U8":   tensor.Uint8,
 	"BOOL": tensor.Bool,
 }
@@ -54,7 +56,7 @@ var kilnDTypes = map[string]tensor.DType{
 // otherDTypeSizes lists the element sizes of the dtypes the safetensors
 // format defines but Kiln cannot hold, so files using them still validate.
 var otherDTypeSizes = map[string]int{
-	"I8": 1, "I16": 2, "U16": 2, "U32": 4, "U64": 8,
+	"U16": 2, "U32": 4, "U64": 8,
 	"F8_E4M3": 1, "F8_E5M2": 1, "C64": 8,
 }
 

@@ -185,17 +185,17 @@ func TestSafetensorsFileShrinksAfterOpen(t *testing.T) {
 }
 
 func TestSafetensorsUnsupportedDType(t *testing.T) {
-	data := rawFile(`{"small":{"dtype":"I8","shape":[3],"data_offsets":[0,3]},"x":{"dtype":"U8","shape":[1],"data_offsets":[3,4]}}`, 4)
-	path := filepath.Join(t.TempDir(), "i8.safetensors")
+	data := rawFile(`{"small":{"dtype":"U16","shape":[3],"data_offsets":[0,6]},"x":{"dtype":"U8","shape":[1],"data_offsets":[6,7]}}`, 7)
+	path := filepath.Join(t.TempDir(), "u16.safetensors")
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	f, err := store.OpenSafetensors(path)
 	if err != nil {
-		t.Fatalf("a file with an I8 tensor should open: %v", err)
+		t.Fatalf("a file with a U16 tensor should open: %v", err)
 	}
 	defer f.Close()
-	if info, _ := f.Info("small"); info.Supported || info.FileDType != "I8" {
+	if info, _ := f.Info("small"); info.Supported || info.FileDType != "U16" {
 		t.Errorf("Info(small) = %+v", info)
 	}
 	if x, err := f.Tensor("x", tensor.CPU()); err != nil {
@@ -203,8 +203,8 @@ func TestSafetensorsUnsupportedDType(t *testing.T) {
 	} else {
 		x.Release()
 	}
-	if _, err := f.Tensor("small", tensor.CPU()); !errors.Is(err, store.ErrUnsupported) || !strings.Contains(err.Error(), "I8") {
-		t.Errorf("Tensor(small) error = %v, want ErrUnsupported naming I8", err)
+	if _, err := f.Tensor("small", tensor.CPU()); !errors.Is(err, store.ErrUnsupported) || !strings.Contains(err.Error(), "U16") {
+		t.Errorf("Tensor(small) error = %v, want ErrUnsupported naming U16", err)
 	}
 	if m, _, err := store.ReadSafetensors(path, tensor.CPU()); !errors.Is(err, store.ErrUnsupported) || m != nil {
 		t.Errorf("ReadSafetensors = %v, %v; want nil map and ErrUnsupported", m, err)
@@ -414,7 +414,8 @@ func checkValues(t *testing.T, name string, got *tensor.Tensor, fileDType string
 
 var fileDTypes = map[string]tensor.DType{
 	"F32": tensor.Float32, "F64": tensor.Float64, "F16": tensor.Float16, "BF16": tensor.BFloat16,
-	"I64": tensor.Int64, "I32": tensor.Int32, "U8": tensor.Uint8, "BOOL": tensor.Bool,
+	"I64": tensor.Int64, "I32": tensor.Int32, "I16": tensor.Int16, "I8": tensor.Int8, "U8": tensor.Uint8,
+	"BOOL": tensor.Bool,
 }
 
 // TestSafetensorsReadsTorchFixture reads a file laid out as the reference
@@ -649,4 +650,48 @@ func fmtInts(v []int64) string {
 		s[i] = strconv.FormatInt(x, 10)
 	}
 	return "[" + strings.Join(s, " ") + "]"
+}
+
+// TestSafetensorsInt8Int16 saves I8 and I16 tensors holding both extremes
+// and negative values, and checks the dtype names in the header and the
+// values read back.
+func TestSafetensorsInt8Int16(t *testing.T) {
+	testutil.ForEachDevice(t, func(t *testing.T, dev tensor.Device) {
+		i8 := []int8{-128, -1, 0, 1, 127, -77}
+		i16 := []int16{-32768, -300, -1, 0, 255, 32767}
+		tensors := map[string]*tensor.Tensor{
+			"a": tensor.FromInt8s(dev, i8, 2, 3),
+			"b": tensor.FromInt16s(dev, i16, 3, 2),
+		}
+		path := filepath.Join(t.TempDir(), "ints.safetensors")
+		if err := store.WriteSafetensors(path, tensors, nil); err != nil {
+			t.Fatal(err)
+		}
+		f, err := store.OpenSafetensors(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		for name, want := range map[string]string{"a": "I8", "b": "I16"} {
+			if info, _ := f.Info(name); !info.Supported || info.FileDType != want {
+				t.Errorf("Info(%s) = %+v, want a supported %s", name, info, want)
+			}
+		}
+		got, _, err := store.ReadSafetensors(path, dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wants := map[string][]int64{"a": {-128, -1, 0, 1, 127, -77}, "b": {-32768, -300, -1, 0, 255, 32767}}
+		dts := map[string]tensor.DType{"a": tensor.Int8, "b": tensor.Int16}
+		for name, want := range wants {
+			g := got[name]
+			if g == nil || g.DType() != dts[name] {
+				t.Errorf("%s: read %v, want %s", name, g, dts[name])
+				continue
+			}
+			if vals := g.Int64s(); !slices.Equal(vals, want) {
+				t.Errorf("%s = %v, want %v", name, vals, want)
+			}
+		}
+	})
 }

@@ -123,6 +123,22 @@ func FromInt32s(dev Device, data []int32, shape ...int) *Tensor {
 	}))
 }
 
+// FromInt16s returns an Int16 tensor holding data with the given shape.
+func FromInt16s(dev Device, data []int16, shape ...int) *Tensor {
+	shape = checkData("FromInt16s", len(data), shape)
+	return fromBytes("FromInt16s", dev, Int16, shape, leBytes(data, func(b []byte, v int16) {
+		binary.LittleEndian.PutUint16(b, uint16(v))
+	}))
+}
+
+// FromInt8s returns an Int8 tensor holding data with the given shape.
+func FromInt8s(dev Device, data []int8, shape ...int) *Tensor {
+	shape = checkData("FromInt8s", len(data), shape)
+	return fromBytes("FromInt8s", dev, Int8, shape, leBytes(data, func(b []byte, v int8) {
+		b[0] = uint8(v)
+	}))
+}
+
 // hostLittleEndian reports whether this machine stores numbers little-end
 // first, as tensors' bytes are laid out.
 var hostLittleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
@@ -130,7 +146,7 @@ var hostLittleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 // leBytes returns data's elements as little-endian bytes: on a
 // little-endian host data's own memory, viewed as bytes (the backend copies
 // it), elsewhere a new slice filled by put.
-func leBytes[T int32 | int64 | float32 | float64](data []T, put func([]byte, T)) []byte {
+func leBytes[T int8 | int16 | int32 | int64 | float32 | float64](data []T, put func([]byte, T)) []byte {
 	size := int(unsafe.Sizeof(*new(T)))
 	if len(data) == 0 {
 		return nil

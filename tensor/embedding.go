@@ -34,7 +34,7 @@ func nnEmbedding(op string, weight, indices *Tensor, pad int, padded bool) *Tens
 		fail(op, ErrShape, "weight %s must be [num_embeddings, embedding_dim]", shapeString(weight.shape))
 	}
 	if !indices.dtype.IsInt() {
-		fail(op, ErrDType, "indices %s are %s; they must be integers (int64, int32 or uint8)", shapeString(indices.shape),
+		fail(op, ErrDType, "indices %s are %s; they must be integers (int64, int32, int16, int8 or uint8)", shapeString(indices.shape),
 			indices.dtype)
 	}
 	v, d := weight.shape[0], weight.shape[1]

@@ -46,6 +46,10 @@ func decode(dtype DType, raw []byte, i int) float64 {
 		return float64(int64(binary.LittleEndian.Uint64(raw[8*i:])))
 	case Int32:
 		return float64(int32(binary.LittleEndian.Uint32(raw[4*i:])))
+	case Int16:
+		return float64(int16(binary.LittleEndian.Uint16(raw[2*i:])))
+	case Int8:
+		return float64(int8(raw[i]))
 	case Uint8, Bool:
 		return float64(raw[i])
 	}
@@ -108,6 +112,13 @@ func (t *Tensor) Item() float64 {
 
 // To returns t converted to dtype. Gradients flow back through float
 // conversions.
+//
+// Floats convert to integers by truncating toward zero, as in PyTorch.
+// A float outside the integer type's range (undefined in PyTorch) is
+// converted to int64 (saturating, NaN giving 0) and then wrapped to the
+// narrower type by two's complement truncation, as a Go conversion of the
+// int64 does: 300.7 to Int8 gives 44. Integers convert to narrower
+// integers by the same wrap (int64 200 to Int8 gives -56), as in PyTorch.
 func (t *Tensor) To(dtype DType) *Tensor {
 	t.live("To")
 	if !dtype.Valid() {

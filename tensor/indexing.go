@@ -8,14 +8,14 @@ import (
 // masking and selection by condition, and the integer helpers Nonzero and
 // OneHot.
 //
-// Index tensors hold integers; Int64 is used as is and Int32 or Uint8 are
-// converted (PyTorch insists on int64), while float and bool indices fail
-// with ErrDType. An index i of a dimension of size n must lie in [-n, n);
-// a negative one counts from the end, as in Python and NumPy's take (the
-// backends' Gather and Scatter work that way; PyTorch rejects negative
-// indices). An index outside that range is found by the device kernel, so
-// it is reported as a device failure (ErrDeviceFailed) at the next
-// Device.Sync or host read, not as a panic at the call.
+// Index tensors hold integers; Int64 is used as is and Int32, Int16, Int8
+// or Uint8 are converted (PyTorch insists on int64), while float and bool
+// indices fail with ErrDType. An index i of a dimension of size n must lie
+// in [-n, n); a negative one counts from the end, as in Python and NumPy's
+// take (the backends' Gather and Scatter work that way; PyTorch rejects
+// negative indices). An index outside that range is found by the device
+// kernel, so it is reported as a device failure (ErrDeviceFailed) at the
+// next Device.Sync or host read, not as a panic at the call.
 
 // indexInt64 checks that index holds integers and returns it as Int64 (a
 // new view when it already is); the caller releases it.

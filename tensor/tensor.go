@@ -19,6 +19,8 @@ const (
 	BFloat16 = backends.BFloat16
 	Int64    = backends.Int64
 	Int32    = backends.Int32
+	Int16    = backends.Int16
+	Int8     = backends.Int8
 	Uint8    = backends.Uint8
 	Bool     = backends.Bool
 )

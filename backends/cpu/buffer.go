@@ -54,6 +54,12 @@ func (b *buffer) u16() []uint16 {
 	return elemsOf[uint16](b, "float16 or bfloat16", b.dtype == backends.Float16 || b.dtype == backends.BFloat16)
 }
 
+// i16 views Int16 buffers.
+func (b *buffer) i16() []int16 { return elemsOf[int16](b, "int16", b.dtype == backends.Int16) }
+
+// i8 views Int8 buffers.
+func (b *buffer) i8() []int8 { return elemsOf[int8](b, "int8", b.dtype == backends.Int8) }
+
 // u8 views Uint8 and Bool buffers.
 func (b *buffer) u8() []uint8 {
 	return elemsOf[uint8](b, "uint8 or bool", b.dtype == backends.Uint8 || b.dtype == backends.Bool)

@@ -61,6 +61,16 @@ func loadF64(b *buffer, off, st int, dst []float64) {
 		for i := range dst {
 			dst[i] = float64(s[off+i*st])
 		}
+	case backends.Int16:
+		s := b.i16()
+		for i := range dst {
+			dst[i] = float64(s[off+i*st])
+		}
+	case backends.Int8:
+		s := b.i8()
+		for i := range dst {
+			dst[i] = float64(s[off+i*st])
+		}
 	case backends.Uint8:
 		s := b.u8()
 		for i := range dst {
@@ -128,6 +138,16 @@ func storeF64(b *buffer, off, st int, src []float64) {
 		for i, v := range src {
 			s[off+i*st] = int32(toInt64(v))
 		}
+	case backends.Int16:
+		s := b.i16()
+		for i, v := range src {
+			s[off+i*st] = int16(toInt64(v))
+		}
+	case backends.Int8:
+		s := b.i8()
+		for i, v := range src {
+			s[off+i*st] = int8(toInt64(v))
+		}
 	case backends.Uint8:
 		s := b.u8()
 		for i, v := range src {
@@ -167,6 +187,16 @@ func loadI64(b *buffer, off, st int, dst []int64) {
 		for i := range dst {
 			dst[i] = int64(s[off+i*st])
 		}
+	case backends.Int16:
+		s := b.i16()
+		for i := range dst {
+			dst[i] = int64(s[off+i*st])
+		}
+	case backends.Int8:
+		s := b.i8()
+		for i := range dst {
+			dst[i] = int64(s[off+i*st])
+		}
 	case backends.Uint8, backends.Bool:
 		s := b.u8()
 		for i := range dst {
@@ -197,6 +227,16 @@ func storeI64(b *buffer, off, st int, src []int64) {
 		s := b.i32()
 		for i, v := range src {
 			s[off+i*st] = int32(v)
+		}
+	case backends.Int16:
+		s := b.i16()
+		for i, v := range src {
+			s[off+i*st] = int16(v)
+		}
+	case backends.Int8:
+		s := b.i8()
+		for i, v := range src {
+			s[off+i*st] = int8(v)
 		}
 	case backends.Uint8:
 		s := b.u8()

@@ -65,6 +65,10 @@ func encode(dt backends.DType, vals []float64) []byte {
 			binary.LittleEndian.PutUint64(p, uint64(int64(v)))
 		case backends.Int32:
 			binary.LittleEndian.PutUint32(p, uint32(int32(v)))
+		case backends.Int16:
+			binary.LittleEndian.PutUint16(p, uint16(int16(v)))
+		case backends.Int8:
+			p[0] = uint8(int8(v))
 		case backends.Uint8:
 			p[0] = uint8(v)
 		case backends.Bool:
@@ -95,6 +99,10 @@ func decode(dt backends.DType, b []byte) []float64 {
 			out[i] = float64(int64(binary.LittleEndian.Uint64(p)))
 		case backends.Int32:
 			out[i] = float64(int32(binary.LittleEndian.Uint32(p)))
+		case backends.Int16:
+			out[i] = float64(int16(binary.LittleEndian.Uint16(p)))
+		case backends.Int8:
+			out[i] = float64(int8(p[0]))
 		default:
 			out[i] = float64(p[0])
 		}

@@ -178,6 +178,8 @@ var cTypes = map[backends.DType]dtypeC{
 	backends.BFloat16: {"bf16", "unsigned short", "float"},
 	backends.Int64:    {"i64", "long long", "double"},
 	backends.Int32:    {"i32", "int", "double"},
+	backends.Int16:    {"i16", "short", "double"},
+	backends.Int8:     {"i8", "signed char", "double"},
 	backends.Uint8:    {"u8", "unsigned char", "double"},
 	backends.Bool:     {"b8", "unsigned char", "double"},
 }
@@ -202,6 +204,11 @@ func store(d backends.DType, value string) string {
 		return fmt.Sprintf("kiln_f2bf((float)(%s))", value)
 	case backends.Bool:
 		return fmt.Sprintf("(unsigned char)((%s) != 0)", value)
+	case backends.Int8, backends.Int16:
+		// Through long long so that results out of range wrap by two's
+		// complement truncation (int8 127+1 = -128) as on the CPU backend;
+		// a direct double-to-char conversion would be undefined.
+		return fmt.Sprintf("(%s)(long long)(%s)", cTypes[d].storage, value)
 	}
 	return fmt.Sprintf("(%s)(%s)", cTypes[d].storage, value)
 }
@@ -359,8 +366,8 @@ func copyKernel(outT, xT backends.DType) kernel {
 	if outT != backends.Float64 && xT != backends.Float64 && !xT.IsInt() && !outT.IsInt() {
 		acc = "float"
 	}
-	if xT == backends.Int64 && outT == backends.Int64 {
-		acc = "long long" // exact beyond 2^53
+	if xT.IsInt() && outT.IsInt() {
+		acc = "long long" // exact beyond 2^53, and wraps as the CPU does
 	}
 	body := fmt.Sprintf(`extern "C" __global__ void %s(%s, KView ov, %s, KView xv, long long n) {
 %s    out[kiln_offset(ov, i)] = %s;

@@ -101,7 +101,8 @@ func (f Fixture) Float64s() []float64 {
 	return out
 }
 
-// Tensor builds the fixture on dev with its own dtype.
+// Tensor builds the fixture on dev with its own dtype (int64, int16, int8,
+// bool and float64; any other dtype name gives float32).
 func (f Fixture) Tensor(dev tensor.Device) *tensor.Tensor {
 	shape := f.Shape
 	if shape == nil {
@@ -115,6 +116,18 @@ func (f Fixture) Tensor(dev tensor.Device) *tensor.Tensor {
 			ints[i] = int64(x)
 		}
 		return tensor.FromInt64s(dev, ints, shape...).Reshape(shape...)
+	case "int16":
+		ints := make([]int16, len(v))
+		for i, x := range v {
+			ints[i] = int16(x)
+		}
+		return tensor.FromInt16s(dev, ints, shape...).Reshape(shape...)
+	case "int8":
+		ints := make([]int8, len(v))
+		for i, x := range v {
+			ints[i] = int8(x)
+		}
+		return tensor.FromInt8s(dev, ints, shape...).Reshape(shape...)
 	case "bool":
 		bs := make([]bool, len(v))
 		for i, x := range v {

@@ -23,6 +23,8 @@ DTYPES = {
     "BF16": torch.bfloat16,
     "I64": torch.int64,
     "I32": torch.int32,
+    "I16": torch.int16,
+    "I8": torch.int8,
     "U8": torch.uint8,
     "BOOL": torch.bool,
 }
