@@ -68,7 +68,14 @@ func isFixtureOutput(name string) bool {
 // ulps, everything else exactly).
 func runMathFixtures(t *testing.T, table map[string]mathFixture) {
 	t.Helper()
-	cases := loadFixtures(t, "math.json")
+	runFixtureFile(t, "math", table)
+}
+
+// runFixtureFile is runMathFixtures for testdata/<file>.json, written by
+// testdata/gen_<file>.py.
+func runFixtureFile(t *testing.T, file string, table map[string]mathFixture) {
+	t.Helper()
+	cases := loadFixtures(t, file+".json")
 	names := make([]string, 0, len(table))
 	for n := range table {
 		names = append(names, n)
@@ -77,7 +84,7 @@ func runMathFixtures(t *testing.T, table map[string]mathFixture) {
 	for _, name := range names {
 		c, ok := cases[name]
 		if !ok {
-			t.Errorf("fixture %s is missing from math.json (regenerate with /usr/bin/python3 testdata/gen_math.py)", name)
+			t.Errorf("fixture %s is missing from %s.json (regenerate with /usr/bin/python3 testdata/gen_%s.py)", name, file, file)
 			continue
 		}
 		t.Run(name, func(t *testing.T) {

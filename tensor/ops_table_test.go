@@ -503,14 +503,17 @@ func fixtureCallers(t *testing.T) map[string][]string {
 		})
 		return found
 	}
-	// The functions that load fixtures themselves, and the files that
-	// call loadFixtures or one of them.
+	// The functions that load fixtures, themselves or through another
+	// such function (to a fixed point), and the files that call one.
 	loaders := map[string]bool{"loadFixtures": true}
-	for _, name := range names {
-		for _, d := range files[name].Decls {
-			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && !strings.HasPrefix(fd.Name.Name, "Test") &&
-				calls(fd, func(n string) bool { return n == "loadFixtures" }) {
-				loaders[fd.Name.Name] = true
+	for grown := true; grown; {
+		grown = false
+		for _, name := range names {
+			for _, d := range files[name].Decls {
+				if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && !strings.HasPrefix(fd.Name.Name, "Test") &&
+					!loaders[fd.Name.Name] && calls(fd, func(n string) bool { return loaders[n] }) {
+					loaders[fd.Name.Name], grown = true, true
+				}
 			}
 		}
 	}

@@ -3,7 +3,6 @@ package tensor_test
 import (
 	"errors"
 	"math"
-	"sort"
 	"testing"
 
 	"github.com/kiln-ml/kiln/tensor"
@@ -20,45 +19,7 @@ func elementwise2Tables() []map[string]mathFixture {
 // elementwise2.json on every test device, with runMathFixtures' tolerances.
 func runElementwise2Fixtures(t *testing.T, table map[string]mathFixture) {
 	t.Helper()
-	cases := loadFixtures(t, "elementwise2.json")
-	names := make([]string, 0, len(table))
-	for n := range table {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		c, ok := cases[name]
-		if !ok {
-			t.Errorf("fixture %s is missing from elementwise2.json (regenerate with /usr/bin/python3 testdata/gen_elementwise2.py)", name)
-			continue
-		}
-		t.Run(name, func(t *testing.T) {
-			forEachDevice(t, func(t *testing.T, dev tensor.Device) {
-				got := table[name](mathCase{c: c, dev: dev})
-				for k, want := range c {
-					if !isFixtureOutput(k) {
-						continue
-					}
-					g := got[k]
-					if g == nil {
-						t.Errorf("%s: no result", k)
-						continue
-					}
-					if g.DType().String() != want.DType {
-						t.Errorf("%s: dtype %s, want %s", k, g.DType(), want.DType)
-					}
-					rtol, atol := 0.0, 0.0
-					switch want.DType {
-					case "float32":
-						rtol, atol = 4e-6, 1e-6
-					case "float64":
-						rtol, atol = 1e-12, 1e-12
-					}
-					assertClose(t, k, g, want, rtol, atol)
-				}
-			})
-		})
-	}
+	runFixtureFile(t, "elementwise2", table)
 }
 
 // TestElementwise2FixtureCoverage checks that every case in
