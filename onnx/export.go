@@ -22,8 +22,9 @@ import (
 const ExportOpset = 17
 
 // ErrExport reports a model Export cannot write: an op with no ONNX
-// translation, or a constant the forward pass built and released before
-// Export could read it.
+// translation, a constant the forward pass built and released before
+// Export could read it, or one it computed from the input's values outside
+// the graph.
 var ErrExport = errors.New("cannot export to ONNX")
 
 // Export runs model.Forward on example in evaluation mode (restoring the
@@ -42,9 +43,16 @@ var ErrExport = errors.New("cannot export to ONNX")
 // constant whose shape holds the batch size ties the graph to the traced
 // batch size, and recurrent layers are unrolled over the traced length.
 //
+// A constant computed from the input's values outside the graph (the
+// mask of a comparison, indices read to the host) would freeze this
+// example's values into the file: Export runs Forward a second time on
+// random values of the example's shape and refuses when the constants
+// differ.
+//
 // It returns an error wrapping ErrExport for ops without an ONNX
-// translation (listing them all) and for a constant released before Export
-// could read it, and the tensor error of a Forward that fails. The file is
+// translation (listing them all), for a constant released before Export
+// could read it and for a constant computed from the input's values, and
+// the tensor error of a Forward that fails. The file is
 // written to a temporary name and renamed into place.
 func Export(model nn.Module, example *tensor.Tensor, path string) error {
 	if model == nil || example == nil {
@@ -101,6 +109,9 @@ func Trace(model nn.Module, example *tensor.Tensor) (mp *ModelProto, err error) 
 			tr = &tracer{input: input, batch: example.Shape(), named: named, leaves: leaves,
 				names: map[*autodiff.Node]string{}, batched: map[*autodiff.Node]bool{}}
 			tr.build(root)
+			if tr.err == nil && len(tr.missing) == 0 {
+				tr.err = checkConstants(model, x, root, leaves)
+			}
 		})
 	})
 	if err != nil {
@@ -119,6 +130,51 @@ func Trace(model nn.Module, example *tensor.Tensor) (mp *ModelProto, err error) 
 	}
 	return &ModelProto{IRVersion: 8, ProducerName: "kiln", Graph: tr.g,
 		OpsetImports: []OperatorSetID{{Domain: "", Version: ExportOpset}}}, nil
+}
+
+// constantsOf lists, in the graph's order, the constants the forward pass
+// built (leaves that are neither the input nor named tensors).
+func constantsOf(root, input *autodiff.Node, leaves map[*autodiff.Node]*tensor.Tensor) []*tensor.Tensor {
+	var out []*tensor.Tensor
+	autodiff.Walk([]*autodiff.Node{root}, func(n *autodiff.Node) {
+		if n.Leaf && n != input && leaves[n] == nil {
+			c, _ := n.Const.(*tensor.Tensor)
+			out = append(out, c)
+		}
+	})
+	return out
+}
+
+// checkConstants runs the forward pass again on other values of the
+// example's shape and refuses the export when the constants it builds
+// differ: such a constant was computed from the input outside the graph
+// (a comparison's mask, indices read to the host), and the ONNX file would
+// hold this example's values instead of computing them.
+func checkConstants(model nn.Module, x *tensor.Tensor, root *autodiff.Node, leaves map[*autodiff.Node]*tensor.Tensor) error {
+	first := constantsOf(root, x.Node(), leaves)
+	if len(first) == 0 {
+		return nil
+	}
+	other := tensor.RandnLike(x.Detach()).Detach()
+	other.RequireGrad()
+	y := model.Forward(other)
+	if y.Node() == nil {
+		return fmt.Errorf("%w: the forward pass builds its graph from the input's values (a second example gave no graph)", ErrExport)
+	}
+	second := constantsOf(y.Node(), other.Node(), leaves)
+	if len(second) != len(first) {
+		return fmt.Errorf("%w: the forward pass builds a different graph for other input values (%d constants, then %d): it reads the input's data outside the graph", ErrExport, len(first), len(second))
+	}
+	for i, c := range first {
+		d := second[i]
+		if c == nil || d == nil {
+			continue
+		}
+		if fmt.Sprint(c.Shape()) != fmt.Sprint(d.Shape()) || string(c.Bytes()) != string(d.Bytes()) {
+			return fmt.Errorf("%w: a %s constant of shape %v that the forward pass computes from the input's values outside the graph (a comparison's mask, indices read to the host): the ONNX file would hold this example's values", ErrExport, c.DType(), c.Shape())
+		}
+	}
+	return nil
 }
 
 // tracer turns recorded nodes into an ONNX graph.

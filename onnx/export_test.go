@@ -134,6 +134,9 @@ func TestExportRefuses(t *testing.T) {
 			return x.Pad([]int{1, 1}, "circular", 0)
 		}}, "no ONNX translation for ops: pad (circular) (1)"},
 		{"a constant released before export reads it", releasedConstant{}, "float32 constant of shape [4 3] that the forward pass built"},
+		{"a mask computed from the input outside the graph", &fnModel{f: func(_ *fnModel, x *tensor.Tensor) *tensor.Tensor {
+			return tensor.Where(x.GtScalar(0), x, x.Neg())
+		}}, "bool constant of shape [4 3] that the forward pass computes from the input's values"},
 	}
 	for _, c := range cases {
 		err := onnx.Export(c.model, tensor.Ones(dev, 4, 3), filepath.Join(t.TempDir(), "m.onnx"))

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kiln-ml/kiln/nn"
 	"github.com/kiln-ml/kiln/onnx"
 	"github.com/kiln-ml/kiln/tensor"
 )
@@ -30,7 +31,8 @@ import (
 // dtypes it accepts are those it did not refuse; it has a gradient when a
 // float64 input that requires one gets a gradient from the output's sum;
 // it exports to ONNX when onnx.Trace accepts a module whose Forward is the
-// probe; it stays on the device when the float32 call copied nothing to the
+// probe and the exported graph, run on other values, gives the op's
+// result for them; it stays on the device when the float32 call copied nothing to the
 // host (the CUDA backend then runs it with its own kernels; "host" means
 // the data goes to the host and back); its fixture tests are the test
 // files that load PyTorch fixtures (loadFixtures) and call it.
@@ -70,6 +72,17 @@ func probeInput(dev tensor.Device, dt tensor.DType) *tensor.Tensor {
 		}
 	}
 	return tensor.FromFloat64s(dev, v, 2, 3, 4).To(dt)
+}
+
+// probeInput2 is a float32 input of probeInput's shape with other values,
+// for checking that an exported graph computes the op rather than
+// replaying the traced input.
+func probeInput2(dev tensor.Device) *tensor.Tensor {
+	v := make([]float64, 24)
+	for i := range v {
+		v[i] = 1.7 * math.Cos(0.9*float64(i)+0.3)
+	}
+	return tensor.FromFloat64s(dev, v, 2, 3, 4).To(tensor.Float32)
 }
 
 // Helpers for probes: an int64 index tensor, a [4, 4] weight and 1-D views.
@@ -607,10 +620,30 @@ func measureOp(dev tensor.Device, d opDecl, probe func(x *tensor.Tensor) any, fi
 	tensor.Scope(func() {
 		x := probeInput(dev.Autodiff(), tensor.Float32)
 		perr := try(func() {
-			_, err := onnx.Trace(fnModule{probe}, x)
-			facts.onnx = err == nil
-			if err != nil && debugOp(d.key) {
-				fmt.Println(d.key, "ONNX:", err)
+			mp, err := onnx.Trace(fnModule{probe}, x)
+			if err != nil {
+				if debugOp(d.key) {
+					fmt.Println(d.key, "ONNX:", err)
+				}
+				return
+			}
+			// The graph must compute the op, not replay this input: run it
+			// on other values (an op that reads its data to the host
+			// traces this input's selection into the graph).
+			m, err := onnx.FromProto(mp, d.key, dev)
+			if err != nil {
+				if debugOp(d.key) {
+					fmt.Println(d.key, "ONNX load:", err)
+				}
+				return
+			}
+			defer nn.Release(m)
+			x2 := probeInput2(dev)
+			want, got := firstTensor(probe(x2)), m.Forward(x2)
+			facts.onnx = fmt.Sprint(want.Shape()) == fmt.Sprint(got.Shape()) &&
+				want.To(tensor.Float64).AllClose(got.To(tensor.Float64), 1e-4, 1e-5)
+			if !facts.onnx && debugOp(d.key) {
+				fmt.Println(d.key, "ONNX: the exported graph gives other values for another input")
 			}
 		})
 		if perr != nil && debugOp(d.key) {
