@@ -37,8 +37,8 @@ func TestInspectCommand(t *testing.T) {
 		os.WriteFile(p, b, 0o644)
 		return p
 	}
-	i8Header := `{"small":{"dtype":"I8","shape":[3],"data_offsets":[0,3]}}`
-	i8 := write("i8.safetensors", append(append([]byte{byte(len(i8Header)), 0, 0, 0, 0, 0, 0, 0}, i8Header...), 1, 2, 3))
+	u16Header := `{"small":{"dtype":"U16","shape":[3],"data_offsets":[0,6]}}`
+	u16 := write("u16.safetensors", append(append([]byte{byte(len(u16Header)), 0, 0, 0, 0, 0, 0, 0}, u16Header...), 1, 0, 2, 0, 3, 0))
 
 	cases := []struct {
 		name    string
@@ -53,7 +53,7 @@ func TestInspectCommand(t *testing.T) {
 			"enc.count", "I64", "[]", "8 B",
 			"enc.weight", "F32", "[4 3]", "48 B",
 			"mask", "BOOL", "[2 2]", "4 B"}, "", nil},
-		{"a dtype Kiln cannot hold", []string{i8}, []string{"small", "I8 (not readable by Kiln)", "[3]"}, "", nil},
+		{"a dtype Kiln cannot hold", []string{u16}, []string{"small", "U16 (not readable by Kiln)", "[3]"}, "", nil},
 		{"checkpoint directory", []string{ckpt}, []string{
 			"checkpoint  " + ckpt, "kiln-checkpoint v1", "epoch       2", "step        200",
 			"metrics     accuracy=0.75  valid_loss=0.1667\n", `config      {"lr":0.01}`,
