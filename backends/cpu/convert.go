@@ -52,30 +52,15 @@ func loadF64(b *buffer, off, st int, dst []float64) {
 			dst[i] = float64(backends.BFloat16ToFloat32(s[off+i*st]))
 		}
 	case backends.Int64:
-		s := b.i64()
-		for i := range dst {
-			dst[i] = float64(s[off+i*st])
-		}
+		gatherStrided(dst, b.i64(), off, st)
 	case backends.Int32:
-		s := b.i32()
-		for i := range dst {
-			dst[i] = float64(s[off+i*st])
-		}
+		gatherStrided(dst, b.i32(), off, st)
 	case backends.Int16:
-		s := b.i16()
-		for i := range dst {
-			dst[i] = float64(s[off+i*st])
-		}
+		gatherStrided(dst, b.i16(), off, st)
 	case backends.Int8:
-		s := b.i8()
-		for i := range dst {
-			dst[i] = float64(s[off+i*st])
-		}
+		gatherStrided(dst, b.i8(), off, st)
 	case backends.Uint8:
-		s := b.u8()
-		for i := range dst {
-			dst[i] = float64(s[off+i*st])
-		}
+		gatherStrided(dst, b.u8(), off, st)
 	case backends.Bool:
 		s := b.u8()
 		for i := range dst {
@@ -129,30 +114,15 @@ func storeF64(b *buffer, off, st int, src []float64) {
 			s[off+i*st] = backends.Float32ToBFloat16(float32(v))
 		}
 	case backends.Int64:
-		s := b.i64()
-		for i, v := range src {
-			s[off+i*st] = toInt64(v)
-		}
+		storeFloatsAsInts(b.i64(), off, st, src)
 	case backends.Int32:
-		s := b.i32()
-		for i, v := range src {
-			s[off+i*st] = int32(toInt64(v))
-		}
+		storeFloatsAsInts(b.i32(), off, st, src)
 	case backends.Int16:
-		s := b.i16()
-		for i, v := range src {
-			s[off+i*st] = int16(toInt64(v))
-		}
+		storeFloatsAsInts(b.i16(), off, st, src)
 	case backends.Int8:
-		s := b.i8()
-		for i, v := range src {
-			s[off+i*st] = int8(toInt64(v))
-		}
+		storeFloatsAsInts(b.i8(), off, st, src)
 	case backends.Uint8:
-		s := b.u8()
-		for i, v := range src {
-			s[off+i*st] = uint8(toInt64(v))
-		}
+		storeFloatsAsInts(b.u8(), off, st, src)
 	case backends.Bool:
 		s := b.u8()
 		for i, v := range src {
@@ -183,25 +153,13 @@ func loadI64(b *buffer, off, st int, dst []int64) {
 			dst[i] = s[off+i*st]
 		}
 	case backends.Int32:
-		s := b.i32()
-		for i := range dst {
-			dst[i] = int64(s[off+i*st])
-		}
+		gatherStrided(dst, b.i32(), off, st)
 	case backends.Int16:
-		s := b.i16()
-		for i := range dst {
-			dst[i] = int64(s[off+i*st])
-		}
+		gatherStrided(dst, b.i16(), off, st)
 	case backends.Int8:
-		s := b.i8()
-		for i := range dst {
-			dst[i] = int64(s[off+i*st])
-		}
+		gatherStrided(dst, b.i8(), off, st)
 	case backends.Uint8, backends.Bool:
-		s := b.u8()
-		for i := range dst {
-			dst[i] = int64(s[off+i*st])
-		}
+		gatherStrided(dst, b.u8(), off, st)
 	default:
 		panic("cpu: not an integer dtype: " + b.dtype.String())
 	}
@@ -224,25 +182,13 @@ func storeI64(b *buffer, off, st int, src []int64) {
 			s[off+i*st] = v
 		}
 	case backends.Int32:
-		s := b.i32()
-		for i, v := range src {
-			s[off+i*st] = int32(v)
-		}
+		scatterStrided(b.i32(), off, st, src)
 	case backends.Int16:
-		s := b.i16()
-		for i, v := range src {
-			s[off+i*st] = int16(v)
-		}
+		scatterStrided(b.i16(), off, st, src)
 	case backends.Int8:
-		s := b.i8()
-		for i, v := range src {
-			s[off+i*st] = int8(v)
-		}
+		scatterStrided(b.i8(), off, st, src)
 	case backends.Uint8:
-		s := b.u8()
-		for i, v := range src {
-			s[off+i*st] = uint8(v)
-		}
+		scatterStrided(b.u8(), off, st, src)
 	case backends.Bool:
 		s := b.u8()
 		for i, v := range src {
@@ -333,6 +279,36 @@ func storeF32(b *buffer, off, st int, src []float32) {
 			storeF64(b, off, st, tmp[:m])
 			src, off = src[m:], off+m*st
 		}
+	}
+}
+
+// intElem is an integer element type of a buffer.
+type intElem interface {
+	~int8 | ~int16 | ~int32 | ~int64 | ~uint8
+}
+
+// gatherStrided converts len(dst) elements s[off], s[off+st], … into dst
+// (each element type is its own instantiation, so the loop is as tight as
+// a hand-written one).
+func gatherStrided[D int64 | float64, S intElem](dst []D, s []S, off, st int) {
+	for i := range dst {
+		dst[i] = D(s[off+i*st])
+	}
+}
+
+// scatterStrided writes src to s[off], s[off+st], …, wrapping each value
+// to the narrower type as a conversion does.
+func scatterStrided[S intElem](s []S, off, st int, src []int64) {
+	for i, v := range src {
+		s[off+i*st] = S(v)
+	}
+}
+
+// storeFloatsAsInts is scatterStrided of float values, each truncated
+// toward zero (toInt64) first.
+func storeFloatsAsInts[S intElem](s []S, off, st int, src []float64) {
+	for i, v := range src {
+		s[off+i*st] = S(toInt64(v))
 	}
 }
 
