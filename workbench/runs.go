@@ -574,6 +574,12 @@ func (s *Server) runMethods() map[string]method {
 			if err != nil {
 				return nil, err
 			}
+			// Read the log now: a client asks for a snapshot when it learns
+			// of a run (often from the run's own start event), which may be
+			// before the file-system event that would have read it.
+			if f.read(r) {
+				f.publish("runs.changed", map[string]any{})
+			}
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			recs := append([]json.RawMessage{}, r.records...)
