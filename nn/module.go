@@ -407,6 +407,49 @@ func all(m any) []NamedParam {
 	return out
 }
 
+// NamedModule is a module of a model with its dotted path.
+type NamedModule struct {
+	Name   string // "" for the model itself
+	Module any    // a pointer to the module's struct where it is addressable, else the struct
+}
+
+// Modules returns m and every module reachable in it (each struct found by
+// following fields, pointers, interfaces, slices, arrays and maps, as Params
+// does), each under its dotted path, parents before children. A struct
+// embedded in a module is listed under its parent's path, since its fields
+// and methods are the parent's. A module reached twice is listed once,
+// under the first path.
+func Modules(m any) []NamedModule {
+	var out []NamedModule
+	add := func(path string, v reflect.Value) {
+		if v.Kind() != reflect.Struct {
+			return
+		}
+		if v.CanAddr() {
+			out = append(out, NamedModule{Name: path, Module: v.Addr().Interface()})
+		} else if v.CanInterface() {
+			out = append(out, NamedModule{Name: path, Module: v.Interface()})
+		}
+	}
+	var collect func(n *node)
+	collect = func(n *node) {
+		if n.param != nil {
+			return
+		}
+		add(n.path, n.value)
+		for _, e := range n.embedded {
+			add(n.path, e)
+		}
+		for _, c := range n.children {
+			collect(c)
+		}
+	}
+	if root := tree(m); root != nil {
+		collect(root)
+	}
+	return out
+}
+
 func filter(m any, keep func(p *Param) bool) []NamedParam {
 	var out []NamedParam
 	for _, np := range all(m) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/kiln-ml/kiln/tensor"
@@ -13,13 +14,18 @@ import (
 // producer, IR version and opsets; the graph's inputs and outputs with
 // their types (outputs as inferred, symbolic dimensions kept); the
 // operators used, with counts, marking those Kiln cannot run; the
-// initializers with their element types and shapes; and, last, whether
-// Load accepts the model, with Load's own reason when it refuses one (an
-// opset out of range, an operator or attribute Kiln does not run),
-// checked without reading a weight. It fails like ReadFile, and like Load
+// initializers with their element types and shapes; and, last, what Load
+// would say of it, checked without reading a weight: whether Kiln runs
+// the model's opset, every node Load would refuse (in subgraphs too),
+// one line each with its index, name, operator and reason (an operator
+// Kiln does not run, an attribute value or input it does not support, an
+// operator of another domain), every graph value of a kind and
+// initializer of a data type Kiln cannot hold, and then "Load accepts
+// it." or Load's own reason for refusing it. Past 50 lines the list ends
+// with a count per reason. It fails like ReadFile, and like Load
 // (wrapping ErrCorrupt, naming the node and the attribute) for a node
-// whose attributes break its operator's definition. `kiln inspect` prints
-// it.
+// whose attributes break its operator's definition. `kiln inspect`
+// prints it.
 func Describe(path string) (string, error) {
 	m, err := ReadFile(path)
 	if err != nil {
@@ -33,13 +39,140 @@ func Describe(path string) (string, error) {
 		return "", fmt.Errorf("onnx: describe %s: %w", path, err)
 	}
 	d := DescribeModel(m)
+	refused := loadRefusals(m)
 	if _, err := newPlan(m, path, tensor.CPU()); err != nil {
 		if errors.Is(err, ErrCorrupt) {
 			return "", fmt.Errorf("onnx: describe %s: %w", path, err)
 		}
-		return d + "Load refuses it: " + err.Error() + "\n", nil
+		return d + refused.text + "Load refuses it: " + err.Error() + "\n", nil
 	}
-	return d + "Load accepts it.\n", nil
+	if refused.initErr != nil {
+		return d + refused.text + "Load refuses it: " + refused.initErr.Error() + "\n", nil
+	}
+	return d + refused.text + "Load accepts it.\n", nil
+}
+
+// maxRefusalsListed caps the lines Describe gives to refused nodes.
+const maxRefusalsListed = 50
+
+// loadReport is what Describe says of Load before its verdict.
+type loadReport struct {
+	text    string // the opset line and the refused nodes, one line each
+	initErr error  // the first initializer Load would refuse, nil if none
+}
+
+// loadRefusals checks m as Load would, collecting every failure instead
+// of stopping at the first: the opset, the legacy conversion, each node
+// (plan.refusals, with the opset taken as MaxOpset where the model's is
+// refused, so that its nodes are still checked) and each initializer's
+// data type.
+func loadRefusals(m *ModelProto) loadReport {
+	var b strings.Builder
+	opset, ok := defaultOpset(m)
+	effective := opset
+	switch {
+	case !ok:
+		b.WriteString("opset: the model imports no opset of the default ONNX domain, so Load refuses it")
+		effective = MaxOpset
+	case opset < MinOpset:
+		fmt.Fprintf(&b, "opset %d: outside the opsets Kiln runs (%d to %d), so Load refuses it", opset, MinOpset, MaxOpset)
+		effective = MaxOpset
+	case opset < legacyOpset:
+		fmt.Fprintf(&b, "opset %d: Kiln runs opsets %d to %d (this one converted to opset %d on load)", opset, MinOpset, MaxOpset, legacyOpset)
+	case opset > MaxOpset:
+		fmt.Fprintf(&b, "opset %d: newer than the opsets Kiln knows (%d to %d); Load runs each operator as its opset-%d form", opset, MinOpset, MaxOpset, MaxOpset)
+	default:
+		fmt.Fprintf(&b, "opset %d: Kiln runs opsets %d to %d", opset, MinOpset, MaxOpset)
+	}
+	if effective != opset {
+		fmt.Fprintf(&b, " (nodes checked below as opset %d)", effective)
+	}
+	b.WriteString("\n")
+	var lines, keys []string
+	var nodes, values int
+	var legacyErr error
+	mp := m
+	if ok && opset >= MinOpset {
+		if up, err := upgradeLegacy(m); err != nil {
+			legacyErr = err
+			effective = legacyOpset
+		} else {
+			mp = up
+		}
+	}
+	if legacyErr != nil {
+		lines = append(lines, "  converting opset "+strconv.FormatInt(opset, 10)+": "+legacyErr.Error())
+		keys = append(keys, "converting the old opset")
+	}
+	p := &plan{proto: mp, opset: effective}
+	for _, r := range p.refusals() {
+		if r.index < 0 {
+			values++
+			lines = append(lines, fmt.Sprintf("  value %q: %s", r.node, r.reason))
+		} else {
+			nodes++
+			lines = append(lines, fmt.Sprintf("  node %d %q (%s): %s", r.index, r.node, r.op, r.reason))
+		}
+		keys = append(keys, r.reason)
+	}
+	var initErr error
+	for _, t := range m.Graph.Initializers {
+		if t.DataType == TypeString {
+			continue
+		}
+		if _, err := kilnDType(t.DataType); err != nil {
+			if initErr == nil {
+				initErr = fmt.Errorf("initializer %q: %w", t.Name, err)
+			}
+			values++
+			reason := fmt.Sprintf("unsupported data type %s", DataTypeName(t.DataType))
+			lines = append(lines, fmt.Sprintf("  initializer %q: %s", t.Name, reason))
+			keys = append(keys, reason)
+		}
+	}
+	if len(lines) > 0 {
+		var what []string
+		if nodes > 0 {
+			what = append(what, plural(nodes, "node"))
+		}
+		if values > 0 {
+			what = append(what, plural(values, "value"))
+		}
+		if legacyErr != nil {
+			what = append(what, "the opset conversion")
+		}
+		fmt.Fprintf(&b, "Load refuses %s:\n", strings.Join(what, " and "))
+		shown := lines
+		if len(lines) > maxRefusalsListed {
+			shown = lines[:maxRefusalsListed]
+		}
+		for _, l := range shown {
+			b.WriteString(l + "\n")
+		}
+		if rest := keys[len(shown):]; len(rest) > 0 {
+			counts := map[string]int{}
+			var order []string
+			for _, k := range rest {
+				if counts[k] == 0 {
+					order = append(order, k)
+				}
+				counts[k]++
+			}
+			fmt.Fprintf(&b, "  … and %d more:\n", len(rest))
+			for _, k := range order {
+				fmt.Fprintf(&b, "    %d × %s\n", counts[k], k)
+			}
+		}
+	}
+	return loadReport{text: b.String(), initErr: initErr}
+}
+
+// plural says n things: "1 node", "3 nodes".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return strconv.Itoa(n) + " " + thing + "s"
 }
 
 // DescribeModel is Describe for a model already decoded. It never fails

@@ -88,8 +88,9 @@
 // pools that are not 2-D, convolutions and pools over more than three
 // spatial dimensions, or Resize with antialias; such models are refused at Load with the
 // operators named (CONFORMANCE.md lists what else the suite shows
-// missing). Generate refuses control flow, sequences, optionals and
-// strings by name: they run in the runtime only. Export translates the
+// missing). Generate writes If, Loop and Scan as Go if statements and
+// for loops, and refuses sequences, optionals and strings by name: they
+// run in the runtime only. Export translates the
 // ops of Kiln's layers (linear, convolutions and transposed convolutions,
 // pooling, normalisation, recurrent layers unrolled, attention and the
 // transformer stacks, activations, reductions, arithmetic, layout,

@@ -3,11 +3,11 @@ package onnx
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/kiln-ml/kiln/autodiff"
 	"github.com/kiln-ml/kiln/backends"
@@ -35,7 +35,11 @@ var ErrExport = errors.New("cannot export to ONNX")
 // "output"; the first dimension is the symbolic "batch" wherever the
 // traced shapes carry the example's batch size through, so the exported
 // model runs on other batch sizes. Shapes are otherwise those of the
-// trace, as with torch.onnx.export.
+// trace, as with torch.onnx.export. The example is a float tensor, or an
+// int64 or int32 tensor of token ids for a model whose first layer is an
+// embedding (the graph input then has that integer type). Models of
+// several inputs, losses (a prediction and a target) and training-mode
+// graphs are written by ExportFunction.
 //
 // Constants the forward pass builds (a reshaped running statistic, a
 // recurrent layer's zero initial state, a mask) are written as
@@ -50,7 +54,10 @@ var ErrExport = errors.New("cannot export to ONNX")
 // differ.
 //
 // It returns an error wrapping ErrExport for ops without an ONNX
-// translation (listing them all), for a constant released before Export
+// translation, listing each with the dotted path of the module whose
+// Forward ran it (`op "cumprod" in module "encoder.layers.1.mlp" has no
+// ONNX form`; the path is found from the call stack while tracing, see
+// export_scope.go), for a constant released before Export
 // could read it and for a constant computed from the input's values, and
 // the tensor error of a Forward that fails. The file is
 // written to a temporary name and renamed into place.
@@ -70,34 +77,120 @@ func Export(model nn.Module, example *tensor.Tensor, path string) error {
 
 // Trace is Export without the file: it returns the traced model.
 func Trace(model nn.Module, example *tensor.Tensor) (mp *ModelProto, err error) {
-	training := nn.IsTraining(model)
-	if err := tensor.Try(func() { nn.Eval(model) }); err != nil {
+	if model == nil || example == nil {
+		return nil, fmt.Errorf("%w: nil model or example", tensor.ErrArgument)
+	}
+	return TraceFunction(func(xs []*tensor.Tensor) *tensor.Tensor { return model.Forward(xs[0]) }, model,
+		[]*tensor.Tensor{example}, ExportOptions{})
+}
+
+// ExportOptions configures ExportFunction and TraceFunction; the zero
+// value traces in evaluation mode with inputs named "input" (one) or
+// "input0", "input1", … (several).
+type ExportOptions struct {
+	// InputNames names the graph inputs, one per example.
+	InputNames []string `json:"input_names,omitempty"`
+	// Training traces the model in training mode, as torch.onnx.export's
+	// TrainingMode.TRAINING: batch normalisation normalises by the batch's
+	// own mean and variance (ReduceMean and variance nodes). The running
+	// statistics a training-mode forward pass would update are not part of
+	// the graph's output: the file computes the normalised output only, and
+	// the traced passes leave the model's buffers as they found them.
+	// Random layers (dropout) are refused in training mode: their masks
+	// differ from one pass to the next.
+	Training bool `json:"training,omitempty"`
+}
+
+// ExportFunction traces fn on examples and writes it to path as ONNX, as
+// Export does for one module: each example becomes a graph input (named
+// by opts.InputNames, else "input" for one and "input0", "input1", … for
+// several), fn's result the output "output". model, which may be nil,
+// holds the parameters and buffers fn uses: they become initializers under
+// their dotted names, and model is traced in evaluation mode (training
+// mode with opts.Training) and put back in its mode afterwards. Anything
+// else fn uses (a class-weight tensor, a mask) is written as a constant.
+//
+// It is how a loss is exported: fn takes the prediction and the target and
+// returns the loss (a scalar for the mean and sum reductions). Integer
+// examples (int64 or int32: token ids, class indices) become integer graph
+// inputs; the second pass that looks for input-dependent constants feeds
+// them the example's own values rotated by one position, so ids stay
+// within an embedding's range and class indices within the classes (an
+// integer example whose values are all the same cannot show such a
+// constant: give one with different values). An example whose values no
+// recorded op reads is still a graph input. When every example is an
+// integer tensor, model's float parameters are made to record the ops that
+// use them for the trace (nothing would record otherwise).
+//
+// It fails as Export does, and with tensor.ErrArgument for no examples, a
+// nil example or a name count that differs from the example count, and
+// tensor.ErrDType for an example that is neither float nor int64 or int32.
+func ExportFunction(fn func(inputs []*tensor.Tensor) *tensor.Tensor, model any, examples []*tensor.Tensor, path string, opts ExportOptions) error {
+	mp, err := TraceFunction(fn, model, examples, opts)
+	if err != nil {
+		return fmt.Errorf("onnx: export %s: %w", path, err)
+	}
+	if err := writeAtomic(path, Encode(mp)); err != nil {
+		return fmt.Errorf("onnx: export %s: %w", path, err)
+	}
+	return nil
+}
+
+// TraceFunction is ExportFunction without the file: it returns the traced
+// model.
+func TraceFunction(fn func(inputs []*tensor.Tensor) *tensor.Tensor, model any, examples []*tensor.Tensor, opts ExportOptions) (mp *ModelProto, err error) {
+	names, err := inputNames(fn, examples, opts)
+	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if training {
-			if e := tensor.Try(func() { nn.Train(model) }); e != nil && err == nil {
+	if model != nil {
+		restore, err := setTraceMode(model, opts.Training)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if e := restore(); e != nil && err == nil {
 				err = e
 			}
-		}
-	}()
-	named := map[*tensor.Tensor]string{}
-	for _, np := range append(nn.Params(model), nn.Buffers(model)...) {
-		named[np.Param.Tensor] = np.Name
+		}()
 	}
-	var root, input *autodiff.Node
+	if model != nil && !anyFloat(examples) {
+		restore, err := recordParams(model)
+		if err != nil {
+			return nil, err
+		}
+		defer restore()
+	}
+	named := map[*tensor.Tensor]string{}
+	if model != nil {
+		for _, np := range append(nn.Params(model), nn.Buffers(model)...) {
+			named[np.Param.Tensor] = np.Name
+		}
+	}
 	var tr *tracer
 	err = tensor.Try(func() {
 		tensor.Scope(func() {
-			if !example.DType().IsFloat() {
-				panic(&tensor.Error{Op: "onnx.Export", Msg: fmt.Sprintf("example input is %s: Export traces float inputs", example.DType()), Err: tensor.ErrDType})
+			xs := make([]*tensor.Tensor, len(examples))
+			for i, e := range examples {
+				x := e.Detach().ToDevice(e.Device().Autodiff())
+				if x.DType().IsFloat() {
+					x.RequireGrad()
+				}
+				xs[i] = x
 			}
-			x := example.Detach().ToDevice(example.Device().Autodiff())
-			x.RequireGrad()
-			input = x.Node()
-			y := model.Forward(x)
-			root = y.Node()
-			if root == nil || root == input {
+			var y *tensor.Tensor
+			scopes := withModuleScopes(model, func() { y = fn(xs) })
+			if y == nil {
+				panic(&tensor.Error{Op: "onnx.Export", Msg: "the forward pass returned no tensor", Err: ErrExport})
+			}
+			root := y.Node()
+			inputs := map[*autodiff.Node]int{}
+			for i, x := range xs {
+				if n := x.Node(); n != nil {
+					inputs[n] = i
+				}
+			}
+			if _, isInput := inputs[root]; root == nil || isInput {
 				panic(&tensor.Error{Op: "onnx.Export", Msg: "the output does not depend on the input through any recorded op", Err: ErrExport})
 			}
 			leaves := map[*autodiff.Node]*tensor.Tensor{}
@@ -106,11 +199,11 @@ func Trace(model nn.Module, example *tensor.Tensor) (mp *ModelProto, err error) 
 					leaves[n] = t
 				}
 			}
-			tr = &tracer{input: input, batch: example.Shape(), named: named, leaves: leaves,
-				names: map[*autodiff.Node]string{}, batched: map[*autodiff.Node]bool{}}
+			tr = &tracer{inputs: inputs, inputNames: names, examples: examples, batch: examples[0].Shape(), named: named, leaves: leaves,
+				names: map[*autodiff.Node]string{}, batched: map[*autodiff.Node]bool{}, scopes: scopes}
 			tr.build(root)
 			if tr.err == nil && len(tr.missing) == 0 {
-				tr.err = checkConstants(model, x, root, leaves)
+				tr.err = checkConstants(fn, xs, root, inputs, leaves)
 			}
 		})
 	})
@@ -118,12 +211,7 @@ func Trace(model nn.Module, example *tensor.Tensor) (mp *ModelProto, err error) 
 		return nil, err
 	}
 	if len(tr.missing) > 0 {
-		var ops []string
-		for op, n := range tr.missing {
-			ops = append(ops, fmt.Sprintf("%s (%d)", op, n))
-		}
-		sort.Strings(ops)
-		return nil, fmt.Errorf("%w: no ONNX translation for ops: %s", ErrExport, strings.Join(ops, ", "))
+		return nil, tr.missingError()
 	}
 	if tr.err != nil {
 		return nil, tr.err
@@ -132,12 +220,135 @@ func Trace(model nn.Module, example *tensor.Tensor) (mp *ModelProto, err error) 
 		OpsetImports: []OperatorSetID{{Domain: "", Version: ExportOpset}}}, nil
 }
 
+// inputNames checks the examples and returns the graph inputs' names.
+func inputNames(fn func([]*tensor.Tensor) *tensor.Tensor, examples []*tensor.Tensor, opts ExportOptions) ([]string, error) {
+	if fn == nil || len(examples) == 0 {
+		return nil, fmt.Errorf("%w: no forward function or no example input", tensor.ErrArgument)
+	}
+	for i, e := range examples {
+		if e == nil {
+			return nil, fmt.Errorf("%w: example input %d is nil", tensor.ErrArgument, i)
+		}
+		if e.Released() {
+			return nil, fmt.Errorf("%w: example input %d was released", tensor.ErrReleased, i)
+		}
+		if dt := e.DType(); !dt.IsFloat() && dt != tensor.Int64 && dt != tensor.Int32 {
+			return nil, fmt.Errorf("%w: example input %d is %s: Export traces float, int64 and int32 inputs", tensor.ErrDType, i, dt)
+		}
+	}
+	names := opts.InputNames
+	switch {
+	case len(names) == 0 && len(examples) == 1:
+		names = []string{"input"}
+	case len(names) == 0:
+		for i := range examples {
+			names = append(names, fmt.Sprintf("input%d", i))
+		}
+	case len(names) != len(examples):
+		return nil, fmt.Errorf("%w: %d input names for %d example inputs", tensor.ErrArgument, len(names), len(examples))
+	}
+	seen := map[string]bool{"output": true}
+	for _, n := range names {
+		if n == "" || seen[n] {
+			return nil, fmt.Errorf("%w: input name %q is empty, repeated or \"output\"", tensor.ErrArgument, n)
+		}
+		seen[n] = true
+	}
+	return names, nil
+}
+
+// setTraceMode puts model in training or evaluation mode and returns the
+// function that puts it back. In training mode, which updates running
+// statistics, it also snapshots the buffers and restores their values.
+func setTraceMode(model any, training bool) (restore func() error, err error) {
+	was := nn.IsTraining(model)
+	var saved []*tensor.Tensor
+	var buffers []nn.NamedParam
+	err = tensor.Try(func() {
+		if !training {
+			nn.Eval(model)
+			return
+		}
+		nn.Train(model)
+		tensor.NoScope(func() {
+			buffers = nn.Buffers(model)
+			for _, b := range buffers {
+				saved = append(saved, tensor.ZerosLike(b.Param.Tensor.Detach()).Assign(b.Param.Tensor.Detach()))
+			}
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return func() error {
+		return tensor.Try(func() {
+			for i, b := range buffers {
+				b.Param.Tensor.Detach().Assign(saved[i])
+				saved[i].Release()
+			}
+			if was != training {
+				if was {
+					nn.Train(model)
+				} else {
+					nn.Eval(model)
+				}
+			}
+		})
+	}, nil
+}
+
+func anyFloat(xs []*tensor.Tensor) bool {
+	for _, x := range xs {
+		if x.DType().IsFloat() {
+			return true
+		}
+	}
+	return false
+}
+
+// recordParams makes model's floating-point parameters record the ops
+// that use them, for a trace whose inputs are all integers (token ids):
+// nothing would record otherwise, since only floats require gradients.
+// Each parameter is swapped for a view on its device's autodiff view that
+// requires gradients; restore puts the original tensors back.
+func recordParams(model any) (restore func(), err error) {
+	type swap struct {
+		p    *nn.Param
+		orig *tensor.Tensor
+	}
+	var swaps []swap
+	restore = func() {
+		for _, s := range swaps {
+			s.p.Tensor = s.orig
+		}
+	}
+	err = tensor.Try(func() {
+		tensor.NoScope(func() {
+			for _, np := range nn.Params(model) {
+				t := np.Param.Tensor
+				if t == nil || !t.DType().IsFloat() || t.RequiresGrad() {
+					continue
+				}
+				v := t.Detach().ToDevice(t.Device().Autodiff())
+				v.RequireGrad()
+				swaps = append(swaps, swap{np.Param, t})
+				np.Param.Tensor = v
+			}
+		})
+	})
+	if err != nil {
+		restore()
+		return nil, err
+	}
+	return restore, nil
+}
+
 // constantsOf lists, in the graph's order, the constants the forward pass
-// built (leaves that are neither the input nor named tensors).
-func constantsOf(root, input *autodiff.Node, leaves map[*autodiff.Node]*tensor.Tensor) []*tensor.Tensor {
+// built (leaves that are neither inputs nor named tensors).
+func constantsOf(root *autodiff.Node, inputs map[*autodiff.Node]int, leaves map[*autodiff.Node]*tensor.Tensor) []*tensor.Tensor {
 	var out []*tensor.Tensor
 	autodiff.Walk([]*autodiff.Node{root}, func(n *autodiff.Node) {
-		if n.Leaf && n != input && leaves[n] == nil {
+		if _, isInput := inputs[n]; n.Leaf && !isInput && leaves[n] == nil {
 			c, _ := n.Const.(*tensor.Tensor)
 			out = append(out, c)
 		}
@@ -145,23 +356,58 @@ func constantsOf(root, input *autodiff.Node, leaves map[*autodiff.Node]*tensor.T
 	return out
 }
 
+// otherValues returns a tensor of x's shape, dtype and device holding
+// other values: normal ones for floats, and for integers x's own values
+// rotated by one position (so indices stay valid for the layer that reads
+// them, and differ unless they are all the same).
+func otherValues(x *tensor.Tensor) *tensor.Tensor {
+	if x.DType().IsFloat() {
+		o := tensor.RandnLike(x.Detach()).Detach()
+		o.RequireGrad()
+		return o
+	}
+	vals := x.Int64s()
+	n := len(vals)
+	if n == 0 {
+		return x.Detach()
+	}
+	// A rotation by one differs from vals unless every value is the same.
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = vals[(i+1)%n]
+	}
+	o := tensor.FromInt64s(tensor.CPU(), out, x.Shape()...)
+	if x.DType() != tensor.Int64 {
+		o = o.To(x.DType())
+	}
+	return o.ToDevice(x.Device())
+}
+
 // checkConstants runs the forward pass again on other values of the
-// example's shape and refuses the export when the constants it builds
+// examples' shapes and refuses the export when the constants it builds
 // differ: such a constant was computed from the input outside the graph
 // (a comparison's mask, indices read to the host), and the ONNX file would
 // hold this example's values instead of computing them.
-func checkConstants(model nn.Module, x *tensor.Tensor, root *autodiff.Node, leaves map[*autodiff.Node]*tensor.Tensor) error {
-	first := constantsOf(root, x.Node(), leaves)
+func checkConstants(fn func([]*tensor.Tensor) *tensor.Tensor, xs []*tensor.Tensor, root *autodiff.Node, inputs map[*autodiff.Node]int, leaves map[*autodiff.Node]*tensor.Tensor) error {
+	first := constantsOf(root, inputs, leaves)
 	if len(first) == 0 {
 		return nil
 	}
-	other := tensor.RandnLike(x.Detach()).Detach()
-	other.RequireGrad()
-	y := model.Forward(other)
-	if y.Node() == nil {
+	others := make([]*tensor.Tensor, len(xs))
+	for i, x := range xs {
+		others[i] = otherValues(x)
+	}
+	y := fn(others)
+	if y == nil || y.Node() == nil {
 		return fmt.Errorf("%w: the forward pass builds its graph from the input's values (a second example gave no graph)", ErrExport)
 	}
-	second := constantsOf(y.Node(), other.Node(), leaves)
+	otherInputs := map[*autodiff.Node]int{}
+	for i, o := range others {
+		if n := o.Node(); n != nil {
+			otherInputs[n] = i
+		}
+	}
+	second := constantsOf(y.Node(), otherInputs, leaves)
 	if len(second) != len(first) {
 		return fmt.Errorf("%w: the forward pass builds a different graph for other input values (%d constants, then %d): it reads the input's data outside the graph", ErrExport, len(first), len(second))
 	}
@@ -171,7 +417,7 @@ func checkConstants(model nn.Module, x *tensor.Tensor, root *autodiff.Node, leav
 			continue
 		}
 		if fmt.Sprint(c.Shape()) != fmt.Sprint(d.Shape()) || string(c.Bytes()) != string(d.Bytes()) {
-			return fmt.Errorf("%w: a %s constant of shape %v that the forward pass computes from the input's values outside the graph (a comparison's mask, indices read to the host): the ONNX file would hold this example's values", ErrExport, c.DType(), c.Shape())
+			return fmt.Errorf("%w: a %s constant of shape %v that the forward pass computes from the input's values outside the graph (a comparison's mask, indices read to the host, a random mask): the ONNX file would hold this example's values", ErrExport, c.DType(), c.Shape())
 		}
 	}
 	return nil
@@ -179,17 +425,22 @@ func checkConstants(model nn.Module, x *tensor.Tensor, root *autodiff.Node, leav
 
 // tracer turns recorded nodes into an ONNX graph.
 type tracer struct {
-	input   *autodiff.Node
-	batch   []int
-	named   map[*tensor.Tensor]string
-	leaves  map[*autodiff.Node]*tensor.Tensor
-	names   map[*autodiff.Node]string
-	batched map[*autodiff.Node]bool // first dimension is the input's batch
-	g       *GraphProto
-	missing map[string]int
-	err     error
-	consts  int
-	inits   map[string]bool
+	inputs     map[*autodiff.Node]int // graph inputs, by example index
+	inputNames []string
+	examples   []*tensor.Tensor
+	scopes     *scopeTracker    // the module methods each op ran in; nil without a model
+	order      []*autodiff.Node // the graph's ops, in recording order
+	unwritten  []missingOp      // the ops without a translation
+	batch      []int
+	named      map[*tensor.Tensor]string
+	leaves     map[*autodiff.Node]*tensor.Tensor
+	names      map[*autodiff.Node]string
+	batched    map[*autodiff.Node]bool // first dimension is the input's batch
+	g          *GraphProto
+	missing    map[string]int
+	err        error
+	consts     int
+	inits      map[string]bool
 }
 
 func (tr *tracer) build(root *autodiff.Node) {
@@ -205,14 +456,56 @@ func (tr *tracer) build(root *autodiff.Node) {
 			return
 		}
 		tr.names[n] = fmt.Sprintf("%s_%d", n.Op, n.ID)
+		tr.order = append(tr.order, n)
+		before := maps.Clone(tr.missing)
 		tr.op(n)
+		for label, c := range tr.missing {
+			if c != before[label] {
+				tr.unwritten = append(tr.unwritten, missingOp{n, label})
+			}
+		}
 	})
 	if tr.err != nil || len(tr.missing) > 0 {
 		return
 	}
+	// An example the graph does not read stays an input, so that the
+	// file's signature is the function's.
+	have := map[string]bool{}
+	for _, v := range tr.g.Inputs {
+		have[v.Name] = true
+	}
+	for i, name := range tr.inputNames {
+		if !have[name] {
+			tr.g.Inputs = append(tr.g.Inputs, tr.exampleInfo(name, tr.examples[i]))
+		}
+	}
+	sort.SliceStable(tr.g.Inputs, func(i, j int) bool { return tr.inputIndex(tr.g.Inputs[i].Name) < tr.inputIndex(tr.g.Inputs[j].Name) })
 	out := tr.names[root]
 	tr.g.Nodes = append(tr.g.Nodes, &NodeProto{OpType: "Identity", Name: "output", Inputs: []string{out}, Outputs: []string{"output"}})
 	tr.g.Outputs = []*ValueInfoProto{tr.valueInfo("output", root, tr.batched[root])}
+}
+
+// inputIndex is the example index of the graph input named name.
+func (tr *tracer) inputIndex(name string) int {
+	for i, n := range tr.inputNames {
+		if n == name {
+			return i
+		}
+	}
+	return len(tr.inputNames)
+}
+
+// exampleInfo describes a graph input from its example tensor.
+func (tr *tracer) exampleInfo(name string, x *tensor.Tensor) *ValueInfoProto {
+	t := &TypeProto{Kind: "tensor", ElemType: onnxDType(x.DType()), HasShape: true}
+	for i, d := range x.Shape() {
+		if i == 0 && len(tr.batch) > 0 && d == tr.batch[0] {
+			t.Shape = append(t.Shape, Dim{Param: "batch"})
+		} else {
+			t.Shape = append(t.Shape, Dim{Value: int64(d), HasValue: true})
+		}
+	}
+	return &ValueInfoProto{Name: name, Type: t}
 }
 
 func (tr *tracer) valueInfo(name string, n *autodiff.Node, batched bool) *ValueInfoProto {
@@ -229,10 +522,13 @@ func (tr *tracer) valueInfo(name string, n *autodiff.Node, batched bool) *ValueI
 }
 
 func (tr *tracer) leaf(n *autodiff.Node) {
-	if n == tr.input {
-		tr.names[n] = "input"
-		tr.batched[n] = len(n.Shape) > 0
-		tr.g.Inputs = append(tr.g.Inputs, tr.valueInfo("input", n, tr.batched[n]))
+	if i, isInput := tr.inputs[n]; isInput {
+		name := tr.inputNames[i]
+		tr.names[n] = name
+		// Every input whose first dimension is the first example's is
+		// batched.
+		tr.batched[n] = len(n.Shape) > 0 && len(tr.batch) > 0 && n.Shape[0] == tr.batch[0]
+		tr.g.Inputs = append(tr.g.Inputs, tr.valueInfo(name, n, tr.batched[n]))
 		return
 	}
 	t, ok := tr.leaves[n]

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/kiln-ml/kiln/autodiff"
+	"github.com/kiln-ml/kiln/backends"
 )
 
 // Translations of package tensor's core ops that ONNX opset 17 expresses
@@ -306,17 +307,37 @@ func exportVariance(std bool) func(tr *tracer, n *autodiff.Node, in []string, ou
 		for _, a := range axes {
 			count *= x.Shape[a]
 		}
-		den := float64(count - attrI(n, "correction"))
+		correction := attrI(n, "correction")
+		den := float64(count - correction)
 		mean, d, sq, ss := tr.tmp(n, "mean"), tr.tmp(n, "d"), tr.tmp(n, "sq"), tr.tmp(n, "ss")
+		keep := aInt("keepdims", int(b2i(attrBool(n, "keepdim"))))
 		tr.emit("ReduceMean", in[:1], mean, aInts("axes", axes...), aInt("keepdims", 1))
 		tr.emit("Sub", []string{in[0], mean}, d)
 		tr.emit("Mul", []string{d, d}, sq)
-		tr.emit("ReduceSum", []string{sq, tr.ints(axes...)}, ss, aInt("keepdims", int(b2i(attrBool(n, "keepdim")))))
 		v := out
 		if std {
 			v = tr.tmp(n, "var")
 		}
-		tr.emit("Div", []string{ss, tr.constant(x.DType, []int{}, den)}, v)
+		switch {
+		case correction == 0:
+			// The mean of the squares: right for any batch size.
+			tr.emit("ReduceMean", []string{sq}, v, aInts("axes", axes...), keep)
+		case tr.batched[x] && contains(axes, 0):
+			// The count includes the symbolic batch: read it from the
+			// input's shape.
+			tr.emit("ReduceSum", []string{sq, tr.ints(axes...)}, ss, keep)
+			shape, sizes, prod, cnt, dn := tr.tmp(n, "shape"), tr.tmp(n, "sizes"), tr.tmp(n, "count"), tr.tmp(n, "countf"), tr.tmp(n, "den")
+			tr.emit("Shape", in[:1], shape)
+			tr.emit("Gather", []string{shape, tr.ints(axes...)}, sizes, aInt("axis", 0))
+			tr.emit("ReduceProd", []string{sizes}, prod, aInt("keepdims", 0))
+			dt, _ := backends.ParseDType(x.DType)
+			tr.emit("Cast", []string{prod}, cnt, aInt("to", int(onnxDType(dt))))
+			tr.emit("Sub", []string{cnt, tr.constant(x.DType, []int{}, float64(correction))}, dn)
+			tr.emit("Div", []string{ss, dn}, v)
+		default:
+			tr.emit("ReduceSum", []string{sq, tr.ints(axes...)}, ss, keep)
+			tr.emit("Div", []string{ss, tr.constant(x.DType, []int{}, den)}, v)
+		}
 		if std {
 			tr.emit("Sqrt", []string{v}, out)
 		}

@@ -216,23 +216,23 @@ func newModel(mp *ModelProto, path string, dev tensor.Device) (*Model, error) {
 	return model, nil
 }
 
-// check reports every node Kiln cannot run, all at once.
-func (p *plan) check() error {
-	type miss struct {
-		what  string
-		nodes []string
-	}
-	var misses []*miss
-	byKey := map[string]*miss{}
-	add := func(key, what, node string) {
-		m := byKey[key]
-		if m == nil {
-			m = &miss{what: what}
-			byKey[key] = m
-			misses = append(misses, m)
-		}
-		m.nodes = append(m.nodes, node)
-	}
+// refusal is one thing in a model that Load refuses before it reads a
+// weight: a node Kiln cannot run or a graph value of a type it cannot
+// hold. check groups them into Load's error; Describe lists each one.
+type refusal struct {
+	key    string // what refusals with the same cause share
+	what   string // the cause as Load's error names it
+	reason string // the cause as one line of Describe says it
+	node   string // the node's path ("If_0/then_branch/#2"), or the value's
+	op     string // the node's operator ("" for a value)
+	index  int    // the node's index in its graph (-1 for a value)
+}
+
+// refusals walks the model's graph and its subgraphs, returning every
+// node Kiln cannot run and every graph value of an unsupported kind, in
+// graph order (a node's subgraphs before the node).
+func (p *plan) refusals() []refusal {
+	var out []refusal
 	var walk func(g *GraphProto, prefix string)
 	walk = func(g *GraphProto, prefix string) {
 		for i, n := range g.Nodes {
@@ -250,12 +250,18 @@ func (p *plan) check() error {
 				}
 			}
 			if n.Domain != "" && n.Domain != "ai.onnx" {
-				add("domain:"+n.Domain+":"+n.OpType, fmt.Sprintf("%s (domain %s)", n.OpType, n.Domain), name)
+				out = append(out, refusal{key: "domain:" + n.Domain + ":" + n.OpType,
+					what:   fmt.Sprintf("%s (domain %s)", n.OpType, n.Domain),
+					reason: fmt.Sprintf("operator %s of domain %s: Kiln runs the default ONNX domain only", n.OpType, n.Domain),
+					node:   name, op: n.OpType, index: i})
 				continue
 			}
 			def := ops[n.OpType]
 			if def == nil {
-				add("op:"+n.OpType, fmt.Sprintf("%s (opset %d)", n.OpType, p.opset), name)
+				out = append(out, refusal{key: "op:" + n.OpType,
+					what:   fmt.Sprintf("%s (opset %d)", n.OpType, p.opset),
+					reason: fmt.Sprintf("unknown operator: Kiln does not run %s (opset %d)", n.OpType, p.opset),
+					node:   name, op: n.OpType, index: i})
 				continue
 			}
 			if def.check != nil {
@@ -264,17 +270,43 @@ func (p *plan) check() error {
 					attrs[a.Name] = a
 				}
 				if msg := def.check(n, attrs, p.opset); msg != "" {
-					add("attr:"+n.OpType+":"+msg, fmt.Sprintf("%s (opset %d) with %s", n.OpType, p.opset, msg), name)
+					out = append(out, refusal{key: "attr:" + n.OpType + ":" + msg,
+						what:   fmt.Sprintf("%s (opset %d) with %s", n.OpType, p.opset, msg),
+						reason: fmt.Sprintf("unsupported attribute or input: %s (opset %d) with %s", n.OpType, p.opset, msg),
+						node:   name, op: n.OpType, index: i})
 				}
 			}
 		}
 		for _, v := range append(append([]*ValueInfoProto{}, g.Inputs...), g.Outputs...) {
 			if v.Type != nil && v.Type.Kind != "" && v.Type.Kind != "tensor" && !valueKindSupported(v.Type) {
-				add("type:"+v.Name, fmt.Sprintf("graph value %q of %s type", prefix+v.Name, v.Type.Kind), prefix+v.Name)
+				out = append(out, refusal{key: "type:" + v.Name,
+					what:   fmt.Sprintf("graph value %q of %s type", prefix+v.Name, v.Type.Kind),
+					reason: fmt.Sprintf("unsupported type: graph value of %s type", v.Type.Kind),
+					node:   prefix + v.Name, index: -1})
 			}
 		}
 	}
 	walk(p.proto.Graph, "")
+	return out
+}
+
+// check reports every node Kiln cannot run, all at once.
+func (p *plan) check() error {
+	type miss struct {
+		what  string
+		nodes []string
+	}
+	var misses []*miss
+	byKey := map[string]*miss{}
+	for _, r := range p.refusals() {
+		m := byKey[r.key]
+		if m == nil {
+			m = &miss{what: r.what}
+			byKey[r.key] = m
+			misses = append(misses, m)
+		}
+		m.nodes = append(m.nodes, r.node)
+	}
 	if len(misses) == 0 {
 		return nil
 	}

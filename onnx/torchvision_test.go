@@ -120,10 +120,7 @@ func TestTorchvisionModels(t *testing.T) {
 			t.Fatal(err)
 		}
 		if pythonONNX(t) {
-			if out, err := exec.Command("/usr/bin/python3", "-c",
-				"import onnx,sys; onnx.checker.check_model(onnx.load(sys.argv[1]), full_check=True)", path).CombinedOutput(); err != nil {
-				t.Fatalf("onnx.checker: %v\n%s", err, out)
-			}
+			checkModel(t, path)
 		}
 		back, err := onnx.Load(path, tensor.CPU())
 		if err != nil {

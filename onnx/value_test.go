@@ -142,7 +142,6 @@ func TestGenerateRefusesRuntimeOnlyGraphs(t *testing.T) {
 	for _, tc := range []struct {
 		name, path, says string
 	}{
-		{"control flow", ifModel(t), "If runs in Kiln's ONNX runtime only"},
 		{"sequence output", sequenceModel(t), `graph value "rows" is a sequence`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

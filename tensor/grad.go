@@ -1,8 +1,10 @@
 package tensor
 
 import (
-	"github.com/kiln-ml/kiln/autodiff"
 	"slices"
+	"sync/atomic"
+
+	"github.com/kiln-ml/kiln/autodiff"
 )
 
 // record attaches a graph node for op to out when some input requires
@@ -67,13 +69,31 @@ func record(op string, attrs map[string]any, out *Tensor, inputs []*Tensor, back
 	return out
 }
 
-// currentModuleScope is the dotted path of the module running on this
-// goroutine; package nn sets it through SetModuleScopeFunc.
-var currentModuleScope = func() string { return "" }
+// moduleScope names the module scope of new graph nodes; nil (the
+// default) names none, at the cost of one atomic load per recorded op.
+var moduleScope atomic.Pointer[func() string]
+
+// currentModuleScope is the scope new graph nodes are recorded in: what the
+// function installed by SetModuleScopeFunc returns, "" without one.
+func currentModuleScope() string {
+	if f := moduleScope.Load(); f != nil {
+		return (*f)()
+	}
+	return ""
+}
 
 // SetModuleScopeFunc installs the function that names the module scope new
-// graph nodes are recorded in (package nn's module walker uses it).
-func SetModuleScopeFunc(f func() string) { currentModuleScope = f }
+// graph nodes are recorded in (Node.Scope); nil removes it. onnx.Export
+// installs one while it traces, to name the module that ran an op without
+// an ONNX form. The function is called on every recorded op, from any
+// goroutine.
+func SetModuleScopeFunc(f func() string) {
+	if f == nil {
+		moduleScope.Store(nil)
+		return
+	}
+	moduleScope.Store(&f)
+}
 
 // RequireGrad marks t as a leaf whose gradient Backward computes, and returns
 // t. t must live on an autodiff device view (Device.Autodiff).

@@ -269,3 +269,62 @@ func TestInspectRecognisesContent(t *testing.T) {
 		})
 	}
 }
+
+// TestInspectListsRefusedONNXNodes: `kiln inspect` (through runMain, as
+// the shell runs it) on a model Load refuses lists every refused node
+// with its index, name, operator and reason, says the opset is one Kiln
+// runs, and ends with Load's refusal; the JSON description says the same.
+func TestInspectListsRefusedONNXNodes(t *testing.T) {
+	f32 := &onnx.TypeProto{Kind: "tensor", ElemType: onnx.TypeFloat, HasShape: true, Shape: []onnx.Dim{{Value: 2, HasValue: true}}}
+	m := &onnx.ModelProto{IRVersion: 8, ProducerName: "kiln-test",
+		OpsetImports: []onnx.OperatorSetID{{Version: 13}, {Domain: "com.microsoft", Version: 1}},
+		Graph: &onnx.GraphProto{
+			Nodes: []*onnx.NodeProto{
+				{OpType: "Relu", Name: "relu", Inputs: []string{"x"}, Outputs: []string{"a"}},
+				{OpType: "NoSuchOperator", Name: "mystery", Inputs: []string{"a"}, Outputs: []string{"b"}},
+				{OpType: "Resize", Name: "smooth", Inputs: []string{"b"}, Outputs: []string{"c"},
+					Attributes: []*onnx.AttributeProto{{Name: "antialias", Type: onnx.AttrInt, I: 1}}},
+				{OpType: "FusedGemm", Domain: "com.microsoft", Name: "fused", Inputs: []string{"c"}, Outputs: []string{"y"}},
+			},
+			Inputs:  []*onnx.ValueInfoProto{{Name: "x", Type: f32}},
+			Outputs: []*onnx.ValueInfoProto{{Name: "y", Type: f32}},
+		}}
+	p := filepath.Join(t.TempDir(), "refused.onnx")
+	if err := os.WriteFile(p, onnx.Encode(m), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	says := []string{
+		"opset 13: Kiln runs opsets 1 to 21\n",
+		"Load refuses 3 nodes:\n",
+		`  node 1 "mystery" (NoSuchOperator): unknown operator: Kiln does not run NoSuchOperator (opset 13)` + "\n",
+		`  node 2 "smooth" (Resize): unsupported attribute or input: Resize (opset 13) with antialias=1` + "\n",
+		`  node 3 "fused" (FusedGemm): operator FusedGemm of domain com.microsoft: Kiln runs the default ONNX domain only` + "\n",
+		"Load refuses it: unsupported ONNX model: 3 unsupported operator(s)",
+	}
+	var stdout, stderr bytes.Buffer
+	if code := runMain([]string{"inspect", p}, &stdout, &stderr); code != 0 {
+		t.Fatalf("kiln inspect exited %d: %s", code, stderr.String())
+	}
+	text := stdout.String()
+	at := 0
+	for _, w := range says {
+		i := strings.Index(text[at:], w)
+		if i < 0 {
+			t.Fatalf("kiln inspect does not say %q (after byte %d):\n%s", w, at, text)
+		}
+		at += i + len(w)
+	}
+	stdout.Reset()
+	if code := runMain([]string{"inspect", "--json", p}, &stdout, &stderr); code != 0 {
+		t.Fatalf("kiln inspect --json exited %d: %s", code, stderr.String())
+	}
+	var rep onnxReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range says {
+		if !strings.Contains(rep.Description, w) {
+			t.Errorf("kiln inspect --json's description does not say %q:\n%s", w, rep.Description)
+		}
+	}
+}
