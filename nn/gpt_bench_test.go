@@ -133,8 +133,12 @@ func BenchmarkGPTTrainStep(b *testing.B) {
 	}
 }
 
-func benchmarkGPT(b *testing.B, c gptConfig) {
-	tr := newGPTTrainer(tensor.CPU(), c, 1)
+func benchmarkGPT(b *testing.B, c gptConfig) { benchmarkGPTOn(b, tensor.CPU(), c) }
+
+// benchmarkGPTOn is benchmarkGPT with the model on dev (an Autocast view
+// in BenchmarkGPTTrainStepBF16).
+func benchmarkGPTOn(b *testing.B, dev tensor.Device, c gptConfig) {
+	tr := newGPTTrainer(dev, c, 1)
 	defer tr.release()
 	if n, _ := strconv.Atoi(os.Getenv("KILN_GPT_STEPS")); n > 0 {
 		for i := range n {

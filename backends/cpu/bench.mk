@@ -1,7 +1,7 @@
 # Targets for backends/cpu's assembly and benchmarks; the top-level Makefile
 # includes this file (include backends/cpu/bench.mk).
 
-.PHONY: asm asm-check bench-compare test-purego
+.PHONY: asm asm-check bench-compare bench-bf16 test-purego
 
 # asm regenerates the amd64 kernels (kernels_amd64.s and their Go
 # declarations) with avo; the generator is its own module in
@@ -36,3 +36,14 @@ test-purego:
 BENCH_COMPARE_FLAGS ?=
 bench-compare: deps-fixtures
 	$(PYTHON) scripts/bench_compare.py $(BENCH_COMPARE_FLAGS)
+
+# bench-bf16 runs the bfloat16 benchmarks three times, interleaved (take
+# the best of each): square GEMMs at n = 256, 512 and 1024 on 1 and 2
+# threads, Kiln's float32 GEMM against the bfloat16 one (VDPBF16PS where
+# the CPU has it) from bfloat16 operands into bfloat16 and float32, the
+# widening path bfloat16 took before, and float32 operands rounded while
+# packing; then the GPT-style training step in float32 and with bfloat16
+# autocast at both sizes.
+bench-bf16:
+	$(GO) test -run '^$$' -bench 'GEMMBF16$$' -benchtime 0.5s -count 3 ./backends/cpu
+	$(GO) test -run '^$$' -bench 'GPTTrainStepBF16' -benchtime 3x -count 3 -timeout 60m ./nn

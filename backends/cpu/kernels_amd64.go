@@ -34,6 +34,31 @@ func dgemm14x16AVX512(kc int, a *float64, b *float64, c *float64, ldc int, mv in
 //go:noescape
 func dgemm6x8AVX2(kc int, a *float64, b *float64, c *float64, ldc int, mv int, mask uint64, accum bool)
 
+// bgemm14x32AVX512 is the 14×32 bfloat16 micro-kernel (AVX-512 BF16): kp pairs of k, float32 sums and C.
+//
+//go:noescape
+func bgemm14x32AVX512(kp int, a *uint32, b *uint32, c *float32, ldc int, mv int, mask uint64, accum bool)
+
+// bgemm8x32AVX512 is the 8×32 bfloat16 micro-kernel (AVX-512 BF16): kp pairs of k, float32 sums and C.
+//
+//go:noescape
+func bgemm8x32AVX512(kp int, a *uint32, b *uint32, c *float32, ldc int, mv int, mask uint64, accum bool)
+
+// bgemm6x64AVX512 is the 6×64 bfloat16 micro-kernel (AVX-512 BF16): kp pairs of k, float32 sums and C.
+//
+//go:noescape
+func bgemm6x64AVX512(kp int, a *uint32, b *uint32, c *float32, ldc int, mv int, mask uint64, accum bool)
+
+// cvtF32BF16AVX512 sets dst[i] to src[i] rounded to bfloat16 (nearest even, subnormals flushed to zero, NaNs quiet) for i < n, a multiple of 16, with VCVTNEPS2BF16.
+//
+//go:noescape
+func cvtF32BF16AVX512(dst *uint16, src *float32, n int)
+
+// pairBF16AVX512 sets dst[i] = lo[i] | hi[i]<<16 for i < n, a multiple of 16.
+//
+//go:noescape
+func pairBF16AVX512(dst *uint32, lo *uint16, hi *uint16, n int)
+
 // packT8F32 sets dst[c·ds+i] = src[i·lds+c] for i < 8 and c < cn (a multiple of 8), with AVX.
 //
 //go:noescape

@@ -2484,6 +2484,1646 @@ dgemm6x8AVX2_done:
 	VZEROUPPER
 	RET
 
+// func bgemm14x32AVX512(kp int, a *uint32, b *uint32, c *float32, ldc int, mv int, mask uint64, accum bool)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bgemm14x32AVX512(SB), NOSPLIT, $0-57
+	MOVQ       kp+0(FP), CX
+	MOVQ       a+8(FP), SI
+	MOVQ       b+16(FP), DI
+	MOVQ       c+24(FP), DX
+	MOVQ       ldc+32(FP), R8
+	MOVQ       mv+40(FP), R9
+	SHLQ       $0x02, R8
+	MOVQ       DX, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 127(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 127(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 127(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 127(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 127(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 127(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 127(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 127(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 127(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 127(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 127(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 127(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 127(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 127(AX)
+	ADDQ       R8, AX
+	VPXORD     Z4, Z4, Z4
+	VPXORD     Z5, Z5, Z5
+	VPXORD     Z6, Z6, Z6
+	VPXORD     Z7, Z7, Z7
+	VPXORD     Z8, Z8, Z8
+	VPXORD     Z9, Z9, Z9
+	VPXORD     Z10, Z10, Z10
+	VPXORD     Z11, Z11, Z11
+	VPXORD     Z12, Z12, Z12
+	VPXORD     Z13, Z13, Z13
+	VPXORD     Z14, Z14, Z14
+	VPXORD     Z15, Z15, Z15
+	VPXORD     Z16, Z16, Z16
+	VPXORD     Z17, Z17, Z17
+	VPXORD     Z18, Z18, Z18
+	VPXORD     Z19, Z19, Z19
+	VPXORD     Z20, Z20, Z20
+	VPXORD     Z21, Z21, Z21
+	VPXORD     Z22, Z22, Z22
+	VPXORD     Z23, Z23, Z23
+	VPXORD     Z24, Z24, Z24
+	VPXORD     Z25, Z25, Z25
+	VPXORD     Z26, Z26, Z26
+	VPXORD     Z27, Z27, Z27
+	VPXORD     Z28, Z28, Z28
+	VPXORD     Z29, Z29, Z29
+	VPXORD     Z30, Z30, Z30
+	VPXORD     Z31, Z31, Z31
+	MOVQ       CX, AX
+	SHRQ       $0x02, AX
+	JZ         bgemm14x32AVX512_tail
+
+bgemm14x32AVX512_loop:
+	VMOVUPS      (DI), Z0
+	VMOVUPS      64(DI), Z1
+	VPBROADCASTD (SI), Z2
+	LONG         $0x486ef262
+	WORD         $0xe052
+	LONG         $0x486ef262
+	WORD         $0xe952
+	VPBROADCASTD 4(SI), Z3
+	LONG         $0x4866f262
+	WORD         $0xf052
+	LONG         $0x4866f262
+	WORD         $0xf952
+	VPBROADCASTD 8(SI), Z2
+	LONG         $0x486e7262
+	WORD         $0xc052
+	LONG         $0x486e7262
+	WORD         $0xc952
+	VPBROADCASTD 12(SI), Z3
+	LONG         $0x48667262
+	WORD         $0xd052
+	LONG         $0x48667262
+	WORD         $0xd952
+	VPBROADCASTD 16(SI), Z2
+	LONG         $0x486e7262
+	WORD         $0xe052
+	LONG         $0x486e7262
+	WORD         $0xe952
+	VPBROADCASTD 20(SI), Z3
+	LONG         $0x48667262
+	WORD         $0xf052
+	LONG         $0x48667262
+	WORD         $0xf952
+	VPBROADCASTD 24(SI), Z2
+	LONG         $0x486ee262
+	WORD         $0xc052
+	LONG         $0x486ee262
+	WORD         $0xc952
+	VPBROADCASTD 28(SI), Z3
+	LONG         $0x4866e262
+	WORD         $0xd052
+	LONG         $0x4866e262
+	WORD         $0xd952
+	VPBROADCASTD 32(SI), Z2
+	LONG         $0x486ee262
+	WORD         $0xe052
+	LONG         $0x486ee262
+	WORD         $0xe952
+	VPBROADCASTD 36(SI), Z3
+	LONG         $0x4866e262
+	WORD         $0xf052
+	LONG         $0x4866e262
+	WORD         $0xf952
+	VPBROADCASTD 40(SI), Z2
+	LONG         $0x486e6262
+	WORD         $0xc052
+	LONG         $0x486e6262
+	WORD         $0xc952
+	VPBROADCASTD 44(SI), Z3
+	LONG         $0x48666262
+	WORD         $0xd052
+	LONG         $0x48666262
+	WORD         $0xd952
+	VPBROADCASTD 48(SI), Z2
+	LONG         $0x486e6262
+	WORD         $0xe052
+	LONG         $0x486e6262
+	WORD         $0xe952
+	VPBROADCASTD 52(SI), Z3
+	LONG         $0x48666262
+	WORD         $0xf052
+	LONG         $0x48666262
+	WORD         $0xf952
+	VMOVUPS      128(DI), Z0
+	VMOVUPS      192(DI), Z1
+	VPBROADCASTD 56(SI), Z2
+	LONG         $0x486ef262
+	WORD         $0xe052
+	LONG         $0x486ef262
+	WORD         $0xe952
+	VPBROADCASTD 60(SI), Z3
+	LONG         $0x4866f262
+	WORD         $0xf052
+	LONG         $0x4866f262
+	WORD         $0xf952
+	VPBROADCASTD 64(SI), Z2
+	LONG         $0x486e7262
+	WORD         $0xc052
+	LONG         $0x486e7262
+	WORD         $0xc952
+	VPBROADCASTD 68(SI), Z3
+	LONG         $0x48667262
+	WORD         $0xd052
+	LONG         $0x48667262
+	WORD         $0xd952
+	VPBROADCASTD 72(SI), Z2
+	LONG         $0x486e7262
+	WORD         $0xe052
+	LONG         $0x486e7262
+	WORD         $0xe952
+	VPBROADCASTD 76(SI), Z3
+	LONG         $0x48667262
+	WORD         $0xf052
+	LONG         $0x48667262
+	WORD         $0xf952
+	VPBROADCASTD 80(SI), Z2
+	LONG         $0x486ee262
+	WORD         $0xc052
+	LONG         $0x486ee262
+	WORD         $0xc952
+	VPBROADCASTD 84(SI), Z3
+	LONG         $0x4866e262
+	WORD         $0xd052
+	LONG         $0x4866e262
+	WORD         $0xd952
+	VPBROADCASTD 88(SI), Z2
+	LONG         $0x486ee262
+	WORD         $0xe052
+	LONG         $0x486ee262
+	WORD         $0xe952
+	VPBROADCASTD 92(SI), Z3
+	LONG         $0x4866e262
+	WORD         $0xf052
+	LONG         $0x4866e262
+	WORD         $0xf952
+	VPBROADCASTD 96(SI), Z2
+	LONG         $0x486e6262
+	WORD         $0xc052
+	LONG         $0x486e6262
+	WORD         $0xc952
+	VPBROADCASTD 100(SI), Z3
+	LONG         $0x48666262
+	WORD         $0xd052
+	LONG         $0x48666262
+	WORD         $0xd952
+	VPBROADCASTD 104(SI), Z2
+	LONG         $0x486e6262
+	WORD         $0xe052
+	LONG         $0x486e6262
+	WORD         $0xe952
+	VPBROADCASTD 108(SI), Z3
+	LONG         $0x48666262
+	WORD         $0xf052
+	LONG         $0x48666262
+	WORD         $0xf952
+	VMOVUPS      256(DI), Z0
+	VMOVUPS      320(DI), Z1
+	VPBROADCASTD 112(SI), Z2
+	LONG         $0x486ef262
+	WORD         $0xe052
+	LONG         $0x486ef262
+	WORD         $0xe952
+	VPBROADCASTD 116(SI), Z3
+	LONG         $0x4866f262
+	WORD         $0xf052
+	LONG         $0x4866f262
+	WORD         $0xf952
+	VPBROADCASTD 120(SI), Z2
+	LONG         $0x486e7262
+	WORD         $0xc052
+	LONG         $0x486e7262
+	WORD         $0xc952
+	VPBROADCASTD 124(SI), Z3
+	LONG         $0x48667262
+	WORD         $0xd052
+	LONG         $0x48667262
+	WORD         $0xd952
+	VPBROADCASTD 128(SI), Z2
+	LONG         $0x486e7262
+	WORD         $0xe052
+	LONG         $0x486e7262
+	WORD         $0xe952
+	VPBROADCASTD 132(SI), Z3
+	LONG         $0x48667262
+	WORD         $0xf052
+	LONG         $0x48667262
+	WORD         $0xf952
+	VPBROADCASTD 136(SI), Z2
+	LONG         $0x486ee262
+	WORD         $0xc052
+	LONG         $0x486ee262
+	WORD         $0xc952
+	VPBROADCASTD 140(SI), Z3
+	LONG         $0x4866e262
+	WORD         $0xd052
+	LONG         $0x4866e262
+	WORD         $0xd952
+	VPBROADCASTD 144(SI), Z2
+	LONG         $0x486ee262
+	WORD         $0xe052
+	LONG         $0x486ee262
+	WORD         $0xe952
+	VPBROADCASTD 148(SI), Z3
+	LONG         $0x4866e262
+	WORD         $0xf052
+	LONG         $0x4866e262
+	WORD         $0xf952
+	VPBROADCASTD 152(SI), Z2
+	LONG         $0x486e6262
+	WORD         $0xc052
+	LONG         $0x486e6262
+	WORD         $0xc952
+	VPBROADCASTD 156(SI), Z3
+	LONG         $0x48666262
+	WORD         $0xd052
+	LONG         $0x48666262
+	WORD         $0xd952
+	VPBROADCASTD 160(SI), Z2
+	LONG         $0x486e6262
+	WORD         $0xe052
+	LONG         $0x486e6262
+	WORD         $0xe952
+	VPBROADCASTD 164(SI), Z3
+	LONG         $0x48666262
+	WORD         $0xf052
+	LONG         $0x48666262
+	WORD         $0xf952
+	VMOVUPS      384(DI), Z0
+	VMOVUPS      448(DI), Z1
+	VPBROADCASTD 168(SI), Z2
+	LONG         $0x486ef262
+	WORD         $0xe052
+	LONG         $0x486ef262
+	WORD         $0xe952
+	VPBROADCASTD 172(SI), Z3
+	LONG         $0x4866f262
+	WORD         $0xf052
+	LONG         $0x4866f262
+	WORD         $0xf952
+	VPBROADCASTD 176(SI), Z2
+	LONG         $0x486e7262
+	WORD         $0xc052
+	LONG         $0x486e7262
+	WORD         $0xc952
+	VPBROADCASTD 180(SI), Z3
+	LONG         $0x48667262
+	WORD         $0xd052
+	LONG         $0x48667262
+	WORD         $0xd952
+	VPBROADCASTD 184(SI), Z2
+	LONG         $0x486e7262
+	WORD         $0xe052
+	LONG         $0x486e7262
+	WORD         $0xe952
+	VPBROADCASTD 188(SI), Z3
+	LONG         $0x48667262
+	WORD         $0xf052
+	LONG         $0x48667262
+	WORD         $0xf952
+	VPBROADCASTD 192(SI), Z2
+	LONG         $0x486ee262
+	WORD         $0xc052
+	LONG         $0x486ee262
+	WORD         $0xc952
+	VPBROADCASTD 196(SI), Z3
+	LONG         $0x4866e262
+	WORD         $0xd052
+	LONG         $0x4866e262
+	WORD         $0xd952
+	VPBROADCASTD 200(SI), Z2
+	LONG         $0x486ee262
+	WORD         $0xe052
+	LONG         $0x486ee262
+	WORD         $0xe952
+	VPBROADCASTD 204(SI), Z3
+	LONG         $0x4866e262
+	WORD         $0xf052
+	LONG         $0x4866e262
+	WORD         $0xf952
+	VPBROADCASTD 208(SI), Z2
+	LONG         $0x486e6262
+	WORD         $0xc052
+	LONG         $0x486e6262
+	WORD         $0xc952
+	VPBROADCASTD 212(SI), Z3
+	LONG         $0x48666262
+	WORD         $0xd052
+	LONG         $0x48666262
+	WORD         $0xd952
+	VPBROADCASTD 216(SI), Z2
+	LONG         $0x486e6262
+	WORD         $0xe052
+	LONG         $0x486e6262
+	WORD         $0xe952
+	VPBROADCASTD 220(SI), Z3
+	LONG         $0x48666262
+	WORD         $0xf052
+	LONG         $0x48666262
+	WORD         $0xf952
+	ADDQ         $0x000000e0, SI
+	ADDQ         $0x00000200, DI
+	DECQ         AX
+	JNZ          bgemm14x32AVX512_loop
+
+bgemm14x32AVX512_tail:
+	ANDQ $0x00000003, CX
+	JZ   bgemm14x32AVX512_store
+
+bgemm14x32AVX512_tailloop:
+	VMOVUPS      (DI), Z0
+	VMOVUPS      64(DI), Z1
+	VPBROADCASTD (SI), Z2
+	LONG         $0x486ef262
+	WORD         $0xe052
+	LONG         $0x486ef262
+	WORD         $0xe952
+	VPBROADCASTD 4(SI), Z3
+	LONG         $0x4866f262
+	WORD         $0xf052
+	LONG         $0x4866f262
+	WORD         $0xf952
+	VPBROADCASTD 8(SI), Z2
+	LONG         $0x486e7262
+	WORD         $0xc052
+	LONG         $0x486e7262
+	WORD         $0xc952
+	VPBROADCASTD 12(SI), Z3
+	LONG         $0x48667262
+	WORD         $0xd052
+	LONG         $0x48667262
+	WORD         $0xd952
+	VPBROADCASTD 16(SI), Z2
+	LONG         $0x486e7262
+	WORD         $0xe052
+	LONG         $0x486e7262
+	WORD         $0xe952
+	VPBROADCASTD 20(SI), Z3
+	LONG         $0x48667262
+	WORD         $0xf052
+	LONG         $0x48667262
+	WORD         $0xf952
+	VPBROADCASTD 24(SI), Z2
+	LONG         $0x486ee262
+	WORD         $0xc052
+	LONG         $0x486ee262
+	WORD         $0xc952
+	VPBROADCASTD 28(SI), Z3
+	LONG         $0x4866e262
+	WORD         $0xd052
+	LONG         $0x4866e262
+	WORD         $0xd952
+	VPBROADCASTD 32(SI), Z2
+	LONG         $0x486ee262
+	WORD         $0xe052
+	LONG         $0x486ee262
+	WORD         $0xe952
+	VPBROADCASTD 36(SI), Z3
+	LONG         $0x4866e262
+	WORD         $0xf052
+	LONG         $0x4866e262
+	WORD         $0xf952
+	VPBROADCASTD 40(SI), Z2
+	LONG         $0x486e6262
+	WORD         $0xc052
+	LONG         $0x486e6262
+	WORD         $0xc952
+	VPBROADCASTD 44(SI), Z3
+	LONG         $0x48666262
+	WORD         $0xd052
+	LONG         $0x48666262
+	WORD         $0xd952
+	VPBROADCASTD 48(SI), Z2
+	LONG         $0x486e6262
+	WORD         $0xe052
+	LONG         $0x486e6262
+	WORD         $0xe952
+	VPBROADCASTD 52(SI), Z3
+	LONG         $0x48666262
+	WORD         $0xf052
+	LONG         $0x48666262
+	WORD         $0xf952
+	ADDQ         $0x00000038, SI
+	ADDQ         $0x00000080, DI
+	DECQ         CX
+	JNZ          bgemm14x32AVX512_tailloop
+
+bgemm14x32AVX512_store:
+	MOVQ    mask+48(FP), AX
+	MOVBWZX accum+56(FP), BX
+	KMOVW   AX, K1
+	SHRQ    $0x10, AX
+	KMOVW   AX, K2
+	TESTB   BL, BL
+	JNZ     bgemm14x32AVX512_acc
+	CMPQ    R9, $0x00000000
+	JLE     bgemm14x32AVX512_done
+	VMOVUPS Z4, K1, (DX)
+	VMOVUPS Z5, K2, 64(DX)
+	ADDQ    R8, DX
+	CMPQ    R9, $0x00000001
+	JLE     bgemm14x32AVX512_done
+	VMOVUPS Z6, K1, (DX)
+	VMOVUPS Z7, K2, 64(DX)
+	ADDQ    R8, DX
+	CMPQ    R9, $0x00000002
+	JLE     bgemm14x32AVX512_done
+	VMOVUPS Z8, K1, (DX)
+	VMOVUPS Z9, K2, 64(DX)
+	ADDQ    R8, DX
+	CMPQ    R9, $0x00000003
+	JLE     bgemm14x32AVX512_done
+	VMOVUPS Z10, K1, (DX)
+	VMOVUPS Z11, K2, 64(DX)
+	ADDQ    R8, DX
+	CMPQ    R9, $0x00000004
+	JLE     bgemm14x32AVX512_done
+	VMOVUPS Z12, K1, (DX)
+	VMOVUPS Z13, K2, 64(DX)
+	ADDQ    R8, DX
+	CMPQ    R9, $0x00000005
+	JLE     bgemm14x32AVX512_done
+	VMOVUPS Z14, K1, (DX)
+	VMOVUPS Z15, K2, 64(DX)
+	ADDQ    R8, DX
+	CMPQ    R9, $0x00000006
+	JLE     bgemm14x32AVX512_done
+	VMOVUPS Z16, K1, (DX)
+	VMOVUPS Z17, K2, 64(DX)
+	ADDQ    R8, DX
+	CMPQ    R9, $0x00000007
+	JLE     bgemm14x32AVX512_done
+	VMOVUPS Z18, K1, (DX)
+	VMOVUPS Z19, K2, 64(DX)
+	ADDQ    R8, DX
+	CMPQ    R9, $0x00000008
+	JLE     bgemm14x32AVX512_done
+	VMOVUPS Z20, K1, (DX)
+	VMOVUPS Z21, K2, 64(DX)
+	ADDQ    R8, DX
+	CMPQ    R9, $0x00000009
+	JLE     bgemm14x32AVX512_done
+	VMOVUPS Z22, K1, (DX)
+	VMOVUPS Z23, K2, 64(DX)
+	ADDQ    R8, DX
+	CMPQ    R9, $0x0000000a
+	JLE     bgemm14x32AVX512_done
+	VMOVUPS Z24, K1, (DX)
+	VMOVUPS Z25, K2, 64(DX)
+	ADDQ    R8, DX
+	CMPQ    R9, $0x0000000b
+	JLE     bgemm14x32AVX512_done
+	VMOVUPS Z26, K1, (DX)
+	VMOVUPS Z27, K2, 64(DX)
+	ADDQ    R8, DX
+	CMPQ    R9, $0x0000000c
+	JLE     bgemm14x32AVX512_done
+	VMOVUPS Z28, K1, (DX)
+	VMOVUPS Z29, K2, 64(DX)
+	ADDQ    R8, DX
+	CMPQ    R9, $0x0000000d
+	JLE     bgemm14x32AVX512_done
+	VMOVUPS Z30, K1, (DX)
+	VMOVUPS Z31, K2, 64(DX)
+	JMP     bgemm14x32AVX512_done
+
+bgemm14x32AVX512_acc:
+	CMPQ      R9, $0x00000000
+	JLE       bgemm14x32AVX512_done
+	VMOVUPS.Z (DX), K1, Z2
+	VADDPS    Z2, Z4, Z4
+	VMOVUPS   Z4, K1, (DX)
+	VMOVUPS.Z 64(DX), K2, Z2
+	VADDPS    Z2, Z5, Z5
+	VMOVUPS   Z5, K2, 64(DX)
+	ADDQ      R8, DX
+	CMPQ      R9, $0x00000001
+	JLE       bgemm14x32AVX512_done
+	VMOVUPS.Z (DX), K1, Z2
+	VADDPS    Z2, Z6, Z6
+	VMOVUPS   Z6, K1, (DX)
+	VMOVUPS.Z 64(DX), K2, Z2
+	VADDPS    Z2, Z7, Z7
+	VMOVUPS   Z7, K2, 64(DX)
+	ADDQ      R8, DX
+	CMPQ      R9, $0x00000002
+	JLE       bgemm14x32AVX512_done
+	VMOVUPS.Z (DX), K1, Z2
+	VADDPS    Z2, Z8, Z8
+	VMOVUPS   Z8, K1, (DX)
+	VMOVUPS.Z 64(DX), K2, Z2
+	VADDPS    Z2, Z9, Z9
+	VMOVUPS   Z9, K2, 64(DX)
+	ADDQ      R8, DX
+	CMPQ      R9, $0x00000003
+	JLE       bgemm14x32AVX512_done
+	VMOVUPS.Z (DX), K1, Z2
+	VADDPS    Z2, Z10, Z10
+	VMOVUPS   Z10, K1, (DX)
+	VMOVUPS.Z 64(DX), K2, Z2
+	VADDPS    Z2, Z11, Z11
+	VMOVUPS   Z11, K2, 64(DX)
+	ADDQ      R8, DX
+	CMPQ      R9, $0x00000004
+	JLE       bgemm14x32AVX512_done
+	VMOVUPS.Z (DX), K1, Z2
+	VADDPS    Z2, Z12, Z12
+	VMOVUPS   Z12, K1, (DX)
+	VMOVUPS.Z 64(DX), K2, Z2
+	VADDPS    Z2, Z13, Z13
+	VMOVUPS   Z13, K2, 64(DX)
+	ADDQ      R8, DX
+	CMPQ      R9, $0x00000005
+	JLE       bgemm14x32AVX512_done
+	VMOVUPS.Z (DX), K1, Z2
+	VADDPS    Z2, Z14, Z14
+	VMOVUPS   Z14, K1, (DX)
+	VMOVUPS.Z 64(DX), K2, Z2
+	VADDPS    Z2, Z15, Z15
+	VMOVUPS   Z15, K2, 64(DX)
+	ADDQ      R8, DX
+	CMPQ      R9, $0x00000006
+	JLE       bgemm14x32AVX512_done
+	VMOVUPS.Z (DX), K1, Z2
+	VADDPS    Z2, Z16, Z16
+	VMOVUPS   Z16, K1, (DX)
+	VMOVUPS.Z 64(DX), K2, Z2
+	VADDPS    Z2, Z17, Z17
+	VMOVUPS   Z17, K2, 64(DX)
+	ADDQ      R8, DX
+	CMPQ      R9, $0x00000007
+	JLE       bgemm14x32AVX512_done
+	VMOVUPS.Z (DX), K1, Z2
+	VADDPS    Z2, Z18, Z18
+	VMOVUPS   Z18, K1, (DX)
+	VMOVUPS.Z 64(DX), K2, Z2
+	VADDPS    Z2, Z19, Z19
+	VMOVUPS   Z19, K2, 64(DX)
+	ADDQ      R8, DX
+	CMPQ      R9, $0x00000008
+	JLE       bgemm14x32AVX512_done
+	VMOVUPS.Z (DX), K1, Z2
+	VADDPS    Z2, Z20, Z20
+	VMOVUPS   Z20, K1, (DX)
+	VMOVUPS.Z 64(DX), K2, Z2
+	VADDPS    Z2, Z21, Z21
+	VMOVUPS   Z21, K2, 64(DX)
+	ADDQ      R8, DX
+	CMPQ      R9, $0x00000009
+	JLE       bgemm14x32AVX512_done
+	VMOVUPS.Z (DX), K1, Z2
+	VADDPS    Z2, Z22, Z22
+	VMOVUPS   Z22, K1, (DX)
+	VMOVUPS.Z 64(DX), K2, Z2
+	VADDPS    Z2, Z23, Z23
+	VMOVUPS   Z23, K2, 64(DX)
+	ADDQ      R8, DX
+	CMPQ      R9, $0x0000000a
+	JLE       bgemm14x32AVX512_done
+	VMOVUPS.Z (DX), K1, Z2
+	VADDPS    Z2, Z24, Z24
+	VMOVUPS   Z24, K1, (DX)
+	VMOVUPS.Z 64(DX), K2, Z2
+	VADDPS    Z2, Z25, Z25
+	VMOVUPS   Z25, K2, 64(DX)
+	ADDQ      R8, DX
+	CMPQ      R9, $0x0000000b
+	JLE       bgemm14x32AVX512_done
+	VMOVUPS.Z (DX), K1, Z2
+	VADDPS    Z2, Z26, Z26
+	VMOVUPS   Z26, K1, (DX)
+	VMOVUPS.Z 64(DX), K2, Z2
+	VADDPS    Z2, Z27, Z27
+	VMOVUPS   Z27, K2, 64(DX)
+	ADDQ      R8, DX
+	CMPQ      R9, $0x0000000c
+	JLE       bgemm14x32AVX512_done
+	VMOVUPS.Z (DX), K1, Z2
+	VADDPS    Z2, Z28, Z28
+	VMOVUPS   Z28, K1, (DX)
+	VMOVUPS.Z 64(DX), K2, Z2
+	VADDPS    Z2, Z29, Z29
+	VMOVUPS   Z29, K2, 64(DX)
+	ADDQ      R8, DX
+	CMPQ      R9, $0x0000000d
+	JLE       bgemm14x32AVX512_done
+	VMOVUPS.Z (DX), K1, Z2
+	VADDPS    Z2, Z30, Z30
+	VMOVUPS   Z30, K1, (DX)
+	VMOVUPS.Z 64(DX), K2, Z2
+	VADDPS    Z2, Z31, Z31
+	VMOVUPS   Z31, K2, 64(DX)
+
+bgemm14x32AVX512_done:
+	VZEROUPPER
+	RET
+
+// func bgemm8x32AVX512(kp int, a *uint32, b *uint32, c *float32, ldc int, mv int, mask uint64, accum bool)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bgemm8x32AVX512(SB), NOSPLIT, $0-57
+	MOVQ       kp+0(FP), CX
+	MOVQ       a+8(FP), SI
+	MOVQ       b+16(FP), DI
+	MOVQ       c+24(FP), DX
+	MOVQ       ldc+32(FP), R8
+	MOVQ       mv+40(FP), R9
+	SHLQ       $0x02, R8
+	MOVQ       DX, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 127(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 127(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 127(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 127(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 127(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 127(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 127(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 127(AX)
+	ADDQ       R8, AX
+	VPXORD     Z4, Z4, Z4
+	VPXORD     Z5, Z5, Z5
+	VPXORD     Z6, Z6, Z6
+	VPXORD     Z7, Z7, Z7
+	VPXORD     Z8, Z8, Z8
+	VPXORD     Z9, Z9, Z9
+	VPXORD     Z10, Z10, Z10
+	VPXORD     Z11, Z11, Z11
+	VPXORD     Z12, Z12, Z12
+	VPXORD     Z13, Z13, Z13
+	VPXORD     Z14, Z14, Z14
+	VPXORD     Z15, Z15, Z15
+	VPXORD     Z16, Z16, Z16
+	VPXORD     Z17, Z17, Z17
+	VPXORD     Z18, Z18, Z18
+	VPXORD     Z19, Z19, Z19
+	MOVQ       CX, AX
+	SHRQ       $0x02, AX
+	JZ         bgemm8x32AVX512_tail
+
+bgemm8x32AVX512_loop:
+	VMOVUPS      (DI), Z0
+	VMOVUPS      64(DI), Z1
+	VPBROADCASTD (SI), Z2
+	LONG         $0x486ef262
+	WORD         $0xe052
+	LONG         $0x486ef262
+	WORD         $0xe952
+	VPBROADCASTD 4(SI), Z3
+	LONG         $0x4866f262
+	WORD         $0xf052
+	LONG         $0x4866f262
+	WORD         $0xf952
+	VPBROADCASTD 8(SI), Z2
+	LONG         $0x486e7262
+	WORD         $0xc052
+	LONG         $0x486e7262
+	WORD         $0xc952
+	VPBROADCASTD 12(SI), Z3
+	LONG         $0x48667262
+	WORD         $0xd052
+	LONG         $0x48667262
+	WORD         $0xd952
+	VPBROADCASTD 16(SI), Z2
+	LONG         $0x486e7262
+	WORD         $0xe052
+	LONG         $0x486e7262
+	WORD         $0xe952
+	VPBROADCASTD 20(SI), Z3
+	LONG         $0x48667262
+	WORD         $0xf052
+	LONG         $0x48667262
+	WORD         $0xf952
+	VPBROADCASTD 24(SI), Z2
+	LONG         $0x486ee262
+	WORD         $0xc052
+	LONG         $0x486ee262
+	WORD         $0xc952
+	VPBROADCASTD 28(SI), Z3
+	LONG         $0x4866e262
+	WORD         $0xd052
+	LONG         $0x4866e262
+	WORD         $0xd952
+	VMOVUPS      128(DI), Z0
+	VMOVUPS      192(DI), Z1
+	VPBROADCASTD 32(SI), Z2
+	LONG         $0x486ef262
+	WORD         $0xe052
+	LONG         $0x486ef262
+	WORD         $0xe952
+	VPBROADCASTD 36(SI), Z3
+	LONG         $0x4866f262
+	WORD         $0xf052
+	LONG         $0x4866f262
+	WORD         $0xf952
+	VPBROADCASTD 40(SI), Z2
+	LONG         $0x486e7262
+	WORD         $0xc052
+	LONG         $0x486e7262
+	WORD         $0xc952
+	VPBROADCASTD 44(SI), Z3
+	LONG         $0x48667262
+	WORD         $0xd052
+	LONG         $0x48667262
+	WORD         $0xd952
+	VPBROADCASTD 48(SI), Z2
+	LONG         $0x486e7262
+	WORD         $0xe052
+	LONG         $0x486e7262
+	WORD         $0xe952
+	VPBROADCASTD 52(SI), Z3
+	LONG         $0x48667262
+	WORD         $0xf052
+	LONG         $0x48667262
+	WORD         $0xf952
+	VPBROADCASTD 56(SI), Z2
+	LONG         $0x486ee262
+	WORD         $0xc052
+	LONG         $0x486ee262
+	WORD         $0xc952
+	VPBROADCASTD 60(SI), Z3
+	LONG         $0x4866e262
+	WORD         $0xd052
+	LONG         $0x4866e262
+	WORD         $0xd952
+	VMOVUPS      256(DI), Z0
+	VMOVUPS      320(DI), Z1
+	VPBROADCASTD 64(SI), Z2
+	LONG         $0x486ef262
+	WORD         $0xe052
+	LONG         $0x486ef262
+	WORD         $0xe952
+	VPBROADCASTD 68(SI), Z3
+	LONG         $0x4866f262
+	WORD         $0xf052
+	LONG         $0x4866f262
+	WORD         $0xf952
+	VPBROADCASTD 72(SI), Z2
+	LONG         $0x486e7262
+	WORD         $0xc052
+	LONG         $0x486e7262
+	WORD         $0xc952
+	VPBROADCASTD 76(SI), Z3
+	LONG         $0x48667262
+	WORD         $0xd052
+	LONG         $0x48667262
+	WORD         $0xd952
+	VPBROADCASTD 80(SI), Z2
+	LONG         $0x486e7262
+	WORD         $0xe052
+	LONG         $0x486e7262
+	WORD         $0xe952
+	VPBROADCASTD 84(SI), Z3
+	LONG         $0x48667262
+	WORD         $0xf052
+	LONG         $0x48667262
+	WORD         $0xf952
+	VPBROADCASTD 88(SI), Z2
+	LONG         $0x486ee262
+	WORD         $0xc052
+	LONG         $0x486ee262
+	WORD         $0xc952
+	VPBROADCASTD 92(SI), Z3
+	LONG         $0x4866e262
+	WORD         $0xd052
+	LONG         $0x4866e262
+	WORD         $0xd952
+	VMOVUPS      384(DI), Z0
+	VMOVUPS      448(DI), Z1
+	VPBROADCASTD 96(SI), Z2
+	LONG         $0x486ef262
+	WORD         $0xe052
+	LONG         $0x486ef262
+	WORD         $0xe952
+	VPBROADCASTD 100(SI), Z3
+	LONG         $0x4866f262
+	WORD         $0xf052
+	LONG         $0x4866f262
+	WORD         $0xf952
+	VPBROADCASTD 104(SI), Z2
+	LONG         $0x486e7262
+	WORD         $0xc052
+	LONG         $0x486e7262
+	WORD         $0xc952
+	VPBROADCASTD 108(SI), Z3
+	LONG         $0x48667262
+	WORD         $0xd052
+	LONG         $0x48667262
+	WORD         $0xd952
+	VPBROADCASTD 112(SI), Z2
+	LONG         $0x486e7262
+	WORD         $0xe052
+	LONG         $0x486e7262
+	WORD         $0xe952
+	VPBROADCASTD 116(SI), Z3
+	LONG         $0x48667262
+	WORD         $0xf052
+	LONG         $0x48667262
+	WORD         $0xf952
+	VPBROADCASTD 120(SI), Z2
+	LONG         $0x486ee262
+	WORD         $0xc052
+	LONG         $0x486ee262
+	WORD         $0xc952
+	VPBROADCASTD 124(SI), Z3
+	LONG         $0x4866e262
+	WORD         $0xd052
+	LONG         $0x4866e262
+	WORD         $0xd952
+	ADDQ         $0x00000080, SI
+	ADDQ         $0x00000200, DI
+	DECQ         AX
+	JNZ          bgemm8x32AVX512_loop
+
+bgemm8x32AVX512_tail:
+	ANDQ $0x00000003, CX
+	JZ   bgemm8x32AVX512_store
+
+bgemm8x32AVX512_tailloop:
+	VMOVUPS      (DI), Z0
+	VMOVUPS      64(DI), Z1
+	VPBROADCASTD (SI), Z2
+	LONG         $0x486ef262
+	WORD         $0xe052
+	LONG         $0x486ef262
+	WORD         $0xe952
+	VPBROADCASTD 4(SI), Z3
+	LONG         $0x4866f262
+	WORD         $0xf052
+	LONG         $0x4866f262
+	WORD         $0xf952
+	VPBROADCASTD 8(SI), Z2
+	LONG         $0x486e7262
+	WORD         $0xc052
+	LONG         $0x486e7262
+	WORD         $0xc952
+	VPBROADCASTD 12(SI), Z3
+	LONG         $0x48667262
+	WORD         $0xd052
+	LONG         $0x48667262
+	WORD         $0xd952
+	VPBROADCASTD 16(SI), Z2
+	LONG         $0x486e7262
+	WORD         $0xe052
+	LONG         $0x486e7262
+	WORD         $0xe952
+	VPBROADCASTD 20(SI), Z3
+	LONG         $0x48667262
+	WORD         $0xf052
+	LONG         $0x48667262
+	WORD         $0xf952
+	VPBROADCASTD 24(SI), Z2
+	LONG         $0x486ee262
+	WORD         $0xc052
+	LONG         $0x486ee262
+	WORD         $0xc952
+	VPBROADCASTD 28(SI), Z3
+	LONG         $0x4866e262
+	WORD         $0xd052
+	LONG         $0x4866e262
+	WORD         $0xd952
+	ADDQ         $0x00000020, SI
+	ADDQ         $0x00000080, DI
+	DECQ         CX
+	JNZ          bgemm8x32AVX512_tailloop
+
+bgemm8x32AVX512_store:
+	MOVQ    mask+48(FP), AX
+	MOVBWZX accum+56(FP), BX
+	KMOVW   AX, K1
+	SHRQ    $0x10, AX
+	KMOVW   AX, K2
+	TESTB   BL, BL
+	JNZ     bgemm8x32AVX512_acc
+	CMPQ    R9, $0x00000000
+	JLE     bgemm8x32AVX512_done
+	VMOVUPS Z4, K1, (DX)
+	VMOVUPS Z5, K2, 64(DX)
+	ADDQ    R8, DX
+	CMPQ    R9, $0x00000001
+	JLE     bgemm8x32AVX512_done
+	VMOVUPS Z6, K1, (DX)
+	VMOVUPS Z7, K2, 64(DX)
+	ADDQ    R8, DX
+	CMPQ    R9, $0x00000002
+	JLE     bgemm8x32AVX512_done
+	VMOVUPS Z8, K1, (DX)
+	VMOVUPS Z9, K2, 64(DX)
+	ADDQ    R8, DX
+	CMPQ    R9, $0x00000003
+	JLE     bgemm8x32AVX512_done
+	VMOVUPS Z10, K1, (DX)
+	VMOVUPS Z11, K2, 64(DX)
+	ADDQ    R8, DX
+	CMPQ    R9, $0x00000004
+	JLE     bgemm8x32AVX512_done
+	VMOVUPS Z12, K1, (DX)
+	VMOVUPS Z13, K2, 64(DX)
+	ADDQ    R8, DX
+	CMPQ    R9, $0x00000005
+	JLE     bgemm8x32AVX512_done
+	VMOVUPS Z14, K1, (DX)
+	VMOVUPS Z15, K2, 64(DX)
+	ADDQ    R8, DX
+	CMPQ    R9, $0x00000006
+	JLE     bgemm8x32AVX512_done
+	VMOVUPS Z16, K1, (DX)
+	VMOVUPS Z17, K2, 64(DX)
+	ADDQ    R8, DX
+	CMPQ    R9, $0x00000007
+	JLE     bgemm8x32AVX512_done
+	VMOVUPS Z18, K1, (DX)
+	VMOVUPS Z19, K2, 64(DX)
+	JMP     bgemm8x32AVX512_done
+
+bgemm8x32AVX512_acc:
+	CMPQ      R9, $0x00000000
+	JLE       bgemm8x32AVX512_done
+	VMOVUPS.Z (DX), K1, Z2
+	VADDPS    Z2, Z4, Z4
+	VMOVUPS   Z4, K1, (DX)
+	VMOVUPS.Z 64(DX), K2, Z2
+	VADDPS    Z2, Z5, Z5
+	VMOVUPS   Z5, K2, 64(DX)
+	ADDQ      R8, DX
+	CMPQ      R9, $0x00000001
+	JLE       bgemm8x32AVX512_done
+	VMOVUPS.Z (DX), K1, Z2
+	VADDPS    Z2, Z6, Z6
+	VMOVUPS   Z6, K1, (DX)
+	VMOVUPS.Z 64(DX), K2, Z2
+	VADDPS    Z2, Z7, Z7
+	VMOVUPS   Z7, K2, 64(DX)
+	ADDQ      R8, DX
+	CMPQ      R9, $0x00000002
+	JLE       bgemm8x32AVX512_done
+	VMOVUPS.Z (DX), K1, Z2
+	VADDPS    Z2, Z8, Z8
+	VMOVUPS   Z8, K1, (DX)
+	VMOVUPS.Z 64(DX), K2, Z2
+	VADDPS    Z2, Z9, Z9
+	VMOVUPS   Z9, K2, 64(DX)
+	ADDQ      R8, DX
+	CMPQ      R9, $0x00000003
+	JLE       bgemm8x32AVX512_done
+	VMOVUPS.Z (DX), K1, Z2
+	VADDPS    Z2, Z10, Z10
+	VMOVUPS   Z10, K1, (DX)
+	VMOVUPS.Z 64(DX), K2, Z2
+	VADDPS    Z2, Z11, Z11
+	VMOVUPS   Z11, K2, 64(DX)
+	ADDQ      R8, DX
+	CMPQ      R9, $0x00000004
+	JLE       bgemm8x32AVX512_done
+	VMOVUPS.Z (DX), K1, Z2
+	VADDPS    Z2, Z12, Z12
+	VMOVUPS   Z12, K1, (DX)
+	VMOVUPS.Z 64(DX), K2, Z2
+	VADDPS    Z2, Z13, Z13
+	VMOVUPS   Z13, K2, 64(DX)
+	ADDQ      R8, DX
+	CMPQ      R9, $0x00000005
+	JLE       bgemm8x32AVX512_done
+	VMOVUPS.Z (DX), K1, Z2
+	VADDPS    Z2, Z14, Z14
+	VMOVUPS   Z14, K1, (DX)
+	VMOVUPS.Z 64(DX), K2, Z2
+	VADDPS    Z2, Z15, Z15
+	VMOVUPS   Z15, K2, 64(DX)
+	ADDQ      R8, DX
+	CMPQ      R9, $0x00000006
+	JLE       bgemm8x32AVX512_done
+	VMOVUPS.Z (DX), K1, Z2
+	VADDPS    Z2, Z16, Z16
+	VMOVUPS   Z16, K1, (DX)
+	VMOVUPS.Z 64(DX), K2, Z2
+	VADDPS    Z2, Z17, Z17
+	VMOVUPS   Z17, K2, 64(DX)
+	ADDQ      R8, DX
+	CMPQ      R9, $0x00000007
+	JLE       bgemm8x32AVX512_done
+	VMOVUPS.Z (DX), K1, Z2
+	VADDPS    Z2, Z18, Z18
+	VMOVUPS   Z18, K1, (DX)
+	VMOVUPS.Z 64(DX), K2, Z2
+	VADDPS    Z2, Z19, Z19
+	VMOVUPS   Z19, K2, 64(DX)
+
+bgemm8x32AVX512_done:
+	VZEROUPPER
+	RET
+
+// func bgemm6x64AVX512(kp int, a *uint32, b *uint32, c *float32, ldc int, mv int, mask uint64, accum bool)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bgemm6x64AVX512(SB), NOSPLIT, $0-57
+	MOVQ       kp+0(FP), CX
+	MOVQ       a+8(FP), SI
+	MOVQ       b+16(FP), DI
+	MOVQ       c+24(FP), DX
+	MOVQ       ldc+32(FP), R8
+	MOVQ       mv+40(FP), R9
+	SHLQ       $0x02, R8
+	MOVQ       DX, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 255(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 255(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 255(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 255(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 255(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 255(AX)
+	ADDQ       R8, AX
+	VPXORD     Z6, Z6, Z6
+	VPXORD     Z7, Z7, Z7
+	VPXORD     Z8, Z8, Z8
+	VPXORD     Z9, Z9, Z9
+	VPXORD     Z10, Z10, Z10
+	VPXORD     Z11, Z11, Z11
+	VPXORD     Z12, Z12, Z12
+	VPXORD     Z13, Z13, Z13
+	VPXORD     Z14, Z14, Z14
+	VPXORD     Z15, Z15, Z15
+	VPXORD     Z16, Z16, Z16
+	VPXORD     Z17, Z17, Z17
+	VPXORD     Z18, Z18, Z18
+	VPXORD     Z19, Z19, Z19
+	VPXORD     Z20, Z20, Z20
+	VPXORD     Z21, Z21, Z21
+	VPXORD     Z22, Z22, Z22
+	VPXORD     Z23, Z23, Z23
+	VPXORD     Z24, Z24, Z24
+	VPXORD     Z25, Z25, Z25
+	VPXORD     Z26, Z26, Z26
+	VPXORD     Z27, Z27, Z27
+	VPXORD     Z28, Z28, Z28
+	VPXORD     Z29, Z29, Z29
+	MOVQ       CX, AX
+	SHRQ       $0x02, AX
+	JZ         bgemm6x64AVX512_tail
+
+bgemm6x64AVX512_loop:
+	VMOVUPS      (DI), Z0
+	VMOVUPS      64(DI), Z1
+	VMOVUPS      128(DI), Z2
+	VMOVUPS      192(DI), Z3
+	VPBROADCASTD (SI), Z4
+	LONG         $0x485ef262
+	WORD         $0xf052
+	LONG         $0x485ef262
+	WORD         $0xf952
+	LONG         $0x485e7262
+	WORD         $0xc252
+	LONG         $0x485e7262
+	WORD         $0xcb52
+	VPBROADCASTD 4(SI), Z5
+	LONG         $0x48567262
+	WORD         $0xd052
+	LONG         $0x48567262
+	WORD         $0xd952
+	LONG         $0x48567262
+	WORD         $0xe252
+	LONG         $0x48567262
+	WORD         $0xeb52
+	VPBROADCASTD 8(SI), Z4
+	LONG         $0x485e7262
+	WORD         $0xf052
+	LONG         $0x485e7262
+	WORD         $0xf952
+	LONG         $0x485ee262
+	WORD         $0xc252
+	LONG         $0x485ee262
+	WORD         $0xcb52
+	VPBROADCASTD 12(SI), Z5
+	LONG         $0x4856e262
+	WORD         $0xd052
+	LONG         $0x4856e262
+	WORD         $0xd952
+	LONG         $0x4856e262
+	WORD         $0xe252
+	LONG         $0x4856e262
+	WORD         $0xeb52
+	VPBROADCASTD 16(SI), Z4
+	LONG         $0x485ee262
+	WORD         $0xf052
+	LONG         $0x485ee262
+	WORD         $0xf952
+	LONG         $0x485e6262
+	WORD         $0xc252
+	LONG         $0x485e6262
+	WORD         $0xcb52
+	VPBROADCASTD 20(SI), Z5
+	LONG         $0x48566262
+	WORD         $0xd052
+	LONG         $0x48566262
+	WORD         $0xd952
+	LONG         $0x48566262
+	WORD         $0xe252
+	LONG         $0x48566262
+	WORD         $0xeb52
+	VMOVUPS      256(DI), Z0
+	VMOVUPS      320(DI), Z1
+	VMOVUPS      384(DI), Z2
+	VMOVUPS      448(DI), Z3
+	VPBROADCASTD 24(SI), Z4
+	LONG         $0x485ef262
+	WORD         $0xf052
+	LONG         $0x485ef262
+	WORD         $0xf952
+	LONG         $0x485e7262
+	WORD         $0xc252
+	LONG         $0x485e7262
+	WORD         $0xcb52
+	VPBROADCASTD 28(SI), Z5
+	LONG         $0x48567262
+	WORD         $0xd052
+	LONG         $0x48567262
+	WORD         $0xd952
+	LONG         $0x48567262
+	WORD         $0xe252
+	LONG         $0x48567262
+	WORD         $0xeb52
+	VPBROADCASTD 32(SI), Z4
+	LONG         $0x485e7262
+	WORD         $0xf052
+	LONG         $0x485e7262
+	WORD         $0xf952
+	LONG         $0x485ee262
+	WORD         $0xc252
+	LONG         $0x485ee262
+	WORD         $0xcb52
+	VPBROADCASTD 36(SI), Z5
+	LONG         $0x4856e262
+	WORD         $0xd052
+	LONG         $0x4856e262
+	WORD         $0xd952
+	LONG         $0x4856e262
+	WORD         $0xe252
+	LONG         $0x4856e262
+	WORD         $0xeb52
+	VPBROADCASTD 40(SI), Z4
+	LONG         $0x485ee262
+	WORD         $0xf052
+	LONG         $0x485ee262
+	WORD         $0xf952
+	LONG         $0x485e6262
+	WORD         $0xc252
+	LONG         $0x485e6262
+	WORD         $0xcb52
+	VPBROADCASTD 44(SI), Z5
+	LONG         $0x48566262
+	WORD         $0xd052
+	LONG         $0x48566262
+	WORD         $0xd952
+	LONG         $0x48566262
+	WORD         $0xe252
+	LONG         $0x48566262
+	WORD         $0xeb52
+	VMOVUPS      512(DI), Z0
+	VMOVUPS      576(DI), Z1
+	VMOVUPS      640(DI), Z2
+	VMOVUPS      704(DI), Z3
+	VPBROADCASTD 48(SI), Z4
+	LONG         $0x485ef262
+	WORD         $0xf052
+	LONG         $0x485ef262
+	WORD         $0xf952
+	LONG         $0x485e7262
+	WORD         $0xc252
+	LONG         $0x485e7262
+	WORD         $0xcb52
+	VPBROADCASTD 52(SI), Z5
+	LONG         $0x48567262
+	WORD         $0xd052
+	LONG         $0x48567262
+	WORD         $0xd952
+	LONG         $0x48567262
+	WORD         $0xe252
+	LONG         $0x48567262
+	WORD         $0xeb52
+	VPBROADCASTD 56(SI), Z4
+	LONG         $0x485e7262
+	WORD         $0xf052
+	LONG         $0x485e7262
+	WORD         $0xf952
+	LONG         $0x485ee262
+	WORD         $0xc252
+	LONG         $0x485ee262
+	WORD         $0xcb52
+	VPBROADCASTD 60(SI), Z5
+	LONG         $0x4856e262
+	WORD         $0xd052
+	LONG         $0x4856e262
+	WORD         $0xd952
+	LONG         $0x4856e262
+	WORD         $0xe252
+	LONG         $0x4856e262
+	WORD         $0xeb52
+	VPBROADCASTD 64(SI), Z4
+	LONG         $0x485ee262
+	WORD         $0xf052
+	LONG         $0x485ee262
+	WORD         $0xf952
+	LONG         $0x485e6262
+	WORD         $0xc252
+	LONG         $0x485e6262
+	WORD         $0xcb52
+	VPBROADCASTD 68(SI), Z5
+	LONG         $0x48566262
+	WORD         $0xd052
+	LONG         $0x48566262
+	WORD         $0xd952
+	LONG         $0x48566262
+	WORD         $0xe252
+	LONG         $0x48566262
+	WORD         $0xeb52
+	VMOVUPS      768(DI), Z0
+	VMOVUPS      832(DI), Z1
+	VMOVUPS      896(DI), Z2
+	VMOVUPS      960(DI), Z3
+	VPBROADCASTD 72(SI), Z4
+	LONG         $0x485ef262
+	WORD         $0xf052
+	LONG         $0x485ef262
+	WORD         $0xf952
+	LONG         $0x485e7262
+	WORD         $0xc252
+	LONG         $0x485e7262
+	WORD         $0xcb52
+	VPBROADCASTD 76(SI), Z5
+	LONG         $0x48567262
+	WORD         $0xd052
+	LONG         $0x48567262
+	WORD         $0xd952
+	LONG         $0x48567262
+	WORD         $0xe252
+	LONG         $0x48567262
+	WORD         $0xeb52
+	VPBROADCASTD 80(SI), Z4
+	LONG         $0x485e7262
+	WORD         $0xf052
+	LONG         $0x485e7262
+	WORD         $0xf952
+	LONG         $0x485ee262
+	WORD         $0xc252
+	LONG         $0x485ee262
+	WORD         $0xcb52
+	VPBROADCASTD 84(SI), Z5
+	LONG         $0x4856e262
+	WORD         $0xd052
+	LONG         $0x4856e262
+	WORD         $0xd952
+	LONG         $0x4856e262
+	WORD         $0xe252
+	LONG         $0x4856e262
+	WORD         $0xeb52
+	VPBROADCASTD 88(SI), Z4
+	LONG         $0x485ee262
+	WORD         $0xf052
+	LONG         $0x485ee262
+	WORD         $0xf952
+	LONG         $0x485e6262
+	WORD         $0xc252
+	LONG         $0x485e6262
+	WORD         $0xcb52
+	VPBROADCASTD 92(SI), Z5
+	LONG         $0x48566262
+	WORD         $0xd052
+	LONG         $0x48566262
+	WORD         $0xd952
+	LONG         $0x48566262
+	WORD         $0xe252
+	LONG         $0x48566262
+	WORD         $0xeb52
+	ADDQ         $0x00000060, SI
+	ADDQ         $0x00000400, DI
+	DECQ         AX
+	JNZ          bgemm6x64AVX512_loop
+
+bgemm6x64AVX512_tail:
+	ANDQ $0x00000003, CX
+	JZ   bgemm6x64AVX512_store
+
+bgemm6x64AVX512_tailloop:
+	VMOVUPS      (DI), Z0
+	VMOVUPS      64(DI), Z1
+	VMOVUPS      128(DI), Z2
+	VMOVUPS      192(DI), Z3
+	VPBROADCASTD (SI), Z4
+	LONG         $0x485ef262
+	WORD         $0xf052
+	LONG         $0x485ef262
+	WORD         $0xf952
+	LONG         $0x485e7262
+	WORD         $0xc252
+	LONG         $0x485e7262
+	WORD         $0xcb52
+	VPBROADCASTD 4(SI), Z5
+	LONG         $0x48567262
+	WORD         $0xd052
+	LONG         $0x48567262
+	WORD         $0xd952
+	LONG         $0x48567262
+	WORD         $0xe252
+	LONG         $0x48567262
+	WORD         $0xeb52
+	VPBROADCASTD 8(SI), Z4
+	LONG         $0x485e7262
+	WORD         $0xf052
+	LONG         $0x485e7262
+	WORD         $0xf952
+	LONG         $0x485ee262
+	WORD         $0xc252
+	LONG         $0x485ee262
+	WORD         $0xcb52
+	VPBROADCASTD 12(SI), Z5
+	LONG         $0x4856e262
+	WORD         $0xd052
+	LONG         $0x4856e262
+	WORD         $0xd952
+	LONG         $0x4856e262
+	WORD         $0xe252
+	LONG         $0x4856e262
+	WORD         $0xeb52
+	VPBROADCASTD 16(SI), Z4
+	LONG         $0x485ee262
+	WORD         $0xf052
+	LONG         $0x485ee262
+	WORD         $0xf952
+	LONG         $0x485e6262
+	WORD         $0xc252
+	LONG         $0x485e6262
+	WORD         $0xcb52
+	VPBROADCASTD 20(SI), Z5
+	LONG         $0x48566262
+	WORD         $0xd052
+	LONG         $0x48566262
+	WORD         $0xd952
+	LONG         $0x48566262
+	WORD         $0xe252
+	LONG         $0x48566262
+	WORD         $0xeb52
+	ADDQ         $0x00000018, SI
+	ADDQ         $0x00000100, DI
+	DECQ         CX
+	JNZ          bgemm6x64AVX512_tailloop
+
+bgemm6x64AVX512_store:
+	MOVQ    mask+48(FP), AX
+	MOVBWZX accum+56(FP), BX
+	KMOVW   AX, K1
+	SHRQ    $0x10, AX
+	KMOVW   AX, K2
+	SHRQ    $0x10, AX
+	KMOVW   AX, K3
+	SHRQ    $0x10, AX
+	KMOVW   AX, K4
+	TESTB   BL, BL
+	JNZ     bgemm6x64AVX512_acc
+	CMPQ    R9, $0x00000000
+	JLE     bgemm6x64AVX512_done
+	VMOVUPS Z6, K1, (DX)
+	VMOVUPS Z7, K2, 64(DX)
+	VMOVUPS Z8, K3, 128(DX)
+	VMOVUPS Z9, K4, 192(DX)
+	ADDQ    R8, DX
+	CMPQ    R9, $0x00000001
+	JLE     bgemm6x64AVX512_done
+	VMOVUPS Z10, K1, (DX)
+	VMOVUPS Z11, K2, 64(DX)
+	VMOVUPS Z12, K3, 128(DX)
+	VMOVUPS Z13, K4, 192(DX)
+	ADDQ    R8, DX
+	CMPQ    R9, $0x00000002
+	JLE     bgemm6x64AVX512_done
+	VMOVUPS Z14, K1, (DX)
+	VMOVUPS Z15, K2, 64(DX)
+	VMOVUPS Z16, K3, 128(DX)
+	VMOVUPS Z17, K4, 192(DX)
+	ADDQ    R8, DX
+	CMPQ    R9, $0x00000003
+	JLE     bgemm6x64AVX512_done
+	VMOVUPS Z18, K1, (DX)
+	VMOVUPS Z19, K2, 64(DX)
+	VMOVUPS Z20, K3, 128(DX)
+	VMOVUPS Z21, K4, 192(DX)
+	ADDQ    R8, DX
+	CMPQ    R9, $0x00000004
+	JLE     bgemm6x64AVX512_done
+	VMOVUPS Z22, K1, (DX)
+	VMOVUPS Z23, K2, 64(DX)
+	VMOVUPS Z24, K3, 128(DX)
+	VMOVUPS Z25, K4, 192(DX)
+	ADDQ    R8, DX
+	CMPQ    R9, $0x00000005
+	JLE     bgemm6x64AVX512_done
+	VMOVUPS Z26, K1, (DX)
+	VMOVUPS Z27, K2, 64(DX)
+	VMOVUPS Z28, K3, 128(DX)
+	VMOVUPS Z29, K4, 192(DX)
+	JMP     bgemm6x64AVX512_done
+
+bgemm6x64AVX512_acc:
+	CMPQ      R9, $0x00000000
+	JLE       bgemm6x64AVX512_done
+	VMOVUPS.Z (DX), K1, Z4
+	VADDPS    Z4, Z6, Z6
+	VMOVUPS   Z6, K1, (DX)
+	VMOVUPS.Z 64(DX), K2, Z4
+	VADDPS    Z4, Z7, Z7
+	VMOVUPS   Z7, K2, 64(DX)
+	VMOVUPS.Z 128(DX), K3, Z4
+	VADDPS    Z4, Z8, Z8
+	VMOVUPS   Z8, K3, 128(DX)
+	VMOVUPS.Z 192(DX), K4, Z4
+	VADDPS    Z4, Z9, Z9
+	VMOVUPS   Z9, K4, 192(DX)
+	ADDQ      R8, DX
+	CMPQ      R9, $0x00000001
+	JLE       bgemm6x64AVX512_done
+	VMOVUPS.Z (DX), K1, Z4
+	VADDPS    Z4, Z10, Z10
+	VMOVUPS   Z10, K1, (DX)
+	VMOVUPS.Z 64(DX), K2, Z4
+	VADDPS    Z4, Z11, Z11
+	VMOVUPS   Z11, K2, 64(DX)
+	VMOVUPS.Z 128(DX), K3, Z4
+	VADDPS    Z4, Z12, Z12
+	VMOVUPS   Z12, K3, 128(DX)
+	VMOVUPS.Z 192(DX), K4, Z4
+	VADDPS    Z4, Z13, Z13
+	VMOVUPS   Z13, K4, 192(DX)
+	ADDQ      R8, DX
+	CMPQ      R9, $0x00000002
+	JLE       bgemm6x64AVX512_done
+	VMOVUPS.Z (DX), K1, Z4
+	VADDPS    Z4, Z14, Z14
+	VMOVUPS   Z14, K1, (DX)
+	VMOVUPS.Z 64(DX), K2, Z4
+	VADDPS    Z4, Z15, Z15
+	VMOVUPS   Z15, K2, 64(DX)
+	VMOVUPS.Z 128(DX), K3, Z4
+	VADDPS    Z4, Z16, Z16
+	VMOVUPS   Z16, K3, 128(DX)
+	VMOVUPS.Z 192(DX), K4, Z4
+	VADDPS    Z4, Z17, Z17
+	VMOVUPS   Z17, K4, 192(DX)
+	ADDQ      R8, DX
+	CMPQ      R9, $0x00000003
+	JLE       bgemm6x64AVX512_done
+	VMOVUPS.Z (DX), K1, Z4
+	VADDPS    Z4, Z18, Z18
+	VMOVUPS   Z18, K1, (DX)
+	VMOVUPS.Z 64(DX), K2, Z4
+	VADDPS    Z4, Z19, Z19
+	VMOVUPS   Z19, K2, 64(DX)
+	VMOVUPS.Z 128(DX), K3, Z4
+	VADDPS    Z4, Z20, Z20
+	VMOVUPS   Z20, K3, 128(DX)
+	VMOVUPS.Z 192(DX), K4, Z4
+	VADDPS    Z4, Z21, Z21
+	VMOVUPS   Z21, K4, 192(DX)
+	ADDQ      R8, DX
+	CMPQ      R9, $0x00000004
+	JLE       bgemm6x64AVX512_done
+	VMOVUPS.Z (DX), K1, Z4
+	VADDPS    Z4, Z22, Z22
+	VMOVUPS   Z22, K1, (DX)
+	VMOVUPS.Z 64(DX), K2, Z4
+	VADDPS    Z4, Z23, Z23
+	VMOVUPS   Z23, K2, 64(DX)
+	VMOVUPS.Z 128(DX), K3, Z4
+	VADDPS    Z4, Z24, Z24
+	VMOVUPS   Z24, K3, 128(DX)
+	VMOVUPS.Z 192(DX), K4, Z4
+	VADDPS    Z4, Z25, Z25
+	VMOVUPS   Z25, K4, 192(DX)
+	ADDQ      R8, DX
+	CMPQ      R9, $0x00000005
+	JLE       bgemm6x64AVX512_done
+	VMOVUPS.Z (DX), K1, Z4
+	VADDPS    Z4, Z26, Z26
+	VMOVUPS   Z26, K1, (DX)
+	VMOVUPS.Z 64(DX), K2, Z4
+	VADDPS    Z4, Z27, Z27
+	VMOVUPS   Z27, K2, 64(DX)
+	VMOVUPS.Z 128(DX), K3, Z4
+	VADDPS    Z4, Z28, Z28
+	VMOVUPS   Z28, K3, 128(DX)
+	VMOVUPS.Z 192(DX), K4, Z4
+	VADDPS    Z4, Z29, Z29
+	VMOVUPS   Z29, K4, 192(DX)
+
+bgemm6x64AVX512_done:
+	VZEROUPPER
+	RET
+
+// func cvtF32BF16AVX512(dst *uint16, src *float32, n int)
+// Requires: AVX, AVX512F
+TEXT ·cvtF32BF16AVX512(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $0x04, CX
+	JZ   cvtF32BF16_done
+
+cvtF32BF16_loop:
+	VMOVUPS (SI), Z0
+	LONG    $0x487ef262
+	WORD    $0xc872
+	VMOVDQU Y1, (DI)
+	ADDQ    $0x40, SI
+	ADDQ    $0x20, DI
+	DECQ    CX
+	JNZ     cvtF32BF16_loop
+
+cvtF32BF16_done:
+	VZEROUPPER
+	RET
+
+// func pairBF16AVX512(dst *uint32, lo *uint16, hi *uint16, n int)
+// Requires: AVX, AVX512F
+TEXT ·pairBF16AVX512(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ lo+8(FP), SI
+	MOVQ hi+16(FP), DX
+	MOVQ n+24(FP), CX
+	SHRQ $0x04, CX
+	JZ   pairBF16_done
+
+pairBF16_loop:
+	VPMOVZXWD (SI), Z0
+	VPMOVZXWD (DX), Z1
+	VPSLLD    $0x10, Z1, Z1
+	VPORD     Z1, Z0, Z0
+	VMOVDQU32 Z0, (DI)
+	ADDQ      $0x20, SI
+	ADDQ      $0x20, DX
+	ADDQ      $0x40, DI
+	DECQ      CX
+	JNZ       pairBF16_loop
+
+pairBF16_done:
+	VZEROUPPER
+	RET
+
 // func packT8F32(dst *float32, src *float32, lds int, cn int, ds int)
 // Requires: AVX
 TEXT ·packT8F32(SB), NOSPLIT, $0-40

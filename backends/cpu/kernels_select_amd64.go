@@ -14,6 +14,8 @@ var (
 	hasAVX512 = cpuid.CPU.Supports(cpuid.AVX512F)
 	hasAVX2   = cpuid.CPU.Supports(cpuid.AVX2, cpuid.FMA3)
 	hasBMI2   = cpuid.CPU.Supports(cpuid.BMI2)
+	// hasAVX512BF16: the bgemm kernels (VDPBF16PS) run here
+	hasAVX512BF16 = hasAVX512 && cpuid.CPU.Supports(cpuid.AVX512BF16)
 	// hasDotTile: dotTile4x4F32 runs here
 	hasDotTile = hasAVX512 && hasBMI2
 
@@ -28,10 +30,19 @@ var (
 		{name: "avx512-14x16", mr: 14, nr: 16, asm: dgemm14x16AVX512},
 		{name: "avx2-6x8", mr: 6, nr: 8, asm: dgemm6x8AVX2},
 	}
+	asmKernelsBF16 = []bf16Kernel{
+		{name: "avx512bf16-14x32", mr: 14, nr: 32, asm: bgemm14x32AVX512},
+		{name: "avx512bf16-8x32", mr: 8, nr: 32, asm: bgemm8x32AVX512},
+		{name: "avx512bf16-6x64", mr: 6, nr: 64, asm: bgemm6x64AVX512},
+	}
 )
 
 // usable reports whether this CPU runs kernels named name.
 func usable(name string) bool {
+	switch {
+	case len(name) >= 10 && name[:10] == "avx512bf16":
+		return hasAVX512BF16
+	}
 	switch name[:4] {
 	case "avx5":
 		return hasAVX512
@@ -51,6 +62,20 @@ func init() {
 		if usable(k.name) {
 			kernelsF64 = append(kernelsF64, k)
 		}
+	}
+	for _, k := range asmKernelsBF16 {
+		if usable(k.name) {
+			kernelsBF16 = append(kernelsBF16, k)
+		}
+	}
+	if len(kernelsBF16) > 1 {
+		kernelBF16 = kernelsBF16[1]
+	}
+	if hasAVX512 {
+		pairBF16 = pairBF16Asm
+	}
+	if hasAVX512BF16 {
+		cvtBF16 = cvtBF16Asm
 	}
 	for _, k := range kernelsF32 {
 		if k.asm != nil {

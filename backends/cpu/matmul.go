@@ -33,12 +33,35 @@ const smallBatchFlops = 1 << 18
 
 // Matmul implements backends.Backend with the blocked GEMM in gemm.go.
 // Float32 and Float64 multiply in their own precision (products and sums
-// rounded in the dtype, in a fixed order); Float16 and BFloat16 are widened
-// to float32 while packing, multiplied in float32 and rounded once at the
+// rounded in the dtype, in a fixed order); BFloat16 operands go through
+// the bfloat16 GEMM (gemm_bf16.go: exact products of the bfloat16 values,
+// float32 sums, VDPBF16PS where the CPU has it) into a BFloat16 output,
+// rounded once to nearest even, or a Float32 one; Float16 is widened to
+// float32 while packing, multiplied in float32 and rounded once at the
 // end; other dtypes (which package tensor never sends) go through float64.
 // Transposed and otherwise strided operands are read in place by the
 // packing routines, never copied first.
-func (b *Backend) Matmul(out, x, y backends.View) {
+func (b *Backend) Matmul(out, x, y backends.View) { b.matmul(out, x, y, false) }
+
+// MatmulBF16 is Matmul computed as a bfloat16 autocast product: x and y,
+// Float32 or BFloat16, are rounded to bfloat16 (to nearest even) while
+// they are packed, so float32 operands need no bfloat16 copies; the
+// products are exact and summed in float32 by the bfloat16 GEMM (VDPBF16PS
+// where the CPU has it) into out, Float32 or BFloat16 (rounded once to
+// nearest even). Other dtypes are refused (the backend's error, as for
+// Matmul's shape errors).
+func (b *Backend) MatmulBF16(out, x, y backends.View) {
+	for _, v := range []backends.View{out, x, y} {
+		if v.DType != backends.Float32 && v.DType != backends.BFloat16 {
+			b.refuse("matmul bf16", "x %s, y %s and out %s: want float32 or bfloat16", x.DType, y.DType, out.DType)
+			return
+		}
+	}
+	b.matmul(out, x, y, true)
+}
+
+// matmul is Matmul, or MatmulBF16 with bf16.
+func (b *Backend) matmul(out, x, y backends.View, bf16 bool) {
 	if !b.checkMatmul(out, x, y) {
 		return
 	}
@@ -75,6 +98,27 @@ func (b *Backend) Matmul(out, x, y backends.View) {
 	}
 	sameType := x.DType == out.DType && y.DType == out.DType
 	switch {
+	case bf16 || useBF16GEMM && x.DType == backends.BFloat16 && y.DType == backends.BFloat16 &&
+		(out.DType == backends.BFloat16 || out.DType == backends.Float32):
+		each(func(o offsets, par bool) {
+			A, _ := bf16Operand(x, o[0], xr, xc)
+			B, _ := bf16Operand(y, o[1], yr, yc)
+			if out.DType == backends.Float32 && oc == 1 {
+				gemmBF16(b, kernelBF16, m, n, k, A, B, bf16Dst{c: ob.f32(), off: o[2], ld: or}, par)
+				return
+			}
+			tmp := poolF32.get(m * n)
+			if out.DType == backends.BFloat16 && oc == 1 {
+				// rounded to bfloat16 block by block, while in cache
+				gemmBF16(b, kernelBF16, m, n, k, A, B, bf16Dst{c: *tmp, ld: n, u16: ob.u16(), uOff: o[2], uld: or}, par)
+			} else {
+				gemmBF16(b, kernelBF16, m, n, k, A, B, bf16Dst{c: *tmp, ld: n}, par)
+				for i := range m {
+					storeF32(ob, o[2]+i*or, oc, (*tmp)[i*n:(i+1)*n])
+				}
+			}
+			poolF32.put(tmp)
+		})
 	case sameType && out.DType == backends.Float32:
 		xs, ys, os := xb.f32(), yb.f32(), ob.f32()
 		each(func(o offsets, par bool) {

@@ -50,7 +50,7 @@ func dotTile() {
 		}
 	}
 	i := GP64()
-	m := GP64().(GPVirtual)
+	m := GP64()
 	Label("dot_sample")
 	TESTQ(ns, ns)
 	JZ(LabelRef("dot_done"))

@@ -21,9 +21,12 @@ type elem struct {
 	pbroadcast func(...Op)
 	pcmpeq     func(...Op)
 	bits       Mem // lane i holds 1<<i
+	// sig, when set, is the kernel's Go signature (else every pointer is
+	// *name)
+	sig string
 }
 
-var f32, f64 elem
+var f32, f64, bf16 elem
 
 func initElems() {
 	b32 := GLOBL("lanebits32", RODATA|NOPTR)
@@ -34,8 +37,13 @@ func initElems() {
 	for i := range 4 {
 		DATA(8*i, U64(1<<i))
 	}
-	f32 = elem{"float32", 4, VBROADCASTSS, VFMADD231PS, VADDPS, VMOVUPS, VMOVUPS_Z, VMASKMOVPS, VPBROADCASTD, VPCMPEQD, b32}
-	f64 = elem{"float64", 8, VBROADCASTSD, VFMADD231PD, VADDPD, VMOVUPD, VMOVUPD_Z, VMASKMOVPD, VPBROADCASTQ, VPCMPEQQ, b64}
+	f32 = elem{"float32", 4, VBROADCASTSS, VFMADD231PS, VADDPS, VMOVUPS, VMOVUPS_Z, VMASKMOVPS, VPBROADCASTD, VPCMPEQD, b32, ""}
+	f64 = elem{"float64", 8, VBROADCASTSD, VFMADD231PD, VADDPD, VMOVUPD, VMOVUPD_Z, VMASKMOVPD, VPBROADCASTQ, VPCMPEQQ, b64, ""}
+	// bf16: the packed panels hold pairs of bfloat16 (consecutive k) in
+	// each 32-bit word, multiplied and summed in pairs by VDPBF16PS into
+	// float32 accumulators; C is float32. AVX-512 only.
+	bf16 = elem{"bf16", 4, VPBROADCASTD, vdpbf16ps, VADDPS, VMOVUPS, VMOVUPS_Z, nil, nil, nil, b32,
+		"func(kp int, a, b *uint32, c *float32, ldc, mv int, mask uint64, accum bool)"}
 }
 
 var (
@@ -60,12 +68,20 @@ func gemmKernel(name string, e elem, avx512 bool, mr, nv, unroll int) {
 	}
 	lanes := vbytes / e.size
 	nr := nv * lanes
-	TEXT(name, NOSPLIT, fmt.Sprintf("func(kc int, a, b, c *%s, ldc, mv int, mask uint64, accum bool)", e.name))
+	sig, kparam := e.sig, "kp"
+	if sig == "" {
+		sig, kparam = fmt.Sprintf("func(kc int, a, b, c *%s, ldc, mv int, mask uint64, accum bool)", e.name), "kc"
+	}
+	TEXT(name, NOSPLIT, sig)
 	Pragma("noescape")
-	Doc(fmt.Sprintf("%s is the %d×%d %s micro-kernel (%s).", name, mr, nr, e.name, map[bool]string{true: "AVX-512", false: "AVX2+FMA"}[avx512]))
+	if e.sig != "" {
+		Doc(fmt.Sprintf("%s is the %d×%d bfloat16 micro-kernel (AVX-512 BF16): kp pairs of k, float32 sums and C.", name, mr, nr))
+	} else {
+		Doc(fmt.Sprintf("%s is the %d×%d %s micro-kernel (%s).", name, mr, nr, e.name, map[bool]string{true: "AVX-512", false: "AVX2+FMA"}[avx512]))
+	}
 	kc, pa, pb, pc := RCX, RSI, RDI, RDX
 	ldc, mv := R8, R9
-	Load(Param("kc"), kc)
+	Load(Param(kparam), kc)
 	Load(Param("a"), pa)
 	Load(Param("b"), pb)
 	Load(Param("c"), pc)

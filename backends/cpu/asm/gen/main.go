@@ -21,6 +21,11 @@ func main() {
 	// float64: 14×16 AVX-512, 6×8 AVX2
 	gemmKernel("dgemm14x16AVX512", f64, true, 14, 2, 4)
 	gemmKernel("dgemm6x8AVX2", f64, false, 6, 2, 4)
+	// bfloat16 (AVX-512 BF16): pairs of k per 32-bit word, float32 C
+	gemmKernel("bgemm14x32AVX512", bf16, true, 14, 2, 4)
+	gemmKernel("bgemm8x32AVX512", bf16, true, 8, 2, 4)
+	gemmKernel("bgemm6x64AVX512", bf16, true, 6, 4, 4)
+	bf16Helpers()
 	packT8()
 	axpy()
 	dot()

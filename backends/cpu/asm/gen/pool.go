@@ -52,7 +52,7 @@ func maxPool2x2() {
 	JLE(LabelRef("pool_done"))
 	// masks: k1 the block's outputs (min(n, 16)), k2 and k3 its inputs
 	// in the low and high 16 values (2·min(n, 16) in all)
-	m := GP64().(GPVirtual)
+	m := GP64()
 	MOVQ(U64(16), m)
 	CMPQ(n, m)
 	CMOVQLT(n, m)
