@@ -3,6 +3,7 @@ package backends
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -69,4 +70,31 @@ func kindsLocked() []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+// URLOpener opens the backend a device URL names, such as
+// "remote://host:port/cpu:0".
+type URLOpener func(url string) (Backend, error)
+
+var schemes = map[string]URLOpener{}
+
+// RegisterScheme makes open serve device names of the form "scheme://…".
+// Registering a scheme twice replaces the earlier opener.
+func RegisterScheme(scheme string, open URLOpener) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	schemes[scheme] = open
+}
+
+// OpenURL opens the backend url names with its scheme's opener. It fails
+// when url has no scheme or no package registered its scheme.
+func OpenURL(url string) (Backend, error) {
+	scheme, _, ok := strings.Cut(url, "://")
+	registryMu.Lock()
+	open := schemes[scheme]
+	registryMu.Unlock()
+	if !ok || open == nil {
+		return nil, fmt.Errorf("backends: no opener for device URL %q (link the package of scheme %q, e.g. import _ \"github.com/kiln-ml/kiln/backends/remote\")", url, scheme)
+	}
+	return open(url)
 }

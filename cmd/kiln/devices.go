@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+	"time"
 
 	"github.com/kiln-ml/kiln/backends"
+	"github.com/kiln-ml/kiln/backends/remote"
 	_ "github.com/kiln-ml/kiln/backends/strict" // listed (and usable as KILN_DEVICE=strict) whatever else is linked
 	"github.com/kiln-ml/kiln/tensor"
 )
@@ -53,6 +55,22 @@ func devicesCommand(args []string, stdout, _ io.Writer) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.kind, name, d.Name, mem, cores, d.Detail)
 		}
 	}
+	for _, url := range remote.Configured() {
+		name := url
+		if name == defName {
+			name += " *"
+		}
+		d, err := remoteInfo(url)
+		if err != nil {
+			fmt.Fprintf(tw, "remote\t%s\tnot available: %v\n", name, err)
+			continue
+		}
+		mem := "-"
+		if d.MemoryBytes > 0 {
+			mem = tensor.FormatBytes(d.MemoryBytes)
+		}
+		fmt.Fprintf(tw, "remote\t%s\t%s\t%s\t%d\t%s\n", name, d.Name, mem, d.Cores, d.Detail)
+	}
 	for _, r := range rows {
 		if r.reason != "" {
 			fmt.Fprintf(tw, "%s\t-\tnot available: %s\n", r.kind, r.reason)
@@ -92,4 +110,24 @@ func backendRows(drivers []backends.Driver) []backendRow {
 		rows = append(rows, r)
 	}
 	return rows
+}
+
+// remoteInfo dials a remote device URL of KILN_REMOTE (with the token and
+// CA of the environment) to describe the device, and hangs up.
+func remoteInfo(url string) (backends.DeviceInfo, error) {
+	addr, device, err := remote.ParseURL(url)
+	if err != nil {
+		return backends.DeviceInfo{}, err
+	}
+	opts, err := remote.OptionsFromEnv()
+	if err != nil {
+		return backends.DeviceInfo{}, err
+	}
+	opts.DialTimeout = 5 * time.Second
+	b, err := remote.Dial(addr, device, opts)
+	if err != nil {
+		return backends.DeviceInfo{}, err
+	}
+	defer b.Close()
+	return b.Info(), nil
 }

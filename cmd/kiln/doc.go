@@ -40,6 +40,10 @@
 //	        the cores); dist.Init finds each rank
 //	kiln onnx gen MODEL.onnx -o DIR [--package NAME]
 //	        generate a Go package running an ONNX model with Kiln tensor ops
+//	kiln serve [--addr HOST:PORT] [--token TOKEN] [--tls-cert FILE --tls-key FILE | --insecure] [--max-session-bytes N]
+//	        lend this machine's devices to remote clients
+//	        (remote://HOST:PORT/DEVICE) over gRPC, with a token and
+//	        optional TLS
 //	kiln version
 //	kiln --version
 //	        print the Kiln release, module version and VCS revision, Go
@@ -55,6 +59,10 @@
 // Environment: KILN_DEVICE names the default device (cpu, cuda, cuda:N,
 // strict); one it cannot use is an error, never a silent fallback.
 // KILN_CUDA_PATH lists directories to look for the CUDA libraries in first.
+// KILN_REMOTE lists remote device URLs (remote://HOST:PORT/DEVICE) for
+// `kiln devices` to show; KILN_REMOTE_TOKEN is the token sent to `kiln
+// serve` (and the one it requires when --token is not given), and
+// KILN_REMOTE_CA a PEM file of the certificates a TLS client trusts.
 //
 // The table of commands in main.go drives dispatch and help; a test checks
 // that this comment lists every command's forms.

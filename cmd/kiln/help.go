@@ -50,6 +50,9 @@ Environment:
 	KILN_DEVICE     the default device: cpu, cuda, cuda:N or strict
 	                (else the best one detected; see "kiln devices")
 	KILN_CUDA_PATH  directories to look for the CUDA libraries in first
+	KILN_REMOTE     remote device URLs for "kiln devices" to list, comma-separated
+	                (remote://HOST:PORT/DEVICE; see "kiln serve")
+	KILN_REMOTE_TOKEN, KILN_REMOTE_CA  the token and CA file remote devices use
 `)
 }
 

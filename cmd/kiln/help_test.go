@@ -46,6 +46,7 @@ func TestHelpForEveryCommand(t *testing.T) {
 		"kernel":    {"user", "prefix", "name", "display-name"},
 		"launch":    {"n", "hosts", "x", "mpirun", "dry-run"},
 		"onnx":      {"o", "package"},
+		"serve":     {"addr", "token", "tls-cert", "tls-key", "insecure", "max-session-bytes"},
 		"version":   nil,
 		"workbench": {"browser", "addr", "root", "runs", "existing", "allow-host", "tls-cert", "tls-key", "insecure"},
 	}

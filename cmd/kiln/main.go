@@ -175,6 +175,21 @@ DIR/weights.safetensors. From a //go:generate line:
 			run:         func(args []string, _, _ io.Writer) error { return runONNX(args) },
 		},
 		{
+			name:    "serve",
+			summary: "serve this machine's devices to remote clients over gRPC",
+			usage:   []string{"serve [--addr HOST:PORT] [--token TOKEN] [--tls-cert FILE --tls-key FILE | --insecure] [--max-session-bytes N]"},
+			doc: `Serve lets programs elsewhere use this machine's devices: a client opening
+remote://HOST:PORT/cpu:0 (or /cuda:1, any device 'kiln devices' lists here)
+runs its tensors there, its buffers living on this machine. Clients send
+the token (KILN_REMOTE_TOKEN), given with --token or generated and printed;
+a wrong one is refused. A --addr beyond the loopback interface needs TLS
+(--tls-cert and --tls-key; clients trust the certificate or its CA through
+KILN_REMOTE_CA) or --insecure. A client's buffers are freed when it
+disconnects; clients cannot reach each other's buffers.`,
+			flags: printDefaults(func(fs *flag.FlagSet) { serveFlags(fs) }),
+			run:   serveCommand,
+		},
+		{
 			name:    "version",
 			summary: "print kiln's version, Go version, platform, backends and CPU features",
 			usage:   []string{"version", "--version"},

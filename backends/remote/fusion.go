@@ -1,0 +1,196 @@
+package remote
+
+import (
+	"fmt"
+
+	"github.com/kiln-ml/kiln/backends"
+)
+
+// The optional fused interfaces a server's backend may offer, forwarded so
+// that package tensor takes the same one-kernel paths remotely as locally
+// (a training step then crosses the wire as a few calls, not dozens).
+
+// Capability bits of the hello reply.
+const (
+	capCrossEntropy uint64 = 1 << iota
+	capAdam
+	capMultiAdam
+	capLinear
+
+	capAll = capCrossEntropy | capAdam | capMultiAdam | capLinear
+)
+
+// Fused-call opcodes, after the primitives'.
+const (
+	opCrossEntropyForward byte = iota + 64
+	opCrossEntropyBackward
+	opAdamStep
+	opAdamSteps
+	opMatmulBias
+)
+
+// maxMultiAdam bounds the entries of one AdamSteps call a server decodes.
+const maxMultiAdam = 1 << 16
+
+// capabilities reports which fused interfaces b implements.
+func capabilities(b backends.Backend) uint64 {
+	var c uint64
+	if _, ok := b.(backends.CrossEntropyFusion); ok {
+		c |= capCrossEntropy
+	}
+	if _, ok := b.(backends.AdamFusion); ok {
+		c |= capAdam
+	}
+	if _, ok := b.(backends.MultiAdamFusion); ok {
+		c |= capMultiAdam
+	}
+	if _, ok := b.(backends.LinearFusion); ok {
+		c |= capLinear
+	}
+	return c
+}
+
+// Fused is a remote backend whose server offers the fused interfaces
+// backends.CrossEntropyFusion, AdamFusion, MultiAdamFusion and
+// LinearFusion; it forwards them. Backend.Decorated returns one when the
+// server's device has them all.
+type Fused struct{ *Backend }
+
+// Decorated returns c as a backends.Backend that also implements every
+// fused interface the server's device offers (a *Fused when it offers
+// CrossEntropyFusion, AdamFusion, MultiAdamFusion and LinearFusion), else
+// c itself.
+func (c *Backend) Decorated() backends.Backend {
+	if c.caps&capAll == capAll {
+		return &Fused{c}
+	}
+	return c
+}
+
+func (e *encoder) hyper(h backends.AdamHyper) {
+	for _, v := range []float64{h.Decay, h.WeightDecay, h.Beta1, h.Beta2, h.InvDenom, h.EpsTerm} {
+		e.f(v)
+	}
+	e.flag(h.Maximize)
+	e.flag(h.First)
+	e.flag(h.MovesParam)
+}
+
+func (d *decoder) hyper() backends.AdamHyper {
+	h := backends.AdamHyper{Decay: d.f(), WeightDecay: d.f(), Beta1: d.f(), Beta2: d.f(), InvDenom: d.f(), EpsTerm: d.f()}
+	h.Maximize, h.First, h.MovesParam = d.flag(), d.flag(), d.flag()
+	return h
+}
+
+// CrossEntropyForward implements backends.CrossEntropyFusion.
+func (f *Fused) CrossEntropyForward(logp, nll, weight, x, target backends.View, ignore int64) {
+	f.send("CrossEntropyForward", func(e *encoder) error {
+		e.op(opCrossEntropyForward)
+		if err := f.views(e, logp, nll, weight, x, target); err != nil {
+			return err
+		}
+		e.i(ignore)
+		return nil
+	})
+}
+
+// CrossEntropyBackward implements backends.CrossEntropyFusion.
+func (f *Fused) CrossEntropyBackward(dx, logp, weight, target, coef backends.View, ignore int64) {
+	f.send("CrossEntropyBackward", func(e *encoder) error {
+		e.op(opCrossEntropyBackward)
+		if err := f.views(e, dx, logp, weight, target, coef); err != nil {
+			return err
+		}
+		e.i(ignore)
+		return nil
+	})
+}
+
+// AdamStep implements backends.AdamFusion.
+func (f *Fused) AdamStep(outP, outM, outV, p, g, m, v backends.View, h backends.AdamHyper) {
+	f.send("AdamStep", func(e *encoder) error {
+		e.op(opAdamStep)
+		if err := f.views(e, outP, outM, outV, p, g, m, v); err != nil {
+			return err
+		}
+		e.hyper(h)
+		return nil
+	})
+}
+
+// AdamSteps implements backends.MultiAdamFusion. Slices of different
+// lengths are the sticky error, as for a local backend.
+func (f *Fused) AdamSteps(ps, gs, ms, vs []backends.View, hs []backends.AdamHyper) {
+	f.send("AdamSteps", func(e *encoder) error {
+		n := len(ps)
+		if len(gs) != n || len(ms) != n || len(vs) != n || len(hs) != n {
+			return fmt.Errorf("slices of lengths %d, %d, %d, %d and %d", len(ps), len(gs), len(ms), len(vs), len(hs))
+		}
+		e.op(opAdamSteps)
+		e.u(uint64(n))
+		for i := range n {
+			if err := f.views(e, ps[i], gs[i], ms[i], vs[i]); err != nil {
+				return err
+			}
+			e.hyper(hs[i])
+		}
+		return nil
+	})
+}
+
+// MatmulBias implements backends.LinearFusion.
+func (f *Fused) MatmulBias(out, x, w, bias backends.View) {
+	f.send("MatmulBias", func(e *encoder) error { e.op(opMatmulBias); return f.views(e, out, x, w, bias) })
+}
+
+var (
+	_ backends.CrossEntropyFusion = (*Fused)(nil)
+	_ backends.AdamFusion         = (*Fused)(nil)
+	_ backends.MultiAdamFusion    = (*Fused)(nil)
+	_ backends.LinearFusion       = (*Fused)(nil)
+)
+
+// fusedCall decodes and runs one fused call on the server; handled
+// reports whether op was one.
+func (ss *session) fusedCall(op byte, d *decoder, v func() backends.View, ok *bool) (handled bool) {
+	b := ss.dev.backend
+	run := func(need uint64, name string, f func()) {
+		if d.err != nil || !*ok {
+			return
+		}
+		if capabilities(b)&need == 0 {
+			ss.fail(fmt.Errorf("%s: the device %s does not offer it", name, b.Info()))
+			return
+		}
+		f()
+	}
+	switch op {
+	case opCrossEntropyForward:
+		logp, nll, weight, x, target, ignore := v(), v(), v(), v(), v(), d.i()
+		run(capCrossEntropy, "CrossEntropyForward", func() {
+			b.(backends.CrossEntropyFusion).CrossEntropyForward(logp, nll, weight, x, target, ignore)
+		})
+	case opCrossEntropyBackward:
+		dx, logp, weight, target, coef, ignore := v(), v(), v(), v(), v(), d.i()
+		run(capCrossEntropy, "CrossEntropyBackward", func() {
+			b.(backends.CrossEntropyFusion).CrossEntropyBackward(dx, logp, weight, target, coef, ignore)
+		})
+	case opAdamStep:
+		outP, outM, outV, p, g, m, vv, h := v(), v(), v(), v(), v(), v(), v(), d.hyper()
+		run(capAdam, "AdamStep", func() { b.(backends.AdamFusion).AdamStep(outP, outM, outV, p, g, m, vv, h) })
+	case opAdamSteps:
+		n := d.count(maxMultiAdam)
+		ps, gs, ms, vs := make([]backends.View, n), make([]backends.View, n), make([]backends.View, n), make([]backends.View, n)
+		hs := make([]backends.AdamHyper, n)
+		for i := 0; i < n && d.err == nil; i++ {
+			ps[i], gs[i], ms[i], vs[i], hs[i] = v(), v(), v(), v(), d.hyper()
+		}
+		run(capMultiAdam, "AdamSteps", func() { b.(backends.MultiAdamFusion).AdamSteps(ps, gs, ms, vs, hs) })
+	case opMatmulBias:
+		out, x, w, bias := v(), v(), v(), v()
+		run(capLinear, "MatmulBias", func() { b.(backends.LinearFusion).MatmulBias(out, x, w, bias) })
+	default:
+		return false
+	}
+	return true
+}
