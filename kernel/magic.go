@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	_ "github.com/kiln-ml/kiln/backends/remote" // remote://HOST:PORT/DEVICE, served by `kiln serve`
 	_ "github.com/kiln-ml/kiln/backends/strict" // the strict test device, for %device strict
 	"github.com/kiln-ml/kiln/kernel/display"
 	"github.com/kiln-ml/kiln/tensor"
@@ -289,7 +290,7 @@ func (s *Session) who() *display.Data {
 	fmt.Fprintln(tw, "NAME\tTYPE\tVALUE")
 	var rows strings.Builder
 	for _, n := range names {
-		typ, val := describeValue(g[n])
+		typ, val := describeValue(g[n], true)
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", n, typ, val)
 		fmt.Fprintf(&rows, "<tr><td><code>%s</code></td><td><code>%s</code></td><td>%s</td></tr>\n",
 			html.EscapeString(n), html.EscapeString(typ), html.EscapeString(val))
@@ -308,8 +309,9 @@ func (s *Session) who() *display.Data {
 // map or channel its length; for a value with a String method (a device,
 // a duration) that; for another struct or pointer nothing (its type says
 // it: never a raw dump of its fields and addresses); else the value, cut
-// to 60 characters.
-func describeValue(v reflect.Value) (typ, val string) {
+// to 60 characters. Without sync, a tensor's values are read only when
+// they are in host memory (a GPU's would wait for the device).
+func describeValue(v reflect.Value, sync bool) (typ, val string) {
 	if !v.IsValid() {
 		return "nil", ""
 	}
@@ -329,6 +331,9 @@ func describeValue(v reflect.Value) (typ, val string) {
 		if err != nil {
 			return typ, "released"
 		}
+		if !sync && !onHost(t) {
+			return typ, desc
+		}
 		if vs := firstValues(t, 4); vs != "" {
 			desc += ": " + vs
 		}
@@ -344,6 +349,9 @@ func describeValue(v reflect.Value) (typ, val string) {
 	}
 	switch v.Kind() {
 	case reflect.Struct, reflect.Pointer, reflect.Slice, reflect.Map: // a model (nn.Sequential is a slice)
+		if !mayHoldParams(v.Type()) {
+			break
+		}
 		if n := paramCount(x); n > 0 {
 			return typ, fmt.Sprintf("module, %s parameters", groupDigits(n))
 		}
@@ -364,6 +372,13 @@ func describeValue(v reflect.Value) (typ, val string) {
 	return typ, cut(fmt.Sprint(x), 60)
 }
 
+// onHost reports whether t's values are in host memory, readable without
+// waiting for a device.
+func onHost(t *tensor.Tensor) (host bool) {
+	_ = tensor.Try(func() { host = t.Device().Kind() == "cpu" })
+	return host
+}
+
 // firstValues formats up to n of t's first elements ("0.1, -2, 3, …"),
 // reading only those from the device; "" when they cannot be read.
 func firstValues(t *tensor.Tensor, n int) (out string) {
@@ -377,6 +392,19 @@ func firstValues(t *tensor.Tensor, n int) (out string) {
 		return "[]"
 	}
 	var vs []float64
+	if total <= 4*n { // small: one read beats slicing out the first row
+		err := tensor.Try(func() {
+			k := 1
+			if shape := t.Shape(); len(shape) > 0 {
+				k = shape[len(shape)-1]
+			}
+			vs = t.Float64s()[:min(n, k)]
+		})
+		if err != nil || len(vs) == 0 {
+			return ""
+		}
+		return joinValues(vs, total)
+	}
 	err := tensor.Try(func() {
 		tensor.Scope(func() {
 			head := t.Detach()
@@ -392,6 +420,11 @@ func firstValues(t *tensor.Tensor, n int) (out string) {
 	if err != nil || len(vs) == 0 {
 		return ""
 	}
+	return joinValues(vs, total)
+}
+
+// joinValues formats the first values of a tensor of total elements.
+func joinValues(vs []float64, total int) string {
 	parts := make([]string, len(vs))
 	for i, f := range vs {
 		parts[i] = strconv.FormatFloat(f, 'g', 4, 64)
@@ -443,44 +476,26 @@ func groupDigits(n int) string {
 	return s
 }
 
-// VariableInfo is one entry of `%who --json`, the machine-readable listing
-// the workbench's Variables panel shows.
+// VariableInfo is one entry of `%who --json` and of a VariablesSnapshot,
+// the machine-readable listing the workbench's Variables panel shows.
 type VariableInfo struct {
-	Name   string `json:"name"`
-	Type   string `json:"type"`
+	Name string `json:"name"`
+	Type string `json:"type"`
+	// Kind is tensor, module, slice, map, chan, func, struct, pointer,
+	// value, or error when describing the variable failed.
+	Kind   string `json:"kind,omitempty"`
 	Value  string `json:"value,omitempty"`  // the %who summary
 	Shape  []int  `json:"shape,omitempty"`  // tensors
 	DType  string `json:"dtype,omitempty"`  // tensors
 	Device string `json:"device,omitempty"` // tensors
 	Bytes  int64  `json:"bytes,omitempty"`  // tensors
 	Params int    `json:"params,omitempty"` // models: the number of parameter elements
+	Len    *int   `json:"len,omitempty"`    // slices, arrays, maps, channels
 }
 
 // whoJSON lists the session's variables as JSON (application/json).
 func (s *Session) whoJSON() (*display.Data, error) {
-	g := s.globals()
-	out := []VariableInfo{}
-	for n, v := range g {
-		if n == "ctx" || n == "Display" || n == "_" || strings.HasPrefix(n, reserved) || strings.Contains(n, "__v") {
-			continue
-		}
-		typ, val := describeValue(v)
-		info := VariableInfo{Name: n, Type: typ, Value: val}
-		if v.IsValid() && v.CanInterface() {
-			x := v.Interface()
-			if t, ok := x.(*tensor.Tensor); ok && t != nil {
-				tensor.Try(func() {
-					info.Shape, info.DType, info.Device = t.Shape(), t.DType().String(), t.Device().String()
-					info.Bytes = int64(t.NumElements()) * int64(t.DType().Size())
-				})
-			} else if v.Kind() != reflect.Func {
-				info.Params = paramCount(x)
-			}
-		}
-		out = append(out, info)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return jsonData(out)
+	return jsonData(describeGlobals(s.globals(), true))
 }
 
 // DeviceInfo is one entry of `%device --json`.

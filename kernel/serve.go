@@ -21,7 +21,9 @@ var Version = "0.1.0-dev"
 // connectionFile until a shutdown_request arrives or ctx ends. It is the
 // whole of `kiln kernel run`. Output of compiled code on file descriptors
 // 1 and 2 is captured into the running cell; the kernel's own log goes to
-// the original stderr.
+// the original stderr. Beside the connection file, the kernel answers
+// variable listings on a socket of its own (VariablesSocket), even while a
+// cell runs; without it (a path it cannot bind) it still serves Jupyter.
 func Serve(ctx context.Context, connectionFile string, opts Options) error {
 	s, err := New(opts)
 	if err != nil {
@@ -37,6 +39,11 @@ func Serve(ctx context.Context, connectionFile string, opts Options) error {
 	info, err := jupyter.ReadConnectionFile(connectionFile)
 	if err != nil {
 		return err
+	}
+	// Variables listed while a cell runs (variables_socket.go); a kernel
+	// without the socket still lists them through %who --json.
+	if err := serveVariables(ctx, s, connectionFile, info.Key, logger); err != nil {
+		logger.Warn("kernel: variables are listed only between cells", "err", err)
 	}
 	srv, err := jupyter.NewServer(jupyter.Config{Connection: info, Handler: &Handler{Session: s}, Logger: logger,
 		MaxMessage: opts.MaxMessage})
@@ -73,6 +80,7 @@ func watchParent(ctx context.Context, ppid int, every time.Duration, stop func()
 // boundary and the session in code points; Handler converts.
 type Handler struct {
 	Session *Session
+	count   int // the execution count of the last cell, for Evaluate
 }
 
 var _ jupyter.Handler = (*Handler)(nil)
@@ -144,6 +152,8 @@ func (h *Handler) Execute(ctx context.Context, req jupyter.ExecuteRequest, out j
 	if name, ok := pageTarget(req.Code); ok {
 		return h.page(name)
 	}
+	h.count = req.ExecutionCount
+	h.Session.noteCell(req.ExecutionCount)
 	data, err := h.Session.Execute(ctx, req.Code, cellOutput{out})
 	if err != nil {
 		return jupyter.ExecuteResult{Error: errorContent(err)}
@@ -185,6 +195,7 @@ func (h *Handler) page(name string) jupyter.ExecuteResult {
 // Evaluate implements jupyter.Handler: a user expression is run as a cell
 // whose output is discarded.
 func (h *Handler) Evaluate(ctx context.Context, expr string) (jupyter.MimeBundle, *jupyter.ErrorContent) {
+	h.Session.noteCell(h.count)
 	data, err := h.Session.Execute(ctx, expr, OutputFuncs{})
 	if err != nil {
 		return nil, errorContent(err)

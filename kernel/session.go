@@ -103,7 +103,8 @@ type Session struct {
 	// bodyLine is the line of the cell-body statement running (see
 	// markLines), for the tracebacks of panics.
 	bodyLine atomic.Int64
-	live     live // training runs started by cells (live.go)
+	live     live      // training runs started by cells (live.go)
+	vars     variables // the variables snapshot (variables.go)
 
 	// evalMu: one evaluation at a time, and nothing else touches the
 	// interpreter while it runs; guards names, lingering, envOut.
@@ -408,6 +409,7 @@ func (s *Session) Execute(ctx context.Context, code string, out Output) (*displa
 	r := &run{cell: s.cells, code: code, ctx: cellCtx, cancel: cancel}
 	s.running = r
 	s.mu.Unlock()
+	s.beginCell(r)
 
 	stopAfter := context.AfterFunc(ctx, func() { cancel(ErrInterrupted) })
 	s.router.setOutput(out)
@@ -415,6 +417,7 @@ func (s *Session) Execute(ctx context.Context, code string, out Output) (*displa
 		stopAfter()
 		s.drain()
 		s.keepGlobals()
+		s.endCell()
 		s.mu.Lock()
 		s.running = nil
 		s.mu.Unlock()

@@ -2,16 +2,22 @@ package workbench
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
+	"github.com/kiln-ml/kiln/onnx"
+	"github.com/kiln-ml/kiln/store"
 	"github.com/kiln-ml/kiln/train"
 )
 
@@ -44,27 +50,46 @@ func (s *Server) resolveDir(p string) (rel, abs string, err error) {
 	if p == "" || p == "." {
 		return "", s.cfg.Root, nil
 	}
-	if filepath.IsAbs(p) || strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`) {
-		return "", "", fmt.Errorf("%q: %w: paths are relative to the root", p, ErrOutsideRoot)
-	}
-	for _, e := range strings.FieldsFunc(p, func(r rune) bool { return r == '/' || r == '\\' }) {
-		if e == ".." {
-			return "", "", fmt.Errorf("%q: %w: \"..\" is not allowed", p, ErrOutsideRoot)
-		}
-	}
-	rel = path.Clean(filepath.ToSlash(p))
-	abs = filepath.Join(s.cfg.Root, filepath.FromSlash(rel))
-	if !s.insideRoot(abs) {
-		return "", "", fmt.Errorf("%q: %w: a symbolic link leads out of it", p, ErrOutsideRoot)
-	}
-	st, err := os.Stat(abs)
+	rel, abs, st, err := s.resolvePath(p)
 	if err != nil {
-		return "", "", fmt.Errorf("%s: %w", rel, err)
+		return "", "", err
 	}
 	if !st.IsDir() {
 		return "", "", fmt.Errorf("%s is not a folder", rel)
 	}
 	return rel, abs, nil
+}
+
+// resolvePath is resolveDir for a path of any kind but the root: its
+// cleaned relative and absolute forms and what it is.
+func (s *Server) resolvePath(p string) (rel, abs string, st os.FileInfo, err error) {
+	if p == "" || p == "." {
+		return "", "", nil, fmt.Errorf("no path given")
+	}
+	if filepath.IsAbs(p) || strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`) {
+		return "", "", nil, fmt.Errorf("%q: %w: paths are relative to the root", p, ErrOutsideRoot)
+	}
+	for _, e := range strings.FieldsFunc(p, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if e == ".." {
+			return "", "", nil, fmt.Errorf("%q: %w: \"..\" is not allowed", p, ErrOutsideRoot)
+		}
+	}
+	rel = path.Clean(filepath.ToSlash(p))
+	abs = filepath.Join(s.cfg.Root, filepath.FromSlash(rel))
+	// A missing entry is reported as missing only where the part of its
+	// path that exists lies in the root: nothing is told of the outside.
+	known := abs
+	for _, err := os.Lstat(known); err != nil && known != s.cfg.Root; _, err = os.Lstat(known) {
+		known = filepath.Dir(known)
+	}
+	if !s.insideRoot(known) {
+		return "", "", nil, fmt.Errorf("%q: %w: a symbolic link leads out of it", p, ErrOutsideRoot)
+	}
+	st, err = os.Stat(abs)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("%s: %w", rel, err)
+	}
+	return rel, abs, st, nil
 }
 
 // insideRoot reports whether abs, its symbolic links resolved, lies in the
@@ -168,6 +193,15 @@ func (s *Server) fileMethods() map[string]method {
 			}
 			return map[string]any{"path": rel, "entries": entries, "recent": recent}, nil
 		},
+		"files.inspect": func(_ context.Context, params json.RawMessage) (any, error) {
+			var p struct {
+				Path string `json:"path"`
+			}
+			if err := decode(params, &p); err != nil {
+				return nil, err
+			}
+			return s.inspectFile(p.Path)
+		},
 	}
 }
 
@@ -194,4 +228,200 @@ func (s *Server) recentNotebooks(ctx context.Context) ([]fileEntry, error) {
 		}
 	}
 	return all, nil
+}
+
+// maxReportTensors is how many tensors a model file's report lists; the
+// rest are counted.
+const maxReportTensors = 500
+
+// modelReport is what files.inspect says of a model file: the report
+// `kiln inspect` prints for it, and for ONNX whether onnx.Load accepts it.
+type modelReport struct {
+	Path   string `json:"path"`
+	Format string `json:"format"` // safetensors, gguf or onnx
+	Size   int64  `json:"size"`
+	Report string `json:"report"`
+	// Loads says, for ONNX, whether onnx.Load accepts the model; Verdict
+	// is Load's own sentence ("Load accepts it." or "Load refuses it: …").
+	Loads   *bool  `json:"loads,omitempty"`
+	Verdict string `json:"verdict,omitempty"`
+}
+
+// ErrNotModelFile is wrapped by the error of files.inspect for a file
+// that is none of safetensors, GGUF and ONNX.
+var ErrNotModelFile = errors.New("not a safetensors, GGUF or ONNX file")
+
+// inspectFile describes the model file at p (relative to the root) as
+// `kiln inspect` does.
+func (s *Server) inspectFile(p string) (*modelReport, error) {
+	rel, abs, st, err := s.resolvePath(p)
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
+		return nil, fmt.Errorf("%s is a folder, not a model file", rel)
+	}
+	format, err := modelFormat(abs, rel)
+	if err != nil {
+		return nil, err
+	}
+	rep := &modelReport{Path: rel, Format: format, Size: st.Size()}
+	switch format {
+	case "safetensors":
+		sf, err := store.OpenSafetensors(abs)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", rel, err)
+		}
+		defer sf.Close()
+		rep.Report = describeSafetensors(rel, st.Size(), sf)
+	case "gguf":
+		f, err := store.OpenGGUF(abs)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", rel, err)
+		}
+		rep.Report = describeGGUF(rel, st.Size(), f)
+	case "onnx":
+		d, err := onnx.Describe(abs)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", rel, err)
+		}
+		rep.Report = rel + ": ONNX model\n" + d
+		lines := strings.Split(strings.TrimSpace(d), "\n")
+		rep.Verdict = lines[len(lines)-1]
+		loads := rep.Verdict == "Load accepts it."
+		rep.Loads = &loads
+	}
+	return rep, nil
+}
+
+// modelFormat tells the format of the file at abs from its first bytes
+// as `kiln inspect` does ("safetensors", "gguf" or "onnx"), falling back
+// to its extension so that a damaged file gets its reader's error.
+func modelFormat(abs, rel string) (string, error) {
+	f, err := os.Open(abs)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", rel, err)
+	}
+	head := make([]byte, 16)
+	n, _ := io.ReadFull(f, head)
+	f.Close()
+	head = head[:n]
+	switch {
+	case store.IsGGUF(head):
+		return "gguf", nil
+	case len(head) >= 9 && head[8] == '{' && binary.LittleEndian.Uint64(head) < 1<<32:
+		return "safetensors", nil
+	}
+	switch ext := strings.ToLower(filepath.Ext(abs)); ext {
+	case ".safetensors", ".gguf", ".onnx":
+		return ext[1:], nil
+	}
+	return "", fmt.Errorf("%s is %w", rel, ErrNotModelFile)
+}
+
+// describeSafetensors is `kiln inspect`'s report of a safetensors file:
+// its metadata, then a table of its tensors.
+func describeSafetensors(rel string, size int64, sf *store.SafetensorsFile) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "file      %s (%s)\n", rel, byteSize(size))
+	meta := sf.Metadata()
+	keys := make([]string, 0, len(meta))
+	for k := range meta {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if len(keys) == 0 {
+		b.WriteString("metadata  (none)\n")
+	}
+	for i, k := range keys {
+		label := "metadata "
+		if i > 0 {
+			label = "         "
+		}
+		fmt.Fprintf(&b, "%s %s = %s\n", label, k, meta[k])
+	}
+	names := sf.Names()
+	sort.Strings(names)
+	var elements, data int64
+	var table strings.Builder
+	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "  NAME\tDTYPE\tSHAPE\tSIZE\n")
+	for i, n := range names {
+		info, _ := sf.Info(n)
+		e := int64(1)
+		for _, d := range info.Shape {
+			e *= int64(d)
+		}
+		elements += e
+		data += info.Size
+		if i >= maxReportTensors {
+			continue
+		}
+		dtype := info.FileDType
+		if !info.Supported {
+			dtype += " (not readable by Kiln)"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", n, dtype, shapeText(info.Shape), byteSize(info.Size))
+	}
+	tw.Flush()
+	fmt.Fprintf(&b, "tensors   %d, %d elements, %s of data\n", len(names), elements, byteSize(data))
+	if len(names) > 0 {
+		b.WriteString(table.String())
+	}
+	if len(names) > maxReportTensors {
+		fmt.Fprintf(&b, "  … and %d more tensors\n", len(names)-maxReportTensors)
+	}
+	return b.String()
+}
+
+// describeGGUF is `kiln inspect`'s report of a GGUF file: its version,
+// metadata (long arrays, such as vocabularies, by their length) and
+// tensors.
+func describeGGUF(rel string, size int64, f *store.GGUFFile) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: GGUF version %d, %s, %d tensors\n", rel, f.Version, byteSize(size), len(f.Tensors))
+	if len(f.Keys) > 0 {
+		b.WriteString("metadata:\n")
+		keys := append([]string(nil), f.Keys...)
+		sort.Strings(keys)
+		for _, k := range keys {
+			v := f.Metadata[k]
+			if a, ok := v.([]any); ok && len(a) > 16 {
+				v = fmt.Sprintf("[%d items: %v …]", len(a), a[:8])
+			}
+			fmt.Fprintf(&b, "  %s = %v\n", k, v)
+		}
+	}
+	fmt.Fprintf(&b, "%-40s %-6s %-20s %10s\n", "TENSOR", "TYPE", "SHAPE", "SIZE")
+	for i, t := range f.Tensors {
+		if i == maxReportTensors {
+			fmt.Fprintf(&b, "… and %d more tensors\n", len(f.Tensors)-maxReportTensors)
+			break
+		}
+		fmt.Fprintf(&b, "%-40s %-6s %-20s %10s\n", t.Name, t.Type, shapeText(t.Shape), byteSize(t.Size))
+	}
+	return b.String()
+}
+
+// shapeText formats a shape as Kiln prints shapes: [4 3]; [] for a scalar.
+func shapeText(s []int) string {
+	parts := make([]string, len(s))
+	for i, d := range s {
+		parts[i] = strconv.Itoa(d)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// byteSize formats n bytes as `kiln inspect` does: 512 B, 1.5 KiB, 3.2 MiB.
+func byteSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 5; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

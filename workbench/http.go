@@ -24,10 +24,12 @@ const maxParams = 64 << 20
 // Handler serves the workbench over HTTP: the UI (Config.Assets) at "/",
 // API calls as POST /api/call/{method} with the JSON params as the body
 // (answered {"result": …} with 200, or {"error": "…"} with 400, 404 for an
-// unknown method), and the live updates on the WebSocket /ws as text
-// frames {"topic", "data"}.
+// unknown method), checkpoint downloads as GET /api/export (see
+// serveExport: the exported file with Content-Disposition: attachment),
+// and the live updates on the WebSocket /ws as text frames {"topic",
+// "data"}.
 //
-// Every request to the engine (/api/call and /ws) passes these checks, in
+// Every request to the engine (/api/call, /api/export and /ws) passes these checks, in
 // this order, and a refused one executes nothing:
 //
 //   - Host must be a loopback name (localhost, *.localhost, 127.0.0.0/8,
@@ -52,6 +54,7 @@ const maxParams = 64 << 20
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/call/{method}", s.serveCall)
+	mux.HandleFunc("GET /api/export", s.serveExport)
 	mux.HandleFunc("POST /api/", func(w http.ResponseWriter, r *http.Request) {
 		refuse(w, r, http.StatusNotFound, "no API at "+r.URL.Path+" (calls are POST /api/call/METHOD)")
 	})
@@ -74,7 +77,8 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		// Everything but reading the UI's files reaches the engine.
-		engine := r.URL.Path == "/ws" || r.Method != http.MethodGet && r.Method != http.MethodHead
+		engine := r.URL.Path == "/ws" || strings.HasPrefix(r.URL.Path, "/api/") ||
+			r.Method != http.MethodGet && r.Method != http.MethodHead
 		if engine {
 			if msg := s.checkHost(r); msg != "" {
 				refuse(w, r, http.StatusForbidden, msg)

@@ -1,10 +1,16 @@
 package workbench
 
 import (
+	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -97,6 +103,7 @@ func (k *kernelHost) start(ctx context.Context) error {
 	gen := k.gen
 	k.mu.Unlock()
 	go k.watch(gen, c)
+	go k.watchVariables()
 	k.announce("")
 	return nil
 }
@@ -243,6 +250,7 @@ func (k *kernelHost) restart(ctx context.Context, graceful bool) error {
 	gen := k.gen
 	k.mu.Unlock()
 	go k.watch(gen, c)
+	go k.watchVariables()
 	return nil
 }
 
@@ -588,7 +596,8 @@ func (s *Server) kernelMethods() map[string]method {
 			}
 			return map[string]any{}, nil
 		},
-		"variables.list": k.listing("%who --json", "variables"),
+		"variables.list":    k.variablesList,
+		"variables.inspect": k.variablesInspect,
 		"model.tree": func(ctx context.Context, params json.RawMessage) (any, error) {
 			name, err := decodeName(params, identifier, "a variable name")
 			if err != nil {
@@ -652,4 +661,148 @@ func graphCode(name, input string) string {
 	}
 	return g
 }()`
+}
+
+// Variables are asked of the kernel on its variables socket (see
+// kernel.VariablesSocket and kernel/variables_socket.go), which answers
+// while a cell runs, from the snapshot taken when the last cell finished.
+// A kernel without the socket is asked `%who --json` on the shell channel,
+// which waits for the running cell.
+
+// variablesTimeout bounds a request on the variables socket.
+const variablesTimeout = 3 * time.Second
+
+// variablesSocket is kernel.VariablesSocket (the workbench does not link
+// the interpreter): the socket beside the connection file, or one in the
+// temporary folder named for it when that path is too long.
+func variablesSocket(connectionFile string) string {
+	abs, err := filepath.Abs(connectionFile)
+	if err != nil {
+		abs = connectionFile
+	}
+	p := strings.TrimSuffix(abs, ".json") + ".variables.sock"
+	if len(p) <= 100 {
+		return p
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return filepath.Join(os.TempDir(), "kiln-"+hex.EncodeToString(sum[:8])+".variables.sock")
+}
+
+// errNoVariablesSocket means the kernel does not answer on a variables
+// socket (not a Kiln kernel, or an older one).
+var errNoVariablesSocket = errors.New("the kernel has no variables socket")
+
+// errKernelBusy is what a variables request that needs the interpreter
+// wraps while a cell runs.
+var errKernelBusy = errors.New("the kernel is busy")
+
+// variablesRequest sends one request on the kernel's variables socket and
+// returns the reply's payload (snapshot or detail).
+func (k *kernelHost) variablesRequest(ctx context.Context, req map[string]any) (map[string]any, error) {
+	k.mu.Lock()
+	file := k.cfg.Existing
+	if k.proc != nil {
+		file = k.proc.ConnectionFile
+	}
+	var key string
+	if k.client != nil {
+		key = k.client.Connection().Key
+	}
+	k.mu.Unlock()
+	if file == "" {
+		return nil, errNoVariablesSocket
+	}
+	if key == "" {
+		info, err := jupyter.ReadConnectionFile(file)
+		if err != nil {
+			return nil, err
+		}
+		key = info.Key
+	}
+	ctx, cancel := context.WithTimeout(ctx, variablesTimeout)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", variablesSocket(file))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errNoVariablesSocket, err)
+	}
+	defer c.Close()
+	dl, _ := ctx.Deadline()
+	_ = c.SetDeadline(dl)
+	req["key"] = key
+	b, _ := json.Marshal(req)
+	if _, err := c.Write(append(b, '\n')); err != nil {
+		return nil, err
+	}
+	line, err := bufio.NewReader(c).ReadBytes('\n')
+	if err != nil {
+		return nil, fmt.Errorf("the kernel's variables socket: %w", err)
+	}
+	var rep struct {
+		Snapshot map[string]any `json:"snapshot"`
+		Detail   map[string]any `json:"detail"`
+		Error    string         `json:"error"`
+		Busy     bool           `json:"busy"`
+	}
+	if err := json.Unmarshal(line, &rep); err != nil {
+		return nil, fmt.Errorf("the kernel's variables socket: %w", err)
+	}
+	switch {
+	case rep.Busy:
+		return nil, fmt.Errorf("%w: %s", errKernelBusy, strings.TrimPrefix(rep.Error, "kernel: "))
+	case rep.Error != "":
+		return nil, errors.New(strings.TrimPrefix(rep.Error, "kernel: "))
+	case rep.Snapshot != nil:
+		return rep.Snapshot, nil
+	case rep.Detail != nil:
+		return rep.Detail, nil
+	}
+	return nil, errors.New("the kernel's variables socket sent an empty reply")
+}
+
+// watchVariables tells a new kernel that the workbench lists its
+// variables, so that it keeps a snapshot at the end of every cell and a
+// listing during the first long cell finds one. A kernel without the
+// socket is left alone.
+func (k *kernelHost) watchVariables() {
+	_, _ = k.variablesRequest(k.ctx, map[string]any{"op": "watch"})
+}
+
+// variablesList answers {variables, cell, busy, running, live}: the
+// variables with their summaries, as of cell (the last finished one), and
+// whether a cell (running) is running now. It does not wait for a running
+// cell unless the kernel has no variables socket.
+func (k *kernelHost) variablesList(ctx context.Context, _ json.RawMessage) (any, error) {
+	snap, err := k.variablesRequest(ctx, map[string]any{"op": "list"})
+	if err == nil {
+		if snap["variables"] == nil {
+			snap["variables"] = []any{}
+		}
+		delete(snap, "taken")
+		return snap, nil
+	}
+	if !errors.Is(err, errNoVariablesSocket) {
+		return nil, err
+	}
+	var list []map[string]any
+	if err := k.evaluateJSON(ctx, "%who --json", &list); err != nil {
+		return nil, err
+	}
+	return map[string]any{"variables": list, "live": true}, nil
+}
+
+// variablesInspect answers the richer view of one variable (params
+// {name}): its summary with values, parameter table or elements (see
+// kernel.VariableDetail). While a cell runs it fails at once saying the
+// kernel is busy.
+func (k *kernelHost) variablesInspect(ctx context.Context, params json.RawMessage) (any, error) {
+	name, err := decodeName(params, identifier, "a variable name")
+	if err != nil {
+		return nil, err
+	}
+	d, err := k.variablesRequest(ctx, map[string]any{"op": "inspect", "name": name})
+	if errors.Is(err, errNoVariablesSocket) {
+		return nil, fmt.Errorf("cannot inspect %s: %w", name, err)
+	}
+	return d, err
 }

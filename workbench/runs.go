@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -630,15 +629,11 @@ func (s *Server) runMethods() map[string]method {
 			return listCheckpoints(r.dir), nil
 		},
 		"checkpoints.export": func(_ context.Context, params json.RawMessage) (any, error) {
-			var p struct {
-				Path   string `json:"path"`
-				Format string `json:"format"`
-				Out    string `json:"out"`
-			}
+			var p exportRequest
 			if err := decode(params, &p); err != nil {
 				return nil, err
 			}
-			return s.exportCheckpoint(p.Path, p.Format, p.Out)
+			return s.exportCheckpoint(p)
 		},
 	}
 }
@@ -666,6 +661,7 @@ func listCheckpoints(runDir string) []map[string]any {
 	for _, name := range names {
 		path := filepath.Join(ckDir, name)
 		entry := map[string]any{"path": path, "name": name}
+		checkpointGraph(runDir, entry)
 		if c, ok := info[name]; ok {
 			metrics := map[string]float64{}
 			for k, v := range c.Train {
@@ -691,68 +687,4 @@ func listCheckpoints(runDir string) []map[string]any {
 		list = append(list, entry)
 	}
 	return list
-}
-
-// exportCheckpoint writes a checkpoint's weights to out (relative paths
-// are under the root) in format, after verifying the checkpoint.
-func (s *Server) exportCheckpoint(path, format, out string) (any, error) {
-	if format == "" {
-		format = "safetensors"
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, err
-	}
-	if !s.runs.within(abs) {
-		return nil, fmt.Errorf("%s is not a checkpoint of a followed run", path)
-	}
-	if out == "" {
-		return nil, errors.New("no output path given")
-	}
-	if !filepath.IsAbs(out) {
-		out = filepath.Join(s.cfg.Root, out)
-	}
-	switch format {
-	case "safetensors":
-	case "onnx":
-		return nil, errors.New("a checkpoint holds weights, not the model's code: export ONNX from a cell, with onnx.Export(model, input, path)")
-	default:
-		return nil, fmt.Errorf("format %q: the workbench exports safetensors", format)
-	}
-	rd, err := store.OpenCheckpoint(abs) // verifies every file's checksum
-	if err != nil {
-		return nil, err
-	}
-	src := filepath.Join(rd.Info.Dir, "model.safetensors")
-	rd.Close()
-	n, err := copyAtomic(src, out)
-	if err != nil {
-		return nil, fmt.Errorf("export to %s: %w", out, err)
-	}
-	return map[string]any{"out": out, "bytes": n}, nil
-}
-
-// copyAtomic copies src to dst through a temporary file renamed into place.
-func copyAtomic(src, dst string) (int64, error) {
-	in, err := os.Open(src)
-	if err != nil {
-		return 0, err
-	}
-	defer in.Close()
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return 0, err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp*")
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(tmp.Name())
-	n, err := io.Copy(tmp, in)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return 0, err
-	}
-	return n, os.Rename(tmp.Name(), dst)
 }

@@ -450,13 +450,21 @@ func TestOutputsStreamWhileTheCellRuns(t *testing.T) {
 		t.Fatalf("the first line arrived only with the cell's end: %v", res)
 	default:
 	}
-	// While the cell runs, a panel's request waits for the kernel and gives
-	// up when its context ends, instead of hanging.
+	// While the cell runs, the variables listing answers at once from the
+	// snapshot of the last cell's end, marked busy ...
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	_, err := srv.Call(ctx, "variables.list", nil)
+	vars, err := srv.Call(ctx, "variables.list", nil)
+	cancel()
+	if m, _ := vars.(map[string]any); err != nil || m["busy"] != true {
+		t.Errorf("variables.list during a running cell: %v, %v; want an answer marked busy", vars, err)
+	}
+	// ... and a request that needs the interpreter waits for the kernel and
+	// gives up when its context ends, instead of hanging.
+	ctx, cancel = context.WithTimeout(context.Background(), 200*time.Millisecond)
+	_, err = srv.Call(ctx, "model.tree", json.RawMessage(`{"name": "m"}`))
 	cancel()
 	if err == nil || !strings.Contains(err.Error(), "busy") {
-		t.Errorf("variables.list during a running cell: %v, want a busy error", err)
+		t.Errorf("model.tree during a running cell: %v, want a busy error", err)
 	}
 	res := <-done
 	// The two lines, printed 3 s apart, are one stream output, as Jupyter

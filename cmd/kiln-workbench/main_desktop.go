@@ -65,7 +65,8 @@ func run(args []string) int {
 	unsubscribe := srv.Subscribe(pub)
 	defer unsubscribe()
 	app := newApp(ctx, srv)
-	bind := []any{app}
+	exporter := newExporter(ctx, srv)
+	bind := []any{app, exporter}
 
 	var (
 		st       *SelfTest
@@ -92,6 +93,16 @@ func run(args []string) int {
 		LogLevelProduction: logger.ERROR,
 		Bind:               bind,
 		OnStartup: func(wctx context.Context) {
+			// The dialog runs under wctx: Wails' runtime functions end the
+			// process when given any other context.
+			exporter.setDialog(func(title, name, display, pattern string) (string, error) {
+				return wailsruntime.SaveFileDialog(wctx, wailsruntime.SaveDialogOptions{
+					Title:                title,
+					DefaultFilename:      name,
+					Filters:              []wailsruntime.FileFilter{{DisplayName: display, Pattern: pattern}},
+					CanCreateDirectories: true,
+				})
+			})
 			if st == nil {
 				return
 			}

@@ -4,6 +4,7 @@
 
 import type { Transport } from "./transport";
 import { el, errText, fmtBytes } from "./util";
+import "./files.css";
 
 /** FileEntry is one row of files.list. */
 export interface FileEntry {
@@ -135,17 +136,51 @@ export class FilesPanel {
     }
   }
 
-  /** showDetail shows what the workbench knows of a file it cannot open. */
+  /** showDetail shows what the workbench knows of a file it cannot open:
+   * for a model file, the report `kiln inspect` prints (files.inspect),
+   * with onnx.Load's verdict for ONNX. */
   private showDetail(e: FileEntry) {
     this.detail.hidden = false;
     this.detail.dataset.path = e.path;
-    const note = e.kind === "model" ? `run \`kiln inspect ${e.path}\` in a terminal for its tensors` : "";
-    this.detail.replaceChildren(
-      el("strong", {}, e.path),
-      el("div", {}, `${e.kind} · ${fmtBytes(e.size)} · modified ${fmtTime(e.modified)}`),
-      ...(note ? [el("div", { class: "muted" }, note)] : []),
-    );
+    delete this.detail.dataset.loads;
+    const head = [el("strong", {}, e.path), el("div", {}, `${e.kind} · ${fmtBytes(e.size)} · modified ${fmtTime(e.modified)}`)];
+    if (e.kind !== "model") {
+      this.detail.dataset.state = "file";
+      this.detail.replaceChildren(...head);
+      return;
+    }
+    this.detail.dataset.state = "loading";
+    const title = el("div", { class: "muted" }, `kiln inspect ${e.path}`);
+    this.detail.replaceChildren(...head, title, el("div", { class: "muted files-inspecting" }, "inspecting…"));
+    this.t
+      .call<ModelReport>("files.inspect", { path: e.path })
+      .then((r) => {
+        if (this.detail.dataset.path !== e.path) return; // another file was clicked since
+        const parts: Node[] = [...head, title];
+        if (r.verdict) {
+          this.detail.dataset.loads = String(!!r.loads);
+          parts.push(el("div", { id: "files-verdict", class: r.loads ? "files-verdict ok" : "files-verdict refused" }, r.verdict));
+        }
+        parts.push(el("pre", { id: "files-report", class: "files-report", "data-format": r.format }, r.report));
+        this.detail.dataset.state = "report";
+        this.detail.replaceChildren(...parts);
+      })
+      .catch((err) => {
+        if (this.detail.dataset.path !== e.path) return;
+        this.detail.dataset.state = "error";
+        this.detail.replaceChildren(...head, title, el("div", { id: "files-report-error", class: "error-box" }, "cannot inspect: " + errText(err)));
+      });
   }
+}
+
+/** ModelReport is what files.inspect says of a model file. */
+export interface ModelReport {
+  path: string;
+  format: "safetensors" | "gguf" | "onnx";
+  size: number;
+  report: string;
+  loads?: boolean;
+  verdict?: string;
 }
 
 function fmtTime(s: string): string {

@@ -5,6 +5,8 @@ import type { RunInfo } from "./runs";
 import { runScripts } from "./outputs";
 import { el, errText, fmtBytes, throttle } from "./util";
 import { emptyNote, watched, watchedError, watchingLine } from "./watched";
+import "./variables.css";
+import { exportControls, graphNote, type CheckpointEntry } from "./export";
 
 function errorBox(id: string): HTMLElement {
   return el("div", { id, class: "error-box", hidden: "" });
@@ -68,43 +70,202 @@ export class DevicesPanel {
   }
 }
 
-/** VariablesPanel lists the kernel session's variables. */
+/** VarInfo is one variable as the kernel summarises it (kernel.VariableInfo). */
+interface VarInfo {
+  name: string;
+  type?: string;
+  kind?: string;
+  value?: string;
+  shape?: number[];
+  dtype?: string;
+  device?: string;
+  bytes?: number;
+  params?: number;
+  len?: number;
+}
+
+/** VarDetail is the richer view of one variable (kernel.VariableDetail). */
+interface VarDetail extends VarInfo {
+  values?: string;
+  parameters?: { name: string; shape: number[]; dtype: string; device: string; count: number; trainable: boolean }[];
+  elements?: VarInfo[];
+  more?: number;
+}
+
+/** VarList is variables.list's answer: the variables as of cell `cell`,
+ *  with cell `running` running when busy. */
+interface VarList {
+  variables?: VarInfo[];
+  cell?: number;
+  busy?: boolean;
+  running?: number;
+  live?: boolean;
+}
+
+/** rawDump matches Go's %v of a pointer or struct (`&{0xc000…`), which the
+ *  panel never shows. */
+const rawDump = /&\{0x[0-9a-f]+|^\{0x[0-9a-f]+/;
+
+function shapeText(v: VarInfo): string {
+  if (v.shape) return v.shape.length ? `[${v.shape.join(", ")}]` : "[] (scalar)";
+  return v.dtype ? "[] (scalar)" : "";
+}
+
+function summary(v: VarInfo): string {
+  const s = v.value ?? "";
+  return rawDump.test(s) ? "" : s;
+}
+
+/** VariablesPanel lists the kernel session's variables with their
+ *  summaries at once, from the kernel's snapshot when a cell is running
+ *  (marked "as of cell N; running cell M…"), and expands a row on click
+ *  into its values, parameter table or elements. */
 export class VariablesPanel {
   private body: HTMLElement;
   private err = errorBox("variables-error");
+  private state = el("span", { id: "variables-state", class: "muted" });
+  private seq = 0;
+  private open = new Set<string>();
   names: string[] = [];
   constructor(private t: Transport, root: HTMLElement) {
-    const tb = table("variables-list", ["name", "type", "value", "shape", "dtype", "device", "memory", "parameters"]);
+    const tb = table("variables-list", ["", "name", "type", "value", "shape", "dtype", "device", "memory", "parameters"]);
     this.body = tb.body;
-    const refresh = el("button", { id: "variables-refresh" }, "↻");
+    const refresh = el("button", { id: "variables-refresh", title: "refresh" }, "↻");
     refresh.onclick = () => this.refresh();
-    root.append(el("div", { class: "toolbar" }, refresh), this.err, tb.table);
+    root.append(el("div", { class: "toolbar" }, refresh, this.state), this.err, tb.table);
   }
   async refresh() {
+    const seq = ++this.seq;
+    const started = performance.now();
+    this.state.dataset.state = "loading";
+    if (!this.body.childElementCount) this.state.textContent = "listing variables…";
     try {
-      const r = await this.t.call<{ variables: any[] }>("variables.list");
+      const r = await this.t.call<VarList>("variables.list");
+      const answered = performance.now();
+      if (seq !== this.seq) return; // a newer refresh answers
       const vars = r.variables ?? [];
       this.names = vars.map((v) => v.name);
-      this.body.replaceChildren(
-        ...vars.map((v) =>
+      const rows: HTMLElement[] = [];
+      for (const v of vars) {
+        rows.push(this.row(v));
+        if (this.open.has(v.name)) rows.push(this.detailRow(v.name));
+      }
+      this.body.replaceChildren(...rows);
+      this.body.dataset.count = String(vars.length);
+      this.body.dataset.ms = String(Math.round(answered - started));
+      this.body.dataset.renderMs = String(Math.round(performance.now() - answered));
+      for (const n of this.open) if (this.names.includes(n)) this.expand(n);
+      this.showState(r, vars.length);
+      setError(this.err, "");
+    } catch (e) {
+      if (seq !== this.seq) return;
+      this.state.dataset.state = "error";
+      this.state.textContent = "";
+      setError(this.err, "cannot list variables: " + errText(e));
+    }
+  }
+  private showState(r: VarList, n: number) {
+    const count = n === 1 ? "1 variable" : `${n} variables`;
+    this.state.dataset.state = r.busy ? "stale" : "live";
+    this.state.dataset.cell = String(r.cell ?? 0);
+    this.state.dataset.running = String(r.running ?? 0);
+    if (r.busy) {
+      const asOf = r.cell ? `as of cell ${r.cell}` : "as of the kernel's start";
+      const running = r.running ? `running cell ${r.running}…` : "a cell is running…";
+      this.state.replaceChildren(el("span", { class: "var-running" }, running), ` ${count} ${asOf}; refreshed when it finishes`);
+    } else {
+      this.state.textContent = n ? `${count}${r.cell ? ` after cell ${r.cell}` : ""}; click a row for more` : "no variables yet: run a cell that declares some";
+    }
+  }
+  private row(v: VarInfo): HTMLElement {
+    const toggle = el("span", { class: "var-toggle" }, this.open.has(v.name) ? "▾" : "▸");
+    const params = v.params ? Number(v.params).toLocaleString() : v.len != null && v.kind !== "tensor" ? `len ${v.len}` : "";
+    const tr = el(
+      "tr",
+      { class: "var-row", "data-name": v.name, "data-kind": v.kind ?? "", "data-device": v.device ?? "", "data-open": String(this.open.has(v.name)) },
+      el("td", {}, toggle),
+      el("td", { class: "var-name" }, v.name),
+      el("td", { class: "var-type" }, v.type ?? ""),
+      el("td", { class: "var-value" }, summary(v)),
+      el("td", { class: "var-shape" }, shapeText(v)),
+      el("td", {}, v.dtype ?? ""),
+      el("td", {}, v.device ?? ""),
+      el("td", {}, v.bytes ? fmtBytes(v.bytes) : ""),
+      el("td", { class: "var-params" }, params),
+    );
+    tr.onclick = () => this.toggle(v.name);
+    return tr;
+  }
+  private detailRow(name: string): HTMLElement {
+    return el("tr", { class: "var-detail", "data-name": name }, el("td", { colspan: "9" }, el("span", { class: "muted" }, "loading…")));
+  }
+  /** toggle expands or collapses the variable's detail row. */
+  toggle(name: string) {
+    const row = this.body.querySelector<HTMLElement>(`tr.var-row[data-name="${CSS.escape(name)}"]`);
+    if (!row) return;
+    const next = row.nextElementSibling as HTMLElement | null;
+    if (this.open.has(name)) {
+      this.open.delete(name);
+      if (next?.classList.contains("var-detail")) next.remove();
+      row.dataset.open = "false";
+      row.querySelector(".var-toggle")!.textContent = "▸";
+      return;
+    }
+    this.open.add(name);
+    row.dataset.open = "true";
+    row.querySelector(".var-toggle")!.textContent = "▾";
+    row.after(this.detailRow(name));
+    this.expand(name);
+  }
+  /** expand fills the detail row of name with the kernel's richer view; a
+   *  busy kernel says so instead of waiting. */
+  async expand(name: string) {
+    const cellOf = () => this.body.querySelector<HTMLElement>(`tr.var-detail[data-name="${CSS.escape(name)}"] td`);
+    let content: HTMLElement;
+    try {
+      const d = await this.t.call<VarDetail>("variables.inspect", { name });
+      content = this.detail(d);
+    } catch (e) {
+      const msg = errText(e);
+      content = el("div", { class: /busy/.test(msg) ? "var-busy muted" : "error-box" }, msg);
+    }
+    const td = cellOf();
+    if (td) td.replaceChildren(content);
+  }
+  private detail(d: VarDetail): HTMLElement {
+    const box = el("div", { class: "var-detail-box" });
+    if (d.values) box.append(el("pre", { class: "var-values" }, d.values));
+    if (d.parameters?.length) {
+      const total = d.parameters.reduce((a, p) => a + p.count, 0);
+      box.append(
+        el("div", { class: "muted" }, `${d.type ?? ""}: ${d.parameters.length} parameter tensors, ${total.toLocaleString()} parameters`),
+        el(
+          "table",
+          { class: "grid var-params-table" },
+          el("thead", {}, el("tr", {}, ...["parameter", "shape", "dtype", "device", "count", "trainable"].map((h) => el("th", {}, h)))),
           el(
-            "tr",
-            { class: "var-row", "data-name": v.name, "data-device": v.device ?? "" },
-            el("td", { class: "var-name" }, v.name),
-            el("td", {}, v.type ?? ""),
-            el("td", { class: "var-value" }, v.value ?? ""),
-            el("td", {}, v.shape ? `[${v.shape.join(", ")}]` : v.dtype ? "[] (scalar)" : ""),
-            el("td", {}, v.dtype ?? ""),
-            el("td", {}, v.device ?? ""),
-            el("td", {}, fmtBytes(v.bytes)),
-            el("td", {}, v.params != null ? Number(v.params).toLocaleString() : ""),
+            "tbody",
+            {},
+            ...d.parameters.map((p) =>
+              el("tr", { class: "var-param" }, el("td", {}, p.name), el("td", {}, `[${(p.shape ?? []).join(", ")}]`), el("td", {}, p.dtype), el("td", {}, p.device), el("td", {}, p.count.toLocaleString()), el("td", {}, p.trainable ? "yes" : "no")),
+            ),
           ),
         ),
       );
-      setError(this.err, "");
-    } catch (e) {
-      setError(this.err, "cannot list variables: " + errText(e));
     }
+    if (d.elements?.length) {
+      box.append(
+        el(
+          "table",
+          { class: "grid var-elements" },
+          el("thead", {}, el("tr", {}, ...["element", "type", "value"].map((h) => el("th", {}, h)))),
+          el("tbody", {}, ...d.elements.map((e) => el("tr", { class: "var-element" }, el("td", {}, e.name), el("td", {}, e.type ?? ""), el("td", {}, summary(e) || shapeText(e))))),
+        ),
+      );
+      if (d.more) box.append(el("div", { class: "muted" }, `… and ${d.more.toLocaleString()} more`));
+    }
+    if (!box.childElementCount) box.append(el("span", { class: "muted" }, summary(d) || `${d.type ?? ""}: nothing more to show`));
+    return box;
   }
 }
 
@@ -197,6 +358,7 @@ export class CheckpointsPanel {
   private err = errorBox("ckpt-error");
   private watching = el("div", { id: "ckpt-watching", class: "muted" });
   private empty = el("div", { id: "ckpt-empty", hidden: "" });
+  private graphHint = el("div", { id: "ckpt-graph" });
   private runsCount = 0;
   constructor(private t: Transport, private root: HTMLElement) {
     this.run = el("select", { id: "ckpt-run" }) as HTMLSelectElement;
@@ -204,9 +366,9 @@ export class CheckpointsPanel {
     this.out = el("input", { id: "ckpt-out", placeholder: "export to (path ending in .safetensors)", size: "50" }) as HTMLInputElement;
     const refresh = el("button", { id: "ckpt-refresh" }, "↻");
     refresh.onclick = () => this.refresh();
-    const tb = table("ckpt-list", ["checkpoint", "epoch", "step", "metrics", "status", ""]);
+    const tb = table("ckpt-list", ["checkpoint", "epoch", "step", "metrics", "status", "", "any format"]);
     this.body = tb.body;
-    root.append(el("div", { class: "toolbar" }, "Run ", this.run, refresh, " Export to ", this.out), this.watching, this.err, this.empty, this.result, tb.table);
+    root.append(el("div", { class: "toolbar" }, "Run ", this.run, refresh, " Export to ", this.out), this.watching, this.err, this.empty, this.result, this.graphHint, tb.table);
     const runsSoon = throttle(() => this.refreshRuns(), 500);
     const listSoon = throttle(() => this.list(), 500);
     t.subscribe((u) => {
@@ -263,6 +425,7 @@ export class CheckpointsPanel {
   async list() {
     const dir = this.run.value;
     this.body.replaceChildren();
+    this.graphHint.replaceChildren();
     if (this.result.dataset.dir !== dir) {
       this.result.textContent = "";
       delete this.result.dataset.state;
@@ -274,7 +437,7 @@ export class CheckpointsPanel {
       if (dir !== this.run.value) return; // another run was chosen meanwhile
       if (!cks.length) {
         const note = `no checkpoints in ${dir}/checkpoints yet: a run with a RunDir writes one after each epoch by default (train.Checkpoints sets when)`;
-        this.body.replaceChildren(el("tr", { id: "ckpt-none" }, el("td", { colspan: "6", class: "muted" }, note)));
+        this.body.replaceChildren(el("tr", { id: "ckpt-none" }, el("td", { colspan: "7", class: "muted" }, note)));
         setError(this.err, "");
         return;
       }
@@ -295,9 +458,12 @@ export class CheckpointsPanel {
             el("td", {}, metrics),
             c.error ? el("td", { class: "ckpt-error error-text" }, c.error) : el("td", {}, "ok"),
             el("td", {}, exp),
+            el("td", {}, exportControls(this.t, c as CheckpointEntry)),
           );
         }),
       );
+      const hint = graphNote(cks as CheckpointEntry[]);
+      if (hint) this.graphHint.replaceChildren(hint);
       setError(this.err, "");
     } catch (e) {
       setError(this.err, "cannot list checkpoints: " + errText(e));

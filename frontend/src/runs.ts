@@ -1,7 +1,11 @@
 // runs.ts: the Runs panel. It lists every run the engine follows, and shows
 // one run (or several, compared side by side) as live charts: each metric
 // (train vs valid), the learning rate, throughput and system usage, with
-// progress, an ETA and a Stop button. A view fetches runs.snapshot, then
+// progress, an ETA and a Stop button. Per-step series are smoothed as
+// TensorBoard smooths them (a debiased exponential moving average, the raw
+// values faint behind, a slider for the weight), a chart whose series are
+// all constant (a fixed learning rate) shows as a value card instead, and
+// one run's view lists its checkpoints with their export controls. A view fetches runs.snapshot, then
 // applies run.update records from the snapshot's `next` on, so opening it
 // late loses nothing. Redraws are throttled (never debounced), so a run
 // that logs every few milliseconds still charts while it runs.
@@ -9,6 +13,7 @@
 import * as echarts from "echarts";
 import type { Transport } from "./transport";
 import { el, errText, fmtDuration, throttle, throttleByCost } from "./util";
+import { type CheckpointEntry, exportControls, graphNote } from "./export";
 import { emptyNote, watched, watchedError, watchingLine } from "./watched";
 
 /** A run as runs.list describes it. */
@@ -89,6 +94,8 @@ class RunData {
   loaded = false;
   pending: { index: number; record: Rec }[] = [];
   series = new Map<string, Map<string, Pt[]>>(); // chart → series name → points
+  /** The series ("chart\0series") logged per step, which the view smooths. */
+  stepSeries = new Set<string>();
   epochs = 0;
   batches = 0;
   startTime = 0;
@@ -132,7 +139,10 @@ class RunData {
         this.step = r.step;
         if (r.batches) this.batches = r.batches;
         if (r.batch) this.batch = r.batch;
-        for (const [k, v] of Object.entries(r.metrics ?? {})) this.add(k, "train", [r.step, num(v)]);
+        for (const [k, v] of Object.entries(r.metrics ?? {})) {
+          this.add(k, "train", [r.step, num(v)]);
+          this.stepSeries.add(k + "\u0000train");
+        }
         if (r.lr) this.add("learning rate", "lr", [r.step, r.lr]);
         // Samples per second over at least half a second (records come
         // faster than the clock is worth reading): steps per second times
@@ -186,6 +196,48 @@ function systemChart(key: string): string {
   return "system usage";
 }
 
+/** smooth returns the exponential moving average of a series' values with
+ *  weight w in [0, 1) (0: the values themselves), debiased as TensorBoard
+ *  does (the early values are not pulled towards 0); values that are not
+ *  finite pass through and do not enter the average. It is viz.Smooth. */
+export function smooth(pts: Pt[], w: number): Pt[] {
+  w = Math.max(0, Math.min(w, 0.999));
+  let avg = 0;
+  let weight = 0;
+  return pts.map(([x, y]): Pt => {
+    if (!isFinite(y)) return [x, y];
+    avg = avg * w + (1 - w) * y;
+    weight = weight * w + (1 - w);
+    return [x, avg / weight];
+  });
+}
+
+/** constantValue returns the one value a series holds (its finite values
+ *  all equal), or undefined. */
+function constantValue(pts: Pt[]): number | undefined {
+  let v: number | undefined;
+  for (const [, y] of pts) {
+    if (!isFinite(y)) continue;
+    if (v === undefined) v = y;
+    else if (y !== v) return undefined;
+  }
+  return v;
+}
+
+/** fmtValue formats a value card's number: 4 significant digits. */
+function fmtValue(v: number): string {
+  if (v === 0) return "0";
+  const a = Math.abs(v);
+  if (a >= 1e-3 && a < 1e6) return String(+v.toPrecision(4));
+  return v.toExponential(3).replace(/\.?0+e/, "e");
+}
+
+/** defaultSmoothing is the smoothing slider's first value, as the notebook dashboard's. */
+const defaultSmoothing = 0.6;
+
+/** seriesColors colour a single run's series, one per series name. */
+const seriesColors = ["#2563eb", "#ea580c", "#16a34a", "#9333ea", "#dc2626", "#0891b2"];
+
 /** runColors are the compare view's colours, one per run. */
 const runColors = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#db2777", "#65a30d", "#4b5563", "#ca8a04"];
 
@@ -214,6 +266,12 @@ export class RunsPanel {
   private refreshSoon: () => void;
   private watching: HTMLElement;
   private empty: HTMLElement;
+  private values: HTMLElement;
+  private smoothing = defaultSmoothing;
+  private smoothingValue: HTMLElement;
+  private controls: HTMLElement;
+  private checkpoints: HTMLElement;
+  private listCheckpointsSoon: () => void;
 
   constructor(private t: Transport, root: HTMLElement) {
     this.table = el("tbody", { id: "runs-list" });
@@ -230,6 +288,18 @@ export class RunsPanel {
     this.head = el("div", { id: "run-head" });
     this.legend = el("div", { id: "run-legend", hidden: "" });
     this.view = el("div", { id: "run-charts", class: "chart-grid" });
+    this.values = el("div", { id: "run-values", class: "run-values" });
+    this.checkpoints = el("div", { id: "run-checkpoints", hidden: "" });
+    const saved = Number(localStorage.getItem("kiln.smoothing"));
+    if (localStorage.getItem("kiln.smoothing") !== null && saved >= 0 && saved <= 0.99) this.smoothing = saved;
+    const slider = el("input", { id: "run-smoothing", type: "range", min: "0", max: "0.99", step: "0.01", value: String(this.smoothing) }) as HTMLInputElement;
+    this.smoothingValue = el("span", { id: "run-smoothing-value" }, this.smoothing.toFixed(2));
+    slider.oninput = () => this.setSmoothing(Number(slider.value));
+    this.controls = el(
+      "div",
+      { class: "run-controls", hidden: "" },
+      el("label", { title: "weight of the exponential moving average drawn over per-step series (0: none); the raw values stay faint behind" }, "smoothing ", slider, " ", this.smoothingValue),
+    );
     root.append(
       el("div", { class: "toolbar" }, refresh, compare, this.watching),
       this.errorBox,
@@ -240,7 +310,7 @@ export class RunsPanel {
         el("thead", {}, el("tr", {}, ...["", "run", "status", "epochs", "step", "started", ""].map((h) => el("th", {}, h)))),
         this.table,
       ),
-      el("div", { id: "run-view" }, this.head, this.legend, this.view),
+      el("div", { id: "run-view" }, this.head, this.controls, this.legend, this.values, this.view, this.checkpoints),
     );
     // At most 4 times a second, and at most a fifth of the page's time: a
     // long run's charts get slower to draw, and the table must keep up.
@@ -253,6 +323,7 @@ export class RunsPanel {
       this.dirty.clear();
     }, 100);
     this.refreshSoon = throttle(() => this.refresh(), 500);
+    this.listCheckpointsSoon = throttle(() => this.listCheckpoints(), 1000);
     t.subscribe((u) => {
       if (u.topic === "runs.changed") this.refresh();
       else if (u.topic === "run.update") this.onUpdate(u.data);
@@ -340,6 +411,10 @@ export class RunsPanel {
     this.charts.forEach((c) => c.chart.dispose());
     this.charts.clear();
     this.view.replaceChildren();
+    this.values.replaceChildren();
+    this.controls.hidden = false;
+    this.checkpoints.replaceChildren();
+    this.checkpoints.hidden = dirs.length !== 1;
     this.shown = dirs.map((d) => new RunData(d, this.runs.find((r) => r.dir === d)?.name || d.split("/").pop() || d));
     const runView = document.getElementById("run-view")!;
     runView.dataset.dirs = dirs.join("\n");
@@ -365,7 +440,61 @@ export class RunsPanel {
         d.pending = [];
       }),
     );
-    if (shown === this.shown) this.draw();
+    if (shown === this.shown) {
+      this.draw();
+      if (shown.length === 1) this.listCheckpoints();
+    }
+  }
+
+  /** setSmoothing sets the smoothing slider's weight and redraws. */
+  setSmoothing(w: number) {
+    this.smoothing = Math.max(0, Math.min(0.99, w));
+    this.smoothingValue.textContent = this.smoothing.toFixed(2);
+    const slider = document.getElementById("run-smoothing") as HTMLInputElement | null;
+    if (slider && Number(slider.value) !== this.smoothing) slider.value = String(this.smoothing);
+    localStorage.setItem("kiln.smoothing", String(this.smoothing));
+    this.draw();
+  }
+
+  /** listCheckpoints lists the checkpoints of the run shown alone, each with
+   *  its export controls. */
+  private async listCheckpoints() {
+    if (this.shown.length !== 1) return;
+    const dir = this.shown[0].dir;
+    let cks: CheckpointEntry[];
+    try {
+      cks = (await this.t.call<CheckpointEntry[]>("checkpoints.list", { dir })) ?? [];
+    } catch (e) {
+      if (this.shown.length === 1 && this.shown[0].dir === dir) this.checkpoints.replaceChildren(el("div", { class: "error-text" }, "cannot list checkpoints: " + errText(e)));
+      return;
+    }
+    if (this.shown.length !== 1 || this.shown[0].dir !== dir) return;
+    if (!cks.length) {
+      this.checkpoints.replaceChildren(el("h3", {}, "Checkpoints"), el("div", { class: "muted", id: "run-checkpoints-none" }, "no checkpoints yet"));
+      return;
+    }
+    const rows = cks.map((c: any) =>
+      el(
+        "tr",
+        { class: "run-ckpt", "data-path": c.path },
+        el("td", {}, (c.name || String(c.path).split("/").pop()) + (c.best ? " ★ best" : "")),
+        el("td", {}, String(c.epoch ?? "")),
+        el("td", {}, String(c.step ?? "")),
+        c.error ? el("td", { class: "error-text" }, c.error) : el("td", {}, "ok"),
+        el("td", {}, exportControls(this.t, c)),
+      ),
+    );
+    const note = graphNote(cks);
+    this.checkpoints.replaceChildren(
+      el("h3", {}, "Checkpoints"),
+      el(
+        "table",
+        { class: "grid run-ckpt-table" },
+        el("thead", {}, el("tr", {}, ...["checkpoint", "epoch", "step", "", "export"].map((h) => el("th", {}, h)))),
+        el("tbody", {}, ...rows),
+      ),
+      ...(note ? [note] : []),
+    );
   }
 
   private onUpdate(u: { dir: string; index: number; record: Rec }) {
@@ -377,6 +506,7 @@ export class RunsPanel {
         d.apply(u.record);
         d.next = u.index + 1;
         hit = true;
+        if (u.record?.kind === "checkpoint" && this.shown.length === 1) this.listCheckpointsSoon();
       }
     }
     if (hit) this.redraw();
@@ -443,37 +573,71 @@ export class RunsPanel {
     this.shown.forEach((d) => d.series.forEach((m) => m.forEach((_p, s) => lineType(s))));
     this.legend.hidden = !compare;
     if (compare) this.drawLegend(color, styles);
-    // One chart per metric, every run's series in it.
+    // One chart per metric, every run's series in it; a metric whose
+    // series are all constant is a value card instead.
     const names = new Set<string>();
     this.shown.forEach((d) => d.series.forEach((_s, k) => names.add(k)));
     const order = [...names].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+    const cards: HTMLElement[] = [];
+    let added = false;
     for (const name of order) {
+      const card = this.valueCard(name, compare, color);
       let c = this.charts.get(name);
+      if (card) {
+        cards.push(card);
+        if (c) {
+          c.chart.dispose();
+          c.box.remove();
+          this.charts.delete(name);
+        }
+        continue;
+      }
       if (!c) {
         const box = el("div", { class: "run-chart", "data-metric": name });
         this.view.append(box);
         c = { chart: echarts.init(box, null, { renderer: "canvas" }), box };
         this.charts.set(name, c);
+        added = true;
       }
       const series: any[] = [];
       let points = 0;
+      let lo = Infinity;
+      let hi = -Infinity;
+      const colourOf = new Map<string, number>(); // series name → colour index, one run shown
       for (const d of this.shown) {
         for (const [s, pts] of d.series.get(name) ?? []) {
           points += pts.length;
-          const runStyle = compare ? { color: color.get(d.dir), lineStyle: { color: color.get(d.dir), type: lineType(s) }, itemStyle: { color: color.get(d.dir) } } : {};
-          series.push({
-            id: `${d.dir}\u0000${s}`,
-            name: compare ? `${d.name} ${s}` : s,
+          const data = pts.filter((p) => isFinite(p[1]));
+          for (const p of data) {
+            lo = Math.min(lo, p[1]);
+            hi = Math.max(hi, p[1]);
+          }
+          if (!colourOf.has(s)) colourOf.set(s, colourOf.size);
+          const col = compare ? color.get(d.dir)! : seriesColors[colourOf.get(s)! % seriesColors.length];
+          const base = {
             type: "line",
-            ...runStyle,
-            showSymbol: pts.length < 50,
+            color: col,
+            itemStyle: { color: col },
+            showSymbol: data.length < 50,
             sampling: "lttb", // thousands of points drawn as the few hundred that show
-
-            data: pts.filter((p) => isFinite(p[1])),
-          });
+          };
+          const label = compare ? `${d.name} ${s}` : s;
+          const type = compare ? lineType(s) : "solid";
+          const id = `${d.dir}\u0000${s}`;
+          if (d.stepSeries.has(name + "\u0000" + s) && this.smoothing > 0) {
+            // The raw values faint behind the smoothed ones, under the same
+            // name: the legend shows and hides both.
+            series.push({ ...base, id: id + "\u0000raw", name: label, data, silent: true, showSymbol: false, lineStyle: { color: col, type, opacity: 0.25, width: 1 }, z: 1, tooltip: { show: false } });
+            series.push({ ...base, id, name: label, data: smooth(data, this.smoothing), showSymbol: false, lineStyle: { color: col, type, width: 2 }, z: 2 });
+          } else {
+            series.push({ ...base, id, name: label, data, lineStyle: { color: col, type } });
+          }
         }
       }
       c.box.dataset.points = String(points);
+      c.box.dataset.smoothing = String(this.smoothing);
+      // Accuracy-like metrics stay within [0, 1] when their values do.
+      const unit = /acc|precision|recall|f1/i.test(name) && lo >= 0 && hi <= 1 ? { min: 0, max: 1 } : {};
       c.chart.setOption(
         {
           animation: false,
@@ -482,12 +646,47 @@ export class RunsPanel {
           legend: { show: !compare, bottom: 0, type: "scroll" },
           grid: { left: 55, right: 20, top: 35, bottom: compare ? 35 : 60 },
           xAxis: { type: "value", name: name.startsWith("system usage") ? "seconds" : "step", nameLocation: "middle", nameGap: 22, scale: true },
-          yAxis: { type: "value", scale: true, name: unitOf(name) },
+          yAxis: { type: "value", scale: true, name: unitOf(name), ...unit },
           series,
         },
         { replaceMerge: ["series"] },
       );
     }
+    this.values.replaceChildren(...cards);
+    this.controls.hidden = !this.shown.some((d) => d.stepSeries.size > 0);
+    // Charts keep the metrics' order when one comes back from a card.
+    if (added) this.view.append(...order.flatMap((n) => (this.charts.has(n) ? [this.charts.get(n)!.box] : [])));
+  }
+
+  /** valueCard returns the card that stands for a chart whose series, in
+   *  every run shown, are all constant ("lr 0.001 (constant)"), or null
+   *  when one of them varies. */
+  private valueCard(name: string, compare: boolean, color: Map<string, string>): HTMLElement | null {
+    const items: HTMLElement[] = [];
+    let n = 0;
+    let x = 0;
+    for (const d of this.shown) {
+      for (const [s, pts] of d.series.get(name) ?? []) {
+        const v = constantValue(pts);
+        if (v === undefined) return null;
+        n = Math.max(n, pts.length);
+        x = pts[0][0];
+        const label = rank(name) >= 2 ? s : `${name} ${s}`; // "lr", "samples/s", "cpu_percent"; "accuracy valid"
+        items.push(
+          el(
+            "span",
+            { class: "run-value-item", "data-dir": d.dir, "data-series": s, "data-value": String(v) },
+            ...(compare ? [el("span", { class: "legend-swatch", style: `background: ${color.get(d.dir)}` })] : []),
+            el("span", { class: "run-value-name" }, label),
+            " ",
+            el("span", { class: "run-value-num" }, fmtValue(v)),
+          ),
+        );
+      }
+    }
+    if (!items.length) return null;
+    const note = n > 1 ? "constant" : (name.startsWith("system usage") ? "at " + x + " s" : "at step " + x);
+    return el("div", { class: "run-value", "data-metric": name, "data-note": note, title: name }, ...items, el("span", { class: "run-value-note muted" }, `(${note})`));
   }
 
   /** drawLegend draws the compare view's legend: a table of the runs, each

@@ -58,8 +58,11 @@ func TestBrowserCompareColoursByRun(t *testing.T) {
 		return {Metric: box.dataset.metric, Legend: o.legend.some(l => l.show !== false), Unit: o.yAxis[0].name || "",
 			Series: o.series.map(s => ({Dir: s.id.split("\u0000")[0], Name: s.id.split("\u0000")[1], Color: (s.lineStyle && s.lineStyle.color) || ""}))};
 	})`)
-	if len(charts) < 4 {
-		t.Fatalf("the comparison has %d charts, want loss, learning rate and system usage: %+v", len(charts), charts)
+	if len(charts) < 3 {
+		t.Fatalf("the comparison has %d charts, want loss and system usage: %+v", len(charts), charts)
+	}
+	if got := eval[string](p, `document.querySelector('.run-value[data-metric="learning rate"]').textContent`); !strings.Contains(got, "0.1") || !strings.Contains(got, "(constant)") {
+		t.Errorf("learning rate card %q, want 0.1 (constant) for both runs", got)
 	}
 	legend := eval[map[string]string](p, `Object.fromEntries(Array.from(document.querySelectorAll("#run-legend .legend-run")).map(r => [r.dataset.dir, r.dataset.color]))`)
 	if len(legend) != 2 {
