@@ -109,27 +109,45 @@ func Open(kind string, index int) (Device, error) {
 }
 
 // ParseDevice parses a device name: "cpu", "cuda", "cuda:1", "strict", with
-// an optional "+autodiff" suffix.
+// optional "+fused" (see Device.Fused) and "+autodiff" suffixes, in either
+// order ("cpu+fused+autodiff").
 func ParseDevice(name string) (Device, error) {
 	s := strings.TrimSpace(strings.ToLower(name))
-	ad := false
-	if base, ok := strings.CutSuffix(s, "+autodiff"); ok {
-		s, ad = base, true
-	}
-	kind, idx := s, 0
-	if k, i, ok := strings.Cut(s, ":"); ok {
-		n, err := strconv.Atoi(i)
-		if err != nil || n < 0 {
-			return Device{}, fmt.Errorf("tensor: device %q: bad index %q: %w", name, i, ErrArgument)
+	ad, fused := false, false
+	for {
+		if base, ok := strings.CutSuffix(s, "+autodiff"); ok {
+			s, ad = base, true
+		} else if base, ok := strings.CutSuffix(s, "+fused"); ok {
+			s, fused = base, true
+		} else {
+			break
 		}
-		kind, idx = k, n
 	}
-	if kind == "" {
-		return Device{}, fmt.Errorf("tensor: empty device name: %w", ErrArgument)
+	var d Device
+	if strings.Contains(s, "://") { // a URL such as remote://host:port/cpu:0
+		var err error
+		if d, err = OpenURL(s); err != nil {
+			return Device{}, err
+		}
+	} else {
+		kind, idx := s, 0
+		if k, i, ok := strings.Cut(s, ":"); ok {
+			n, err := strconv.Atoi(i)
+			if err != nil || n < 0 {
+				return Device{}, fmt.Errorf("tensor: device %q: bad index %q: %w", name, i, ErrArgument)
+			}
+			kind, idx = k, n
+		}
+		if kind == "" {
+			return Device{}, fmt.Errorf("tensor: empty device name: %w", ErrArgument)
+		}
+		var err error
+		if d, err = Open(kind, idx); err != nil {
+			return Device{}, err
+		}
 	}
-	d, err := Open(kind, idx)
-	if err != nil {
-		return Device{}, err
+	if fused {
+		d = d.Fused()
 	}
 	if ad {
 		d = d.Autodiff()

@@ -1,0 +1,89 @@
+package fusion_test
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kiln-ml/kiln/tensor"
+)
+
+// benchChain times f over 16M float32 values unfused, fused, and the
+// hand-written kernel hand, interleaved, best of three rounds per b.N
+// iteration, and reports the best times and the ratios
+// unfused/fused (the fusion speedup) and fused/hand.
+func benchChain(b *testing.B, f, hand func(x *tensor.Tensor) *tensor.Tensor) {
+	const n = 16 << 20
+	plain := tensor.CPU()
+	fused := plain.Fused()
+	data := make([]float32, n)
+	for i := range data {
+		data[i] = float32(i%2001-1000) / 250
+	}
+	xp := tensor.FromFloat32s(plain, data, n)
+	xf := tensor.FromFloat32s(fused, data, n)
+	defer xp.Release()
+	defer xf.Release()
+	// run returns the wall time and the process's CPU time (user and
+	// system) of one evaluation of g; on a shared machine the CPU time is
+	// the steadier measure.
+	run := func(dev tensor.Device, x *tensor.Tensor, g func(*tensor.Tensor) *tensor.Tensor) (wall, cpu time.Duration) {
+		c0, start := cpuTime(), time.Now()
+		y := tensor.ScopeResult(func() *tensor.Tensor { return g(x) })
+		if err := dev.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		wall, cpu = time.Since(start), cpuTime()-c0
+		y.Release()
+		return wall, cpu
+	}
+	var best, bestCPU [3]time.Duration
+	for i := range best {
+		best[i], bestCPU[i] = 1<<62, 1<<62
+	}
+	b.ResetTimer()
+	for range b.N {
+		for range 3 {
+			for i, g := range []func() (time.Duration, time.Duration){
+				func() (time.Duration, time.Duration) { return run(plain, xp, f) },
+				func() (time.Duration, time.Duration) { return run(fused, xf, f) },
+				func() (time.Duration, time.Duration) { return run(plain, xp, hand) },
+			} {
+				w, c := g()
+				best[i], bestCPU[i] = min(best[i], w), min(bestCPU[i], c)
+			}
+		}
+	}
+	b.StopTimer()
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(best[0]), "unfused-ms")
+	b.ReportMetric(ms(best[1]), "fused-ms")
+	b.ReportMetric(ms(best[2]), "hand-ms")
+	b.ReportMetric(float64(best[0])/float64(best[1]), "speedup")
+	b.ReportMetric(float64(best[1])/float64(best[2]), "fused/hand")
+	b.ReportMetric(ms(bestCPU[0]), "unfused-cpu-ms")
+	b.ReportMetric(ms(bestCPU[1]), "fused-cpu-ms")
+	b.ReportMetric(ms(bestCPU[2]), "hand-cpu-ms")
+	b.ReportMetric(float64(bestCPU[0])/float64(bestCPU[1]), "cpu-speedup")
+}
+
+// cpuTime is the process's user plus system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkFusionGeluTanh is the nine-op composed GELU-tanh against the
+// backend's GeluTanh kernel.
+func BenchmarkFusionGeluTanh(b *testing.B) {
+	benchChain(b, geluTanh, (*tensor.Tensor).GeluTanh)
+}
+
+// BenchmarkFusionSwish is a user's four-op Swish (β = 1.5), against the
+// SiLU kernel (β = 1, the nearest hand-written one).
+func BenchmarkFusionSwish(b *testing.B) {
+	benchChain(b, swish, (*tensor.Tensor).Silu)
+}

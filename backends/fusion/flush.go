@@ -1,0 +1,317 @@
+package fusion
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/kiln-ml/kiln/backends"
+)
+
+// plan is a group laid out for its tiles: the group's shape with
+// mergeable dimensions merged, and each distinct view's strides in it.
+type plan struct {
+	shape   []int // merged shape
+	split   int   // the dimension tiles cut; later ones are whole in every tile
+	chunk   int   // elements of dimension split per tile
+	perRow  int   // tiles per index of the dimensions before split
+	tiles   int
+	views   [][4]viewPlan // per op, per view
+	scratch []scratchSlot // tile-sized buffers that hold the buffers kept in tiles
+	kept    int           // buffers kept in tiles
+	fast    []*fastOp     // per op, its tile kernels (tile.go), or nil
+	nfast   int           // ops with tile kernels
+}
+
+// viewPlan is one view of one op in merged coordinates.
+type viewPlan struct {
+	buf     backends.Buffer
+	dtype   backends.DType
+	strides []int
+	offset  int
+	slot    int       // index into plan.scratch, or -1
+	f32     []float32 // buf's memory, for the tile kernels (tile.go)
+	one     bool      // one element for the whole tile (tile kernels only)
+}
+
+// scratchSlot is a buffer of the group that lives only in tiles.
+type scratchSlot struct {
+	dtype backends.DType
+}
+
+// flushLocked runs the pending group, then forgets it and frees the
+// buffers freed meanwhile.
+func (b *Backend) flushLocked() {
+	if len(b.ops) == 0 {
+		b.freeDeferred()
+		return
+	}
+	p := b.plan()
+	b.planFast(p)
+	b.execute(p)
+	b.stats.Groups++
+	b.stats.Ops += int64(len(b.ops))
+	b.stats.Scratch += int64(p.kept)
+	b.stats.Tiles += int64(p.tiles)
+	b.stats.TileKernelOps += int64(p.nfast)
+	clear(b.ops)
+	b.ops = b.ops[:0]
+	clear(b.bufs)
+	b.freeDeferred()
+}
+
+func (b *Backend) freeDeferred() {
+	for _, buf := range b.deferred {
+		b.release(buf)
+	}
+	clear(b.deferred)
+	b.deferred = b.deferred[:0]
+}
+
+// plan merges the group's dimensions, picks the tiling and the buffers
+// kept in tiles.
+func (b *Backend) plan() *plan {
+	p := &plan{}
+	// Dimensions of size 1 go; neighbours merge when every view steps
+	// through them as through one.
+	var keep []int
+	for d, s := range b.shape {
+		if s != 1 {
+			keep = append(keep, d)
+		}
+	}
+	var groups [][]int // runs of original dimensions merged into one
+	for _, d := range keep {
+		if k := len(groups); k > 0 {
+			last := groups[k-1][len(groups[k-1])-1]
+			if b.mergeable(last, d) {
+				groups[k-1] = append(groups[k-1], d)
+				continue
+			}
+		}
+		groups = append(groups, []int{d})
+	}
+	p.shape = make([]int, len(groups))
+	for i, g := range groups {
+		n := 1
+		for _, d := range g {
+			n *= b.shape[d]
+		}
+		p.shape[i] = n
+	}
+	if len(p.shape) == 0 {
+		p.shape = []int{1}
+		groups = [][]int{nil}
+	}
+	// Buffers kept in tiles share scratch slots: a slot is taken at the
+	// buffer's first write and given back after its last use, so a chain
+	// ping-pongs between two slots however long it is.
+	last := map[backends.Buffer]int{}
+	for i := range b.ops {
+		for j := range b.ops[i].nv {
+			last[b.ops[i].views[j].Buf] = i
+		}
+	}
+	slotOf := map[backends.Buffer]int{}
+	free := map[backends.DType][]int{}
+	p.views = make([][4]viewPlan, len(b.ops))
+	for i := range b.ops {
+		n := &b.ops[i]
+		for j := n.nv - 1; j >= 0; j-- { // inputs first: they hold their slots already
+			v := n.views[j]
+			vp := viewPlan{buf: v.Buf, dtype: v.DType, offset: v.Offset, slot: -1, strides: make([]int, len(groups))}
+			for k, g := range groups {
+				if len(g) > 0 {
+					vp.strides[k] = v.Strides[g[len(g)-1]] // the innermost of a run steps by one
+				}
+			}
+			if bs := b.bufs[v.Buf]; bs.written && bs.freed && !bs.readFirst {
+				s, ok := slotOf[v.Buf]
+				if !ok {
+					if f := free[v.DType]; len(f) > 0 {
+						s, free[v.DType] = f[len(f)-1], f[:len(f)-1]
+					} else {
+						s = len(p.scratch)
+						p.scratch = append(p.scratch, scratchSlot{dtype: v.DType})
+					}
+					slotOf[v.Buf] = s
+					p.kept++
+				}
+				vp.slot = s
+			} else {
+				vp.buf = b.real(v).Buf
+			}
+			p.views[i][j] = vp
+		}
+		for j := range n.nv { // slots free after the op, so out never aliases an input
+			buf := n.views[j].Buf
+			if s, ok := slotOf[buf]; ok && last[buf] == i {
+				delete(slotOf, buf)
+				free[n.views[j].DType] = append(free[n.views[j].DType], s)
+				last[buf] = -1 // give it back once
+			}
+		}
+	}
+	// Tiles cut dimension split into chunks, whole in the later ones.
+	inner := 1
+	p.split = len(p.shape) - 1
+	for p.split > 0 && inner*p.shape[p.split] <= b.tile {
+		inner *= p.shape[p.split]
+		p.split--
+	}
+	p.chunk = max(1, min(p.shape[p.split], b.tile/inner))
+	p.perRow = (p.shape[p.split] + p.chunk - 1) / p.chunk
+	p.tiles = p.perRow
+	for _, s := range p.shape[:p.split] {
+		p.tiles *= s
+	}
+	return p
+}
+
+// mergeable reports whether original dimensions a and the next kept one d
+// step alike in every view of the group (a's stride is d's times d's size).
+func (b *Backend) mergeable(a, d int) bool {
+	for i := range b.ops {
+		n := &b.ops[i]
+		for j := range n.nv {
+			st := n.views[j].Strides
+			if st[a] != st[d]*b.shape[d] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// execute runs every op of the group on each tile, tiles in parallel.
+func (b *Backend) execute(p *plan) {
+	workers := min(p.tiles, runtime.GOMAXPROCS(0))
+	if workers <= 1 {
+		w := b.newWorker(p)
+		for t := range p.tiles {
+			w.tile(t)
+		}
+		w.release()
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	ws := make([]*worker, workers)
+	for i := range ws {
+		ws[i] = b.newWorker(p)
+	}
+	for _, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for t := int(next.Add(1) - 1); t < p.tiles; t = int(next.Add(1) - 1) {
+				w.tile(t)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, w := range ws {
+		w.release()
+	}
+}
+
+// worker runs tiles with scratch buffers of its own.
+type worker struct {
+	b       *Backend
+	p       *plan
+	scratch []backends.Buffer
+	f32     [][]float32 // the scratch buffers' memory, where tile kernels use it
+	views   [4]backends.View
+	index   []int // the tile's index in the dimensions before split
+}
+
+// newWorker returns a worker with one tile-sized scratch buffer per
+// scratch slot, reused from earlier groups where possible. Called with
+// b.mu held.
+func (b *Backend) newWorker(p *plan) *worker {
+	w := &worker{b: b, p: p, scratch: make([]backends.Buffer, len(p.scratch)), index: make([]int, p.split)}
+	for i, s := range p.scratch {
+		free := b.scratch[s.dtype]
+		if k := len(free); k > 0 {
+			w.scratch[i] = free[k-1]
+			b.scratch[s.dtype] = free[:k-1]
+			continue
+		}
+		buf, err := b.inner.Alloc(s.dtype, b.tile)
+		if err != nil {
+			if b.err == nil {
+				b.err = err
+			}
+			continue
+		}
+		w.scratch[i] = buf
+	}
+	if p.nfast > 0 {
+		w.f32 = make([][]float32, len(w.scratch))
+		for i, buf := range w.scratch {
+			if buf != nil && p.scratch[i].dtype == backends.Float32 {
+				w.f32[i] = hostF32(buf)
+			}
+		}
+	}
+	return w
+}
+
+// release returns w's scratch buffers for later groups. Called with b.mu
+// held.
+func (w *worker) release() {
+	for i, buf := range w.scratch {
+		if buf != nil {
+			dt := w.p.scratch[i].dtype
+			w.b.scratch[dt] = append(w.b.scratch[dt], buf)
+		}
+	}
+}
+
+// tile runs every op of the group on tile t.
+func (w *worker) tile(t int) {
+	p := w.p
+	row, ch := t/p.perRow, t%p.perRow
+	for d := p.split - 1; d >= 0; d-- {
+		w.index[d] = row % p.shape[d]
+		row /= p.shape[d]
+	}
+	start := ch * p.chunk
+	shape := make([]int, len(p.shape)-p.split)
+	copy(shape, p.shape[p.split:])
+	shape[0] = min(p.chunk, p.shape[p.split]-start)
+	var contiguous []int // strides of a scratch tile
+	if len(p.scratch) > 0 {
+		contiguous = backends.RowMajorStrides(shape)
+	}
+	cnt := 1
+	for _, s := range shape {
+		cnt *= s
+	}
+	for i := range w.b.ops {
+		n := &w.b.ops[i]
+		if p.fast != nil && p.fast[i] != nil && w.runFast(i, p.fast[i], n, start, cnt) {
+			continue
+		}
+		for j := range n.nv {
+			vp := &p.views[i][j]
+			if vp.slot >= 0 {
+				buf := w.scratch[vp.slot]
+				if buf == nil {
+					return // its allocation failed: the error is recorded
+				}
+				w.views[j] = backends.View{Buf: buf, DType: vp.dtype, Shape: shape, Strides: contiguous}
+				continue
+			}
+			if vp.buf == nil {
+				return // its allocation failed: the error is recorded
+			}
+			off := vp.offset + start*vp.strides[p.split]
+			for d, x := range w.index {
+				off += x * vp.strides[d]
+			}
+			w.views[j] = backends.View{Buf: vp.buf, DType: vp.dtype, Shape: shape, Strides: vp.strides[p.split:], Offset: off}
+		}
+		w.b.run(n, w.views[:n.nv])
+	}
+}
