@@ -360,6 +360,11 @@ func (d Device) NoGrad() Device { d.check("Device.NoGrad"); d.noGrad = true; ret
 // nodes, so float32 parameters still receive float32 gradients. Results of
 // ops with an input on the view stay on it, so a whole forward pass
 // autocasts once its input does. Other ops run in their inputs' dtypes.
+// With BFloat16 on a backend that offers a bfloat16 GEMM from float32
+// operands (the CPU's MatmulBF16), matrix products and Linear instead
+// multiply their float32 inputs as bfloat16 (rounded while packing, sums
+// in float32) into float32 results, as PyTorch's CPU autocast does, so
+// the ops after them stay float32; their gradients are float32.
 // It panics with ErrDType for any other dtype.
 func (d Device) Autocast(dtype DType) Device {
 	d.check("Device.Autocast")

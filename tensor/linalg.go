@@ -88,6 +88,9 @@ func rawMatmul(op string, a, b *Tensor) *Tensor {
 // 1-D operands are treated as a row (left) or column (right) vector and the
 // added dimension removed, and batch dimensions broadcast.
 func (t *Tensor) Matmul(other *Tensor) *Tensor {
+	if mm, ok := autocastBF16(t, other); ok {
+		return matmulBF16(mm, t, other)
+	}
 	if in, ok := autocastInputs(t, other); ok {
 		return in[0].Matmul(in[1])
 	}

@@ -11,9 +11,17 @@ import (
 // dx = g·weight, dweight = gᵀ·x summed over the leading dimensions and
 // dbias = Σg. Mixed float dtypes promote as in Matmul. It panics with
 // ErrShape when the shapes do not fit (the message names them) and with
-// ErrDType for non-float tensors.
+// ErrDType for non-float tensors. On a BFloat16 Autocast view, with
+// float32 inputs and a backend that multiplies in bfloat16 (the CPU's),
+// it is one bfloat16 product (inputs rounded to bfloat16, float32 sums)
+// with a Float32 result and Float32 gradients, a "linear" node with the
+// attribute autocast "bfloat16".
 func Linear(x, weight, bias *Tensor) *Tensor {
 	const op = "Linear"
+	if mm, ok := autocastBF16(x, weight, bias); ok {
+		linearCheck(op, x, weight, bias)
+		return linearBF16(mm, x, weight, bias)
+	}
 	if bias != nil {
 		if in, ok := autocastInputs(x, weight, bias); ok {
 			return Linear(in[0], in[1], in[2])
@@ -25,23 +33,8 @@ func Linear(x, weight, bias *Tensor) *Tensor {
 	if bias != nil {
 		inputs = append(inputs, bias)
 	}
-	sameDevice(op, inputs...)
-	for _, in := range inputs {
-		if !in.dtype.IsFloat() {
-			fail(op, ErrDType, "input %s, weight %s%s: all must be floating point, got %s",
-				x.dtype, weight.dtype, linBiasDType(bias), in.dtype)
-		}
-	}
-	if len(weight.shape) != 2 {
-		fail(op, ErrShape, "weight %s must be 2-D [out in]", shapeString(weight.shape))
-	}
+	linearCheck(op, x, weight, bias)
 	out, in := weight.shape[0], weight.shape[1]
-	if len(x.shape) == 0 || x.shape[len(x.shape)-1] != in {
-		fail(op, ErrShape, "input %s must end with the %d input features of weight %s", shapeString(x.shape), in, shapeString(weight.shape))
-	}
-	if bias != nil && !sameShape(bias.shape, []int{out}) {
-		fail(op, ErrShape, "bias %s does not match the %d output features of weight %s", shapeString(bias.shape), out, shapeString(weight.shape))
-	}
 	y, fused := linearFused(op, x, weight, bias)
 	if !fused {
 		wt := weight.transposeView(0, 1)
@@ -73,6 +66,32 @@ func Linear(x, weight, bias *Tensor) *Tensor {
 		}
 		return grads
 	})
+}
+
+// linearCheck panics unless Linear's inputs are on one device, floating
+// point and of fitting shapes.
+func linearCheck(op string, x, weight, bias *Tensor) {
+	inputs := []*Tensor{x, weight}
+	if bias != nil {
+		inputs = append(inputs, bias)
+	}
+	sameDevice(op, inputs...)
+	for _, in := range inputs {
+		if !in.dtype.IsFloat() {
+			fail(op, ErrDType, "input %s, weight %s%s: all must be floating point, got %s",
+				x.dtype, weight.dtype, linBiasDType(bias), in.dtype)
+		}
+	}
+	if len(weight.shape) != 2 {
+		fail(op, ErrShape, "weight %s must be 2-D [out in]", shapeString(weight.shape))
+	}
+	out, in := weight.shape[0], weight.shape[1]
+	if len(x.shape) == 0 || x.shape[len(x.shape)-1] != in {
+		fail(op, ErrShape, "input %s must end with the %d input features of weight %s", shapeString(x.shape), in, shapeString(weight.shape))
+	}
+	if bias != nil && !sameShape(bias.shape, []int{out}) {
+		fail(op, ErrShape, "bias %s does not match the %d output features of weight %s", shapeString(bias.shape), out, shapeString(weight.shape))
+	}
 }
 
 func linBiasDType(bias *Tensor) string {
