@@ -396,6 +396,10 @@ func (c *Backend) id(buf backends.Buffer) (uint64, error) {
 // views encodes vs in order.
 func (c *Backend) views(e *encoder, vs ...backends.View) error {
 	for _, v := range vs {
+		if v.Buf == nil { // an unused view (AdamStep's moments on the first step): id 0
+			e.view(0, v)
+			continue
+		}
 		id, err := c.id(v.Buf)
 		if err != nil {
 			return err

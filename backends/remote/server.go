@@ -216,6 +216,9 @@ func (ss *session) freeAll() {
 // resolve puts the session's buffer behind a wire view, or records an
 // error naming the unknown id.
 func (ss *session) resolve(w wireView, ok *bool) backends.View {
+	if w.id == 0 { // a view the call leaves unused (ids start at 1)
+		return w.view
+	}
 	b, found := ss.bufs[w.id]
 	if !found {
 		ss.fail(fmt.Errorf("buffer %d does not exist in this session (freed, or never allocated)", w.id))

@@ -13,15 +13,17 @@ import (
 
 	"github.com/kiln-ml/kiln/backends"
 	"github.com/kiln-ml/kiln/backends/cpu"
+	_ "github.com/kiln-ml/kiln/backends/remote" // KILN_TEST_DEVICES=remote://HOST:PORT/DEVICE runs the suites against `kiln serve`
 	"github.com/kiln-ml/kiln/backends/strict"
 	"github.com/kiln-ml/kiln/tensor"
 )
 
 // Devices returns the devices every test runs on: the CPU and the
 // strict backend (asynchronous, poisoning, leak-tracking), plus each device
-// named in KILN_TEST_DEVICES (comma-separated, e.g. "cuda:0"; make
-// gpu-check sets it). A device there that cannot be opened panics with the
-// reason, so a GPU run never passes by silently testing the CPU only.
+// named in KILN_TEST_DEVICES (comma-separated, e.g. "cuda:0", which make
+// gpu-check sets, or "remote://127.0.0.1:PORT/cpu:0" for a `kiln serve`).
+// A device there that cannot be opened panics with the reason, so a GPU
+// run never passes by silently testing the CPU only.
 func Devices() []tensor.Device {
 	devs := []tensor.Device{tensor.CPU(), tensor.MustDevice("strict")}
 	for _, name := range strings.Split(os.Getenv("KILN_TEST_DEVICES"), ",") {
