@@ -36,6 +36,7 @@ func init() {
 		"ErrExport":         reflect.ValueOf(&onnx.ErrExport).Elem(),
 		"ErrUnsupported":    reflect.ValueOf(&onnx.ErrUnsupported).Elem(),
 		"Export":            reflect.ValueOf(onnx.Export),
+		"ExportFunction":    reflect.ValueOf(onnx.ExportFunction),
 		"ExportOpset":       reflect.ValueOf(constant.MakeFromLiteral("17", token.INT, 0)),
 		"FromProto":         reflect.ValueOf(onnx.FromProto),
 		"Generate":          reflect.ValueOf(onnx.Generate),
@@ -48,6 +49,7 @@ func init() {
 		"ParamName":         reflect.ValueOf(onnx.ParamName),
 		"ReadFile":          reflect.ValueOf(onnx.ReadFile),
 		"Trace":             reflect.ValueOf(onnx.Trace),
+		"TraceFunction":     reflect.ValueOf(onnx.TraceFunction),
 		"TypeBFloat16":      reflect.ValueOf(constant.MakeFromLiteral("16", token.INT, 0)),
 		"TypeBool":          reflect.ValueOf(constant.MakeFromLiteral("9", token.INT, 0)),
 		"TypeComplex128":    reflect.ValueOf(constant.MakeFromLiteral("15", token.INT, 0)),
@@ -70,6 +72,7 @@ func init() {
 		// type definitions
 		"AttributeProto":    reflect.ValueOf((*onnx.AttributeProto)(nil)),
 		"Dim":               reflect.ValueOf((*onnx.Dim)(nil)),
+		"ExportOptions":     reflect.ValueOf((*onnx.ExportOptions)(nil)),
 		"GenerateOptions":   reflect.ValueOf((*onnx.GenerateOptions)(nil)),
 		"Generated":         reflect.ValueOf((*onnx.Generated)(nil)),
 		"GraphProto":        reflect.ValueOf((*onnx.GraphProto)(nil)),

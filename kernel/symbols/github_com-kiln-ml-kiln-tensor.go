@@ -100,6 +100,7 @@ func init() {
 		"OnesLike":                  reflect.ValueOf(tensor.OnesLike),
 		"OnesOf":                    reflect.ValueOf(tensor.OnesOf),
 		"Open":                      reflect.ValueOf(tensor.Open),
+		"OpenURL":                   reflect.ValueOf(tensor.OpenURL),
 		"ParseDevice":               reflect.ValueOf(tensor.ParseDevice),
 		"PixelShuffle":              reflect.ValueOf(tensor.PixelShuffle),
 		"PixelUnshuffle":            reflect.ValueOf(tensor.PixelUnshuffle),
