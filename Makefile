@@ -79,6 +79,7 @@ test-unit: assets
 	KILN_REQUIRE_TORCHVISION=1 KILN_REQUIRE_OPENCV=1 $(GO) test $(GOTESTFLAGS) -count=1 ./...
 	$(GO) test $(GOTESTFLAGS) -count=1 -tags purego ./backends/cpu/...
 	KILN_TEST_DEVICES=strict+fused $(GO) test $(GOTESTFLAGS) -count=1 ./tensor/
+	GO=$(GO) sh scripts/remote-suite.sh $(GOTESTFLAGS) ./tensor/ ./nn/
 
 # test-race runs every test again under the race detector, which needs cgo
 # (gcc from APT_PACKAGES) and turns on checkptr, so an unsafe view past its
