@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/kiln-ml/kiln/backends"
+	"github.com/kiln-ml/kiln/internal/conformance"
 )
 
 // The generated kernels are plain C++ apart from a few CUDA keywords, and
@@ -103,7 +104,7 @@ func TestEmulatedElementwiseKernelsMatchGo(t *testing.T) {
 	for op := range backends.UnaryOps {
 		u := backends.UnaryOp(op)
 		def := backends.UnaryOps[u]
-		lo, hi := domain(u)
+		lo, hi := conformance.Domain(u)
 		xs := make([]float64, n)
 		for i := range xs {
 			xs[i] = lo + (hi-lo)*float64(i)/n + 0.01

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/kiln-ml/kiln/backends"
+	"github.com/kiln-ml/kiln/internal/conformance"
 )
 
 // threadShim runs kernels that cooperate through shared memory and
@@ -58,9 +59,9 @@ func TestEmulatedBlockKernels(t *testing.T) {
 	}
 	f := backends.Float64
 	const m, k, n = 5, 7, 19
-	a := values(f, 2*m*k, -1, 1, 1)
-	b := values(f, k*n, -1, 1, 2) // stored [n, k], used transposed and broadcast over the batch
-	red := values(f, 1000, -1, 1, 3)
+	a := conformance.Values(f, 2*m*k, -1, 1, 1)
+	b := conformance.Values(f, k*n, -1, 1, 2) // stored [n, k], used transposed and broadcast over the batch
+	red := conformance.Values(f, 1000, -1, 1, 3)
 	var src strings.Builder
 	src.WriteString(threadShim + prelude)
 	for _, kn := range []kernel{matmulKernel(f), reduceKernel(backends.Sum, f)} {
