@@ -5,21 +5,17 @@ package workbench
 // app's save dialog) or streamed as a download (GET /api/export).
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
-	"github.com/kiln-ml/kiln/nn"
 	"github.com/kiln-ml/kiln/onnx"
 	"github.com/kiln-ml/kiln/store"
-	"github.com/kiln-ml/kiln/tensor"
 )
 
 // GraphFile is the file in a run directory holding the model's ONNX graph,
@@ -155,12 +151,12 @@ func (p exportPlan) write(path string) (int64, error) {
 		return 0, err
 	}
 	defer rd.Close()
-	md := exportMetadata(rd.Info)
+	md := store.ExportMetadata(rd.Info, version())
 	switch p.format {
 	case "onnx":
-		err = exportONNX(p.graph, rd.Info.Dir, path)
+		err = onnx.ExportCheckpoint(p.graph, rd.Info.Dir, path)
 	case "gguf":
-		err = exportGGUF(rd, path, p.ggufType, md)
+		err = store.ExportGGUF(rd, path, p.ggufType, md)
 	default:
 		err = rd.Model.CopyTo(path, md)
 	}
@@ -261,82 +257,6 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	io.Copy(w, f)
-}
-
-// exportMetadata is the metadata of an exported file, as `kiln export`
-// writes it: "format": "pt" as Hugging Face's tools expect for PyTorch
-// weights, and where the weights came from.
-func exportMetadata(info store.CheckpointInfo) map[string]string {
-	src, err := filepath.Abs(info.Dir)
-	if err != nil {
-		src = info.Dir
-	}
-	md := map[string]string{
-		"format":                 "pt",
-		"kiln.source":            src,
-		"kiln.epoch":             strconv.Itoa(info.Epoch),
-		"kiln.step":              strconv.Itoa(info.Step),
-		"kiln.checkpoint_format": fmt.Sprintf("%s v%d", store.CheckpointFormat, info.Version),
-		"kiln.version":           version(),
-	}
-	if info.Created != "" {
-		md["kiln.created"] = info.Created
-	}
-	if len(info.Metrics) > 0 {
-		m := map[string]any{}
-		for k, v := range info.Metrics {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				m[k] = strconv.FormatFloat(v, 'g', -1, 64) // not JSON numbers
-			} else {
-				m[k] = v
-			}
-		}
-		if b, err := json.Marshal(m); err == nil {
-			md["kiln.metrics"] = string(b)
-		}
-	}
-	return md
-}
-
-// exportGGUF writes a checkpoint's model tensors to a GGUF file as typ,
-// with the export metadata under kiln.* keys (and general.name, the run's).
-func exportGGUF(r *store.CheckpointReader, path string, typ store.GGMLType, md map[string]string) error {
-	meta := map[string]any{"general.name": filepath.Base(checkpointRun(r.Info.Dir))}
-	for k, v := range md {
-		if k != "format" {
-			meta[k] = v
-		}
-	}
-	var tensors []store.GGUFTensor
-	for _, name := range r.Model.Names() {
-		t, err := r.Model.Tensor(name, tensor.CPU())
-		if err != nil {
-			return err
-		}
-		var vals []float32
-		err = tensor.Try(func() { vals = t.To(tensor.Float32).Float32s() })
-		shape, dtype := t.Shape(), t.DType()
-		t.Release()
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		tensors = append(tensors, store.GGUFTensor{Name: name, Shape: shape, Type: store.GGUFTypeFor(typ, dtype, shape), Values: vals})
-	}
-	return store.WriteGGUF(path, meta, tensors)
-}
-
-// exportONNX imports graph, loads the checkpoint's weights into it (by the
-// names onnx.Load gives its initializers) and saves it to path.
-func exportONNX(graph, checkpoint, path string) error {
-	m, err := onnx.Load(graph, tensor.CPU())
-	if err != nil {
-		return err
-	}
-	defer nn.Release(m)
-	if err := store.LoadModel(m, checkpoint); err != nil {
-		return fmt.Errorf("the checkpoint's weights do not fit the graph %s: %w", graph, err)
-	}
-	return m.Save(path)
 }
 
 // checkpointGraph is the graph part of a checkpoints.list entry: the

@@ -1,22 +1,17 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 
-	"github.com/kiln-ml/kiln/nn"
 	"github.com/kiln-ml/kiln/onnx"
 	"github.com/kiln-ml/kiln/store"
-	"github.com/kiln-ml/kiln/tensor"
 )
 
 // exportOptions are the flags of `kiln export`.
@@ -88,13 +83,13 @@ func exportCommand(args []string, out, _ io.Writer) error {
 			}
 		}
 	}
-	md := exportMetadata(info)
+	md := store.ExportMetadata(info, version)
 	if strings.ToLower(o.format) == "onnx" {
-		if err := exportONNX(o.graph, info.Dir, o.output); err != nil {
+		if err := onnx.ExportCheckpoint(o.graph, info.Dir, o.output); err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
 	} else if strings.ToLower(o.format) == "gguf" {
-		if err := exportGGUF(r, o.output, gtype, md); err != nil {
+		if err := store.ExportGGUF(r, o.output, gtype, md); err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
 	} else if err := r.Model.CopyTo(o.output, md); err != nil {
@@ -108,46 +103,6 @@ func exportCommand(args []string, out, _ io.Writer) error {
 	fmt.Fprintf(out, "exported %s (%s, epoch %d, step %d): %d tensors, %s of weights, to %s\n",
 		info.Dir, how, info.Epoch, info.Step, len(r.Model.Names()), humanBytes(total), o.output)
 	return nil
-}
-
-// exportMetadata is the __metadata__ of an exported file: "format": "pt"
-// as Hugging Face's tools expect for PyTorch weights, and where the
-// weights came from.
-func exportMetadata(info store.CheckpointInfo) map[string]string {
-	src, err := filepath.Abs(info.Dir)
-	if err != nil {
-		src = info.Dir
-	}
-	md := map[string]string{
-		"format":                 "pt",
-		"kiln.source":            src,
-		"kiln.epoch":             strconv.Itoa(info.Epoch),
-		"kiln.step":              strconv.Itoa(info.Step),
-		"kiln.checkpoint_format": fmt.Sprintf("%s v%d", store.CheckpointFormat, info.Version),
-		"kiln.version":           version,
-	}
-	if info.Created != "" {
-		md["kiln.created"] = info.Created
-	}
-	if len(info.Metrics) > 0 {
-		// NaN and infinities are not JSON numbers: write them as strings.
-		m := map[string]any{}
-		for k, v := range info.Metrics {
-			m[k] = metricValue(v)
-		}
-		if b, err := json.Marshal(m); err == nil {
-			md["kiln.metrics"] = string(b)
-		}
-	}
-	return md
-}
-
-// metricValue returns v, or its name for values JSON cannot hold.
-func metricValue(v float64) any {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return strconv.FormatFloat(v, 'g', -1, 64)
-	}
-	return v
 }
 
 // parseInterleaved parses flags that may come before, between or after
@@ -316,46 +271,4 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
-// exportGGUF writes a checkpoint's model tensors to a GGUF file as typ,
-// with the export metadata under kiln.* keys (and general.name).
-func exportGGUF(r *store.CheckpointReader, path string, typ store.GGMLType, md map[string]string) error {
-	meta := map[string]any{"general.name": filepath.Base(filepath.Dir(filepath.Dir(r.Info.Dir)))}
-	for k, v := range md {
-		if k != "format" {
-			meta[k] = v
-		}
-	}
-	var tensors []store.GGUFTensor
-	for _, name := range r.Model.Names() {
-		t, err := r.Model.Tensor(name, tensor.CPU())
-		if err != nil {
-			return err
-		}
-		var vals []float32
-		err = tensor.Try(func() { vals = t.To(tensor.Float32).Float32s() })
-		shape, dtype := t.Shape(), t.DType()
-		t.Release()
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		tt := store.GGUFTypeFor(typ, dtype, shape)
-		tensors = append(tensors, store.GGUFTensor{Name: name, Shape: shape, Type: tt, Values: vals})
-	}
-	return store.WriteGGUF(path, meta, tensors)
-}
-
-// exportONNX imports graph, loads the checkpoint's weights into it (by the
-// names onnx.Load gives its initializers) and saves it to path.
-func exportONNX(graph, checkpoint, path string) error {
-	m, err := onnx.Load(graph, tensor.CPU())
-	if err != nil {
-		return err
-	}
-	defer nn.Release(m)
-	if err := store.LoadModel(m, checkpoint); err != nil {
-		return fmt.Errorf("the checkpoint's weights do not fit %s: %w", graph, err)
-	}
-	return m.Save(path)
 }

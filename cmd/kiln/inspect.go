@@ -165,7 +165,7 @@ func describeCheckpoint(r *store.CheckpointReader) checkpointReport {
 		OptState: info.OptimizerJSON,
 	}
 	for k, v := range info.Metrics {
-		rep.Metrics[k] = metricValue(v)
+		rep.Metrics[k] = store.MetricValue(v)
 	}
 	sizes := map[string]int64{}
 	for _, f := range info.Files {

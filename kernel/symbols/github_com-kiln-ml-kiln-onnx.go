@@ -36,6 +36,7 @@ func init() {
 		"ErrExport":         reflect.ValueOf(&onnx.ErrExport).Elem(),
 		"ErrUnsupported":    reflect.ValueOf(&onnx.ErrUnsupported).Elem(),
 		"Export":            reflect.ValueOf(onnx.Export),
+		"ExportCheckpoint":  reflect.ValueOf(onnx.ExportCheckpoint),
 		"ExportFunction":    reflect.ValueOf(onnx.ExportFunction),
 		"ExportOpset":       reflect.ValueOf(constant.MakeFromLiteral("17", token.INT, 0)),
 		"FromProto":         reflect.ValueOf(onnx.FromProto),
