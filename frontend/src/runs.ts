@@ -259,6 +259,7 @@ export class RunsPanel {
   private head: HTMLElement;
   private legend: HTMLElement;
   private redraw: () => void;
+  private redrawHead: () => void;
   private errorBox: HTMLElement;
   private rows = new Map<string, Row>();
   private dirty = new Set<string>(); // rows whose run changed since they were drawn
@@ -315,6 +316,9 @@ export class RunsPanel {
     // At most 4 times a second, and at most a fifth of the page's time: a
     // long run's charts get slower to draw, and the table must keep up.
     this.redraw = throttleByCost(() => this.draw(), 250, 0.2);
+    // The progress lines are cheap: they follow the log as the table does,
+    // whatever the charts cost.
+    this.redrawHead = throttle(() => this.drawHead(), 100);
     this.paintRows = throttle(() => {
       for (const dir of this.dirty) {
         const info = this.runs.find((r) => r.dir === dir);
@@ -509,7 +513,10 @@ export class RunsPanel {
         if (u.record?.kind === "checkpoint" && this.shown.length === 1) this.listCheckpointsSoon();
       }
     }
-    if (hit) this.redraw();
+    if (hit) {
+      this.redrawHead();
+      this.redraw();
+    }
     const info = this.runs.find((r) => r.dir === u.dir);
     if (info && u.record) {
       applyRecord(info, u.record);
@@ -527,7 +534,12 @@ export class RunsPanel {
   }
 
   private draw() {
-    // Progress lines, one per run shown.
+    this.drawHead();
+    this.drawCharts();
+  }
+
+  /** drawHead draws the progress lines, one per run shown. */
+  private drawHead() {
     this.head.replaceChildren(
       ...this.shown.map((d) => {
         const { frac, eta } = d.progress();
@@ -561,6 +573,10 @@ export class RunsPanel {
         );
       }),
     );
+  }
+
+  /** drawCharts draws the value cards, the legend and the charts. */
+  private drawCharts() {
     // Compared runs keep one colour each across every chart; the legend is
     // a table of the runs, and a run's series differ by line style.
     const compare = this.shown.length > 1;
