@@ -112,10 +112,12 @@ include desktop.mk
 # folder; the chosen pictures are copied over the committed ones.
 SCREENSHOTS := workbench-files.jpg workbench-variables.jpg workbench-model.jpg workbench-run-live.jpg \
 	workbench-runs-compare.jpg workbench-checkpoints.jpg workbench-devices.jpg workbench-runs-registry-live.jpg \
-	workbench-runs-empty.jpg kernel/dashboard-mid-run.jpg kernel/dashboard-final.jpg
+	workbench-runs-empty.jpg workbench-variables-running.jpg workbench-files-onnx.jpg runs-smoothing.jpg \
+	kernel/dashboard-mid-run.jpg kernel/dashboard-final.jpg
 screenshots: deps assets
 	@rm -rf bin/screenshots-docs && mkdir -p bin/screenshots-docs docs/screenshots
-	KILN_SCREENSHOTS=$(CURDIR)/bin/screenshots-docs $(GO) test -count=1 -run '^(TestBrowserEndToEnd|TestBrowserRegistryRun|TestBrowserFileBrowser)$$' ./workbench/browsertest
+	KILN_SCREENSHOTS=$(CURDIR)/bin/screenshots-docs $(GO) test -count=1 -run '^(TestBrowserEndToEnd|TestBrowserRegistryRun|TestBrowserFileBrowser|TestBrowserVariablesWhileCellRuns|TestBrowserFileInspect)$$' ./workbench/browsertest
+	KILN_SCREENSHOTS=$(CURDIR)/bin/screenshots-docs $(GO) test -count=1 -run '^TestRunViewSmoothsConstantsAndDownloads$$' ./workbench
 	KILN_TEST_OUT=$(CURDIR)/bin/screenshots-docs $(GO) test -count=1 -run '^TestLiveDashboardInBrowser$$' ./kernel
 	@for f in $(SCREENSHOTS); do cp bin/screenshots-docs/$$f docs/screenshots/$$(basename $$f) || exit 1; done
 	@echo "docs/screenshots/: $(words $(SCREENSHOTS)) pictures"
