@@ -71,7 +71,7 @@ test: deps lint test-unit test-race fuzz desktop-selftest
 
 # fuzz runs every parser's fuzz target briefly (FUZZTIME each); longer runs:
 # make fuzz FUZZTIME=10m.
-FUZZTIME ?= 8s
+FUZZTIME ?= 5s
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) sh scripts/fuzz.sh
 

@@ -37,8 +37,8 @@ func BenchmarkGPTTrainStepBF16(b *testing.B) {
 // 64 positions) unless KILN_GPT_BF16_FULL is set (then d=256, 6 layers,
 // 256 positions: minutes); -short skips it.
 func TestGPTBF16AutocastLoss(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains two models for 100 steps")
+	if testing.Short() || raceEnabled {
+		t.Skip("trains two models for 100 steps; the plain run checks it")
 	}
 	c := gptConfig{Vocab: 256, Context: 64, Width: 128, Heads: 2, Layers: 2, Batch: 8}
 	if os.Getenv("KILN_GPT_BF16_FULL") != "" {
