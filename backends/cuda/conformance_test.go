@@ -49,36 +49,18 @@ func tolerance(dt backends.DType) (atol, rtol float64) {
 }
 
 func runConformance(t *testing.T, dev backends.Backend) {
-	ref := cpu.New(0)
-	cases := conformance.Cases()
-	if len(cases) < 500 {
-		t.Fatalf("only %d conformance cases", len(cases))
-	}
-	for _, c := range cases {
-		t.Run(c.Name, func(t *testing.T) {
-			if err := runCase(ref, dev, c); err != nil {
-				t.Fatal(err)
-			}
-		})
-	}
-	if err := dev.Sync(); err != nil {
-		t.Fatalf("device error after the suite: %v", err)
-	}
+	conformance.Run(t, cpu.New(0), dev, withinTolerance)
 }
 
 // runCase runs c on the reference and the device and compares the results.
 func runCase(ref, dev backends.Backend, c conformance.Case) error {
-	rs, ds := &conformance.Session{B: ref}, &conformance.Session{B: dev}
-	defer rs.Free()
-	defer ds.Free()
-	want := rs.Read(c.Run(rs))
-	got := ds.Read(c.Run(ds))
-	if rs.Err != nil {
-		return fmt.Errorf("cpu: %w", rs.Err)
-	}
-	if ds.Err != nil {
-		return fmt.Errorf("device: %w", ds.Err)
-	}
+	return conformance.RunCase(ref, dev, c, withinTolerance)
+}
+
+// withinTolerance compares the results within c's dtype's tolerance (NaN
+// matches NaN, infinities must match exactly).
+func withinTolerance(c conformance.Case, dt backends.DType, wantB, gotB []byte) error {
+	want, got := conformance.Decode(dt, wantB), conformance.Decode(dt, gotB)
 	atol, rtol := tolerance(c.DType)
 	for i := range want {
 		w, g := want[i], got[i]
