@@ -17,7 +17,16 @@ import (
 
 // BenchmarkSmallOpPipelined queues a 4-element op per iteration and syncs
 // once at the end: the cost of a call that does not wait.
-func BenchmarkSmallOpPipelined(b *testing.B) {
+func BenchmarkSmallOpPipelined(b *testing.B) { benchmarkSmallOp(b, false, "ops/s") }
+
+// BenchmarkSmallOpSynchronous runs a 4-element op and waits for it each
+// iteration: one round trip per op.
+func BenchmarkSmallOpSynchronous(b *testing.B) { benchmarkSmallOp(b, true, "roundtrips/s") }
+
+// benchmarkSmallOp runs a 4-element op per iteration on a remote device,
+// syncing after each when waitEach, else once at the end, and reports the
+// ops per second as unit.
+func benchmarkSmallOp(b *testing.B, waitEach bool, unit string) {
 	_, addr := startServer(b, nil)
 	c := dial(b, addr)
 	buf, _ := c.Alloc(backends.Float32, 4)
@@ -26,29 +35,16 @@ func BenchmarkSmallOpPipelined(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		c.BinaryScalar(backends.Mul, v, v, 1, false)
+		if waitEach {
+			if err := c.Sync(); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 	if err := c.Sync(); err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
-}
-
-// BenchmarkSmallOpSynchronous runs a 4-element op and waits for it each
-// iteration: one round trip per op.
-func BenchmarkSmallOpSynchronous(b *testing.B) {
-	_, addr := startServer(b, nil)
-	c := dial(b, addr)
-	buf, _ := c.Alloc(backends.Float32, 4)
-	v := backends.Contiguous(buf, backends.Float32, 4)
-	c.Fill(v, 1)
-	b.ResetTimer()
-	for range b.N {
-		c.BinaryScalar(backends.Mul, v, v, 1, false)
-		if err := c.Sync(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "roundtrips/s")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), unit)
 }
 
 const transferBytes = 64 << 20
