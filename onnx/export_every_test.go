@@ -103,15 +103,16 @@ func TestExportEveryLayer(t *testing.T) {
 	}
 }
 
-// nnLayers lists package nn's exported types with a Forward method.
-func nnLayers(t *testing.T) []string {
+// nnFuncs returns the function and method declarations of package nn's
+// source files (tests left out).
+func nnFuncs(t *testing.T) []*ast.FuncDecl {
 	t.Helper()
 	fs := token.NewFileSet()
 	paths, err := filepath.Glob("../nn/*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen := map[string]bool{}
+	var out []*ast.FuncDecl
 	for _, p := range paths {
 		if strings.HasSuffix(p, "_test.go") {
 			continue
@@ -125,17 +126,28 @@ func nnLayers(t *testing.T) []string {
 			t.Fatal(err)
 		}
 		for _, d := range f.Decls {
-			fd, ok := d.(*ast.FuncDecl)
-			if !ok || fd.Recv == nil || fd.Name.Name != "Forward" {
-				continue
+			if fd, ok := d.(*ast.FuncDecl); ok {
+				out = append(out, fd)
 			}
-			typ := fd.Recv.List[0].Type
-			if s, ok := typ.(*ast.StarExpr); ok {
-				typ = s.X
-			}
-			if id, ok := typ.(*ast.Ident); ok && id.IsExported() {
-				seen[id.Name] = true
-			}
+		}
+	}
+	return out
+}
+
+// nnLayers lists package nn's exported types with a Forward method.
+func nnLayers(t *testing.T) []string {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, fd := range nnFuncs(t) {
+		if fd.Recv == nil || fd.Name.Name != "Forward" {
+			continue
+		}
+		typ := fd.Recv.List[0].Type
+		if s, ok := typ.(*ast.StarExpr); ok {
+			typ = s.X
+		}
+		if id, ok := typ.(*ast.Ident); ok && id.IsExported() {
+			seen[id.Name] = true
 		}
 	}
 	var out []string

@@ -3,10 +3,6 @@ package onnx_test
 import (
 	"errors"
 	"go/ast"
-	"go/parser"
-	"go/token"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -184,34 +180,15 @@ func TestExportEveryLoss(t *testing.T) {
 // struct and return a *tensor.Tensor.
 func nnLosses(t *testing.T) []string {
 	t.Helper()
-	fs := token.NewFileSet()
-	paths, err := filepath.Glob("../nn/*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, p := range paths {
-		if strings.HasSuffix(p, "_test.go") {
+	for _, fd := range nnFuncs(t) {
+		if fd.Recv != nil || !fd.Name.IsExported() || fd.Type.Results == nil || len(fd.Type.Params.List) == 0 {
 			continue
 		}
-		src, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := parser.ParseFile(fs, p, src, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range f.Decls {
-			fd, ok := d.(*ast.FuncDecl)
-			if !ok || fd.Recv != nil || !fd.Name.IsExported() || fd.Type.Results == nil || len(fd.Type.Params.List) == 0 {
-				continue
-			}
-			last := fd.Type.Params.List[len(fd.Type.Params.List)-1]
-			id, ok := last.Type.(*ast.Ident)
-			if ok && strings.HasSuffix(id.Name, "Options") {
-				out = append(out, fd.Name.Name)
-			}
+		last := fd.Type.Params.List[len(fd.Type.Params.List)-1]
+		id, ok := last.Type.(*ast.Ident)
+		if ok && strings.HasSuffix(id.Name, "Options") {
+			out = append(out, fd.Name.Name)
 		}
 	}
 	sort.Strings(out)
