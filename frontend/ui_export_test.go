@@ -3,18 +3,10 @@
 package frontend
 
 import (
-	"context"
-	"encoding/json"
-	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
-
-	"github.com/kiln-ml/kiln/internal/chromium"
 )
 
 // exporterShimJS stands for the desktop app's Exporter binding: it records
@@ -33,28 +25,7 @@ const exporterShimJS = `window.go.main.Exporter = {ExportCheckpoint: async (path
 // went, says nothing was written when the dialog is cancelled, disables a
 // damaged checkpoint, and marks ONNX unavailable for a run without a graph.
 func TestUIDesktopExportUsesSaveDialog(t *testing.T) {
-	if !Built() {
-		t.Skip("the workbench UI is not built (run make assets): UI test skipped")
-	}
-	if path, ok := chromium.Path(); !ok {
-		t.Skipf("no chromium at %s: UI test skipped", path)
-	}
-	f := &fakeEngine{params: map[string]json.RawMessage{}}
-	srv := httptest.NewServer(f.handler())
-	defer srv.Close()
-	ctx := chromium.New(t, 1280, 800)
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	addShim := func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: wailsShimJS + "\n" + exporterShimJS})
-		return chromedp.Void{}, err
-	}
-	if err := chromedp.Do(ctx, addShim); err != nil {
-		t.Fatal(err)
-	}
-	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/")); err != nil {
-		t.Fatal(err)
-	}
+	ctx, _ := openDesktopPage(t, wailsShimJS+"\n"+exporterShimJS, "/")
 	eval := func(js string) string {
 		t.Helper()
 		v, err := chromedp.Run(ctx, chromedp.Evaluate[string]("String("+js+")", chromedp.EvalAwaitPromise))

@@ -486,7 +486,12 @@ const wailsShimJS = `window.go = {main: {App: {Call: async (method, params) => {
 window.wailsHandlers = {};
 window.runtime = {EventsOn: (name, fn) => { (window.wailsHandlers[name] = window.wailsHandlers[name] || []).push(fn); return () => {}; }};`
 
-func TestUIWailsTransport(t *testing.T) {
+// openDesktopPage serves the UI from a fake engine and opens url (a path
+// and query) in headless Chromium with shim (the Wails bindings the desktop
+// app injects) evaluated before the page's own scripts, for two minutes at
+// most; it skips t when the UI is not built or Chromium is missing.
+func openDesktopPage(t *testing.T, shim, url string) (context.Context, *fakeEngine) {
+	t.Helper()
 	if !Built() {
 		t.Skip("the workbench UI is not built (run make assets): UI test skipped")
 	}
@@ -495,20 +500,25 @@ func TestUIWailsTransport(t *testing.T) {
 	}
 	f := &fakeEngine{params: map[string]json.RawMessage{}}
 	srv := httptest.NewServer(f.handler())
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	ctx := chromium.New(t, 1280, 800)
-	ctx, cancel2 := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel2()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	t.Cleanup(cancel)
 	addShim := func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: wailsShimJS})
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: shim})
 		return chromedp.Void{}, err
 	}
 	if err := chromedp.Do(ctx, addShim); err != nil {
 		t.Fatal(err)
 	}
-	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/?notebook=a.ipynb")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+url)); err != nil {
 		t.Fatal(err)
 	}
+	return ctx, f
+}
+
+func TestUIWailsTransport(t *testing.T) {
+	ctx, f := openDesktopPage(t, wailsShimJS, "/?notebook=a.ipynb")
 	wait := func(what, js string) { t.Helper(); waitFor(t, ctx, what, js) }
 	wait("the page", `document.body.dataset.ready === "true"`)
 	if v, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.dataset.transport`)); v != "wails" {
