@@ -12,10 +12,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
-	_ "github.com/kiln-ml/kiln/backends/remote" // remote://HOST:PORT/DEVICE, served by `kiln serve`
+	"github.com/kiln-ml/kiln/backends/remote"   // remote://HOST:PORT/DEVICE, served by `kiln serve`
 	_ "github.com/kiln-ml/kiln/backends/strict" // the strict test device, for %device strict
 	"github.com/kiln-ml/kiln/kernel/display"
 	"github.com/kiln-ml/kiln/tensor"
@@ -507,6 +508,11 @@ type DeviceInfo struct {
 	Cores   int    `json:"cores"`
 	Detail  string `json:"detail,omitempty"`
 	Default bool   `json:"default"`
+	// Remote marks a device of a `kiln serve` process listed in
+	// KILN_REMOTE; Error says why it cannot be used now (unreachable,
+	// refused token), and is empty when it answered.
+	Remote bool   `json:"remote,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // devicesJSON lists the detected devices, and the strict test device, as
@@ -518,12 +524,41 @@ func devicesJSON() (*display.Data, error) {
 		out = append(out, DeviceInfo{Name: e.String(), Kind: e.Kind, Model: e.Name, Memory: e.MemoryBytes,
 			Cores: e.Cores, Detail: e.Detail, Default: e.Default})
 	}
+	out = append(out, remoteDevices(def)...)
 	if strict, err := tensor.ParseDevice("strict"); err == nil {
 		out = append(out, DeviceInfo{Name: "strict", Kind: "strict", Model: "strict test backend over the CPU",
 			Detail:  "checks every kernel's buffers and poisons freed memory (slow; for tests)",
 			Default: def.String() == strict.String()})
 	}
 	return jsonData(out)
+}
+
+// remoteDevices describes the devices of KILN_REMOTE, asking their servers
+// at once (at most 3 s each): an unreachable one is listed with the reason.
+func remoteDevices(def tensor.Device) []DeviceInfo {
+	urls := remote.Configured()
+	out := make([]DeviceInfo, len(urls))
+	var wg sync.WaitGroup
+	for i, url := range urls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e := DeviceInfo{Name: url, Kind: remote.Scheme, Remote: true, Default: def.String() == url}
+			if info, err := remote.Describe(url, 3*time.Second); err != nil {
+				e.Error = err.Error()
+			} else {
+				e.Model, e.Memory, e.Cores = info.Name, info.MemoryBytes, info.Cores
+				addr, _, _ := remote.ParseURL(url)
+				e.Detail = "its " + info.String() + ", served by kiln serve at " + addr
+				if info.Detail != "" {
+					e.Detail += "; " + info.Detail
+				}
+			}
+			out[i] = e
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 // jsonData is v as an application/json display bundle with a text form.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/kiln-ml/kiln/backends"
 )
@@ -98,4 +99,27 @@ func Configured() []string {
 		}
 	}
 	return out
+}
+
+// Describe dials the device a remote:// URL names with OptionsFromEnv,
+// waiting at most timeout for the connection, returns its DeviceInfo (as
+// the server reports it) and hangs up. Device listings (`kiln devices`, the
+// notebook's %device and the workbench's device picker) use it for the
+// URLs of KILN_REMOTE; the error says why a listed device is unavailable.
+func Describe(url string, timeout time.Duration) (backends.DeviceInfo, error) {
+	addr, device, err := ParseURL(url)
+	if err != nil {
+		return backends.DeviceInfo{}, err
+	}
+	opts, err := OptionsFromEnv()
+	if err != nil {
+		return backends.DeviceInfo{}, err
+	}
+	opts.DialTimeout = timeout
+	b, err := Dial(addr, device, opts)
+	if err != nil {
+		return backends.DeviceInfo{}, err
+	}
+	defer b.Close()
+	return b.Info(), nil
 }

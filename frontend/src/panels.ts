@@ -39,18 +39,19 @@ export class DevicesPanel {
       this.body.replaceChildren(
         ...(r.devices ?? []).map((d) => {
           const use = el("button", { class: "device-use" }, d.default ? "default" : "Use");
-          if (d.default) use.setAttribute("disabled", "");
+          if (d.default || d.error) use.setAttribute("disabled", "");
+          if (d.error) use.setAttribute("title", "unavailable: " + d.error);
           use.onclick = () => this.choose(d.name);
           return el(
             "tr",
-            { class: "device-row", "data-device": d.name, "data-default": String(!!d.default) },
+            { class: "device-row", "data-device": d.name, "data-default": String(!!d.default), "data-available": String(!d.error) },
             el("td", {}, d.default ? "●" : ""),
             el("td", { class: "device-name" }, d.name),
             el("td", {}, d.kind ?? ""),
             el("td", {}, d.model ?? ""),
             el("td", {}, typeof d.memory === "number" ? (d.memory ? fmtBytes(d.memory) : "") : String(d.memory ?? "")),
             el("td", {}, d.cores ? String(d.cores) : ""),
-            el("td", {}, d.detail ?? d.status ?? ""),
+            el("td", { class: d.error ? "device-error" : "" }, d.error ? "unavailable: " + d.error : (d.detail ?? d.status ?? "")),
             el("td", {}, use),
           );
         }),

@@ -1,0 +1,157 @@
+package kernel_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/kiln-ml/kiln/backends"
+	"github.com/kiln-ml/kiln/backends/cpu"
+	"github.com/kiln-ml/kiln/backends/remote"
+	"github.com/kiln-ml/kiln/kernel"
+	"github.com/kiln-ml/kiln/kernel/display"
+)
+
+// deviceTrainCell is trainCell on the device the notebook's %device chose
+// (tensor.DefaultDevice), with the model's parameters seeded on it, so
+// that the same cell gives the same losses on every device.
+func deviceTrainCell(dir string) string {
+	return fmt.Sprintf(`
+dev, err := tensor.DefaultDevice()
+if err != nil {
+	panic(err)
+}
+dev.Seed(7)
+rng := rand.New(rand.NewSource(1))
+items := make([]data.Item, 0, 120)
+for i := 0; i < 120; i++ {
+	c := i %% 3
+	x := make([]float32, 4)
+	for j := range x {
+		x[j] = float32(rng.NormFloat64()) + float32(2*c)
+	}
+	items = append(items, data.Item{X: x, Label: int64(c)})
+}
+ld, err := data.NewLoader(data.NewInMemory(items), data.LoaderConfig{BatchSize: 6, Device: dev})
+if err != nil {
+	panic(err)
+}
+model := nn.NewLinear(dev.Autodiff(), 4, 3)
+sup := &train.Supervised{Config: train.Config{Epochs: 2, LogEvery: 1, RunDir: %q}, Train: ld}
+res, err := sup.Fit(ctx, &train.Learner{Model: model, Optimizer: optim.NewSGD(optim.SGDConfig{LR: 0.05})})
+if err != nil {
+	panic(err)
+}
+fmt.Println("steps", res.Steps, res.Reason, "on", dev)
+`, dir)
+}
+
+// startRemote serves a private CPU backend for `remote://` devices until
+// the test ends and returns its address; the kernel finds it through
+// KILN_REMOTE and KILN_REMOTE_TOKEN, as a user's would.
+func startRemote(t *testing.T) string {
+	t.Helper()
+	const token = "notebook-token"
+	local := cpu.New(0)
+	srv, err := remote.NewServer(remote.ServerConfig{Token: token, Open: func(kind string, index int) (backends.Backend, error) {
+		if kind != "cpu" || index != 0 {
+			return nil, fmt.Errorf("no device %s:%d here", kind, index)
+		}
+		return local, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(l)
+	t.Cleanup(srv.Stop)
+	t.Setenv(remote.EnvToken, token)
+	return l.Addr().String()
+}
+
+// TestNotebookTrainsOnRemoteDevice lists a `kiln serve` device in the
+// device table the workbench's picker shows (beside an unreachable one,
+// listed with its reason), selects it with %device, trains in a cell with
+// the live dashboard, and checks that every step's loss is the CPU's.
+func TestNotebookTrainsOnRemoteDevice(t *testing.T) {
+	addr := startRemote(t)
+	url := "remote://" + addr + "/cpu:0"
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadURL := "remote://" + dead.Addr().String() + "/cpu:0"
+	dead.Close() // nothing listens there now
+	t.Setenv(remote.EnvRemotes, url+", "+deadURL)
+
+	s := newSession(t, kernel.Options{})
+	res, err := s.Execute(context.Background(), "%device --json", nil)
+	if err != nil {
+		t.Fatal(describe(err))
+	}
+	raw, _ := json.Marshal(res.Data[display.MIMETypeJSON])
+	var list []kernel.DeviceInfo
+	if err := json.Unmarshal(raw, &list); err != nil {
+		t.Fatalf("%%device --json: %v in %s", err, raw)
+	}
+	byName := map[string]kernel.DeviceInfo{}
+	for _, d := range list {
+		byName[d.Name] = d
+	}
+	if d, ok := byName[url]; !ok || !d.Remote || d.Error != "" || d.Model == "" || !strings.Contains(d.Detail, addr) {
+		t.Fatalf("served device listed as %+v (ok %v), want it available with the server's model and address", d, ok)
+	}
+	if d, ok := byName[deadURL]; !ok || d.Error == "" {
+		t.Fatalf("unreachable device listed as %+v (ok %v), want it with the reason", d, ok)
+	}
+
+	losses := func(device string) [][2]float64 {
+		dir := filepath.Join(t.TempDir(), "run")
+		rec := &recorder{}
+		for _, c := range []string{"%device " + device, deviceTrainCell(dir)} {
+			if _, err := s.Execute(context.Background(), c, rec); err != nil {
+				t.Fatalf("on %s: %v", device, describe(err))
+			}
+		}
+		out, _ := rec.out()
+		if !strings.Contains(out, "steps 40 ") || !strings.Contains(out, "on "+device) {
+			t.Fatalf("on %s the cell printed %q", device, out)
+		}
+		msgs := dashboardMessages(t, rec)
+		logged, _ := stepLosses(t, dir)
+		if got := lossSeries(t, msgs[len(msgs)-1]); len(got) != len(logged) {
+			t.Fatalf("on %s the dashboard's last render holds %d steps, the log %d", device, len(got), len(logged))
+		}
+		return logged
+	}
+	onRemote := losses(url)
+	res, err = s.Execute(context.Background(), "%device --json", nil)
+	if err != nil {
+		t.Fatal(describe(err))
+	}
+	if raw, _ := json.Marshal(res.Data[display.MIMETypeJSON]); !strings.Contains(string(raw), fmt.Sprintf(`"name":%q,"kind":"remote"`, url)) ||
+		!regexp.MustCompile(`"name":"`+regexp.QuoteMeta(url)+`"[^}]*"default":true`).Match(raw) {
+		t.Fatalf("after %%device %s the table is %s, want it the default", url, raw)
+	}
+	onCPU := losses("cpu")
+	if len(onRemote) != 40 || len(onCPU) != 40 {
+		t.Fatalf("%d remote and %d cpu steps, want 40", len(onRemote), len(onCPU))
+	}
+	for i := range onCPU {
+		if math.Abs(onRemote[i][1]-onCPU[i][1]) > 1e-6*max(1, math.Abs(onCPU[i][1])) {
+			t.Fatalf("step %d: loss %v on %s, %v on the cpu", i, onRemote[i][1], url, onCPU[i][1])
+		}
+	}
+	if onCPU[len(onCPU)-1][1] >= onCPU[0][1] {
+		t.Fatalf("loss did not fall: %v", onCPU)
+	}
+}
