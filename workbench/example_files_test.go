@@ -60,7 +60,7 @@ func ExampleServer_Call_filesInspect() {
 	// tensors   1, 6 elements, 24 B of data
 	//   NAME       DTYPE  SHAPE  SIZE
 	//   fc.weight  F32    [2 3]  24 B
-	// true files.inspect: notes.txt is not a safetensors, GGUF or ONNX file
+	// true files.inspect: notes.txt is not a safetensors, GGUF or ONNX file: it starts with the text "hello"
 }
 
 // exampleKernel serves a fakeKernel and writes its connection file in dir.

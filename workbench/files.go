@@ -2,20 +2,17 @@ package workbench
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
+	"github.com/kiln-ml/kiln/internal/modelfile"
 	"github.com/kiln-ml/kiln/onnx"
 	"github.com/kiln-ml/kiln/store"
 	"github.com/kiln-ml/kiln/train"
@@ -273,13 +270,17 @@ func (s *Server) inspectFile(p string) (*modelReport, error) {
 			return nil, fmt.Errorf("%s: %w", rel, err)
 		}
 		defer sf.Close()
-		rep.Report = describeSafetensors(rel, st.Size(), sf)
+		var b strings.Builder
+		modelfile.DescribeSafetensors(rel, st.Size(), sf).Print(&b, "", maxReportTensors)
+		rep.Report = b.String()
 	case "gguf":
 		f, err := store.OpenGGUF(abs)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", rel, err)
 		}
-		rep.Report = describeGGUF(rel, st.Size(), f)
+		var b strings.Builder
+		modelfile.DescribeGGUF(rel, st.Size(), f).Print(&b, maxReportTensors)
+		rep.Report = b.String()
 	case "onnx":
 		d, err := onnx.Describe(abs)
 		if err != nil {
@@ -298,130 +299,16 @@ func (s *Server) inspectFile(p string) (*modelReport, error) {
 // as `kiln inspect` does ("safetensors", "gguf" or "onnx"), falling back
 // to its extension so that a damaged file gets its reader's error.
 func modelFormat(abs, rel string) (string, error) {
-	f, err := os.Open(abs)
+	st, err := os.Stat(abs)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", rel, err)
 	}
-	head := make([]byte, 16)
-	n, _ := io.ReadFull(f, head)
-	f.Close()
-	head = head[:n]
-	switch {
-	case store.IsGGUF(head):
-		return "gguf", nil
-	case len(head) >= 9 && head[8] == '{' && binary.LittleEndian.Uint64(head) < 1<<32:
-		return "safetensors", nil
+	kind, start, err := modelfile.Kind(abs, st.Size())
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", rel, err)
 	}
-	switch ext := strings.ToLower(filepath.Ext(abs)); ext {
-	case ".safetensors", ".gguf", ".onnx":
-		return ext[1:], nil
+	if kind == "" {
+		return "", fmt.Errorf("%s is %w: %s", rel, ErrNotModelFile, start)
 	}
-	return "", fmt.Errorf("%s is %w", rel, ErrNotModelFile)
-}
-
-// describeSafetensors is `kiln inspect`'s report of a safetensors file:
-// its metadata, then a table of its tensors.
-func describeSafetensors(rel string, size int64, sf *store.SafetensorsFile) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "file      %s (%s)\n", rel, byteSize(size))
-	meta := sf.Metadata()
-	keys := make([]string, 0, len(meta))
-	for k := range meta {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	if len(keys) == 0 {
-		b.WriteString("metadata  (none)\n")
-	}
-	for i, k := range keys {
-		label := "metadata "
-		if i > 0 {
-			label = "         "
-		}
-		fmt.Fprintf(&b, "%s %s = %s\n", label, k, meta[k])
-	}
-	names := sf.Names()
-	sort.Strings(names)
-	var elements, data int64
-	var table strings.Builder
-	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "  NAME\tDTYPE\tSHAPE\tSIZE\n")
-	for i, n := range names {
-		info, _ := sf.Info(n)
-		e := int64(1)
-		for _, d := range info.Shape {
-			e *= int64(d)
-		}
-		elements += e
-		data += info.Size
-		if i >= maxReportTensors {
-			continue
-		}
-		dtype := info.FileDType
-		if !info.Supported {
-			dtype += " (not readable by Kiln)"
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", n, dtype, shapeText(info.Shape), byteSize(info.Size))
-	}
-	tw.Flush()
-	fmt.Fprintf(&b, "tensors   %d, %d elements, %s of data\n", len(names), elements, byteSize(data))
-	if len(names) > 0 {
-		b.WriteString(table.String())
-	}
-	if len(names) > maxReportTensors {
-		fmt.Fprintf(&b, "  … and %d more tensors\n", len(names)-maxReportTensors)
-	}
-	return b.String()
-}
-
-// describeGGUF is `kiln inspect`'s report of a GGUF file: its version,
-// metadata (long arrays, such as vocabularies, by their length) and
-// tensors.
-func describeGGUF(rel string, size int64, f *store.GGUFFile) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s: GGUF version %d, %s, %d tensors\n", rel, f.Version, byteSize(size), len(f.Tensors))
-	if len(f.Keys) > 0 {
-		b.WriteString("metadata:\n")
-		keys := append([]string(nil), f.Keys...)
-		sort.Strings(keys)
-		for _, k := range keys {
-			v := f.Metadata[k]
-			if a, ok := v.([]any); ok && len(a) > 16 {
-				v = fmt.Sprintf("[%d items: %v …]", len(a), a[:8])
-			}
-			fmt.Fprintf(&b, "  %s = %v\n", k, v)
-		}
-	}
-	fmt.Fprintf(&b, "%-40s %-6s %-20s %10s\n", "TENSOR", "TYPE", "SHAPE", "SIZE")
-	for i, t := range f.Tensors {
-		if i == maxReportTensors {
-			fmt.Fprintf(&b, "… and %d more tensors\n", len(f.Tensors)-maxReportTensors)
-			break
-		}
-		fmt.Fprintf(&b, "%-40s %-6s %-20s %10s\n", t.Name, t.Type, shapeText(t.Shape), byteSize(t.Size))
-	}
-	return b.String()
-}
-
-// shapeText formats a shape as Kiln prints shapes: [4 3]; [] for a scalar.
-func shapeText(s []int) string {
-	parts := make([]string, len(s))
-	for i, d := range s {
-		parts[i] = strconv.Itoa(d)
-	}
-	return "[" + strings.Join(parts, " ") + "]"
-}
-
-// byteSize formats n bytes as `kiln inspect` does: 512 B, 1.5 KiB, 3.2 MiB.
-func byteSize(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 5; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+	return kind, nil
 }

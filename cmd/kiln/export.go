@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kiln-ml/kiln/internal/modelfile"
 	"github.com/kiln-ml/kiln/onnx"
 	"github.com/kiln-ml/kiln/store"
 )
@@ -101,7 +102,7 @@ func exportCommand(args []string, out, _ io.Writer) error {
 		total += ti.Size
 	}
 	fmt.Fprintf(out, "exported %s (%s, epoch %d, step %d): %d tensors, %s of weights, to %s\n",
-		info.Dir, how, info.Epoch, info.Step, len(r.Model.Names()), humanBytes(total), o.output)
+		info.Dir, how, info.Epoch, info.Step, len(r.Model.Names()), modelfile.Bytes(total), o.output)
 	return nil
 }
 
@@ -257,18 +258,4 @@ func digitRun(s string) int {
 		n++
 	}
 	return n
-}
-
-// humanBytes formats a byte count for people: "812 B", "1.5 KiB", "2.0 GiB".
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

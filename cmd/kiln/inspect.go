@@ -16,45 +16,27 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/kiln-ml/kiln/internal/modelfile"
 	"github.com/kiln-ml/kiln/store"
 )
 
-// tensorReport describes one tensor of a file.
-type tensorReport struct {
-	Name      string `json:"name"`
-	DType     string `json:"dtype"`
-	Shape     []int  `json:"shape"`
-	Bytes     int64  `json:"bytes"`
-	Supported bool   `json:"supported"` // whether Kiln has a tensor type for the dtype
-}
-
-// fileReport describes one safetensors file.
-type fileReport struct {
-	Path     string            `json:"path"`
-	Bytes    int64             `json:"bytes"`
-	Metadata map[string]string `json:"metadata"`
-	Tensors  []tensorReport    `json:"tensors"`
-	Elements int64             `json:"elements"`   // total number of elements
-	Data     int64             `json:"data_bytes"` // total bytes of tensor data
-}
-
 // checkpointReport describes a checkpoint directory.
 type checkpointReport struct {
-	Dir       string                 `json:"dir"`
-	Chosen    string                 `json:"chosen,omitempty"` // how it was chosen from a run directory
-	Format    string                 `json:"format"`
-	Version   int                    `json:"version"`
-	Created   string                 `json:"created"`
-	Epoch     int                    `json:"epoch"`
-	Step      int                    `json:"step"`
-	RNG       store.RNGState         `json:"rng"`
-	Metrics   map[string]any         `json:"metrics"`
-	Files     []store.CheckpointFile `json:"files"`
-	Model     fileReport             `json:"model"`
-	Optimizer fileReport             `json:"optimizer"`
-	Config    json.RawMessage        `json:"config,omitempty"`
-	Schedule  json.RawMessage        `json:"schedule,omitempty"`
-	OptState  json.RawMessage        `json:"optimizer_state,omitempty"`
+	Dir       string                      `json:"dir"`
+	Chosen    string                      `json:"chosen,omitempty"` // how it was chosen from a run directory
+	Format    string                      `json:"format"`
+	Version   int                         `json:"version"`
+	Created   string                      `json:"created"`
+	Epoch     int                         `json:"epoch"`
+	Step      int                         `json:"step"`
+	RNG       store.RNGState              `json:"rng"`
+	Metrics   map[string]any              `json:"metrics"`
+	Files     []store.CheckpointFile      `json:"files"`
+	Model     modelfile.SafetensorsReport `json:"model"`
+	Optimizer modelfile.SafetensorsReport `json:"optimizer"`
+	Config    json.RawMessage             `json:"config,omitempty"`
+	Schedule  json.RawMessage             `json:"schedule,omitempty"`
+	OptState  json.RawMessage             `json:"optimizer_state,omitempty"`
 }
 
 // inspectFlags defines the flags of `kiln inspect` on fs; the result is
@@ -95,11 +77,11 @@ func inspectCommand(args []string, out, _ io.Writer) error {
 			return fmt.Errorf("inspect: %w", err)
 		}
 		defer sf.Close()
-		rep := describeFile(path, fi.Size(), sf)
+		rep := modelfile.DescribeSafetensors(path, fi.Size(), sf)
 		if *asJSON {
 			return writeJSON(out, rep)
 		}
-		printFile(out, rep, "")
+		rep.Print(out, "", 0)
 		return nil
 	}
 
@@ -132,27 +114,6 @@ func writeJSON(out io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// describeFile describes the size-byte file at path that sf reads, its
-// tensors sorted by name.
-func describeFile(path string, size int64, sf *store.SafetensorsFile) fileReport {
-	rep := fileReport{Path: path, Bytes: size, Metadata: sf.Metadata(), Tensors: []tensorReport{}}
-	for _, n := range sf.Names() {
-		info, _ := sf.Info(n)
-		shape := info.Shape
-		if shape == nil {
-			shape = []int{}
-		}
-		elems := int64(1)
-		for _, d := range shape {
-			elems *= int64(d)
-		}
-		rep.Tensors = append(rep.Tensors, tensorReport{Name: n, DType: info.FileDType, Shape: shape, Bytes: info.Size, Supported: info.Supported})
-		rep.Elements += elems
-		rep.Data += info.Size
-	}
-	return rep
-}
-
 // describeCheckpoint gathers what r says about itself.
 func describeCheckpoint(r *store.CheckpointReader) checkpointReport {
 	info := r.Info
@@ -171,44 +132,9 @@ func describeCheckpoint(r *store.CheckpointReader) checkpointReport {
 	for _, f := range info.Files {
 		sizes[f.Name] = f.Size
 	}
-	rep.Model = describeFile(filepath.Join(info.Dir, "model.safetensors"), sizes["model.safetensors"], r.Model)
-	rep.Optimizer = describeFile(filepath.Join(info.Dir, "optimizer.safetensors"), sizes["optimizer.safetensors"], r.Optimizer)
+	rep.Model = modelfile.DescribeSafetensors(filepath.Join(info.Dir, "model.safetensors"), sizes["model.safetensors"], r.Model)
+	rep.Optimizer = modelfile.DescribeSafetensors(filepath.Join(info.Dir, "optimizer.safetensors"), sizes["optimizer.safetensors"], r.Optimizer)
 	return rep
-}
-
-// printFile prints a file's metadata and a table of its tensors, each
-// line prefixed with indent.
-func printFile(out io.Writer, rep fileReport, indent string) {
-	fmt.Fprintf(out, "%sfile      %s (%s)\n", indent, rep.Path, humanBytes(rep.Bytes))
-	keys := make([]string, 0, len(rep.Metadata))
-	for k := range rep.Metadata {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	if len(keys) == 0 {
-		fmt.Fprintf(out, "%smetadata  (none)\n", indent)
-	}
-	for i, k := range keys {
-		label := "metadata "
-		if i > 0 {
-			label = "         "
-		}
-		fmt.Fprintf(out, "%s%s %s = %s\n", indent, label, k, rep.Metadata[k])
-	}
-	fmt.Fprintf(out, "%stensors   %d, %d elements, %s of data\n", indent, len(rep.Tensors), rep.Elements, humanBytes(rep.Data))
-	if len(rep.Tensors) == 0 {
-		return
-	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "%s  NAME\tDTYPE\tSHAPE\tSIZE\n", indent)
-	for _, t := range rep.Tensors {
-		dtype := t.DType
-		if !t.Supported {
-			dtype += " (not readable by Kiln)"
-		}
-		fmt.Fprintf(tw, "%s  %s\t%s\t%s\t%s\n", indent, t.Name, dtype, shapeText(t.Shape), humanBytes(t.Bytes))
-	}
-	tw.Flush()
 }
 
 // printCheckpoint prints a checkpoint's state, files and tensors.
@@ -244,13 +170,13 @@ func printCheckpoint(out io.Writer, rep checkpointReport) {
 	fmt.Fprintln(out, "files       (sizes and SHA-256 verified against manifest.json)")
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	for _, f := range rep.Files {
-		fmt.Fprintf(tw, "  %s\t%s\tsha256 %s\n", f.Name, humanBytes(f.Size), f.SHA256)
+		fmt.Fprintf(tw, "  %s\t%s\tsha256 %s\n", f.Name, modelfile.Bytes(f.Size), f.SHA256)
 	}
 	tw.Flush()
 	fmt.Fprintln(out, "\nmodel:")
-	printFile(out, rep.Model, "  ")
+	rep.Model.Print(out, "  ", 0)
 	fmt.Fprintln(out, "\noptimizer:")
-	printFile(out, rep.Optimizer, "  ")
+	rep.Optimizer.Print(out, "  ", 0)
 }
 
 // compactJSON returns v on one line, cut to about limit bytes.
@@ -268,15 +194,6 @@ func compactJSON(v json.RawMessage, limit int) string {
 		s = s[:cut] + "…"
 	}
 	return s
-}
-
-// shapeText formats a shape as Kiln prints shapes: [4 3]; [] for a scalar.
-func shapeText(s []int) string {
-	parts := make([]string, len(s))
-	for i, d := range s {
-		parts[i] = fmt.Sprint(d)
-	}
-	return "[" + strings.Join(parts, " ") + "]"
 }
 
 // formatMetric formats a metric's value for people: a time in seconds

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kiln-ml/kiln/internal/modelfile"
 	"github.com/kiln-ml/kiln/onnx"
 	"github.com/kiln-ml/kiln/store"
 	"github.com/kiln-ml/kiln/tensor"
@@ -147,7 +148,7 @@ func TestInspectJSON(t *testing.T) {
 	if err := inspectCommand([]string{out, "-json"}, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
-	var file fileReport
+	var file modelfile.SafetensorsReport
 	if err := json.Unmarshal(stdout.Bytes(), &file); err != nil {
 		t.Fatalf("%v\n%s", err, stdout.String())
 	}
