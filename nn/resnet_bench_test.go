@@ -1,0 +1,114 @@
+package nn_test
+
+import (
+	"testing"
+
+	"github.com/kiln-ml/kiln/nn"
+	"github.com/kiln-ml/kiln/optim"
+	"github.com/kiln-ml/kiln/tensor"
+)
+
+// basicBlock is torchvision's ResNet BasicBlock: two 3×3 convolutions with
+// batch norm, and a 1×1 strided convolution with batch norm on the shortcut
+// where the shape changes.
+type basicBlock struct {
+	Conv1 *nn.Conv2d      `kiln:"conv1"`
+	BN1   *nn.BatchNorm2d `kiln:"bn1"`
+	Conv2 *nn.Conv2d      `kiln:"conv2"`
+	BN2   *nn.BatchNorm2d `kiln:"bn2"`
+	Down  *nn.Conv2d      `kiln:"downsample.0"`
+	DownN *nn.BatchNorm2d `kiln:"downsample.1"`
+}
+
+func newBasicBlock(dev tensor.Device, in, out, stride int) *basicBlock {
+	b := &basicBlock{
+		Conv1: nn.NewConv2d(dev, in, out, 3, nn.ConvConfig{Stride: []int{stride}, Padding: []int{1}, NoBias: true}),
+		BN1:   nn.NewBatchNorm2d(dev, out),
+		Conv2: nn.NewConv2d(dev, out, out, 3, nn.ConvConfig{Padding: []int{1}, NoBias: true}),
+		BN2:   nn.NewBatchNorm2d(dev, out),
+	}
+	if stride != 1 || in != out {
+		b.Down = nn.NewConv2d(dev, in, out, 1, nn.ConvConfig{Stride: []int{stride}, NoBias: true})
+		b.DownN = nn.NewBatchNorm2d(dev, out)
+	}
+	return b
+}
+
+func (b *basicBlock) Forward(x *tensor.Tensor) *tensor.Tensor {
+	y := b.BN1.Forward(b.Conv1.Forward(x)).Relu()
+	y = b.BN2.Forward(b.Conv2.Forward(y))
+	short := x
+	if b.Down != nil {
+		short = b.DownN.Forward(b.Down.Forward(x))
+	}
+	return y.Add(short).Relu()
+}
+
+// resnet18 is torchvision's resnet18: a 7×7 stride-2 stem with max
+// pooling, four stages of two BasicBlocks (64, 128, 256, 512 channels),
+// global average pooling and a linear classifier.
+type resnet18 struct {
+	Conv1  *nn.Conv2d      `kiln:"conv1"`
+	BN1    *nn.BatchNorm2d `kiln:"bn1"`
+	Blocks []*basicBlock   `kiln:"layers"`
+	FC     *nn.Linear      `kiln:"fc"`
+}
+
+func newResNet18(dev tensor.Device, classes int) *resnet18 {
+	m := &resnet18{
+		Conv1: nn.NewConv2d(dev, 3, 64, 7, nn.ConvConfig{Stride: []int{2}, Padding: []int{3}, NoBias: true}),
+		BN1:   nn.NewBatchNorm2d(dev, 64),
+		FC:    nn.NewLinear(dev, 512, classes),
+	}
+	in := 64
+	for i, out := range []int{64, 128, 256, 512} {
+		stride := 2
+		if i == 0 {
+			stride = 1
+		}
+		m.Blocks = append(m.Blocks, newBasicBlock(dev, in, out, stride), newBasicBlock(dev, out, out, 1))
+		in = out
+	}
+	return m
+}
+
+func (m *resnet18) Forward(x *tensor.Tensor) *tensor.Tensor {
+	x = m.BN1.Forward(m.Conv1.Forward(x)).Relu()
+	x = nn.NewMaxPool2d(3, tensor.PoolConfig{Stride: []int{2}, Padding: []int{1}}).Forward(x)
+	for _, b := range m.Blocks {
+		x = b.Forward(x)
+	}
+	x = nn.NewAdaptiveAvgPool2d(1, 1).Forward(x)
+	return m.FC.Forward(x.Reshape(x.Shape()[0], -1))
+}
+
+// BenchmarkResNet18TrainStep times training steps of torchvision's
+// ResNet-18 layout (1000 classes) on 64×64 images in batches of 32:
+// forward in training mode (batch statistics), cross-entropy, backward and
+// an SGD update with momentum, each step in a Scope; it reports images/s.
+// scripts/bench_compare.py times torchvision's resnet18 the same way.
+func BenchmarkResNet18TrainStep(b *testing.B) {
+	dev := tensor.CPU().Autodiff()
+	dev.Seed(1)
+	m := newResNet18(dev, 1000)
+	defer nn.Release(m)
+	opt := optim.NewSGD(optim.SGDConfig{LR: 0.01, Momentum: 0.9})
+	defer opt.ZeroState()
+	x := tensor.Randn(dev.Inner(), 32, 3, 64, 64).Keep()
+	y := tensor.RandInt(dev.Inner(), 0, 1000, 32).Keep()
+	defer x.Release()
+	defer y.Release()
+	step := func() {
+		tensor.Scope(func() {
+			loss := nn.CrossEntropy(m.Forward(x), y, nn.CrossEntropyOptions{})
+			opt.Step(m, loss.Backward())
+			loss.Item()
+		})
+	}
+	step() // optimizer state, buffer pools
+	b.ResetTimer()
+	for b.Loop() {
+		step()
+	}
+	b.ReportMetric(32*float64(b.N)/b.Elapsed().Seconds(), "images/s")
+}
