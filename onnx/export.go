@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/kiln-ml/kiln/autodiff"
 	"github.com/kiln-ml/kiln/backends"
@@ -47,11 +48,15 @@ var ErrExport = errors.New("cannot export to ONNX")
 // constant whose shape holds the batch size ties the graph to the traced
 // batch size, and recurrent layers are unrolled over the traced length.
 //
-// A constant computed from the input's values outside the graph (the
-// mask of a comparison, indices read to the host) would freeze this
-// example's values into the file: Export runs Forward a second time on
-// random values of the example's shape and refuses when the constants
-// differ.
+// The examples are traced (tensor.TraceInput): the ops that carry no
+// gradient are recorded too when they use the input, so comparisons and
+// the masks and Where selections built on them, logical ops, integer
+// casts and arithmetic, OneHot, Any/All and Detach (an Identity) are
+// written as nodes and computed by the file. A constant computed from the
+// input's values outside the graph (values read to the host, a random
+// mask) would freeze this example's values into the file: Export runs
+// Forward a second time on random values of the example's shape and
+// refuses when the constants differ.
 //
 // It returns an error wrapping ErrExport for ops without an ONNX
 // translation, listing each with the dotted path of the module whose
@@ -88,6 +93,11 @@ func Trace(model nn.Module, example *tensor.Tensor) (mp *ModelProto, err error) 
 // value traces in evaluation mode with inputs named "input" (one) or
 // "input0", "input1", … (several).
 type ExportOptions struct {
+	// Opset is the default-domain opset to write: ExportOpset (17) when
+	// 0, up to MaxExportOpset (21); see export_opset.go for the forms that
+	// change with it. onnx.checker in Debian's onnx 1.12 knows opsets up
+	// to 17 only.
+	Opset int `json:"opset,omitempty"`
 	// InputNames names the graph inputs, one per example.
 	InputNames []string `json:"input_names,omitempty"`
 	// Training traces the model in training mode, as torch.onnx.export's
@@ -111,7 +121,9 @@ type ExportOptions struct {
 // else fn uses (a class-weight tensor, a mask) is written as a constant.
 //
 // It is how a loss is exported: fn takes the prediction and the target and
-// returns the loss (a scalar for the mean and sum reductions). Integer
+// returns the loss (a scalar for the mean and sum reductions); the masks
+// and class indices a loss computes from its target, and the detached
+// copies behind its gradients, are traced as Export says. Integer
 // examples (int64 or int32: token ids, class indices) become integer graph
 // inputs; the second pass that looks for input-dependent constants feeds
 // them the example's own values rotated by one position, so ids stay
@@ -124,7 +136,8 @@ type ExportOptions struct {
 //
 // It fails as Export does, and with tensor.ErrArgument for no examples, a
 // nil example or a name count that differs from the example count, and
-// tensor.ErrDType for an example that is neither float nor int64 or int32.
+// tensor.ErrDType for an example that is neither float nor int64 or int32,
+// and tensor.ErrArgument for an opts.Opset outside 17 to 21.
 func ExportFunction(fn func(inputs []*tensor.Tensor) *tensor.Tensor, model any, examples []*tensor.Tensor, path string, opts ExportOptions) error {
 	mp, err := TraceFunction(fn, model, examples, opts)
 	if err != nil {
@@ -140,6 +153,10 @@ func ExportFunction(fn func(inputs []*tensor.Tensor) *tensor.Tensor, model any, 
 // model.
 func TraceFunction(fn func(inputs []*tensor.Tensor) *tensor.Tensor, model any, examples []*tensor.Tensor, opts ExportOptions) (mp *ModelProto, err error) {
 	names, err := inputNames(fn, examples, opts)
+	if err != nil {
+		return nil, err
+	}
+	opset, err := exportOpset(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +193,9 @@ func TraceFunction(fn func(inputs []*tensor.Tensor) *tensor.Tensor, model any, e
 				if x.DType().IsFloat() {
 					x.RequireGrad()
 				}
-				xs[i] = x
+				// Record the ops that carry no gradient too (masks,
+				// class indices, detached copies).
+				xs[i] = x.TraceInput()
 			}
 			var y *tensor.Tensor
 			scopes := withModuleScopes(model, func() { y = fn(xs) })
@@ -200,7 +219,7 @@ func TraceFunction(fn func(inputs []*tensor.Tensor) *tensor.Tensor, model any, e
 				}
 			}
 			tr = &tracer{inputs: inputs, inputNames: names, examples: examples, batch: examples[0].Shape(), named: named, leaves: leaves,
-				names: map[*autodiff.Node]string{}, batched: map[*autodiff.Node]bool{}, scopes: scopes}
+				names: map[*autodiff.Node]string{}, batched: map[*autodiff.Node]bool{}, flat: map[*autodiff.Node]bool{}, scopes: scopes, opset: opset}
 			tr.build(root)
 			if tr.err == nil && len(tr.missing) == 0 {
 				tr.err = checkConstants(fn, xs, root, inputs, leaves)
@@ -217,7 +236,7 @@ func TraceFunction(fn func(inputs []*tensor.Tensor) *tensor.Tensor, model any, e
 		return nil, tr.err
 	}
 	return &ModelProto{IRVersion: 8, ProducerName: "kiln", Graph: tr.g,
-		OpsetImports: []OperatorSetID{{Domain: "", Version: ExportOpset}}}, nil
+		OpsetImports: []OperatorSetID{{Domain: "", Version: int64(tr.opset)}}}, nil
 }
 
 // inputNames checks the examples and returns the graph inputs' names.
@@ -364,7 +383,7 @@ func otherValues(x *tensor.Tensor) *tensor.Tensor {
 	if x.DType().IsFloat() {
 		o := tensor.RandnLike(x.Detach()).Detach()
 		o.RequireGrad()
-		return o
+		return o.TraceInput()
 	}
 	vals := x.Int64s()
 	n := len(vals)
@@ -380,13 +399,13 @@ func otherValues(x *tensor.Tensor) *tensor.Tensor {
 	if x.DType() != tensor.Int64 {
 		o = o.To(x.DType())
 	}
-	return o.ToDevice(x.Device())
+	return o.ToDevice(x.Device()).TraceInput()
 }
 
 // checkConstants runs the forward pass again on other values of the
 // examples' shapes and refuses the export when the constants it builds
 // differ: such a constant was computed from the input outside the graph
-// (a comparison's mask, indices read to the host), and the ONNX file would
+// (values or indices read to the host, a random mask), and the ONNX file would
 // hold this example's values instead of computing them.
 func checkConstants(fn func([]*tensor.Tensor) *tensor.Tensor, xs []*tensor.Tensor, root *autodiff.Node, inputs map[*autodiff.Node]int, leaves map[*autodiff.Node]*tensor.Tensor) error {
 	first := constantsOf(root, inputs, leaves)
@@ -417,7 +436,7 @@ func checkConstants(fn func([]*tensor.Tensor) *tensor.Tensor, xs []*tensor.Tenso
 			continue
 		}
 		if fmt.Sprint(c.Shape()) != fmt.Sprint(d.Shape()) || string(c.Bytes()) != string(d.Bytes()) {
-			return fmt.Errorf("%w: a %s constant of shape %v that the forward pass computes from the input's values outside the graph (a comparison's mask, indices read to the host, a random mask): the ONNX file would hold this example's values", ErrExport, c.DType(), c.Shape())
+			return fmt.Errorf("%w: a %s constant of shape %v that the forward pass computes from the input's values outside the graph (values or indices read to the host, a random mask): the ONNX file would hold this example's values", ErrExport, c.DType(), c.Shape())
 		}
 	}
 	return nil
@@ -436,11 +455,16 @@ type tracer struct {
 	leaves     map[*autodiff.Node]*tensor.Tensor
 	names      map[*autodiff.Node]string
 	batched    map[*autodiff.Node]bool // first dimension is the input's batch
-	g          *GraphProto
-	missing    map[string]int
-	err        error
-	consts     int
-	inits      map[string]bool
+	// flat marks nodes whose first dimension is the batch times a size (a
+	// batched tensor reshaped to [-1] or [-1, d]), so that reshaping them
+	// back writes -1 there instead of the traced size.
+	flat    map[*autodiff.Node]bool
+	g       *GraphProto
+	missing map[string]int
+	err     error
+	consts  int
+	inits   map[string]bool
+	opset   int // the default-domain opset written
 }
 
 func (tr *tracer) build(root *autodiff.Node) {
@@ -699,9 +723,23 @@ func (tr *tracer) op(n *autodiff.Node) {
 	tr.batched[n] = keepsBatch
 	if fn := exporters[n.Op]; fn != nil {
 		tr.batched[n] = fn(tr, n, in, out, keepsBatch)
+		tr.keepFlat(n)
 		return
 	}
+	defer tr.keepFlat(n)
 	scalar := func() float64 { return attrF(n, "scalar", 0) }
+	if elementwiseExport(n.Op) {
+		// Kiln promotes mixed operands (an integer target and a float
+		// prediction, true division of integers); ONNX wants them
+		// converted first.
+		for i, o := range n.Inputs {
+			in[i] = tr.castTo(n, in[i], o.DType, n.DType)
+		}
+		if x != nil && x.DType != n.DType {
+			// The constants below take the dtype of the (converted) input.
+			x = &autodiff.Node{DType: n.DType, Shape: x.Shape}
+		}
+	}
 	switch op := n.Op; {
 	case unaryExport[op] != "":
 		tr.emit(unaryExport[op], in[:1], out)
@@ -804,8 +842,14 @@ func (tr *tracer) op(n *autodiff.Node) {
 		tr.emit("LayerNormalization", ins, out, aInt("axis", -len(ns)), aFloat("epsilon", attrF(n, "eps", 1e-5)))
 	case op == "reshape" || op == "flatten" || op == "unflatten" || op == "squeeze" || op == "unsqueeze":
 		shape := append([]int{}, n.Shape...)
-		if keepsBatch {
+		switch b := tr.batchSize(); {
+		case keepsBatch:
 			shape[0] = 0 // copy the input's (symbolic) batch size
+		case (tr.batched[x] || tr.flat[x]) && len(shape) > 0 && b > 1 && shape[0] > 0 && shape[0]%b == 0:
+			// The batch merged into the first dimension, or split out of
+			// it again: let Reshape infer that dimension.
+			tr.batched[n], tr.flat[n] = shape[0] == b, shape[0] != b
+			shape[0] = -1
 		}
 		tr.emit("Reshape", []string{in[0], tr.ints(shape...)}, out)
 	case op == "permute":
@@ -840,19 +884,7 @@ func (tr *tracer) op(n *autodiff.Node) {
 	case op == "sum" || op == "mean":
 		axes := attrIs(n, "axes")
 		keep := attrI(n, "keepdim")
-		if op == "sum" {
-			ins := in[:1]
-			if len(axes) > 0 {
-				ins = []string{in[0], tr.ints(axes...)}
-			}
-			tr.emit("ReduceSum", ins, out, aInt("keepdims", keep))
-		} else {
-			attrs := []*AttributeProto{aInt("keepdims", keep)}
-			if len(axes) > 0 {
-				attrs = append(attrs, aInts("axes", axes...))
-			}
-			tr.emit("ReduceMean", in[:1], out, attrs...)
-		}
+		tr.reduce(map[string]string{"sum": "ReduceSum", "mean": "ReduceMean"}[op], in[0], out, axes, keep)
 		tr.batched[n] = keepsBatch && !contains(axes, 0) && len(axes) > 0
 	case op == "cast":
 		dt, err := backends.ParseDType(fmt.Sprint(n.Attrs["dtype"]))
@@ -877,14 +909,52 @@ func (tr *tracer) op(n *autodiff.Node) {
 		dim, idx := attrI(n, "dim"), attrI(n, "index")
 		tr.emit("Gather", []string{in[0], tr.hostInit(tr.tmp(n, "index"), &hostTensor{dtype: tensor.Int64, shape: []int{}, i: []int64{int64(idx)}})}, out, aInt("axis", dim))
 		tr.batched[n] = keepsBatch && dim != 0
-	case op == "where":
-		tr.emit("Where", in, out)
 	case op == "embedding":
 		tr.emit("Gather", []string{in[0], in[1]}, out)
 		tr.batched[n] = tr.batched[n.Inputs[1]]
 	default:
 		tr.missing[op]++
 	}
+}
+
+// batchSize is the traced batch size (0 without one).
+func (tr *tracer) batchSize() int {
+	if len(tr.batch) == 0 {
+		return 0
+	}
+	return tr.batch[0]
+}
+
+// keepFlat marks the output of an element-wise op flat (see tracer.flat)
+// when an input of the output's rank and first dimension is.
+func (tr *tracer) keepFlat(n *autodiff.Node) {
+	if tr.batched[n] || tr.flat[n] || len(n.Shape) == 0 {
+		return
+	}
+	switch op := n.Op; {
+	case elementwiseExport(op), compareExport[strings.TrimSuffix(op, "_scalar")] != "", op == "where", op == "cast", op == "detach",
+		op == "logical_and", op == "logical_or", op == "logical_xor", op == "logical_not", op == "one_hot", op == "gather":
+	default:
+		return
+	}
+	for _, in := range n.Inputs {
+		if in != nil && tr.flat[in] && len(in.Shape) == len(n.Shape) && in.Shape[0] == n.Shape[0] {
+			tr.flat[n] = true
+			return
+		}
+	}
+}
+
+// elementwiseExport reports whether op is an element-wise op whose
+// operands the translation takes in the output's dtype.
+func elementwiseExport(op string) bool {
+	switch op {
+	case "add_scalar", "mul_scalar", "div_scalar", "square", "rsqrt", "log1p", "clamp", "pow":
+		return true
+	case "matmul":
+		return false
+	}
+	return unaryExport[op] != "" || binaryExport[op] != ""
 }
 
 func allOnes(v []int) bool {

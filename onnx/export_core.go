@@ -19,21 +19,23 @@ func init() {
 		"logsumexp": "ReduceLogSumExp"} {
 		registerExport(op, func(tr *tracer, n *autodiff.Node, in []string, out string, keepsBatch bool) bool {
 			axes := attrIs(n, "axes")
-			tr.emit(onnxOp, in[:1], out, aInts("axes", axes...), aInt("keepdims", int(b2i(attrBool(n, "keepdim")))))
+			tr.reduce(onnxOp, in[0], out, axes, int(b2i(attrBool(n, "keepdim"))))
 			return keepsBatch && !contains(axes, 0)
 		})
 	}
 	for op, onnxOp := range map[string]string{"max_dim": "ReduceMax", "min_dim": "ReduceMin"} {
 		registerExport(op, func(tr *tracer, n *autodiff.Node, in []string, out string, keepsBatch bool) bool {
 			d := attrI(n, "dim")
-			tr.emit(onnxOp, in[:1], out, aInts("axes", d), aInt("keepdims", int(b2i(attrBool(n, "keepdim")))))
+			tr.reduce(onnxOp, in[0], out, []int{d}, int(b2i(attrBool(n, "keepdim"))))
 			return keepsBatch && d != 0
 		})
 	}
 	registerExport("var", exportVariance(false))
 	registerExport("std", exportVariance(true))
 	registerExport("cumsum", func(tr *tracer, n *autodiff.Node, in []string, out string, keepsBatch bool) bool {
-		tr.emit("CumSum", []string{in[0], tr.scalarInt(attrI(n, "dim"))}, out)
+		// Bool and integer tensors sum in int64 (ONNX's CumSum takes no
+		// booleans).
+		tr.emit("CumSum", []string{tr.castTo(n, in[0], n.Inputs[0].DType, n.DType), tr.scalarInt(attrI(n, "dim"))}, out)
 		return keepsBatch
 	})
 	registerExport("dot", func(tr *tracer, n *autodiff.Node, in []string, out string, _ bool) bool {
@@ -110,6 +112,9 @@ func init() {
 	registerExport("pad", func(tr *tracer, n *autodiff.Node, in []string, out string, keepsBatch bool) bool {
 		mode := attrS(n, "mode")
 		onnxMode := map[string]string{"constant": "constant", "reflect": "reflect", "replicate": "edge", "edge": "edge"}[mode]
+		if mode == "circular" && tr.opset >= 19 {
+			onnxMode = "wrap"
+		}
 		if onnxMode == "" {
 			tr.missing["pad ("+mode+")"]++ // circular: ONNX's "wrap" comes with opset 19
 			return false
@@ -192,7 +197,7 @@ func init() {
 		}
 		sq, ms, eps, rs, y := tr.tmp(n, "sq"), tr.tmp(n, "ms"), tr.tmp(n, "eps"), tr.tmp(n, "rms"), tr.tmp(n, "y")
 		tr.emit("Mul", []string{in[0], in[0]}, sq)
-		tr.emit("ReduceMean", []string{sq}, ms, aInts("axes", axes...), aInt("keepdims", 1))
+		tr.reduce("ReduceMean", sq, ms, axes, 1)
 		tr.emit("Add", []string{ms, tr.constant(x.DType, []int{}, attrF(n, "eps", 1e-6))}, eps)
 		tr.emit("Sqrt", []string{eps}, rs)
 		if len(in) < 2 {
@@ -310,8 +315,9 @@ func exportVariance(std bool) func(tr *tracer, n *autodiff.Node, in []string, ou
 		correction := attrI(n, "correction")
 		den := float64(count - correction)
 		mean, d, sq, ss := tr.tmp(n, "mean"), tr.tmp(n, "d"), tr.tmp(n, "sq"), tr.tmp(n, "ss")
-		keep := aInt("keepdims", int(b2i(attrBool(n, "keepdim"))))
-		tr.emit("ReduceMean", in[:1], mean, aInts("axes", axes...), aInt("keepdims", 1))
+		keepdims := int(b2i(attrBool(n, "keepdim")))
+		keep := aInt("keepdims", keepdims)
+		tr.reduce("ReduceMean", in[0], mean, axes, 1)
 		tr.emit("Sub", []string{in[0], mean}, d)
 		tr.emit("Mul", []string{d, d}, sq)
 		v := out
@@ -321,7 +327,7 @@ func exportVariance(std bool) func(tr *tracer, n *autodiff.Node, in []string, ou
 		switch {
 		case correction == 0:
 			// The mean of the squares: right for any batch size.
-			tr.emit("ReduceMean", []string{sq}, v, aInts("axes", axes...), keep)
+			tr.reduce("ReduceMean", sq, v, axes, keepdims)
 		case tr.batched[x] && contains(axes, 0):
 			// The count includes the symbolic batch: read it from the
 			// input's shape.

@@ -49,15 +49,15 @@ func TestExportEmbedding(t *testing.T) {
 		nn.NewTransformerEncoder(nn.NewTransformerEncoderLayer(dev, 8, 2, nn.TransformerLayerConfig{DimFeedforward: 16, BatchFirst: true}), 2, nil),
 		nn.NewLinear(dev, 8, vocab)}
 	checkFunctionExports(t, []functionCase{
-		{"Embedding int64", module(emb), emb, func(b int) []*tensor.Tensor { return []*tensor.Tensor{tokens(vocab, tensor.Int64, b, 5)} }, []string{"Gather"}, false},
-		{"Embedding int32", module(emb32), emb32, func(b int) []*tensor.Tensor { return []*tensor.Tensor{tokens(vocab, tensor.Int32, b, 5)} }, []string{"Gather"}, false},
-		{"Embedding padded", module(padded), padded, func(b int) []*tensor.Tensor { return []*tensor.Tensor{tokens(vocab, tensor.Int64, b, 7)} }, []string{"Gather"}, false},
-		{"Embedding Linear", module(seq), seq, func(b int) []*tensor.Tensor { return []*tensor.Tensor{tokens(vocab, tensor.Int64, b, 4)} }, []string{"Gather", "MatMul"}, false},
+		{"Embedding int64", module(emb), emb, func(b int) []*tensor.Tensor { return []*tensor.Tensor{tokens(vocab, tensor.Int64, b, 5)} }, []string{"Gather"}, false, 0},
+		{"Embedding int32", module(emb32), emb32, func(b int) []*tensor.Tensor { return []*tensor.Tensor{tokens(vocab, tensor.Int32, b, 5)} }, []string{"Gather"}, false, 0},
+		{"Embedding padded", module(padded), padded, func(b int) []*tensor.Tensor { return []*tensor.Tensor{tokens(vocab, tensor.Int64, b, 7)} }, []string{"Gather"}, false, 0},
+		{"Embedding Linear", module(seq), seq, func(b int) []*tensor.Tensor { return []*tensor.Tensor{tokens(vocab, tensor.Int64, b, 4)} }, []string{"Gather", "MatMul"}, false, 0},
 	}, 1e-5, []int{3, 5})
 	// The transformer's attention reshapes at the traced sizes.
 	checkFunctionExports(t, []functionCase{
 		{"Embedding TransformerEncoder Linear", module(enc), enc, func(b int) []*tensor.Tensor { return []*tensor.Tensor{tokens(vocab, tensor.Int64, b, 6)} },
-			[]string{"Gather", "Softmax", "LayerNormalization"}, false},
+			[]string{"Gather", "Softmax", "LayerNormalization"}, false, 0},
 	}, 1e-5, []int{3, 3})
 }
 

@@ -20,10 +20,12 @@ type functionCase struct {
 	inputs func(batch int) []*tensor.Tensor // on the CPU
 	ops    []string                         // ONNX operators the graph must hold
 	train  bool                             // trace (and compare) in training mode
+	opset  int                              // ExportOptions.Opset
 }
 
 // checkFunctionExports exports each case with onnx.ExportFunction on the
-// inputs of the first batch size, checks the file with onnx.checker, loads
+// inputs of the first batch size, checks the file with onnx.checker (for
+// opset 17, the newest Debian's onnx 1.12 knows), loads
 // it back on every test device and compares its output with fn's for
 // every batch size, within tol (relative and absolute).
 func checkFunctionExports(t *testing.T, cases []functionCase, tol float64, batches []int) {
@@ -35,11 +37,13 @@ func checkFunctionExports(t *testing.T, cases []functionCase, tol float64, batch
 			}
 			path := filepath.Join(t.TempDir(), "model.onnx")
 			tensor.Scope(func() {
-				if err := onnx.ExportFunction(c.fn, c.model, c.inputs(batches[0]), path, onnx.ExportOptions{Training: c.train}); err != nil {
+				if err := onnx.ExportFunction(c.fn, c.model, c.inputs(batches[0]), path, onnx.ExportOptions{Training: c.train, Opset: c.opset}); err != nil {
 					t.Fatal(err)
 				}
 			})
-			checkONNX(t, path, c.ops)
+			if c.opset <= onnx.ExportOpset {
+				checkONNX(t, path, c.ops) // Debian's onnx 1.12 checks opsets up to 17
+			}
 			if c.model != nil && c.train {
 				nn.Train(c.model)
 			} else if c.model != nil {

@@ -17,9 +17,9 @@ import (
 func init() {
 	registerExport("cross_entropy", exportCrossEntropy)
 	registerExport("gather", func(tr *tracer, n *autodiff.Node, in []string, out string, keepsBatch bool) bool {
-		d := attrI(n, "dim")
-		tr.emit("GatherElements", in[:2], out, aInt("axis", d))
-		return keepsBatch && d != 0 && tr.batched[n.Inputs[1]]
+		tr.emit("GatherElements", in[:2], out, aInt("axis", attrI(n, "dim")))
+		// The output has the index's shape, and so its batch dimension.
+		return tr.batched[n.Inputs[1]]
 	})
 }
 

@@ -3,6 +3,7 @@ package onnx_test
 import (
 	"errors"
 	"go/ast"
+	"math"
 	"sort"
 	"strings"
 	"testing"
@@ -28,6 +29,16 @@ func signs(shape ...int) *tensor.Tensor {
 
 func classes(c int, shape ...int) *tensor.Tensor {
 	return tensor.RandInt(tensor.CPU(), 0, int64(c), shape...)
+}
+
+// sparseProbs returns rows of c probabilities of which about a third are
+// exactly 0.
+func sparseProbs(c int) func(n int) *tensor.Tensor {
+	return func(n int) *tensor.Tensor {
+		keep := tensor.RandInt(tensor.CPU(), 0, 3, n, c).GtScalar(0)
+		p := tensor.Where(keep, floats(n, c).Exp(), tensor.ScalarOf(tensor.CPU(), tensor.Float32, 0))
+		return p.Div(p.SumKeep(1).AddScalar(1e-6))
+	}
 }
 
 // lossCase is one loss of nn for TestExportLosses, its inputs and the ONNX
@@ -56,6 +67,9 @@ func exportedLosses() []lossCase {
 		return func(n int) *tensor.Tensor { return f(append([]int{n}, shape...)...) }
 	}
 	cls := func(n int) *tensor.Tensor { return classes(c, n) }
+	logProbs := func(c int) func(n int) *tensor.Tensor {
+		return func(n int) *tensor.Tensor { return floats(n, c).LogSoftmax(1) }
+	}
 	return []lossCase{
 		{"MSE", func(x []*tensor.Tensor, r string) *tensor.Tensor {
 			return nn.MSE(x[0], x[1], nn.MSEOptions{Reduction: r})
@@ -95,6 +109,89 @@ func exportedLosses() []lossCase {
 		{"MarginRanking", func(x []*tensor.Tensor, r string) *tensor.Tensor {
 			return nn.MarginRanking(x[0], x[1], x[2], nn.MarginRankingOptions{Margin: 0.3, Reduction: r})
 		}, three(nd(floats), nd(floats), nd(signs)), nil},
+
+		// The losses below compute masks, class indices or detached copies
+		// from their inputs: the trace records those ops too
+		// (tensor.TraceInput), so the graph computes them.
+		{"Huber", func(x []*tensor.Tensor, r string) *tensor.Tensor {
+			return nn.Huber(x[0], x[1], nn.HuberOptions{Delta: 0.6, Reduction: r})
+		}, two(nd(floats, 4), nd(floats, 4)), []string{"Less", "Where"}},
+		{"SmoothL1", func(x []*tensor.Tensor, r string) *tensor.Tensor {
+			beta := 0.7
+			return nn.SmoothL1(x[0], x[1], nn.SmoothL1Options{Beta: &beta, Reduction: r})
+		}, two(nd(floats, 4), nd(floats, 4)), []string{"Less", "Where"}},
+		{"NLL", func(x []*tensor.Tensor, r string) *tensor.Tensor {
+			return nn.NLL(x[0], x[1], nn.NLLOptions{Reduction: r})
+		}, two(logProbs(c), cls), []string{"GatherElements", "Equal", "Not"}},
+		{"NLL weight ignore spatial", func(x []*tensor.Tensor, r string) *tensor.Tensor {
+			return nn.NLL(x[0], x[1], nn.NLLOptions{Weight: weight, IgnoreIndex: &ignore, Reduction: r})
+		}, two(func(n int) *tensor.Tensor { return floats(n, c, 3).LogSoftmax(1) }, func(n int) *tensor.Tensor { return classes(c, n, 3) }),
+			[]string{"GatherElements", "Where"}},
+		{"NLL int32 target", func(x []*tensor.Tensor, r string) *tensor.Tensor {
+			return nn.NLL(x[0], x[1], nn.NLLOptions{Weight: weight, Reduction: r})
+		}, two(logProbs(c), func(n int) *tensor.Tensor { return classes(c, n).To(tensor.Int32) }), []string{"Cast"}},
+		{"BinaryCrossEntropy", func(x []*tensor.Tensor, r string) *tensor.Tensor {
+			return nn.BinaryCrossEntropy(x[0], x[1], nn.BinaryCrossEntropyOptions{Reduction: r})
+		}, two(nd(probs, c), nd(probs, c)), []string{"Identity", "Log"}},
+		{"BinaryCrossEntropy weight", func(x []*tensor.Tensor, r string) *tensor.Tensor {
+			return nn.BinaryCrossEntropy(x[0], x[1], nn.BinaryCrossEntropyOptions{Weight: weight, Reduction: r})
+		}, two(nd(probs, c), nd(probs, c)), nil},
+		{"KLDiv", func(x []*tensor.Tensor, r string) *tensor.Tensor {
+			return nn.KLDiv(x[0], x[1], nn.KLDivOptions{Reduction: r})
+		}, two(logProbs(c), sparseProbs(c)), []string{"Equal", "Where"}},
+		{"GaussianNLL", func(x []*tensor.Tensor, r string) *tensor.Tensor {
+			// An eps inside the variances' range, so that the clamp bites.
+			return nn.GaussianNLL(x[0], x[1], x[2], nn.GaussianNLLOptions{Eps: 0.4, Reduction: r})
+		}, three(nd(floats, 4), nd(floats, 4), nd(positive, 4)), []string{"Identity", "Clip"}},
+		{"GaussianNLL full per-sample variance", func(x []*tensor.Tensor, r string) *tensor.Tensor {
+			return nn.GaussianNLL(x[0], x[1], x[2], nn.GaussianNLLOptions{Full: true, Eps: 0.4, Reduction: r})
+		}, three(nd(floats, 4), nd(floats, 4), nd(positive)), nil},
+		{"HingeEmbedding", func(x []*tensor.Tensor, r string) *tensor.Tensor {
+			margin := 0.5
+			return nn.HingeEmbedding(x[0], x[1], nn.HingeEmbeddingOptions{Margin: &margin, Reduction: r})
+		}, two(nd(floats, 4), nd(signs, 4)), []string{"Equal", "Not"}},
+		{"MultiMargin", func(x []*tensor.Tensor, r string) *tensor.Tensor {
+			return nn.MultiMargin(x[0], x[1], nn.MultiMarginOptions{Reduction: r})
+		}, two(nd(floats, c), cls), []string{"GatherElements", "Equal"}},
+		{"MultiMargin p2 margin weight", func(x []*tensor.Tensor, r string) *tensor.Tensor {
+			margin := 0.7
+			return nn.MultiMargin(x[0], x[1], nn.MultiMarginOptions{P: 2, Margin: &margin, Weight: weight, Reduction: r})
+		}, two(nd(floats, c), cls), nil},
+		{"MultiLabelMargin", func(x []*tensor.Tensor, r string) *tensor.Tensor {
+			return nn.MultiLabelMargin(x[0], x[1], nn.MultiLabelMarginOptions{Reduction: r})
+		}, two(nd(floats, c), func(n int) *tensor.Tensor { return tensor.RandInt(tensor.CPU(), -1, c, n, c) }), []string{"CumSum", "ReduceSum"}},
+		{"CosineEmbedding", func(x []*tensor.Tensor, r string) *tensor.Tensor {
+			return nn.CosineEmbedding(x[0], x[1], x[2], nn.CosineEmbeddingOptions{Margin: 0.2, Reduction: r})
+		}, three(nd(floats, 6), nd(floats, 6), nd(signs)), []string{"Equal", "Where"}},
+		{"CosineEmbedding int64 labels", func(x []*tensor.Tensor, r string) *tensor.Tensor {
+			return nn.CosineEmbedding(x[0], x[1], x[2], nn.CosineEmbeddingOptions{Margin: -0.3, Reduction: r})
+		}, three(nd(floats, 6), nd(floats, 6), func(n int) *tensor.Tensor { return signs(n).To(tensor.Int64) }), nil},
+		{"TripletMargin", func(x []*tensor.Tensor, r string) *tensor.Tensor {
+			return nn.TripletMargin(x[0], x[1], x[2], nn.TripletMarginOptions{Reduction: r})
+		}, three(nd(floats, 6), nd(floats, 6), nd(floats, 6)), []string{"Equal", "Sqrt"}},
+		{"TripletMargin p3 swap", func(x []*tensor.Tensor, r string) *tensor.Tensor {
+			margin := 0.5
+			return nn.TripletMargin(x[0], x[1], x[2], nn.TripletMarginOptions{Margin: &margin, P: 3, Swap: true, Reduction: r})
+		}, three(nd(floats, 6), nd(floats, 6), nd(floats, 6)), []string{"Pow", "Min"}},
+		{"TripletMargin p1 and inf", func(x []*tensor.Tensor, r string) *tensor.Tensor {
+			l1 := nn.TripletMargin(x[0], x[1], x[2], nn.TripletMarginOptions{P: 1, Reduction: r})
+			return l1.Add(nn.TripletMargin(x[0], x[1], x[2], nn.TripletMarginOptions{P: math.Inf(1), Reduction: r}))
+		}, three(nd(floats, 6), nd(floats, 6), nd(floats, 6)), nil},
+		{"TripletMarginWithDistance", func(x []*tensor.Tensor, r string) *tensor.Tensor {
+			return nn.TripletMarginWithDistance(x[0], x[1], x[2], nn.TripletMarginWithDistanceOptions{Reduction: r})
+		}, three(nd(floats, 6), nd(floats, 6), nd(floats, 6)), []string{"Equal"}},
+		{"TripletMarginWithDistance cosine swap", func(x []*tensor.Tensor, r string) *tensor.Tensor {
+			cosine := func(a, b *tensor.Tensor) *tensor.Tensor {
+				return a.Mul(b).Sum(1).Div(a.Square().Sum(1).Mul(b.Square().Sum(1)).Sqrt()).Neg().AddScalar(1)
+			}
+			return nn.TripletMarginWithDistance(x[0], x[1], x[2], nn.TripletMarginWithDistanceOptions{Distance: cosine, Swap: true, Reduction: r})
+		}, three(nd(floats, 6), nd(floats, 6), nd(floats, 6)), nil},
+		{"PairwiseDistance", func(x []*tensor.Tensor, _ string) *tensor.Tensor {
+			return nn.PairwiseDistance(x[0], x[1], nn.PairwiseDistanceOptions{})
+		}, two(nd(floats, 6), nd(floats, 6)), []string{"Equal", "Sqrt"}},
+		{"PairwiseDistance p1.5 keepdim", func(x []*tensor.Tensor, _ string) *tensor.Tensor {
+			return nn.PairwiseDistance(x[0], x[1], nn.PairwiseDistanceOptions{P: 1.5, Eps: 1e-3, KeepDim: true})
+		}, two(nd(floats, 6), nd(floats, 6)), nil},
 	}
 }
 
@@ -117,30 +214,28 @@ func TestExportLosses(t *testing.T) {
 // unexportableLosses lists the losses of package nn that Export cannot
 // write, and why.
 var unexportableLosses = map[string]string{
-	"Huber":    "picks the quadratic or the linear branch with a comparison (|d| < delta) that package tensor does not record: the mask would be frozen",
-	"SmoothL1": "picks the quadratic or the linear branch with a comparison (|d| < beta) that package tensor does not record: the mask would be frozen",
-	"NLL": "masks the ignored positions and guards negative classes with comparisons of the integer target (NeScalar, LtScalar) " +
-		"that package tensor does not record, so the class indices it gathers would be frozen",
-	"BinaryCrossEntropy": "attaches PyTorch's gradient through detached copies of its inputs (p − p.Detach()), whose values the graph would freeze",
-	"KLDiv": "partly: with LogTarget it is exported; without, it treats zero targets with a comparison (target == 0) that package tensor does not record, " +
-		"and \"batchmean\" divides by the traced batch size (DivScalar)",
-	"GaussianNLL":               "clamps the variance through a detached copy (max(var, eps) with var's gradient), whose values the graph would freeze",
-	"HingeEmbedding":            "selects the branch by comparing the ±1 target (target == 1), which package tensor does not record",
-	"MultiMargin":               "builds the other-classes mask by comparing the target with the class ids, which package tensor does not record",
-	"MultiLabelMargin":          "reads the target's −1 terminator with comparisons that package tensor does not record",
-	"CosineEmbedding":           "selects the branch by comparing the ±1 target (y == 1), which package tensor does not record",
-	"TripletMargin":             "guards zero distances in its p-norm with a comparison (s == 0) that package tensor does not record",
-	"TripletMarginWithDistance": "its default distance guards zero norms with a comparison (s == 0) that package tensor does not record",
-	"PairwiseDistance":          "guards zero norms with a comparison (s == 0) that package tensor does not record",
-	"CTC":                       "no ONNX operator computes the CTC loss (its dynamic-programming recursion over the alignments)",
-	"CTCTensorLengths":          "no ONNX operator computes the CTC loss (its dynamic-programming recursion over the alignments)",
+	"KLDiv": "partly: \"batchmean\" divides by the traced batch size (DivScalar by a number), so its graph is right at the traced " +
+		"batch size only (TestExportKLDivBatchMean)",
+	"CTC":              "no ONNX operator computes the CTC loss (its dynamic-programming recursion over the alignments)",
+	"CTCTensorLengths": "no ONNX operator computes the CTC loss (its dynamic-programming recursion over the alignments)",
+}
+
+// TestExportKLDivBatchMean exports KLDiv's "batchmean" reduction, whose
+// divisor is the traced batch size, and compares it at that size.
+func TestExportKLDivBatchMean(t *testing.T) {
+	checkFunctionExports(t, []functionCase{{name: "KLDiv batchmean", fn: func(x []*tensor.Tensor) *tensor.Tensor {
+		return nn.KLDiv(x[0], x[1], nn.KLDivOptions{Reduction: "batchmean"})
+	}, inputs: func(n int) []*tensor.Tensor {
+		return []*tensor.Tensor{floats(n, 5).LogSoftmax(1), sparseProbs(5)(n)}
+	}}}, 1e-5, []int{3})
 }
 
 // TestExportEveryLoss fails when a loss of package nn (an exported
 // function taking an …Options struct and returning a tensor) is neither
 // exported by TestExportLosses nor listed in unexportableLosses with the
-// reason, and checks that a listed loss is refused with ErrExport rather
-// than written with frozen values.
+// reason, and checks that a function computing a mask from its input's
+// values outside the graph (read to the host) is refused with ErrExport
+// rather than written with frozen values.
 func TestExportEveryLoss(t *testing.T) {
 	exported := map[string]bool{}
 	for _, lc := range exportedLosses() {
@@ -158,21 +253,19 @@ func TestExportEveryLoss(t *testing.T) {
 	if len(missing) > 0 {
 		t.Errorf("nn losses with no export test (add them to exportedLosses, or to unexportableLosses with the reason): %s", strings.Join(missing, ", "))
 	}
-	for _, c := range []struct {
-		name string
-		fn   func(xs []*tensor.Tensor) *tensor.Tensor
-		xs   []*tensor.Tensor
-	}{
-		{"Huber", func(x []*tensor.Tensor) *tensor.Tensor { return nn.Huber(x[0], x[1], nn.HuberOptions{}) }, []*tensor.Tensor{floats(3, 4), floats(3, 4)}},
-		{"NLL", func(x []*tensor.Tensor) *tensor.Tensor { return nn.NLL(x[0], x[1], nn.NLLOptions{}) }, []*tensor.Tensor{floats(3, 5).LogSoftmax(1), classes(5, 3)}},
-		{"BinaryCrossEntropy", func(x []*tensor.Tensor) *tensor.Tensor {
-			return nn.BinaryCrossEntropy(x[0], x[1], nn.BinaryCrossEntropyOptions{})
-		}, []*tensor.Tensor{probs(3, 4), probs(3, 4)}},
-	} {
-		_, err := onnx.TraceFunction(c.fn, nil, c.xs, onnx.ExportOptions{})
-		if !errors.Is(err, onnx.ErrExport) {
-			t.Errorf("%s: TraceFunction gave %v, want ErrExport", c.name, err)
+	hostMask := func(x []*tensor.Tensor) *tensor.Tensor {
+		v := x[0].Float32s()
+		m := make([]float32, len(v))
+		for i, f := range v {
+			if f > 0 {
+				m[i] = 1
+			}
 		}
+		return x[0].Mul(tensor.FromFloat32s(tensor.CPU(), m, x[0].Shape()...)).Sum()
+	}
+	_, err := onnx.TraceFunction(hostMask, nil, []*tensor.Tensor{floats(3, 4)}, onnx.ExportOptions{})
+	if !errors.Is(err, onnx.ErrExport) {
+		t.Errorf("a mask read to the host: TraceFunction gave %v, want ErrExport", err)
 	}
 }
 

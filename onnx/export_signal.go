@@ -22,6 +22,15 @@ func init() {
 		if v, _ := n.Attrs["align_corners"].(bool); v {
 			align = 1
 		}
+		if tr.opset >= 20 {
+			// Opset 20 renamed the modes (and made GridSample N-D).
+			switch mode {
+			case "bilinear":
+				mode = "linear"
+			case "bicubic":
+				mode = "cubic"
+			}
+		}
 		tr.emit("GridSample", in[:2], out, layerAttrString("mode", mode), layerAttrString("padding_mode", padding),
 			aInt("align_corners", align))
 		return keepsBatch
@@ -77,8 +86,13 @@ func exportDFT(tr *tracer, n *autodiff.Node, x, out string, keepsBatch, inverse,
 	if scale != 1 {
 		dst = tr.tmp(n, "dft")
 	}
-	tr.emit("DFT", []string{x, tr.constant("int64", []int{}, float64(length))}, dst,
-		aInt("axis", axis), aInt("inverse", map[bool]int{false: 0, true: 1}[inverse]), aInt("onesided", onesided))
+	inv := aInt("inverse", map[bool]int{false: 0, true: 1}[inverse])
+	if tr.opset >= 20 {
+		// Opset 20 takes the axis as an input.
+		tr.emit("DFT", []string{x, tr.constant("int64", []int{}, float64(length)), tr.scalarInt(axis)}, dst, inv, aInt("onesided", onesided))
+	} else {
+		tr.emit("DFT", []string{x, tr.constant("int64", []int{}, float64(length))}, dst, aInt("axis", axis), inv, aInt("onesided", onesided))
+	}
 	if scale != 1 {
 		tr.emit("Mul", []string{dst, tr.constant(n.DType, []int{}, scale)}, out)
 	}

@@ -37,11 +37,11 @@ func TestExportBatchNormTraining(t *testing.T) {
 		bn1.RunningVar.Assign(tensor.Full(dev, 9, 4))
 	})
 	checkFunctionExports(t, []functionCase{
-		{"BatchNorm1d [N C]", module(bn1), bn1, randn(4), []string{"ReduceMean"}, true},
-		{"BatchNorm1d [N C L]", module(bn1seq), bn1seq, randn(3, 5), []string{"ReduceMean"}, true},
-		{"BatchNorm2d", module(bn2), bn2, randn(3, 4, 4), []string{"ReduceMean"}, true},
-		{"BatchNorm1d no affine, no running statistics", module(noAffine), noAffine, randn(4), nil, true},
-		{"Conv2d BatchNorm2d Linear BatchNorm1d", module(net), net, randn(2, 4, 4), []string{"Conv", "ReduceMean"}, true},
+		{"BatchNorm1d [N C]", module(bn1), bn1, randn(4), []string{"ReduceMean"}, true, 0},
+		{"BatchNorm1d [N C L]", module(bn1seq), bn1seq, randn(3, 5), []string{"ReduceMean"}, true, 0},
+		{"BatchNorm2d", module(bn2), bn2, randn(3, 4, 4), []string{"ReduceMean"}, true, 0},
+		{"BatchNorm1d no affine, no running statistics", module(noAffine), noAffine, randn(4), nil, true, 0},
+		{"Conv2d BatchNorm2d Linear BatchNorm1d", module(net), net, randn(2, 4, 4), []string{"Conv", "ReduceMean"}, true, 0},
 	}, 1e-5, []int{4, 6})
 }
 

@@ -1,18 +1,44 @@
 package tensor
 
-import "github.com/kiln-ml/kiln/backends"
+import (
+	"math"
 
-// Comparisons and logical ops return Bool tensors and record no gradient.
+	"github.com/kiln-ml/kiln/backends"
+)
+
+// Comparisons and logical ops return Bool tensors and record no gradient
+// (on a traced tensor they record a node that carries none; see TraceInput).
 // Inputs are promoted to a common dtype first (an Int64 tensor compared
 // with a Float32 one compares in Float32, as in PyTorch); NaN compares
 // unequal to everything, itself included.
 
 func (t *Tensor) compare(op string, b backends.BinaryOp, other *Tensor) *Tensor {
-	return rawBinary(op, b, t, other)
+	out := rawBinary(op, b, t, other)
+	if t.traced || other.traced {
+		ct := backends.Promote(t.dtype, other.dtype)
+		if b == backends.And || b == backends.Or || b == backends.Xor {
+			ct = Bool
+		}
+		return recordTraced(tracedOps[op], compareAttrs(ct, nil), out, t, other)
+	}
+	return out
 }
 
 func (t *Tensor) compareScalar(op string, b backends.BinaryOp, s float64) *Tensor {
-	return rawScalar(op, b, t, s, false)
+	out := rawScalar(op, b, t, s, false)
+	if t.traced {
+		isFloat := s != math.Trunc(s) || math.IsInf(s, 0) || math.IsNaN(s)
+		return recordTraced(tracedOps[op], compareAttrs(backends.PromoteScalar(t.dtype, isFloat, Float32), &s), out, t)
+	}
+	return out
+}
+
+// tracedOps names the graph nodes of traced comparisons and logical ops.
+var tracedOps = map[string]string{
+	"Eq": "eq", "Ne": "ne", "Lt": "lt", "Le": "le", "Gt": "gt", "Ge": "ge",
+	"EqScalar": "eq_scalar", "NeScalar": "ne_scalar", "LtScalar": "lt_scalar", "LeScalar": "le_scalar",
+	"GtScalar": "gt_scalar", "GeScalar": "ge_scalar",
+	"LogicalAnd": "logical_and", "LogicalOr": "logical_or", "LogicalXor": "logical_xor",
 }
 
 // Eq returns t == other element-wise as Bool, broadcasting. It panics on
@@ -72,7 +98,11 @@ func (t *Tensor) LogicalXor(other *Tensor) *Tensor {
 // where t is zero.
 func (t *Tensor) LogicalNot() *Tensor {
 	t.live("LogicalNot")
-	return rawUnary("LogicalNot", backends.Not, t, 0, 0)
+	out := rawUnary("LogicalNot", backends.Not, t, 0, 0)
+	if t.traced {
+		return recordTraced("logical_not", nil, out, t)
+	}
+	return out
 }
 
 // And is LogicalAnd, under the name the issue tracker and Burn use.

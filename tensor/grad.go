@@ -15,7 +15,7 @@ import (
 // helpers (rawBinary, rawUnary, …), never public ops, on tensors that carry
 // no graph.
 func record(op string, attrs map[string]any, out *Tensor, inputs []*Tensor, backward func(g *Tensor) []*Tensor) *Tensor {
-	need := false
+	need, traced := false, false
 	for _, in := range inputs {
 		if in.dev.casting && !out.dev.casting {
 			out.dev.autocast, out.dev.casting = in.dev.autocast, true
@@ -29,19 +29,17 @@ func record(op string, attrs map[string]any, out *Tensor, inputs []*Tensor, back
 		if in.requiresGrad {
 			need = true
 		}
+		if in.traced {
+			traced = true
+		}
 	}
-	if !need {
+	if !need && !traced {
 		return out
 	}
-	nodes := make([]*autodiff.Node, len(inputs))
-	for i, in := range inputs {
-		if in.node == nil {
-			in.node = autodiff.NewLeaf(in.Shape(), in.dtype.String(), false)
-			in.node.Const = in
-		}
-		nodes[i] = in.node
-	}
-	out.node = autodiff.NewNode(op, attrs, nodes, out.Shape(), out.dtype.String(), func(g autodiff.Value) []autodiff.Value {
+	// A traced op on tensors that carry no gradient (the integer target of a
+	// loss, a mask) records a node all the same, so that an exporter sees
+	// it (see TraceInput); NewNode gives it no backward.
+	out.node = autodiff.NewNode(op, attrs, graphInputs(inputs), out.Shape(), out.dtype.String(), func(g autodiff.Value) []autodiff.Value {
 		gt := g.(*Tensor)
 		gs := backward(gt)
 		res := make([]autodiff.Value, len(gs))
@@ -63,10 +61,25 @@ func record(op string, attrs map[string]any, out *Tensor, inputs []*Tensor, back
 		return res
 	})
 	out.node.Scope = currentModuleScope()
-	out.requiresGrad = true
+	out.requiresGrad = need
+	out.traced = traced
 	out.dev = out.dev.Autodiff()
 	notifyObservers(out.node)
 	return out
+}
+
+// graphInputs returns the graph nodes of an op's inputs, giving each input
+// without one a constant leaf that holds its value.
+func graphInputs(inputs []*Tensor) []*autodiff.Node {
+	nodes := make([]*autodiff.Node, len(inputs))
+	for i, in := range inputs {
+		if in.node == nil {
+			in.node = autodiff.NewLeaf(in.Shape(), in.dtype.String(), false)
+			in.node.Const = in
+		}
+		nodes[i] = in.node
+	}
+	return nodes
 }
 
 // moduleScope names the module scope of new graph nodes; nil (the
@@ -117,10 +130,18 @@ func (t *Tensor) RequireGrad() *Tensor {
 func (t *Tensor) RequiresGrad() bool { return t.requiresGrad }
 
 // Detach returns a view of t's data outside any graph: no gradients flow
-// through it.
+// through it. On a traced tensor (see TraceInput) the view is recorded as a
+// "detach" node that passes no gradient, so that an exporter sees where
+// its value comes from.
 func (t *Tensor) Detach() *Tensor {
 	t.live("Detach")
-	return t.newView(t.shape, t.strides, t.offset)
+	out := t.newView(t.shape, t.strides, t.offset)
+	if t.traced {
+		// Still no gradient, but the exporter must see where the value
+		// comes from (an Identity), not a constant.
+		return recordTraced("detach", nil, out, t)
+	}
+	return out
 }
 
 // Gradients holds the gradients a Backward call computed, by leaf tensor.

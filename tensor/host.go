@@ -126,6 +126,9 @@ func (t *Tensor) To(dtype DType) *Tensor {
 	}
 	out := rawCast("To", t, dtype)
 	if !dtype.IsFloat() {
+		if t.traced {
+			return recordTraced("cast", map[string]any{"dtype": dtype.String()}, out, t)
+		}
 		return out
 	}
 	return record("cast", map[string]any{"dtype": dtype.String()}, out, []*Tensor{t}, func(g *Tensor) []*Tensor {

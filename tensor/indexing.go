@@ -411,7 +411,7 @@ func (t *Tensor) OneHot(numClasses int) *Tensor {
 	shape := append(append([]int(nil), t.shape...), numClasses)
 	out := rawFull(op, t.dev, Int64, shape, 0)
 	if t.NumElements() == 0 {
-		return out
+		return t.traceOneHot(out, numClasses)
 	}
 	idx := t.newView(t.shape, t.strides, t.offset)
 	if !checked {
@@ -431,5 +431,13 @@ func (t *Tensor) OneHot(numClasses int) *Tensor {
 	out.backend().Scatter(out.view(), ix.view(), one.view(), r, false)
 	ix.Release()
 	one.Release()
-	return out
+	return t.traceOneHot(out, numClasses)
+}
+
+// traceOneHot records OneHot's node when t is traced (see TraceInput).
+func (t *Tensor) traceOneHot(out *Tensor, numClasses int) *Tensor {
+	if !t.traced {
+		return out
+	}
+	return recordTraced("one_hot", map[string]any{"num_classes": numClasses}, out, t)
 }

@@ -44,6 +44,8 @@ var notOps = map[string]string{
 	"t.Grad":        "reads a gradient out of a Gradients",
 	"t.Keep":        "moves a tensor out of its Scope",
 	"t.RequireGrad": "marks a leaf for autodiff",
+	"t.TraceInput":  "marks a trace's input so that every op on it records (for export)",
+	"t.IsTraced":    "reports whether a tensor is or came from a trace's input",
 	"ScopeResult":   "runs a function in a Scope",
 	"Gradients.Get": "reads a gradient",
 	"t.Assign":      "copies into a tensor in place (its op is Copy)",

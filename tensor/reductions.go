@@ -536,6 +536,13 @@ func (t *Tensor) anyAll(op string, all, keep bool, dims []int) *Tensor {
 	}
 	out := rawScalar(op, cmp, n, 0, false)
 	n.Release()
+	if t.traced {
+		name := "any"
+		if all {
+			name = "all"
+		}
+		return recordTraced(name, map[string]any{"axes": axes, "keepdim": keep}, out, t)
+	}
 	return out
 }
 

@@ -44,6 +44,7 @@ type Tensor struct {
 
 	node         *autodiff.Node
 	requiresGrad bool
+	traced       bool        // computed from a TraceInput input: every op on it records (tracing.go)
 	scope        *scopeFrame // innermost scope that will release this tensor
 }
 

@@ -45,6 +45,7 @@ func init() {
 		"Load":              reflect.ValueOf(onnx.Load),
 		"LocationDefault":   reflect.ValueOf(constant.MakeFromLiteral("0", token.INT, 0)),
 		"LocationExternal":  reflect.ValueOf(constant.MakeFromLiteral("1", token.INT, 0)),
+		"MaxExportOpset":    reflect.ValueOf(constant.MakeFromLiteral("21", token.INT, 0)),
 		"MaxOpset":          reflect.ValueOf(constant.MakeFromLiteral("21", token.INT, 0)),
 		"MinOpset":          reflect.ValueOf(constant.MakeFromLiteral("1", token.INT, 0)),
 		"ParamName":         reflect.ValueOf(onnx.ParamName),
