@@ -37,6 +37,21 @@ func TestExportOpsets(t *testing.T) {
 		if opset >= 19 {
 			cases = append(cases, functionCase{name: fmt.Sprintf("circular padding opset %d", opset), fn: circular, inputs: three, opset: opset})
 		}
+		// DFT's axis became an input and GridSample's modes were renamed
+		// (linear, cubic) in opset 20: Load reads both forms.
+		for _, mode := range []string{"bilinear", "bicubic", "nearest"} {
+			cfg := tensor.GridSampleConfig{Mode: mode, PaddingMode: "border"}
+			cases = append(cases, functionCase{name: fmt.Sprintf("grid sample %s opset %d", mode, opset),
+				fn:     func(v []*tensor.Tensor) *tensor.Tensor { return tensor.GridSample(v[0], v[1], cfg) },
+				inputs: func(n int) []*tensor.Tensor { return []*tensor.Tensor{floats(n, 2, 5, 6), floats(n, 3, 4, 2)} },
+				opset:  opset, ops: []string{"GridSample"}})
+		}
+		cases = append(cases, functionCase{name: fmt.Sprintf("fft opset %d", opset),
+			fn: func(v []*tensor.Tensor) *tensor.Tensor {
+				y := tensor.RFFT(v[0], 0, -1, "ortho")
+				return tensor.FFT(y.Transpose(0, 1), 0, 0, "forward")
+			},
+			inputs: func(n int) []*tensor.Tensor { return []*tensor.Tensor{floats(n, 9)} }, opset: opset, ops: []string{"DFT"}})
 		checkFunctionExports(t, cases, 1e-5, []int{3, 5})
 
 		mp, err := onnx.TraceFunction(reductions, nil, three(3), onnx.ExportOptions{Opset: opset})

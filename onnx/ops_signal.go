@@ -90,7 +90,24 @@ func dft(c *call) []*hostTensor {
 	if r < 2 || x.shape[r-1] != 1 && x.shape[r-1] != 2 {
 		c.fail(tensor.ErrShape, "input %v: the last dimension must be 1 (real) or 2 (complex)", x.shape)
 	}
-	axis := c.axis(c.attrInt("axis", 1), r-1)
+	// The signal axis: an attribute (default 1) up to opset 19, an
+	// optional third input (default -2) from 20. Negative values count
+	// from the back of the whole input, whose last dimension holds the
+	// real and imaginary parts, so the range is [-r, -2] ∪ [0, r-2].
+	a := c.attrInt("axis", 1)
+	if c.opset >= 20 {
+		a = -2
+		if c.has(2) {
+			a = int64(c.scalar(2))
+		}
+	}
+	if a < 0 {
+		a += int64(r)
+	}
+	if a < 0 || a > int64(r-2) {
+		c.fail(tensor.ErrArgument, "axis %d is out of range for an input of rank %d (the signal axes are 0 to %d)", a, r, r-2)
+	}
+	axis := int(a)
 	comps := x.shape[r-1]
 	n := x.shape[axis]
 	length := n

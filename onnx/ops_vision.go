@@ -213,6 +213,17 @@ func gridSample(c *call) []*hostTensor {
 		c.fail(tensor.ErrShape, "X %v and grid %v must be [N, C, H, W] and [N, H_out, W_out, 2]", x.shape, grid.shape)
 	}
 	mode := c.attrString("mode", "bilinear")
+	if c.opset >= 20 { // opset 20 names the modes for any rank: linear, cubic
+		mode = c.attrString("mode", "linear")
+		switch mode {
+		case "linear":
+			mode = "bilinear"
+		case "cubic":
+			mode = "bicubic"
+		case "bilinear", "bicubic":
+			mode = "opset-20 " + mode // renamed in opset 20: refused below
+		}
+	}
 	pad := c.attrString("padding_mode", "zeros")
 	align := c.attrInt("align_corners", 0) != 0
 	if mode != "bilinear" && mode != "nearest" && mode != "bicubic" {
