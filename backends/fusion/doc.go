@@ -5,7 +5,8 @@
 // the next sync point runs the whole group as one tiled pass: the group's
 // index space is cut into cache-sized tiles, and for each tile every
 // recorded op runs on that tile (the wrapped backend's own kernels on
-// sub-views restricted to the tile), tiles in parallel. A buffer that a
+// sub-views restricted to the tile, or, for runs of float32 arithmetic,
+// one compiled register program), tiles in parallel. A buffer that a
 // group writes and that is freed before the group runs (an intermediate
 // of a composed GELU, say) is never written to memory: each tile keeps it
 // in a small scratch buffer, which is where the speed comes from — an
@@ -24,7 +25,10 @@
 // the same kernels of the wrapped backend in the same order, only over
 // smaller ranges, and the wrapped backends' element-wise kernels do not
 // depend on how a range is split (the CPU's results do not depend on its
-// thread count for the same reason). There is no reassociation.
+// thread count for the same reason). The register programs of segments
+// (below) perform each op's IEEE operation as the CPU's kernel does, one
+// rounding per op, with no contraction into fused multiply-adds. There is
+// no reassociation.
 //
 // Use it through package tensor: tensor.CPU().Fused() or
 // tensor.ParseDevice("cpu+fused").
@@ -43,23 +47,39 @@
 // not Alloc's). On a CPU wrapped backend the handles expose HostBytes, so
 // package tensor still reads results in place.
 //
-// Performance: a wrapped backend that implements TileKernels (the CPU
-// does) runs each float32 op of a group whose views are contiguous in
-// every tile (or, for Binary, a broadcast element) straight through its
-// vector kernels on the tile's slices: no per-call checks, allocation or
-// thread hand-off, the tiles spread over GOMAXPROCS goroutines, and the
-// group's large outputs written with non-temporal stores. The results
-// are bit for bit the wrapped backend's own (the same kernels, and for a
-// scalar not exact in float32 the same float64 rounding). Any other op
-// (other dtypes, strided views, Where, Fill, predicates, ops the backend
-// computes in float64) runs the wrapped backend's method on the tile's
-// views, with that method's per-call cost (a few microseconds on the
-// CPU). Stats.TileKernelOps counts the ops of the first kind.
+// Performance: a group is planned once per structure (its ops, their
+// parameters and views, which buffers they share and which are freed) and
+// the plan kept, so a training loop that records the same groups every
+// step only binds its buffers (Stats.Compiled counts the plans made). On
+// a wrapped backend that implements TileKernels (the CPU does), each
+// float32 op of a group whose views are contiguous in every tile (or, for
+// Binary, a broadcast element) runs straight through the backend's vector
+// kernels on the tile's slices, with no per-call checks, allocation or
+// thread hand-off. Runs of consecutive arithmetic ops (add, subtract,
+// multiply, divide by tensors, broadcast elements or scalars, float32 or
+// through float64; negate, abs, square, ReLU; copy) go further on CPUs
+// with AVX-512: they are compiled into one flat program of register
+// instructions (a segment) and run over each tile 128 elements at a time,
+// the value one op hands the next kept in vector registers; only values
+// read again later are stored, to the tile's scratch. A segment also
+// prefetches the next tile's inputs (and, for outputs below 32 MiB, its
+// output lines for writing), so that memory is read while the tile's other
+// steps, such as a tanh kernel, compute. Each segment instruction is the
+// IEEE operation the CPU's kernel for that op performs with the same first
+// operand (which NaN comes out when both are NaN), so the bits do not
+// change (Stats.SegmentOps counts these ops). Tiles of DefaultTile
+// elements spread over GOMAXPROCS goroutines (at least 64 Ki elements a
+// goroutine), in runs of consecutive tiles, and a group's large outputs
+// are written with non-temporal stores. Any other op (other dtypes,
+// strided views, Where, Fill, predicates, ops the backend computes in
+// float64) runs the wrapped backend's method on the tile's views, with
+// that method's per-call cost (a few microseconds on the CPU).
 // BenchmarkFusionGeluTanh and BenchmarkFusionSwish measure fused against
 // unfused and against the backend's hand-written kernels: a fused group
-// saves the memory traffic of its intermediates, not their arithmetic,
-// so it stays slower than a hand-written one-pass kernel by about the
-// arithmetic of its ops.
+// saves the memory traffic of its intermediates and, in segments, most of
+// their loads and stores, not their arithmetic; a composed GELU also pays
+// for the CPU's tanh kernel, which costs about as much as its whole GELU
+// kernel.
 //
 // What it does not do: fuse reductions (a sum over the group's output runs
 // after the group, reading it from memory), compile kernels (on CUDA the

@@ -2,6 +2,7 @@ package fusion
 
 import (
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -21,6 +22,8 @@ type plan struct {
 	kept    int           // buffers kept in tiles
 	fast    []*fastOp     // per op, its tile kernels (tile.go), or nil
 	nfast   int           // ops with tile kernels
+	steps   []step        // what a tile runs, in order (segment.go)
+	nseg    int           // ops run inside segments
 }
 
 // viewPlan is one view of one op in merged coordinates.
@@ -46,14 +49,14 @@ func (b *Backend) flushLocked() {
 		b.freeDeferred()
 		return
 	}
-	p := b.plan()
-	b.planFast(p)
+	p := b.program()
 	b.execute(p)
 	b.stats.Groups++
 	b.stats.Ops += int64(len(b.ops))
 	b.stats.Scratch += int64(p.kept)
 	b.stats.Tiles += int64(p.tiles)
 	b.stats.TileKernelOps += int64(p.nfast)
+	b.stats.SegmentOps += int64(p.nseg)
 	clear(b.ops)
 	b.ops = b.ops[:0]
 	clear(b.bufs)
@@ -183,17 +186,28 @@ func (b *Backend) mergeable(a, d int) bool {
 	return true
 }
 
+// minWork is the fewest elements of a group given to a worker of its own.
+const minWork = 1 << 16
+
 // execute runs every op of the group on each tile, tiles in parallel.
 func (b *Backend) execute(p *plan) {
-	workers := min(p.tiles, runtime.GOMAXPROCS(0))
+	// As the CPU backend's element-wise kernels do, a worker gets at least
+	// minWork elements: below that, starting it costs more than it saves.
+	workers := min(p.tiles, runtime.GOMAXPROCS(0), (b.n+minWork-1)/minWork)
 	if workers <= 1 {
 		w := b.newWorker(p)
 		for t := range p.tiles {
 			w.tile(t)
 		}
+		storeFence()
 		w.release()
 		return
 	}
+	// Workers take runs of consecutive tiles, so that a tile's prefetches
+	// (segment.go) are for the tile its worker runs next, and a few runs
+	// each, so that a worker slowed by the machine's other work is not left
+	// with a large share.
+	run := max(1, min(16, p.tiles/(4*workers)))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	ws := make([]*worker, workers)
@@ -204,9 +218,16 @@ func (b *Backend) execute(p *plan) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for t := int(next.Add(1) - 1); t < p.tiles; t = int(next.Add(1) - 1) {
-				w.tile(t)
+			for {
+				lo := int(next.Add(int64(run))) - run
+				if lo >= p.tiles {
+					break
+				}
+				for t := lo; t < min(lo+run, p.tiles); t++ {
+					w.tile(t)
+				}
 			}
+			storeFence()
 		}()
 	}
 	wg.Wait()
@@ -222,7 +243,8 @@ type worker struct {
 	scratch []backends.Buffer
 	f32     [][]float32 // the scratch buffers' memory, where tile kernels use it
 	views   [4]backends.View
-	index   []int // the tile's index in the dimensions before split
+	index   []int       // the tile's index in the dimensions before split
+	progs   [][]segInst // per step, its segment's program, patched per tile
 }
 
 // newWorker returns a worker with one tile-sized scratch buffer per
@@ -245,6 +267,14 @@ func (b *Backend) newWorker(p *plan) *worker {
 			continue
 		}
 		w.scratch[i] = buf
+	}
+	if p.nseg > 0 {
+		w.progs = make([][]segInst, len(p.steps))
+		for i, st := range p.steps {
+			if st.seg != nil {
+				w.progs[i] = slices.Clone(st.seg.prog)
+			}
+		}
 	}
 	if p.nfast > 0 {
 		w.f32 = make([][]float32, len(w.scratch))
@@ -277,21 +307,28 @@ func (w *worker) tile(t int) {
 		row /= p.shape[d]
 	}
 	start := ch * p.chunk
-	shape := make([]int, len(p.shape)-p.split)
-	copy(shape, p.shape[p.split:])
-	shape[0] = min(p.chunk, p.shape[p.split]-start)
-	var contiguous []int // strides of a scratch tile
-	if len(p.scratch) > 0 {
-		contiguous = backends.RowMajorStrides(shape)
-	}
-	cnt := 1
-	for _, s := range shape {
+	cnt := min(p.chunk, p.shape[p.split]-start)
+	for _, s := range p.shape[p.split+1:] {
 		cnt *= s
 	}
-	for i := range w.b.ops {
-		n := &w.b.ops[i]
-		if p.fast != nil && p.fast[i] != nil && w.runFast(i, p.fast[i], n, start, cnt) {
+	var shape, contiguous []int // the tile's shape and a scratch tile's strides, for the generic path
+	for si, st := range p.steps {
+		if st.seg != nil {
+			if !w.runSegmentTile(si, st.seg, start, cnt) {
+				return // a scratch buffer's allocation failed: the error is recorded
+			}
 			continue
+		}
+		i := st.op
+		n := &w.b.ops[i]
+		if p.fast != nil && p.fast[i] != nil && w.runFast(i, p.fast[i], n, start, 0, cnt) {
+			continue
+		}
+		if shape == nil {
+			shape = make([]int, len(p.shape)-p.split)
+			copy(shape, p.shape[p.split:])
+			shape[0] = min(p.chunk, p.shape[p.split]-start)
+			contiguous = backends.RowMajorStrides(shape)
 		}
 		for j := range n.nv {
 			vp := &p.views[i][j]

@@ -14,9 +14,9 @@ import (
 const MaxOps = 64
 
 // DefaultTile is the number of elements a tile holds when New is given
-// no other size: 16384 float32 values are 64 KiB, so the input, the output
-// and a few intermediates of a tile stay in the L2 cache.
-const DefaultTile = 16384
+// no other size: 4096 float32 values are 16 KiB, so a tile's inputs and
+// the few intermediates live at once stay in the L1 and L2 caches.
+const DefaultTile = 4096
 
 // Backend is the fusing decorator (see the package doc). Its methods are
 // safe for concurrent use; operations from several goroutines join one
@@ -35,6 +35,8 @@ type Backend struct {
 	scratch  map[backends.DType][]backends.Buffer
 	err      error // a call the wrapped backend cannot serve
 	stats    Stats
+	programs map[string]*plan // compiled plans by the structure of their group (program.go)
+	key      []byte           // the pending group's structure, reused
 }
 
 // Stats counts what a Backend has fused since it was made.
@@ -44,6 +46,8 @@ type Stats struct {
 	Scratch       int64 // intermediate buffers kept in tiles, never written to memory
 	Tiles         int64 // tiles run
 	TileKernelOps int64 // operations of groups run through the wrapped backend's TileKernels
+	SegmentOps    int64 // of those, operations run in segments: several ops a pass, in vector registers
+	Compiled      int64 // groups planned afresh; the others reused the plan of a group of the same structure
 	Passthrough   int64 // operations forwarded unfused (not element-wise)
 	FlushForRead  int64 // groups run because a buffer they touch was read
 	FlushForShape int64 // groups run because an op did not fit them
@@ -76,6 +80,7 @@ type node struct {
 
 // bufState is what the group knows of one buffer it touches.
 type bufState struct {
+	id        int           // the buffer's number in the group, by first use
 	view      backends.View // the view it is touched through (the first one)
 	written   bool          // some op of the group writes it
 	readFirst bool          // read before any write: its earlier contents matter
@@ -91,7 +96,7 @@ func New(inner backends.Backend) *Backend { return NewTiled(inner, DefaultTile) 
 // 256.
 func NewTiled(inner backends.Backend, tile int) *Backend {
 	b := &Backend{inner: inner, tile: max(tile, 256), bufs: map[backends.Buffer]*bufState{},
-		scratch: map[backends.DType][]backends.Buffer{}}
+		scratch: map[backends.DType][]backends.Buffer{}, programs: map[string]*plan{}}
 	if probe, err := inner.Alloc(backends.Float32, 1); err == nil {
 		_, b.host = probe.(interface{ HostBytes() []byte })
 		inner.Free(probe)
@@ -431,7 +436,7 @@ func (b *Backend) enter(n *node) {
 		v := n.views[i]
 		bs := b.bufs[v.Buf]
 		if bs == nil {
-			b.bufs[v.Buf] = &bufState{view: v, readFirst: true}
+			b.bufs[v.Buf] = &bufState{id: len(b.bufs), view: v, readFirst: true}
 			continue
 		}
 		if !bs.written && !sameView(bs.view, v) {
@@ -442,7 +447,7 @@ func (b *Backend) enter(n *node) {
 	if bs := b.bufs[out.Buf]; bs != nil {
 		bs.written = true
 	} else {
-		b.bufs[out.Buf] = &bufState{view: out, written: true}
+		b.bufs[out.Buf] = &bufState{id: len(b.bufs), view: out, written: true}
 	}
 }
 

@@ -149,29 +149,36 @@ func hostF32(buf backends.Buffer) []float32 {
 	return unsafe.Slice((*float32)(unsafe.Pointer(&raw[0])), len(raw)/4)
 }
 
-// runFast runs op i of the group on the tile of cnt elements that starts
-// at element start of dimension split (index w.index before it).
-func (w *worker) runFast(i int, f *fastOp, n *node, start, cnt int) bool {
+// slice returns view j of op i over elements [lo, hi) of the tile that
+// starts at element start of dimension split (index w.index before it):
+// one element for a broadcast view, nil where a scratch buffer is missing.
+func (w *worker) slice(i, j, start, lo, hi int) []float32 {
 	p := w.p
+	vp := &p.views[i][j]
+	if vp.slot >= 0 {
+		sc := w.f32[vp.slot]
+		if len(sc) < hi {
+			return nil
+		}
+		return sc[lo:hi]
+	}
+	off := vp.offset + start*vp.strides[p.split]
+	for d, x := range w.index {
+		off += x * vp.strides[d]
+	}
+	if vp.one {
+		return vp.f32[off : off+1]
+	}
+	return vp.f32[off+lo : off+hi]
+}
+
+// runFast runs op i of the group on elements [lo, hi) of the tile that
+// starts at element start of dimension split (index w.index before it).
+func (w *worker) runFast(i int, f *fastOp, n *node, start, lo, hi int) bool {
 	var s [4][]float32
 	for j := range n.nv {
-		vp := &p.views[i][j]
-		if vp.slot >= 0 {
-			sc := w.f32[vp.slot]
-			if len(sc) < cnt {
-				return false
-			}
-			s[j] = sc[:cnt]
-			continue
-		}
-		off := vp.offset + start*vp.strides[p.split]
-		for d, x := range w.index {
-			off += x * vp.strides[d]
-		}
-		if vp.one {
-			s[j] = vp.f32[off : off+1]
-		} else {
-			s[j] = vp.f32[off : off+cnt]
+		if s[j] = w.slice(i, j, start, lo, hi); s[j] == nil {
+			return false
 		}
 	}
 	switch {
@@ -182,7 +189,7 @@ func (w *worker) runFast(i int, f *fastOp, n *node, start, cnt int) bool {
 	case f.binary != nil:
 		f.binary(s[0], s[1], s[2])
 	case f.copy:
-		if len(s[1]) == 1 && cnt > 1 {
+		if len(s[1]) == 1 && hi-lo > 1 {
 			v := s[1][0]
 			for k := range s[0] {
 				s[0][k] = v
