@@ -184,11 +184,57 @@ func matmulBackwardVia(g, a, b *Tensor, mul func(x, y *Tensor) *Tensor) []*Tenso
 	return []*Tensor{ga, gb}
 }
 
+// bf16LinearFuser is the optional backend interface of a bfloat16
+// autocast Linear with its bias added in the GEMM's epilogue, offered by
+// the CPU backend: MatmulBiasBF16 is MatmulBF16 of x [M, K] and w [K, N]
+// into out [M, N] (Float32, contiguous) plus bias [N] (Float32,
+// contiguous) added to each tile while it is in cache, the same bits as
+// the product followed by Binary's Add.
+type bf16LinearFuser interface {
+	MatmulBiasBF16(out, x, w, bias backends.View)
+}
+
+// linearBF16Fused computes x·weightᵀ + bias through the backend's
+// bfloat16 linear epilogue (bf16LinearFuser), or reports false where it
+// does not apply: no bias, another backend, or an x whose leading
+// dimensions cannot be viewed as one. The inputs are Float32 (checked by
+// autocastBF16).
+func linearBF16Fused(op string, x, weight, bias *Tensor) (*Tensor, bool) {
+	if bias == nil {
+		return nil, false
+	}
+	f, ok := x.backend().(bf16LinearFuser)
+	if !ok {
+		return nil, false
+	}
+	out, in := weight.shape[0], weight.shape[1]
+	rows := x.NumElements() / max(in, 1)
+	xv := x.view()
+	if len(x.shape) != 2 {
+		strides, ok := viewStrides(x.shape, x.strides, []int{rows, in})
+		if !ok {
+			return nil, false
+		}
+		xv.Shape, xv.Strides = []int{rows, in}, strides
+	}
+	bc := rawContiguous(op, bias)
+	defer bc.Release()
+	shape := append(append([]int(nil), x.shape[:len(x.shape)-1]...), out)
+	y := newTensor(op, x.dev, Float32, shape)
+	yv := y.view()
+	yv.Shape, yv.Strides = []int{rows, out}, []int{out, 1}
+	wv := weight.view() // weightᵀ: [in, out]
+	wv.Shape, wv.Strides = []int{in, out}, []int{weight.strides[1], weight.strides[0]}
+	f.MatmulBiasBF16(yv, xv, wv, bc.view())
+	return y, true
+}
+
 // linearBF16 is Linear on a BFloat16 Autocast view with Float32 inputs
 // (already checked by Linear): x·weightᵀ as one bfloat16 product into a
 // Float32 result, plus bias in float32, recorded as a "linear" node with
-// the attribute autocast "bfloat16". Its
-// backward computes dx = g·weight and dweight = gᵀ·x with the same
+// the attribute autocast "bfloat16"; where the backend offers
+// MatmulBiasBF16, the bias is added in the GEMM's epilogue. Its backward
+// computes dx = g·weight and dweight = gᵀ·x with the same
 // bfloat16 products and dbias = Σg in float32; all gradients are Float32.
 func linearBF16(mm bf16Matmuler, x, weight, bias *Tensor) *Tensor {
 	const op = "Linear"
@@ -197,13 +243,16 @@ func linearBF16(mm bf16Matmuler, x, weight, bias *Tensor) *Tensor {
 		inputs = append(inputs, bias)
 	}
 	out, in := weight.shape[0], weight.shape[1]
-	wt := weight.transposeView(0, 1)
-	y := rawMatmulBF16(op, mm, x, wt)
-	wt.Release()
-	if bias != nil {
-		yb := rawBinary(op, addOp, y, bias)
-		y.Release()
-		y = yb
+	y, fused := linearBF16Fused(op, x, weight, bias)
+	if !fused {
+		wt := weight.transposeView(0, 1)
+		y = rawMatmulBF16(op, mm, x, wt)
+		wt.Release()
+		if bias != nil {
+			yb := rawBinary(op, addOp, y, bias)
+			y.Release()
+			y = yb
+		}
 	}
 	attrs := map[string]any{"in_features": in, "out_features": out, "bias": bias != nil, "autocast": "bfloat16"}
 	return record("linear", attrs, y, inputs, func(g *Tensor) []*Tensor {

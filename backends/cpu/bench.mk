@@ -46,4 +46,5 @@ bench-compare: deps-fixtures
 # autocast at both sizes.
 bench-bf16:
 	$(GO) test -run '^$$' -bench 'GEMMBF16$$' -benchtime 0.5s -count 3 ./backends/cpu
+	$(GO) test -run '^$$' -bench 'GEMMBF16Ratio' -benchtime 40x -count 3 ./backends/cpu
 	$(GO) test -run '^$$' -bench 'GPTTrainStepBF16' -benchtime 3x -count 3 -timeout 60m ./nn

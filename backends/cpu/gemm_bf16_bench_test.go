@@ -1,6 +1,9 @@
 package cpu
 
 import (
+	"math"
+	"time"
+
 	"fmt"
 	"testing"
 
@@ -76,5 +79,54 @@ func BenchmarkGEMMBF16Kernels(b *testing.B) {
 			}
 			b.ReportMetric(2*float64(n)*n*n*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
+	}
+}
+
+// BenchmarkGEMMBF16Ratio times Kiln's float32 GEMM and the bfloat16 one
+// on square products, interleaved within one benchmark so that both see
+// the same machine load: each iteration runs every path once (in turn
+// first), and the best time of each over the run is reported (ms), with
+// the ratio of the float32 time to each bfloat16 one (x-fp32, above 1:
+// bfloat16 faster). Paths: bf16, bfloat16 operands into a bfloat16 output
+// (Matmul); from-f32, float32 operands rounded while packing into float32
+// (MatmulBF16, as autocast runs). Run with -benchtime 20x or more; on a
+// busy machine the best times are the meaningful ones.
+func BenchmarkGEMMBF16Ratio(b *testing.B) {
+	for _, n := range []int{512, 1024} {
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("n=%d/threads=%d", n, threads), func(b *testing.B) {
+				be := New(threads)
+				x32, y32 := randView(be, backends.Float32, 1, n, n), randView(be, backends.Float32, 2, n, n)
+				o32 := allocView(be, backends.Float32, n, n)
+				x16, y16 := randView(be, backends.BFloat16, 1, n, n), randView(be, backends.BFloat16, 2, n, n)
+				o16 := allocView(be, backends.BFloat16, n, n)
+				paths := []func(){
+					func() { be.Matmul(o32, x32, y32) },
+					func() { be.Matmul(o16, x16, y16) },
+					func() { be.MatmulBF16(o32, x32, y32) },
+				}
+				best := make([]time.Duration, len(paths))
+				for i := range best {
+					paths[i]() // warm the packing buffers
+					best[i] = time.Duration(math.MaxInt64)
+				}
+				it := 0
+				for b.Loop() {
+					for j := range paths {
+						p := (it + j) % len(paths)
+						t0 := time.Now()
+						paths[p]()
+						best[p] = min(best[p], time.Since(t0))
+					}
+					it++
+				}
+				ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
+				b.ReportMetric(ms(best[0]), "fp32-ms")
+				b.ReportMetric(ms(best[1]), "bf16-ms")
+				b.ReportMetric(ms(best[2]), "from-f32-ms")
+				b.ReportMetric(float64(best[0])/float64(best[1]), "x-fp32-bf16")
+				b.ReportMetric(float64(best[0])/float64(best[2]), "x-fp32-from-f32")
+			})
+		}
 	}
 }

@@ -49,15 +49,60 @@ func bgemm8x32AVX512(kp int, a *uint32, b *uint32, c *float32, ldc int, mv int, 
 //go:noescape
 func bgemm6x64AVX512(kp int, a *uint32, b *uint32, c *float32, ldc int, mv int, mask uint64, accum bool)
 
-// cvtF32BF16AVX512 sets dst[i] to src[i] rounded to bfloat16 (nearest even, subnormals flushed to zero, NaNs quiet) for i < n, a multiple of 16, with VCVTNEPS2BF16.
+// cvtF32BF16AVX512 sets dst[i] to src[i] rounded to bfloat16 (nearest even, subnormals flushed to zero, NaNs quiet) for i < n with VCVTNEPS2BF16.
 //
 //go:noescape
 func cvtF32BF16AVX512(dst *uint16, src *float32, n int)
 
-// pairBF16AVX512 sets dst[i] = lo[i] | hi[i]<<16 for i < n, a multiple of 16.
+// pairBF16AVX512 sets dst[i] = lo[i] | hi[i]<<16 for i < n.
 //
 //go:noescape
 func pairBF16AVX512(dst *uint32, lo *uint16, hi *uint16, n int)
+
+// pairF32BF16AVX512 sets dst[i] = bf16(lo[i]) | bf16(hi[i])<<16 for i < n, bf16 the rounding of cvtF32BF16AVX512 (VCVTNE2PS2BF16).
+//
+//go:noescape
+func pairF32BF16AVX512(dst *uint32, lo *float32, hi *float32, n int)
+
+// pairPanelsF32BF16AVX512 sets dst[(i/w)·stride + i%w] = lo[i] | hi[i]<<16 (each rounded to bfloat16 as by VCVTNE2PS2BF16) for i < n.
+//
+//go:noescape
+func pairPanelsF32BF16AVX512(dst *uint32, stride int, w int, lo *float32, hi *float32, n int)
+
+// pairPanelsU16BF16AVX512 sets dst[(i/w)·stride + i%w] = lo[i] | hi[i]<<16 (bfloat16 bits) for i < n.
+//
+//go:noescape
+func pairPanelsU16BF16AVX512(dst *uint32, stride int, w int, lo *uint16, hi *uint16, n int)
+
+// packColsF32BF16AVX512 sets dst[q·w+i] = src[2q·cs+i] | src[(2q+1)·cs+i]<<16 (each rounded to bfloat16 as by VCVTNE2PS2BF16) for i < rows and q < ⌈k/2⌉, the high half zero when 2q+1 = k.
+//
+//go:noescape
+func packColsF32BF16AVX512(dst *uint32, w int, src *float32, cs int, rows int, k int)
+
+// packColsU16BF16AVX512 sets dst[q·w+i] = src[2q·cs+i] | src[(2q+1)·cs+i]<<16 (bfloat16 bits) for i < rows and q < ⌈k/2⌉, the high half zero when 2q+1 = k.
+//
+//go:noescape
+func packColsU16BF16AVX512(dst *uint32, w int, src *uint16, cs int, rows int, k int)
+
+// packRowsF32BF16AVX512 packs rows (≤ 16) rows of float32 rounded to bfloat16 (nearest even, subnormals flushed to zero), row i at src + i·rs, into pairs of consecutive elements: dst[q·w+i] = src[i·rs+2q] | src[i·rs+2q+1]<<16 for q < ⌈k/2⌉, zero past k.
+//
+//go:noescape
+func packRowsF32BF16AVX512(dst *uint32, w int, src *float32, rs int, rows int, k int)
+
+// packRowsU16BF16AVX512 packs rows (≤ 16) rows of bfloat16 bits, row i at src + i·rs, into pairs of consecutive elements: dst[q·w+i] = src[i·rs+2q] | src[i·rs+2q+1]<<16 for q < ⌈k/2⌉, zero past k.
+//
+//go:noescape
+func packRowsU16BF16AVX512(dst *uint32, w int, src *uint16, rs int, rows int, k int)
+
+// addRowsF32AVX512 adds v[j] to c[i·ldc+j] for i < rows and j < n (each sum rounded once, as Binary's Add), 16 columns at a time, the last ones masked.
+//
+//go:noescape
+func addRowsF32AVX512(c *float32, ldc int, v *float32, rows int, n int)
+
+// cvtRowsF32BF16AVX512 sets dst[i·ldd+j] to src[i·lds+j] rounded to bfloat16 (as cvtF32BF16AVX512) for i < rows and j < n, 16 columns at a time, the last ones masked.
+//
+//go:noescape
+func cvtRowsF32BF16AVX512(dst *uint16, ldd int, src *float32, lds int, rows int, n int)
 
 // packT8F32 sets dst[c·ds+i] = src[i·lds+c] for i < 8 and c < cn (a multiple of 8), with AVX.
 //

@@ -4076,39 +4076,52 @@ bgemm6x64AVX512_done:
 	RET
 
 // func cvtF32BF16AVX512(dst *uint16, src *float32, n int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL
 TEXT ·cvtF32BF16AVX512(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
-	MOVQ n+16(FP), CX
-	SHRQ $0x04, CX
-	JZ   cvtF32BF16_done
+	MOVQ n+16(FP), BX
 
 cvtF32BF16_loop:
+	CMPQ    BX, $0x10
+	JL      cvtF32BF16_tail
 	VMOVUPS (SI), Z0
 	LONG    $0x487ef262
 	WORD    $0xc872
 	VMOVDQU Y1, (DI)
 	ADDQ    $0x40, SI
 	ADDQ    $0x20, DI
-	DECQ    CX
-	JNZ     cvtF32BF16_loop
+	SUBQ    $0x10, BX
+	JMP     cvtF32BF16_loop
+
+cvtF32BF16_tail:
+	TESTQ     BX, BX
+	JZ        cvtF32BF16_done
+	MOVQ      BX, CX
+	MOVQ      $0x00000001, AX
+	SHLQ      CL, AX
+	DECQ      AX
+	KMOVW     AX, K1
+	VMOVUPS.Z (SI), K1, Z0
+	LONG      $0x487ef262
+	WORD      $0xc872
+	VMOVDQU16 Y1, K1, (DI)
 
 cvtF32BF16_done:
 	VZEROUPPER
 	RET
 
 // func pairBF16AVX512(dst *uint32, lo *uint16, hi *uint16, n int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL
 TEXT ·pairBF16AVX512(SB), NOSPLIT, $0-32
 	MOVQ dst+0(FP), DI
 	MOVQ lo+8(FP), SI
 	MOVQ hi+16(FP), DX
-	MOVQ n+24(FP), CX
-	SHRQ $0x04, CX
-	JZ   pairBF16_done
+	MOVQ n+24(FP), BX
 
 pairBF16_loop:
+	CMPQ      BX, $0x10
+	JL        pairBF16_tail
 	VPMOVZXWD (SI), Z0
 	VPMOVZXWD (DX), Z1
 	VPSLLD    $0x10, Z1, Z1
@@ -4117,10 +4130,1023 @@ pairBF16_loop:
 	ADDQ      $0x20, SI
 	ADDQ      $0x20, DX
 	ADDQ      $0x40, DI
-	DECQ      CX
-	JNZ       pairBF16_loop
+	SUBQ      $0x10, BX
+	JMP       pairBF16_loop
+
+pairBF16_tail:
+	TESTQ       BX, BX
+	JZ          pairBF16_done
+	MOVQ        BX, CX
+	MOVQ        $0x00000001, AX
+	SHLQ        CL, AX
+	DECQ        AX
+	KMOVW       AX, K1
+	VMOVDQU16.Z (SI), K1, Y0
+	VMOVDQU16.Z (DX), K1, Y1
+	VPMOVZXWD   Y0, Z0
+	VPMOVZXWD   Y1, Z1
+	VPSLLD      $0x10, Z1, Z1
+	VPORD       Z1, Z0, Z0
+	VMOVDQU32   Z0, K1, (DI)
 
 pairBF16_done:
+	VZEROUPPER
+	RET
+
+DATA bf16pairidx<>+0(SB)/2, $0x0000
+DATA bf16pairidx<>+2(SB)/2, $0x0010
+DATA bf16pairidx<>+4(SB)/2, $0x0001
+DATA bf16pairidx<>+6(SB)/2, $0x0011
+DATA bf16pairidx<>+8(SB)/2, $0x0002
+DATA bf16pairidx<>+10(SB)/2, $0x0012
+DATA bf16pairidx<>+12(SB)/2, $0x0003
+DATA bf16pairidx<>+14(SB)/2, $0x0013
+DATA bf16pairidx<>+16(SB)/2, $0x0004
+DATA bf16pairidx<>+18(SB)/2, $0x0014
+DATA bf16pairidx<>+20(SB)/2, $0x0005
+DATA bf16pairidx<>+22(SB)/2, $0x0015
+DATA bf16pairidx<>+24(SB)/2, $0x0006
+DATA bf16pairidx<>+26(SB)/2, $0x0016
+DATA bf16pairidx<>+28(SB)/2, $0x0007
+DATA bf16pairidx<>+30(SB)/2, $0x0017
+DATA bf16pairidx<>+32(SB)/2, $0x0008
+DATA bf16pairidx<>+34(SB)/2, $0x0018
+DATA bf16pairidx<>+36(SB)/2, $0x0009
+DATA bf16pairidx<>+38(SB)/2, $0x0019
+DATA bf16pairidx<>+40(SB)/2, $0x000a
+DATA bf16pairidx<>+42(SB)/2, $0x001a
+DATA bf16pairidx<>+44(SB)/2, $0x000b
+DATA bf16pairidx<>+46(SB)/2, $0x001b
+DATA bf16pairidx<>+48(SB)/2, $0x000c
+DATA bf16pairidx<>+50(SB)/2, $0x001c
+DATA bf16pairidx<>+52(SB)/2, $0x000d
+DATA bf16pairidx<>+54(SB)/2, $0x001d
+DATA bf16pairidx<>+56(SB)/2, $0x000e
+DATA bf16pairidx<>+58(SB)/2, $0x001e
+DATA bf16pairidx<>+60(SB)/2, $0x000f
+DATA bf16pairidx<>+62(SB)/2, $0x001f
+GLOBL bf16pairidx<>(SB), RODATA|NOPTR, $64
+
+// func pairF32BF16AVX512(dst *uint32, lo *float32, hi *float32, n int)
+// Requires: AVX, AVX512BW, AVX512F
+TEXT ·pairF32BF16AVX512(SB), NOSPLIT, $0-32
+	MOVQ      dst+0(FP), DI
+	MOVQ      lo+8(FP), SI
+	MOVQ      hi+16(FP), DX
+	MOVQ      n+24(FP), BX
+	VMOVDQU64 bf16pairidx<>+0(SB), Z3
+
+pairF32BF16_loop:
+	CMPQ      BX, $0x10
+	JL        pairF32BF16_tail
+	VMOVUPS   (SI), Z0
+	VMOVUPS   (DX), Z1
+	LONG      $0x4877f262
+	WORD      $0xd072
+	VPERMW    Z2, Z3, Z2
+	VMOVDQU32 Z2, (DI)
+	ADDQ      $0x40, SI
+	ADDQ      $0x40, DX
+	ADDQ      $0x40, DI
+	SUBQ      $0x10, BX
+	JMP       pairF32BF16_loop
+
+pairF32BF16_tail:
+	TESTQ     BX, BX
+	JZ        pairF32BF16_done
+	MOVQ      BX, CX
+	MOVQ      $0x00000001, AX
+	SHLQ      CL, AX
+	DECQ      AX
+	KMOVW     AX, K1
+	VMOVUPS.Z (SI), K1, Z0
+	VMOVUPS.Z (DX), K1, Z1
+	LONG      $0x4877f262
+	WORD      $0xd072
+	VPERMW    Z2, Z3, Z2
+	VMOVDQU32 Z2, K1, (DI)
+
+pairF32BF16_done:
+	VZEROUPPER
+	RET
+
+// func pairPanelsF32BF16AVX512(dst *uint32, stride int, w int, lo *float32, hi *float32, n int)
+// Requires: AVX, AVX512BW, AVX512F
+TEXT ·pairPanelsF32BF16AVX512(SB), NOSPLIT, $0-48
+	MOVQ      dst+0(FP), DI
+	MOVQ      stride+8(FP), R8
+	MOVQ      w+16(FP), R9
+	MOVQ      lo+24(FP), SI
+	MOVQ      hi+32(FP), DX
+	MOVQ      n+40(FP), R10
+	SHLQ      $0x02, R8
+	VMOVDQU64 bf16pairidx<>+0(SB), Z3
+	XORQ      R11, R11
+
+pairPanelsF32BF16AVX512_panel:
+	CMPQ R11, R10
+	JGE  pairPanelsF32BF16AVX512_done
+	MOVQ R10, R12
+	SUBQ R11, R12
+	CMPQ R12, R9
+	JLE  pairPanelsF32BF16AVX512_rows
+	MOVQ R9, R12
+
+pairPanelsF32BF16AVX512_rows:
+	XORQ R13, R13
+
+pairPanelsF32BF16AVX512_chunk:
+	CMPQ R13, R12
+	JGE  pairPanelsF32BF16AVX512_next
+	MOVQ R12, BX
+	SUBQ R13, BX
+	CMPQ BX, $0x10
+	JLE  pairPanelsF32BF16AVX512_mask
+	MOVQ $0x00000010, BX
+
+pairPanelsF32BF16AVX512_mask:
+	MOVQ      BX, CX
+	MOVQ      $0x00000001, AX
+	SHLQ      CL, AX
+	DECQ      AX
+	KMOVW     AX, K1
+	LEAQ      (R11)(R13*1), AX
+	VMOVUPS.Z (SI)(AX*4), K1, Z0
+	VMOVUPS.Z (DX)(AX*4), K1, Z1
+	LONG      $0x4877f262
+	WORD      $0xd072
+	VPERMW    Z2, Z3, Z2
+	VMOVDQU32 Z2, K1, (DI)(R13*4)
+	ADDQ      $0x10, R13
+	JMP       pairPanelsF32BF16AVX512_chunk
+
+pairPanelsF32BF16AVX512_next:
+	ADDQ R9, R11
+	ADDQ R8, DI
+	JMP  pairPanelsF32BF16AVX512_panel
+
+pairPanelsF32BF16AVX512_done:
+	VZEROUPPER
+	RET
+
+// func pairPanelsU16BF16AVX512(dst *uint32, stride int, w int, lo *uint16, hi *uint16, n int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL
+TEXT ·pairPanelsU16BF16AVX512(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ stride+8(FP), R8
+	MOVQ w+16(FP), R9
+	MOVQ lo+24(FP), SI
+	MOVQ hi+32(FP), DX
+	MOVQ n+40(FP), R10
+	SHLQ $0x02, R8
+	XORQ R11, R11
+
+pairPanelsU16BF16AVX512_panel:
+	CMPQ R11, R10
+	JGE  pairPanelsU16BF16AVX512_done
+	MOVQ R10, R12
+	SUBQ R11, R12
+	CMPQ R12, R9
+	JLE  pairPanelsU16BF16AVX512_rows
+	MOVQ R9, R12
+
+pairPanelsU16BF16AVX512_rows:
+	XORQ R13, R13
+
+pairPanelsU16BF16AVX512_chunk:
+	CMPQ R13, R12
+	JGE  pairPanelsU16BF16AVX512_next
+	MOVQ R12, BX
+	SUBQ R13, BX
+	CMPQ BX, $0x10
+	JLE  pairPanelsU16BF16AVX512_mask
+	MOVQ $0x00000010, BX
+
+pairPanelsU16BF16AVX512_mask:
+	MOVQ        BX, CX
+	MOVQ        $0x00000001, AX
+	SHLQ        CL, AX
+	DECQ        AX
+	KMOVW       AX, K1
+	LEAQ        (R11)(R13*1), AX
+	VMOVDQU16.Z (SI)(AX*2), K1, Y0
+	VMOVDQU16.Z (DX)(AX*2), K1, Y1
+	VPMOVZXWD   Y0, Z0
+	VPMOVZXWD   Y1, Z1
+	VPSLLD      $0x10, Z1, Z1
+	VPORD       Z1, Z0, Z2
+	VMOVDQU32   Z2, K1, (DI)(R13*4)
+	ADDQ        $0x10, R13
+	JMP         pairPanelsU16BF16AVX512_chunk
+
+pairPanelsU16BF16AVX512_next:
+	ADDQ R9, R11
+	ADDQ R8, DI
+	JMP  pairPanelsU16BF16AVX512_panel
+
+pairPanelsU16BF16AVX512_done:
+	VZEROUPPER
+	RET
+
+// func packColsF32BF16AVX512(dst *uint32, w int, src *float32, cs int, rows int, k int)
+// Requires: AVX, AVX512BW, AVX512F
+TEXT ·packColsF32BF16AVX512(SB), NOSPLIT, $0-48
+	MOVQ      dst+0(FP), DI
+	MOVQ      w+8(FP), R8
+	MOVQ      src+16(FP), SI
+	MOVQ      cs+24(FP), R9
+	MOVQ      rows+32(FP), R10
+	MOVQ      k+40(FP), R11
+	SHLQ      $0x02, R8
+	SHLQ      $0x02, R9
+	VMOVDQU64 bf16pairidx<>+0(SB), Z3
+	MOVQ      R11, R12
+	SHRQ      $0x01, R12
+
+packColsF32BF16AVX512_pair:
+	TESTQ R12, R12
+	JZ    packColsF32BF16AVX512_odd
+	XORQ  BX, BX
+
+packColsF32BF16AVX512_chunk:
+	CMPQ BX, R10
+	JGE  packColsF32BF16AVX512_chunk_done
+	MOVQ R10, DX
+	SUBQ BX, DX
+	CMPQ DX, $0x10
+	JLE  packColsF32BF16AVX512_chunk_mask
+	MOVQ $0x00000010, DX
+
+packColsF32BF16AVX512_chunk_mask:
+	MOVQ      DX, CX
+	MOVQ      $0x00000001, AX
+	SHLQ      CL, AX
+	DECQ      AX
+	KMOVW     AX, K1
+	LEAQ      (SI)(R9*1), CX
+	VMOVUPS.Z (SI)(BX*4), K1, Z0
+	VMOVUPS.Z (CX)(BX*4), K1, Z1
+	LONG      $0x4877f262
+	WORD      $0xd072
+	VPERMW    Z2, Z3, Z2
+	VMOVDQU32 Z2, K1, (DI)(BX*4)
+	ADDQ      $0x10, BX
+	JMP       packColsF32BF16AVX512_chunk
+
+packColsF32BF16AVX512_chunk_done:
+	LEAQ (SI)(R9*2), SI
+	ADDQ R8, DI
+	DECQ R12
+	JMP  packColsF32BF16AVX512_pair
+
+packColsF32BF16AVX512_odd:
+	TESTQ $0x00000001, R11
+	JZ    packColsF32BF16AVX512_done
+	XORQ  BX, BX
+
+packColsF32BF16AVX512_last:
+	CMPQ BX, R10
+	JGE  packColsF32BF16AVX512_last_done
+	MOVQ R10, DX
+	SUBQ BX, DX
+	CMPQ DX, $0x10
+	JLE  packColsF32BF16AVX512_last_mask
+	MOVQ $0x00000010, DX
+
+packColsF32BF16AVX512_last_mask:
+	MOVQ      DX, CX
+	MOVQ      $0x00000001, AX
+	SHLQ      CL, AX
+	DECQ      AX
+	KMOVW     AX, K1
+	LEAQ      (SI)(R9*1), CX
+	VMOVUPS.Z (SI)(BX*4), K1, Z0
+	VPXORD    Z1, Z1, Z1
+	LONG      $0x4877f262
+	WORD      $0xd072
+	VPERMW    Z2, Z3, Z2
+	VMOVDQU32 Z2, K1, (DI)(BX*4)
+	ADDQ      $0x10, BX
+	JMP       packColsF32BF16AVX512_last
+
+packColsF32BF16AVX512_last_done:
+packColsF32BF16AVX512_done:
+	VZEROUPPER
+	RET
+
+// func packColsU16BF16AVX512(dst *uint32, w int, src *uint16, cs int, rows int, k int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL
+TEXT ·packColsU16BF16AVX512(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ w+8(FP), R8
+	MOVQ src+16(FP), SI
+	MOVQ cs+24(FP), R9
+	MOVQ rows+32(FP), R10
+	MOVQ k+40(FP), R11
+	SHLQ $0x02, R8
+	SHLQ $0x01, R9
+	MOVQ R11, R12
+	SHRQ $0x01, R12
+
+packColsU16BF16AVX512_pair:
+	TESTQ R12, R12
+	JZ    packColsU16BF16AVX512_odd
+	XORQ  BX, BX
+
+packColsU16BF16AVX512_chunk:
+	CMPQ BX, R10
+	JGE  packColsU16BF16AVX512_chunk_done
+	MOVQ R10, DX
+	SUBQ BX, DX
+	CMPQ DX, $0x10
+	JLE  packColsU16BF16AVX512_chunk_mask
+	MOVQ $0x00000010, DX
+
+packColsU16BF16AVX512_chunk_mask:
+	MOVQ        DX, CX
+	MOVQ        $0x00000001, AX
+	SHLQ        CL, AX
+	DECQ        AX
+	KMOVW       AX, K1
+	LEAQ        (SI)(R9*1), CX
+	VMOVDQU16.Z (SI)(BX*2), K1, Y0
+	VPMOVZXWD   Y0, Z0
+	VMOVDQU16.Z (CX)(BX*2), K1, Y1
+	VPMOVZXWD   Y1, Z1
+	VPSLLD      $0x10, Z1, Z1
+	VPORD       Z1, Z0, Z2
+	VMOVDQU32   Z2, K1, (DI)(BX*4)
+	ADDQ        $0x10, BX
+	JMP         packColsU16BF16AVX512_chunk
+
+packColsU16BF16AVX512_chunk_done:
+	LEAQ (SI)(R9*2), SI
+	ADDQ R8, DI
+	DECQ R12
+	JMP  packColsU16BF16AVX512_pair
+
+packColsU16BF16AVX512_odd:
+	TESTQ $0x00000001, R11
+	JZ    packColsU16BF16AVX512_done
+	XORQ  BX, BX
+
+packColsU16BF16AVX512_last:
+	CMPQ BX, R10
+	JGE  packColsU16BF16AVX512_last_done
+	MOVQ R10, DX
+	SUBQ BX, DX
+	CMPQ DX, $0x10
+	JLE  packColsU16BF16AVX512_last_mask
+	MOVQ $0x00000010, DX
+
+packColsU16BF16AVX512_last_mask:
+	MOVQ        DX, CX
+	MOVQ        $0x00000001, AX
+	SHLQ        CL, AX
+	DECQ        AX
+	KMOVW       AX, K1
+	LEAQ        (SI)(R9*1), CX
+	VMOVDQU16.Z (SI)(BX*2), K1, Y0
+	VPMOVZXWD   Y0, Z0
+	VMOVDQA32   Z0, Z2
+	VMOVDQU32   Z2, K1, (DI)(BX*4)
+	ADDQ        $0x10, BX
+	JMP         packColsU16BF16AVX512_last
+
+packColsU16BF16AVX512_last_done:
+packColsU16BF16AVX512_done:
+	VZEROUPPER
+	RET
+
+// func packRowsF32BF16AVX512(dst *uint32, w int, src *float32, rs int, rows int, k int)
+// Requires: AVX, AVX512F
+TEXT ·packRowsF32BF16AVX512(SB), NOSPLIT, $0-48
+	MOVQ  dst+0(FP), DI
+	MOVQ  w+8(FP), R8
+	MOVQ  src+16(FP), SI
+	MOVQ  rs+24(FP), R9
+	MOVQ  rows+32(FP), R10
+	MOVQ  k+40(FP), R11
+	SHLQ  $0x02, R8
+	SHLQ  $0x02, R9
+	MOVQ  R10, CX
+	MOVQ  $0x00000001, AX
+	SHLQ  CL, AX
+	DECQ  AX
+	KMOVW AX, K3
+	XORQ  R12, R12
+
+packRowsF32BF16AVX512_loop:
+	CMPQ R12, R11
+	JGE  packRowsF32BF16AVX512_done
+	MOVQ R11, BX
+	SUBQ R12, BX
+	CMPQ BX, $0x20
+	JLE  packRowsF32BF16AVX512_mask
+	MOVQ $0x00000020, BX
+
+packRowsF32BF16AVX512_mask:
+	MOVQ      BX, CX
+	MOVQ      $0x00000001, AX
+	SHLQ      CL, AX
+	DECQ      AX
+	KMOVW     AX, K1
+	SHRQ      $0x10, AX
+	KMOVW     AX, K2
+	LEAQ      (SI)(R12*4), R13
+	CMPQ      R10, $0x00
+	JLE       packRowsF32BF16AVX512_loaded
+	VMOVUPS.Z (R13), K1, Z16
+	VMOVUPS.Z 64(R13), K2, Z17
+	LONG      $0x4077b262
+	WORD      $0xc072
+	ADDQ      R9, R13
+	CMPQ      R10, $0x01
+	JLE       packRowsF32BF16AVX512_loaded
+	VMOVUPS.Z (R13), K1, Z16
+	VMOVUPS.Z 64(R13), K2, Z17
+	LONG      $0x4077b262
+	WORD      $0xc872
+	ADDQ      R9, R13
+	CMPQ      R10, $0x02
+	JLE       packRowsF32BF16AVX512_loaded
+	VMOVUPS.Z (R13), K1, Z16
+	VMOVUPS.Z 64(R13), K2, Z17
+	LONG      $0x4077b262
+	WORD      $0xd072
+	ADDQ      R9, R13
+	CMPQ      R10, $0x03
+	JLE       packRowsF32BF16AVX512_loaded
+	VMOVUPS.Z (R13), K1, Z16
+	VMOVUPS.Z 64(R13), K2, Z17
+	LONG      $0x4077b262
+	WORD      $0xd872
+	ADDQ      R9, R13
+	CMPQ      R10, $0x04
+	JLE       packRowsF32BF16AVX512_loaded
+	VMOVUPS.Z (R13), K1, Z16
+	VMOVUPS.Z 64(R13), K2, Z17
+	LONG      $0x4077b262
+	WORD      $0xe072
+	ADDQ      R9, R13
+	CMPQ      R10, $0x05
+	JLE       packRowsF32BF16AVX512_loaded
+	VMOVUPS.Z (R13), K1, Z16
+	VMOVUPS.Z 64(R13), K2, Z17
+	LONG      $0x4077b262
+	WORD      $0xe872
+	ADDQ      R9, R13
+	CMPQ      R10, $0x06
+	JLE       packRowsF32BF16AVX512_loaded
+	VMOVUPS.Z (R13), K1, Z16
+	VMOVUPS.Z 64(R13), K2, Z17
+	LONG      $0x4077b262
+	WORD      $0xf072
+	ADDQ      R9, R13
+	CMPQ      R10, $0x07
+	JLE       packRowsF32BF16AVX512_loaded
+	VMOVUPS.Z (R13), K1, Z16
+	VMOVUPS.Z 64(R13), K2, Z17
+	LONG      $0x4077b262
+	WORD      $0xf872
+	ADDQ      R9, R13
+	CMPQ      R10, $0x08
+	JLE       packRowsF32BF16AVX512_loaded
+	VMOVUPS.Z (R13), K1, Z16
+	VMOVUPS.Z 64(R13), K2, Z17
+	LONG      $0x40773262
+	WORD      $0xc072
+	ADDQ      R9, R13
+	CMPQ      R10, $0x09
+	JLE       packRowsF32BF16AVX512_loaded
+	VMOVUPS.Z (R13), K1, Z16
+	VMOVUPS.Z 64(R13), K2, Z17
+	LONG      $0x40773262
+	WORD      $0xc872
+	ADDQ      R9, R13
+	CMPQ      R10, $0x0a
+	JLE       packRowsF32BF16AVX512_loaded
+	VMOVUPS.Z (R13), K1, Z16
+	VMOVUPS.Z 64(R13), K2, Z17
+	LONG      $0x40773262
+	WORD      $0xd072
+	ADDQ      R9, R13
+	CMPQ      R10, $0x0b
+	JLE       packRowsF32BF16AVX512_loaded
+	VMOVUPS.Z (R13), K1, Z16
+	VMOVUPS.Z 64(R13), K2, Z17
+	LONG      $0x40773262
+	WORD      $0xd872
+	ADDQ      R9, R13
+	CMPQ      R10, $0x0c
+	JLE       packRowsF32BF16AVX512_loaded
+	VMOVUPS.Z (R13), K1, Z16
+	VMOVUPS.Z 64(R13), K2, Z17
+	LONG      $0x40773262
+	WORD      $0xe072
+	ADDQ      R9, R13
+	CMPQ      R10, $0x0d
+	JLE       packRowsF32BF16AVX512_loaded
+	VMOVUPS.Z (R13), K1, Z16
+	VMOVUPS.Z 64(R13), K2, Z17
+	LONG      $0x40773262
+	WORD      $0xe872
+	ADDQ      R9, R13
+	CMPQ      R10, $0x0e
+	JLE       packRowsF32BF16AVX512_loaded
+	VMOVUPS.Z (R13), K1, Z16
+	VMOVUPS.Z 64(R13), K2, Z17
+	LONG      $0x40773262
+	WORD      $0xf072
+	ADDQ      R9, R13
+	CMPQ      R10, $0x0f
+	JLE       packRowsF32BF16AVX512_loaded
+	VMOVUPS.Z (R13), K1, Z16
+	VMOVUPS.Z 64(R13), K2, Z17
+	LONG      $0x40773262
+	WORD      $0xf872
+
+packRowsF32BF16AVX512_loaded:
+	VPUNPCKLDQ  Z1, Z0, Z16
+	VPUNPCKHDQ  Z1, Z0, Z17
+	VPUNPCKLDQ  Z3, Z2, Z18
+	VPUNPCKHDQ  Z3, Z2, Z19
+	VPUNPCKLDQ  Z5, Z4, Z20
+	VPUNPCKHDQ  Z5, Z4, Z21
+	VPUNPCKLDQ  Z7, Z6, Z22
+	VPUNPCKHDQ  Z7, Z6, Z23
+	VPUNPCKLDQ  Z9, Z8, Z24
+	VPUNPCKHDQ  Z9, Z8, Z25
+	VPUNPCKLDQ  Z11, Z10, Z26
+	VPUNPCKHDQ  Z11, Z10, Z27
+	VPUNPCKLDQ  Z13, Z12, Z28
+	VPUNPCKHDQ  Z13, Z12, Z29
+	VPUNPCKLDQ  Z15, Z14, Z30
+	VPUNPCKHDQ  Z15, Z14, Z31
+	VPUNPCKLQDQ Z18, Z16, Z0
+	VPUNPCKHQDQ Z18, Z16, Z1
+	VPUNPCKLQDQ Z19, Z17, Z2
+	VPUNPCKHQDQ Z19, Z17, Z3
+	VPUNPCKLQDQ Z22, Z20, Z4
+	VPUNPCKHQDQ Z22, Z20, Z5
+	VPUNPCKLQDQ Z23, Z21, Z6
+	VPUNPCKHQDQ Z23, Z21, Z7
+	VPUNPCKLQDQ Z26, Z24, Z8
+	VPUNPCKHQDQ Z26, Z24, Z9
+	VPUNPCKLQDQ Z27, Z25, Z10
+	VPUNPCKHQDQ Z27, Z25, Z11
+	VPUNPCKLQDQ Z30, Z28, Z12
+	VPUNPCKHQDQ Z30, Z28, Z13
+	VPUNPCKLQDQ Z31, Z29, Z14
+	VPUNPCKHQDQ Z31, Z29, Z15
+	VSHUFI32X4  $0x44, Z4, Z0, Z16
+	VSHUFI32X4  $0xee, Z4, Z0, Z17
+	VSHUFI32X4  $0x44, Z12, Z8, Z18
+	VSHUFI32X4  $0xee, Z12, Z8, Z19
+	VSHUFI32X4  $0x44, Z5, Z1, Z20
+	VSHUFI32X4  $0xee, Z5, Z1, Z21
+	VSHUFI32X4  $0x44, Z13, Z9, Z22
+	VSHUFI32X4  $0xee, Z13, Z9, Z23
+	VSHUFI32X4  $0x44, Z6, Z2, Z24
+	VSHUFI32X4  $0xee, Z6, Z2, Z25
+	VSHUFI32X4  $0x44, Z14, Z10, Z26
+	VSHUFI32X4  $0xee, Z14, Z10, Z27
+	VSHUFI32X4  $0x44, Z7, Z3, Z28
+	VSHUFI32X4  $0xee, Z7, Z3, Z29
+	VSHUFI32X4  $0x44, Z15, Z11, Z30
+	VSHUFI32X4  $0xee, Z15, Z11, Z31
+	VSHUFI32X4  $0x88, Z18, Z16, Z0
+	VSHUFI32X4  $0xdd, Z18, Z16, Z4
+	VSHUFI32X4  $0x88, Z19, Z17, Z8
+	VSHUFI32X4  $0xdd, Z19, Z17, Z12
+	VSHUFI32X4  $0x88, Z22, Z20, Z1
+	VSHUFI32X4  $0xdd, Z22, Z20, Z5
+	VSHUFI32X4  $0x88, Z23, Z21, Z9
+	VSHUFI32X4  $0xdd, Z23, Z21, Z13
+	VSHUFI32X4  $0x88, Z26, Z24, Z2
+	VSHUFI32X4  $0xdd, Z26, Z24, Z6
+	VSHUFI32X4  $0x88, Z27, Z25, Z10
+	VSHUFI32X4  $0xdd, Z27, Z25, Z14
+	VSHUFI32X4  $0x88, Z30, Z28, Z3
+	VSHUFI32X4  $0xdd, Z30, Z28, Z7
+	VSHUFI32X4  $0x88, Z31, Z29, Z11
+	VSHUFI32X4  $0xdd, Z31, Z29, Z15
+	INCQ        BX
+	SHRQ        $0x01, BX
+	MOVQ        R12, R14
+	SHRQ        $0x01, R14
+	IMULQ       R8, R14
+	ADDQ        DI, R14
+	CMPQ        BX, $0x00
+	JLE         packRowsF32BF16AVX512_stored
+	VMOVDQU32   Z0, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x01
+	JLE         packRowsF32BF16AVX512_stored
+	VMOVDQU32   Z1, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x02
+	JLE         packRowsF32BF16AVX512_stored
+	VMOVDQU32   Z2, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x03
+	JLE         packRowsF32BF16AVX512_stored
+	VMOVDQU32   Z3, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x04
+	JLE         packRowsF32BF16AVX512_stored
+	VMOVDQU32   Z4, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x05
+	JLE         packRowsF32BF16AVX512_stored
+	VMOVDQU32   Z5, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x06
+	JLE         packRowsF32BF16AVX512_stored
+	VMOVDQU32   Z6, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x07
+	JLE         packRowsF32BF16AVX512_stored
+	VMOVDQU32   Z7, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x08
+	JLE         packRowsF32BF16AVX512_stored
+	VMOVDQU32   Z8, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x09
+	JLE         packRowsF32BF16AVX512_stored
+	VMOVDQU32   Z9, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x0a
+	JLE         packRowsF32BF16AVX512_stored
+	VMOVDQU32   Z10, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x0b
+	JLE         packRowsF32BF16AVX512_stored
+	VMOVDQU32   Z11, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x0c
+	JLE         packRowsF32BF16AVX512_stored
+	VMOVDQU32   Z12, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x0d
+	JLE         packRowsF32BF16AVX512_stored
+	VMOVDQU32   Z13, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x0e
+	JLE         packRowsF32BF16AVX512_stored
+	VMOVDQU32   Z14, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x0f
+	JLE         packRowsF32BF16AVX512_stored
+	VMOVDQU32   Z15, K3, (R14)
+
+packRowsF32BF16AVX512_stored:
+	ADDQ $0x20, R12
+	JMP  packRowsF32BF16AVX512_loop
+
+packRowsF32BF16AVX512_done:
+	VZEROUPPER
+	RET
+
+// func packRowsU16BF16AVX512(dst *uint32, w int, src *uint16, rs int, rows int, k int)
+// Requires: AVX, AVX512BW, AVX512F
+TEXT ·packRowsU16BF16AVX512(SB), NOSPLIT, $0-48
+	MOVQ  dst+0(FP), DI
+	MOVQ  w+8(FP), R8
+	MOVQ  src+16(FP), SI
+	MOVQ  rs+24(FP), R9
+	MOVQ  rows+32(FP), R10
+	MOVQ  k+40(FP), R11
+	SHLQ  $0x02, R8
+	SHLQ  $0x01, R9
+	MOVQ  R10, CX
+	MOVQ  $0x00000001, AX
+	SHLQ  CL, AX
+	DECQ  AX
+	KMOVW AX, K3
+	XORQ  R12, R12
+
+packRowsU16BF16AVX512_loop:
+	CMPQ R12, R11
+	JGE  packRowsU16BF16AVX512_done
+	MOVQ R11, BX
+	SUBQ R12, BX
+	CMPQ BX, $0x20
+	JLE  packRowsU16BF16AVX512_mask
+	MOVQ $0x00000020, BX
+
+packRowsU16BF16AVX512_mask:
+	MOVQ        BX, CX
+	MOVQ        $0x00000001, AX
+	SHLQ        CL, AX
+	DECQ        AX
+	KMOVD       AX, K1
+	LEAQ        (SI)(R12*2), R13
+	CMPQ        R10, $0x00
+	JLE         packRowsU16BF16AVX512_loaded
+	VMOVDQU16.Z (R13), K1, Z0
+	ADDQ        R9, R13
+	CMPQ        R10, $0x01
+	JLE         packRowsU16BF16AVX512_loaded
+	VMOVDQU16.Z (R13), K1, Z1
+	ADDQ        R9, R13
+	CMPQ        R10, $0x02
+	JLE         packRowsU16BF16AVX512_loaded
+	VMOVDQU16.Z (R13), K1, Z2
+	ADDQ        R9, R13
+	CMPQ        R10, $0x03
+	JLE         packRowsU16BF16AVX512_loaded
+	VMOVDQU16.Z (R13), K1, Z3
+	ADDQ        R9, R13
+	CMPQ        R10, $0x04
+	JLE         packRowsU16BF16AVX512_loaded
+	VMOVDQU16.Z (R13), K1, Z4
+	ADDQ        R9, R13
+	CMPQ        R10, $0x05
+	JLE         packRowsU16BF16AVX512_loaded
+	VMOVDQU16.Z (R13), K1, Z5
+	ADDQ        R9, R13
+	CMPQ        R10, $0x06
+	JLE         packRowsU16BF16AVX512_loaded
+	VMOVDQU16.Z (R13), K1, Z6
+	ADDQ        R9, R13
+	CMPQ        R10, $0x07
+	JLE         packRowsU16BF16AVX512_loaded
+	VMOVDQU16.Z (R13), K1, Z7
+	ADDQ        R9, R13
+	CMPQ        R10, $0x08
+	JLE         packRowsU16BF16AVX512_loaded
+	VMOVDQU16.Z (R13), K1, Z8
+	ADDQ        R9, R13
+	CMPQ        R10, $0x09
+	JLE         packRowsU16BF16AVX512_loaded
+	VMOVDQU16.Z (R13), K1, Z9
+	ADDQ        R9, R13
+	CMPQ        R10, $0x0a
+	JLE         packRowsU16BF16AVX512_loaded
+	VMOVDQU16.Z (R13), K1, Z10
+	ADDQ        R9, R13
+	CMPQ        R10, $0x0b
+	JLE         packRowsU16BF16AVX512_loaded
+	VMOVDQU16.Z (R13), K1, Z11
+	ADDQ        R9, R13
+	CMPQ        R10, $0x0c
+	JLE         packRowsU16BF16AVX512_loaded
+	VMOVDQU16.Z (R13), K1, Z12
+	ADDQ        R9, R13
+	CMPQ        R10, $0x0d
+	JLE         packRowsU16BF16AVX512_loaded
+	VMOVDQU16.Z (R13), K1, Z13
+	ADDQ        R9, R13
+	CMPQ        R10, $0x0e
+	JLE         packRowsU16BF16AVX512_loaded
+	VMOVDQU16.Z (R13), K1, Z14
+	ADDQ        R9, R13
+	CMPQ        R10, $0x0f
+	JLE         packRowsU16BF16AVX512_loaded
+	VMOVDQU16.Z (R13), K1, Z15
+
+packRowsU16BF16AVX512_loaded:
+	VPUNPCKLDQ  Z1, Z0, Z16
+	VPUNPCKHDQ  Z1, Z0, Z17
+	VPUNPCKLDQ  Z3, Z2, Z18
+	VPUNPCKHDQ  Z3, Z2, Z19
+	VPUNPCKLDQ  Z5, Z4, Z20
+	VPUNPCKHDQ  Z5, Z4, Z21
+	VPUNPCKLDQ  Z7, Z6, Z22
+	VPUNPCKHDQ  Z7, Z6, Z23
+	VPUNPCKLDQ  Z9, Z8, Z24
+	VPUNPCKHDQ  Z9, Z8, Z25
+	VPUNPCKLDQ  Z11, Z10, Z26
+	VPUNPCKHDQ  Z11, Z10, Z27
+	VPUNPCKLDQ  Z13, Z12, Z28
+	VPUNPCKHDQ  Z13, Z12, Z29
+	VPUNPCKLDQ  Z15, Z14, Z30
+	VPUNPCKHDQ  Z15, Z14, Z31
+	VPUNPCKLQDQ Z18, Z16, Z0
+	VPUNPCKHQDQ Z18, Z16, Z1
+	VPUNPCKLQDQ Z19, Z17, Z2
+	VPUNPCKHQDQ Z19, Z17, Z3
+	VPUNPCKLQDQ Z22, Z20, Z4
+	VPUNPCKHQDQ Z22, Z20, Z5
+	VPUNPCKLQDQ Z23, Z21, Z6
+	VPUNPCKHQDQ Z23, Z21, Z7
+	VPUNPCKLQDQ Z26, Z24, Z8
+	VPUNPCKHQDQ Z26, Z24, Z9
+	VPUNPCKLQDQ Z27, Z25, Z10
+	VPUNPCKHQDQ Z27, Z25, Z11
+	VPUNPCKLQDQ Z30, Z28, Z12
+	VPUNPCKHQDQ Z30, Z28, Z13
+	VPUNPCKLQDQ Z31, Z29, Z14
+	VPUNPCKHQDQ Z31, Z29, Z15
+	VSHUFI32X4  $0x44, Z4, Z0, Z16
+	VSHUFI32X4  $0xee, Z4, Z0, Z17
+	VSHUFI32X4  $0x44, Z12, Z8, Z18
+	VSHUFI32X4  $0xee, Z12, Z8, Z19
+	VSHUFI32X4  $0x44, Z5, Z1, Z20
+	VSHUFI32X4  $0xee, Z5, Z1, Z21
+	VSHUFI32X4  $0x44, Z13, Z9, Z22
+	VSHUFI32X4  $0xee, Z13, Z9, Z23
+	VSHUFI32X4  $0x44, Z6, Z2, Z24
+	VSHUFI32X4  $0xee, Z6, Z2, Z25
+	VSHUFI32X4  $0x44, Z14, Z10, Z26
+	VSHUFI32X4  $0xee, Z14, Z10, Z27
+	VSHUFI32X4  $0x44, Z7, Z3, Z28
+	VSHUFI32X4  $0xee, Z7, Z3, Z29
+	VSHUFI32X4  $0x44, Z15, Z11, Z30
+	VSHUFI32X4  $0xee, Z15, Z11, Z31
+	VSHUFI32X4  $0x88, Z18, Z16, Z0
+	VSHUFI32X4  $0xdd, Z18, Z16, Z4
+	VSHUFI32X4  $0x88, Z19, Z17, Z8
+	VSHUFI32X4  $0xdd, Z19, Z17, Z12
+	VSHUFI32X4  $0x88, Z22, Z20, Z1
+	VSHUFI32X4  $0xdd, Z22, Z20, Z5
+	VSHUFI32X4  $0x88, Z23, Z21, Z9
+	VSHUFI32X4  $0xdd, Z23, Z21, Z13
+	VSHUFI32X4  $0x88, Z26, Z24, Z2
+	VSHUFI32X4  $0xdd, Z26, Z24, Z6
+	VSHUFI32X4  $0x88, Z27, Z25, Z10
+	VSHUFI32X4  $0xdd, Z27, Z25, Z14
+	VSHUFI32X4  $0x88, Z30, Z28, Z3
+	VSHUFI32X4  $0xdd, Z30, Z28, Z7
+	VSHUFI32X4  $0x88, Z31, Z29, Z11
+	VSHUFI32X4  $0xdd, Z31, Z29, Z15
+	INCQ        BX
+	SHRQ        $0x01, BX
+	MOVQ        R12, R14
+	SHRQ        $0x01, R14
+	IMULQ       R8, R14
+	ADDQ        DI, R14
+	CMPQ        BX, $0x00
+	JLE         packRowsU16BF16AVX512_stored
+	VMOVDQU32   Z0, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x01
+	JLE         packRowsU16BF16AVX512_stored
+	VMOVDQU32   Z1, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x02
+	JLE         packRowsU16BF16AVX512_stored
+	VMOVDQU32   Z2, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x03
+	JLE         packRowsU16BF16AVX512_stored
+	VMOVDQU32   Z3, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x04
+	JLE         packRowsU16BF16AVX512_stored
+	VMOVDQU32   Z4, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x05
+	JLE         packRowsU16BF16AVX512_stored
+	VMOVDQU32   Z5, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x06
+	JLE         packRowsU16BF16AVX512_stored
+	VMOVDQU32   Z6, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x07
+	JLE         packRowsU16BF16AVX512_stored
+	VMOVDQU32   Z7, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x08
+	JLE         packRowsU16BF16AVX512_stored
+	VMOVDQU32   Z8, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x09
+	JLE         packRowsU16BF16AVX512_stored
+	VMOVDQU32   Z9, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x0a
+	JLE         packRowsU16BF16AVX512_stored
+	VMOVDQU32   Z10, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x0b
+	JLE         packRowsU16BF16AVX512_stored
+	VMOVDQU32   Z11, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x0c
+	JLE         packRowsU16BF16AVX512_stored
+	VMOVDQU32   Z12, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x0d
+	JLE         packRowsU16BF16AVX512_stored
+	VMOVDQU32   Z13, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x0e
+	JLE         packRowsU16BF16AVX512_stored
+	VMOVDQU32   Z14, K3, (R14)
+	ADDQ        R8, R14
+	CMPQ        BX, $0x0f
+	JLE         packRowsU16BF16AVX512_stored
+	VMOVDQU32   Z15, K3, (R14)
+
+packRowsU16BF16AVX512_stored:
+	ADDQ $0x20, R12
+	JMP  packRowsU16BF16AVX512_loop
+
+packRowsU16BF16AVX512_done:
+	VZEROUPPER
+	RET
+
+// func addRowsF32AVX512(c *float32, ldc int, v *float32, rows int, n int)
+// Requires: AVX, AVX512F
+TEXT ·addRowsF32AVX512(SB), NOSPLIT, $0-40
+	MOVQ c+0(FP), DI
+	MOVQ ldc+8(FP), R8
+	MOVQ v+16(FP), SI
+	MOVQ rows+24(FP), R10
+	MOVQ n+32(FP), BX
+	SHLQ $0x02, R8
+
+addRowsF32_cols:
+	TESTQ BX, BX
+	JLE   addRowsF32_done
+	MOVQ  BX, R13
+	CMPQ  R13, $0x10
+	JLE   addRowsF32_mask
+	MOVQ  $0x00000010, R13
+
+addRowsF32_mask:
+	MOVQ      R13, CX
+	MOVQ      $0x00000001, AX
+	SHLQ      CL, AX
+	DECQ      AX
+	KMOVW     AX, K1
+	VMOVUPS.Z (SI), K1, Z0
+	MOVQ      DI, R11
+	MOVQ      R10, R12
+
+addRowsF32_rows:
+	TESTQ     R12, R12
+	JLE       addRowsF32_next
+	VMOVUPS.Z (R11), K1, Z1
+	VADDPS    Z0, Z1, Z1
+	VMOVUPS   Z1, K1, (R11)
+	ADDQ      R8, R11
+	DECQ      R12
+	JMP       addRowsF32_rows
+
+addRowsF32_next:
+	ADDQ $0x40, DI
+	ADDQ $0x40, SI
+	SUBQ $0x10, BX
+	JMP  addRowsF32_cols
+
+addRowsF32_done:
+	VZEROUPPER
+	RET
+
+// func cvtRowsF32BF16AVX512(dst *uint16, ldd int, src *float32, lds int, rows int, n int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL
+TEXT ·cvtRowsF32BF16AVX512(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ ldd+8(FP), R8
+	MOVQ src+16(FP), SI
+	MOVQ lds+24(FP), R9
+	MOVQ rows+32(FP), R10
+	MOVQ n+40(FP), BX
+	SHLQ $0x01, R8
+	SHLQ $0x02, R9
+
+cvtRowsF32BF16_cols:
+	TESTQ BX, BX
+	JLE   cvtRowsF32BF16_done
+	MOVQ  BX, R14
+	CMPQ  R14, $0x10
+	JLE   cvtRowsF32BF16_mask
+	MOVQ  $0x00000010, R14
+
+cvtRowsF32BF16_mask:
+	MOVQ  R14, CX
+	MOVQ  $0x00000001, AX
+	SHLQ  CL, AX
+	DECQ  AX
+	KMOVW AX, K1
+	MOVQ  SI, R11
+	MOVQ  DI, R12
+	MOVQ  R10, R13
+
+cvtRowsF32BF16_rows:
+	TESTQ     R13, R13
+	JLE       cvtRowsF32BF16_next
+	VMOVUPS.Z (R11), K1, Z0
+	LONG      $0x487ef262
+	WORD      $0xc872
+	VMOVDQU16 Y1, K1, (R12)
+	ADDQ      R9, R11
+	ADDQ      R8, R12
+	DECQ      R13
+	JMP       cvtRowsF32BF16_rows
+
+cvtRowsF32BF16_next:
+	ADDQ $0x40, SI
+	ADDQ $0x20, DI
+	SUBQ $0x10, BX
+	JMP  cvtRowsF32BF16_cols
+
+cvtRowsF32BF16_done:
 	VZEROUPPER
 	RET
 

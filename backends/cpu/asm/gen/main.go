@@ -26,6 +26,8 @@ func main() {
 	gemmKernel("bgemm8x32AVX512", bf16, true, 8, 2, 4)
 	gemmKernel("bgemm6x64AVX512", bf16, true, 6, 4, 4)
 	bf16Helpers()
+	addRowsF32()
+	cvtRowsF32BF16()
 	packT8()
 	axpy()
 	dot()
