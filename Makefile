@@ -23,7 +23,8 @@ GOTESTFLAGS ?=
 # python3-opencv runs the models Kiln exports in a second ONNX runtime.
 APT_PACKAGES := python3 python3-numpy python3-jupyter-client python3-jupyter-kernel-test \
 	python3-nbclient python3-nbformat jupyter-nbconvert python3-onnx chromium gcc g++ libc6-dev \
-	openmpi-bin tmux libonnx-testdata python3-torchvision python3-opencv
+	openmpi-bin tmux libonnx-testdata python3-torchvision python3-opencv \
+	mesa-vulkan-drivers libvulkan1 glslc nodejs
 # Extra packages only for regenerating fixtures and comparing with PyTorch.
 APT_FIXTURE_PACKAGES := python3-torch python3-numpy python3-onnx libopenblas0-pthread
 

@@ -138,12 +138,14 @@ const (
 
 // DeviceInfo describes one device a backend drives.
 type DeviceInfo struct {
-	Kind        string // "cpu", "cuda", "strict"
+	Kind        string // "cpu", "cuda", "vulkan", "strict"
 	Index       int    // ordinal among devices of the same kind
 	Name        string // human-readable model name
 	MemoryBytes int64  // total memory, 0 when unknown
 	Cores       int    // CPU cores or GPU multiprocessors
 	Detail      string // anything else worth showing (compute capability, driver)
+	Vendor      string // the maker ("NVIDIA", "AMD", "Intel", "Apple", "Mesa (software)"), "" when unknown
+	Software    bool   // a CPU implementation of a GPU API (lavapipe): listed, never chosen by default
 }
 
 // String returns the device's identifier as ParseDevice accepts it ("cpu", "cuda:1").

@@ -16,6 +16,7 @@ import (
 	"github.com/kiln-ml/kiln/backends/remote"
 	"github.com/kiln-ml/kiln/kernel"
 	"github.com/kiln-ml/kiln/kernel/display"
+	"github.com/kiln-ml/kiln/tensor"
 )
 
 // deviceTrainCell is trainCell on the device the notebook's %device chose
@@ -114,26 +115,7 @@ func TestNotebookTrainsOnRemoteDevice(t *testing.T) {
 		t.Fatalf("unreachable device listed as %+v (ok %v), want it with the reason", d, ok)
 	}
 
-	losses := func(device string) [][2]float64 {
-		dir := filepath.Join(t.TempDir(), "run")
-		rec := &recorder{}
-		for _, c := range []string{"%device " + device, deviceTrainCell(dir)} {
-			if _, err := s.Execute(context.Background(), c, rec); err != nil {
-				t.Fatalf("on %s: %v", device, describe(err))
-			}
-		}
-		out, _ := rec.out()
-		if !strings.Contains(out, "steps 40 ") || !strings.Contains(out, "on "+device) {
-			t.Fatalf("on %s the cell printed %q", device, out)
-		}
-		msgs := dashboardMessages(t, rec)
-		logged, _ := stepLosses(t, dir)
-		if got := lossSeries(t, msgs[len(msgs)-1]); len(got) != len(logged) {
-			t.Fatalf("on %s the dashboard's last render holds %d steps, the log %d", device, len(got), len(logged))
-		}
-		return logged
-	}
-	onRemote := losses(url)
+	onRemote := trainOnDevice(t, s, url)
 	res, err = s.Execute(context.Background(), "%device --json", nil)
 	if err != nil {
 		t.Fatal(describe(err))
@@ -142,10 +124,7 @@ func TestNotebookTrainsOnRemoteDevice(t *testing.T) {
 		!regexp.MustCompile(`"name":"`+regexp.QuoteMeta(url)+`"[^}]*"default":true`).Match(raw) {
 		t.Fatalf("after %%device %s the table is %s, want it the default", url, raw)
 	}
-	onCPU := losses("cpu")
-	if len(onRemote) != 40 || len(onCPU) != 40 {
-		t.Fatalf("%d remote and %d cpu steps, want 40", len(onRemote), len(onCPU))
-	}
+	onCPU := trainOnDevice(t, s, "cpu")
 	for i := range onCPU {
 		if math.Abs(onRemote[i][1]-onCPU[i][1]) > 1e-6*max(1, math.Abs(onCPU[i][1])) {
 			t.Fatalf("step %d: loss %v on %s, %v on the cpu", i, onRemote[i][1], url, onCPU[i][1])
@@ -153,5 +132,72 @@ func TestNotebookTrainsOnRemoteDevice(t *testing.T) {
 	}
 	if onCPU[len(onCPU)-1][1] >= onCPU[0][1] {
 		t.Fatalf("loss did not fall: %v", onCPU)
+	}
+}
+
+// trainOnDevice selects device with %device in s, runs deviceTrainCell
+// there and returns the loss of each of its 40 steps, after checking that
+// the cell said where it ran and that its live dashboard showed every
+// step.
+func trainOnDevice(t *testing.T, s *kernel.Session, device string) [][2]float64 {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "run")
+	rec := &recorder{}
+	for _, c := range []string{"%device " + device, deviceTrainCell(dir)} {
+		if _, err := s.Execute(context.Background(), c, rec); err != nil {
+			t.Fatalf("on %s: %v", device, describe(err))
+		}
+	}
+	out, _ := rec.out()
+	if !strings.Contains(out, "steps 40 ") || !strings.Contains(out, "on "+device) {
+		t.Fatalf("on %s the cell printed %q", device, out)
+	}
+	msgs := dashboardMessages(t, rec)
+	logged, _ := stepLosses(t, dir)
+	if got := lossSeries(t, msgs[len(msgs)-1]); len(got) != len(logged) {
+		t.Fatalf("on %s the dashboard's last render holds %d steps, the log %d", device, len(got), len(logged))
+	}
+	if len(logged) != 40 {
+		t.Fatalf("on %s: %d steps logged, want 40", device, len(logged))
+	}
+	return logged
+}
+
+// TestNotebookTrainsOnVulkan lists the Vulkan device in the notebook's
+// device table (lavapipe, the software device these machines have, marked
+// as such and not the default), selects it with %device, trains in a cell
+// with the live dashboard, and checks every step's loss against the CPU's.
+func TestNotebookTrainsOnVulkan(t *testing.T) {
+	if _, err := tensor.Vulkan(0); err != nil {
+		t.Skipf("no Vulkan device: %v", err)
+	}
+	s := newSession(t, kernel.Options{})
+	res, err := s.Execute(context.Background(), "%device --json", nil)
+	if err != nil {
+		t.Fatal(describe(err))
+	}
+	raw, _ := json.Marshal(res.Data[display.MIMETypeJSON])
+	var list []kernel.DeviceInfo
+	if err := json.Unmarshal(raw, &list); err != nil {
+		t.Fatalf("%%device --json: %v in %s", err, raw)
+	}
+	var vk *kernel.DeviceInfo
+	for i := range list {
+		if list[i].Name == "vulkan:0" {
+			vk = &list[i]
+		}
+	}
+	if vk == nil || vk.Kind != "vulkan" || vk.Model == "" || vk.Vendor == "" {
+		t.Fatalf("vulkan:0 listed as %+v in %s", vk, raw)
+	}
+	if vk.Software && (vk.Default || vk.NotDefault == "") {
+		t.Fatalf("software device %+v: want it listed as not the default, with the reason", vk)
+	}
+	onVulkan := trainOnDevice(t, s, "vulkan:0")
+	onCPU := trainOnDevice(t, s, "cpu")
+	for i := range onCPU {
+		if math.Abs(onVulkan[i][1]-onCPU[i][1]) > 1e-4*max(1, math.Abs(onCPU[i][1])) {
+			t.Fatalf("step %d: loss %v on vulkan:0, %v on the cpu", i, onVulkan[i][1], onCPU[i][1])
+		}
 	}
 }

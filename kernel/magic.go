@@ -508,6 +508,12 @@ type DeviceInfo struct {
 	Cores   int    `json:"cores"`
 	Detail  string `json:"detail,omitempty"`
 	Default bool   `json:"default"`
+	// Vendor is the device's maker ("NVIDIA", "Mesa (software)"), "" when
+	// unknown; Software marks a GPU API emulated on the CPU (lavapipe),
+	// which is listed but never the default, NotDefault saying why.
+	Vendor     string `json:"vendor,omitempty"`
+	Software   bool   `json:"software,omitempty"`
+	NotDefault string `json:"not_default,omitempty"`
 	// Remote marks a device of a `kiln serve` process listed in
 	// KILN_REMOTE; Error says why it cannot be used now (unreachable,
 	// refused token), and is empty when it answered.
@@ -522,7 +528,7 @@ func devicesJSON() (*display.Data, error) {
 	out := []DeviceInfo{}
 	for _, e := range tensor.Devices() {
 		out = append(out, DeviceInfo{Name: e.String(), Kind: e.Kind, Model: e.Name, Memory: e.MemoryBytes,
-			Cores: e.Cores, Detail: e.Detail, Default: e.Default})
+			Cores: e.Cores, Detail: e.Detail, Default: e.Default, Vendor: e.Vendor, Software: e.Software, NotDefault: e.NotDefault})
 	}
 	out = append(out, remoteDevices(def)...)
 	if strict, err := tensor.ParseDevice("strict"); err == nil {
@@ -547,7 +553,7 @@ func remoteDevices(def tensor.Device) []DeviceInfo {
 			if info, err := remote.Describe(url, 3*time.Second); err != nil {
 				e.Error = err.Error()
 			} else {
-				e.Model, e.Memory, e.Cores = info.Name, info.MemoryBytes, info.Cores
+				e.Model, e.Memory, e.Cores, e.Vendor, e.Software = info.Name, info.MemoryBytes, info.Cores, info.Vendor, info.Software
 				addr, _, _ := remote.ParseURL(url)
 				e.Detail = "its " + info.String() + ", served by kiln serve at " + addr
 				if info.Detail != "" {

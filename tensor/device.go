@@ -67,6 +67,10 @@ func openDevice(kind string, index int) (*deviceState, error) {
 		return nil, fmt.Errorf("tensor: device %q: %w: this build of Kiln has no CUDA backend "+
 			"(it was built with -tags kiln_nocuda; rebuild without that tag)", name, ErrNoDevice)
 	}
+	if err != nil && kind == "vulkan" {
+		return nil, fmt.Errorf("tensor: device %q: %w: this build of Kiln has no Vulkan backend "+
+			"(it was built with -tags kiln_novulkan, or for WebAssembly; rebuild without that tag)", name, ErrNoDevice)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("tensor: device %q: %w: %v", name, ErrNoDevice, err)
 	}
@@ -98,6 +102,15 @@ func CPU() Device {
 // driver library, no such device).
 func Cuda(i int) (Device, error) { return Open("cuda", i) }
 
+// Vulkan returns Vulkan device number i ("vulkan:i"), in the backend's
+// order: discrete GPUs first, then integrated, virtual and software devices
+// (Mesa's lavapipe, which runs Vulkan on the CPU, comes last and is never
+// the default device). It returns an error wrapping ErrNoDevice saying what
+// is missing: no Vulkan loader or driver, no such device, a device without
+// a feature the backend needs, or a build without the backend
+// (-tags kiln_novulkan, WebAssembly).
+func Vulkan(i int) (Device, error) { return Open("vulkan", i) }
+
 // Open returns device index of kind ("cpu", "cuda", "strict", or any kind a
 // linked backend registered).
 func Open(kind string, index int) (Device, error) {
@@ -108,7 +121,8 @@ func Open(kind string, index int) (Device, error) {
 	return Device{st: st}, nil
 }
 
-// ParseDevice parses a device name: "cpu", "cuda", "cuda:1", "strict", with
+// ParseDevice parses a device name: "cpu", "cuda", "cuda:1", "vulkan" (=
+// "vulkan:0"), "strict", with
 // optional "+fused" (see Device.Fused) and "+autodiff" suffixes, in either
 // order ("cpu+fused+autodiff").
 func ParseDevice(name string) (Device, error) {
@@ -174,16 +188,24 @@ func Devices() DeviceList {
 			continue // a test decorator, not hardware
 		}
 		for _, info := range drv.Enumerate() {
-			out = append(out, DeviceEntry{DeviceInfo: info, Default: def.valid() && info.String() == def.st.name})
+			e := DeviceEntry{DeviceInfo: info, Default: def.valid() && info.String() == def.st.name}
+			if !e.Default && info.Software {
+				e.NotDefault = softwareReason
+			}
+			out = append(out, e)
 		}
 	}
 	return out
 }
 
+// softwareReason says why DefaultDevice passes over a software device.
+const softwareReason = "software device: a GPU API emulated on the CPU, slower than the cpu backend (use it by name)"
+
 // DeviceEntry is one row of Devices.
 type DeviceEntry struct {
 	backends.DeviceInfo
-	Default bool // DefaultDevice picks this one
+	Default    bool   // DefaultDevice picks this one
+	NotDefault string // why DefaultDevice never picks this device (a software device), "" otherwise
 }
 
 // DeviceList is the result of Devices; it prints as a table.
@@ -192,17 +214,23 @@ type DeviceList []DeviceEntry
 // String renders the list as an aligned text table.
 func (l DeviceList) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-8s %-40s %10s %6s  %s\n", "DEVICE", "NAME", "MEMORY", "CORES", "DEFAULT")
+	fmt.Fprintf(&b, "%-8s %-40s %-16s %10s %6s  %s\n", "DEVICE", "NAME", "VENDOR", "MEMORY", "CORES", "DEFAULT")
 	for _, e := range l {
 		mark := ""
 		if e.Default {
 			mark = "yes (" + DefaultDeviceReason() + ")"
+		} else if e.NotDefault != "" {
+			mark = "no (" + e.NotDefault + ")"
 		}
 		mem := "-" // unknown
 		if e.MemoryBytes > 0 {
 			mem = FormatBytes(e.MemoryBytes)
 		}
-		fmt.Fprintf(&b, "%-8s %-40s %10s %6d  %s\n", e.String(), e.Name, mem, e.Cores, mark)
+		vendor := e.Vendor
+		if vendor == "" {
+			vendor = "-"
+		}
+		fmt.Fprintf(&b, "%-8s %-40s %-16s %10s %6d  %s\n", e.String(), e.Name, vendor, mem, e.Cores, mark)
 	}
 	return b.String()
 }
@@ -233,8 +261,11 @@ var (
 
 // DefaultDevice returns the device Kiln uses when none is given: the one
 // named by KILN_DEVICE if set (an unknown or absent device is an error,
-// never a silent fallback), else the best detected device (a GPU before
-// the CPU). DefaultDeviceReason says which rule chose it.
+// never a silent fallback), else the best detected hardware device (a GPU
+// before the CPU; software implementations of GPU APIs, such as Mesa's
+// lavapipe for Vulkan, are never chosen: the CPU backend is faster).
+// DefaultDeviceReason says which rule chose it, and which software devices
+// it passed over.
 func DefaultDevice() (Device, error) {
 	defaultMu.Lock()
 	defer defaultMu.Unlock()
@@ -274,19 +305,30 @@ func chooseDefault() (Device, string, error) {
 		}
 		return d, "KILN_DEVICE=" + env, nil
 	}
+	var skipped []string
+	skippedNote := func() string {
+		if len(skipped) == 0 {
+			return ""
+		}
+		return "; not " + strings.Join(skipped, ", ") + ": software, slower than the cpu backend"
+	}
 	for _, drv := range backends.Drivers() {
 		if drv.Kind() == "strict" {
 			continue
 		}
 		for _, info := range drv.Enumerate() {
+			if info.Software {
+				skipped = append(skipped, fmt.Sprintf("%s (%s)", info.String(), info.Name))
+				continue
+			}
 			d, err := Open(info.Kind, info.Index)
 			if err != nil {
 				continue
 			}
-			return d, fmt.Sprintf("best detected: %s (%s)", info.String(), info.Name), nil
+			return d, fmt.Sprintf("best detected: %s (%s)", info.String(), info.Name) + skippedNote(), nil
 		}
 	}
-	return CPU(), "fallback: cpu", nil
+	return CPU(), "fallback: cpu" + skippedNote(), nil
 }
 
 // kilnDeviceError is DefaultDevice's error for a KILN_DEVICE that names
@@ -327,7 +369,7 @@ func (d Device) String() string {
 	return s
 }
 
-// Kind returns the device kind ("cpu", "cuda", "strict").
+// Kind returns the device kind ("cpu", "cuda", "vulkan", "strict").
 func (d Device) Kind() string { d.check("Device.Kind"); return d.st.info.Kind }
 
 // Info describes the physical device.

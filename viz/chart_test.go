@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kiln-ml/kiln/backends"
 	"github.com/kiln-ml/kiln/internal/testutil"
 	"github.com/kiln-ml/kiln/metrics"
 	"github.com/kiln-ml/kiln/tensor"
@@ -446,17 +447,20 @@ func TestFor(t *testing.T) {
 }
 
 func TestDeviceTable(t *testing.T) {
+	lvp := backends.DeviceInfo{Kind: "vulkan", Name: "llvmpipe", Vendor: "Mesa (software)", Software: true, Cores: 2}
 	devs := tensor.DeviceList{
 		{DeviceInfo: cpuInfo(), Default: true},
 		{DeviceInfo: gpuInfo()},
+		{DeviceInfo: lvp, NotDefault: "software device"},
 	}
 	tab := DeviceTable(devs)
 	rows := tab.Rows()
-	if len(rows) != 2 || rows[0][4] != "8 cores" || rows[1][4] != "132 SMs" || rows[1][3] != "80.0 GiB" {
+	if len(rows) != 3 || rows[0][5] != "8 cores" || rows[1][5] != "132 SMs" || rows[1][4] != "80.0 GiB" ||
+		rows[2][3] != "Mesa (software)" || rows[2][5] != "2 cores" || rows[0][3] != "-" {
 		t.Fatalf("rows %q", rows)
 	}
-	if !strings.HasPrefix(rows[0][6], "yes: ") || rows[1][6] != "" {
-		t.Fatalf("default column %q %q", rows[0][6], rows[1][6])
+	if !strings.HasPrefix(rows[0][7], "yes: ") || rows[1][7] != "" || rows[2][7] != "no: software device" {
+		t.Fatalf("default column %q %q %q", rows[0][7], rows[1][7], rows[2][7])
 	}
 	html := tab.HTML()
 	for _, want := range []string{"<table", "cores / SMs", "H100 &amp; co", `<tr style="font-weight:bold">`} {
@@ -464,7 +468,7 @@ func TestDeviceTable(t *testing.T) {
 			t.Errorf("HTML lacks %q", want)
 		}
 	}
-	if txt := tab.String(); !strings.Contains(txt, "cuda:0") || !strings.Contains(txt, "device  kind") {
+	if txt := tab.String(); !strings.Contains(txt, "cuda:0") || !regexp.MustCompile(`device +kind +name +vendor`).MatchString(txt) {
 		t.Errorf("text table:\n%s", txt)
 	}
 	if empty := DeviceTable(nil); !strings.Contains(empty.String(), "No device") {

@@ -143,7 +143,7 @@ func Devices() *Table { return DeviceTable(tensor.Devices()) }
 // cores (CPU) or multiprocessors (GPU), details, and which one is the
 // default and why (tensor.DefaultDeviceReason).
 func DeviceTable(devs tensor.DeviceList) *Table {
-	t := NewTable("Devices", "device", "kind", "name", "memory", "cores / SMs", "detail", "default")
+	t := NewTable("Devices", "device", "kind", "name", "vendor", "memory", "cores / SMs", "detail", "default")
 	t.highlight = map[int]bool{}
 	for i, d := range devs {
 		mem := "unknown"
@@ -153,8 +153,11 @@ func DeviceTable(devs tensor.DeviceList) *Table {
 		cores := "unknown"
 		if d.Cores > 0 {
 			unit := "cores"
-			if d.Kind != "cpu" {
+			switch {
+			case d.Kind == "cuda":
 				unit = "SMs"
+			case d.Kind != "cpu" && !d.Software:
+				unit = "compute units"
 			}
 			cores = fmt.Sprintf("%d %s", d.Cores, unit)
 		}
@@ -162,8 +165,14 @@ func DeviceTable(devs tensor.DeviceList) *Table {
 		if d.Default {
 			def = "yes: " + tensor.DefaultDeviceReason()
 			t.highlight[i] = true
+		} else if d.NotDefault != "" {
+			def = "no: " + d.NotDefault
 		}
-		t.AddRow(d.String(), d.Kind, d.Name, mem, cores, d.Detail, def)
+		vendor := d.Vendor
+		if vendor == "" {
+			vendor = "-"
+		}
+		t.AddRow(d.String(), d.Kind, d.Name, vendor, mem, cores, d.Detail, def)
 	}
 	if len(devs) == 0 {
 		t.note = "No device detected."

@@ -3,8 +3,6 @@
 package cuda
 
 import (
-	"fmt"
-	"math"
 	"testing"
 
 	"github.com/kiln-ml/kiln/backends"
@@ -33,45 +31,13 @@ func TestConformanceSuiteRunsWithoutGPU(t *testing.T) {
 	runConformance(t, strict.New(cpu.New(0)))
 }
 
-// tolerance returns the absolute and relative tolerance for dt.
-func tolerance(dt backends.DType) (atol, rtol float64) {
-	switch dt {
-	case backends.Float64:
-		return 1e-12, 1e-9
-	case backends.Float32:
-		return 1e-5, 2e-5
-	case backends.Float16:
-		return 2e-3, 2e-3
-	case backends.BFloat16:
-		return 1.6e-2, 1.6e-2
-	}
-	return 0, 0
-}
-
 func runConformance(t *testing.T, dev backends.Backend) {
-	conformance.Run(t, cpu.New(0), dev, withinTolerance)
+	conformance.Run(t, cpu.New(0), dev, conformance.WithinTolerance)
 }
 
 // runCase runs c on the reference and the device and compares the results.
 func runCase(ref, dev backends.Backend, c conformance.Case) error {
-	return conformance.RunCase(ref, dev, c, withinTolerance)
-}
-
-// withinTolerance compares the results within c's dtype's tolerance (NaN
-// matches NaN, infinities must match exactly).
-func withinTolerance(c conformance.Case, dt backends.DType, wantB, gotB []byte) error {
-	want, got := conformance.Decode(dt, wantB), conformance.Decode(dt, gotB)
-	atol, rtol := tolerance(c.DType)
-	for i := range want {
-		w, g := want[i], got[i]
-		if math.IsNaN(w) && math.IsNaN(g) || w == g {
-			continue
-		}
-		if math.IsInf(w, 0) || math.IsNaN(w) || math.IsNaN(g) || math.Abs(w-g) > atol+rtol*math.Abs(w) {
-			return fmt.Errorf("element %d: device %v, cpu %v (atol %g, rtol %g)", i, g, w, atol, rtol)
-		}
-	}
-	return nil
+	return conformance.RunCase(ref, dev, c, conformance.WithinTolerance)
 }
 
 // offByOne is a deliberately wrong device: its exp is 1% too large.

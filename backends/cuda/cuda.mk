@@ -6,7 +6,7 @@
 # all-reduce benchmark; run.sh skips them, saying why, without libnccl.so.2.
 
 GPU_CHECK_DIR := bin/gpu-check
-GPU_CHECK_PKGS := backends/cuda tensor nn optim dist
+GPU_CHECK_PKGS := backends/cuda backends/vulkan tensor nn optim dist
 
 .PHONY: gpu-check gpu-check-bundle
 gpu-check-bundle:

@@ -12,8 +12,10 @@ import (
 	"github.com/kiln-ml/kiln/tensor"
 )
 
-// devicesCommand is `kiln devices`: every backend with its devices or the
-// reason it has none, the default device and why. An unusable
+// devicesCommand is `kiln devices`: every backend with its devices (name,
+// vendor, memory; software devices such as lavapipe labelled, with why they
+// are never the default) or the reason it has none, the default device and
+// why. An unusable
 // KILN_DEVICE is its error, after the list.
 func devicesCommand(args []string, stdout, _ io.Writer) error {
 	fs := commandFlagSet("devices")
@@ -33,11 +35,14 @@ func devicesCommand(args []string, stdout, _ io.Writer) error {
 	if _, err := backends.Lookup("cuda"); err != nil {
 		rows = append(rows, backendRow{kind: "cuda", reason: "not in this build of kiln (it was built with -tags kiln_nocuda)"})
 	}
+	if _, err := backends.Lookup("vulkan"); err != nil {
+		rows = append(rows, backendRow{kind: "vulkan", reason: "not in this build of kiln (it was built with -tags kiln_novulkan)"})
+	}
 
 	// Backends without devices come last, where their long reasons do not
 	// break the columns.
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "BACKEND\tDEVICE\tNAME\tMEMORY\tCORES\tDETAIL")
+	fmt.Fprintln(tw, "BACKEND\tDEVICE\tNAME\tVENDOR\tMEMORY\tCORES\tDETAIL")
 	for _, r := range rows {
 		for _, d := range r.devices {
 			name := d.String()
@@ -52,7 +57,15 @@ func devicesCommand(args []string, stdout, _ io.Writer) error {
 			if d.MemoryBytes > 0 {
 				mem = tensor.FormatBytes(d.MemoryBytes)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.kind, name, d.Name, mem, cores, d.Detail)
+			vendor := d.Vendor
+			if vendor == "" {
+				vendor = "-"
+			}
+			detail := d.Detail
+			if d.Software && name == d.String() {
+				detail = "software: never the default (slower than the cpu backend); " + detail
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.kind, name, d.Name, vendor, mem, cores, detail)
 		}
 	}
 	for _, url := range remote.Configured() {
@@ -69,7 +82,11 @@ func devicesCommand(args []string, stdout, _ io.Writer) error {
 		if d.MemoryBytes > 0 {
 			mem = tensor.FormatBytes(d.MemoryBytes)
 		}
-		fmt.Fprintf(tw, "remote\t%s\t%s\t%s\t%d\t%s\n", name, d.Name, mem, d.Cores, d.Detail)
+		vendor := d.Vendor
+		if vendor == "" {
+			vendor = "-"
+		}
+		fmt.Fprintf(tw, "remote\t%s\t%s\t%s\t%s\t%d\t%s\n", name, d.Name, vendor, mem, d.Cores, d.Detail)
 	}
 	for _, r := range rows {
 		if r.reason != "" {

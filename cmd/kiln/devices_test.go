@@ -44,7 +44,7 @@ func TestDevicesListsEveryBackend(t *testing.T) {
 	if code != 0 || stderr != "" {
 		t.Fatalf("status %d, stderr %q", code, stderr)
 	}
-	for _, row := range []string{`(?m)^BACKEND +DEVICE +NAME +MEMORY +CORES +DETAIL$`, `(?m)^cpu +cpu\b.* \d+ +\d+ worker goroutines$`, `(?m)^strict +strict +strict checks over `} {
+	for _, row := range []string{`(?m)^BACKEND +DEVICE +NAME +VENDOR +MEMORY +CORES +DETAIL$`, `(?m)^cpu +cpu\b.* \d+ +\d+ worker goroutines$`, `(?m)^strict +strict +strict checks over `} {
 		if !regexp.MustCompile(row).MatchString(stdout) {
 			t.Errorf("no line matching %s:\n%s", row, stdout)
 		}
@@ -105,5 +105,56 @@ func TestDevicesBadKilnDevice(t *testing.T) {
 				t.Errorf("DefaultDevice: %v", err)
 			}
 		})
+	}
+}
+
+// vulkanSoftware returns the software Vulkan devices (lavapipe), or nil.
+func vulkanSoftware() []backends.DeviceInfo {
+	drv, err := backends.Lookup("vulkan")
+	if err != nil {
+		return nil
+	}
+	var out []backends.DeviceInfo
+	for _, d := range drv.Enumerate() {
+		if d.Software {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// `kiln devices` lists a software Vulkan device (lavapipe) with its vendor,
+// labelled software, and says why the default is not it.
+func TestDevicesLabelsSoftwareVulkan(t *testing.T) {
+	soft := vulkanSoftware()
+	if len(soft) == 0 {
+		t.Skip("no software Vulkan device (apt-get install mesa-vulkan-drivers gives lavapipe)")
+	}
+	setKilnDevice(t, "unset")
+	code, stdout, stderr := kiln("devices")
+	if code != 0 || stderr != "" {
+		t.Fatalf("status %d, stderr %q", code, stderr)
+	}
+	d := soft[0]
+	row := `(?m)^vulkan +` + regexp.QuoteMeta(d.String()) + ` +` + regexp.QuoteMeta(d.Name) + ` +Mesa \(software\) +\S+ \S+ +\S+ +software: never the default`
+	if !regexp.MustCompile(row).MatchString(stdout) {
+		t.Errorf("no row matching %s:\n%s", row, stdout)
+	}
+	if !strings.Contains(stdout, "; not "+d.String()+" ("+d.Name+"): software, slower than the cpu backend)") {
+		t.Errorf("the default device's reason does not say why %s was passed over:\n%s", d, stdout)
+	}
+}
+
+// KILN_DEVICE=vulkan makes vulkan:0 the default, even a software one.
+func TestDevicesKilnDeviceVulkan(t *testing.T) {
+	if len(vulkanSoftware()) == 0 {
+		if drv, err := backends.Lookup("vulkan"); err != nil || len(drv.Enumerate()) == 0 {
+			t.Skip("no Vulkan device")
+		}
+	}
+	setKilnDevice(t, "vulkan")
+	code, stdout, _ := kiln("devices")
+	if code != 0 || !regexp.MustCompile(`(?m)^vulkan +vulkan:0 \* `).MatchString(stdout) || !strings.Contains(stdout, "* default device: vulkan:0 (KILN_DEVICE=vulkan)\n") {
+		t.Errorf("status %d:\n%s", code, stdout)
 	}
 }

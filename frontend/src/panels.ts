@@ -27,7 +27,7 @@ export class DevicesPanel {
   private body: HTMLElement;
   private err = errorBox("devices-error");
   constructor(private t: Transport, root: HTMLElement) {
-    const tb = table("devices-list", ["", "device", "kind", "model", "memory", "cores", "details", ""]);
+    const tb = table("devices-list", ["", "device", "kind", "model", "vendor", "memory", "cores", "details", ""]);
     this.body = tb.body;
     const refresh = el("button", { id: "devices-refresh" }, "↻");
     refresh.onclick = () => this.refresh();
@@ -49,9 +49,10 @@ export class DevicesPanel {
             el("td", { class: "device-name" }, d.name),
             el("td", {}, d.kind ?? ""),
             el("td", {}, d.model ?? ""),
+            el("td", {}, (d.vendor ?? "") + (d.software && !(d.vendor ?? "").includes("software") ? " (software)" : "")),
             el("td", {}, typeof d.memory === "number" ? (d.memory ? fmtBytes(d.memory) : "") : String(d.memory ?? "")),
             el("td", {}, d.cores ? String(d.cores) : ""),
-            el("td", { class: d.error ? "device-error" : "" }, d.error ? "unavailable: " + d.error : (d.detail ?? d.status ?? "")),
+            el("td", { class: d.error ? "device-error" : "" }, d.error ? "unavailable: " + d.error : [d.detail ?? d.status ?? "", d.not_default ? "not the default: " + d.not_default : ""].filter((x) => x).join("; ")),
             el("td", {}, use),
           );
         }),

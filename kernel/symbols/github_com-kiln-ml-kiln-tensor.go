@@ -125,6 +125,7 @@ func init() {
 		"Uint8":                     reflect.ValueOf(tensor.Uint8),
 		"Unfold":                    reflect.ValueOf(tensor.Unfold),
 		"Uniform":                   reflect.ValueOf(tensor.Uniform),
+		"Vulkan":                    reflect.ValueOf(tensor.Vulkan),
 		"Where":                     reflect.ValueOf(tensor.Where),
 		"Zeros":                     reflect.ValueOf(tensor.Zeros),
 		"ZerosLike":                 reflect.ValueOf(tensor.ZerosLike),

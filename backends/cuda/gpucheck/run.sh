@@ -9,7 +9,8 @@
 #     every op and every gradient check also runs there;
 #  4. runs the benchmarks and, where PyTorch with CUDA is installed, the same
 #     workloads in PyTorch, printed as ratios;
-#  5. where NCCL (libnccl.so.2, or KILN_NCCL_LIBRARY) loads, runs dist's NCCL
+#  5. runs the Vulkan backend's suite and benchmarks on vulkan:0;
+#  6. where NCCL (libnccl.so.2, or KILN_NCCL_LIBRARY) loads, runs dist's NCCL
 #     tests across every GPU and its all-reduce benchmark, printed as bus
 #     bandwidth; without NCCL it prints "== NCCL: skipped: <reason>".
 # Exit status: 0 all passed, 1 a suite failed, 2 no usable device.
@@ -49,6 +50,17 @@ if command -v python3 >/dev/null 2>&1; then
 else
 	echo "python3 not installed: PyTorch ratios skipped"
 fi
+
+# Vulkan: the backend conformance suite, the MNIST MLP against the CPU and
+# the GEMM and MNIST-step benchmarks on vulkan:0, the GPU when its Vulkan
+# driver is installed (Mesa's software lavapipe otherwise, which the log
+# names), beside cuBLAS's GEMM above.
+echo "== Vulkan"
+(cd vulkan && ../vulkan.test -test.run 'Conformance|TestKernelsRunOnDevice|TestMNISTMLPMatchesCPU' -test.v -test.timeout 60m) \
+	>vulkan-tests.log 2>&1 || status=1
+grep -E '^(--- FAIL|--- SKIP|FAIL|ok|PASS)' vulkan-tests.log | sort | uniq -c | tail -20
+grep -m1 -E 'vulkan:0' vulkan-tests.log
+(cd vulkan && ../vulkan.test -test.run '^$' -test.bench . -test.benchtime 3x) || status=1
 
 # NCCL: TestNCCLProbe passes, logging "NCCL <version> (<library>) on <n>
 # GPU(s)", or skips saying what is missing.

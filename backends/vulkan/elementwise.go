@@ -1,0 +1,300 @@
+//go:build !kiln_novulkan && !js && !wasip1
+
+package vulkan
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/kiln-ml/kiln/backends"
+)
+
+// Element-wise kernels: Fill, Copy, Unary, UnaryGrad, Binary, BinaryScalar
+// and Where (shaders/fill.comp, copy.comp, unary.comp, binary.comp,
+// where.comp). Each walks its out view in row-major order, one element per
+// invocation of a 256-wide grid-stride loop.
+
+// Fill sets every element of out to v, converted to out's dtype.
+func (b *Backend) Fill(out backends.View, v float64) {
+	if !b.ok("fill", out) {
+		return
+	}
+	n := out.NumElements()
+	if n == 0 {
+		return
+	}
+	var w argWriter
+	w.view(out)
+	w.i64(int64(n))
+	w.f64(v)
+	b.launch("fill", []int32{int32(out.DType)}, &w, groups1D(n))
+}
+
+// launchCoded launches one of the element-wise shaders whose dtype and op
+// codes are specialisation constants on hardware, and arguments read at run
+// time (spec constant DYN = 1) on software devices: llvmpipe compiles each
+// specialisation anew, which for every dtype and op pair takes minutes, so
+// there one pipeline per shader serves every call. The codes are written
+// after w's arguments either way.
+func (b *Backend) launchCoded(name string, codes []int32, w *argWriter, groups [3]uint32) {
+	spec := make([]int32, len(codes)+1)
+	if b.pd.software() {
+		spec[len(codes)] = 1
+	} else {
+		copy(spec, codes)
+	}
+	for _, c := range codes {
+		w.i64(int64(c))
+	}
+	b.launch(name, spec, w, groups)
+}
+
+// intLike reports whether d is an integer dtype or Bool.
+func intLike(d backends.DType) bool { return d.IsInt() || d == backends.Bool }
+
+// elementwiseOK checks the views of an element-wise kernel: each belongs to
+// the device and stays inside its buffer, and each has out's shape.
+func (b *Backend) elementwiseOK(op string, out backends.View, ins ...backends.View) bool {
+	if !b.ok(op, append([]backends.View{out}, ins...)...) {
+		return false
+	}
+	for _, v := range ins {
+		if !slices.Equal(v.Shape, out.Shape) {
+			b.fail(fmt.Errorf("vulkan: %s: input shape %v differs from out's %v", op, v.Shape, out.Shape))
+			return false
+		}
+	}
+	return true
+}
+
+// Copy copies x into out element by element, converting dtypes.
+func (b *Backend) Copy(out, x backends.View) {
+	if !b.pd.features.float64 {
+		b.onHost("copy "+x.DType.String()+" to "+out.DType.String(), []backends.View{out}, []backends.View{x}, func(c backends.Backend, o, i []backends.View) { c.Copy(o[0], i[0]) })
+		return
+	}
+	if !b.elementwiseOK("copy", out, x) {
+		return
+	}
+	n := out.NumElements()
+	if n == 0 {
+		return
+	}
+	var w argWriter
+	w.view(out)
+	w.view(x)
+	w.i64(int64(n))
+	b.launchCoded("copy", []int32{int32(out.DType), int32(x.DType)}, &w, groups1D(n))
+}
+
+// unaryInDouble lists the ops unary.comp computes in double, exactly, for
+// every dtype; the others compute in float (Float32, Float16, BFloat16).
+var unaryInDouble = map[backends.UnaryOp]bool{
+	backends.Neg: true, backends.Abs: true, backends.Sign: true, backends.Sqrt: true, backends.Rsqrt: true,
+	backends.Square: true, backends.Recip: true, backends.Floor: true, backends.Ceil: true, backends.Round: true,
+	backends.Relu: true, backends.LeakyRelu: true, backends.Relu6: true, backends.HardSigmoid: true,
+	backends.HardSwish: true, backends.Softsign: true, backends.Clamp: true, backends.IsNaN: true,
+	backends.IsInf: true, backends.Not: true,
+}
+
+// unaryF64 lists the transcendental ops unary.comp also computes in double
+// (with shaders/f64math.glsl's exp and log) for Float64 and integer inputs.
+var unaryF64 = map[backends.UnaryOp]bool{
+	backends.Exp: true, backends.Log: true, backends.Log1p: true, backends.Tanh: true, backends.Sigmoid: true,
+	backends.LogSigmoid: true, backends.Silu: true, backends.Softplus: true, backends.Elu: true,
+	backends.Selu: true, backends.Celu: true,
+}
+
+// unaryOnDevice reports whether unary.comp computes op on dtype dt: the
+// exact ops and those of unaryF64 for every dtype, the other transcendental
+// ops (sin, erf, asin, …: GLSL has no double forms) only for Float32,
+// Float16 and BFloat16; nothing on a device without shaderFloat64.
+func (b *Backend) unaryOnDevice(op backends.UnaryOp, dts ...backends.DType) bool {
+	if !b.pd.features.float64 || op >= backends.UnaryOp(len(backends.UnaryOps)) {
+		return false
+	}
+	if unaryInDouble[op] || unaryF64[op] {
+		return true
+	}
+	for _, dt := range dts {
+		if dt == backends.Float64 || intLike(dt) {
+			return false
+		}
+	}
+	return true
+}
+
+// Unary applies op to x element-wise. Ops unaryOnDevice declines run on the
+// host (counted in HostOps).
+func (b *Backend) Unary(op backends.UnaryOp, out, x backends.View, p0, p1 float64) {
+	if !b.unaryOnDevice(op, x.DType) {
+		b.onHost("unary "+op.String()+" "+x.DType.String(), []backends.View{out}, []backends.View{x}, func(c backends.Backend, o, i []backends.View) {
+			c.Unary(op, o[0], i[0], p0, p1)
+		})
+		return
+	}
+	if !b.elementwiseOK(op.String(), out, x) {
+		return
+	}
+	n := out.NumElements()
+	if n == 0 {
+		return
+	}
+	var w argWriter
+	w.view(out)
+	w.view(x)
+	w.view(x) // g: unused
+	w.i64(int64(n))
+	w.f64(p0)
+	w.f64(p1)
+	b.launchCoded("unary", []int32{int32(x.DType), int32(out.DType), int32(op), 0, int32(x.DType)}, &w, groups1D(n))
+}
+
+// UnaryGrad computes g·op'(x) element-wise.
+func (b *Backend) UnaryGrad(op backends.UnaryOp, out, x, g backends.View, p0, p1 float64) {
+	if !b.unaryOnDevice(op, x.DType, g.DType, out.DType) {
+		b.onHost("unary_grad "+op.String()+" "+x.DType.String(), []backends.View{out}, []backends.View{x, g}, func(c backends.Backend, o, i []backends.View) {
+			c.UnaryGrad(op, o[0], i[0], i[1], p0, p1)
+		})
+		return
+	}
+	if !b.elementwiseOK(op.String()+" grad", out, x, g) {
+		return
+	}
+	n := out.NumElements()
+	if n == 0 {
+		return
+	}
+	var w argWriter
+	w.view(out)
+	w.view(x)
+	w.view(g)
+	w.i64(int64(n))
+	w.f64(p0)
+	w.f64(p1)
+	b.launchCoded("unary", []int32{int32(x.DType), int32(out.DType), int32(op), 1, int32(g.DType)}, &w, groups1D(n))
+}
+
+// binaryIntForm lists the ops binary.comp computes exactly in int64 on
+// integer inputs (the CPU's integer forms, but Pow, which runs on the host).
+var binaryIntForm = map[backends.BinaryOp]bool{
+	backends.Add: true, backends.Sub: true, backends.Mul: true, backends.Maximum: true, backends.Minimum: true,
+	backends.BitAnd: true, backends.BitOr: true, backends.BitXor: true, backends.LeftShift: true,
+	backends.RightShift: true, backends.Rem: true, backends.FloorDiv: true,
+}
+
+// binaryInDouble lists the ops binary.comp computes in double: exact, as
+// the CPU computes them in float64 (or in float32, which rounds the same).
+var binaryInDouble = map[backends.BinaryOp]bool{
+	backends.Add: true, backends.Sub: true, backends.Mul: true, backends.Div: true, backends.Maximum: true,
+	backends.Minimum: true, backends.Eq: true, backends.Ne: true, backends.Lt: true, backends.Le: true,
+	backends.Gt: true, backends.Ge: true, backends.And: true, backends.Or: true, backends.Xor: true,
+	backends.BitAnd: true, backends.BitOr: true, backends.BitXor: true, backends.LeftShift: true,
+	backends.RightShift: true, // on floats: int64(a) op int64(b), as backends.BinaryOps defines them
+}
+
+// binaryPath returns how binary.comp computes op on inputs of dtype dt (1
+// for int64, 0 for double or float) and false when it does not: such calls
+// run on the host. intOK says whether the CPU would take its integer path.
+func (b *Backend) binaryPath(op backends.BinaryOp, dt backends.DType, intOK bool) (int32, bool) {
+	if !b.pd.features.float64 || op >= backends.BinaryOp(len(backends.BinaryOps)) {
+		return 0, false
+	}
+	pred := backends.BinaryOps[op].Predicate
+	switch {
+	case intOK && intLike(dt) && (pred || binaryIntForm[op]):
+		return 1, true
+	case intOK && intLike(dt) && op == backends.Pow:
+		return 0, false
+	case binaryInDouble[op]:
+		return 0, true
+	case (op == backends.Pow || op == backends.Atan2) && (dt == backends.Float32 || dt == backends.Float16 || dt == backends.BFloat16):
+		return 0, true
+	}
+	return 0, false
+}
+
+// Binary applies op to a and b element-wise, broadcasting by stride 0. An
+// integer Rem or FloorDiv by zero records an error wrapping
+// backends.ErrDivideByZero at the next Sync.
+func (b *Backend) Binary(op backends.BinaryOp, out, x, y backends.View) {
+	path, onDevice := b.binaryPath(op, x.DType, intLike(y.DType))
+	if !onDevice || x.DType != y.DType {
+		b.onHost("binary "+op.String()+" "+x.DType.String(), []backends.View{out}, []backends.View{x, y}, func(c backends.Backend, o, i []backends.View) {
+			c.Binary(op, o[0], i[0], i[1])
+		})
+		return
+	}
+	if !b.elementwiseOK(op.String(), out, x, y) {
+		return
+	}
+	n := out.NumElements()
+	if n == 0 {
+		return
+	}
+	var w argWriter
+	w.view(out)
+	w.view(x)
+	w.view(y)
+	w.i64(int64(n))
+	w.f64(0)
+	w.i64(0)
+	b.launchCoded("binary", []int32{int32(x.DType), int32(out.DType), int32(op), 0, path}, &w, groups1D(n))
+}
+
+// BinaryScalar applies op to a and the scalar s (s op a when reverse), with
+// Binary's integer division rule.
+func (b *Backend) BinaryScalar(op backends.BinaryOp, out, x backends.View, s float64, reverse bool) {
+	intOK := !backends.BinaryOps[op].Predicate && s == math.Trunc(s) && !math.IsInf(s, 0)
+	path, onDevice := b.binaryPath(op, x.DType, intOK)
+	if !onDevice {
+		b.onHost("binary_scalar "+op.String()+" "+x.DType.String(), []backends.View{out}, []backends.View{x}, func(c backends.Backend, o, i []backends.View) {
+			c.BinaryScalar(op, o[0], i[0], s, reverse)
+		})
+		return
+	}
+	if !b.elementwiseOK(op.String(), out, x) {
+		return
+	}
+	n := out.NumElements()
+	if n == 0 {
+		return
+	}
+	mode := int32(1)
+	if reverse {
+		mode = 2
+	}
+	var w argWriter
+	w.view(out)
+	w.view(x)
+	w.view(x) // b: unused
+	w.i64(int64(n))
+	w.f64(s)
+	w.i64(int64(s))
+	b.launchCoded("binary", []int32{int32(x.DType), int32(out.DType), int32(op), mode, path}, &w, groups1D(n))
+}
+
+// Where sets out to a where cond is true and to b elsewhere.
+func (b *Backend) Where(out, cond, x, y backends.View) {
+	if !b.pd.features.float64 {
+		b.onHost("where", []backends.View{out}, []backends.View{cond, x, y}, func(c backends.Backend, o, i []backends.View) {
+			c.Where(o[0], i[0], i[1], i[2])
+		})
+		return
+	}
+	if !b.elementwiseOK("where", out, cond, x, y) {
+		return
+	}
+	n := out.NumElements()
+	if n == 0 {
+		return
+	}
+	var w argWriter
+	w.view(out)
+	w.view(cond)
+	w.view(x)
+	w.view(y)
+	w.i64(int64(n))
+	b.launch("where", []int32{int32(out.DType), int32(cond.DType)}, &w, groups1D(n))
+}
