@@ -29,7 +29,7 @@ APT_PACKAGES := python3 python3-numpy python3-jupyter-client python3-jupyter-ker
 APT_FIXTURE_PACKAGES := python3-torch python3-numpy python3-onnx libopenblas0-pthread
 
 
-.PHONY: all build run demo test test-unit test-race fuzz test-long bench lint screenshots fmt-check vet staticcheck deps deps-fixtures fixtures clean
+.PHONY: all build run demo test test-unit test-race fuzz test-long bench shaders lint screenshots fmt-check vet staticcheck deps deps-fixtures fixtures clean
 
 all: build
 
@@ -97,6 +97,11 @@ test-race: assets
 test-long: deps assets
 	$(GO) test $(GOTESTFLAGS) -count=1 -tags long -timeout 60m -skip '^TestTrainMNIST' ./...
 	$(GO) test $(GOTESTFLAGS) -count=1 -tags long -timeout 60m -run '^TestTrainMNIST' -v ./nn ./cmd/kiln
+
+# shaders recompiles the Vulkan backend's GLSL compute shaders into the
+# committed SPIR-V (backends/vulkan/spv) with glslc.
+shaders: deps
+	$(GO) generate ./backends/vulkan
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1s -count 1 ./backends/cpu ./tensor
