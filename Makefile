@@ -29,7 +29,7 @@ APT_PACKAGES := python3 python3-numpy python3-jupyter-client python3-jupyter-ker
 APT_FIXTURE_PACKAGES := python3-torch python3-numpy python3-onnx libopenblas0-pthread
 
 
-.PHONY: all build run demo test test-unit test-race fuzz test-long bench shaders lint screenshots fmt-check vet staticcheck deps deps-fixtures fixtures clean
+.PHONY: all build run demo test test-unit test-race test-wasm fuzz test-long bench shaders lint screenshots fmt-check vet staticcheck deps deps-fixtures fixtures clean
 
 all: build
 
@@ -68,7 +68,7 @@ run: build
 demo: build
 	./bin/kiln demo
 
-test: deps lint test-unit test-race fuzz desktop-selftest
+test: deps lint test-unit test-race test-wasm fuzz desktop-selftest
 
 # fuzz runs every parser's fuzz target briefly (FUZZTIME each); longer runs:
 # make fuzz FUZZTIME=10m.
@@ -81,6 +81,13 @@ test-unit: assets
 	$(GO) test $(GOTESTFLAGS) -count=1 -tags purego ./backends/cpu/...
 	KILN_TEST_DEVICES=strict+fused $(GO) test $(GOTESTFLAGS) -count=1 ./tensor/
 	GO=$(GO) sh scripts/remote-suite.sh $(GOTESTFLAGS) ./tensor/ ./nn/
+
+# test-wasm builds tensor, nn, optim, train, store, data and metrics for
+# js/wasm and wasip1/wasm and runs their tests (-short, minus the slow
+# finite-difference checks the native run makes) under Node with Go's
+# go_js_wasm_exec; nodejs comes from APT_PACKAGES.
+test-wasm:
+	GO=$(GO) bash scripts/test-wasm.sh $(GOTESTFLAGS)
 
 # test-race runs every test again under the race detector, which needs cgo
 # (gcc from APT_PACKAGES) and turns on checkptr, so an unsafe view past its

@@ -12,7 +12,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/ebitengine/purego"
 	"github.com/kiln-ml/kiln/tensor"
 )
 
@@ -51,7 +50,7 @@ type mpiLib struct {
 
 // loadMPI opens the library and binds its symbols.
 func loadMPI(path string) (*mpiLib, error) {
-	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	h, err := dlopen(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: cannot load %s (install Debian's openmpi-bin, which brings libopenmpi3, or point KILN_MPI_LIBRARY at Open MPI's libmpi): %v", ErrNoLibrary, path, err)
 	}
@@ -62,7 +61,7 @@ func loadMPI(path string) (*mpiLib, error) {
 		"ompi_mpi_op_min": &m.opMin, "ompi_mpi_errors_return": &m.errorsReturn,
 	}
 	for name, p := range globals {
-		if *p, err = purego.Dlsym(h, name); err != nil {
+		if *p, err = dlsym(h, name); err != nil {
 			return nil, fmt.Errorf("%w: %s lacks %s (not Open MPI? MPICH's ABI is not supported): %v", ErrNoLibrary, path, name, err)
 		}
 	}
@@ -73,11 +72,11 @@ func loadMPI(path string) (*mpiLib, error) {
 		"MPI_Barrier": &m.barrier, "MPI_Finalize": &m.finalize, "MPI_Error_string": &m.errorString,
 	}
 	for name, fn := range funcs {
-		addr, err := purego.Dlsym(h, name)
+		addr, err := dlsym(h, name)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s lacks %s: %v", ErrNoLibrary, path, name, err)
 		}
-		purego.RegisterFunc(fn, addr)
+		registerFunc(fn, addr)
 	}
 	return m, nil
 }

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/ebitengine/purego"
 	"github.com/kiln-ml/kiln/tensor"
 )
 
@@ -108,7 +107,7 @@ func loadNCCL() (*ncclLib, error) {
 		if l, ok := ncclLibs[path]; ok {
 			return l, nil
 		}
-		h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		h, err := dlopen(path)
 		if err != nil {
 			last = err
 			continue
@@ -147,7 +146,7 @@ func ncclWheels() []string {
 // bindNCCL binds NCCL's functions from the opened library h and asks it
 // its version.
 func bindNCCL(h uintptr, path string) (*ncclLib, error) {
-	l, err := bindNCCLSymbols(path, func(name string) (uintptr, error) { return purego.Dlsym(h, name) })
+	l, err := bindNCCLSymbols(path, func(name string) (uintptr, error) { return dlsym(h, name) })
 	if err != nil {
 		return nil, err
 	}
@@ -176,10 +175,10 @@ func bindNCCLSymbols(path string, lookup func(name string) (uintptr, error)) (*n
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s lacks %s (NCCL 2.4 or later is needed): %v", ErrNoNCCL, path, name, err)
 		}
-		purego.RegisterFunc(fn, addr)
+		registerFunc(fn, addr)
 	}
 	if addr, err := lookup("ncclGetLastError"); err == nil {
-		purego.RegisterFunc(&l.getLastError, addr)
+		registerFunc(&l.getLastError, addr)
 	}
 	return l, nil
 }

@@ -1,4 +1,4 @@
-//go:build !kiln_nocuda
+//go:build !kiln_nocuda && !js && !wasip1
 
 package tensor_test
 
