@@ -179,9 +179,9 @@ func MustDevice(name string) Device {
 }
 
 // Devices lists every device the linked backends detect, highest priority
-// kind first. Kinds whose driver or hardware is missing list nothing.
+// kind first, software devices (a GPU API emulated on the CPU) last. Kinds whose driver or hardware is missing list nothing.
 func Devices() DeviceList {
-	var out DeviceList
+	var out, software DeviceList
 	def, _ := DefaultDevice()
 	for _, drv := range backends.Drivers() {
 		if drv.Kind() == "strict" {
@@ -189,13 +189,17 @@ func Devices() DeviceList {
 		}
 		for _, info := range drv.Enumerate() {
 			e := DeviceEntry{DeviceInfo: info, Default: def.valid() && info.String() == def.st.name}
-			if !e.Default && info.Software {
-				e.NotDefault = softwareReason
+			if info.Software {
+				if !e.Default {
+					e.NotDefault = softwareReason
+				}
+				software = append(software, e)
+				continue
 			}
 			out = append(out, e)
 		}
 	}
-	return out
+	return append(out, software...) // emulated devices after every real one, the CPU included
 }
 
 // softwareReason says why DefaultDevice passes over a software device.

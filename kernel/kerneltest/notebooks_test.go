@@ -28,7 +28,7 @@ type notebookCheck struct {
 // running without errors (which every notebook in notebooks/ must).
 var notebookChecks = map[string][]notebookCheck{
 	"01-tensors.ipynb": {
-		{Name: "devices table", Pattern: regexp.MustCompile(`(?m)^DEVICE\s+NAME\s+MEMORY`)},
+		{Name: "devices table", Pattern: regexp.MustCompile(`(?m)^DEVICE\s+NAME\s+VENDOR\s+MEMORY`)},
 		{Name: "default device reason", Pattern: regexp.MustCompile(`because: (KILN_DEVICE|best detected)`)},
 		{Name: "sum of a", Pattern: regexp.MustCompile(`sum of a = (\S+)`), Check: equals(15)},
 		{Name: "broadcast row", Pattern: regexp.MustCompile(`\[\[10\., 21\., 32\.\],\s+\[13\., 24\., 35\.\]\]`)},
