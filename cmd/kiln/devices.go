@@ -73,7 +73,7 @@ func devicesCommand(args []string, stdout, _ io.Writer) error {
 		if name == defName {
 			name += " *"
 		}
-		d, err := remoteInfo(url)
+		d, err := remote.Describe(url, 5*time.Second)
 		if err != nil {
 			fmt.Fprintf(tw, "remote\t%s\tnot available: %v\n", name, err)
 			continue
@@ -127,24 +127,4 @@ func backendRows(drivers []backends.Driver) []backendRow {
 		rows = append(rows, r)
 	}
 	return rows
-}
-
-// remoteInfo dials a remote device URL of KILN_REMOTE (with the token and
-// CA of the environment) to describe the device, and hangs up.
-func remoteInfo(url string) (backends.DeviceInfo, error) {
-	addr, device, err := remote.ParseURL(url)
-	if err != nil {
-		return backends.DeviceInfo{}, err
-	}
-	opts, err := remote.OptionsFromEnv()
-	if err != nil {
-		return backends.DeviceInfo{}, err
-	}
-	opts.DialTimeout = 5 * time.Second
-	b, err := remote.Dial(addr, device, opts)
-	if err != nil {
-		return backends.DeviceInfo{}, err
-	}
-	defer b.Close()
-	return b.Info(), nil
 }
