@@ -79,6 +79,22 @@ func startRemote(t *testing.T) string {
 	return l.Addr().String()
 }
 
+// deviceListing returns the notebook's `%device --json` table, decoded and
+// as the JSON it came as.
+func deviceListing(t *testing.T, s *kernel.Session) ([]kernel.DeviceInfo, []byte) {
+	t.Helper()
+	res, err := s.Execute(context.Background(), "%device --json", nil)
+	if err != nil {
+		t.Fatal(describe(err))
+	}
+	raw, _ := json.Marshal(res.Data[display.MIMETypeJSON])
+	var list []kernel.DeviceInfo
+	if err := json.Unmarshal(raw, &list); err != nil {
+		t.Fatalf("%%device --json: %v in %s", err, raw)
+	}
+	return list, raw
+}
+
 // TestNotebookTrainsOnRemoteDevice lists a `kiln serve` device in the
 // device table the workbench's picker shows (beside an unreachable one,
 // listed with its reason), selects it with %device, trains in a cell with
@@ -95,15 +111,7 @@ func TestNotebookTrainsOnRemoteDevice(t *testing.T) {
 	t.Setenv(remote.EnvRemotes, url+", "+deadURL)
 
 	s := newSession(t, kernel.Options{})
-	res, err := s.Execute(context.Background(), "%device --json", nil)
-	if err != nil {
-		t.Fatal(describe(err))
-	}
-	raw, _ := json.Marshal(res.Data[display.MIMETypeJSON])
-	var list []kernel.DeviceInfo
-	if err := json.Unmarshal(raw, &list); err != nil {
-		t.Fatalf("%%device --json: %v in %s", err, raw)
-	}
+	list, _ := deviceListing(t, s)
 	byName := map[string]kernel.DeviceInfo{}
 	for _, d := range list {
 		byName[d.Name] = d
@@ -116,11 +124,7 @@ func TestNotebookTrainsOnRemoteDevice(t *testing.T) {
 	}
 
 	onRemote := trainOnDevice(t, s, url)
-	res, err = s.Execute(context.Background(), "%device --json", nil)
-	if err != nil {
-		t.Fatal(describe(err))
-	}
-	if raw, _ := json.Marshal(res.Data[display.MIMETypeJSON]); !strings.Contains(string(raw), fmt.Sprintf(`"name":%q,"kind":"remote"`, url)) ||
+	if _, raw := deviceListing(t, s); !strings.Contains(string(raw), fmt.Sprintf(`"name":%q,"kind":"remote"`, url)) ||
 		!regexp.MustCompile(`"name":"`+regexp.QuoteMeta(url)+`"[^}]*"default":true`).Match(raw) {
 		t.Fatalf("after %%device %s the table is %s, want it the default", url, raw)
 	}
@@ -172,15 +176,7 @@ func TestNotebookTrainsOnVulkan(t *testing.T) {
 		t.Skipf("no Vulkan device: %v", err)
 	}
 	s := newSession(t, kernel.Options{})
-	res, err := s.Execute(context.Background(), "%device --json", nil)
-	if err != nil {
-		t.Fatal(describe(err))
-	}
-	raw, _ := json.Marshal(res.Data[display.MIMETypeJSON])
-	var list []kernel.DeviceInfo
-	if err := json.Unmarshal(raw, &list); err != nil {
-		t.Fatalf("%%device --json: %v in %s", err, raw)
-	}
+	list, raw := deviceListing(t, s)
 	var vk *kernel.DeviceInfo
 	for i := range list {
 		if list[i].Name == "vulkan:0" {

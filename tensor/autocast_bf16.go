@@ -207,26 +207,7 @@ func linearBF16Fused(op string, x, weight, bias *Tensor) (*Tensor, bool) {
 	if !ok {
 		return nil, false
 	}
-	out, in := weight.shape[0], weight.shape[1]
-	rows := x.NumElements() / max(in, 1)
-	xv := x.view()
-	if len(x.shape) != 2 {
-		strides, ok := viewStrides(x.shape, x.strides, []int{rows, in})
-		if !ok {
-			return nil, false
-		}
-		xv.Shape, xv.Strides = []int{rows, in}, strides
-	}
-	bc := rawContiguous(op, bias)
-	defer bc.Release()
-	shape := append(append([]int(nil), x.shape[:len(x.shape)-1]...), out)
-	y := newTensor(op, x.dev, Float32, shape)
-	yv := y.view()
-	yv.Shape, yv.Strides = []int{rows, out}, []int{out, 1}
-	wv := weight.view() // weightᵀ: [in, out]
-	wv.Shape, wv.Strides = []int{in, out}, []int{weight.strides[1], weight.strides[0]}
-	f.MatmulBiasBF16(yv, xv, wv, bc.view())
-	return y, true
+	return linearEpilogue(op, x, weight, bias, Float32, f.MatmulBiasBF16)
 }
 
 // linearBF16 is Linear on a BFloat16 Autocast view with Float32 inputs

@@ -18,6 +18,15 @@ func linearFused(op string, x, weight, bias *Tensor) (*Tensor, bool) {
 	if !ok {
 		return nil, false
 	}
+	return linearEpilogue(op, x, weight, bias, x.dtype, f.MatmulBias)
+}
+
+// linearEpilogue runs a fused linear kernel (out = x·wᵀ + bias, the bias
+// added in the product's epilogue) for x [..., in], weight [out, in] and
+// bias [out]: x viewed as [rows, in], weight as wᵀ [in, out], a result of
+// dtype [..., out] viewed as [rows, out]. It reports false, running
+// nothing, when x's leading dimensions cannot be viewed as one.
+func linearEpilogue(op string, x, weight, bias *Tensor, dtype DType, kernel func(out, x, w, bias backends.View)) (*Tensor, bool) {
 	out, in := weight.shape[0], weight.shape[1]
 	rows := x.NumElements() / max(in, 1)
 	xv := x.view()
@@ -31,11 +40,11 @@ func linearFused(op string, x, weight, bias *Tensor) (*Tensor, bool) {
 	bc := rawContiguous(op, bias)
 	defer bc.Release()
 	shape := append(append([]int(nil), x.shape[:len(x.shape)-1]...), out)
-	y := newTensor(op, x.dev, x.dtype, shape)
+	y := newTensor(op, x.dev, dtype, shape)
 	yv := y.view()
 	yv.Shape, yv.Strides = []int{rows, out}, []int{out, 1}
 	wv := weight.view() // wᵀ: [in, out]
 	wv.Shape, wv.Strides = []int{in, out}, []int{weight.strides[1], weight.strides[0]}
-	f.MatmulBias(yv, xv, wv, bc.view())
+	kernel(yv, xv, wv, bc.view())
 	return y, true
 }

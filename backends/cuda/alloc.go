@@ -8,29 +8,15 @@ import (
 	"sync"
 
 	"github.com/kiln-ml/kiln/backends"
+	"github.com/kiln-ml/kiln/internal/sizeclass"
 )
 
 // Size classes: powers of two from 512 B to 1 MiB, then multiples of 2 MiB.
-const (
-	minClass   = 512
-	smallLimit = 1 << 20
-	largeStep  = 2 << 20
-)
+// minClass is the smallest block (internal/sizeclass gives the others).
+const minClass = 512
 
 // sizeClass rounds a request up to the size of the block that serves it.
-func sizeClass(n int64) int64 {
-	if n <= minClass {
-		return minClass
-	}
-	if n <= smallLimit {
-		c := int64(minClass)
-		for c < n {
-			c <<= 1
-		}
-		return c
-	}
-	return (n + largeStep - 1) / largeStep * largeStep
-}
+func sizeClass(n int64) int64 { return sizeclass.Of(n, minClass) }
 
 // block is one device allocation owned by the allocator.
 type block struct {

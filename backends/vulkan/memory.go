@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/kiln-ml/kiln/backends"
+	"github.com/kiln-ml/kiln/internal/sizeclass"
 )
 
 // errOOM lets a vkError for VK_ERROR_OUT_OF_*_MEMORY match
@@ -16,26 +17,11 @@ import (
 var errOOM = backends.ErrOutOfMemory
 
 // Size classes: powers of two from 256 B to 1 MiB, then multiples of 2 MiB.
-const (
-	minClass   = 256
-	smallLimit = 1 << 20
-	largeStep  = 2 << 20
-)
+// minClass is the smallest block (internal/sizeclass gives the others).
+const minClass = 256
 
 // sizeClass rounds a request up to the size of the block that serves it.
-func sizeClass(n int64) int64 {
-	if n <= minClass {
-		return minClass
-	}
-	if n <= smallLimit {
-		c := int64(minClass)
-		for c < n {
-			c <<= 1
-		}
-		return c
-	}
-	return (n + largeStep - 1) / largeStep * largeStep
-}
+func sizeClass(n int64) int64 { return sizeclass.Of(n, minClass) }
 
 // block is one VkBuffer bound to its own VkDeviceMemory.
 type block struct {
