@@ -195,6 +195,7 @@ func rawShell(t *testing.T, info jupyter.ConnectionInfo) zmq4.Socket {
 func TestBadMessages(t *testing.T) {
 	k := startKernel(t)
 	k.ok("hits := 0")
+	k.ok("marker := 0")
 	info := k.p.Info
 	d := rawShell(t, info)
 	send := func(name string, frames [][]byte) {
@@ -245,10 +246,21 @@ func TestBadMessages(t *testing.T) {
 	} {
 		send(name, frames)
 	}
-	// The heartbeat and the next request are answered; only the one good
-	// request ran, once.
+	// A last good request on the same socket: the kernel reads a socket's
+	// messages in order, so once it has run, every message above has been
+	// handled (this client's requests come on another socket and may be
+	// read first on a busy machine).
+	send("marker", request(good, "marker = 1"))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	for k.ok("marker").text() != "1" {
+		if ctx.Err() != nil {
+			t.Fatal("the marker request sent after the bad messages never ran")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The heartbeat and the next request are answered; only the one good
+	// request ran, once.
 	if err := k.c.Ping(ctx); err != nil {
 		t.Errorf("heartbeat: %v", err)
 	}
