@@ -16,6 +16,9 @@ import (
 // without a GPU vulkan:0 is lavapipe; without any Vulkan device it skips,
 // saying why.
 func TestConformanceVulkan(t *testing.T) {
+	if raceEnabled {
+		t.Skip("long; the plain run checks it (the race detector cannot see into the driver)")
+	}
 	dev, err := Open(0)
 	if err != nil {
 		t.Skipf("no Vulkan device: %v", err)

@@ -90,6 +90,9 @@ func trainLosses(t testing.TB, dev tensor.Device, train *data.MNIST, steps, batc
 }
 
 func TestMNISTMLPMatchesCPU(t *testing.T) {
+	if raceEnabled {
+		t.Skip("long; the plain run checks it (the race detector cannot see into the driver)")
+	}
 	dev := openVulkan(t)
 	train := mnistBatches(t, mlpSteps, mlpBatch)
 	want := trainLosses(t, tensor.CPU(), train, mlpSteps, mlpBatch)

@@ -109,6 +109,9 @@ func TestMatmulLargeStridedBatched(t *testing.T) {
 }
 
 func TestReduceLargeAndNaN(t *testing.T) {
+	if raceEnabled {
+		t.Skip("long; the plain run checks it (the race detector cannot see into the driver)")
+	}
 	dev := openDevice(t)
 	shapes := []struct {
 		shape []int

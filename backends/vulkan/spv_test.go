@@ -15,6 +15,9 @@ import (
 // generate` does, and fails when a committed spv/*.spv differs from its
 // source or has none; it skips, saying so, where glslc is not installed.
 func TestSPIRVUpToDate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("long; the plain run checks it (the race detector cannot see into the driver)")
+	}
 	glslc, err := exec.LookPath("glslc")
 	if err != nil {
 		t.Skip("glslc is not installed (apt-get install glslc): cannot check that spv/ matches shaders/")

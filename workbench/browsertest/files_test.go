@@ -36,6 +36,12 @@ func TestBrowserFileBrowser(t *testing.T) {
 		t.Fatalf("the workbench opens on %q, want the files tab", tab)
 	}
 	row := func(path string) string { return `document.querySelector('.file-row[data-path=` + js(path) + `]')` }
+	// open clicks a row's open button once the row is listed, in one
+	// evaluation: a refresh of the folder between a wait and a separate
+	// click replaces the rows (seen under the race detector).
+	open := func(what, path string) {
+		p.wait(what, `(() => { const r = `+row(path)+`; if (!r) return false; r.querySelector(".file-open").click(); return true })()`, 30*time.Second)
+	}
 	p.wait("the root's files", row("hello.ipynb")+` && `+row("runs")+` && `+row("notebooks"), 30*time.Second)
 	for path, kind := range map[string]string{"hello.ipynb": "notebook", "runs": "dir", "notebooks": "dir", "tiny.safetensors": "model"} {
 		if got := eval[string](p, row(path)+`.dataset.kind`); got != kind {
@@ -52,24 +58,22 @@ func TestBrowserFileBrowser(t *testing.T) {
 	p.screenshot("files")
 
 	// A folder opens in place; the run in it opens its run view.
-	eval[bool](p, row("runs")+`.querySelector(".file-open").click(), true`)
+	open("the runs folder listed", "runs")
 	p.wait("the runs folder", row("runs/browse-run"), 30*time.Second)
 	if got := eval[string](p, row("runs/browse-run")+`.dataset.kind`); got != "run" {
 		t.Fatalf("runs/browse-run is listed as %q, want run", got)
 	}
-	eval[bool](p, row("runs/browse-run")+`.querySelector(".file-open").click(), true`)
+	open("the run listed", "runs/browse-run")
 	p.wait("the run view", `document.body.dataset.tab === "runs" && document.querySelector("#run-view").dataset.dirs.endsWith("browse-run")`, 30*time.Second)
 
 	// Back to the root by its breadcrumb; the notebook opens in the notebook tab.
 	p.tab("files")
 	eval[bool](p, `document.querySelector('.crumb[data-path=""]').click(), true`)
-	p.wait("the root again", row("hello.ipynb"), 30*time.Second)
-	eval[bool](p, row("hello.ipynb")+`.querySelector(".file-open").click(), true`)
+	open("the root again", "hello.ipynb")
 	p.wait("the notebook", `document.body.dataset.tab === "notebook" && document.querySelector("#cells").dataset.path === "hello.ipynb"`, 30*time.Second)
 
 	// A model file shows its details.
 	p.tab("files")
-	p.wait("the root again", row("tiny.safetensors"), 30*time.Second)
-	eval[bool](p, row("tiny.safetensors")+`.querySelector(".file-open").click(), true`)
+	open("the root again", "tiny.safetensors")
 	p.wait("the model file's details", `!document.querySelector("#files-detail").hidden && document.querySelector("#files-detail").innerText.includes("kiln inspect tiny.safetensors")`, 10*time.Second)
 }
