@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"sort"
 	"text/tabwriter"
 	"time"
 
@@ -111,7 +112,7 @@ type backendRow struct {
 	reason  string
 }
 
-// backendRows lists each driver's devices. For a driver that lists none,
+// backendRows lists each driver's devices, real devices first. For a driver that lists none,
 // the reason is the error of opening its first device (for CUDA: the
 // library that would not load, or that the driver found no GPU).
 func backendRows(drivers []backends.Driver) []backendRow {
@@ -126,5 +127,19 @@ func backendRows(drivers []backends.Driver) []backendRow {
 		}
 		rows = append(rows, r)
 	}
+	// As tensor.Devices orders them: real devices first, then backends
+	// whose devices are all software (lavapipe), then those with none.
+	rank := func(r backendRow) int {
+		if len(r.devices) == 0 {
+			return 2
+		}
+		for _, d := range r.devices {
+			if !d.Software {
+				return 0
+			}
+		}
+		return 1
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rank(rows[i]) < rank(rows[j]) })
 	return rows
 }

@@ -140,6 +140,9 @@ func TestDevicesLabelsSoftwareVulkan(t *testing.T) {
 	if !regexp.MustCompile(row).MatchString(stdout) {
 		t.Errorf("no row matching %s:\n%s", row, stdout)
 	}
+	if cpu, vk := strings.Index(stdout, "\ncpu "), strings.Index(stdout, "\nvulkan "); cpu < 0 || vk < cpu {
+		t.Errorf("the software device is listed before the cpu:\n%s", stdout)
+	}
 	if !strings.Contains(stdout, "; not "+d.String()+" ("+d.Name+"): software, slower than the cpu backend)") {
 		t.Errorf("the default device's reason does not say why %s was passed over:\n%s", d, stdout)
 	}
