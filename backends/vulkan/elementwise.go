@@ -53,19 +53,22 @@ func (b *Backend) launchCoded(name string, codes []int32, w *argWriter, groups [
 // intLike reports whether d is an integer dtype or Bool.
 func intLike(d backends.DType) bool { return d.IsInt() || d == backends.Bool }
 
-// elementwiseOK checks the views of an element-wise kernel: each belongs to
-// the device and stays inside its buffer, and each has out's shape.
-func (b *Backend) elementwiseOK(op string, out backends.View, ins ...backends.View) bool {
+// elementwiseN checks the views of an element-wise kernel (each belongs to
+// the device and stays inside its buffer, and each has out's shape) and
+// returns out's element count; false when there is nothing to launch: a
+// view was refused (the sticky error says why) or out is empty.
+func (b *Backend) elementwiseN(op string, out backends.View, ins ...backends.View) (int, bool) {
 	if !b.ok(op, append([]backends.View{out}, ins...)...) {
-		return false
+		return 0, false
 	}
 	for _, v := range ins {
 		if !slices.Equal(v.Shape, out.Shape) {
 			b.fail(fmt.Errorf("vulkan: %s: input shape %v differs from out's %v", op, v.Shape, out.Shape))
-			return false
+			return 0, false
 		}
 	}
-	return true
+	n := out.NumElements()
+	return n, n > 0
 }
 
 // Copy copies x into out element by element, converting dtypes.
@@ -74,11 +77,8 @@ func (b *Backend) Copy(out, x backends.View) {
 		b.onHost("copy "+x.DType.String()+" to "+out.DType.String(), []backends.View{out}, []backends.View{x}, func(c backends.Backend, o, i []backends.View) { c.Copy(o[0], i[0]) })
 		return
 	}
-	if !b.elementwiseOK("copy", out, x) {
-		return
-	}
-	n := out.NumElements()
-	if n == 0 {
+	n, ok := b.elementwiseN("copy", out, x)
+	if !ok {
 		return
 	}
 	var w argWriter
@@ -134,11 +134,8 @@ func (b *Backend) Unary(op backends.UnaryOp, out, x backends.View, p0, p1 float6
 		})
 		return
 	}
-	if !b.elementwiseOK(op.String(), out, x) {
-		return
-	}
-	n := out.NumElements()
-	if n == 0 {
+	n, ok := b.elementwiseN(op.String(), out, x)
+	if !ok {
 		return
 	}
 	var w argWriter
@@ -159,11 +156,8 @@ func (b *Backend) UnaryGrad(op backends.UnaryOp, out, x, g backends.View, p0, p1
 		})
 		return
 	}
-	if !b.elementwiseOK(op.String()+" grad", out, x, g) {
-		return
-	}
-	n := out.NumElements()
-	if n == 0 {
+	n, ok := b.elementwiseN(op.String()+" grad", out, x, g)
+	if !ok {
 		return
 	}
 	var w argWriter
@@ -226,11 +220,8 @@ func (b *Backend) Binary(op backends.BinaryOp, out, x, y backends.View) {
 		})
 		return
 	}
-	if !b.elementwiseOK(op.String(), out, x, y) {
-		return
-	}
-	n := out.NumElements()
-	if n == 0 {
+	n, ok := b.elementwiseN(op.String(), out, x, y)
+	if !ok {
 		return
 	}
 	var w argWriter
@@ -254,11 +245,8 @@ func (b *Backend) BinaryScalar(op backends.BinaryOp, out, x backends.View, s flo
 		})
 		return
 	}
-	if !b.elementwiseOK(op.String(), out, x) {
-		return
-	}
-	n := out.NumElements()
-	if n == 0 {
+	n, ok := b.elementwiseN(op.String(), out, x)
+	if !ok {
 		return
 	}
 	mode := int32(1)
@@ -283,11 +271,8 @@ func (b *Backend) Where(out, cond, x, y backends.View) {
 		})
 		return
 	}
-	if !b.elementwiseOK("where", out, cond, x, y) {
-		return
-	}
-	n := out.NumElements()
-	if n == 0 {
+	n, ok := b.elementwiseN("where", out, cond, x, y)
+	if !ok {
 		return
 	}
 	var w argWriter
