@@ -3,10 +3,12 @@ package jupyter
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // ConnectionInfo is the content of a Jupyter connection file: where the
@@ -68,7 +70,13 @@ func (c *ConnectionInfo) check() error {
 
 // NewConnectionInfo returns connection info for ip ("" means 127.0.0.1)
 // with five free TCP ports and a random key. The ports are free when
-// chosen; another process could take one before the kernel binds it.
+// chosen; another process could take one before the kernel binds it
+// (KernelProcess.Connect starts the kernel again with new ports then).
+//
+// Ports are drawn at random below the system's ephemeral range (the one
+// bind(port 0) and outgoing connections take from, so the busiest one on a
+// machine running many clients), falling back to port 0 if no port there
+// can be bound.
 func NewConnectionInfo(ip string) (ConnectionInfo, error) {
 	if ip == "" {
 		ip = "127.0.0.1"
@@ -80,15 +88,37 @@ func NewConnectionInfo(ip string) (ConnectionInfo, error) {
 			l.Close()
 		}
 	}()
+	lo, hi := portPool()
 	for _, p := range []*int{&c.ShellPort, &c.IOPubPort, &c.StdinPort, &c.ControlPort, &c.HBPort} {
-		l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-		if err != nil {
-			return ConnectionInfo{}, fmt.Errorf("jupyter: find free port on %s: %w", ip, err)
+		var l net.Listener
+		for try := 0; try < 64 && l == nil && hi > lo; try++ {
+			l, _ = net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(lo+rand.IntN(hi-lo))))
+		}
+		if l == nil {
+			var err error
+			if l, err = net.Listen("tcp", net.JoinHostPort(ip, "0")); err != nil {
+				return ConnectionInfo{}, fmt.Errorf("jupyter: find free port on %s: %w", ip, err)
+			}
 		}
 		ls = append(ls, l)
 		*p = l.Addr().(*net.TCPAddr).Port
 	}
 	return c, nil
+}
+
+// portPool returns the range [lo, hi) that NewConnectionInfo draws ports
+// from: up to 12000 ports just below the ephemeral range that Linux lists in
+// /proc/sys/net/ipv4/ip_local_port_range (32768 where it cannot be read).
+func portPool() (lo, hi int) {
+	hi = 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 1024 {
+				hi = n
+			}
+		}
+	}
+	return max(1024, hi-12000), hi
 }
 
 // WriteFile writes the connection info to path with mode 0600 (the key is

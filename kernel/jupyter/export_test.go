@@ -8,3 +8,11 @@ func SetStallTimeout(d time.Duration) (restore func()) {
 	old := stallTimeout.Swap(int64(d))
 	return func() { stallTimeout.Store(old) }
 }
+
+// SetNewConnectionInfo replaces how StartKernel and Connect pick ports, and
+// returns a function restoring the old one.
+func SetNewConnectionInfo(f func(ip string) (ConnectionInfo, error)) (restore func()) {
+	old := newConnectionInfo
+	newConnectionInfo = f
+	return func() { newConnectionInfo = old }
+}

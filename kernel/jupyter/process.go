@@ -48,11 +48,15 @@ type KernelProcess struct {
 	Spec KernelSpec
 
 	opts       StartOptions
-	cmd        *exec.Cmd
 	removeFile bool
-	stderr     *tailBuffer
-	done       chan struct{}
-	err        error // *KernelDiedError once done
+
+	// mu guards the running process's state, which Connect replaces when
+	// the kernel could not bind its ports (see launch).
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	stderr *tailBuffer
+	done   chan struct{}
+	err    error // *KernelDiedError once done
 }
 
 // KernelDiedError reports that a kernel process exited: its exit code (-1
@@ -92,18 +96,33 @@ func StartKernel(opts StartOptions) (*KernelProcess, error) {
 	if len(opts.Spec.Argv) == 0 {
 		return nil, errors.New("jupyter: StartKernel: empty argv")
 	}
-	info, err := NewConnectionInfo(opts.IP)
-	if err != nil {
-		return nil, err
-	}
-	info.KernelName = opts.Name
-	p := &KernelProcess{Info: info, Spec: opts.Spec, ConnectionFile: opts.ConnectionFile, opts: opts, done: make(chan struct{})}
+	p := &KernelProcess{Spec: opts.Spec, ConnectionFile: opts.ConnectionFile, opts: opts}
 	if p.ConnectionFile == "" {
 		p.ConnectionFile = filepath.Join(os.TempDir(), "kiln-kernel-"+NewID()+".json")
 		p.removeFile = true
 	}
-	if err := info.WriteFile(p.ConnectionFile); err != nil {
+	if err := p.launch(); err != nil {
 		return nil, err
+	}
+	return p, nil
+}
+
+// newConnectionInfo is NewConnectionInfo; tests replace it to hand the
+// kernel ports that are already taken.
+var newConnectionInfo = NewConnectionInfo
+
+// launch picks ports, writes the connection file and starts the command.
+// Ports are free when picked but another program can take one before the
+// kernel binds it; Connect then calls launch again with new ports.
+func (p *KernelProcess) launch() error {
+	opts := p.opts
+	info, err := newConnectionInfo(opts.IP)
+	if err != nil {
+		return err
+	}
+	info.KernelName = opts.Name
+	if err := info.WriteFile(p.ConnectionFile); err != nil {
+		return err
 	}
 	argv := make([]string, len(opts.Spec.Argv))
 	for i, a := range opts.Spec.Argv {
@@ -121,10 +140,10 @@ func StartKernel(opts StartOptions) (*KernelProcess, error) {
 	if tail <= 0 {
 		tail = 64 << 10
 	}
-	p.stderr = &tailBuffer{max: tail}
-	cmd.Stderr = p.stderr
+	stderr := &tailBuffer{max: tail}
+	cmd.Stderr = stderr
 	if opts.Stderr != nil {
-		cmd.Stderr = io.MultiWriter(p.stderr, opts.Stderr)
+		cmd.Stderr = io.MultiWriter(stderr, opts.Stderr)
 	}
 	// A child that keeps the kernel's stderr open must not keep Wait waiting.
 	cmd.WaitDelay = time.Second
@@ -133,40 +152,63 @@ func StartKernel(opts StartOptions) (*KernelProcess, error) {
 		if p.removeFile {
 			os.Remove(p.ConnectionFile)
 		}
-		return nil, fmt.Errorf("jupyter: start kernel %s: %w", argv[0], err)
+		return fmt.Errorf("jupyter: start kernel %s: %w", argv[0], err)
 	}
-	p.cmd = cmd
-	go p.wait()
-	return p, nil
+	done := make(chan struct{})
+	p.mu.Lock()
+	p.Info, p.cmd, p.stderr, p.done, p.err = info, cmd, stderr, done, nil
+	p.mu.Unlock()
+	go p.wait(cmd, stderr, done)
+	return nil
 }
 
-func (p *KernelProcess) wait() {
-	err := p.cmd.Wait()
-	died := &KernelDiedError{ExitCode: -1, Stderr: p.stderr.String()}
-	if st := p.cmd.ProcessState; st != nil {
+func (p *KernelProcess) wait(cmd *exec.Cmd, stderr *tailBuffer, done chan struct{}) {
+	err := cmd.Wait()
+	died := &KernelDiedError{ExitCode: -1, Stderr: stderr.String()}
+	if st := cmd.ProcessState; st != nil {
 		died.ExitCode = st.ExitCode()
 		died.Signal = exitSignal(st)
 	} else if err != nil {
 		died.Stderr += "\n" + err.Error()
 	}
-	p.err = died
+	p.mu.Lock()
+	if p.done == done {
+		p.err = died
+	}
+	p.mu.Unlock()
 	if p.removeFile {
 		os.Remove(p.ConnectionFile)
 	}
-	close(p.done)
+	close(done)
+}
+
+// state returns the running process's state.
+func (p *KernelProcess) state() (*exec.Cmd, chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd, p.done
 }
 
 // Pid returns the kernel's process id.
-func (p *KernelProcess) Pid() int { return p.cmd.Process.Pid }
+func (p *KernelProcess) Pid() int {
+	cmd, _ := p.state()
+	return cmd.Process.Pid
+}
 
 // Done is closed when the process has exited.
-func (p *KernelProcess) Done() <-chan struct{} { return p.done }
+func (p *KernelProcess) Done() <-chan struct{} {
+	_, done := p.state()
+	return done
+}
 
 // Err returns nil while the process runs, then a *KernelDiedError (also for
 // a clean exit, with ExitCode 0).
 func (p *KernelProcess) Err() error {
+	_, done := p.state()
 	select {
-	case <-p.done:
+	case <-done:
+		p.mu.Lock()
+		defer p.mu.Unlock()
 		return p.err
 	default:
 		return nil
@@ -176,21 +218,58 @@ func (p *KernelProcess) Err() error {
 // Wait waits for the process to exit and returns its *KernelDiedError, or
 // ctx's error.
 func (p *KernelProcess) Wait(ctx context.Context) error {
+	_, done := p.state()
 	select {
-	case <-p.done:
-		return p.err
+	case <-done:
+		return p.Err()
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
 // Stderr returns the kept tail of the kernel's stderr.
-func (p *KernelProcess) Stderr() string { return p.stderr.String() }
+func (p *KernelProcess) Stderr() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.String()
+}
 
 // Connect dials the kernel (retrying until it listens or ctx ends), waits
 // until it is ready, and returns a client that fails with the process's
 // *KernelDiedError if it dies. It fails early if the process exits first.
+//
+// The ports in the connection file were free when StartKernel picked them,
+// but another program can bind one before the kernel does. When the kernel
+// exits because a port was taken, or the client reaches another program's
+// socket, Connect starts the kernel again with new ports (Info, the
+// connection file and Pid change), up to three times.
 func (p *KernelProcess) Connect(ctx context.Context, opts *ClientOptions) (*KernelClient, error) {
+	const attempts = 3
+	for i := 1; ; i++ {
+		c, err := p.connectOnce(ctx, opts)
+		if err == nil || i == attempts || ctx.Err() != nil || !portClash(err) {
+			return c, err
+		}
+		p.Kill()
+		if err := p.launch(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// portClash reports whether err says the kernel's ports were taken by
+// another program: the kernel could not bind, or the client's handshake met
+// a socket of another type.
+func portClash(err error) bool {
+	msg := err.Error()
+	var died *KernelDiedError
+	if errors.As(err, &died) {
+		msg += " " + died.Stderr
+	}
+	return strings.Contains(msg, "address already in use") || strings.Contains(msg, "not compatible with")
+}
+
+func (p *KernelProcess) connectOnce(ctx context.Context, opts *ClientOptions) (*KernelClient, error) {
 	var o ClientOptions
 	if opts != nil {
 		o = *opts
@@ -198,14 +277,18 @@ func (p *KernelProcess) Connect(ctx context.Context, opts *ClientOptions) (*Kern
 	o.Process = p
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	_, done := p.state()
 	go func() {
 		select {
-		case <-p.done:
+		case <-done:
 			cancel()
 		case <-ctx.Done():
 		}
 	}()
-	c, err := Dial(ctx, p.Info, &o)
+	p.mu.Lock()
+	info := p.Info
+	p.mu.Unlock()
+	c, err := Dial(ctx, info, &o)
 	if err == nil {
 		_, err = c.WaitForReady(ctx)
 		if err != nil {
@@ -231,16 +314,21 @@ func (p *KernelProcess) Interrupt(ctx context.Context, c *KernelClient) error {
 		}
 		return c.Interrupt(ctx)
 	}
-	return interruptProcess(p.cmd.Process)
+	cmd, _ := p.state()
+	return interruptProcess(cmd.Process)
 }
 
 // Signal sends sig to the kernel process.
-func (p *KernelProcess) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+func (p *KernelProcess) Signal(sig os.Signal) error {
+	cmd, _ := p.state()
+	return cmd.Process.Signal(sig)
+}
 
 // Kill kills the kernel process and waits for it to be reaped.
 func (p *KernelProcess) Kill() error {
-	killProcess(p.cmd.Process)
-	<-p.done
+	cmd, done := p.state()
+	killProcess(cmd.Process)
+	<-done
 	return nil
 }
 
@@ -253,8 +341,9 @@ func (p *KernelProcess) Shutdown(ctx context.Context, c *KernelClient, grace tim
 		err := c.Shutdown(rctx, false)
 		cancel()
 		if err == nil {
+			_, done := p.state()
 			select {
-			case <-p.done:
+			case <-done:
 				return nil
 			case <-time.After(grace):
 			case <-ctx.Done():
@@ -274,8 +363,9 @@ func (p *KernelProcess) Restart(ctx context.Context, c *KernelClient, grace time
 		err := c.Shutdown(rctx, true)
 		cancel()
 		if err == nil {
+			_, done := p.state()
 			select {
-			case <-p.done:
+			case <-done:
 			case <-time.After(grace):
 			case <-ctx.Done():
 			}

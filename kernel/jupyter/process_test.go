@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-zeromq/zmq4"
 	"github.com/kiln-ml/kiln/kernel/jupyter"
 )
 
@@ -193,5 +195,61 @@ func TestKernelProcessStartFailures(t *testing.T) {
 	var died *jupyter.KernelDiedError
 	if !errors.As(err, &died) || died.ExitCode != 2 || !strings.Contains(died.Stderr, "cannot load "+p.ConnectionFile) {
 		t.Errorf("Connect to a kernel that exits = %v", err)
+	}
+}
+
+// TestKernelProcessPortTaken hands the kernel a port that another program
+// took between StartKernel picking it and the kernel binding it: a plain
+// listener (the kernel cannot bind and exits) and another program's ZeroMQ
+// PUB socket on the shell port (the client's handshake meets the wrong
+// socket type, as happened when parallel tests started kernels at once).
+// Connect starts the kernel again with new ports and the session works.
+func TestKernelProcessPortTaken(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		take func(t *testing.T, port int)
+	}{
+		{"listener on the control port", func(t *testing.T, port int) {
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { l.Close() })
+		}},
+		{"PUB socket on the shell port", func(t *testing.T, port int) {
+			pub := zmq4.NewPub(context.Background())
+			if err := pub.Listen(fmt.Sprintf("tcp://127.0.0.1:%d", port)); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { pub.Close() })
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := 0
+			var taken jupyter.ConnectionInfo
+			restore := jupyter.SetNewConnectionInfo(func(ip string) (jupyter.ConnectionInfo, error) {
+				info, err := jupyter.NewConnectionInfo(ip)
+				if calls++; calls == 1 && err == nil {
+					taken = info
+					port := info.ControlPort
+					if strings.HasPrefix(tc.name, "PUB") {
+						port = info.ShellPort
+					}
+					tc.take(t, port)
+				}
+				return info, err
+			})
+			defer restore()
+			p, c := startProcess(t, fakeKernelSpec(t, "signal"))
+			if calls != 2 {
+				t.Errorf("ports picked %d times, want 2 (one retry)", calls)
+			}
+			if p.Info.ShellPort == taken.ShellPort && p.Info.ControlPort == taken.ControlPort {
+				t.Errorf("the kernel kept the taken ports %+v", taken)
+			}
+			if rep, out := run(t, c, jupyter.NewExecuteRequest("echo after a retry"), nil); rep.Status != "ok" || streamText(out, "stdout") != "after a retry\n" {
+				t.Errorf("execute: %+v %v", rep, types(out))
+			}
+		})
 	}
 }
