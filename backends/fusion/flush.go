@@ -49,14 +49,23 @@ func (b *Backend) flushLocked() {
 		b.freeDeferred()
 		return
 	}
-	p := b.program()
-	b.execute(p)
 	b.stats.Groups++
 	b.stats.Ops += int64(len(b.ops))
+	if b.runCompiled() {
+		b.forget()
+		return
+	}
+	p := b.program()
+	b.execute(p)
 	b.stats.Scratch += int64(p.kept)
 	b.stats.Tiles += int64(p.tiles)
 	b.stats.TileKernelOps += int64(p.nfast)
 	b.stats.SegmentOps += int64(p.nseg)
+	b.forget()
+}
+
+// forget drops the group that ran and frees the buffers freed meanwhile.
+func (b *Backend) forget() {
 	clear(b.ops)
 	b.ops = b.ops[:0]
 	clear(b.bufs)
