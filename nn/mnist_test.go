@@ -185,6 +185,9 @@ func TestTrainMNISTMLPSubset(t *testing.T) {
 }
 
 func TestTrainMNISTCNNSubset(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the plain run trains it; under the race detector it takes over three minutes, and TestTrainMNISTMLPSubset already trains through the same thread pool there")
+	}
 	forEachDevice(t, func(t *testing.T, dev tensor.Device) {
 		trainMNIST(t, dev, mnistRun{model: mnistCNN, nchw: true, train: 6000, test: 1000, epochs: 1,
 			lr: 1e-3, minAccuracy: 0.80})

@@ -170,6 +170,9 @@ func TestRNNInit(t *testing.T) {
 // and both directions, with respect to the input, the initial states and
 // every parameter, against finite differences.
 func TestRNNGradCheck(t *testing.T) {
+	if raceEnabled {
+		t.Skip("finite differences over every weight check numbers, not concurrency; the plain run checks them (under the race detector they take minutes)")
+	}
 	cfg := nn.RNNConfig{NumLayers: 2, Bidirectional: true, DType: tensor.Float64}
 	// withParams installs in[k:] as the model's parameters, in name order.
 	withParams := func(w map[string]*nn.Param, names []string, in []*tensor.Tensor) {

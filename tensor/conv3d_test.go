@@ -328,6 +328,9 @@ func TestAvgPool3dDivisorOverride(t *testing.T) {
 }
 
 func TestNN3dGradients(t *testing.T) {
+	if raceEnabled {
+		t.Skip("finite differences: the plain run checks them (see race_test.go)")
+	}
 	conv := func(cfg tensor.ConvConfig) func(in []*tensor.Tensor) *tensor.Tensor {
 		return func(in []*tensor.Tensor) *tensor.Tensor {
 			var b *tensor.Tensor

@@ -57,6 +57,9 @@ func TestSignalFixturesAllUsed(t *testing.T) {
 }
 
 func TestGridSampleGradients(t *testing.T) {
+	if raceEnabled {
+		t.Skip("finite differences: the plain run checks them (see race_test.go)")
+	}
 	grid := func(seed uint64, shape ...int) func(dev tensor.Device) *tensor.Tensor {
 		return func(dev tensor.Device) *tensor.Tensor { return randFloat64(dev, seed, -1.2, 1.2, shape...) }
 	}

@@ -316,6 +316,9 @@ func init() {
 }
 
 func TestDeformConv2dGradients(t *testing.T) {
+	if raceEnabled {
+		t.Skip("finite differences: the plain run checks them (see race_test.go)")
+	}
 	nnRunGradChecks(t, []nnGradCase{
 		{"modulated", func(in []*tensor.Tensor) *tensor.Tensor {
 			return tensor.DeformConv2d(in[0], in[1].MulScalar(1.7), in[2], in[3], in[4], tensor.DeformConvConfig{Padding: []int{1, 0}})

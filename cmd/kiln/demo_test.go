@@ -75,6 +75,9 @@ func checkMNISTDemo(t *testing.T, out, dir string, epochs, testImages int) float
 // tested on the first 3000 test images. It reaches about 87%; 80% leaves
 // room for kernel rounding while far above chance (10%).
 func TestDemoMNISTSubset(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a training demo: the plain run checks it (see race_test.go)")
+	}
 	dir := filepath.Join(t.TempDir(), "run")
 	out := runDemoFor(t, "-subset", "6000", "-epochs", "1", "-device", "cpu", "-run-dir", dir)
 	t.Log(out)
@@ -124,6 +127,9 @@ func TestDemoBadFlags(t *testing.T) {
 // alone with world size 2 in its start event, one summary, and an accuracy
 // far above chance.
 func TestDemoDataParallel(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a training demo: the plain run checks it (see race_test.go)")
+	}
 	if _, err := exec.LookPath("mpirun"); err != nil {
 		t.Skip("mpirun not on PATH: install Debian's openmpi-bin")
 	}
@@ -169,6 +175,9 @@ func rankPID(tag string, rank int) int {
 // an error naming rank 1; `kiln demo -np 2 -resume DIR` then continues it
 // from that checkpoint to the end.
 func TestDemoDataParallelRankKilled(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a training demo: the plain run checks it (see race_test.go)")
+	}
 	if _, err := exec.LookPath("mpirun"); err != nil {
 		t.Skip("mpirun not on PATH: install Debian's openmpi-bin")
 	}

@@ -41,6 +41,9 @@ func (o *startRecord) OnEvent(e train.Event) {
 // engine's runs.snapshot and runs.list report world_size 2 (during the run
 // and after it), and `kiln inspect` prints the ranks.
 func TestFollowDataParallelDemoInWorkbench(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a training demo: the plain run checks it (see race_test.go)")
+	}
 	if testing.Short() {
 		t.Skip("runs two ranks under mpirun; skipped with -short")
 	}
