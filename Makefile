@@ -79,7 +79,7 @@ fuzz:
 test-unit: assets
 	KILN_REQUIRE_TORCHVISION=1 KILN_REQUIRE_OPENCV=1 $(GO) test $(GOTESTFLAGS) -count=1 ./...
 	$(GO) test $(GOTESTFLAGS) -count=1 -tags purego ./backends/cpu/...
-	KILN_TEST_DEVICES=strict+fused $(GO) test $(GOTESTFLAGS) -count=1 ./tensor/
+	KILN_TEST_DEVICES=strict+fused,cpu+fused $(GO) test $(GOTESTFLAGS) -count=1 ./tensor/
 	GO=$(GO) sh scripts/remote-suite.sh $(GOTESTFLAGS) ./tensor/ ./nn/
 
 # test-wasm builds tensor, nn, optim, train, store, data and metrics for

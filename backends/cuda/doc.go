@@ -72,8 +72,11 @@
 //
 // # What it does not do
 //
-// No multi-stream scheduling, no pinned host memory, no fused kernels
-// (softmax, layer norm and losses run as compositions of the primitives).
+// No multi-stream scheduling, no pinned host memory, no fused softmax,
+// layer norm or losses (they run as compositions of the primitives);
+// behind the fusing decorator (cuda:0+fused) each chain of element-wise
+// ops runs as one generated kernel (fused.go), which the tests build with
+// g++ and run on an emulating driver (fused_emulate_test.go).
 // Sorts and scans use one thread per line and the fallback GEMM is a plain
 // tiled kernel: correct, not fast.
 package cuda

@@ -1,3 +1,5 @@
+//go:build !kiln_nocuda
+
 package cuda
 
 import (

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kiln-ml/kiln/backends/fusion"
 	"github.com/kiln-ml/kiln/tensor"
 )
 
@@ -87,3 +88,109 @@ func BenchmarkFusionGeluTanh(b *testing.B) {
 func BenchmarkFusionSwish(b *testing.B) {
 	benchChain(b, swish, (*tensor.Tensor).Silu)
 }
+
+// BenchmarkFusionSumSquaredDiff is sum((x − y)²) over 16M float32 values,
+// unfused (the difference and the square written to memory, then summed)
+// against fused (the sum a reduction tail of the group, the intermediates
+// in tiles), interleaved, best of three rounds per b.N iteration; the
+// results are checked equal bit for bit.
+func BenchmarkFusionSumSquaredDiff(b *testing.B) {
+	const n = 16 << 20
+	plain := tensor.CPU()
+	fused := plain.Fused()
+	xd, yd := make([]float32, n), make([]float32, n)
+	for i := range xd {
+		xd[i] = float32(i%2001-1000) / 250
+		yd[i] = float32(i%997-498) / 100
+	}
+	f := func(x, y *tensor.Tensor) *tensor.Tensor { return x.Sub(y).Square().Sum() }
+	type inputs struct{ x, y *tensor.Tensor }
+	in := map[tensor.Device]inputs{}
+	for _, dev := range []tensor.Device{plain, fused} {
+		in[dev] = inputs{tensor.FromFloat32s(dev, xd, n), tensor.FromFloat32s(dev, yd, n)}
+		defer in[dev].x.Release()
+		defer in[dev].y.Release()
+		_ = dev.Sync()
+	}
+	run := func(dev tensor.Device) (wall, cpu time.Duration, v float32) {
+		c0, start := cpuTime(), time.Now()
+		y := tensor.ScopeResult(func() *tensor.Tensor { return f(in[dev].x, in[dev].y) })
+		v = y.Float32s()[0]
+		wall, cpu = time.Since(start), cpuTime()-c0
+		y.Release()
+		return wall, cpu, v
+	}
+	var best, bestCPU [2]time.Duration
+	for i := range best {
+		best[i], bestCPU[i] = 1<<62, 1<<62
+	}
+	b.ResetTimer()
+	for range b.N {
+		for range 3 {
+			var vals [2]float32
+			for i, dev := range []tensor.Device{plain, fused} {
+				w, c, v := run(dev)
+				best[i], bestCPU[i], vals[i] = min(best[i], w), min(bestCPU[i], c), v
+			}
+			if vals[0] != vals[1] {
+				b.Fatalf("fused sum %v, unfused %v", vals[1], vals[0])
+			}
+		}
+	}
+	b.StopTimer()
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(best[0]), "unfused-ms")
+	b.ReportMetric(ms(best[1]), "fused-ms")
+	b.ReportMetric(float64(best[0])/float64(best[1]), "speedup")
+	b.ReportMetric(ms(bestCPU[0]), "unfused-cpu-ms")
+	b.ReportMetric(ms(bestCPU[1]), "fused-cpu-ms")
+	b.ReportMetric(float64(bestCPU[0])/float64(bestCPU[1]), "cpu-speedup")
+}
+
+// benchRuntime times the fused chain f over 16M float32 values with the
+// group's tiles on the CPU backend's pool (fusion.TileRunner) and on this
+// package's own goroutines, interleaved, best of three rounds per b.N
+// iteration; run it with -cpu 1,2 for one and two threads.
+func benchRuntime(b *testing.B, f func(x *tensor.Tensor) *tensor.Tensor) {
+	const n = 16 << 20
+	fused := tensor.CPU().Fused()
+	data := make([]float32, n)
+	for i := range data {
+		data[i] = float32(i%2001-1000) / 250
+	}
+	x := tensor.FromFloat32s(fused, data, n)
+	defer x.Release()
+	defer fusion.SetUseTileRunner(fusion.SetUseTileRunner(true))
+	run := func(pool bool) time.Duration {
+		fusion.SetUseTileRunner(pool)
+		start := time.Now()
+		y := tensor.ScopeResult(func() *tensor.Tensor { return f(x) })
+		if err := fused.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		d := time.Since(start)
+		y.Release()
+		return d
+	}
+	best := [2]time.Duration{1 << 62, 1 << 62}
+	b.ResetTimer()
+	for range b.N {
+		for range 3 {
+			for i, pool := range []bool{false, true} {
+				best[i] = min(best[i], run(pool))
+			}
+		}
+	}
+	b.StopTimer()
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(best[0]), "goroutines-ms")
+	b.ReportMetric(ms(best[1]), "pool-ms")
+	b.ReportMetric(float64(best[0])/float64(best[1]), "goroutines/pool")
+}
+
+// BenchmarkFusionRuntimeGeluTanh compares the runtimes on the composed
+// GELU-tanh.
+func BenchmarkFusionRuntimeGeluTanh(b *testing.B) { benchRuntime(b, geluTanh) }
+
+// BenchmarkFusionRuntimeSwish compares the runtimes on the user's Swish.
+func BenchmarkFusionRuntimeSwish(b *testing.B) { benchRuntime(b, swish) }

@@ -24,6 +24,9 @@ type plan struct {
 	nfast   int           // ops with tile kernels
 	steps   []step        // what a tile runs, in order (segment.go)
 	nseg    int           // ops run inside segments
+	inner   int           // elements of the dimensions after split
+	reds    []redPlan     // the reduction tails (reduce.go)
+	units   []int         // with reductions: the first tile of each run of tiles one worker runs in order, then p.tiles
 }
 
 // viewPlan is one view of one op in merged coordinates.
@@ -52,6 +55,7 @@ func (b *Backend) flushLocked() {
 	b.stats.Groups++
 	b.stats.Ops += int64(len(b.ops))
 	if b.runCompiled() {
+		b.stats.Kernels++
 		b.forget()
 		return
 	}
@@ -61,6 +65,8 @@ func (b *Backend) flushLocked() {
 	b.stats.Tiles += int64(p.tiles)
 	b.stats.TileKernelOps += int64(p.nfast)
 	b.stats.SegmentOps += int64(p.nseg)
+	b.stats.Reductions += int64(len(p.reds))
+	b.runEpilogue()
 	b.forget()
 }
 
@@ -68,6 +74,10 @@ func (b *Backend) flushLocked() {
 func (b *Backend) forget() {
 	clear(b.ops)
 	b.ops = b.ops[:0]
+	clear(b.reds)
+	b.reds = b.reds[:0]
+	clear(b.epilogue)
+	b.epilogue = b.epilogue[:0]
 	clear(b.bufs)
 	b.freeDeferred()
 }
@@ -96,7 +106,7 @@ func (b *Backend) plan() *plan {
 	for _, d := range keep {
 		if k := len(groups); k > 0 {
 			last := groups[k-1][len(groups[k-1])-1]
-			if b.mergeable(last, d) {
+			if b.mergeable(last, d) && !b.isBarrier(d) {
 				groups[k-1] = append(groups[k-1], d)
 				continue
 			}
@@ -124,10 +134,20 @@ func (b *Backend) plan() *plan {
 			last[b.ops[i].views[j].Buf] = i
 		}
 	}
+	for _, r := range b.reds { // a reduction tail holds its input's slot until it has run
+		if last[r.x.Buf] < r.after {
+			last[r.x.Buf] = r.after
+		}
+	}
+	p.reds = make([]redPlan, len(b.reds))
 	slotOf := map[backends.Buffer]int{}
 	free := map[backends.DType][]int{}
 	p.views = make([][4]viewPlan, len(b.ops))
-	for i := range b.ops {
+	for i := 0; ; i++ {
+		b.planReductions(p, i, groups, slotOf, free, last)
+		if i == len(b.ops) {
+			break
+		}
 		n := &b.ops[i]
 		for j := n.nv - 1; j >= 0; j-- { // inputs first: they hold their slots already
 			v := n.views[j]
@@ -172,11 +192,17 @@ func (b *Backend) plan() *plan {
 		p.split--
 	}
 	p.chunk = max(1, min(p.shape[p.split], b.tile/inner))
+	p.inner = 1
+	for _, s := range p.shape[p.split+1:] {
+		p.inner *= s
+	}
+	b.alignChunk(p)
 	p.perRow = (p.shape[p.split] + p.chunk - 1) / p.chunk
 	p.tiles = p.perRow
 	for _, s := range p.shape[:p.split] {
 		p.tiles *= s
 	}
+	b.planUnits(p)
 	return p
 }
 
@@ -195,54 +221,104 @@ func (b *Backend) mergeable(a, d int) bool {
 	return true
 }
 
+// useTileRunner: groups run on the wrapped backend's runtime where it has
+// one (tests and benchmarks turn it off to compare).
+var useTileRunner = func() *atomic.Bool { var b atomic.Bool; b.Store(true); return &b }()
+
 // minWork is the fewest elements of a group given to a worker of its own.
 const minWork = 1 << 16
 
-// execute runs every op of the group on each tile, tiles in parallel.
+// execute runs every op of the group on each tile, tiles in parallel,
+// then combines the reductions' segmented runs.
 func (b *Backend) execute(p *plan) {
+	b.runUnits(p)
+	for r := range p.reds {
+		p.reds[r].finish()
+	}
+}
+
+// runUnits runs the group's units (single tiles, or with reductions the
+// runs of tiles in p.units) in parallel: on the wrapped backend's runtime
+// where it has one (TileRunner), else on goroutines of this package. A
+// unit's tiles run in order on one worker.
+func (b *Backend) runUnits(p *plan) {
+	units := p.tiles
+	if p.units != nil {
+		units = len(p.units) - 1
+	}
+	unit := func(w *worker, u int) {
+		lo, hi := u, u+1
+		if p.units != nil {
+			lo, hi = p.units[u], p.units[u+1]
+		}
+		for t := lo; t < hi; t++ {
+			w.tile(t)
+		}
+	}
 	// As the CPU backend's element-wise kernels do, a worker gets at least
 	// minWork elements: below that, starting it costs more than it saves.
-	workers := min(p.tiles, runtime.GOMAXPROCS(0), (b.n+minWork-1)/minWork)
+	workers := min(units, runtime.GOMAXPROCS(0), (b.n+minWork-1)/minWork)
 	if workers <= 1 {
 		w := b.newWorker(p)
-		for t := range p.tiles {
-			w.tile(t)
+		for u := range units {
+			unit(w, u)
 		}
 		storeFence()
 		w.release()
 		return
 	}
-	// Workers take runs of consecutive tiles, so that a tile's prefetches
-	// (segment.go) are for the tile its worker runs next, and a few runs
-	// each, so that a worker slowed by the machine's other work is not left
-	// with a large share.
-	run := max(1, min(16, p.tiles/(4*workers)))
-	var next atomic.Int64
-	var wg sync.WaitGroup
 	ws := make([]*worker, workers)
 	for i := range ws {
 		ws[i] = b.newWorker(p)
 	}
+	defer func() {
+		for _, w := range ws {
+			w.release()
+		}
+	}()
+	if tr, ok := b.inner.(TileRunner); ok && useTileRunner.Load() {
+		// Chunks of about minWork elements (whole units), claimed one at a
+		// time by the runtime's workers; each takes a worker's scratch
+		// for the chunk.
+		grain := max(1, int(int64(units)*minWork/int64(b.n)))
+		idle := make(chan *worker, len(ws))
+		for _, w := range ws {
+			idle <- w
+		}
+		tr.ParallelTiles(units, grain, func(lo, hi int) {
+			w := <-idle
+			defer func() { idle <- w }()
+			for u := lo; u < hi; u++ {
+				unit(w, u)
+			}
+			storeFence()
+		})
+		return
+	}
+	// Workers take runs of consecutive units, so that a tile's prefetches
+	// (segment.go) are for the tile its worker runs next, and a few runs
+	// each, so that a worker slowed by the machine's other work is not left
+	// with a large share.
+	run := max(1, min(16, units/(4*workers)))
+	var next atomic.Int64
+	var wg sync.WaitGroup
 	for _, w := range ws {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
 				lo := int(next.Add(int64(run))) - run
-				if lo >= p.tiles {
+				if lo >= units {
 					break
 				}
-				for t := lo; t < min(lo+run, p.tiles); t++ {
-					w.tile(t)
+				for u := lo; u < min(lo+run, units); u++ {
+					unit(w, u)
 				}
 			}
 			storeFence()
 		}()
 	}
 	wg.Wait()
-	for _, w := range ws {
-		w.release()
-	}
 }
 
 // worker runs tiles with scratch buffers of its own.
@@ -250,7 +326,9 @@ type worker struct {
 	b       *Backend
 	p       *plan
 	scratch []backends.Buffer
-	f32     [][]float32 // the scratch buffers' memory, where tile kernels use it
+	f32     [][]float32 // the scratch buffers' memory, where tile kernels or reductions use it
+	f64     [][]float64 // the float64 scratch buffers' memory, where reductions use it
+	runs    []redState  // per reduction tail, the run in progress
 	views   [4]backends.View
 	index   []int       // the tile's index in the dimensions before split
 	progs   [][]segInst // per step, its segment's program, patched per tile
@@ -285,11 +363,20 @@ func (b *Backend) newWorker(p *plan) *worker {
 			}
 		}
 	}
-	if p.nfast > 0 {
+	if p.nfast > 0 || len(p.reds) > 0 {
 		w.f32 = make([][]float32, len(w.scratch))
 		for i, buf := range w.scratch {
 			if buf != nil && p.scratch[i].dtype == backends.Float32 {
 				w.f32[i] = hostF32(buf)
+			}
+		}
+	}
+	if len(p.reds) > 0 {
+		w.runs = make([]redState, len(p.reds))
+		w.f64 = make([][]float64, len(w.scratch))
+		for i, buf := range w.scratch {
+			if buf != nil && p.scratch[i].dtype == backends.Float64 {
+				w.f64[i] = hostF64(buf)
 			}
 		}
 	}
@@ -322,6 +409,12 @@ func (w *worker) tile(t int) {
 	}
 	var shape, contiguous []int // the tile's shape and a scratch tile's strides, for the generic path
 	for si, st := range p.steps {
+		if st.red > 0 {
+			if p.reds != nil && !w.reduceTile(st.red-1, p.flatStart(t), cnt) {
+				return // a scratch buffer's allocation failed: the error is recorded
+			}
+			continue
+		}
 		if st.seg != nil {
 			if !w.runSegmentTile(si, st.seg, start, cnt) {
 				return // a scratch buffer's allocation failed: the error is recorded

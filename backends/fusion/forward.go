@@ -29,13 +29,6 @@ func (b *Backend) beforeFused() {
 	b.flushLocked()
 }
 
-// Reduce implements backends.Backend (not fused).
-func (b *Backend) Reduce(op backends.ReduceOp, out, x backends.View, axes []int) {
-	b.before(out, x)
-	defer b.mu.Unlock()
-	b.inner.Reduce(op, b.real(out), b.real(x), axes)
-}
-
 // ArgReduce implements backends.Backend (not fused).
 func (b *Backend) ArgReduce(op backends.ReduceOp, out, x backends.View, axis int) {
 	b.before(out, x)

@@ -35,6 +35,8 @@ type Backend struct {
 	scratch  map[backends.DType][]backends.Buffer
 	err      error // a call the wrapped backend cannot serve
 	stats    Stats
+	reds     []reduction      // reduction tails of the group (reduce.go)
+	epilogue []node           // element-wise ops on the reductions' results, run after the group (reduce.go)
 	programs map[string]*plan // compiled plans by the structure of their group (program.go)
 	key      []byte           // the pending group's structure, reused
 }
@@ -48,6 +50,9 @@ type Stats struct {
 	TileKernelOps int64 // operations of groups run through the wrapped backend's TileKernels
 	SegmentOps    int64 // of those, operations run in segments: several ops a pass, in vector registers
 	Compiled      int64 // groups planned afresh; the others reused the plan of a group of the same structure
+	Reductions    int64 // reductions run inside groups, as their tails (reduce.go)
+	Epilogue      int64 // element-wise ops on reductions' results that waited for their group (reduce.go)
+	Kernels       int64 // groups run as one kernel the wrapped backend compiled (backends.GroupCompiler)
 	Passthrough   int64 // operations forwarded unfused (not element-wise)
 	FlushForRead  int64 // groups run because a buffer they touch was read
 	FlushForShape int64 // groups run because an op did not fit them
@@ -86,6 +91,7 @@ type bufState struct {
 	readFirst bool          // read before any write: its earlier contents matter
 	multi     bool          // read through more than one view (never written then)
 	freed     bool          // freed before the group ran
+	reduced   bool          // the output of a reduction tail: complete only once the group ran
 }
 
 // New returns a fusing decorator over inner with DefaultTile elements per
@@ -365,6 +371,10 @@ func (b *Backend) record(n node) {
 		return
 	}
 	if len(b.ops) > 0 && !b.fits(&n, count) {
+		if b.epilogueFits(&n, count) {
+			b.enterEpilogue(&n)
+			return
+		}
 		b.stats.FlushForShape++
 		b.flushLocked()
 	}
@@ -377,7 +387,7 @@ func (b *Backend) record(n node) {
 	}
 	b.enter(&n)
 	b.ops = append(b.ops, n)
-	if len(b.ops) >= MaxOps {
+	if len(b.ops)+len(b.reds)+len(b.epilogue) >= MaxOps {
 		b.flushLocked()
 	}
 }
@@ -417,6 +427,9 @@ func (b *Backend) fits(n *node, count int) bool {
 		bs := b.bufs[v.Buf]
 		if bs == nil {
 			continue
+		}
+		if bs.reduced {
+			return false // a reduction's result is whole only after the group
 		}
 		if i == 0 {
 			if bs.multi || !sameView(bs.view, v) {

@@ -24,6 +24,7 @@ func (b *Backend) program() *plan {
 	b.key = b.appendKey(b.key[:0])
 	if t := b.programs[string(b.key)]; t != nil {
 		if p := b.bind(t); p != nil {
+			b.bindReductions(p)
 			return p
 		}
 	}
@@ -35,6 +36,7 @@ func (b *Backend) program() *plan {
 		clear(b.programs)
 	}
 	b.programs[string(b.key)] = template(p)
+	b.bindReductions(p)
 	return p
 }
 
@@ -47,6 +49,12 @@ func template(p *plan) *plan {
 		for j := range t.views[i] {
 			t.views[i][j].buf, t.views[i][j].f32 = nil, nil
 		}
+	}
+	t.reds = make([]redPlan, len(p.reds))
+	for r, rp := range p.reds {
+		t.reds[r] = redPlan{op: rp.op, after: rp.after, x: rp.x, dtype: rp.dtype, rows: rp.rows,
+			outputs: rp.outputs, seg: rp.seg, segs: rp.segs, wide: rp.wide}
+		t.reds[r].x.buf = nil
 	}
 	return &t
 }
@@ -85,7 +93,7 @@ func (b *Backend) appendKey(key []byte) []byte {
 	flags := make([]byte, len(b.bufs))
 	for _, bs := range b.bufs {
 		var f byte
-		for k, set := range []bool{bs.written, bs.readFirst, bs.multi, bs.freed} {
+		for k, set := range []bool{bs.written, bs.readFirst, bs.multi, bs.freed, bs.reduced} {
 			if set {
 				f |= 1 << k
 			}
@@ -93,6 +101,14 @@ func (b *Backend) appendKey(key []byte) []byte {
 		flags[bs.id] = f
 	}
 	key = append(key, flags...)
+	for _, r := range b.reds {
+		key = append(key, byte(r.op))
+		key = binary.AppendUvarint(key, uint64(r.after))
+		key = binary.AppendUvarint(key, uint64(b.bufs[r.x.Buf].id))
+		key = binary.AppendUvarint(key, uint64(b.bufs[r.out.Buf].id))
+		key = binary.AppendUvarint(key, uint64(r.rows))
+		key = append(key, byte(r.x.DType))
+	}
 	for i := range b.ops {
 		n := &b.ops[i]
 		key = append(key, byte(n.kind), byte(n.unary), byte(n.binary), byte(n.nv))

@@ -88,20 +88,38 @@ type segPatch struct {
 	nt   bool
 }
 
-// step is one step of a tile: a segment, or one op run on its own.
+// step is one step of a tile: a segment, one op run on its own, or
+// (red > 0) reduction tail red-1.
 type step struct {
 	op  int
 	seg *segment
+	red int
 }
 
 // planSteps cuts the group into steps: maximal runs of ops the segment
 // kernel serves become segments, the other ops run one by one.
 func (b *Backend) planSteps(p *plan) {
 	p.steps = p.steps[:0]
-	for i := 0; i < len(b.ops); {
+	redAt := func(i int) bool {
+		for _, rp := range p.reds {
+			if rp.after == i {
+				return true
+			}
+		}
+		return false
+	}
+	for i := 0; ; {
+		for r, rp := range p.reds {
+			if rp.after == i {
+				p.steps = append(p.steps, step{red: r + 1})
+			}
+		}
+		if i == len(b.ops) {
+			break
+		}
 		j := i
 		if hasSegment && b.n >= segBlock && p.fast != nil {
-			for j < len(b.ops) && b.segmentable(p, j) {
+			for j < len(b.ops) && b.segmentable(p, j) && (j == i || !redAt(j)) {
 				j++
 			}
 		}
@@ -257,7 +275,15 @@ func (b *Backend) needStore(p *plan, i, end int) bool {
 	if out.slot < 0 {
 		return true
 	}
-	for k := i + 1; k < len(b.ops); k++ {
+	for k := i + 1; k <= len(b.ops); k++ {
+		for r := range p.reds {
+			if p.reds[r].after == k && sameValue(out, &p.reds[r].x) {
+				return true // a reduction tail reads it
+			}
+		}
+		if k == len(b.ops) {
+			break
+		}
 		nk := &b.ops[k]
 		reads := 0
 		for j := 1; j < nk.nv; j++ {

@@ -149,6 +149,19 @@ func hostF32(buf backends.Buffer) []float32 {
 	return unsafe.Slice((*float32)(unsafe.Pointer(&raw[0])), len(raw)/4)
 }
 
+// hostF64 returns buf's memory as float64 values, or nil.
+func hostF64(buf backends.Buffer) []float64 {
+	h, ok := buf.(interface{ HostBytes() []byte })
+	if !ok {
+		return nil
+	}
+	raw := h.HostBytes()
+	if len(raw) < 8 || uintptr(unsafe.Pointer(&raw[0]))%8 != 0 {
+		return nil
+	}
+	return unsafe.Slice((*float64)(unsafe.Pointer(&raw[0])), len(raw)/8)
+}
+
 // slice returns view j of op i over elements [lo, hi) of the tile that
 // starts at element start of dimension split (index w.index before it):
 // one element for a broadcast view, nil where a scratch buffer is missing.

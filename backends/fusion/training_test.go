@@ -208,8 +208,8 @@ func TestTrainingMatchesUnfused(t *testing.T) {
 			}
 			groups, ops := after.Groups-before.Groups, after.Ops-before.Ops
 			t.Logf("loss %.5f → %.5f in %d steps; largest difference %.1e; %d fused groups of %.1f ops on average, "+
-				"%d intermediates kept in tiles", want[0], want[len(want)-1], trainSteps, worst, groups,
-				float64(ops)/float64(max(groups, 1)), after.Scratch-before.Scratch)
+				"%d intermediates kept in tiles, %d reduction tails", want[0], want[len(want)-1], trainSteps, worst, groups,
+				float64(ops)/float64(max(groups, 1)), after.Scratch-before.Scratch, after.Reductions-before.Reductions)
 			if groups == 0 {
 				t.Error("nothing was fused")
 			}

@@ -4,7 +4,8 @@
 # run ./run.sh there. No Go toolchain is needed.
 #
 #  1. opens the device (KILN_BENCH_DEVICE, default cuda:0); exits 2 if it cannot;
-#  2. runs the cuda package's tests, with the conformance suite on the GPU;
+#  2. runs the cuda package's tests, with the conformance suite on the GPU,
+#     and its fused-kernel checks verbosely (fused bits and speed);
 #  3. runs the tensor, nn and optim suites with KILN_TEST_DEVICES=<device>, so
 #     every op and every gradient check also runs there;
 #  4. runs the benchmarks and, where PyTorch with CUDA is installed, the same
@@ -38,7 +39,15 @@ run cuda -test.run 'TestConformanceCUDA' -test.v -test.failfast >cuda-conformanc
 	true
 grep -E '^(--- FAIL|FAIL|ok|PASS)' cuda-conformance.log 2>/dev/null | tail -20
 grep -q '^--- FAIL' cuda-conformance.log && status=1
-run cuda
+run cuda -test.skip 'OnGPU'
+# CUDA fusion: every chain of element-wise ops fused into one generated
+# kernel against the per-op kernels (bit for bit), then the speed of a
+# composed GELU-tanh and a Swish over 16M floats: unfused, fused, and the
+# hand-written kernel.
+echo "== CUDA fusion"
+(cd cuda && ../cuda.test -test.run 'TestFusedOnGPU|TestFusedSpeedOnGPU' -test.v -test.timeout 20m) >cuda-fusion.log 2>&1 ||
+	status=1
+grep -E '^(--- FAIL|--- SKIP|FAIL|ok|PASS)|fused-speed' cuda-fusion.log | sed 's/^ *fused_gpu_test\.go:[0-9]*: //'
 for p in tensor nn optim; do
 	KILN_TEST_DEVICES="$DEV" run "$p"
 done
