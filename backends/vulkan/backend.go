@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/kiln-ml/kiln/backends"
@@ -37,6 +38,11 @@ type Backend struct {
 	errWord   *block         // the shaders' ErrRef: code, pad, detail
 	hostOps   map[string]int // ops run on the host by onHost, by name
 	cpu       *cpu.Backend   // runs onHost's fallbacks
+	closed    bool           // by Close: every call fails with ErrClosed
+
+	// subgroupGEMM selects matmul_subgroup.comp for float GEMMs; set where
+	// the device supports it (tests switch it to compare the two paths).
+	subgroupGEMM atomic.Bool
 
 	errMu sync.Mutex
 	err   error
@@ -101,7 +107,8 @@ func newBackend(index int, p *physicalDevice) (*Backend, error) {
 	l := lib
 	b := &Backend{index: index, pd: p, pipelines: map[string]uint64{}, modules: map[string]uint64{},
 		hostOps: map[string]int{}, cpu: cpu.New(0)}
-	b.alloc.free = map[int64][]*block{}
+	b.alloc.free, b.alloc.live = map[int64][]*block{}, map[*block]bool{}
+	b.subgroupGEMM.Store(p.subgroup.gemmSubgroup())
 
 	f11 := &vkPhysicalDeviceVulkan11Features{sType: stVulkan11Features}
 	f11.f[feat11StorageBuffer16] = 1
@@ -211,10 +218,14 @@ func (b *Backend) Alloc(dtype backends.DType, n int) (backends.Buffer, error) {
 	bytes := int64(n) * int64(dtype.Size())
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.closed {
+		return nil, fmt.Errorf("vulkan: alloc %d bytes on vulkan:%d: %w", bytes, b.index, ErrClosed)
+	}
 	blk, err := b.allocBlock(max(bytes, 1))
 	if err != nil {
 		return nil, err
 	}
+	b.alloc.live[blk] = true
 	s := &b.alloc.stats
 	s.LiveBytes += bytes
 	s.PeakBytes = max(s.PeakBytes, s.LiveBytes)
@@ -239,9 +250,11 @@ func (b *Backend) Free(x backends.Buffer) {
 	bb := b.buf(x)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if bb.blk == nil {
+	if bb.blk == nil || b.closed { // Close gave every block back
+		bb.blk = nil
 		return
 	}
+	delete(b.alloc.live, bb.blk)
 	b.releaseBlock(bb.blk)
 	bb.blk = nil
 	b.alloc.stats.LiveBytes -= bb.bytes
@@ -252,6 +265,9 @@ func (b *Backend) Free(x backends.Buffer) {
 func (b *Backend) EmptyCache() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
 	b.waitIdle()
 	b.emptyCache()
 }
@@ -270,6 +286,9 @@ func (b *Backend) Write(x backends.Buffer, off int64, src []byte) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.closed {
+		return // the sticky ErrClosed reports it
+	}
 	b.upload(bb.blk, off, src)
 }
 
@@ -282,6 +301,9 @@ func (b *Backend) Read(x backends.Buffer, off int64, dst []byte) error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.closed {
+		return b.takeErr()
+	}
 	b.waitIdle()
 	b.checkErrWord()
 	if err := b.takeErr(); err != nil {
@@ -295,6 +317,9 @@ func (b *Backend) Read(x backends.Buffer, off int64, dst []byte) error {
 func (b *Backend) Sync() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.closed {
+		return b.takeErr()
+	}
 	b.waitIdle()
 	b.checkErrWord()
 	return b.takeErr()

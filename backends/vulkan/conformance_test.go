@@ -38,31 +38,9 @@ func TestConformanceVulkan(t *testing.T) {
 	if !dev.pd.features.float64 {
 		return // every Float64 op, and more, runs on the host: TestHostFallbackWithoutFloat64
 	}
-	// What has no shader yet: float remainder and floor division, and the
-	// Float64 forms of the functions GLSL has no double version of (exp and
-	// log have shaders/f64math.glsl). A shader for one of them removes it
-	// from this list; anything else appearing here is a regression.
-	want := map[string]bool{}
-	for _, dt := range []string{"bfloat16", "float16", "float32", "float64"} {
-		for _, kind := range []string{"binary", "binary_scalar"} {
-			want[kind+" floor_divide "+dt] = true
-			want[kind+" remainder "+dt] = true
-		}
-	}
-	for _, kind := range []string{"binary", "binary_scalar"} {
-		want[kind+" atan2 float64"], want[kind+" pow float64"] = true, true
-	}
-	for _, op := range []string{"acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "erf", "gelu",
-		"gelu_tanh", "mish", "pow", "sin", "sinh", "tan"} {
-		want["unary "+op+" float64"], want["unary_grad "+op+" float64"] = true, true
-	}
+	// Every op has a shader where the device has shaderFloat64: whatever
+	// runs on the host is a regression.
 	for _, n := range names {
-		if !want[n] {
-			t.Errorf("%s ran on the host: it has a shader", n)
-		}
-		delete(want, n)
-	}
-	for n := range want {
-		t.Errorf("%s no longer runs on the host: remove it from this test's list", n)
+		t.Errorf("%s ran on the host: it has a shader", n)
 	}
 }

@@ -24,6 +24,29 @@ type physicalDevice struct {
 	mem        vkPhysicalDeviceMemoryProperties
 	family     int // a queue family with compute, or -1
 	features   deviceFeatures
+	subgroup   subgroupInfo
+}
+
+// subgroupInfo is what the device reports of its subgroups (Vulkan 1.1's
+// VkPhysicalDeviceSubgroupProperties).
+type subgroupInfo struct {
+	size       uint32 // invocations per subgroup (the default; a device may vary it)
+	compute    bool   // subgroup operations are supported in compute shaders
+	operations uint32 // VkSubgroupFeatureFlags
+}
+
+// Subgroup operation bits (VkSubgroupFeatureFlagBits).
+const (
+	subgroupBasic   = 0x1
+	subgroupShuffle = 0x10
+)
+
+// gemmSubgroup reports whether the device can run matmul_subgroup.comp:
+// basic and shuffle subgroup operations in compute shaders, with
+// subgroups of 4 to 128 invocations (the shader's workgroup is 128 wide).
+func (s subgroupInfo) gemmSubgroup() bool {
+	const need = subgroupBasic | subgroupShuffle
+	return s.compute && s.operations&need == need && s.size >= 4 && s.size <= 128 && 128%s.size == 0
 }
 
 // deviceFeatures are the features the backend asks about.
@@ -103,12 +126,16 @@ func typeRank(t uint32) int {
 func (l *vulkanLibrary) query(h uintptr) *physicalDevice {
 	p := &physicalDevice{handle: h, family: -1}
 	drv := &vkPhysicalDeviceDriverProperties{sType: stDriverProperties}
+	sg := &vkPhysicalDeviceSubgroupProperties{sType: stSubgroupProperties}
 	props := &vkPhysicalDeviceProperties2{sType: stProperties2}
 	if apiOf(l, h) >= apiVersion12 {
-		props.pNext = ptrOf(drv)
+		props.pNext, sg.pNext = ptrOf(sg), ptrOf(drv)
 	}
 	l.fn.vkGetPhysicalDeviceProperties2(h, props)
 	runtime.KeepAlive(drv)
+	runtime.KeepAlive(sg)
+	p.subgroup = subgroupInfo{size: sg.subgroupSize, compute: sg.supportedStages&stageCompute != 0,
+		operations: sg.supportedOperations}
 	pr := &props.properties
 	p.name = gostr(pr.deviceName[:])
 	p.vendorID, p.deviceType, p.apiVersion = pr.vendorID, pr.deviceType, pr.apiVersion

@@ -106,29 +106,37 @@ var unaryF64 = map[backends.UnaryOp]bool{
 	backends.Selu: true, backends.Celu: true,
 }
 
-// unaryOnDevice reports whether unary.comp computes op on dtype dt: the
-// exact ops and those of unaryF64 for every dtype, the other transcendental
-// ops (sin, erf, asin, …: GLSL has no double forms) only for Float32,
-// Float16 and BFloat16; nothing on a device without shaderFloat64.
-func (b *Backend) unaryOnDevice(op backends.UnaryOp, dts ...backends.DType) bool {
-	if !b.pd.features.float64 || op >= backends.UnaryOp(len(backends.UnaryOps)) {
-		return false
-	}
-	if unaryInDouble[op] || unaryF64[op] {
-		return true
-	}
-	for _, dt := range dts {
-		if dt == backends.Float64 || intLike(dt) {
-			return false
-		}
-	}
-	return true
+// f32Like reports whether d is Float32, Float16 or BFloat16: the dtypes
+// whose transcendental ops unary.comp and binary.comp compute in float.
+func f32Like(d backends.DType) bool {
+	return d == backends.Float32 || d == backends.Float16 || d == backends.BFloat16
 }
 
-// Unary applies op to x element-wise. Ops unaryOnDevice declines run on the
-// host (counted in HostOps).
+// unaryShader returns the shader that computes op on these dtypes:
+// unary.comp for the exact ops, those of unaryF64 and every op on Float32,
+// Float16 and BFloat16 alone; math_f64.comp, in double, for the other
+// transcendental ops (sin, erf, asin, …) on Float64 and integers. It
+// returns "" on a device without shaderFloat64: the host runs everything.
+func (b *Backend) unaryShader(op backends.UnaryOp, dts ...backends.DType) string {
+	if !b.pd.features.float64 || op >= backends.UnaryOp(len(backends.UnaryOps)) {
+		return ""
+	}
+	if unaryInDouble[op] || unaryF64[op] {
+		return "unary"
+	}
+	for _, dt := range dts {
+		if !f32Like(dt) {
+			return "math_f64"
+		}
+	}
+	return "unary"
+}
+
+// Unary applies op to x element-wise. On a device without shaderFloat64 it
+// runs on the host (counted in HostOps).
 func (b *Backend) Unary(op backends.UnaryOp, out, x backends.View, p0, p1 float64) {
-	if !b.unaryOnDevice(op, x.DType) {
+	shader := b.unaryShader(op, x.DType)
+	if shader == "" {
 		b.onHost("unary "+op.String()+" "+x.DType.String(), []backends.View{out}, []backends.View{x}, func(c backends.Backend, o, i []backends.View) {
 			c.Unary(op, o[0], i[0], p0, p1)
 		})
@@ -145,12 +153,15 @@ func (b *Backend) Unary(op backends.UnaryOp, out, x backends.View, p0, p1 float6
 	w.i64(int64(n))
 	w.f64(p0)
 	w.f64(p1)
-	b.launchCoded("unary", []int32{int32(x.DType), int32(out.DType), int32(op), 0, int32(x.DType)}, &w, groups1D(n))
+	// unary.comp's codes are XDT, ODT, OP, GRAD, GDT; math_f64.comp's XDT,
+	// ODT, OP, KIND (0: forward), YDT: the same words.
+	b.launchCoded(shader, []int32{int32(x.DType), int32(out.DType), int32(op), 0, int32(x.DType)}, &w, groups1D(n))
 }
 
 // UnaryGrad computes g·op'(x) element-wise.
 func (b *Backend) UnaryGrad(op backends.UnaryOp, out, x, g backends.View, p0, p1 float64) {
-	if !b.unaryOnDevice(op, x.DType, g.DType, out.DType) {
+	shader := b.unaryShader(op, x.DType, g.DType, out.DType)
+	if shader == "" {
 		b.onHost("unary_grad "+op.String()+" "+x.DType.String(), []backends.View{out}, []backends.View{x, g}, func(c backends.Backend, o, i []backends.View) {
 			c.UnaryGrad(op, o[0], i[0], i[1], p0, p1)
 		})
@@ -167,44 +178,52 @@ func (b *Backend) UnaryGrad(op backends.UnaryOp, out, x, g backends.View, p0, p1
 	w.i64(int64(n))
 	w.f64(p0)
 	w.f64(p1)
-	b.launchCoded("unary", []int32{int32(x.DType), int32(out.DType), int32(op), 1, int32(g.DType)}, &w, groups1D(n))
+	b.launchCoded(shader, []int32{int32(x.DType), int32(out.DType), int32(op), 1, int32(g.DType)}, &w, groups1D(n))
 }
 
 // binaryIntForm lists the ops binary.comp computes exactly in int64 on
-// integer inputs (the CPU's integer forms, but Pow, which runs on the host).
+// integer inputs: the CPU's integer forms.
 var binaryIntForm = map[backends.BinaryOp]bool{
 	backends.Add: true, backends.Sub: true, backends.Mul: true, backends.Maximum: true, backends.Minimum: true,
 	backends.BitAnd: true, backends.BitOr: true, backends.BitXor: true, backends.LeftShift: true,
-	backends.RightShift: true, backends.Rem: true, backends.FloorDiv: true,
+	backends.RightShift: true, backends.Rem: true, backends.FloorDiv: true, backends.Pow: true,
 }
 
 // binaryInDouble lists the ops binary.comp computes in double: exact, as
 // the CPU computes them in float64 (or in float32, which rounds the same).
+// The bitwise ops on floats are int64(a) op int64(b), as backends.BinaryOps
+// defines them; Rem and FloorDiv go through f64math.glsl's exact fmod.
 var binaryInDouble = map[backends.BinaryOp]bool{
 	backends.Add: true, backends.Sub: true, backends.Mul: true, backends.Div: true, backends.Maximum: true,
 	backends.Minimum: true, backends.Eq: true, backends.Ne: true, backends.Lt: true, backends.Le: true,
 	backends.Gt: true, backends.Ge: true, backends.And: true, backends.Or: true, backends.Xor: true,
 	backends.BitAnd: true, backends.BitOr: true, backends.BitXor: true, backends.LeftShift: true,
-	backends.RightShift: true, // on floats: int64(a) op int64(b), as backends.BinaryOps defines them
+	backends.RightShift: true, backends.Rem: true, backends.FloorDiv: true,
 }
 
-// binaryPath returns how binary.comp computes op on inputs of dtype dt (1
-// for int64, 0 for double or float) and false when it does not: such calls
-// run on the host. intOK says whether the CPU would take its integer path.
+// How a binary op is computed (binaryPath).
+const (
+	binaryDouble = 0 // binary.comp in double (Pow and Atan2 in float on Float32, Float16, BFloat16)
+	binaryInt    = 1 // binary.comp exactly in int64
+	binaryMath   = 2 // math_f64.comp in double (Pow and Atan2 on Float64 and integers)
+)
+
+// binaryPath returns how op is computed on inputs of dtype dt and false
+// on a device without shaderFloat64, where such calls run on the host.
+// intOK says whether the CPU would take its integer path.
 func (b *Backend) binaryPath(op backends.BinaryOp, dt backends.DType, intOK bool) (int32, bool) {
 	if !b.pd.features.float64 || op >= backends.BinaryOp(len(backends.BinaryOps)) {
 		return 0, false
 	}
-	pred := backends.BinaryOps[op].Predicate
 	switch {
-	case intOK && intLike(dt) && (pred || binaryIntForm[op]):
-		return 1, true
-	case intOK && intLike(dt) && op == backends.Pow:
-		return 0, false
+	case intOK && intLike(dt) && (backends.BinaryOps[op].Predicate || binaryIntForm[op]):
+		return binaryInt, true
 	case binaryInDouble[op]:
-		return 0, true
-	case (op == backends.Pow || op == backends.Atan2) && (dt == backends.Float32 || dt == backends.Float16 || dt == backends.BFloat16):
-		return 0, true
+		return binaryDouble, true
+	case (op == backends.Pow || op == backends.Atan2) && f32Like(dt):
+		return binaryDouble, true
+	case op == backends.Pow || op == backends.Atan2:
+		return binaryMath, true
 	}
 	return 0, false
 }
@@ -231,6 +250,10 @@ func (b *Backend) Binary(op backends.BinaryOp, out, x, y backends.View) {
 	w.i64(int64(n))
 	w.f64(0)
 	w.i64(0)
+	if path == binaryMath { // codes XDT, ODT, OP, KIND (2: a op b), YDT
+		b.launchCoded("math_f64", []int32{int32(x.DType), int32(out.DType), int32(op), 2, int32(y.DType)}, &w, groups1D(n))
+		return
+	}
 	b.launchCoded("binary", []int32{int32(x.DType), int32(out.DType), int32(op), 0, path}, &w, groups1D(n))
 }
 
@@ -260,6 +283,10 @@ func (b *Backend) BinaryScalar(op backends.BinaryOp, out, x backends.View, s flo
 	w.i64(int64(n))
 	w.f64(s)
 	w.i64(int64(s))
+	if path == binaryMath { // KIND 3: a op s, 4: s op a
+		b.launchCoded("math_f64", []int32{int32(x.DType), int32(out.DType), int32(op), 2 + mode, int32(x.DType)}, &w, groups1D(n))
+		return
+	}
 	b.launchCoded("binary", []int32{int32(x.DType), int32(out.DType), int32(op), mode, path}, &w, groups1D(n))
 }
 

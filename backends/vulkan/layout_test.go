@@ -20,6 +20,7 @@ func TestStructLayouts(t *testing.T) {
 		{"VkPhysicalDeviceProperties", unsafe.Sizeof(vkPhysicalDeviceProperties{}), 824},
 		{"VkPhysicalDeviceProperties2", unsafe.Sizeof(vkPhysicalDeviceProperties2{}), 840},
 		{"VkPhysicalDeviceDriverProperties", unsafe.Sizeof(vkPhysicalDeviceDriverProperties{}), 536},
+		{"VkPhysicalDeviceSubgroupProperties", unsafe.Sizeof(vkPhysicalDeviceSubgroupProperties{}), 32},
 		{"VkPhysicalDeviceMemoryProperties", unsafe.Sizeof(vkPhysicalDeviceMemoryProperties{}), 520},
 		{"VkPhysicalDeviceMemoryProperties.memoryHeaps", unsafe.Offsetof(vkPhysicalDeviceMemoryProperties{}.memoryHeaps), 264},
 		{"VkQueueFamilyProperties", unsafe.Sizeof(vkQueueFamilyProperties{}), 24},

@@ -134,6 +134,7 @@ func (b *Backend) destroyBlock(blk *block) {
 // All its methods run with b.mu held.
 type allocator struct {
 	free  map[int64][]*block
+	live  map[*block]bool // blocks of the buffers Alloc returned and Free has not taken back
 	stats backends.MemoryStats
 }
 

@@ -15,7 +15,10 @@ const gemmTile = 64
 // Matmul implements backends.Backend with the tiled GEMM of
 // shaders/matmul.glsl: 64×64 output tiles through shared memory, batch in
 // the third grid dimension, every operand read through its strides (a
-// transposed or broadcast operand is never copied). Float32, Float16 and
+// transposed or broadcast operand is never copied). On a device that
+// reports subgroup shuffles in compute shaders, Float32, Float16 and
+// BFloat16 products use shaders/matmul_subgroup.comp instead (8×subgroup
+// tiles, A's values passed between invocations by subgroupShuffle). Float32, Float16 and
 // BFloat16 multiply and sum in float32 and round once to the output;
 // Float64 works in double; integer dtypes in exact int64 (wrapping). Each
 // output sums its products in k order, so results never depend on the
@@ -50,13 +53,6 @@ func (b *Backend) Matmul(out, x, y backends.View) {
 		b.Fill(out, 0)
 		return
 	}
-	name, spec := "matmul", []int32{int32(out.DType)}
-	switch {
-	case out.DType == backends.Float64:
-		name, spec = "matmul_f64", nil
-	case isIntLike(out.DType):
-		name = "matmul_int"
-	}
 	batch := out.NumElements() / (m * n)
 	w := new(argWriter)
 	w.view(out)
@@ -66,6 +62,21 @@ func (b *Backend) Matmul(out, x, y backends.View) {
 	w.i64(int64(n))
 	w.i64(int64(k))
 	w.i64(int64(batch))
+	if size := int(b.pd.subgroup.size); b.subgroupGEMM.Load() && f32Like(out.DType) {
+		// One 8×size tile per subgroup, 128/size subgroups per workgroup;
+		// the shader's grid-stride loop covers any other subgroup size.
+		tiles := (m + 7) / 8 * ((n + size - 1) / size) * batch
+		groups := (tiles + 128/size - 1) / (128 / size)
+		b.launch("matmul_subgroup", []int32{int32(out.DType)}, w, [3]uint32{uint32(min(groups, 65535)), 1, 1})
+		return
+	}
+	name, spec := "matmul", []int32{int32(out.DType)}
+	switch {
+	case out.DType == backends.Float64:
+		name, spec = "matmul_f64", nil
+	case isIntLike(out.DType):
+		name = "matmul_int"
+	}
 	b.launch(name, spec, w, [3]uint32{uint32(min((n+gemmTile-1)/gemmTile, 65535)),
 		uint32(min((m+gemmTile-1)/gemmTile, 65535)), uint32(min(batch, 65535))})
 }

@@ -113,6 +113,7 @@ const (
 	stFeatures2                 = 1000059000
 	stProperties2               = 1000059001
 	stDriverProperties          = 1000196000
+	stSubgroupProperties        = 1000094000
 	stSemaphoreTypeCreateInfo   = 1000207002
 	stTimelineSubmitInfo        = 1000207003
 	stSemaphoreWaitInfo         = 1000207004
@@ -223,6 +224,16 @@ type vkPhysicalDeviceDriverProperties struct {
 	driverName [256]byte
 	driverInfo [256]byte
 	_          [4]uint8
+}
+
+type vkPhysicalDeviceSubgroupProperties struct {
+	sType               uint32
+	_                   [4]byte
+	pNext               unsafe.Pointer
+	subgroupSize        uint32
+	supportedStages     uint32
+	supportedOperations uint32
+	_                   uint32 // quadOperationsInAllStages
 }
 
 type vkMemoryType struct {
@@ -558,6 +569,13 @@ type deviceFuncs struct {
 	vkGetSemaphoreCounterValue    func(dev uintptr, s uint64, v *uint64) vkResult
 	vkWaitSemaphores              func(dev uintptr, wi *vkSemaphoreWaitInfo, timeout uint64) vkResult
 	vkQueueSubmit                 func(q uintptr, n uint32, si *vkSubmitInfo, fence uint64) vkResult
+	vkDeviceWaitIdle              func(dev uintptr) vkResult
+	vkDestroyPipeline             func(dev uintptr, p uint64, alloc unsafe.Pointer)
+	vkDestroyShaderModule         func(dev uintptr, m uint64, alloc unsafe.Pointer)
+	vkDestroyPipelineLayout       func(dev uintptr, l uint64, alloc unsafe.Pointer)
+	vkDestroyCommandPool          func(dev uintptr, pool uint64, alloc unsafe.Pointer)
+	vkDestroySemaphore            func(dev uintptr, s uint64, alloc unsafe.Pointer)
+	vkDestroyDevice               func(dev uintptr, alloc unsafe.Pointer)
 }
 
 // cstr returns a NUL-terminated copy of s.

@@ -5,12 +5,13 @@
 //
 // INT = 1 computes exactly in int64, as the CPU backend does for integer
 // and Bool inputs (wrap-around arithmetic, Python's remainder and floor
-// division, shifts that give 0 or the sign past 63); an integer Rem or
-// FloorDiv by zero reports error 2 and writes 0. INT = 0 computes in double
-// (exactly the CPU's results: + − × ÷ of float32 values rounded once to
-// float32 equal float32 arithmetic), except Pow and Atan2, computed in float
-// for Float32, Float16 and BFloat16 (the Go side runs them on the host for
-// Float64, and Rem and FloorDiv of floats, which need an exact fmod).
+// division, shifts that give 0 or the sign past 63, pow by squaring); an
+// integer Rem or FloorDiv by zero reports error 2 and writes 0. INT = 0
+// computes in double (exactly the CPU's results: + − × ÷ of float32 values
+// rounded once to float32 equal float32 arithmetic; float Rem and FloorDiv
+// through f64math.glsl's exact fmod, as backends.BinaryOps defines them),
+// except Pow and Atan2, computed in float for Float32, Float16 and BFloat16
+// (math_f64.comp computes them in double for Float64).
 // Spec constants: ADT (both inputs), ODT, OP (backends.BinaryOp), MODE, INT.
 #include "common.glsl"
 layout(local_size_x = 256) in;
@@ -42,6 +43,7 @@ bool predicate() { return OP >= EQ && OP <= XOR; }
 // dzero is 0.0 read at run time: Mesa 22.3's llvmpipe miscompiles ordered
 // comparisons of a double with the literal 0.0 (see unary.comp).
 double dzero;
+#include "f64math.glsl"
 
 bool cmpI(int64_t a, int64_t c) {
 	switch (OP) {
@@ -95,6 +97,15 @@ int64_t opI(int64_t a, int64_t c) {
 		if (a - q * c != 0l && ((a < 0l) != (c < 0l))) q--;
 		return q;
 	}
+	case POW: { // by squaring, wrapping; a negative exponent gives 0, as on the CPU
+		if (c < 0l) return 0l;
+		int64_t r = 1l;
+		for (int64_t base = a, e = c; e > 0l; e >>= 1) {
+			if ((e & 1l) == 1l) r *= base;
+			base *= base;
+		}
+		return r;
+	}
 	}
 	return 0l;
 }
@@ -107,6 +118,8 @@ double opD(double a, double c) {
 	case SUB: return a - c;
 	case MUL: return a * c;
 	case DIV: return a / c;
+	case REM: return remainderD(a, c);
+	case FLOOR_DIV: return floorDivideD(a, c);
 	case BIT_AND: case BIT_OR: case BIT_XOR: case LEFT_SHIFT: case RIGHT_SHIFT:
 		return double(opI(int64_t(a), int64_t(c))); // the definition on floats: int64(a) op int64(b)
 	case MAXIMUM:

@@ -4,9 +4,10 @@
 //
 // Ops that are exact in double (sign, abs, sqrt, rounding, the piecewise
 // linear activations, clamp, predicates) compute in double for every dtype,
-// exactly as the CPU backend does. The transcendental ops compute in float
-// for Float32, Float16 and BFloat16 (the Go side runs Float64 and integer
-// inputs of those ops on the host: GLSL has no double exp, log or sin), with
+// exactly as the CPU backend does, and so do exp, log and the activations
+// built on them (f64math.glsl) for Float64 and integer inputs. The other
+// transcendental ops compute in float for Float32, Float16 and BFloat16
+// (math_f64.comp computes them in double for Float64 and integers), with
 // the numerically stable forms the CPU uses (expm1, log1p, a sigmoid that
 // never overflows); erf is Numerical Recipes' erfc (fractional error below
 // 1.2e-7). Domain errors give NaN explicitly, as GLSL leaves them undefined.
@@ -81,7 +82,6 @@ float b2f(bool b) { return b ? 1.0 : 0.0; }
 
 double maxNaN(double x, double y) { return isnan(x) ? x : (x > y ? x : y); }
 double minNaN(double x, double y) { return isnan(x) ? x : (x < y ? x : y); }
-double sqrtD(double x) { return x < dzero ? nanD() : sqrt(x); }
 
 double fwdD(double x, double p0, double p1) {
 	switch (OP) {
