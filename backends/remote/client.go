@@ -49,8 +49,9 @@ const flushBytes = 256 << 10
 
 // Backend is a backends.Backend whose buffers live on a server's device
 // and whose calls travel over one gRPC stream. Kernel calls, Alloc, Free
-// and Write are queued and sent in batches without waiting; Read, Sync and
-// a full batch send, and only Read and Sync wait for the server's answer.
+// and Write are queued and sent in batches without waiting; Read, Sync, a
+// full batch and a batch holding enough work (see pipelineWork) send, and
+// only Read and Sync wait for the server's answer.
 // A failure on the server, and one found in the client (a buffer of
 // another backend), is the sticky error of the next Read or Sync. It is
 // safe for concurrent use.
@@ -63,11 +64,13 @@ type Backend struct {
 	stream grpc.ClientStream
 	cancel context.CancelFunc
 
-	mu      sync.Mutex // guards the fields below and sending
-	pending encoder
-	nextBuf uint64
-	nextReq uint64
-	err     error // sticky failure found by the client
+	mu          sync.Mutex // guards the fields below and sending
+	pending     encoder
+	pendingWork int64   // estimated work of the pending calls (see pipelineWork)
+	pendingPool *[]byte // the pooled bytes pending started in
+	nextBuf     uint64
+	nextReq     uint64
+	err         error // sticky failure found by the client
 
 	wmu     sync.Mutex
 	waiters map[uint64]*waiter
@@ -75,6 +78,11 @@ type Backend struct {
 	deadCh  chan struct{}
 
 	live, peak, buffers, allocs atomic.Int64
+
+	// Wire counters, for benchmarks: calls queued, frames and bytes sent
+	// (guarded by mu), and waits (round trips).
+	calls, frames, sentBytes int64
+	waits                    atomic.Int64
 }
 
 // buffer is a handle on a server buffer: an id in this client's table.
@@ -146,6 +154,7 @@ func Dial(addr, device string, opts Options) (*Backend, error) {
 	}
 	c := &Backend{addr: addr, device: device, conn: conn, stream: stream, cancel: cancel,
 		waiters: map[uint64]*waiter{}, deadCh: make(chan struct{}), nextBuf: 1}
+	c.newPendingLocked()
 	go c.receive()
 	w := c.request(func(e *encoder, req uint64) {
 		e.op(opHello)
@@ -320,15 +329,44 @@ func (c *Backend) flushLocked() {
 		return
 	}
 	f := &frame{b: c.pending.b}
-	c.pending.b = nil // gRPC may still hold the bytes after SendMsg returns
+	if p := c.pendingPool; p != nil {
+		if cap(f.b) == cap(*p) && &f.b[:1][0] == &(*p)[:1][0] {
+			*p = f.b // still the pooled bytes: gRPC returns them when written
+			f = &frame{pooled: p}
+		} else {
+			mem.DefaultBufferPool().Put(p) // outgrown: f.b is a copy
+		}
+	}
+	// gRPC may still hold the bytes after SendMsg returns: the next batch
+	// gets new ones.
+	c.newPendingLocked()
+	c.pendingWork = 0
 	if c.deadErr() != nil {
 		return
+	}
+	c.frames++
+	c.sentBytes += int64(len(f.b))
+	if f.pooled != nil {
+		c.sentBytes += int64(len(*f.pooled))
 	}
 	if err := c.stream.SendMsg(f); err != nil {
 		// The receiver sees the real status; make sure waiters wake even
 		// if it has not yet.
 		c.markDead(err)
 	}
+}
+
+// pendingBytes is the capacity of a batch's pooled buffer, enough for a
+// training step's calls; a larger batch grows out of it onto the heap.
+const pendingBytes = 4 << 10
+
+// newPendingLocked gives the next batch a buffer from gRPC's pool, which
+// takes it back once the batch is written: no allocation, and no growing
+// from nothing, per batch. c.mu is held (or c is not yet shared).
+func (c *Backend) newPendingLocked() {
+	p := mem.DefaultBufferPool().Get(pendingBytes)
+	c.pendingPool = p
+	c.pending.b = (*p)[:0]
 }
 
 // request queues a call that waits, registers its waiter and sends.
@@ -352,6 +390,7 @@ func (c *Backend) requestLocked(build func(e *encoder, req uint64), dst []byte) 
 
 // wait blocks until w's reply arrives or the connection breaks.
 func (c *Backend) wait(w *waiter) error {
+	c.waits.Add(1)
 	select {
 	case <-w.done:
 		return w.err
@@ -367,11 +406,20 @@ func (c *Backend) wait(w *waiter) error {
 
 // send queues one call that does not wait. build encodes it, failing when
 // a view is not one of this backend's buffers; the call is then dropped and
-// the failure becomes the sticky error.
-func (c *Backend) send(name string, build func(e *encoder) error) {
+// the failure becomes the sticky error. work is the call's estimated cost
+// (see pipelineWork): once the queued calls hold enough, they are sent, so
+// that the server computes while the client records the calls that follow.
+func (c *Backend) send(name string, work int64, build func(e *encoder) error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.pendingWork >= pipelineWork {
+		// Sent one call late, so that a sync point right after a long
+		// kernel (a step's optimizer update, then its loss read) still
+		// goes out in one frame with it.
+		c.flushLocked()
+	}
 	mark := len(c.pending.b)
+	c.calls++
 	if err := build(&c.pending); err != nil {
 		c.pending.b = c.pending.b[:mark]
 		if c.err == nil {
@@ -379,9 +427,38 @@ func (c *Backend) send(name string, build func(e *encoder) error) {
 		}
 		return
 	}
+	c.pendingWork += work
 	if len(c.pending.b) >= flushBytes {
 		c.flushLocked()
 	}
+}
+
+// pipelineWork is the estimated work of queued calls from which the client
+// sends them, with the next call, before a sync point asks, so that the
+// server starts on them while the client records the calls that follow
+// (the forward pass of a large model runs while its backward pass is
+// still being recorded). The unit is one element of an element-wise
+// kernel's output, about a nanosecond on one core; matrix products count a
+// sixteenth per multiply-add (see matmulWork). Below it, a batch waits for
+// a sync point or flushBytes: an extra frame costs both sides tens of
+// microseconds of CPU (a system call and a goroutine hand-off on each
+// side), which only milliseconds of kernel time hide. On loopback with
+// two cores an MLP step's matrix products (about 10^6 units each) sent
+// early measured no faster: the server's kernels already use every core.
+const pipelineWork = 4 << 20
+
+// elements is the element count of v, the work unit of most calls.
+func elements(v backends.View) int64 { return int64(backends.NumElements(v.Shape)) }
+
+// matmulWork estimates a matrix product out = a·b (batched or not): its
+// output elements plus a sixteenth of its multiply-adds (a blocked GEMM
+// runs about sixteen per nanosecond and core).
+func matmulWork(out, a backends.View) int64 {
+	k := int64(1)
+	if n := len(a.Shape); n > 0 {
+		k = int64(a.Shape[n-1])
+	}
+	return elements(out) + elements(out)*k/16
 }
 
 // id returns the server id of a buffer of this backend.
@@ -437,7 +514,7 @@ func (c *Backend) Alloc(dtype backends.DType, n int) (backends.Buffer, error) {
 	c.nextBuf++
 	c.mu.Unlock()
 	b := &buffer{owner: c, id: id, bytes: int64(n) * int64(dtype.Size())}
-	c.send("Alloc", func(e *encoder) error {
+	c.send("Alloc", 0, func(e *encoder) error {
 		e.op(opAlloc)
 		e.u(id)
 		e.b = append(e.b, byte(dtype))
@@ -455,7 +532,7 @@ func (c *Backend) Alloc(dtype backends.DType, n int) (backends.Buffer, error) {
 // Free implements backends.Backend.
 func (c *Backend) Free(buf backends.Buffer) {
 	id, err := c.id(buf)
-	c.send("Free", func(e *encoder) error {
+	c.send("Free", 0, func(e *encoder) error {
 		if err != nil {
 			return err
 		}
@@ -480,7 +557,7 @@ func (c *Backend) Write(buf backends.Buffer, off int64, src []byte) {
 	for first := true; first || len(src) > 0; first = false {
 		n := min(len(src), chunkBytes)
 		chunk := src[:n]
-		c.send("Write", func(e *encoder) error {
+		c.send("Write", int64(len(chunk))/4, func(e *encoder) error {
 			if err != nil {
 				return err
 			}
@@ -517,6 +594,8 @@ func (c *Backend) writeDirect(id uint64, off int64, src []byte) {
 		p := mem.DefaultBufferPool().Get(len(h.b) + n)
 		copy(*p, h.b)
 		copy((*p)[len(h.b):], src[:n])
+		c.frames++
+		c.sentBytes += int64(len(*p))
 		if err := c.stream.SendMsg(&frame{pooled: p}); err != nil {
 			c.markDead(err)
 			return
@@ -604,7 +683,7 @@ func (c *Backend) ServerMemoryStats() (backends.MemoryStats, error) {
 
 // Fill implements backends.Backend.
 func (c *Backend) Fill(out backends.View, v float64) {
-	c.send("Fill", func(e *encoder) error {
+	c.send("Fill", elements(out), func(e *encoder) error {
 		e.op(opFill)
 		if err := c.views(e, out); err != nil {
 			return err
@@ -616,12 +695,12 @@ func (c *Backend) Fill(out backends.View, v float64) {
 
 // Copy implements backends.Backend.
 func (c *Backend) Copy(out, x backends.View) {
-	c.send("Copy", func(e *encoder) error { e.op(opCopy); return c.views(e, out, x) })
+	c.send("Copy", elements(out), func(e *encoder) error { e.op(opCopy); return c.views(e, out, x) })
 }
 
 // Unary implements backends.Backend.
 func (c *Backend) Unary(op backends.UnaryOp, out, x backends.View, p0, p1 float64) {
-	c.send("Unary", func(e *encoder) error {
+	c.send("Unary", elements(out), func(e *encoder) error {
 		e.op(opUnary)
 		e.op(byte(op))
 		if err := c.views(e, out, x); err != nil {
@@ -635,7 +714,7 @@ func (c *Backend) Unary(op backends.UnaryOp, out, x backends.View, p0, p1 float6
 
 // UnaryGrad implements backends.Backend.
 func (c *Backend) UnaryGrad(op backends.UnaryOp, out, x, g backends.View, p0, p1 float64) {
-	c.send("UnaryGrad", func(e *encoder) error {
+	c.send("UnaryGrad", elements(out), func(e *encoder) error {
 		e.op(opUnaryGrad)
 		e.op(byte(op))
 		if err := c.views(e, out, x, g); err != nil {
@@ -649,7 +728,7 @@ func (c *Backend) UnaryGrad(op backends.UnaryOp, out, x, g backends.View, p0, p1
 
 // Binary implements backends.Backend.
 func (c *Backend) Binary(op backends.BinaryOp, out, a, b backends.View) {
-	c.send("Binary", func(e *encoder) error {
+	c.send("Binary", elements(out), func(e *encoder) error {
 		e.op(opBinary)
 		e.op(byte(op))
 		return c.views(e, out, a, b)
@@ -658,7 +737,7 @@ func (c *Backend) Binary(op backends.BinaryOp, out, a, b backends.View) {
 
 // BinaryScalar implements backends.Backend.
 func (c *Backend) BinaryScalar(op backends.BinaryOp, out, a backends.View, s float64, reverse bool) {
-	c.send("BinaryScalar", func(e *encoder) error {
+	c.send("BinaryScalar", elements(out), func(e *encoder) error {
 		e.op(opBinaryScalar)
 		e.op(byte(op))
 		if err := c.views(e, out, a); err != nil {
@@ -672,12 +751,12 @@ func (c *Backend) BinaryScalar(op backends.BinaryOp, out, a backends.View, s flo
 
 // Where implements backends.Backend.
 func (c *Backend) Where(out, cond, a, b backends.View) {
-	c.send("Where", func(e *encoder) error { e.op(opWhere); return c.views(e, out, cond, a, b) })
+	c.send("Where", elements(out), func(e *encoder) error { e.op(opWhere); return c.views(e, out, cond, a, b) })
 }
 
 // Reduce implements backends.Backend.
 func (c *Backend) Reduce(op backends.ReduceOp, out, x backends.View, axes []int) {
-	c.send("Reduce", func(e *encoder) error {
+	c.send("Reduce", elements(x), func(e *encoder) error {
 		e.op(opReduce)
 		e.op(byte(op))
 		if err := c.views(e, out, x); err != nil {
@@ -699,7 +778,7 @@ func (c *Backend) Scan(op backends.ReduceOp, out, x backends.View, axis int) {
 }
 
 func (c *Backend) axisCall(name string, code byte, op backends.ReduceOp, out, x backends.View, axis int) {
-	c.send(name, func(e *encoder) error {
+	c.send(name, elements(x), func(e *encoder) error {
 		e.op(code)
 		e.op(byte(op))
 		if err := c.views(e, out, x); err != nil {
@@ -712,7 +791,7 @@ func (c *Backend) axisCall(name string, code byte, op backends.ReduceOp, out, x 
 
 // Sort implements backends.Backend.
 func (c *Backend) Sort(values, indices, x backends.View, axis int, descending bool) {
-	c.send("Sort", func(e *encoder) error {
+	c.send("Sort", 4*elements(x), func(e *encoder) error {
 		e.op(opSort)
 		if err := c.views(e, values, indices, x); err != nil {
 			return err
@@ -725,12 +804,12 @@ func (c *Backend) Sort(values, indices, x backends.View, axis int, descending bo
 
 // Matmul implements backends.Backend.
 func (c *Backend) Matmul(out, a, b backends.View) {
-	c.send("Matmul", func(e *encoder) error { e.op(opMatmul); return c.views(e, out, a, b) })
+	c.send("Matmul", matmulWork(out, a), func(e *encoder) error { e.op(opMatmul); return c.views(e, out, a, b) })
 }
 
 // Gather implements backends.Backend.
 func (c *Backend) Gather(out, x, index backends.View, axis int) {
-	c.send("Gather", func(e *encoder) error {
+	c.send("Gather", elements(out), func(e *encoder) error {
 		e.op(opGather)
 		if err := c.views(e, out, x, index); err != nil {
 			return err
@@ -742,7 +821,7 @@ func (c *Backend) Gather(out, x, index backends.View, axis int) {
 
 // Scatter implements backends.Backend.
 func (c *Backend) Scatter(out, index, src backends.View, axis int, add bool) {
-	c.send("Scatter", func(e *encoder) error {
+	c.send("Scatter", elements(src), func(e *encoder) error {
 		e.op(opScatter)
 		if err := c.views(e, out, index, src); err != nil {
 			return err
@@ -755,7 +834,7 @@ func (c *Backend) Scatter(out, index, src backends.View, axis int, add bool) {
 
 // Im2Col implements backends.Backend.
 func (c *Backend) Im2Col(out, x backends.View, g backends.ConvGeometry) {
-	c.send("Im2Col", func(e *encoder) error {
+	c.send("Im2Col", elements(out), func(e *encoder) error {
 		e.op(opIm2Col)
 		if err := c.views(e, out, x); err != nil {
 			return err
@@ -767,7 +846,7 @@ func (c *Backend) Im2Col(out, x backends.View, g backends.ConvGeometry) {
 
 // Col2Im implements backends.Backend.
 func (c *Backend) Col2Im(out, cols backends.View, g backends.ConvGeometry) {
-	c.send("Col2Im", func(e *encoder) error {
+	c.send("Col2Im", elements(cols), func(e *encoder) error {
 		e.op(opCol2Im)
 		if err := c.views(e, out, cols); err != nil {
 			return err
@@ -779,7 +858,7 @@ func (c *Backend) Col2Im(out, cols backends.View, g backends.ConvGeometry) {
 
 // Random implements backends.Backend.
 func (c *Backend) Random(out backends.View, kind backends.RandomKind, seed, counter uint64, p0, p1 float64) {
-	c.send("Random", func(e *encoder) error {
+	c.send("Random", elements(out), func(e *encoder) error {
 		e.op(opRandom)
 		if err := c.views(e, out); err != nil {
 			return err

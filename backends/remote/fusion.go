@@ -84,7 +84,7 @@ func (d *decoder) hyper() backends.AdamHyper {
 
 // CrossEntropyForward implements backends.CrossEntropyFusion.
 func (f *Fused) CrossEntropyForward(logp, nll, weight, x, target backends.View, ignore int64) {
-	f.send("CrossEntropyForward", func(e *encoder) error {
+	f.send("CrossEntropyForward", elements(x), func(e *encoder) error {
 		e.op(opCrossEntropyForward)
 		if err := f.views(e, logp, nll, weight, x, target); err != nil {
 			return err
@@ -96,7 +96,7 @@ func (f *Fused) CrossEntropyForward(logp, nll, weight, x, target backends.View, 
 
 // CrossEntropyBackward implements backends.CrossEntropyFusion.
 func (f *Fused) CrossEntropyBackward(dx, logp, weight, target, coef backends.View, ignore int64) {
-	f.send("CrossEntropyBackward", func(e *encoder) error {
+	f.send("CrossEntropyBackward", elements(dx), func(e *encoder) error {
 		e.op(opCrossEntropyBackward)
 		if err := f.views(e, dx, logp, weight, target, coef); err != nil {
 			return err
@@ -108,7 +108,7 @@ func (f *Fused) CrossEntropyBackward(dx, logp, weight, target, coef backends.Vie
 
 // AdamStep implements backends.AdamFusion.
 func (f *Fused) AdamStep(outP, outM, outV, p, g, m, v backends.View, h backends.AdamHyper) {
-	f.send("AdamStep", func(e *encoder) error {
+	f.send("AdamStep", 2*elements(p), func(e *encoder) error {
 		e.op(opAdamStep)
 		if err := f.views(e, outP, outM, outV, p, g, m, v); err != nil {
 			return err
@@ -121,7 +121,7 @@ func (f *Fused) AdamStep(outP, outM, outV, p, g, m, v backends.View, h backends.
 // AdamSteps implements backends.MultiAdamFusion. Slices of different
 // lengths are the sticky error, as for a local backend.
 func (f *Fused) AdamSteps(ps, gs, ms, vs []backends.View, hs []backends.AdamHyper) {
-	f.send("AdamSteps", func(e *encoder) error {
+	f.send("AdamSteps", adamWork(ps), func(e *encoder) error {
 		n := len(ps)
 		if len(gs) != n || len(ms) != n || len(vs) != n || len(hs) != n {
 			return fmt.Errorf("slices of lengths %d, %d, %d, %d and %d", len(ps), len(gs), len(ms), len(vs), len(hs))
@@ -138,9 +138,19 @@ func (f *Fused) AdamSteps(ps, gs, ms, vs []backends.View, hs []backends.AdamHype
 	})
 }
 
+// adamWork estimates an AdamSteps call: two units per parameter element
+// (it streams four arrays through memory).
+func adamWork(ps []backends.View) int64 {
+	var n int64
+	for _, p := range ps {
+		n += 2 * elements(p)
+	}
+	return n
+}
+
 // MatmulBias implements backends.LinearFusion.
 func (f *Fused) MatmulBias(out, x, w, bias backends.View) {
-	f.send("MatmulBias", func(e *encoder) error { e.op(opMatmulBias); return f.views(e, out, x, w, bias) })
+	f.send("MatmulBias", matmulWork(out, x), func(e *encoder) error { e.op(opMatmulBias); return f.views(e, out, x, w, bias) })
 }
 
 var (

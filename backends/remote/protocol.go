@@ -225,7 +225,14 @@ var errCorrupt = errors.New("corrupt frame")
 type decoder struct {
 	b   []byte
 	err error
+	// ints holds unused room for the slices ints returns: one allocation
+	// serves the dimensions of many views. Slices handed out are never
+	// reused, so a backend may keep a view's shape.
+	ints []int
 }
+
+// intsBlock is how many ints one allocation of decoder.ints holds.
+const intsBlock = 128
 
 func (d *decoder) fail(what string) {
 	if d.err == nil {
@@ -312,12 +319,19 @@ func (d *decoder) bytes() []byte {
 
 func (d *decoder) str() string { return string(d.bytes()) }
 
-func (d *decoder) ints() []int {
+func (d *decoder) intSlice() []int {
 	n := d.count(maxRank)
 	if d.err != nil {
 		return nil
 	}
-	v := make([]int, n)
+	if n == 0 {
+		return []int{}
+	}
+	if len(d.ints) < n {
+		d.ints = make([]int, max(intsBlock, n))
+	}
+	v := d.ints[:n:n]
+	d.ints = d.ints[n:]
 	for k := range v {
 		v[k] = d.int()
 	}
@@ -333,8 +347,8 @@ type wireView struct {
 func (d *decoder) view() wireView {
 	id := d.u()
 	dt := backends.DType(d.byte1())
-	shape := d.ints()
-	strides := d.ints()
+	shape := d.intSlice()
+	strides := d.intSlice()
 	off := d.int()
 	if d.err == nil && (!dt.Valid() || len(shape) != len(strides)) {
 		d.fail(fmt.Sprintf("bad view: dtype %d, %d dimensions with %d strides", dt, len(shape), len(strides)))

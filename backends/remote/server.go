@@ -157,7 +157,10 @@ type session struct {
 	bytes int64 // held in bufs
 	// scratch receives reads before they are copied into a reply.
 	scratch []byte
-	err     error // sticky: the first failure since the last read or sync
+	// ints is the decoders' unused room for view dimensions, kept from
+	// frame to frame (see decoder.ints).
+	ints []int
+	err  error // sticky: the first failure since the last read or sync
 }
 
 // session runs one client stream to its end.
@@ -236,7 +239,8 @@ var errSend = errors.New("sending replies")
 // about chunkBytes. A frame that does not decode ends the session with the
 // returned error.
 func (ss *session) run(p []byte, send func([]byte) error) (err error) {
-	d := &decoder{b: p}
+	d := &decoder{b: p, ints: ss.ints}
+	defer func() { ss.ints = d.ints }()
 	var out encoder
 	var locked *device
 	lock := func() {
@@ -457,7 +461,7 @@ func (ss *session) call(op byte, d *decoder, out *encoder) error {
 		run(func() { b().Where(o, c, x, y) })
 	case opReduce:
 		r := backends.ReduceOp(d.byte1())
-		o, x, axes := v(), v(), d.ints()
+		o, x, axes := v(), v(), d.intSlice()
 		run(func() { b().Reduce(r, o, x, axes) })
 	case opArgReduce:
 		r := backends.ReduceOp(d.byte1())
