@@ -152,25 +152,35 @@ func (b *BatchNorm1d) forward(layer string, x *tensor.Tensor) *tensor.Tensor {
 	requireFloat(layer, x)
 	rank, c := x.Dims(), x.Dim(1)
 	shape := channelShape(c, rank)
-	var mean, variance *tensor.Tensor
+	var centred, variance *tensor.Tensor
 	if b.Training() || b.RunningMean == nil {
 		n := x.NumElements() / max(c, 1)
 		if b.Training() && n <= 1 {
 			shapeError(layer, "expects more than 1 value per channel when training, got input %v", x.Shape())
 		}
+		// the centred input serves both the biased variance (the mean of
+		// its squares: the two-pass formula VarCorrection uses) and the
+		// output, so that x is centred once
 		dims := spatialDims(rank)
-		mean = x.MeanKeep(dims...)
-		variance = x.VarCorrection(0, true, dims...)
+		mean := x.MeanKeep(dims...)
+		centred = x.Sub(mean)
+		variance = centred.Square().MeanKeep(dims...)
 		if b.Training() && b.RunningMean != nil {
 			b.updateRunning(mean, variance, n)
 		}
 	} else {
-		mean = b.RunningMean.Reshape(shape...)
+		centred = x.Sub(b.RunningMean.Reshape(shape...))
 		variance = b.RunningVar.Reshape(shape...)
 	}
-	y := x.Sub(mean).Mul(variance.AddScalar(b.Eps).Rsqrt())
+	// the weight folds into the per-channel scale, so the full-size tensor
+	// is multiplied once (and its gradient computed once)
+	scale := variance.AddScalar(b.Eps).Rsqrt()
 	if b.Weight != nil {
-		y = y.Mul(b.Weight.Reshape(shape...)).Add(b.Bias.Reshape(shape...))
+		scale = scale.Mul(b.Weight.Reshape(shape...))
+	}
+	y := centred.Mul(scale)
+	if b.Bias != nil {
+		y = y.Add(b.Bias.Reshape(shape...))
 	}
 	return inDType(y, x)
 }

@@ -23,6 +23,46 @@ func convChunk(n, per int) int {
 	return max(1, min(convChunkElems/max(per, 1), n/8))
 }
 
+// convMinPositions is the fewest window positions (S·L) a chunk's GEMM
+// should span: below it (the deep layers of a network, a few positions
+// per sample), each chunk's GEMM packs the whole weight matrix for a
+// sliver of work, and the weight gradient's partial sums, one weight-sized
+// matrix per chunk, cost more than the products. Such convolutions take
+// bigger chunks, up to the whole batch, within convMaxChunkElems.
+const convMinPositions = 1024
+
+// convMaxChunkElems bounds a big chunk's unfolded windows: 4 Mi elements,
+// 16 MiB of float32.
+const convMaxChunkElems = 1 << 22
+
+// convPlan is how a convolution's batch is cut: s samples per chunk,
+// chunks in all, which depend only on the shapes (so the sums, and the
+// results, never depend on the thread count). With par, there are fewer
+// chunks than workers: the chunks run one after another and each GEMM is
+// parallel instead (a parallel GEMM gives the same bits as a serial one).
+type convPlan struct {
+	s, chunks int
+	par       bool
+}
+
+// planConv cuts a batch of n samples of per unfolded elements and l
+// positions each, for b's workers.
+func planConv(b *Backend, n, per, l int) convPlan {
+	s := convChunk(n, per)
+	if s*l < convMinPositions {
+		big := min(n, (convMinPositions+l-1)/max(l, 1), convMaxChunkElems/max(per, 1))
+		s = max(s, big)
+	}
+	chunks := (n + s - 1) / s
+	return convPlan{s: s, chunks: chunks, par: chunks < b.workers}
+}
+
+// samples returns chunk ch's first sample and sample count.
+func (p convPlan) samples(ch, n int) (n0, sn int) {
+	n0 = ch * p.s
+	return n0, min(p.s, n-n0)
+}
+
 func convKernel[T float]() kernel[T] {
 	var z T
 	if _, ok := any(z).(float32); ok {
@@ -101,27 +141,34 @@ func convForward[T float](b *Backend, out, x, w []T, g backends.ConvGeometry, o 
 		return
 	}
 	ck, l := g.C*g.KH*g.KW, g.OutH*g.OutW
-	s := convChunk(g.N, ck*l)
-	chunks := (g.N + s - 1) / s
+	p := planConv(b, g.N, ck*l, l)
 	kern, pool := convKernel[T](), poolFor[T]()
-	b.parallel(chunks, 1, func(lo, hi int) {
-		for ch := lo; ch < hi; ch++ {
-			n0 := ch * s
-			sn := min(s, g.N-n0)
-			cols := pool.get(ck * sn * l)
-			y := pool.get(o * sn * l)
-			unfoldChunk(*cols, x, g, n0, sn)
-			gemm(b, kern, o, sn*l, ck,
-				matSrc[T]{s: w, rs: ck, cs: 1},
-				matSrc[T]{s: *cols, rs: sn * l, cs: 1},
-				matDst[T]{s: *y, rs: sn * l, cs: 1}, false)
-			for i := range sn {
-				for oc := range o {
-					copy(out[((n0+i)*o+oc)*l:][:l], (*y)[oc*sn*l+i*l:][:l])
-				}
+	chunk := func(ch int, par bool) {
+		n0, sn := p.samples(ch, g.N)
+		cols := pool.get(ck * sn * l)
+		y := pool.get(o * sn * l)
+		unfoldChunk(*cols, x, g, n0, sn)
+		gemm(b, kern, o, sn*l, ck,
+			matSrc[T]{s: w, rs: ck, cs: 1},
+			matSrc[T]{s: *cols, rs: sn * l, cs: 1},
+			matDst[T]{s: *y, rs: sn * l, cs: 1}, par)
+		for i := range sn {
+			for oc := range o {
+				copy(out[((n0+i)*o+oc)*l:][:l], (*y)[oc*sn*l+i*l:][:l])
 			}
-			pool.put(y)
-			pool.put(cols)
+		}
+		pool.put(y)
+		pool.put(cols)
+	}
+	if p.par {
+		for ch := range p.chunks {
+			chunk(ch, true)
+		}
+		return
+	}
+	b.parallel(p.chunks, 1, func(lo, hi int) {
+		for ch := lo; ch < hi; ch++ {
+			chunk(ch, false)
 		}
 	})
 }
@@ -200,27 +247,34 @@ func convInputGrad[T float](b *Backend, dx, dy, w []T, g backends.ConvGeometry, 
 	if wide {
 		l = convWidePositions(g)
 	}
-	s := convChunk(g.N, ck*l)
-	chunks := (g.N + s - 1) / s
+	p := planConv(b, g.N, ck*l, l)
 	kern, pool := convKernel[T](), poolFor[T]()
-	b.parallel(chunks, 1, func(lo, hi int) {
+	chunk := func(ch int, par bool) {
+		n0, sn := p.samples(ch, g.N)
+		gy := pool.get(o * sn * l)
+		gatherChunk(*gy, dy, o, l, n0, sn, g, wide)
+		dcols := pool.get(ck * sn * l)
+		gemm(b, kern, ck, sn*l, o,
+			matSrc[T]{s: w, rs: 1, cs: ck},
+			matSrc[T]{s: *gy, rs: sn * l, cs: 1},
+			matDst[T]{s: *dcols, rs: sn * l, cs: 1}, par)
+		if wide {
+			foldWide(dx, *dcols, g, n0, sn, l)
+		} else {
+			foldChunk(dx, *dcols, g, n0, sn)
+		}
+		pool.put(dcols)
+		pool.put(gy)
+	}
+	if p.par {
+		for ch := range p.chunks {
+			chunk(ch, true)
+		}
+		return
+	}
+	b.parallel(p.chunks, 1, func(lo, hi int) {
 		for ch := lo; ch < hi; ch++ {
-			n0 := ch * s
-			sn := min(s, g.N-n0)
-			gy := pool.get(o * sn * l)
-			gatherChunk(*gy, dy, o, l, n0, sn, g, wide)
-			dcols := pool.get(ck * sn * l)
-			gemm(b, kern, ck, sn*l, o,
-				matSrc[T]{s: w, rs: 1, cs: ck},
-				matSrc[T]{s: *gy, rs: sn * l, cs: 1},
-				matDst[T]{s: *dcols, rs: sn * l, cs: 1}, false)
-			if wide {
-				foldWide(dx, *dcols, g, n0, sn, l)
-			} else {
-				foldChunk(dx, *dcols, g, n0, sn)
-			}
-			pool.put(dcols)
-			pool.put(gy)
+			chunk(ch, false)
 		}
 	})
 }
@@ -238,36 +292,49 @@ func convWeightGrad[T float](b *Backend, dw, dy, x []T, g backends.ConvGeometry,
 			return
 		}
 	}
-	s := convChunk(g.N, ck*l)
-	chunks := (g.N + s - 1) / s
+	p := planConv(b, g.N, ck*l, l)
 	kern, pool := convKernel[T](), poolFor[T]()
-	partials := pool.get(chunks * o * ck)
-	part := *partials
-	b.parallel(chunks, 1, func(lo, hi int) {
-		for ch := lo; ch < hi; ch++ {
-			n0 := ch * s
-			sn := min(s, g.N-n0)
-			gy := pool.get(o * sn * l)
-			gatherChunk(*gy, dy, o, l, n0, sn, g, wide)
-			cols := pool.get(ck * sn * l)
-			if wide {
-				unfoldWide(*cols, x, g, n0, sn, l)
-			} else {
-				unfoldChunk(*cols, x, g, n0, sn)
-			}
-			// dwᵀ [CK, O] = cols [CK, S·L] · gyᵀ: both operands are read
-			// along their contiguous rows when packed, and the output
-			// tile shape fits CK (many rows) × O (a few columns)
-			gemm(b, kern, ck, o, sn*l,
-				matSrc[T]{s: *cols, rs: sn * l, cs: 1},
-				matSrc[T]{s: *gy, rs: 1, cs: sn * l},
-				matDst[T]{s: part[ch*o*ck:], rs: 1, cs: ck}, false)
-			pool.put(cols)
-			pool.put(gy)
+	var partials *[]T
+	part := dw // one chunk writes dw itself
+	if p.chunks > 1 {
+		partials = pool.get(p.chunks * o * ck)
+		part = *partials
+	}
+	chunk := func(ch int, par bool) {
+		n0, sn := p.samples(ch, g.N)
+		gy := pool.get(o * sn * l)
+		gatherChunk(*gy, dy, o, l, n0, sn, g, wide)
+		cols := pool.get(ck * sn * l)
+		if wide {
+			unfoldWide(*cols, x, g, n0, sn, l)
+		} else {
+			unfoldChunk(*cols, x, g, n0, sn)
 		}
-	})
-	addPartials(dw[:o*ck], part, chunks)
-	pool.put(partials)
+		// dwᵀ [CK, O] = cols [CK, S·L] · gyᵀ: both operands are read
+		// along their contiguous rows when packed, and the output tile
+		// shape fits CK (many rows) × O (a few columns)
+		gemm(b, kern, ck, o, sn*l,
+			matSrc[T]{s: *cols, rs: sn * l, cs: 1},
+			matSrc[T]{s: *gy, rs: 1, cs: sn * l},
+			matDst[T]{s: part[ch*o*ck:], rs: 1, cs: ck}, par)
+		pool.put(cols)
+		pool.put(gy)
+	}
+	if p.par {
+		for ch := range p.chunks {
+			chunk(ch, true)
+		}
+	} else {
+		b.parallel(p.chunks, 1, func(lo, hi int) {
+			for ch := lo; ch < hi; ch++ {
+				chunk(ch, false)
+			}
+		})
+	}
+	if partials != nil {
+		addPartials(dw[:o*ck], part, p.chunks)
+		pool.put(partials)
+	}
 }
 
 // convWeightGradDots is convWeightGrad for a valid float32 convolution
@@ -409,6 +476,10 @@ func addTo[T float](dst, src []T) {
 func unfoldChunk[T float](dst, x []T, g backends.ConvGeometry, n0, sn int) {
 	l, hw := g.OutH*g.OutW, g.H*g.W
 	width := sn * l
+	if g.StrideH == 1 && g.StrideW == 1 && g.OutW == g.W {
+		unfoldSame(dst, x, g, n0, sn)
+		return
+	}
 	for c := range g.C {
 		for ki := range g.KH {
 			hLo, hHi := validRange(g.OutH, g.StrideH, g.PadTop, ki*g.DilationH, g.H)
@@ -434,6 +505,50 @@ func unfoldChunk[T float](dst, x []T, g backends.ConvGeometry, n0, sn int) {
 						}
 						for ow := wLo; ow < wHi; ow++ {
 							line[ow] = plane[x0+ow*g.StrideW]
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// unfoldSame is unfoldChunk for an unstrided convolution whose output
+// rows are as wide as the input's (a "same" padding): position p of a
+// window row then reads the input at p + d for one shift d, so each row
+// and sample is one contiguous copy, after which the positions whose
+// window column falls in the padding (a column or two at each line's ends)
+// and the lines whose window row does are zeroed. For the deep layers of a
+// network, whose lines are a few elements long, this replaces a copy call
+// per line by one per plane.
+func unfoldSame[T float](dst, x []T, g backends.ConvGeometry, n0, sn int) {
+	l, hw := g.OutH*g.OutW, g.H*g.W
+	width := sn * l
+	for c := range g.C {
+		for ki := range g.KH {
+			hLo, hHi := validRange(g.OutH, 1, g.PadTop, ki*g.DilationH, g.H)
+			for kj := range g.KW {
+				wLo, wHi := validRange(g.OutW, 1, g.PadLeft, kj*g.DilationW, g.W)
+				d := (ki*g.DilationH-g.PadTop)*g.W + kj*g.DilationW - g.PadLeft
+				lo, hi := max(hLo*g.W, -d), min(hHi*g.W, hw-d)
+				row := dst[((c*g.KH+ki)*g.KW+kj)*width:][:width]
+				for i := range sn {
+					plane := x[((n0+i)*g.C+c)*hw:][:hw]
+					seg := row[i*l:][:l]
+					if wLo >= wHi || lo >= hi {
+						clear(seg)
+						continue
+					}
+					clear(seg[:lo])
+					copy(seg[lo:hi], plane[lo+d:hi+d])
+					clear(seg[hi:])
+					for oh := hLo; oh < hHi; oh++ {
+						line := seg[oh*g.W:][:g.W]
+						for ow := range wLo {
+							line[ow] = 0
+						}
+						for ow := wHi; ow < g.W; ow++ {
+							line[ow] = 0
 						}
 					}
 				}

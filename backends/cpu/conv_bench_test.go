@@ -1,0 +1,72 @@
+package cpu
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/kiln-ml/kiln/backends"
+)
+
+// resnetConvs are the distinct convolutions of torchvision's ResNet-18 on
+// 64×64 images in batches of 32 (BenchmarkResNet18TrainStep), with how
+// many times a training step runs each.
+var resnetConvs = []struct {
+	name       string
+	c, o, h, k int // input channels, output channels, input size, kernel
+	stride     int
+	count      int
+}{
+	{"stem7x7s2", 3, 64, 64, 7, 2, 1},
+	{"l1_3x3", 64, 64, 16, 3, 1, 4},
+	{"l2_3x3s2", 64, 128, 16, 3, 2, 1},
+	{"l2_3x3", 128, 128, 8, 3, 1, 3},
+	{"l2_1x1s2", 64, 128, 16, 1, 2, 1},
+	{"l3_3x3s2", 128, 256, 8, 3, 2, 1},
+	{"l3_3x3", 256, 256, 4, 3, 1, 3},
+	{"l3_1x1s2", 128, 256, 8, 1, 2, 1},
+	{"l4_3x3s2", 256, 512, 4, 3, 2, 1},
+	{"l4_3x3", 512, 512, 2, 3, 1, 3},
+	{"l4_1x1s2", 256, 512, 4, 1, 2, 1},
+	{"mnist_conv2", 16, 32, 13, 3, 1, 0}, // unpadded, batch 128 (see below)
+}
+
+// BenchmarkResNetConvs times each ResNet-18 convolution's forward pass
+// and both gradients (float32, batch 32), and the MNIST CNN's second
+// convolution's (batch 128), on one worker; GFLOP/s counts
+// 2·N·O·OutH·OutW·C·KH·KW per direction. ms/step and cpu-ms/step are the
+// wall and CPU time of the convolution's runs in one training step; CPU
+// time is less disturbed by other processes on the machine.
+func BenchmarkResNetConvs(b *testing.B) {
+	for _, c := range resnetConvs {
+		pad, n := c.k/2, 32
+		if c.count == 0 { // the MNIST CNN's second convolution, as bench_compare.py's "conv2" row
+			pad, n = 0, 128
+		}
+		out := (c.h+2*pad-c.k)/c.stride + 1
+		g := backends.ConvGeometry{N: n, C: c.c, H: c.h, W: c.h, KH: c.k, KW: c.k, StrideH: c.stride, StrideW: c.stride,
+			PadTop: pad, PadLeft: pad, DilationH: 1, DilationW: 1, OutH: out, OutW: out}
+		flops := 2 * float64(g.N*c.o*out*out*c.c*c.k*c.k)
+		for _, dir := range []string{"fwd", "dx", "dw"} {
+			b.Run(fmt.Sprintf("%s/%s", c.name, dir), func(b *testing.B) {
+				be := New(1)
+				x := randView(be, backends.Float32, 1, g.N, g.C, g.H, g.W)
+				w := randView(be, backends.Float32, 2, c.o, g.C, g.KH, g.KW)
+				dy := randView(be, backends.Float32, 3, g.N, c.o, out, out)
+				cpu0 := cpuSeconds()
+				for b.Loop() {
+					switch dir {
+					case "fwd":
+						be.Conv2d(dy, x, w, g)
+					case "dx":
+						be.Conv2dInputGrad(x, dy, w, g)
+					case "dw":
+						be.Conv2dWeightGrad(w, dy, x, g)
+					}
+				}
+				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)*float64(c.count)/1000, "ms/step")
+				b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N)*float64(c.count)*1000, "cpu-ms/step")
+			})
+		}
+	}
+}
