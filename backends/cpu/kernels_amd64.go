@@ -276,7 +276,7 @@ func maxPool2x2RowF32(dst *float32, idx *int64, r0 *float32, r1 *float32, n int,
 //go:noescape
 func reluGradF32AVX2(dst *float32, x *float32, grad *float32, n int)
 
-// expF32AVX512 sets dst[i] = exp(x[i]) for i < n (AVX-512, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+// expF32AVX512 sets dst[i] = exp(x[i]) for i < n (AVX-512, in float32), and sp[0], sp[1] where x[i] is +Inf, -Inf.
 //
 //go:noescape
 func expF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
@@ -296,7 +296,7 @@ func logF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
 //go:noescape
 func logGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
 
-// tanhF32AVX512 sets dst[i] = tanh(x[i]) for i < n (AVX-512, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+// tanhF32AVX512 sets dst[i] = tanh(x[i]) for i < n (AVX-512, in float32), and sp[0], sp[1] where x[i] is +Inf, -Inf.
 //
 //go:noescape
 func tanhF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)

@@ -7188,67 +7188,43 @@ TEXT ·expF32AVX512(SB), NOSPLIT, $0-32
 	MOVQ         x+8(FP), CX
 	MOVQ         n+16(FP), DX
 	MOVQ         sp+24(FP), BX
-	VBROADCASTSD tconst<>+0(SB), Z0
-	VBROADCASTSD tconst<>+8(SB), Z0
-	VMOVUPD      tconst<>+16(SB), Z2
-	VMOVUPD      tconst<>+80(SB), Z3
+	VBROADCASTSS tconst<>+0(SB), Z0
+	VBROADCASTSS tconst<>+8(SB), Z1
 
 expF32AVX512_loop:
 	CMPQ              DX, $0x00000010
 	JB                expF32AVX512_tail
-	VMOVUPS           (CX), Z4
-	VCVTPS2PD         Y4, Z5
-	VEXTRACTF32X8     $0x01, Z4, Y1
-	VCVTPS2PD         Y1, Z6
-	VMAXPD.BCST       tconst<>+144(SB), Z5, Z5
-	VMAXPD.BCST       tconst<>+144(SB), Z6, Z6
-	VMINPD.BCST       tconst<>+152(SB), Z5, Z5
-	VMINPD.BCST       tconst<>+152(SB), Z6, Z6
-	VMOVAPD           Z0, Z7
-	VMOVAPD           Z0, Z8
-	VFMADD231PD.BCST  tconst<>+160(SB), Z5, Z7
-	VFMADD231PD.BCST  tconst<>+160(SB), Z6, Z8
-	VSUBPD            Z0, Z7, Z9
-	VSUBPD            Z0, Z8, Z10
-	VMOVAPD           Z5, Z5
-	VMOVAPD           Z6, Z6
-	VFNMADD231PD.BCST tconst<>+168(SB), Z9, Z5
-	VFNMADD231PD.BCST tconst<>+168(SB), Z10, Z6
-	VFNMADD231PD.BCST tconst<>+176(SB), Z9, Z5
-	VFNMADD231PD.BCST tconst<>+176(SB), Z10, Z6
-	VBROADCASTSD      tconst<>+184(SB), Z11
-	VBROADCASTSD      tconst<>+184(SB), Z12
-	VFMADD213PD.BCST  tconst<>+192(SB), Z5, Z11
-	VFMADD213PD.BCST  tconst<>+192(SB), Z6, Z12
-	VFMADD213PD.BCST  tconst<>+200(SB), Z5, Z11
-	VFMADD213PD.BCST  tconst<>+200(SB), Z6, Z12
-	VMULPD            Z5, Z5, Z13
-	VMULPD            Z6, Z6, Z14
-	VFMADD213PD       Z5, Z13, Z11
-	VFMADD213PD       Z6, Z14, Z12
-	VPERMI2PD         Z3, Z2, Z7
-	VPERMI2PD         Z3, Z2, Z8
-	VMULPD.BCST       tconst<>+208(SB), Z9, Z9
-	VMULPD.BCST       tconst<>+208(SB), Z10, Z10
-	VFMADD213PD       Z7, Z7, Z11
-	VFMADD213PD       Z8, Z8, Z12
-	VSCALEFPD         Z9, Z11, Z5
-	VSCALEFPD         Z10, Z12, Z6
-	VCVTPD2PS         Z5, Y1
-	VCVTPD2PS         Z6, Y5
-	VINSERTF32X8      $0x01, Y5, Z1, Z5
-	VFPCLASSPSZ       $0x99, Z4, K1
+	VMOVUPS           (CX), Z2
+	VMAXPS.BCST       tconst<>+16(SB), Z2, Z3
+	VMINPS.BCST       tconst<>+24(SB), Z3, Z3
+	VMOVAPS           Z0, Z4
+	VFMADD231PS.BCST  tconst<>+32(SB), Z3, Z4
+	VSUBPS            Z0, Z4, Z4
+	VMOVAPS           Z3, Z3
+	VFNMADD231PS.BCST tconst<>+40(SB), Z4, Z3
+	VFNMADD231PS.BCST tconst<>+48(SB), Z4, Z3
+	VBROADCASTSS      tconst<>+56(SB), Z5
+	VFMADD213PS.BCST  tconst<>+64(SB), Z3, Z5
+	VFMADD213PS.BCST  tconst<>+72(SB), Z3, Z5
+	VFMADD213PS.BCST  tconst<>+80(SB), Z3, Z5
+	VFMADD213PS.BCST  tconst<>+88(SB), Z3, Z5
+	VFMADD213PS.BCST  tconst<>+96(SB), Z3, Z5
+	VMULPS            Z3, Z3, Z6
+	VFMADD213PS       Z3, Z6, Z5
+	VADDPS            Z1, Z5, Z5
+	VSCALEFPS         Z4, Z5, Z3
+	VFPCLASSPSZ       $0x99, Z2, K1
 	KORTESTW          K1, K1
 	JZ                expF32AVX512_store
-	VFPCLASSPSZ       $0x08, Z4, K1
-	VBROADCASTSS      (BX), K1, Z5
-	VFPCLASSPSZ       $0x10, Z4, K1
-	VBROADCASTSS      4(BX), K1, Z5
-	VFPCLASSPSZ       $0x81, Z4, K1
-	VADDPS            Z4, Z4, K1, Z5
+	VFPCLASSPSZ       $0x08, Z2, K1
+	VBROADCASTSS      (BX), K1, Z3
+	VFPCLASSPSZ       $0x10, Z2, K1
+	VBROADCASTSS      4(BX), K1, Z3
+	VFPCLASSPSZ       $0x81, Z2, K1
+	VADDPS            Z2, Z2, K1, Z3
 
 expF32AVX512_store:
-	VMOVUPS Z5, (AX)
+	VMOVUPS Z3, (AX)
 	ADDQ    $0x00000040, CX
 	ADDQ    $0x00000040, AX
 	SUBQ    $0x00000010, DX
@@ -7260,56 +7236,34 @@ expF32AVX512_tail:
 	MOVL              $0x0000ffff, SI
 	BZHIL             DX, SI, DX
 	KMOVW             DX, K1
-	VMOVUPS.Z         (CX), K1, Z4
-	VCVTPS2PD         Y4, Z5
-	VEXTRACTF32X8     $0x01, Z4, Y1
-	VCVTPS2PD         Y1, Z6
-	VMAXPD.BCST       tconst<>+144(SB), Z5, Z5
-	VMAXPD.BCST       tconst<>+144(SB), Z6, Z6
-	VMINPD.BCST       tconst<>+152(SB), Z5, Z5
-	VMINPD.BCST       tconst<>+152(SB), Z6, Z6
-	VMOVAPD           Z0, Z7
-	VMOVAPD           Z0, Z8
-	VFMADD231PD.BCST  tconst<>+160(SB), Z5, Z7
-	VFMADD231PD.BCST  tconst<>+160(SB), Z6, Z8
-	VSUBPD            Z0, Z7, Z9
-	VSUBPD            Z0, Z8, Z0
-	VMOVAPD           Z5, Z5
-	VMOVAPD           Z6, Z6
-	VFNMADD231PD.BCST tconst<>+168(SB), Z9, Z5
-	VFNMADD231PD.BCST tconst<>+168(SB), Z0, Z6
-	VFNMADD231PD.BCST tconst<>+176(SB), Z9, Z5
-	VFNMADD231PD.BCST tconst<>+176(SB), Z0, Z6
-	VBROADCASTSD      tconst<>+184(SB), Z10
-	VBROADCASTSD      tconst<>+184(SB), Z11
-	VFMADD213PD.BCST  tconst<>+192(SB), Z5, Z10
-	VFMADD213PD.BCST  tconst<>+192(SB), Z6, Z11
-	VFMADD213PD.BCST  tconst<>+200(SB), Z5, Z10
-	VFMADD213PD.BCST  tconst<>+200(SB), Z6, Z11
-	VMULPD            Z5, Z5, Z12
-	VMULPD            Z6, Z6, Z13
-	VFMADD213PD       Z5, Z12, Z10
-	VFMADD213PD       Z6, Z13, Z11
-	VPERMI2PD         Z3, Z2, Z7
-	VPERMI2PD         Z3, Z2, Z8
-	VMULPD.BCST       tconst<>+208(SB), Z9, Z9
-	VMULPD.BCST       tconst<>+208(SB), Z0, Z0
-	VFMADD213PD       Z7, Z7, Z10
-	VFMADD213PD       Z8, Z8, Z11
-	VSCALEFPD         Z9, Z10, Z2
-	VSCALEFPD         Z0, Z11, Z0
-	VCVTPD2PS         Z2, Y1
-	VCVTPD2PS         Z0, Y0
-	VINSERTF32X8      $0x01, Y0, Z1, Z0
-	VFPCLASSPSZ       $0x99, Z4, K2
+	VMOVUPS.Z         (CX), K1, Z2
+	VMAXPS.BCST       tconst<>+16(SB), Z2, Z3
+	VMINPS.BCST       tconst<>+24(SB), Z3, Z3
+	VMOVAPS           Z0, Z4
+	VFMADD231PS.BCST  tconst<>+32(SB), Z3, Z4
+	VSUBPS            Z0, Z4, Z0
+	VMOVAPS           Z3, Z3
+	VFNMADD231PS.BCST tconst<>+40(SB), Z0, Z3
+	VFNMADD231PS.BCST tconst<>+48(SB), Z0, Z3
+	VBROADCASTSS      tconst<>+56(SB), Z4
+	VFMADD213PS.BCST  tconst<>+64(SB), Z3, Z4
+	VFMADD213PS.BCST  tconst<>+72(SB), Z3, Z4
+	VFMADD213PS.BCST  tconst<>+80(SB), Z3, Z4
+	VFMADD213PS.BCST  tconst<>+88(SB), Z3, Z4
+	VFMADD213PS.BCST  tconst<>+96(SB), Z3, Z4
+	VMULPS            Z3, Z3, Z5
+	VFMADD213PS       Z3, Z5, Z4
+	VADDPS            Z1, Z4, Z4
+	VSCALEFPS         Z0, Z4, Z0
+	VFPCLASSPSZ       $0x99, Z2, K2
 	KORTESTW          K2, K2
 	JZ                expF32AVX512_store_tail
-	VFPCLASSPSZ       $0x08, Z4, K2
+	VFPCLASSPSZ       $0x08, Z2, K2
 	VBROADCASTSS      (BX), K2, Z0
-	VFPCLASSPSZ       $0x10, Z4, K2
+	VFPCLASSPSZ       $0x10, Z2, K2
 	VBROADCASTSS      4(BX), K2, Z0
-	VFPCLASSPSZ       $0x81, Z4, K2
-	VADDPS            Z4, Z4, K2, Z0
+	VFPCLASSPSZ       $0x81, Z2, K2
+	VADDPS            Z2, Z2, K2, Z0
 
 expF32AVX512_store_tail:
 	VMOVUPS Z0, K1, (AX)
@@ -7326,10 +7280,10 @@ TEXT ·expGradF32AVX512(SB), NOSPLIT, $0-40
 	MOVQ         n+24(FP), DX
 	MOVQ         grad+16(FP), BX
 	MOVQ         sp+32(FP), SI
-	VBROADCASTSD tconst<>+0(SB), Z0
-	VBROADCASTSD tconst<>+8(SB), Z0
-	VMOVUPD      tconst<>+216(SB), Z2
-	VMOVUPD      tconst<>+280(SB), Z3
+	VBROADCASTSD tconst<>+104(SB), Z0
+	VBROADCASTSD tconst<>+112(SB), Z0
+	VMOVUPD      tconst<>+120(SB), Z2
+	VMOVUPD      tconst<>+184(SB), Z3
 
 expGradF32AVX512_loop:
 	CMPQ              DX, $0x00000010
@@ -7339,36 +7293,36 @@ expGradF32AVX512_loop:
 	VCVTPS2PD         Y4, Z6
 	VEXTRACTF32X8     $0x01, Z4, Y1
 	VCVTPS2PD         Y1, Z7
-	VMAXPD.BCST       tconst<>+144(SB), Z6, Z6
-	VMAXPD.BCST       tconst<>+144(SB), Z7, Z7
-	VMINPD.BCST       tconst<>+152(SB), Z6, Z6
-	VMINPD.BCST       tconst<>+152(SB), Z7, Z7
+	VMAXPD.BCST       tconst<>+248(SB), Z6, Z6
+	VMAXPD.BCST       tconst<>+248(SB), Z7, Z7
+	VMINPD.BCST       tconst<>+256(SB), Z6, Z6
+	VMINPD.BCST       tconst<>+256(SB), Z7, Z7
 	VMOVAPD           Z0, Z8
 	VMOVAPD           Z0, Z9
-	VFMADD231PD.BCST  tconst<>+160(SB), Z6, Z8
-	VFMADD231PD.BCST  tconst<>+160(SB), Z7, Z9
+	VFMADD231PD.BCST  tconst<>+264(SB), Z6, Z8
+	VFMADD231PD.BCST  tconst<>+264(SB), Z7, Z9
 	VSUBPD            Z0, Z8, Z10
 	VSUBPD            Z0, Z9, Z11
 	VMOVAPD           Z6, Z6
 	VMOVAPD           Z7, Z7
-	VFNMADD231PD.BCST tconst<>+168(SB), Z10, Z6
-	VFNMADD231PD.BCST tconst<>+168(SB), Z11, Z7
-	VFNMADD231PD.BCST tconst<>+176(SB), Z10, Z6
-	VFNMADD231PD.BCST tconst<>+176(SB), Z11, Z7
-	VBROADCASTSD      tconst<>+184(SB), Z12
-	VBROADCASTSD      tconst<>+184(SB), Z13
-	VFMADD213PD.BCST  tconst<>+192(SB), Z6, Z12
-	VFMADD213PD.BCST  tconst<>+192(SB), Z7, Z13
-	VFMADD213PD.BCST  tconst<>+200(SB), Z6, Z12
-	VFMADD213PD.BCST  tconst<>+200(SB), Z7, Z13
+	VFNMADD231PD.BCST tconst<>+272(SB), Z10, Z6
+	VFNMADD231PD.BCST tconst<>+272(SB), Z11, Z7
+	VFNMADD231PD.BCST tconst<>+280(SB), Z10, Z6
+	VFNMADD231PD.BCST tconst<>+280(SB), Z11, Z7
+	VBROADCASTSD      tconst<>+288(SB), Z12
+	VBROADCASTSD      tconst<>+288(SB), Z13
+	VFMADD213PD.BCST  tconst<>+296(SB), Z6, Z12
+	VFMADD213PD.BCST  tconst<>+296(SB), Z7, Z13
+	VFMADD213PD.BCST  tconst<>+304(SB), Z6, Z12
+	VFMADD213PD.BCST  tconst<>+304(SB), Z7, Z13
 	VMULPD            Z6, Z6, Z14
 	VMULPD            Z7, Z7, Z15
 	VFMADD213PD       Z6, Z14, Z12
 	VFMADD213PD       Z7, Z15, Z13
 	VPERMI2PD         Z3, Z2, Z8
 	VPERMI2PD         Z3, Z2, Z9
-	VMULPD.BCST       tconst<>+208(SB), Z10, Z10
-	VMULPD.BCST       tconst<>+208(SB), Z11, Z11
+	VMULPD.BCST       tconst<>+312(SB), Z10, Z10
+	VMULPD.BCST       tconst<>+312(SB), Z11, Z11
 	VFMADD213PD       Z8, Z8, Z12
 	VFMADD213PD       Z9, Z9, Z13
 	VSCALEFPD         Z10, Z12, Z6
@@ -7410,36 +7364,36 @@ expGradF32AVX512_tail:
 	VCVTPS2PD         Y4, Z6
 	VEXTRACTF32X8     $0x01, Z4, Y1
 	VCVTPS2PD         Y1, Z7
-	VMAXPD.BCST       tconst<>+144(SB), Z6, Z6
-	VMAXPD.BCST       tconst<>+144(SB), Z7, Z7
-	VMINPD.BCST       tconst<>+152(SB), Z6, Z6
-	VMINPD.BCST       tconst<>+152(SB), Z7, Z7
+	VMAXPD.BCST       tconst<>+248(SB), Z6, Z6
+	VMAXPD.BCST       tconst<>+248(SB), Z7, Z7
+	VMINPD.BCST       tconst<>+256(SB), Z6, Z6
+	VMINPD.BCST       tconst<>+256(SB), Z7, Z7
 	VMOVAPD           Z0, Z8
 	VMOVAPD           Z0, Z9
-	VFMADD231PD.BCST  tconst<>+160(SB), Z6, Z8
-	VFMADD231PD.BCST  tconst<>+160(SB), Z7, Z9
+	VFMADD231PD.BCST  tconst<>+264(SB), Z6, Z8
+	VFMADD231PD.BCST  tconst<>+264(SB), Z7, Z9
 	VSUBPD            Z0, Z8, Z10
 	VSUBPD            Z0, Z9, Z0
 	VMOVAPD           Z6, Z6
 	VMOVAPD           Z7, Z7
-	VFNMADD231PD.BCST tconst<>+168(SB), Z10, Z6
-	VFNMADD231PD.BCST tconst<>+168(SB), Z0, Z7
-	VFNMADD231PD.BCST tconst<>+176(SB), Z10, Z6
-	VFNMADD231PD.BCST tconst<>+176(SB), Z0, Z7
-	VBROADCASTSD      tconst<>+184(SB), Z11
-	VBROADCASTSD      tconst<>+184(SB), Z12
-	VFMADD213PD.BCST  tconst<>+192(SB), Z6, Z11
-	VFMADD213PD.BCST  tconst<>+192(SB), Z7, Z12
-	VFMADD213PD.BCST  tconst<>+200(SB), Z6, Z11
-	VFMADD213PD.BCST  tconst<>+200(SB), Z7, Z12
+	VFNMADD231PD.BCST tconst<>+272(SB), Z10, Z6
+	VFNMADD231PD.BCST tconst<>+272(SB), Z0, Z7
+	VFNMADD231PD.BCST tconst<>+280(SB), Z10, Z6
+	VFNMADD231PD.BCST tconst<>+280(SB), Z0, Z7
+	VBROADCASTSD      tconst<>+288(SB), Z11
+	VBROADCASTSD      tconst<>+288(SB), Z12
+	VFMADD213PD.BCST  tconst<>+296(SB), Z6, Z11
+	VFMADD213PD.BCST  tconst<>+296(SB), Z7, Z12
+	VFMADD213PD.BCST  tconst<>+304(SB), Z6, Z11
+	VFMADD213PD.BCST  tconst<>+304(SB), Z7, Z12
 	VMULPD            Z6, Z6, Z13
 	VMULPD            Z7, Z7, Z14
 	VFMADD213PD       Z6, Z13, Z11
 	VFMADD213PD       Z7, Z14, Z12
 	VPERMI2PD         Z3, Z2, Z8
 	VPERMI2PD         Z3, Z2, Z9
-	VMULPD.BCST       tconst<>+208(SB), Z10, Z10
-	VMULPD.BCST       tconst<>+208(SB), Z0, Z0
+	VMULPD.BCST       tconst<>+312(SB), Z10, Z10
+	VMULPD.BCST       tconst<>+312(SB), Z0, Z0
 	VFMADD213PD       Z8, Z8, Z11
 	VFMADD213PD       Z9, Z9, Z12
 	VSCALEFPD         Z10, Z11, Z2
@@ -7476,12 +7430,12 @@ TEXT ·logF32AVX512(SB), NOSPLIT, $0-32
 	MOVQ         x+8(FP), CX
 	MOVQ         n+16(FP), DX
 	MOVQ         sp+24(FP), BX
-	VBROADCASTSD tconst<>+0(SB), Z0
-	VBROADCASTSD tconst<>+344(SB), Z1
-	VMOVUPD      tconst<>+352(SB), Z2
-	VMOVUPD      tconst<>+416(SB), Z3
-	VMOVUPD      tconst<>+480(SB), Z4
-	VMOVUPD      tconst<>+544(SB), Z5
+	VBROADCASTSD tconst<>+104(SB), Z0
+	VBROADCASTSD tconst<>+320(SB), Z1
+	VMOVUPD      tconst<>+328(SB), Z2
+	VMOVUPD      tconst<>+392(SB), Z3
+	VMOVUPD      tconst<>+456(SB), Z4
+	VMOVUPD      tconst<>+520(SB), Z5
 
 logF32AVX512_loop:
 	CMPQ             DX, $0x00000010
@@ -7496,10 +7450,10 @@ logF32AVX512_loop:
 	VCVTQQ2PD        Z11, Z11
 	VPSRAQ           $0x34, Z10, Z12
 	VCVTQQ2PD        Z12, Z12
-	VPANDQ.BCST      tconst<>+608(SB), Z9, Z13
+	VPANDQ.BCST      tconst<>+584(SB), Z9, Z13
 	VPSUBQ           Z13, Z7, Z13
 	VPSRLQ           $0x30, Z9, Z9
-	VPANDQ.BCST      tconst<>+608(SB), Z10, Z7
+	VPANDQ.BCST      tconst<>+584(SB), Z10, Z7
 	VPSUBQ           Z7, Z8, Z7
 	VPSRLQ           $0x30, Z10, Z10
 	VMOVAPD          Z9, Z8
@@ -7510,22 +7464,22 @@ logF32AVX512_loop:
 	VPERMI2PD        Z5, Z4, Z10
 	VFMSUB213PD      Z0, Z13, Z8
 	VFMSUB213PD      Z0, Z7, Z15
-	VBROADCASTSD     tconst<>+616(SB), Z7
-	VBROADCASTSD     tconst<>+616(SB), Z13
+	VBROADCASTSD     tconst<>+592(SB), Z7
+	VBROADCASTSD     tconst<>+592(SB), Z13
+	VFMADD213PD.BCST tconst<>+600(SB), Z8, Z7
+	VFMADD213PD.BCST tconst<>+600(SB), Z15, Z13
+	VFMADD213PD.BCST tconst<>+608(SB), Z8, Z7
+	VFMADD213PD.BCST tconst<>+608(SB), Z15, Z13
+	VFMADD213PD.BCST tconst<>+616(SB), Z8, Z7
+	VFMADD213PD.BCST tconst<>+616(SB), Z15, Z13
 	VFMADD213PD.BCST tconst<>+624(SB), Z8, Z7
 	VFMADD213PD.BCST tconst<>+624(SB), Z15, Z13
-	VFMADD213PD.BCST tconst<>+632(SB), Z8, Z7
-	VFMADD213PD.BCST tconst<>+632(SB), Z15, Z13
-	VFMADD213PD.BCST tconst<>+640(SB), Z8, Z7
-	VFMADD213PD.BCST tconst<>+640(SB), Z15, Z13
-	VFMADD213PD.BCST tconst<>+648(SB), Z8, Z7
-	VFMADD213PD.BCST tconst<>+648(SB), Z15, Z13
 	VMULPD           Z8, Z8, Z16
 	VMULPD           Z15, Z15, Z17
 	VFMADD213PD      Z8, Z16, Z7
 	VFMADD213PD      Z15, Z17, Z13
-	VFMADD231PD.BCST tconst<>+656(SB), Z11, Z9
-	VFMADD231PD.BCST tconst<>+656(SB), Z12, Z10
+	VFMADD231PD.BCST tconst<>+632(SB), Z11, Z9
+	VFMADD231PD.BCST tconst<>+632(SB), Z12, Z10
 	VADDPD           Z9, Z7, Z7
 	VADDPD           Z10, Z13, Z13
 	VCVTPD2PS        Z7, Y14
@@ -7539,9 +7493,9 @@ logF32AVX512_loop:
 	VFPCLASSPSZ      $0x10, Z6, K1
 	VBROADCASTSS     4(BX), K1, Z7
 	VFPCLASSPSZ      $0x06, Z6, K1
-	VBROADCASTSS     tconst<>+664(SB), K1, Z7
+	VBROADCASTSS     tconst<>+640(SB), K1, Z7
 	VFPCLASSPSZ      $0x40, Z6, K1
-	VBROADCASTSS     tconst<>+672(SB), K1, Z7
+	VBROADCASTSS     tconst<>+648(SB), K1, Z7
 	VFPCLASSPSZ      $0x81, Z6, K1
 	VADDPS           Z6, Z6, K1, Z7
 
@@ -7568,10 +7522,10 @@ logF32AVX512_tail:
 	VCVTQQ2PD        Z10, Z10
 	VPSRAQ           $0x34, Z1, Z11
 	VCVTQQ2PD        Z11, Z11
-	VPANDQ.BCST      tconst<>+608(SB), Z9, Z12
+	VPANDQ.BCST      tconst<>+584(SB), Z9, Z12
 	VPSUBQ           Z12, Z7, Z12
 	VPSRLQ           $0x30, Z9, Z9
-	VPANDQ.BCST      tconst<>+608(SB), Z1, Z7
+	VPANDQ.BCST      tconst<>+584(SB), Z1, Z7
 	VPSUBQ           Z7, Z8, Z7
 	VPSRLQ           $0x30, Z1, Z1
 	VMOVAPD          Z9, Z8
@@ -7582,22 +7536,22 @@ logF32AVX512_tail:
 	VPERMI2PD        Z5, Z4, Z1
 	VFMSUB213PD      Z0, Z12, Z8
 	VFMSUB213PD      Z0, Z7, Z13
-	VBROADCASTSD     tconst<>+616(SB), Z0
-	VBROADCASTSD     tconst<>+616(SB), Z2
+	VBROADCASTSD     tconst<>+592(SB), Z0
+	VBROADCASTSD     tconst<>+592(SB), Z2
+	VFMADD213PD.BCST tconst<>+600(SB), Z8, Z0
+	VFMADD213PD.BCST tconst<>+600(SB), Z13, Z2
+	VFMADD213PD.BCST tconst<>+608(SB), Z8, Z0
+	VFMADD213PD.BCST tconst<>+608(SB), Z13, Z2
+	VFMADD213PD.BCST tconst<>+616(SB), Z8, Z0
+	VFMADD213PD.BCST tconst<>+616(SB), Z13, Z2
 	VFMADD213PD.BCST tconst<>+624(SB), Z8, Z0
 	VFMADD213PD.BCST tconst<>+624(SB), Z13, Z2
-	VFMADD213PD.BCST tconst<>+632(SB), Z8, Z0
-	VFMADD213PD.BCST tconst<>+632(SB), Z13, Z2
-	VFMADD213PD.BCST tconst<>+640(SB), Z8, Z0
-	VFMADD213PD.BCST tconst<>+640(SB), Z13, Z2
-	VFMADD213PD.BCST tconst<>+648(SB), Z8, Z0
-	VFMADD213PD.BCST tconst<>+648(SB), Z13, Z2
 	VMULPD           Z8, Z8, Z3
 	VMULPD           Z13, Z13, Z4
 	VFMADD213PD      Z8, Z3, Z0
 	VFMADD213PD      Z13, Z4, Z2
-	VFMADD231PD.BCST tconst<>+656(SB), Z10, Z9
-	VFMADD231PD.BCST tconst<>+656(SB), Z11, Z1
+	VFMADD231PD.BCST tconst<>+632(SB), Z10, Z9
+	VFMADD231PD.BCST tconst<>+632(SB), Z11, Z1
 	VADDPD           Z9, Z0, Z0
 	VADDPD           Z1, Z2, Z2
 	VCVTPD2PS        Z0, Y14
@@ -7611,9 +7565,9 @@ logF32AVX512_tail:
 	VFPCLASSPSZ      $0x10, Z6, K2
 	VBROADCASTSS     4(BX), K2, Z0
 	VFPCLASSPSZ      $0x06, Z6, K2
-	VBROADCASTSS     tconst<>+664(SB), K2, Z0
+	VBROADCASTSS     tconst<>+640(SB), K2, Z0
 	VFPCLASSPSZ      $0x40, Z6, K2
-	VBROADCASTSS     tconst<>+672(SB), K2, Z0
+	VBROADCASTSS     tconst<>+648(SB), K2, Z0
 	VFPCLASSPSZ      $0x81, Z6, K2
 	VADDPS           Z6, Z6, K2, Z0
 
@@ -7632,7 +7586,7 @@ TEXT ·logGradF32AVX512(SB), NOSPLIT, $0-40
 	MOVQ         n+24(FP), DX
 	MOVQ         grad+16(FP), BX
 	MOVQ         sp+32(FP), SI
-	VBROADCASTSD tconst<>+0(SB), Z0
+	VBROADCASTSD tconst<>+104(SB), Z0
 
 logGradF32AVX512_loop:
 	CMPQ          DX, $0x00000010
@@ -7715,77 +7669,59 @@ TEXT ·tanhF32AVX512(SB), NOSPLIT, $0-32
 	MOVQ         x+8(FP), CX
 	MOVQ         n+16(FP), DX
 	MOVQ         sp+24(FP), BX
-	VBROADCASTSD tconst<>+0(SB), Z0
-	VBROADCASTSD tconst<>+8(SB), Z1
-	VMOVUPD      tconst<>+680(SB), Z2
-	VMOVUPD      tconst<>+744(SB), Z3
+	VBROADCASTSS tconst<>+0(SB), Z0
+	VBROADCASTSS tconst<>+8(SB), Z1
 
 tanhF32AVX512_loop:
 	CMPQ              DX, $0x00000010
 	JB                tanhF32AVX512_tail
-	VMOVUPS           (CX), Z4
-	VANDPS.BCST       tconst<>+808(SB), Z4, Z5
-	VCVTPS2PD         Y5, Z6
-	VEXTRACTF32X8     $0x01, Z5, Y5
-	VCVTPS2PD         Y5, Z5
-	VMINPD.BCST       tconst<>+816(SB), Z6, Z6
-	VMINPD.BCST       tconst<>+816(SB), Z5, Z5
-	VADDPD            Z6, Z6, Z6
-	VADDPD            Z5, Z5, Z5
-	VMOVAPD           Z1, Z8
-	VMOVAPD           Z1, Z9
-	VFMADD231PD.BCST  tconst<>+160(SB), Z6, Z8
-	VFMADD231PD.BCST  tconst<>+160(SB), Z5, Z9
-	VSUBPD            Z1, Z8, Z10
-	VSUBPD            Z1, Z9, Z11
-	VMOVAPD           Z6, Z6
-	VMOVAPD           Z5, Z5
-	VFNMADD231PD.BCST tconst<>+168(SB), Z10, Z6
-	VFNMADD231PD.BCST tconst<>+168(SB), Z11, Z5
-	VFNMADD231PD.BCST tconst<>+176(SB), Z10, Z6
-	VFNMADD231PD.BCST tconst<>+176(SB), Z11, Z5
-	VBROADCASTSD      tconst<>+824(SB), Z12
-	VBROADCASTSD      tconst<>+824(SB), Z13
-	VFMADD213PD.BCST  tconst<>+832(SB), Z6, Z12
-	VFMADD213PD.BCST  tconst<>+832(SB), Z5, Z13
-	VFMADD213PD.BCST  tconst<>+840(SB), Z6, Z12
-	VFMADD213PD.BCST  tconst<>+840(SB), Z5, Z13
-	VFMADD213PD.BCST  tconst<>+848(SB), Z6, Z12
-	VFMADD213PD.BCST  tconst<>+848(SB), Z5, Z13
-	VMULPD            Z6, Z6, Z14
-	VMULPD            Z5, Z5, Z15
-	VFMADD213PD       Z6, Z14, Z12
-	VFMADD213PD       Z5, Z15, Z13
-	VPERMI2PD         Z3, Z2, Z8
-	VPERMI2PD         Z3, Z2, Z9
-	VMULPD.BCST       tconst<>+208(SB), Z10, Z10
-	VMULPD.BCST       tconst<>+208(SB), Z11, Z11
-	VSCALEFPD         Z10, Z8, Z5
-	VSCALEFPD         Z11, Z9, Z6
-	VSUBPD            Z0, Z5, Z8
-	VSUBPD            Z0, Z6, Z9
-	VFMADD213PD       Z8, Z5, Z12
-	VFMADD213PD       Z9, Z6, Z13
-	VADDPD.BCST       tconst<>+856(SB), Z12, Z5
-	VADDPD.BCST       tconst<>+856(SB), Z13, Z6
-	VDIVPD            Z5, Z12, Z12
-	VDIVPD            Z6, Z13, Z13
-	VCVTPD2PS         Z12, Y7
-	VCVTPD2PS         Z13, Y5
-	VINSERTF32X8      $0x01, Y5, Z7, Z5
-	VPTERNLOGD.BCST   $0xd8, tconst<>+864(SB), Z4, Z5
-	VFPCLASSPSZ       $0x99, Z4, K1
+	VMOVUPS           (CX), Z2
+	VANDPS.BCST       tconst<>+656(SB), Z2, Z3
+	VMINPS.BCST       tconst<>+664(SB), Z3, Z4
+	VADDPS            Z4, Z4, Z4
+	VMOVAPS           Z0, Z5
+	VFMADD231PS.BCST  tconst<>+32(SB), Z4, Z5
+	VSUBPS            Z0, Z5, Z5
+	VMOVAPS           Z4, Z4
+	VFNMADD231PS.BCST tconst<>+40(SB), Z5, Z4
+	VFNMADD231PS.BCST tconst<>+48(SB), Z5, Z4
+	VBROADCASTSS      tconst<>+56(SB), Z6
+	VFMADD213PS.BCST  tconst<>+64(SB), Z4, Z6
+	VFMADD213PS.BCST  tconst<>+72(SB), Z4, Z6
+	VFMADD213PS.BCST  tconst<>+80(SB), Z4, Z6
+	VFMADD213PS.BCST  tconst<>+88(SB), Z4, Z6
+	VFMADD213PS.BCST  tconst<>+96(SB), Z4, Z6
+	VMULPS            Z4, Z4, Z7
+	VFMADD213PS       Z4, Z7, Z6
+	VADDPS            Z1, Z6, Z6
+	VSCALEFPS         Z5, Z6, Z4
+	VADDPS            Z1, Z4, Z4
+	VBROADCASTSS      tconst<>+672(SB), Z5
+	VDIVPS            Z4, Z5, Z4
+	VSUBPS            Z4, Z1, Z4
+	VMULPS            Z3, Z3, Z5
+	VBROADCASTSS      tconst<>+680(SB), Z6
+	VFMADD213PS.BCST  tconst<>+688(SB), Z5, Z6
+	VFMADD213PS.BCST  tconst<>+696(SB), Z5, Z6
+	VFMADD213PS.BCST  tconst<>+704(SB), Z5, Z6
+	VFMADD213PS.BCST  tconst<>+712(SB), Z5, Z6
+	VMULPS            Z3, Z5, Z5
+	VFMADD213PS       Z3, Z5, Z6
+	VCMPPS.BCST       $0x11, tconst<>+720(SB), Z3, K1
+	VMOVAPS           Z6, K1, Z4
+	VPTERNLOGD.BCST   $0xd8, tconst<>+728(SB), Z2, Z4
+	VFPCLASSPSZ       $0x99, Z2, K1
 	KORTESTW          K1, K1
 	JZ                tanhF32AVX512_store
-	VFPCLASSPSZ       $0x08, Z4, K1
-	VBROADCASTSS      (BX), K1, Z5
-	VFPCLASSPSZ       $0x10, Z4, K1
-	VBROADCASTSS      4(BX), K1, Z5
-	VFPCLASSPSZ       $0x81, Z4, K1
-	VADDPS            Z4, Z4, K1, Z5
+	VFPCLASSPSZ       $0x08, Z2, K1
+	VBROADCASTSS      (BX), K1, Z4
+	VFPCLASSPSZ       $0x10, Z2, K1
+	VBROADCASTSS      4(BX), K1, Z4
+	VFPCLASSPSZ       $0x81, Z2, K1
+	VADDPS            Z2, Z2, K1, Z4
 
 tanhF32AVX512_store:
-	VMOVUPS Z5, (AX)
+	VMOVUPS Z4, (AX)
 	ADDQ    $0x00000040, CX
 	ADDQ    $0x00000040, AX
 	SUBQ    $0x00000010, DX
@@ -7797,66 +7733,50 @@ tanhF32AVX512_tail:
 	MOVL              $0x0000ffff, SI
 	BZHIL             DX, SI, DX
 	KMOVW             DX, K1
-	VMOVUPS.Z         (CX), K1, Z4
-	VANDPS.BCST       tconst<>+808(SB), Z4, Z5
-	VCVTPS2PD         Y5, Z6
-	VEXTRACTF32X8     $0x01, Z5, Y5
-	VCVTPS2PD         Y5, Z5
-	VMINPD.BCST       tconst<>+816(SB), Z6, Z6
-	VMINPD.BCST       tconst<>+816(SB), Z5, Z5
-	VADDPD            Z6, Z6, Z6
-	VADDPD            Z5, Z5, Z5
-	VMOVAPD           Z1, Z8
-	VMOVAPD           Z1, Z9
-	VFMADD231PD.BCST  tconst<>+160(SB), Z6, Z8
-	VFMADD231PD.BCST  tconst<>+160(SB), Z5, Z9
-	VSUBPD            Z1, Z8, Z10
-	VSUBPD            Z1, Z9, Z1
-	VMOVAPD           Z6, Z6
-	VMOVAPD           Z5, Z5
-	VFNMADD231PD.BCST tconst<>+168(SB), Z10, Z6
-	VFNMADD231PD.BCST tconst<>+168(SB), Z1, Z5
-	VFNMADD231PD.BCST tconst<>+176(SB), Z10, Z6
-	VFNMADD231PD.BCST tconst<>+176(SB), Z1, Z5
-	VBROADCASTSD      tconst<>+824(SB), Z11
-	VBROADCASTSD      tconst<>+824(SB), Z12
-	VFMADD213PD.BCST  tconst<>+832(SB), Z6, Z11
-	VFMADD213PD.BCST  tconst<>+832(SB), Z5, Z12
-	VFMADD213PD.BCST  tconst<>+840(SB), Z6, Z11
-	VFMADD213PD.BCST  tconst<>+840(SB), Z5, Z12
-	VFMADD213PD.BCST  tconst<>+848(SB), Z6, Z11
-	VFMADD213PD.BCST  tconst<>+848(SB), Z5, Z12
-	VMULPD            Z6, Z6, Z13
-	VMULPD            Z5, Z5, Z14
-	VFMADD213PD       Z6, Z13, Z11
-	VFMADD213PD       Z5, Z14, Z12
-	VPERMI2PD         Z3, Z2, Z8
-	VPERMI2PD         Z3, Z2, Z9
-	VMULPD.BCST       tconst<>+208(SB), Z10, Z10
-	VMULPD.BCST       tconst<>+208(SB), Z1, Z1
-	VSCALEFPD         Z10, Z8, Z2
-	VSCALEFPD         Z1, Z9, Z1
-	VSUBPD            Z0, Z2, Z3
-	VSUBPD            Z0, Z1, Z0
-	VFMADD213PD       Z3, Z2, Z11
-	VFMADD213PD       Z0, Z1, Z12
-	VADDPD.BCST       tconst<>+856(SB), Z11, Z0
-	VADDPD.BCST       tconst<>+856(SB), Z12, Z1
-	VDIVPD            Z0, Z11, Z11
-	VDIVPD            Z1, Z12, Z12
-	VCVTPD2PS         Z11, Y7
-	VCVTPD2PS         Z12, Y0
-	VINSERTF32X8      $0x01, Y0, Z7, Z0
-	VPTERNLOGD.BCST   $0xd8, tconst<>+864(SB), Z4, Z0
-	VFPCLASSPSZ       $0x99, Z4, K2
+	VMOVUPS.Z         (CX), K1, Z2
+	VANDPS.BCST       tconst<>+656(SB), Z2, Z3
+	VMINPS.BCST       tconst<>+664(SB), Z3, Z4
+	VADDPS            Z4, Z4, Z4
+	VMOVAPS           Z0, Z5
+	VFMADD231PS.BCST  tconst<>+32(SB), Z4, Z5
+	VSUBPS            Z0, Z5, Z0
+	VMOVAPS           Z4, Z4
+	VFNMADD231PS.BCST tconst<>+40(SB), Z0, Z4
+	VFNMADD231PS.BCST tconst<>+48(SB), Z0, Z4
+	VBROADCASTSS      tconst<>+56(SB), Z5
+	VFMADD213PS.BCST  tconst<>+64(SB), Z4, Z5
+	VFMADD213PS.BCST  tconst<>+72(SB), Z4, Z5
+	VFMADD213PS.BCST  tconst<>+80(SB), Z4, Z5
+	VFMADD213PS.BCST  tconst<>+88(SB), Z4, Z5
+	VFMADD213PS.BCST  tconst<>+96(SB), Z4, Z5
+	VMULPS            Z4, Z4, Z6
+	VFMADD213PS       Z4, Z6, Z5
+	VADDPS            Z1, Z5, Z5
+	VSCALEFPS         Z0, Z5, Z0
+	VADDPS            Z1, Z0, Z0
+	VBROADCASTSS      tconst<>+672(SB), Z4
+	VDIVPS            Z0, Z4, Z0
+	VSUBPS            Z0, Z1, Z0
+	VMULPS            Z3, Z3, Z1
+	VBROADCASTSS      tconst<>+680(SB), Z4
+	VFMADD213PS.BCST  tconst<>+688(SB), Z1, Z4
+	VFMADD213PS.BCST  tconst<>+696(SB), Z1, Z4
+	VFMADD213PS.BCST  tconst<>+704(SB), Z1, Z4
+	VFMADD213PS.BCST  tconst<>+712(SB), Z1, Z4
+	VMULPS            Z3, Z1, Z1
+	VFMADD213PS       Z3, Z1, Z4
+	VCMPPS.BCST       $0x11, tconst<>+720(SB), Z3, K2
+	VMOVAPS           Z4, K2, Z0
+	VPTERNLOGD.BCST   $0xd8, tconst<>+728(SB), Z2, Z0
+	VFPCLASSPSZ       $0x99, Z2, K2
 	KORTESTW          K2, K2
 	JZ                tanhF32AVX512_store_tail
-	VFPCLASSPSZ       $0x08, Z4, K2
+	VFPCLASSPSZ       $0x08, Z2, K2
 	VBROADCASTSS      (BX), K2, Z0
-	VFPCLASSPSZ       $0x10, Z4, K2
+	VFPCLASSPSZ       $0x10, Z2, K2
 	VBROADCASTSS      4(BX), K2, Z0
-	VFPCLASSPSZ       $0x81, Z4, K2
-	VADDPS            Z4, Z4, K2, Z0
+	VFPCLASSPSZ       $0x81, Z2, K2
+	VADDPS            Z2, Z2, K2, Z0
 
 tanhF32AVX512_store_tail:
 	VMOVUPS Z0, K1, (AX)
@@ -7873,10 +7793,10 @@ TEXT ·tanhGradF32AVX512(SB), NOSPLIT, $0-40
 	MOVQ         n+24(FP), DX
 	MOVQ         grad+16(FP), BX
 	MOVQ         sp+32(FP), SI
-	VBROADCASTSD tconst<>+0(SB), Z0
-	VBROADCASTSD tconst<>+8(SB), Z1
-	VMOVUPD      tconst<>+872(SB), Z2
-	VMOVUPD      tconst<>+936(SB), Z3
+	VBROADCASTSD tconst<>+104(SB), Z0
+	VBROADCASTSD tconst<>+112(SB), Z1
+	VMOVUPD      tconst<>+736(SB), Z2
+	VMOVUPD      tconst<>+800(SB), Z3
 
 tanhGradF32AVX512_loop:
 	CMPQ              DX, $0x00000010
@@ -7886,54 +7806,54 @@ tanhGradF32AVX512_loop:
 	VCVTPS2PD         Y4, Z6
 	VEXTRACTF32X8     $0x01, Z4, Y7
 	VCVTPS2PD         Y7, Z7
-	VANDPD.BCST       tconst<>+1000(SB), Z6, Z6
-	VANDPD.BCST       tconst<>+1000(SB), Z7, Z7
-	VMINPD.BCST       tconst<>+816(SB), Z6, Z6
-	VMINPD.BCST       tconst<>+816(SB), Z7, Z7
+	VANDPD.BCST       tconst<>+864(SB), Z6, Z6
+	VANDPD.BCST       tconst<>+864(SB), Z7, Z7
+	VMINPD.BCST       tconst<>+872(SB), Z6, Z6
+	VMINPD.BCST       tconst<>+872(SB), Z7, Z7
 	VADDPD            Z6, Z6, Z6
 	VADDPD            Z7, Z7, Z7
 	VMOVAPD           Z1, Z9
 	VMOVAPD           Z1, Z10
-	VFMADD231PD.BCST  tconst<>+160(SB), Z6, Z9
-	VFMADD231PD.BCST  tconst<>+160(SB), Z7, Z10
+	VFMADD231PD.BCST  tconst<>+264(SB), Z6, Z9
+	VFMADD231PD.BCST  tconst<>+264(SB), Z7, Z10
 	VSUBPD            Z1, Z9, Z11
 	VSUBPD            Z1, Z10, Z12
 	VMOVAPD           Z6, Z6
 	VMOVAPD           Z7, Z7
-	VFNMADD231PD.BCST tconst<>+168(SB), Z11, Z6
-	VFNMADD231PD.BCST tconst<>+168(SB), Z12, Z7
-	VFNMADD231PD.BCST tconst<>+176(SB), Z11, Z6
-	VFNMADD231PD.BCST tconst<>+176(SB), Z12, Z7
-	VBROADCASTSD      tconst<>+824(SB), Z13
-	VBROADCASTSD      tconst<>+824(SB), Z14
-	VFMADD213PD.BCST  tconst<>+832(SB), Z6, Z13
-	VFMADD213PD.BCST  tconst<>+832(SB), Z7, Z14
-	VFMADD213PD.BCST  tconst<>+840(SB), Z6, Z13
-	VFMADD213PD.BCST  tconst<>+840(SB), Z7, Z14
-	VFMADD213PD.BCST  tconst<>+848(SB), Z6, Z13
-	VFMADD213PD.BCST  tconst<>+848(SB), Z7, Z14
+	VFNMADD231PD.BCST tconst<>+272(SB), Z11, Z6
+	VFNMADD231PD.BCST tconst<>+272(SB), Z12, Z7
+	VFNMADD231PD.BCST tconst<>+280(SB), Z11, Z6
+	VFNMADD231PD.BCST tconst<>+280(SB), Z12, Z7
+	VBROADCASTSD      tconst<>+880(SB), Z13
+	VBROADCASTSD      tconst<>+880(SB), Z14
+	VFMADD213PD.BCST  tconst<>+888(SB), Z6, Z13
+	VFMADD213PD.BCST  tconst<>+888(SB), Z7, Z14
+	VFMADD213PD.BCST  tconst<>+896(SB), Z6, Z13
+	VFMADD213PD.BCST  tconst<>+896(SB), Z7, Z14
+	VFMADD213PD.BCST  tconst<>+904(SB), Z6, Z13
+	VFMADD213PD.BCST  tconst<>+904(SB), Z7, Z14
 	VMULPD            Z6, Z6, Z15
 	VMULPD            Z7, Z7, Z16
 	VFMADD213PD       Z6, Z15, Z13
 	VFMADD213PD       Z7, Z16, Z14
 	VPERMI2PD         Z3, Z2, Z9
 	VPERMI2PD         Z3, Z2, Z10
-	VMULPD.BCST       tconst<>+208(SB), Z11, Z11
-	VMULPD.BCST       tconst<>+208(SB), Z12, Z12
+	VMULPD.BCST       tconst<>+312(SB), Z11, Z11
+	VMULPD.BCST       tconst<>+312(SB), Z12, Z12
 	VSCALEFPD         Z11, Z9, Z6
 	VSCALEFPD         Z12, Z10, Z7
 	VSUBPD            Z0, Z6, Z9
 	VSUBPD            Z0, Z7, Z10
 	VFMADD213PD       Z9, Z6, Z13
 	VFMADD213PD       Z10, Z7, Z14
-	VADDPD.BCST       tconst<>+856(SB), Z13, Z6
-	VADDPD.BCST       tconst<>+856(SB), Z14, Z7
+	VADDPD.BCST       tconst<>+912(SB), Z13, Z6
+	VADDPD.BCST       tconst<>+912(SB), Z14, Z7
 	VMULPD            Z6, Z6, Z6
 	VMULPD            Z7, Z7, Z7
 	VADDPD            Z0, Z13, Z13
 	VADDPD            Z0, Z14, Z14
-	VMULPD.BCST       tconst<>+1008(SB), Z13, Z13
-	VMULPD.BCST       tconst<>+1008(SB), Z14, Z14
+	VMULPD.BCST       tconst<>+920(SB), Z13, Z13
+	VMULPD.BCST       tconst<>+920(SB), Z14, Z14
 	VDIVPD            Z6, Z13, Z13
 	VDIVPD            Z7, Z14, Z14
 	VCVTPS2PD         Y5, Z6
@@ -7973,54 +7893,54 @@ tanhGradF32AVX512_tail:
 	VCVTPS2PD         Y4, Z6
 	VEXTRACTF32X8     $0x01, Z4, Y7
 	VCVTPS2PD         Y7, Z7
-	VANDPD.BCST       tconst<>+1000(SB), Z6, Z6
-	VANDPD.BCST       tconst<>+1000(SB), Z7, Z7
-	VMINPD.BCST       tconst<>+816(SB), Z6, Z6
-	VMINPD.BCST       tconst<>+816(SB), Z7, Z7
+	VANDPD.BCST       tconst<>+864(SB), Z6, Z6
+	VANDPD.BCST       tconst<>+864(SB), Z7, Z7
+	VMINPD.BCST       tconst<>+872(SB), Z6, Z6
+	VMINPD.BCST       tconst<>+872(SB), Z7, Z7
 	VADDPD            Z6, Z6, Z6
 	VADDPD            Z7, Z7, Z7
 	VMOVAPD           Z1, Z9
 	VMOVAPD           Z1, Z10
-	VFMADD231PD.BCST  tconst<>+160(SB), Z6, Z9
-	VFMADD231PD.BCST  tconst<>+160(SB), Z7, Z10
+	VFMADD231PD.BCST  tconst<>+264(SB), Z6, Z9
+	VFMADD231PD.BCST  tconst<>+264(SB), Z7, Z10
 	VSUBPD            Z1, Z9, Z11
 	VSUBPD            Z1, Z10, Z1
 	VMOVAPD           Z6, Z6
 	VMOVAPD           Z7, Z7
-	VFNMADD231PD.BCST tconst<>+168(SB), Z11, Z6
-	VFNMADD231PD.BCST tconst<>+168(SB), Z1, Z7
-	VFNMADD231PD.BCST tconst<>+176(SB), Z11, Z6
-	VFNMADD231PD.BCST tconst<>+176(SB), Z1, Z7
-	VBROADCASTSD      tconst<>+824(SB), Z12
-	VBROADCASTSD      tconst<>+824(SB), Z13
-	VFMADD213PD.BCST  tconst<>+832(SB), Z6, Z12
-	VFMADD213PD.BCST  tconst<>+832(SB), Z7, Z13
-	VFMADD213PD.BCST  tconst<>+840(SB), Z6, Z12
-	VFMADD213PD.BCST  tconst<>+840(SB), Z7, Z13
-	VFMADD213PD.BCST  tconst<>+848(SB), Z6, Z12
-	VFMADD213PD.BCST  tconst<>+848(SB), Z7, Z13
+	VFNMADD231PD.BCST tconst<>+272(SB), Z11, Z6
+	VFNMADD231PD.BCST tconst<>+272(SB), Z1, Z7
+	VFNMADD231PD.BCST tconst<>+280(SB), Z11, Z6
+	VFNMADD231PD.BCST tconst<>+280(SB), Z1, Z7
+	VBROADCASTSD      tconst<>+880(SB), Z12
+	VBROADCASTSD      tconst<>+880(SB), Z13
+	VFMADD213PD.BCST  tconst<>+888(SB), Z6, Z12
+	VFMADD213PD.BCST  tconst<>+888(SB), Z7, Z13
+	VFMADD213PD.BCST  tconst<>+896(SB), Z6, Z12
+	VFMADD213PD.BCST  tconst<>+896(SB), Z7, Z13
+	VFMADD213PD.BCST  tconst<>+904(SB), Z6, Z12
+	VFMADD213PD.BCST  tconst<>+904(SB), Z7, Z13
 	VMULPD            Z6, Z6, Z14
 	VMULPD            Z7, Z7, Z15
 	VFMADD213PD       Z6, Z14, Z12
 	VFMADD213PD       Z7, Z15, Z13
 	VPERMI2PD         Z3, Z2, Z9
 	VPERMI2PD         Z3, Z2, Z10
-	VMULPD.BCST       tconst<>+208(SB), Z11, Z11
-	VMULPD.BCST       tconst<>+208(SB), Z1, Z1
+	VMULPD.BCST       tconst<>+312(SB), Z11, Z11
+	VMULPD.BCST       tconst<>+312(SB), Z1, Z1
 	VSCALEFPD         Z11, Z9, Z2
 	VSCALEFPD         Z1, Z10, Z1
 	VSUBPD            Z0, Z2, Z3
 	VSUBPD            Z0, Z1, Z6
 	VFMADD213PD       Z3, Z2, Z12
 	VFMADD213PD       Z6, Z1, Z13
-	VADDPD.BCST       tconst<>+856(SB), Z12, Z1
-	VADDPD.BCST       tconst<>+856(SB), Z13, Z2
+	VADDPD.BCST       tconst<>+912(SB), Z12, Z1
+	VADDPD.BCST       tconst<>+912(SB), Z13, Z2
 	VMULPD            Z1, Z1, Z1
 	VMULPD            Z2, Z2, Z2
 	VADDPD            Z0, Z12, Z12
 	VADDPD            Z0, Z13, Z13
-	VMULPD.BCST       tconst<>+1008(SB), Z12, Z12
-	VMULPD.BCST       tconst<>+1008(SB), Z13, Z13
+	VMULPD.BCST       tconst<>+920(SB), Z12, Z12
+	VMULPD.BCST       tconst<>+920(SB), Z13, Z13
 	VDIVPD            Z1, Z12, Z12
 	VDIVPD            Z2, Z13, Z13
 	VCVTPS2PD         Y5, Z0
@@ -8055,85 +7975,85 @@ TEXT ·erfF32AVX512(SB), NOSPLIT, $0-32
 	MOVQ         x+8(FP), CX
 	MOVQ         n+16(FP), DX
 	MOVQ         sp+24(FP), BX
-	VBROADCASTSD tconst<>+0(SB), Z0
-	VBROADCASTSD tconst<>+8(SB), Z1
-	VMOVUPD      tconst<>+1016(SB), Z2
-	VMOVUPD      tconst<>+1080(SB), Z3
+	VBROADCASTSD tconst<>+104(SB), Z0
+	VBROADCASTSD tconst<>+112(SB), Z1
+	VMOVUPD      tconst<>+928(SB), Z2
+	VMOVUPD      tconst<>+992(SB), Z3
 
 erfF32AVX512_loop:
 	CMPQ              DX, $0x00000010
 	JB                erfF32AVX512_tail
 	VMOVUPS           (CX), Z4
-	VANDPS.BCST       tconst<>+808(SB), Z4, Z5
+	VANDPS.BCST       tconst<>+656(SB), Z4, Z5
 	VCVTPS2PD         Y5, Z6
 	VEXTRACTF32X8     $0x01, Z5, Y5
 	VCVTPS2PD         Y5, Z5
-	VMINPD.BCST       tconst<>+1144(SB), Z6, Z8
-	VMINPD.BCST       tconst<>+1144(SB), Z5, Z9
+	VMINPD.BCST       tconst<>+1056(SB), Z6, Z8
+	VMINPD.BCST       tconst<>+1056(SB), Z5, Z9
 	VMULPD            Z8, Z8, Z10
 	VMULPD            Z9, Z9, Z11
-	VXORPD.BCST       tconst<>+1152(SB), Z10, Z10
-	VXORPD.BCST       tconst<>+1152(SB), Z11, Z11
+	VXORPD.BCST       tconst<>+1064(SB), Z10, Z10
+	VXORPD.BCST       tconst<>+1064(SB), Z11, Z11
 	VMOVAPD           Z1, Z12
 	VMOVAPD           Z1, Z13
-	VFMADD231PD.BCST  tconst<>+160(SB), Z10, Z12
-	VFMADD231PD.BCST  tconst<>+160(SB), Z11, Z13
+	VFMADD231PD.BCST  tconst<>+264(SB), Z10, Z12
+	VFMADD231PD.BCST  tconst<>+264(SB), Z11, Z13
 	VSUBPD            Z1, Z12, Z14
 	VSUBPD            Z1, Z13, Z15
 	VMOVAPD           Z10, Z10
 	VMOVAPD           Z11, Z11
-	VFNMADD231PD.BCST tconst<>+168(SB), Z14, Z10
-	VFNMADD231PD.BCST tconst<>+168(SB), Z15, Z11
-	VFNMADD231PD.BCST tconst<>+176(SB), Z14, Z10
-	VFNMADD231PD.BCST tconst<>+176(SB), Z15, Z11
-	VBROADCASTSD      tconst<>+184(SB), Z16
-	VBROADCASTSD      tconst<>+184(SB), Z17
-	VFMADD213PD.BCST  tconst<>+192(SB), Z10, Z16
-	VFMADD213PD.BCST  tconst<>+192(SB), Z11, Z17
-	VFMADD213PD.BCST  tconst<>+200(SB), Z10, Z16
-	VFMADD213PD.BCST  tconst<>+200(SB), Z11, Z17
+	VFNMADD231PD.BCST tconst<>+272(SB), Z14, Z10
+	VFNMADD231PD.BCST tconst<>+272(SB), Z15, Z11
+	VFNMADD231PD.BCST tconst<>+280(SB), Z14, Z10
+	VFNMADD231PD.BCST tconst<>+280(SB), Z15, Z11
+	VBROADCASTSD      tconst<>+288(SB), Z16
+	VBROADCASTSD      tconst<>+288(SB), Z17
+	VFMADD213PD.BCST  tconst<>+296(SB), Z10, Z16
+	VFMADD213PD.BCST  tconst<>+296(SB), Z11, Z17
+	VFMADD213PD.BCST  tconst<>+304(SB), Z10, Z16
+	VFMADD213PD.BCST  tconst<>+304(SB), Z11, Z17
 	VMULPD            Z10, Z10, Z18
 	VMULPD            Z11, Z11, Z19
 	VFMADD213PD       Z10, Z18, Z16
 	VFMADD213PD       Z11, Z19, Z17
 	VPERMI2PD         Z3, Z2, Z12
 	VPERMI2PD         Z3, Z2, Z13
-	VMULPD.BCST       tconst<>+208(SB), Z14, Z14
-	VMULPD.BCST       tconst<>+208(SB), Z15, Z15
+	VMULPD.BCST       tconst<>+312(SB), Z14, Z14
+	VMULPD.BCST       tconst<>+312(SB), Z15, Z15
 	VFMADD213PD       Z12, Z12, Z16
 	VFMADD213PD       Z13, Z13, Z17
 	VSCALEFPD         Z14, Z16, Z10
 	VSCALEFPD         Z15, Z17, Z11
-	VBROADCASTSD      tconst<>+1160(SB), Z12
-	VBROADCASTSD      tconst<>+1160(SB), Z13
-	VFMADD213PD.BCST  tconst<>+1168(SB), Z8, Z12
-	VFMADD213PD.BCST  tconst<>+1168(SB), Z9, Z13
-	VFMADD213PD.BCST  tconst<>+1176(SB), Z8, Z12
-	VFMADD213PD.BCST  tconst<>+1176(SB), Z9, Z13
-	VFMADD213PD.BCST  tconst<>+1184(SB), Z8, Z12
-	VFMADD213PD.BCST  tconst<>+1184(SB), Z9, Z13
-	VFMADD213PD.BCST  tconst<>+1192(SB), Z8, Z12
-	VFMADD213PD.BCST  tconst<>+1192(SB), Z9, Z13
-	VFMADD213PD.BCST  tconst<>+1200(SB), Z8, Z12
-	VFMADD213PD.BCST  tconst<>+1200(SB), Z9, Z13
-	VFMADD213PD.BCST  tconst<>+1208(SB), Z8, Z12
-	VFMADD213PD.BCST  tconst<>+1208(SB), Z9, Z13
-	VBROADCASTSD      tconst<>+1216(SB), Z14
-	VBROADCASTSD      tconst<>+1216(SB), Z15
-	VFMADD213PD.BCST  tconst<>+1224(SB), Z8, Z14
-	VFMADD213PD.BCST  tconst<>+1224(SB), Z9, Z15
-	VFMADD213PD.BCST  tconst<>+1232(SB), Z8, Z14
-	VFMADD213PD.BCST  tconst<>+1232(SB), Z9, Z15
-	VFMADD213PD.BCST  tconst<>+1240(SB), Z8, Z14
-	VFMADD213PD.BCST  tconst<>+1240(SB), Z9, Z15
-	VFMADD213PD.BCST  tconst<>+1248(SB), Z8, Z14
-	VFMADD213PD.BCST  tconst<>+1248(SB), Z9, Z15
-	VFMADD213PD.BCST  tconst<>+1256(SB), Z8, Z14
-	VFMADD213PD.BCST  tconst<>+1256(SB), Z9, Z15
-	VFMADD213PD.BCST  tconst<>+1264(SB), Z8, Z14
-	VFMADD213PD.BCST  tconst<>+1264(SB), Z9, Z15
-	VFMADD213PD.BCST  tconst<>+0(SB), Z8, Z14
-	VFMADD213PD.BCST  tconst<>+0(SB), Z9, Z15
+	VBROADCASTSD      tconst<>+1072(SB), Z12
+	VBROADCASTSD      tconst<>+1072(SB), Z13
+	VFMADD213PD.BCST  tconst<>+1080(SB), Z8, Z12
+	VFMADD213PD.BCST  tconst<>+1080(SB), Z9, Z13
+	VFMADD213PD.BCST  tconst<>+1088(SB), Z8, Z12
+	VFMADD213PD.BCST  tconst<>+1088(SB), Z9, Z13
+	VFMADD213PD.BCST  tconst<>+1096(SB), Z8, Z12
+	VFMADD213PD.BCST  tconst<>+1096(SB), Z9, Z13
+	VFMADD213PD.BCST  tconst<>+1104(SB), Z8, Z12
+	VFMADD213PD.BCST  tconst<>+1104(SB), Z9, Z13
+	VFMADD213PD.BCST  tconst<>+1112(SB), Z8, Z12
+	VFMADD213PD.BCST  tconst<>+1112(SB), Z9, Z13
+	VFMADD213PD.BCST  tconst<>+1120(SB), Z8, Z12
+	VFMADD213PD.BCST  tconst<>+1120(SB), Z9, Z13
+	VBROADCASTSD      tconst<>+1128(SB), Z14
+	VBROADCASTSD      tconst<>+1128(SB), Z15
+	VFMADD213PD.BCST  tconst<>+1136(SB), Z8, Z14
+	VFMADD213PD.BCST  tconst<>+1136(SB), Z9, Z15
+	VFMADD213PD.BCST  tconst<>+1144(SB), Z8, Z14
+	VFMADD213PD.BCST  tconst<>+1144(SB), Z9, Z15
+	VFMADD213PD.BCST  tconst<>+1152(SB), Z8, Z14
+	VFMADD213PD.BCST  tconst<>+1152(SB), Z9, Z15
+	VFMADD213PD.BCST  tconst<>+1160(SB), Z8, Z14
+	VFMADD213PD.BCST  tconst<>+1160(SB), Z9, Z15
+	VFMADD213PD.BCST  tconst<>+1168(SB), Z8, Z14
+	VFMADD213PD.BCST  tconst<>+1168(SB), Z9, Z15
+	VFMADD213PD.BCST  tconst<>+1176(SB), Z8, Z14
+	VFMADD213PD.BCST  tconst<>+1176(SB), Z9, Z15
+	VFMADD213PD.BCST  tconst<>+104(SB), Z8, Z14
+	VFMADD213PD.BCST  tconst<>+104(SB), Z9, Z15
 	VDIVPD            Z14, Z12, Z12
 	VDIVPD            Z15, Z13, Z13
 	VMULPD            Z10, Z12, Z12
@@ -8142,24 +8062,24 @@ erfF32AVX512_loop:
 	VSUBPD            Z13, Z0, Z9
 	VMULPD            Z6, Z6, Z10
 	VMULPD            Z5, Z5, Z11
-	VBROADCASTSD      tconst<>+1272(SB), Z12
-	VBROADCASTSD      tconst<>+1272(SB), Z13
-	VFMADD213PD.BCST  tconst<>+1280(SB), Z10, Z12
-	VFMADD213PD.BCST  tconst<>+1280(SB), Z11, Z13
-	VFMADD213PD.BCST  tconst<>+1288(SB), Z10, Z12
-	VFMADD213PD.BCST  tconst<>+1288(SB), Z11, Z13
-	VFMADD213PD.BCST  tconst<>+1296(SB), Z10, Z12
-	VFMADD213PD.BCST  tconst<>+1296(SB), Z11, Z13
+	VBROADCASTSD      tconst<>+1184(SB), Z12
+	VBROADCASTSD      tconst<>+1184(SB), Z13
+	VFMADD213PD.BCST  tconst<>+1192(SB), Z10, Z12
+	VFMADD213PD.BCST  tconst<>+1192(SB), Z11, Z13
+	VFMADD213PD.BCST  tconst<>+1200(SB), Z10, Z12
+	VFMADD213PD.BCST  tconst<>+1200(SB), Z11, Z13
+	VFMADD213PD.BCST  tconst<>+1208(SB), Z10, Z12
+	VFMADD213PD.BCST  tconst<>+1208(SB), Z11, Z13
 	VMULPD            Z6, Z12, Z12
 	VMULPD            Z5, Z13, Z13
-	VCMPPD.BCST       $0x11, tconst<>+208(SB), Z6, K1
+	VCMPPD.BCST       $0x11, tconst<>+312(SB), Z6, K1
 	VMOVAPD           Z12, K1, Z8
-	VCMPPD.BCST       $0x11, tconst<>+208(SB), Z5, K1
+	VCMPPD.BCST       $0x11, tconst<>+312(SB), Z5, K1
 	VMOVAPD           Z13, K1, Z9
 	VCVTPD2PS         Z8, Y7
 	VCVTPD2PS         Z9, Y5
 	VINSERTF32X8      $0x01, Y5, Z7, Z5
-	VPTERNLOGD.BCST   $0xd8, tconst<>+864(SB), Z4, Z5
+	VPTERNLOGD.BCST   $0xd8, tconst<>+728(SB), Z4, Z5
 	VFPCLASSPSZ       $0x99, Z4, K1
 	KORTESTW          K1, K1
 	JZ                erfF32AVX512_store
@@ -8184,76 +8104,76 @@ erfF32AVX512_tail:
 	BZHIL             DX, SI, DX
 	KMOVW             DX, K1
 	VMOVUPS.Z         (CX), K1, Z4
-	VANDPS.BCST       tconst<>+808(SB), Z4, Z5
+	VANDPS.BCST       tconst<>+656(SB), Z4, Z5
 	VCVTPS2PD         Y5, Z6
 	VEXTRACTF32X8     $0x01, Z5, Y5
 	VCVTPS2PD         Y5, Z5
-	VMINPD.BCST       tconst<>+1144(SB), Z6, Z8
-	VMINPD.BCST       tconst<>+1144(SB), Z5, Z9
+	VMINPD.BCST       tconst<>+1056(SB), Z6, Z8
+	VMINPD.BCST       tconst<>+1056(SB), Z5, Z9
 	VMULPD            Z8, Z8, Z10
 	VMULPD            Z9, Z9, Z11
-	VXORPD.BCST       tconst<>+1152(SB), Z10, Z10
-	VXORPD.BCST       tconst<>+1152(SB), Z11, Z11
+	VXORPD.BCST       tconst<>+1064(SB), Z10, Z10
+	VXORPD.BCST       tconst<>+1064(SB), Z11, Z11
 	VMOVAPD           Z1, Z12
 	VMOVAPD           Z1, Z13
-	VFMADD231PD.BCST  tconst<>+160(SB), Z10, Z12
-	VFMADD231PD.BCST  tconst<>+160(SB), Z11, Z13
+	VFMADD231PD.BCST  tconst<>+264(SB), Z10, Z12
+	VFMADD231PD.BCST  tconst<>+264(SB), Z11, Z13
 	VSUBPD            Z1, Z12, Z14
 	VSUBPD            Z1, Z13, Z1
 	VMOVAPD           Z10, Z10
 	VMOVAPD           Z11, Z11
-	VFNMADD231PD.BCST tconst<>+168(SB), Z14, Z10
-	VFNMADD231PD.BCST tconst<>+168(SB), Z1, Z11
-	VFNMADD231PD.BCST tconst<>+176(SB), Z14, Z10
-	VFNMADD231PD.BCST tconst<>+176(SB), Z1, Z11
-	VBROADCASTSD      tconst<>+184(SB), Z15
-	VBROADCASTSD      tconst<>+184(SB), Z16
-	VFMADD213PD.BCST  tconst<>+192(SB), Z10, Z15
-	VFMADD213PD.BCST  tconst<>+192(SB), Z11, Z16
-	VFMADD213PD.BCST  tconst<>+200(SB), Z10, Z15
-	VFMADD213PD.BCST  tconst<>+200(SB), Z11, Z16
+	VFNMADD231PD.BCST tconst<>+272(SB), Z14, Z10
+	VFNMADD231PD.BCST tconst<>+272(SB), Z1, Z11
+	VFNMADD231PD.BCST tconst<>+280(SB), Z14, Z10
+	VFNMADD231PD.BCST tconst<>+280(SB), Z1, Z11
+	VBROADCASTSD      tconst<>+288(SB), Z15
+	VBROADCASTSD      tconst<>+288(SB), Z16
+	VFMADD213PD.BCST  tconst<>+296(SB), Z10, Z15
+	VFMADD213PD.BCST  tconst<>+296(SB), Z11, Z16
+	VFMADD213PD.BCST  tconst<>+304(SB), Z10, Z15
+	VFMADD213PD.BCST  tconst<>+304(SB), Z11, Z16
 	VMULPD            Z10, Z10, Z17
 	VMULPD            Z11, Z11, Z18
 	VFMADD213PD       Z10, Z17, Z15
 	VFMADD213PD       Z11, Z18, Z16
 	VPERMI2PD         Z3, Z2, Z12
 	VPERMI2PD         Z3, Z2, Z13
-	VMULPD.BCST       tconst<>+208(SB), Z14, Z14
-	VMULPD.BCST       tconst<>+208(SB), Z1, Z1
+	VMULPD.BCST       tconst<>+312(SB), Z14, Z14
+	VMULPD.BCST       tconst<>+312(SB), Z1, Z1
 	VFMADD213PD       Z12, Z12, Z15
 	VFMADD213PD       Z13, Z13, Z16
 	VSCALEFPD         Z14, Z15, Z2
 	VSCALEFPD         Z1, Z16, Z1
-	VBROADCASTSD      tconst<>+1160(SB), Z3
-	VBROADCASTSD      tconst<>+1160(SB), Z10
-	VFMADD213PD.BCST  tconst<>+1168(SB), Z8, Z3
-	VFMADD213PD.BCST  tconst<>+1168(SB), Z9, Z10
-	VFMADD213PD.BCST  tconst<>+1176(SB), Z8, Z3
-	VFMADD213PD.BCST  tconst<>+1176(SB), Z9, Z10
-	VFMADD213PD.BCST  tconst<>+1184(SB), Z8, Z3
-	VFMADD213PD.BCST  tconst<>+1184(SB), Z9, Z10
-	VFMADD213PD.BCST  tconst<>+1192(SB), Z8, Z3
-	VFMADD213PD.BCST  tconst<>+1192(SB), Z9, Z10
-	VFMADD213PD.BCST  tconst<>+1200(SB), Z8, Z3
-	VFMADD213PD.BCST  tconst<>+1200(SB), Z9, Z10
-	VFMADD213PD.BCST  tconst<>+1208(SB), Z8, Z3
-	VFMADD213PD.BCST  tconst<>+1208(SB), Z9, Z10
-	VBROADCASTSD      tconst<>+1216(SB), Z11
-	VBROADCASTSD      tconst<>+1216(SB), Z12
-	VFMADD213PD.BCST  tconst<>+1224(SB), Z8, Z11
-	VFMADD213PD.BCST  tconst<>+1224(SB), Z9, Z12
-	VFMADD213PD.BCST  tconst<>+1232(SB), Z8, Z11
-	VFMADD213PD.BCST  tconst<>+1232(SB), Z9, Z12
-	VFMADD213PD.BCST  tconst<>+1240(SB), Z8, Z11
-	VFMADD213PD.BCST  tconst<>+1240(SB), Z9, Z12
-	VFMADD213PD.BCST  tconst<>+1248(SB), Z8, Z11
-	VFMADD213PD.BCST  tconst<>+1248(SB), Z9, Z12
-	VFMADD213PD.BCST  tconst<>+1256(SB), Z8, Z11
-	VFMADD213PD.BCST  tconst<>+1256(SB), Z9, Z12
-	VFMADD213PD.BCST  tconst<>+1264(SB), Z8, Z11
-	VFMADD213PD.BCST  tconst<>+1264(SB), Z9, Z12
-	VFMADD213PD.BCST  tconst<>+0(SB), Z8, Z11
-	VFMADD213PD.BCST  tconst<>+0(SB), Z9, Z12
+	VBROADCASTSD      tconst<>+1072(SB), Z3
+	VBROADCASTSD      tconst<>+1072(SB), Z10
+	VFMADD213PD.BCST  tconst<>+1080(SB), Z8, Z3
+	VFMADD213PD.BCST  tconst<>+1080(SB), Z9, Z10
+	VFMADD213PD.BCST  tconst<>+1088(SB), Z8, Z3
+	VFMADD213PD.BCST  tconst<>+1088(SB), Z9, Z10
+	VFMADD213PD.BCST  tconst<>+1096(SB), Z8, Z3
+	VFMADD213PD.BCST  tconst<>+1096(SB), Z9, Z10
+	VFMADD213PD.BCST  tconst<>+1104(SB), Z8, Z3
+	VFMADD213PD.BCST  tconst<>+1104(SB), Z9, Z10
+	VFMADD213PD.BCST  tconst<>+1112(SB), Z8, Z3
+	VFMADD213PD.BCST  tconst<>+1112(SB), Z9, Z10
+	VFMADD213PD.BCST  tconst<>+1120(SB), Z8, Z3
+	VFMADD213PD.BCST  tconst<>+1120(SB), Z9, Z10
+	VBROADCASTSD      tconst<>+1128(SB), Z11
+	VBROADCASTSD      tconst<>+1128(SB), Z12
+	VFMADD213PD.BCST  tconst<>+1136(SB), Z8, Z11
+	VFMADD213PD.BCST  tconst<>+1136(SB), Z9, Z12
+	VFMADD213PD.BCST  tconst<>+1144(SB), Z8, Z11
+	VFMADD213PD.BCST  tconst<>+1144(SB), Z9, Z12
+	VFMADD213PD.BCST  tconst<>+1152(SB), Z8, Z11
+	VFMADD213PD.BCST  tconst<>+1152(SB), Z9, Z12
+	VFMADD213PD.BCST  tconst<>+1160(SB), Z8, Z11
+	VFMADD213PD.BCST  tconst<>+1160(SB), Z9, Z12
+	VFMADD213PD.BCST  tconst<>+1168(SB), Z8, Z11
+	VFMADD213PD.BCST  tconst<>+1168(SB), Z9, Z12
+	VFMADD213PD.BCST  tconst<>+1176(SB), Z8, Z11
+	VFMADD213PD.BCST  tconst<>+1176(SB), Z9, Z12
+	VFMADD213PD.BCST  tconst<>+104(SB), Z8, Z11
+	VFMADD213PD.BCST  tconst<>+104(SB), Z9, Z12
 	VDIVPD            Z11, Z3, Z3
 	VDIVPD            Z12, Z10, Z10
 	VMULPD            Z2, Z3, Z3
@@ -8262,24 +8182,24 @@ erfF32AVX512_tail:
 	VSUBPD            Z10, Z0, Z0
 	VMULPD            Z6, Z6, Z2
 	VMULPD            Z5, Z5, Z3
-	VBROADCASTSD      tconst<>+1272(SB), Z8
-	VBROADCASTSD      tconst<>+1272(SB), Z9
-	VFMADD213PD.BCST  tconst<>+1280(SB), Z2, Z8
-	VFMADD213PD.BCST  tconst<>+1280(SB), Z3, Z9
-	VFMADD213PD.BCST  tconst<>+1288(SB), Z2, Z8
-	VFMADD213PD.BCST  tconst<>+1288(SB), Z3, Z9
-	VFMADD213PD.BCST  tconst<>+1296(SB), Z2, Z8
-	VFMADD213PD.BCST  tconst<>+1296(SB), Z3, Z9
+	VBROADCASTSD      tconst<>+1184(SB), Z8
+	VBROADCASTSD      tconst<>+1184(SB), Z9
+	VFMADD213PD.BCST  tconst<>+1192(SB), Z2, Z8
+	VFMADD213PD.BCST  tconst<>+1192(SB), Z3, Z9
+	VFMADD213PD.BCST  tconst<>+1200(SB), Z2, Z8
+	VFMADD213PD.BCST  tconst<>+1200(SB), Z3, Z9
+	VFMADD213PD.BCST  tconst<>+1208(SB), Z2, Z8
+	VFMADD213PD.BCST  tconst<>+1208(SB), Z3, Z9
 	VMULPD            Z6, Z8, Z8
 	VMULPD            Z5, Z9, Z9
-	VCMPPD.BCST       $0x11, tconst<>+208(SB), Z6, K2
+	VCMPPD.BCST       $0x11, tconst<>+312(SB), Z6, K2
 	VMOVAPD           Z8, K2, Z1
-	VCMPPD.BCST       $0x11, tconst<>+208(SB), Z5, K2
+	VCMPPD.BCST       $0x11, tconst<>+312(SB), Z5, K2
 	VMOVAPD           Z9, K2, Z0
 	VCVTPD2PS         Z1, Y7
 	VCVTPD2PS         Z0, Y0
 	VINSERTF32X8      $0x01, Y0, Z7, Z0
-	VPTERNLOGD.BCST   $0xd8, tconst<>+864(SB), Z4, Z0
+	VPTERNLOGD.BCST   $0xd8, tconst<>+728(SB), Z4, Z0
 	VFPCLASSPSZ       $0x99, Z4, K2
 	KORTESTW          K2, K2
 	JZ                erfF32AVX512_store_tail
@@ -8305,10 +8225,10 @@ TEXT ·erfGradF32AVX512(SB), NOSPLIT, $0-40
 	MOVQ         n+24(FP), DX
 	MOVQ         grad+16(FP), BX
 	MOVQ         sp+32(FP), SI
-	VBROADCASTSD tconst<>+0(SB), Z0
-	VBROADCASTSD tconst<>+8(SB), Z0
-	VMOVUPD      tconst<>+1304(SB), Z2
-	VMOVUPD      tconst<>+1368(SB), Z3
+	VBROADCASTSD tconst<>+104(SB), Z0
+	VBROADCASTSD tconst<>+112(SB), Z0
+	VMOVUPD      tconst<>+1216(SB), Z2
+	VMOVUPD      tconst<>+1280(SB), Z3
 
 erfGradF32AVX512_loop:
 	CMPQ              DX, $0x00000010
@@ -8320,44 +8240,44 @@ erfGradF32AVX512_loop:
 	VCVTPS2PD         Y1, Z7
 	VMULPD            Z6, Z6, Z6
 	VMULPD            Z7, Z7, Z7
-	VXORPD.BCST       tconst<>+1152(SB), Z6, Z6
-	VXORPD.BCST       tconst<>+1152(SB), Z7, Z7
-	VMAXPD.BCST       tconst<>+144(SB), Z6, Z6
-	VMAXPD.BCST       tconst<>+144(SB), Z7, Z7
-	VMINPD.BCST       tconst<>+152(SB), Z6, Z6
-	VMINPD.BCST       tconst<>+152(SB), Z7, Z7
+	VXORPD.BCST       tconst<>+1064(SB), Z6, Z6
+	VXORPD.BCST       tconst<>+1064(SB), Z7, Z7
+	VMAXPD.BCST       tconst<>+248(SB), Z6, Z6
+	VMAXPD.BCST       tconst<>+248(SB), Z7, Z7
+	VMINPD.BCST       tconst<>+256(SB), Z6, Z6
+	VMINPD.BCST       tconst<>+256(SB), Z7, Z7
 	VMOVAPD           Z0, Z8
 	VMOVAPD           Z0, Z9
-	VFMADD231PD.BCST  tconst<>+160(SB), Z6, Z8
-	VFMADD231PD.BCST  tconst<>+160(SB), Z7, Z9
+	VFMADD231PD.BCST  tconst<>+264(SB), Z6, Z8
+	VFMADD231PD.BCST  tconst<>+264(SB), Z7, Z9
 	VSUBPD            Z0, Z8, Z10
 	VSUBPD            Z0, Z9, Z11
 	VMOVAPD           Z6, Z6
 	VMOVAPD           Z7, Z7
-	VFNMADD231PD.BCST tconst<>+168(SB), Z10, Z6
-	VFNMADD231PD.BCST tconst<>+168(SB), Z11, Z7
-	VFNMADD231PD.BCST tconst<>+176(SB), Z10, Z6
-	VFNMADD231PD.BCST tconst<>+176(SB), Z11, Z7
-	VBROADCASTSD      tconst<>+184(SB), Z12
-	VBROADCASTSD      tconst<>+184(SB), Z13
-	VFMADD213PD.BCST  tconst<>+192(SB), Z6, Z12
-	VFMADD213PD.BCST  tconst<>+192(SB), Z7, Z13
-	VFMADD213PD.BCST  tconst<>+200(SB), Z6, Z12
-	VFMADD213PD.BCST  tconst<>+200(SB), Z7, Z13
+	VFNMADD231PD.BCST tconst<>+272(SB), Z10, Z6
+	VFNMADD231PD.BCST tconst<>+272(SB), Z11, Z7
+	VFNMADD231PD.BCST tconst<>+280(SB), Z10, Z6
+	VFNMADD231PD.BCST tconst<>+280(SB), Z11, Z7
+	VBROADCASTSD      tconst<>+288(SB), Z12
+	VBROADCASTSD      tconst<>+288(SB), Z13
+	VFMADD213PD.BCST  tconst<>+296(SB), Z6, Z12
+	VFMADD213PD.BCST  tconst<>+296(SB), Z7, Z13
+	VFMADD213PD.BCST  tconst<>+304(SB), Z6, Z12
+	VFMADD213PD.BCST  tconst<>+304(SB), Z7, Z13
 	VMULPD            Z6, Z6, Z14
 	VMULPD            Z7, Z7, Z15
 	VFMADD213PD       Z6, Z14, Z12
 	VFMADD213PD       Z7, Z15, Z13
 	VPERMI2PD         Z3, Z2, Z8
 	VPERMI2PD         Z3, Z2, Z9
-	VMULPD.BCST       tconst<>+208(SB), Z10, Z10
-	VMULPD.BCST       tconst<>+208(SB), Z11, Z11
+	VMULPD.BCST       tconst<>+312(SB), Z10, Z10
+	VMULPD.BCST       tconst<>+312(SB), Z11, Z11
 	VFMADD213PD       Z8, Z8, Z12
 	VFMADD213PD       Z9, Z9, Z13
 	VSCALEFPD         Z10, Z12, Z6
 	VSCALEFPD         Z11, Z13, Z7
-	VMULPD.BCST       tconst<>+1296(SB), Z6, Z6
-	VMULPD.BCST       tconst<>+1296(SB), Z7, Z7
+	VMULPD.BCST       tconst<>+1208(SB), Z6, Z6
+	VMULPD.BCST       tconst<>+1208(SB), Z7, Z7
 	VCVTPS2PD         Y5, Z8
 	VEXTRACTF32X8     $0x01, Z5, Y1
 	VCVTPS2PD         Y1, Z9
@@ -8397,44 +8317,44 @@ erfGradF32AVX512_tail:
 	VCVTPS2PD         Y1, Z7
 	VMULPD            Z6, Z6, Z6
 	VMULPD            Z7, Z7, Z7
-	VXORPD.BCST       tconst<>+1152(SB), Z6, Z6
-	VXORPD.BCST       tconst<>+1152(SB), Z7, Z7
-	VMAXPD.BCST       tconst<>+144(SB), Z6, Z6
-	VMAXPD.BCST       tconst<>+144(SB), Z7, Z7
-	VMINPD.BCST       tconst<>+152(SB), Z6, Z6
-	VMINPD.BCST       tconst<>+152(SB), Z7, Z7
+	VXORPD.BCST       tconst<>+1064(SB), Z6, Z6
+	VXORPD.BCST       tconst<>+1064(SB), Z7, Z7
+	VMAXPD.BCST       tconst<>+248(SB), Z6, Z6
+	VMAXPD.BCST       tconst<>+248(SB), Z7, Z7
+	VMINPD.BCST       tconst<>+256(SB), Z6, Z6
+	VMINPD.BCST       tconst<>+256(SB), Z7, Z7
 	VMOVAPD           Z0, Z8
 	VMOVAPD           Z0, Z9
-	VFMADD231PD.BCST  tconst<>+160(SB), Z6, Z8
-	VFMADD231PD.BCST  tconst<>+160(SB), Z7, Z9
+	VFMADD231PD.BCST  tconst<>+264(SB), Z6, Z8
+	VFMADD231PD.BCST  tconst<>+264(SB), Z7, Z9
 	VSUBPD            Z0, Z8, Z10
 	VSUBPD            Z0, Z9, Z0
 	VMOVAPD           Z6, Z6
 	VMOVAPD           Z7, Z7
-	VFNMADD231PD.BCST tconst<>+168(SB), Z10, Z6
-	VFNMADD231PD.BCST tconst<>+168(SB), Z0, Z7
-	VFNMADD231PD.BCST tconst<>+176(SB), Z10, Z6
-	VFNMADD231PD.BCST tconst<>+176(SB), Z0, Z7
-	VBROADCASTSD      tconst<>+184(SB), Z11
-	VBROADCASTSD      tconst<>+184(SB), Z12
-	VFMADD213PD.BCST  tconst<>+192(SB), Z6, Z11
-	VFMADD213PD.BCST  tconst<>+192(SB), Z7, Z12
-	VFMADD213PD.BCST  tconst<>+200(SB), Z6, Z11
-	VFMADD213PD.BCST  tconst<>+200(SB), Z7, Z12
+	VFNMADD231PD.BCST tconst<>+272(SB), Z10, Z6
+	VFNMADD231PD.BCST tconst<>+272(SB), Z0, Z7
+	VFNMADD231PD.BCST tconst<>+280(SB), Z10, Z6
+	VFNMADD231PD.BCST tconst<>+280(SB), Z0, Z7
+	VBROADCASTSD      tconst<>+288(SB), Z11
+	VBROADCASTSD      tconst<>+288(SB), Z12
+	VFMADD213PD.BCST  tconst<>+296(SB), Z6, Z11
+	VFMADD213PD.BCST  tconst<>+296(SB), Z7, Z12
+	VFMADD213PD.BCST  tconst<>+304(SB), Z6, Z11
+	VFMADD213PD.BCST  tconst<>+304(SB), Z7, Z12
 	VMULPD            Z6, Z6, Z13
 	VMULPD            Z7, Z7, Z14
 	VFMADD213PD       Z6, Z13, Z11
 	VFMADD213PD       Z7, Z14, Z12
 	VPERMI2PD         Z3, Z2, Z8
 	VPERMI2PD         Z3, Z2, Z9
-	VMULPD.BCST       tconst<>+208(SB), Z10, Z10
-	VMULPD.BCST       tconst<>+208(SB), Z0, Z0
+	VMULPD.BCST       tconst<>+312(SB), Z10, Z10
+	VMULPD.BCST       tconst<>+312(SB), Z0, Z0
 	VFMADD213PD       Z8, Z8, Z11
 	VFMADD213PD       Z9, Z9, Z12
 	VSCALEFPD         Z10, Z11, Z2
 	VSCALEFPD         Z0, Z12, Z0
-	VMULPD.BCST       tconst<>+1296(SB), Z2, Z2
-	VMULPD.BCST       tconst<>+1296(SB), Z0, Z0
+	VMULPD.BCST       tconst<>+1208(SB), Z2, Z2
+	VMULPD.BCST       tconst<>+1208(SB), Z0, Z0
 	VCVTPS2PD         Y5, Z3
 	VEXTRACTF32X8     $0x01, Z5, Y1
 	VCVTPS2PD         Y1, Z6
@@ -8467,10 +8387,10 @@ TEXT ·sigmoidF32AVX512(SB), NOSPLIT, $0-32
 	MOVQ         x+8(FP), CX
 	MOVQ         n+16(FP), DX
 	MOVQ         sp+24(FP), BX
-	VBROADCASTSD tconst<>+0(SB), Z0
-	VBROADCASTSD tconst<>+8(SB), Z1
-	VMOVUPD      tconst<>+1432(SB), Z2
-	VMOVUPD      tconst<>+1496(SB), Z3
+	VBROADCASTSD tconst<>+104(SB), Z0
+	VBROADCASTSD tconst<>+112(SB), Z1
+	VMOVUPD      tconst<>+1344(SB), Z2
+	VMOVUPD      tconst<>+1408(SB), Z3
 
 sigmoidF32AVX512_loop:
 	CMPQ              DX, $0x00000010
@@ -8479,38 +8399,38 @@ sigmoidF32AVX512_loop:
 	VCVTPS2PD         Y4, Z5
 	VEXTRACTF32X8     $0x01, Z4, Y6
 	VCVTPS2PD         Y6, Z6
-	VMAXPD.BCST       tconst<>+1560(SB), Z5, Z5
-	VMAXPD.BCST       tconst<>+1560(SB), Z6, Z6
-	VMINPD.BCST       tconst<>+1568(SB), Z5, Z5
-	VMINPD.BCST       tconst<>+1568(SB), Z6, Z6
-	VXORPD.BCST       tconst<>+1152(SB), Z5, Z5
-	VXORPD.BCST       tconst<>+1152(SB), Z6, Z6
+	VMAXPD.BCST       tconst<>+1472(SB), Z5, Z5
+	VMAXPD.BCST       tconst<>+1472(SB), Z6, Z6
+	VMINPD.BCST       tconst<>+1480(SB), Z5, Z5
+	VMINPD.BCST       tconst<>+1480(SB), Z6, Z6
+	VXORPD.BCST       tconst<>+1064(SB), Z5, Z5
+	VXORPD.BCST       tconst<>+1064(SB), Z6, Z6
 	VMOVAPD           Z1, Z8
 	VMOVAPD           Z1, Z9
-	VFMADD231PD.BCST  tconst<>+160(SB), Z5, Z8
-	VFMADD231PD.BCST  tconst<>+160(SB), Z6, Z9
+	VFMADD231PD.BCST  tconst<>+264(SB), Z5, Z8
+	VFMADD231PD.BCST  tconst<>+264(SB), Z6, Z9
 	VSUBPD            Z1, Z8, Z10
 	VSUBPD            Z1, Z9, Z11
 	VMOVAPD           Z5, Z5
 	VMOVAPD           Z6, Z6
-	VFNMADD231PD.BCST tconst<>+168(SB), Z10, Z5
-	VFNMADD231PD.BCST tconst<>+168(SB), Z11, Z6
-	VFNMADD231PD.BCST tconst<>+176(SB), Z10, Z5
-	VFNMADD231PD.BCST tconst<>+176(SB), Z11, Z6
-	VBROADCASTSD      tconst<>+184(SB), Z12
-	VBROADCASTSD      tconst<>+184(SB), Z13
-	VFMADD213PD.BCST  tconst<>+192(SB), Z5, Z12
-	VFMADD213PD.BCST  tconst<>+192(SB), Z6, Z13
-	VFMADD213PD.BCST  tconst<>+200(SB), Z5, Z12
-	VFMADD213PD.BCST  tconst<>+200(SB), Z6, Z13
+	VFNMADD231PD.BCST tconst<>+272(SB), Z10, Z5
+	VFNMADD231PD.BCST tconst<>+272(SB), Z11, Z6
+	VFNMADD231PD.BCST tconst<>+280(SB), Z10, Z5
+	VFNMADD231PD.BCST tconst<>+280(SB), Z11, Z6
+	VBROADCASTSD      tconst<>+288(SB), Z12
+	VBROADCASTSD      tconst<>+288(SB), Z13
+	VFMADD213PD.BCST  tconst<>+296(SB), Z5, Z12
+	VFMADD213PD.BCST  tconst<>+296(SB), Z6, Z13
+	VFMADD213PD.BCST  tconst<>+304(SB), Z5, Z12
+	VFMADD213PD.BCST  tconst<>+304(SB), Z6, Z13
 	VMULPD            Z5, Z5, Z14
 	VMULPD            Z6, Z6, Z15
 	VFMADD213PD       Z5, Z14, Z12
 	VFMADD213PD       Z6, Z15, Z13
 	VPERMI2PD         Z3, Z2, Z8
 	VPERMI2PD         Z3, Z2, Z9
-	VMULPD.BCST       tconst<>+208(SB), Z10, Z10
-	VMULPD.BCST       tconst<>+208(SB), Z11, Z11
+	VMULPD.BCST       tconst<>+312(SB), Z10, Z10
+	VMULPD.BCST       tconst<>+312(SB), Z11, Z11
 	VFMADD213PD       Z8, Z8, Z12
 	VFMADD213PD       Z9, Z9, Z13
 	VSCALEFPD         Z10, Z12, Z5
@@ -8549,38 +8469,38 @@ sigmoidF32AVX512_tail:
 	VCVTPS2PD         Y4, Z5
 	VEXTRACTF32X8     $0x01, Z4, Y6
 	VCVTPS2PD         Y6, Z6
-	VMAXPD.BCST       tconst<>+1560(SB), Z5, Z5
-	VMAXPD.BCST       tconst<>+1560(SB), Z6, Z6
-	VMINPD.BCST       tconst<>+1568(SB), Z5, Z5
-	VMINPD.BCST       tconst<>+1568(SB), Z6, Z6
-	VXORPD.BCST       tconst<>+1152(SB), Z5, Z5
-	VXORPD.BCST       tconst<>+1152(SB), Z6, Z6
+	VMAXPD.BCST       tconst<>+1472(SB), Z5, Z5
+	VMAXPD.BCST       tconst<>+1472(SB), Z6, Z6
+	VMINPD.BCST       tconst<>+1480(SB), Z5, Z5
+	VMINPD.BCST       tconst<>+1480(SB), Z6, Z6
+	VXORPD.BCST       tconst<>+1064(SB), Z5, Z5
+	VXORPD.BCST       tconst<>+1064(SB), Z6, Z6
 	VMOVAPD           Z1, Z8
 	VMOVAPD           Z1, Z9
-	VFMADD231PD.BCST  tconst<>+160(SB), Z5, Z8
-	VFMADD231PD.BCST  tconst<>+160(SB), Z6, Z9
+	VFMADD231PD.BCST  tconst<>+264(SB), Z5, Z8
+	VFMADD231PD.BCST  tconst<>+264(SB), Z6, Z9
 	VSUBPD            Z1, Z8, Z10
 	VSUBPD            Z1, Z9, Z1
 	VMOVAPD           Z5, Z5
 	VMOVAPD           Z6, Z6
-	VFNMADD231PD.BCST tconst<>+168(SB), Z10, Z5
-	VFNMADD231PD.BCST tconst<>+168(SB), Z1, Z6
-	VFNMADD231PD.BCST tconst<>+176(SB), Z10, Z5
-	VFNMADD231PD.BCST tconst<>+176(SB), Z1, Z6
-	VBROADCASTSD      tconst<>+184(SB), Z11
-	VBROADCASTSD      tconst<>+184(SB), Z12
-	VFMADD213PD.BCST  tconst<>+192(SB), Z5, Z11
-	VFMADD213PD.BCST  tconst<>+192(SB), Z6, Z12
-	VFMADD213PD.BCST  tconst<>+200(SB), Z5, Z11
-	VFMADD213PD.BCST  tconst<>+200(SB), Z6, Z12
+	VFNMADD231PD.BCST tconst<>+272(SB), Z10, Z5
+	VFNMADD231PD.BCST tconst<>+272(SB), Z1, Z6
+	VFNMADD231PD.BCST tconst<>+280(SB), Z10, Z5
+	VFNMADD231PD.BCST tconst<>+280(SB), Z1, Z6
+	VBROADCASTSD      tconst<>+288(SB), Z11
+	VBROADCASTSD      tconst<>+288(SB), Z12
+	VFMADD213PD.BCST  tconst<>+296(SB), Z5, Z11
+	VFMADD213PD.BCST  tconst<>+296(SB), Z6, Z12
+	VFMADD213PD.BCST  tconst<>+304(SB), Z5, Z11
+	VFMADD213PD.BCST  tconst<>+304(SB), Z6, Z12
 	VMULPD            Z5, Z5, Z13
 	VMULPD            Z6, Z6, Z14
 	VFMADD213PD       Z5, Z13, Z11
 	VFMADD213PD       Z6, Z14, Z12
 	VPERMI2PD         Z3, Z2, Z8
 	VPERMI2PD         Z3, Z2, Z9
-	VMULPD.BCST       tconst<>+208(SB), Z10, Z10
-	VMULPD.BCST       tconst<>+208(SB), Z1, Z1
+	VMULPD.BCST       tconst<>+312(SB), Z10, Z10
+	VMULPD.BCST       tconst<>+312(SB), Z1, Z1
 	VFMADD213PD       Z8, Z8, Z11
 	VFMADD213PD       Z9, Z9, Z12
 	VSCALEFPD         Z10, Z11, Z2
@@ -8617,10 +8537,10 @@ TEXT ·sigmoidGradF32AVX512(SB), NOSPLIT, $0-40
 	MOVQ         n+24(FP), DX
 	MOVQ         grad+16(FP), BX
 	MOVQ         sp+32(FP), SI
-	VBROADCASTSD tconst<>+0(SB), Z0
-	VBROADCASTSD tconst<>+8(SB), Z1
-	VMOVUPD      tconst<>+1576(SB), Z2
-	VMOVUPD      tconst<>+1640(SB), Z3
+	VBROADCASTSD tconst<>+104(SB), Z0
+	VBROADCASTSD tconst<>+112(SB), Z1
+	VMOVUPD      tconst<>+1488(SB), Z2
+	VMOVUPD      tconst<>+1552(SB), Z3
 
 sigmoidGradF32AVX512_loop:
 	CMPQ              DX, $0x00000010
@@ -8630,38 +8550,38 @@ sigmoidGradF32AVX512_loop:
 	VCVTPS2PD         Y4, Z6
 	VEXTRACTF32X8     $0x01, Z4, Y7
 	VCVTPS2PD         Y7, Z7
-	VMAXPD.BCST       tconst<>+1560(SB), Z6, Z6
-	VMAXPD.BCST       tconst<>+1560(SB), Z7, Z7
-	VMINPD.BCST       tconst<>+1568(SB), Z6, Z6
-	VMINPD.BCST       tconst<>+1568(SB), Z7, Z7
-	VXORPD.BCST       tconst<>+1152(SB), Z6, Z6
-	VXORPD.BCST       tconst<>+1152(SB), Z7, Z7
+	VMAXPD.BCST       tconst<>+1472(SB), Z6, Z6
+	VMAXPD.BCST       tconst<>+1472(SB), Z7, Z7
+	VMINPD.BCST       tconst<>+1480(SB), Z6, Z6
+	VMINPD.BCST       tconst<>+1480(SB), Z7, Z7
+	VXORPD.BCST       tconst<>+1064(SB), Z6, Z6
+	VXORPD.BCST       tconst<>+1064(SB), Z7, Z7
 	VMOVAPD           Z1, Z9
 	VMOVAPD           Z1, Z10
-	VFMADD231PD.BCST  tconst<>+160(SB), Z6, Z9
-	VFMADD231PD.BCST  tconst<>+160(SB), Z7, Z10
+	VFMADD231PD.BCST  tconst<>+264(SB), Z6, Z9
+	VFMADD231PD.BCST  tconst<>+264(SB), Z7, Z10
 	VSUBPD            Z1, Z9, Z11
 	VSUBPD            Z1, Z10, Z12
 	VMOVAPD           Z6, Z6
 	VMOVAPD           Z7, Z7
-	VFNMADD231PD.BCST tconst<>+168(SB), Z11, Z6
-	VFNMADD231PD.BCST tconst<>+168(SB), Z12, Z7
-	VFNMADD231PD.BCST tconst<>+176(SB), Z11, Z6
-	VFNMADD231PD.BCST tconst<>+176(SB), Z12, Z7
-	VBROADCASTSD      tconst<>+184(SB), Z13
-	VBROADCASTSD      tconst<>+184(SB), Z14
-	VFMADD213PD.BCST  tconst<>+192(SB), Z6, Z13
-	VFMADD213PD.BCST  tconst<>+192(SB), Z7, Z14
-	VFMADD213PD.BCST  tconst<>+200(SB), Z6, Z13
-	VFMADD213PD.BCST  tconst<>+200(SB), Z7, Z14
+	VFNMADD231PD.BCST tconst<>+272(SB), Z11, Z6
+	VFNMADD231PD.BCST tconst<>+272(SB), Z12, Z7
+	VFNMADD231PD.BCST tconst<>+280(SB), Z11, Z6
+	VFNMADD231PD.BCST tconst<>+280(SB), Z12, Z7
+	VBROADCASTSD      tconst<>+288(SB), Z13
+	VBROADCASTSD      tconst<>+288(SB), Z14
+	VFMADD213PD.BCST  tconst<>+296(SB), Z6, Z13
+	VFMADD213PD.BCST  tconst<>+296(SB), Z7, Z14
+	VFMADD213PD.BCST  tconst<>+304(SB), Z6, Z13
+	VFMADD213PD.BCST  tconst<>+304(SB), Z7, Z14
 	VMULPD            Z6, Z6, Z15
 	VMULPD            Z7, Z7, Z16
 	VFMADD213PD       Z6, Z15, Z13
 	VFMADD213PD       Z7, Z16, Z14
 	VPERMI2PD         Z3, Z2, Z9
 	VPERMI2PD         Z3, Z2, Z10
-	VMULPD.BCST       tconst<>+208(SB), Z11, Z11
-	VMULPD.BCST       tconst<>+208(SB), Z12, Z12
+	VMULPD.BCST       tconst<>+312(SB), Z11, Z11
+	VMULPD.BCST       tconst<>+312(SB), Z12, Z12
 	VFMADD213PD       Z9, Z9, Z13
 	VFMADD213PD       Z10, Z10, Z14
 	VSCALEFPD         Z11, Z13, Z6
@@ -8711,38 +8631,38 @@ sigmoidGradF32AVX512_tail:
 	VCVTPS2PD         Y4, Z6
 	VEXTRACTF32X8     $0x01, Z4, Y7
 	VCVTPS2PD         Y7, Z7
-	VMAXPD.BCST       tconst<>+1560(SB), Z6, Z6
-	VMAXPD.BCST       tconst<>+1560(SB), Z7, Z7
-	VMINPD.BCST       tconst<>+1568(SB), Z6, Z6
-	VMINPD.BCST       tconst<>+1568(SB), Z7, Z7
-	VXORPD.BCST       tconst<>+1152(SB), Z6, Z6
-	VXORPD.BCST       tconst<>+1152(SB), Z7, Z7
+	VMAXPD.BCST       tconst<>+1472(SB), Z6, Z6
+	VMAXPD.BCST       tconst<>+1472(SB), Z7, Z7
+	VMINPD.BCST       tconst<>+1480(SB), Z6, Z6
+	VMINPD.BCST       tconst<>+1480(SB), Z7, Z7
+	VXORPD.BCST       tconst<>+1064(SB), Z6, Z6
+	VXORPD.BCST       tconst<>+1064(SB), Z7, Z7
 	VMOVAPD           Z1, Z9
 	VMOVAPD           Z1, Z10
-	VFMADD231PD.BCST  tconst<>+160(SB), Z6, Z9
-	VFMADD231PD.BCST  tconst<>+160(SB), Z7, Z10
+	VFMADD231PD.BCST  tconst<>+264(SB), Z6, Z9
+	VFMADD231PD.BCST  tconst<>+264(SB), Z7, Z10
 	VSUBPD            Z1, Z9, Z11
 	VSUBPD            Z1, Z10, Z1
 	VMOVAPD           Z6, Z6
 	VMOVAPD           Z7, Z7
-	VFNMADD231PD.BCST tconst<>+168(SB), Z11, Z6
-	VFNMADD231PD.BCST tconst<>+168(SB), Z1, Z7
-	VFNMADD231PD.BCST tconst<>+176(SB), Z11, Z6
-	VFNMADD231PD.BCST tconst<>+176(SB), Z1, Z7
-	VBROADCASTSD      tconst<>+184(SB), Z12
-	VBROADCASTSD      tconst<>+184(SB), Z13
-	VFMADD213PD.BCST  tconst<>+192(SB), Z6, Z12
-	VFMADD213PD.BCST  tconst<>+192(SB), Z7, Z13
-	VFMADD213PD.BCST  tconst<>+200(SB), Z6, Z12
-	VFMADD213PD.BCST  tconst<>+200(SB), Z7, Z13
+	VFNMADD231PD.BCST tconst<>+272(SB), Z11, Z6
+	VFNMADD231PD.BCST tconst<>+272(SB), Z1, Z7
+	VFNMADD231PD.BCST tconst<>+280(SB), Z11, Z6
+	VFNMADD231PD.BCST tconst<>+280(SB), Z1, Z7
+	VBROADCASTSD      tconst<>+288(SB), Z12
+	VBROADCASTSD      tconst<>+288(SB), Z13
+	VFMADD213PD.BCST  tconst<>+296(SB), Z6, Z12
+	VFMADD213PD.BCST  tconst<>+296(SB), Z7, Z13
+	VFMADD213PD.BCST  tconst<>+304(SB), Z6, Z12
+	VFMADD213PD.BCST  tconst<>+304(SB), Z7, Z13
 	VMULPD            Z6, Z6, Z14
 	VMULPD            Z7, Z7, Z15
 	VFMADD213PD       Z6, Z14, Z12
 	VFMADD213PD       Z7, Z15, Z13
 	VPERMI2PD         Z3, Z2, Z9
 	VPERMI2PD         Z3, Z2, Z10
-	VMULPD.BCST       tconst<>+208(SB), Z11, Z11
-	VMULPD.BCST       tconst<>+208(SB), Z1, Z1
+	VMULPD.BCST       tconst<>+312(SB), Z11, Z11
+	VMULPD.BCST       tconst<>+312(SB), Z1, Z1
 	VFMADD213PD       Z9, Z9, Z12
 	VFMADD213PD       Z10, Z10, Z13
 	VSCALEFPD         Z11, Z12, Z2
@@ -8787,10 +8707,10 @@ TEXT ·siluF32AVX512(SB), NOSPLIT, $0-32
 	MOVQ         x+8(FP), CX
 	MOVQ         n+16(FP), DX
 	MOVQ         sp+24(FP), BX
-	VBROADCASTSD tconst<>+0(SB), Z0
-	VBROADCASTSD tconst<>+8(SB), Z1
-	VMOVUPD      tconst<>+1704(SB), Z2
-	VMOVUPD      tconst<>+1768(SB), Z3
+	VBROADCASTSD tconst<>+104(SB), Z0
+	VBROADCASTSD tconst<>+112(SB), Z1
+	VMOVUPD      tconst<>+1616(SB), Z2
+	VMOVUPD      tconst<>+1680(SB), Z3
 
 siluF32AVX512_loop:
 	CMPQ              DX, $0x00000010
@@ -8799,38 +8719,38 @@ siluF32AVX512_loop:
 	VCVTPS2PD         Y4, Z5
 	VEXTRACTF32X8     $0x01, Z4, Y6
 	VCVTPS2PD         Y6, Z6
-	VMAXPD.BCST       tconst<>+1560(SB), Z5, Z7
-	VMAXPD.BCST       tconst<>+1560(SB), Z6, Z8
-	VMINPD.BCST       tconst<>+1568(SB), Z7, Z7
-	VMINPD.BCST       tconst<>+1568(SB), Z8, Z8
-	VXORPD.BCST       tconst<>+1152(SB), Z7, Z7
-	VXORPD.BCST       tconst<>+1152(SB), Z8, Z8
+	VMAXPD.BCST       tconst<>+1472(SB), Z5, Z7
+	VMAXPD.BCST       tconst<>+1472(SB), Z6, Z8
+	VMINPD.BCST       tconst<>+1480(SB), Z7, Z7
+	VMINPD.BCST       tconst<>+1480(SB), Z8, Z8
+	VXORPD.BCST       tconst<>+1064(SB), Z7, Z7
+	VXORPD.BCST       tconst<>+1064(SB), Z8, Z8
 	VMOVAPD           Z1, Z10
 	VMOVAPD           Z1, Z11
-	VFMADD231PD.BCST  tconst<>+160(SB), Z7, Z10
-	VFMADD231PD.BCST  tconst<>+160(SB), Z8, Z11
+	VFMADD231PD.BCST  tconst<>+264(SB), Z7, Z10
+	VFMADD231PD.BCST  tconst<>+264(SB), Z8, Z11
 	VSUBPD            Z1, Z10, Z12
 	VSUBPD            Z1, Z11, Z13
 	VMOVAPD           Z7, Z7
 	VMOVAPD           Z8, Z8
-	VFNMADD231PD.BCST tconst<>+168(SB), Z12, Z7
-	VFNMADD231PD.BCST tconst<>+168(SB), Z13, Z8
-	VFNMADD231PD.BCST tconst<>+176(SB), Z12, Z7
-	VFNMADD231PD.BCST tconst<>+176(SB), Z13, Z8
-	VBROADCASTSD      tconst<>+184(SB), Z14
-	VBROADCASTSD      tconst<>+184(SB), Z15
-	VFMADD213PD.BCST  tconst<>+192(SB), Z7, Z14
-	VFMADD213PD.BCST  tconst<>+192(SB), Z8, Z15
-	VFMADD213PD.BCST  tconst<>+200(SB), Z7, Z14
-	VFMADD213PD.BCST  tconst<>+200(SB), Z8, Z15
+	VFNMADD231PD.BCST tconst<>+272(SB), Z12, Z7
+	VFNMADD231PD.BCST tconst<>+272(SB), Z13, Z8
+	VFNMADD231PD.BCST tconst<>+280(SB), Z12, Z7
+	VFNMADD231PD.BCST tconst<>+280(SB), Z13, Z8
+	VBROADCASTSD      tconst<>+288(SB), Z14
+	VBROADCASTSD      tconst<>+288(SB), Z15
+	VFMADD213PD.BCST  tconst<>+296(SB), Z7, Z14
+	VFMADD213PD.BCST  tconst<>+296(SB), Z8, Z15
+	VFMADD213PD.BCST  tconst<>+304(SB), Z7, Z14
+	VFMADD213PD.BCST  tconst<>+304(SB), Z8, Z15
 	VMULPD            Z7, Z7, Z16
 	VMULPD            Z8, Z8, Z17
 	VFMADD213PD       Z7, Z16, Z14
 	VFMADD213PD       Z8, Z17, Z15
 	VPERMI2PD         Z3, Z2, Z10
 	VPERMI2PD         Z3, Z2, Z11
-	VMULPD.BCST       tconst<>+208(SB), Z12, Z12
-	VMULPD.BCST       tconst<>+208(SB), Z13, Z13
+	VMULPD.BCST       tconst<>+312(SB), Z12, Z12
+	VMULPD.BCST       tconst<>+312(SB), Z13, Z13
 	VFMADD213PD       Z10, Z10, Z14
 	VFMADD213PD       Z11, Z11, Z15
 	VSCALEFPD         Z12, Z14, Z7
@@ -8871,38 +8791,38 @@ siluF32AVX512_tail:
 	VCVTPS2PD         Y4, Z5
 	VEXTRACTF32X8     $0x01, Z4, Y6
 	VCVTPS2PD         Y6, Z6
-	VMAXPD.BCST       tconst<>+1560(SB), Z5, Z7
-	VMAXPD.BCST       tconst<>+1560(SB), Z6, Z8
-	VMINPD.BCST       tconst<>+1568(SB), Z7, Z7
-	VMINPD.BCST       tconst<>+1568(SB), Z8, Z8
-	VXORPD.BCST       tconst<>+1152(SB), Z7, Z7
-	VXORPD.BCST       tconst<>+1152(SB), Z8, Z8
+	VMAXPD.BCST       tconst<>+1472(SB), Z5, Z7
+	VMAXPD.BCST       tconst<>+1472(SB), Z6, Z8
+	VMINPD.BCST       tconst<>+1480(SB), Z7, Z7
+	VMINPD.BCST       tconst<>+1480(SB), Z8, Z8
+	VXORPD.BCST       tconst<>+1064(SB), Z7, Z7
+	VXORPD.BCST       tconst<>+1064(SB), Z8, Z8
 	VMOVAPD           Z1, Z10
 	VMOVAPD           Z1, Z11
-	VFMADD231PD.BCST  tconst<>+160(SB), Z7, Z10
-	VFMADD231PD.BCST  tconst<>+160(SB), Z8, Z11
+	VFMADD231PD.BCST  tconst<>+264(SB), Z7, Z10
+	VFMADD231PD.BCST  tconst<>+264(SB), Z8, Z11
 	VSUBPD            Z1, Z10, Z12
 	VSUBPD            Z1, Z11, Z1
 	VMOVAPD           Z7, Z7
 	VMOVAPD           Z8, Z8
-	VFNMADD231PD.BCST tconst<>+168(SB), Z12, Z7
-	VFNMADD231PD.BCST tconst<>+168(SB), Z1, Z8
-	VFNMADD231PD.BCST tconst<>+176(SB), Z12, Z7
-	VFNMADD231PD.BCST tconst<>+176(SB), Z1, Z8
-	VBROADCASTSD      tconst<>+184(SB), Z13
-	VBROADCASTSD      tconst<>+184(SB), Z14
-	VFMADD213PD.BCST  tconst<>+192(SB), Z7, Z13
-	VFMADD213PD.BCST  tconst<>+192(SB), Z8, Z14
-	VFMADD213PD.BCST  tconst<>+200(SB), Z7, Z13
-	VFMADD213PD.BCST  tconst<>+200(SB), Z8, Z14
+	VFNMADD231PD.BCST tconst<>+272(SB), Z12, Z7
+	VFNMADD231PD.BCST tconst<>+272(SB), Z1, Z8
+	VFNMADD231PD.BCST tconst<>+280(SB), Z12, Z7
+	VFNMADD231PD.BCST tconst<>+280(SB), Z1, Z8
+	VBROADCASTSD      tconst<>+288(SB), Z13
+	VBROADCASTSD      tconst<>+288(SB), Z14
+	VFMADD213PD.BCST  tconst<>+296(SB), Z7, Z13
+	VFMADD213PD.BCST  tconst<>+296(SB), Z8, Z14
+	VFMADD213PD.BCST  tconst<>+304(SB), Z7, Z13
+	VFMADD213PD.BCST  tconst<>+304(SB), Z8, Z14
 	VMULPD            Z7, Z7, Z15
 	VMULPD            Z8, Z8, Z16
 	VFMADD213PD       Z7, Z15, Z13
 	VFMADD213PD       Z8, Z16, Z14
 	VPERMI2PD         Z3, Z2, Z10
 	VPERMI2PD         Z3, Z2, Z11
-	VMULPD.BCST       tconst<>+208(SB), Z12, Z12
-	VMULPD.BCST       tconst<>+208(SB), Z1, Z1
+	VMULPD.BCST       tconst<>+312(SB), Z12, Z12
+	VMULPD.BCST       tconst<>+312(SB), Z1, Z1
 	VFMADD213PD       Z10, Z10, Z13
 	VFMADD213PD       Z11, Z11, Z14
 	VSCALEFPD         Z12, Z13, Z2
@@ -8941,10 +8861,10 @@ TEXT ·siluGradF32AVX512(SB), NOSPLIT, $0-40
 	MOVQ         n+24(FP), DX
 	MOVQ         grad+16(FP), BX
 	MOVQ         sp+32(FP), SI
-	VBROADCASTSD tconst<>+0(SB), Z0
-	VBROADCASTSD tconst<>+8(SB), Z1
-	VMOVUPD      tconst<>+1832(SB), Z2
-	VMOVUPD      tconst<>+1896(SB), Z3
+	VBROADCASTSD tconst<>+104(SB), Z0
+	VBROADCASTSD tconst<>+112(SB), Z1
+	VMOVUPD      tconst<>+1744(SB), Z2
+	VMOVUPD      tconst<>+1808(SB), Z3
 
 siluGradF32AVX512_loop:
 	CMPQ              DX, $0x00000010
@@ -8954,38 +8874,38 @@ siluGradF32AVX512_loop:
 	VCVTPS2PD         Y4, Z6
 	VEXTRACTF32X8     $0x01, Z4, Y7
 	VCVTPS2PD         Y7, Z7
-	VMAXPD.BCST       tconst<>+1560(SB), Z6, Z8
-	VMAXPD.BCST       tconst<>+1560(SB), Z7, Z9
-	VMINPD.BCST       tconst<>+1568(SB), Z8, Z8
-	VMINPD.BCST       tconst<>+1568(SB), Z9, Z9
-	VXORPD.BCST       tconst<>+1152(SB), Z8, Z8
-	VXORPD.BCST       tconst<>+1152(SB), Z9, Z9
+	VMAXPD.BCST       tconst<>+1472(SB), Z6, Z8
+	VMAXPD.BCST       tconst<>+1472(SB), Z7, Z9
+	VMINPD.BCST       tconst<>+1480(SB), Z8, Z8
+	VMINPD.BCST       tconst<>+1480(SB), Z9, Z9
+	VXORPD.BCST       tconst<>+1064(SB), Z8, Z8
+	VXORPD.BCST       tconst<>+1064(SB), Z9, Z9
 	VMOVAPD           Z1, Z11
 	VMOVAPD           Z1, Z12
-	VFMADD231PD.BCST  tconst<>+160(SB), Z8, Z11
-	VFMADD231PD.BCST  tconst<>+160(SB), Z9, Z12
+	VFMADD231PD.BCST  tconst<>+264(SB), Z8, Z11
+	VFMADD231PD.BCST  tconst<>+264(SB), Z9, Z12
 	VSUBPD            Z1, Z11, Z13
 	VSUBPD            Z1, Z12, Z14
 	VMOVAPD           Z8, Z8
 	VMOVAPD           Z9, Z9
-	VFNMADD231PD.BCST tconst<>+168(SB), Z13, Z8
-	VFNMADD231PD.BCST tconst<>+168(SB), Z14, Z9
-	VFNMADD231PD.BCST tconst<>+176(SB), Z13, Z8
-	VFNMADD231PD.BCST tconst<>+176(SB), Z14, Z9
-	VBROADCASTSD      tconst<>+184(SB), Z15
-	VBROADCASTSD      tconst<>+184(SB), Z16
-	VFMADD213PD.BCST  tconst<>+192(SB), Z8, Z15
-	VFMADD213PD.BCST  tconst<>+192(SB), Z9, Z16
-	VFMADD213PD.BCST  tconst<>+200(SB), Z8, Z15
-	VFMADD213PD.BCST  tconst<>+200(SB), Z9, Z16
+	VFNMADD231PD.BCST tconst<>+272(SB), Z13, Z8
+	VFNMADD231PD.BCST tconst<>+272(SB), Z14, Z9
+	VFNMADD231PD.BCST tconst<>+280(SB), Z13, Z8
+	VFNMADD231PD.BCST tconst<>+280(SB), Z14, Z9
+	VBROADCASTSD      tconst<>+288(SB), Z15
+	VBROADCASTSD      tconst<>+288(SB), Z16
+	VFMADD213PD.BCST  tconst<>+296(SB), Z8, Z15
+	VFMADD213PD.BCST  tconst<>+296(SB), Z9, Z16
+	VFMADD213PD.BCST  tconst<>+304(SB), Z8, Z15
+	VFMADD213PD.BCST  tconst<>+304(SB), Z9, Z16
 	VMULPD            Z8, Z8, Z17
 	VMULPD            Z9, Z9, Z18
 	VFMADD213PD       Z8, Z17, Z15
 	VFMADD213PD       Z9, Z18, Z16
 	VPERMI2PD         Z3, Z2, Z11
 	VPERMI2PD         Z3, Z2, Z12
-	VMULPD.BCST       tconst<>+208(SB), Z13, Z13
-	VMULPD.BCST       tconst<>+208(SB), Z14, Z14
+	VMULPD.BCST       tconst<>+312(SB), Z13, Z13
+	VMULPD.BCST       tconst<>+312(SB), Z14, Z14
 	VFMADD213PD       Z11, Z11, Z15
 	VFMADD213PD       Z12, Z12, Z16
 	VSCALEFPD         Z13, Z15, Z8
@@ -9002,29 +8922,29 @@ siluGradF32AVX512_loop:
 	VADDPD            Z0, Z9, Z9
 	VMULPD            Z11, Z8, Z8
 	VMULPD            Z12, Z9, Z9
-	VSUBPD.BCST       tconst<>+1960(SB), Z6, Z6
-	VSUBPD.BCST       tconst<>+1960(SB), Z7, Z7
-	VANDPD.BCST       tconst<>+1000(SB), Z6, Z11
-	VANDPD.BCST       tconst<>+1000(SB), Z7, Z12
-	VCMPPD.BCST       $0x11, tconst<>+1968(SB), Z11, K1
-	VCMPPD.BCST       $0x11, tconst<>+1968(SB), Z12, K2
+	VSUBPD.BCST       tconst<>+1872(SB), Z6, Z6
+	VSUBPD.BCST       tconst<>+1872(SB), Z7, Z7
+	VANDPD.BCST       tconst<>+864(SB), Z6, Z11
+	VANDPD.BCST       tconst<>+864(SB), Z7, Z12
+	VCMPPD.BCST       $0x11, tconst<>+1880(SB), Z11, K1
+	VCMPPD.BCST       $0x11, tconst<>+1880(SB), Z12, K2
 	KORW              K1, K2, K3
 	KORTESTW          K3, K3
 	JZ                root1
-	VSUBPD.BCST       tconst<>+1976(SB), Z6, Z6
-	VSUBPD.BCST       tconst<>+1976(SB), Z7, Z7
-	VBROADCASTSD      tconst<>+1984(SB), Z11
-	VBROADCASTSD      tconst<>+1984(SB), Z12
-	VFMADD213PD.BCST  tconst<>+1992(SB), Z6, Z11
-	VFMADD213PD.BCST  tconst<>+1992(SB), Z7, Z12
-	VFMADD213PD.BCST  tconst<>+2000(SB), Z6, Z11
-	VFMADD213PD.BCST  tconst<>+2000(SB), Z7, Z12
-	VFMADD213PD.BCST  tconst<>+2008(SB), Z6, Z11
-	VFMADD213PD.BCST  tconst<>+2008(SB), Z7, Z12
-	VFMADD213PD.BCST  tconst<>+2016(SB), Z6, Z11
-	VFMADD213PD.BCST  tconst<>+2016(SB), Z7, Z12
-	VFMADD213PD.BCST  tconst<>+2024(SB), Z6, Z11
-	VFMADD213PD.BCST  tconst<>+2024(SB), Z7, Z12
+	VSUBPD.BCST       tconst<>+1888(SB), Z6, Z6
+	VSUBPD.BCST       tconst<>+1888(SB), Z7, Z7
+	VBROADCASTSD      tconst<>+1896(SB), Z11
+	VBROADCASTSD      tconst<>+1896(SB), Z12
+	VFMADD213PD.BCST  tconst<>+1904(SB), Z6, Z11
+	VFMADD213PD.BCST  tconst<>+1904(SB), Z7, Z12
+	VFMADD213PD.BCST  tconst<>+1912(SB), Z6, Z11
+	VFMADD213PD.BCST  tconst<>+1912(SB), Z7, Z12
+	VFMADD213PD.BCST  tconst<>+1920(SB), Z6, Z11
+	VFMADD213PD.BCST  tconst<>+1920(SB), Z7, Z12
+	VFMADD213PD.BCST  tconst<>+1928(SB), Z6, Z11
+	VFMADD213PD.BCST  tconst<>+1928(SB), Z7, Z12
+	VFMADD213PD.BCST  tconst<>+1936(SB), Z6, Z11
+	VFMADD213PD.BCST  tconst<>+1936(SB), Z7, Z12
 	VMULPD            Z6, Z11, Z11
 	VMULPD            Z7, Z12, Z12
 	VMOVAPD           Z11, K1, Z8
@@ -9068,38 +8988,38 @@ siluGradF32AVX512_tail:
 	VCVTPS2PD         Y4, Z6
 	VEXTRACTF32X8     $0x01, Z4, Y7
 	VCVTPS2PD         Y7, Z7
-	VMAXPD.BCST       tconst<>+1560(SB), Z6, Z8
-	VMAXPD.BCST       tconst<>+1560(SB), Z7, Z9
-	VMINPD.BCST       tconst<>+1568(SB), Z8, Z8
-	VMINPD.BCST       tconst<>+1568(SB), Z9, Z9
-	VXORPD.BCST       tconst<>+1152(SB), Z8, Z8
-	VXORPD.BCST       tconst<>+1152(SB), Z9, Z9
+	VMAXPD.BCST       tconst<>+1472(SB), Z6, Z8
+	VMAXPD.BCST       tconst<>+1472(SB), Z7, Z9
+	VMINPD.BCST       tconst<>+1480(SB), Z8, Z8
+	VMINPD.BCST       tconst<>+1480(SB), Z9, Z9
+	VXORPD.BCST       tconst<>+1064(SB), Z8, Z8
+	VXORPD.BCST       tconst<>+1064(SB), Z9, Z9
 	VMOVAPD           Z1, Z11
 	VMOVAPD           Z1, Z12
-	VFMADD231PD.BCST  tconst<>+160(SB), Z8, Z11
-	VFMADD231PD.BCST  tconst<>+160(SB), Z9, Z12
+	VFMADD231PD.BCST  tconst<>+264(SB), Z8, Z11
+	VFMADD231PD.BCST  tconst<>+264(SB), Z9, Z12
 	VSUBPD            Z1, Z11, Z13
 	VSUBPD            Z1, Z12, Z1
 	VMOVAPD           Z8, Z8
 	VMOVAPD           Z9, Z9
-	VFNMADD231PD.BCST tconst<>+168(SB), Z13, Z8
-	VFNMADD231PD.BCST tconst<>+168(SB), Z1, Z9
-	VFNMADD231PD.BCST tconst<>+176(SB), Z13, Z8
-	VFNMADD231PD.BCST tconst<>+176(SB), Z1, Z9
-	VBROADCASTSD      tconst<>+184(SB), Z14
-	VBROADCASTSD      tconst<>+184(SB), Z15
-	VFMADD213PD.BCST  tconst<>+192(SB), Z8, Z14
-	VFMADD213PD.BCST  tconst<>+192(SB), Z9, Z15
-	VFMADD213PD.BCST  tconst<>+200(SB), Z8, Z14
-	VFMADD213PD.BCST  tconst<>+200(SB), Z9, Z15
+	VFNMADD231PD.BCST tconst<>+272(SB), Z13, Z8
+	VFNMADD231PD.BCST tconst<>+272(SB), Z1, Z9
+	VFNMADD231PD.BCST tconst<>+280(SB), Z13, Z8
+	VFNMADD231PD.BCST tconst<>+280(SB), Z1, Z9
+	VBROADCASTSD      tconst<>+288(SB), Z14
+	VBROADCASTSD      tconst<>+288(SB), Z15
+	VFMADD213PD.BCST  tconst<>+296(SB), Z8, Z14
+	VFMADD213PD.BCST  tconst<>+296(SB), Z9, Z15
+	VFMADD213PD.BCST  tconst<>+304(SB), Z8, Z14
+	VFMADD213PD.BCST  tconst<>+304(SB), Z9, Z15
 	VMULPD            Z8, Z8, Z16
 	VMULPD            Z9, Z9, Z17
 	VFMADD213PD       Z8, Z16, Z14
 	VFMADD213PD       Z9, Z17, Z15
 	VPERMI2PD         Z3, Z2, Z11
 	VPERMI2PD         Z3, Z2, Z12
-	VMULPD.BCST       tconst<>+208(SB), Z13, Z13
-	VMULPD.BCST       tconst<>+208(SB), Z1, Z1
+	VMULPD.BCST       tconst<>+312(SB), Z13, Z13
+	VMULPD.BCST       tconst<>+312(SB), Z1, Z1
 	VFMADD213PD       Z11, Z11, Z14
 	VFMADD213PD       Z12, Z12, Z15
 	VSCALEFPD         Z13, Z14, Z2
@@ -9116,29 +9036,29 @@ siluGradF32AVX512_tail:
 	VADDPD            Z0, Z1, Z1
 	VMULPD            Z3, Z2, Z2
 	VMULPD            Z8, Z1, Z1
-	VSUBPD.BCST       tconst<>+1960(SB), Z6, Z0
-	VSUBPD.BCST       tconst<>+1960(SB), Z7, Z3
-	VANDPD.BCST       tconst<>+1000(SB), Z0, Z6
-	VANDPD.BCST       tconst<>+1000(SB), Z3, Z7
-	VCMPPD.BCST       $0x11, tconst<>+1968(SB), Z6, K2
-	VCMPPD.BCST       $0x11, tconst<>+1968(SB), Z7, K3
+	VSUBPD.BCST       tconst<>+1872(SB), Z6, Z0
+	VSUBPD.BCST       tconst<>+1872(SB), Z7, Z3
+	VANDPD.BCST       tconst<>+864(SB), Z0, Z6
+	VANDPD.BCST       tconst<>+864(SB), Z3, Z7
+	VCMPPD.BCST       $0x11, tconst<>+1880(SB), Z6, K2
+	VCMPPD.BCST       $0x11, tconst<>+1880(SB), Z7, K3
 	KORW              K2, K3, K4
 	KORTESTW          K4, K4
 	JZ                root2
-	VSUBPD.BCST       tconst<>+1976(SB), Z0, Z0
-	VSUBPD.BCST       tconst<>+1976(SB), Z3, Z3
-	VBROADCASTSD      tconst<>+1984(SB), Z6
-	VBROADCASTSD      tconst<>+1984(SB), Z7
-	VFMADD213PD.BCST  tconst<>+1992(SB), Z0, Z6
-	VFMADD213PD.BCST  tconst<>+1992(SB), Z3, Z7
-	VFMADD213PD.BCST  tconst<>+2000(SB), Z0, Z6
-	VFMADD213PD.BCST  tconst<>+2000(SB), Z3, Z7
-	VFMADD213PD.BCST  tconst<>+2008(SB), Z0, Z6
-	VFMADD213PD.BCST  tconst<>+2008(SB), Z3, Z7
-	VFMADD213PD.BCST  tconst<>+2016(SB), Z0, Z6
-	VFMADD213PD.BCST  tconst<>+2016(SB), Z3, Z7
-	VFMADD213PD.BCST  tconst<>+2024(SB), Z0, Z6
-	VFMADD213PD.BCST  tconst<>+2024(SB), Z3, Z7
+	VSUBPD.BCST       tconst<>+1888(SB), Z0, Z0
+	VSUBPD.BCST       tconst<>+1888(SB), Z3, Z3
+	VBROADCASTSD      tconst<>+1896(SB), Z6
+	VBROADCASTSD      tconst<>+1896(SB), Z7
+	VFMADD213PD.BCST  tconst<>+1904(SB), Z0, Z6
+	VFMADD213PD.BCST  tconst<>+1904(SB), Z3, Z7
+	VFMADD213PD.BCST  tconst<>+1912(SB), Z0, Z6
+	VFMADD213PD.BCST  tconst<>+1912(SB), Z3, Z7
+	VFMADD213PD.BCST  tconst<>+1920(SB), Z0, Z6
+	VFMADD213PD.BCST  tconst<>+1920(SB), Z3, Z7
+	VFMADD213PD.BCST  tconst<>+1928(SB), Z0, Z6
+	VFMADD213PD.BCST  tconst<>+1928(SB), Z3, Z7
+	VFMADD213PD.BCST  tconst<>+1936(SB), Z0, Z6
+	VFMADD213PD.BCST  tconst<>+1936(SB), Z3, Z7
 	VMULPD            Z0, Z6, Z6
 	VMULPD            Z3, Z7, Z7
 	VMOVAPD           Z6, K2, Z2
@@ -9177,10 +9097,10 @@ TEXT ·geluF32AVX512(SB), NOSPLIT, $0-32
 	MOVQ         x+8(FP), CX
 	MOVQ         n+16(FP), DX
 	MOVQ         sp+24(FP), BX
-	VBROADCASTSD tconst<>+0(SB), Z0
-	VBROADCASTSD tconst<>+8(SB), Z1
-	VMOVUPD      tconst<>+2032(SB), Z2
-	VMOVUPD      tconst<>+2096(SB), Z3
+	VBROADCASTSD tconst<>+104(SB), Z0
+	VBROADCASTSD tconst<>+112(SB), Z1
+	VMOVUPD      tconst<>+1944(SB), Z2
+	VMOVUPD      tconst<>+2008(SB), Z3
 
 geluF32AVX512_loop:
 	CMPQ              DX, $0x00000010
@@ -9191,70 +9111,70 @@ geluF32AVX512_loop:
 	VCVTPS2PD         Y6, Z6
 	VMULPD            Z5, Z5, Z7
 	VMULPD            Z6, Z6, Z8
-	VMULPD.BCST       tconst<>+2160(SB), Z7, Z7
-	VMULPD.BCST       tconst<>+2160(SB), Z8, Z8
-	VMAXPD.BCST       tconst<>+144(SB), Z7, Z7
-	VMAXPD.BCST       tconst<>+144(SB), Z8, Z8
+	VMULPD.BCST       tconst<>+2072(SB), Z7, Z7
+	VMULPD.BCST       tconst<>+2072(SB), Z8, Z8
+	VMAXPD.BCST       tconst<>+248(SB), Z7, Z7
+	VMAXPD.BCST       tconst<>+248(SB), Z8, Z8
 	VMOVAPD           Z1, Z9
 	VMOVAPD           Z1, Z10
-	VFMADD231PD.BCST  tconst<>+160(SB), Z7, Z9
-	VFMADD231PD.BCST  tconst<>+160(SB), Z8, Z10
+	VFMADD231PD.BCST  tconst<>+264(SB), Z7, Z9
+	VFMADD231PD.BCST  tconst<>+264(SB), Z8, Z10
 	VSUBPD            Z1, Z9, Z11
 	VSUBPD            Z1, Z10, Z12
 	VMOVAPD           Z7, Z7
 	VMOVAPD           Z8, Z8
-	VFNMADD231PD.BCST tconst<>+168(SB), Z11, Z7
-	VFNMADD231PD.BCST tconst<>+168(SB), Z12, Z8
-	VFNMADD231PD.BCST tconst<>+176(SB), Z11, Z7
-	VFNMADD231PD.BCST tconst<>+176(SB), Z12, Z8
-	VBROADCASTSD      tconst<>+184(SB), Z14
-	VBROADCASTSD      tconst<>+184(SB), Z15
-	VFMADD213PD.BCST  tconst<>+192(SB), Z7, Z14
-	VFMADD213PD.BCST  tconst<>+192(SB), Z8, Z15
-	VFMADD213PD.BCST  tconst<>+200(SB), Z7, Z14
-	VFMADD213PD.BCST  tconst<>+200(SB), Z8, Z15
+	VFNMADD231PD.BCST tconst<>+272(SB), Z11, Z7
+	VFNMADD231PD.BCST tconst<>+272(SB), Z12, Z8
+	VFNMADD231PD.BCST tconst<>+280(SB), Z11, Z7
+	VFNMADD231PD.BCST tconst<>+280(SB), Z12, Z8
+	VBROADCASTSD      tconst<>+288(SB), Z14
+	VBROADCASTSD      tconst<>+288(SB), Z15
+	VFMADD213PD.BCST  tconst<>+296(SB), Z7, Z14
+	VFMADD213PD.BCST  tconst<>+296(SB), Z8, Z15
+	VFMADD213PD.BCST  tconst<>+304(SB), Z7, Z14
+	VFMADD213PD.BCST  tconst<>+304(SB), Z8, Z15
 	VMULPD            Z7, Z7, Z16
 	VMULPD            Z8, Z8, Z17
 	VFMADD213PD       Z7, Z16, Z14
 	VFMADD213PD       Z8, Z17, Z15
 	VPERMI2PD         Z3, Z2, Z9
 	VPERMI2PD         Z3, Z2, Z10
-	VMULPD.BCST       tconst<>+208(SB), Z11, Z11
-	VMULPD.BCST       tconst<>+208(SB), Z12, Z12
+	VMULPD.BCST       tconst<>+312(SB), Z11, Z11
+	VMULPD.BCST       tconst<>+312(SB), Z12, Z12
 	VFMADD213PD       Z9, Z9, Z14
 	VFMADD213PD       Z10, Z10, Z15
 	VSCALEFPD         Z11, Z14, Z7
 	VSCALEFPD         Z12, Z15, Z8
-	VANDPD.BCST       tconst<>+1000(SB), Z5, Z9
-	VANDPD.BCST       tconst<>+1000(SB), Z6, Z10
-	VMINPD.BCST       tconst<>+2168(SB), Z9, Z9
-	VMINPD.BCST       tconst<>+2168(SB), Z10, Z10
-	VBROADCASTSD      tconst<>+2176(SB), Z11
-	VBROADCASTSD      tconst<>+2176(SB), Z12
-	VFMADD213PD.BCST  tconst<>+2184(SB), Z9, Z11
-	VFMADD213PD.BCST  tconst<>+2184(SB), Z10, Z12
-	VFMADD213PD.BCST  tconst<>+2192(SB), Z9, Z11
-	VFMADD213PD.BCST  tconst<>+2192(SB), Z10, Z12
-	VFMADD213PD.BCST  tconst<>+2200(SB), Z9, Z11
-	VFMADD213PD.BCST  tconst<>+2200(SB), Z10, Z12
-	VFMADD213PD.BCST  tconst<>+2208(SB), Z9, Z11
-	VFMADD213PD.BCST  tconst<>+2208(SB), Z10, Z12
-	VFMADD213PD.BCST  tconst<>+2216(SB), Z9, Z11
-	VFMADD213PD.BCST  tconst<>+2216(SB), Z10, Z12
-	VBROADCASTSD      tconst<>+2224(SB), Z14
-	VBROADCASTSD      tconst<>+2224(SB), Z15
-	VFMADD213PD.BCST  tconst<>+2232(SB), Z9, Z14
-	VFMADD213PD.BCST  tconst<>+2232(SB), Z10, Z15
-	VFMADD213PD.BCST  tconst<>+2240(SB), Z9, Z14
-	VFMADD213PD.BCST  tconst<>+2240(SB), Z10, Z15
-	VFMADD213PD.BCST  tconst<>+2248(SB), Z9, Z14
-	VFMADD213PD.BCST  tconst<>+2248(SB), Z10, Z15
-	VFMADD213PD.BCST  tconst<>+2256(SB), Z9, Z14
-	VFMADD213PD.BCST  tconst<>+2256(SB), Z10, Z15
-	VFMADD213PD.BCST  tconst<>+2264(SB), Z9, Z14
-	VFMADD213PD.BCST  tconst<>+2264(SB), Z10, Z15
-	VFMADD213PD.BCST  tconst<>+0(SB), Z9, Z14
-	VFMADD213PD.BCST  tconst<>+0(SB), Z10, Z15
+	VANDPD.BCST       tconst<>+864(SB), Z5, Z9
+	VANDPD.BCST       tconst<>+864(SB), Z6, Z10
+	VMINPD.BCST       tconst<>+2080(SB), Z9, Z9
+	VMINPD.BCST       tconst<>+2080(SB), Z10, Z10
+	VBROADCASTSD      tconst<>+2088(SB), Z11
+	VBROADCASTSD      tconst<>+2088(SB), Z12
+	VFMADD213PD.BCST  tconst<>+2096(SB), Z9, Z11
+	VFMADD213PD.BCST  tconst<>+2096(SB), Z10, Z12
+	VFMADD213PD.BCST  tconst<>+2104(SB), Z9, Z11
+	VFMADD213PD.BCST  tconst<>+2104(SB), Z10, Z12
+	VFMADD213PD.BCST  tconst<>+2112(SB), Z9, Z11
+	VFMADD213PD.BCST  tconst<>+2112(SB), Z10, Z12
+	VFMADD213PD.BCST  tconst<>+2120(SB), Z9, Z11
+	VFMADD213PD.BCST  tconst<>+2120(SB), Z10, Z12
+	VFMADD213PD.BCST  tconst<>+2128(SB), Z9, Z11
+	VFMADD213PD.BCST  tconst<>+2128(SB), Z10, Z12
+	VBROADCASTSD      tconst<>+2136(SB), Z14
+	VBROADCASTSD      tconst<>+2136(SB), Z15
+	VFMADD213PD.BCST  tconst<>+2144(SB), Z9, Z14
+	VFMADD213PD.BCST  tconst<>+2144(SB), Z10, Z15
+	VFMADD213PD.BCST  tconst<>+2152(SB), Z9, Z14
+	VFMADD213PD.BCST  tconst<>+2152(SB), Z10, Z15
+	VFMADD213PD.BCST  tconst<>+2160(SB), Z9, Z14
+	VFMADD213PD.BCST  tconst<>+2160(SB), Z10, Z15
+	VFMADD213PD.BCST  tconst<>+2168(SB), Z9, Z14
+	VFMADD213PD.BCST  tconst<>+2168(SB), Z10, Z15
+	VFMADD213PD.BCST  tconst<>+2176(SB), Z9, Z14
+	VFMADD213PD.BCST  tconst<>+2176(SB), Z10, Z15
+	VFMADD213PD.BCST  tconst<>+104(SB), Z9, Z14
+	VFMADD213PD.BCST  tconst<>+104(SB), Z10, Z15
 	VDIVPD            Z14, Z11, Z11
 	VDIVPD            Z15, Z12, Z12
 	VMULPD            Z7, Z11, Z11
@@ -9299,70 +9219,70 @@ geluF32AVX512_tail:
 	VCVTPS2PD         Y6, Z6
 	VMULPD            Z5, Z5, Z7
 	VMULPD            Z6, Z6, Z8
-	VMULPD.BCST       tconst<>+2160(SB), Z7, Z7
-	VMULPD.BCST       tconst<>+2160(SB), Z8, Z8
-	VMAXPD.BCST       tconst<>+144(SB), Z7, Z7
-	VMAXPD.BCST       tconst<>+144(SB), Z8, Z8
+	VMULPD.BCST       tconst<>+2072(SB), Z7, Z7
+	VMULPD.BCST       tconst<>+2072(SB), Z8, Z8
+	VMAXPD.BCST       tconst<>+248(SB), Z7, Z7
+	VMAXPD.BCST       tconst<>+248(SB), Z8, Z8
 	VMOVAPD           Z1, Z9
 	VMOVAPD           Z1, Z10
-	VFMADD231PD.BCST  tconst<>+160(SB), Z7, Z9
-	VFMADD231PD.BCST  tconst<>+160(SB), Z8, Z10
+	VFMADD231PD.BCST  tconst<>+264(SB), Z7, Z9
+	VFMADD231PD.BCST  tconst<>+264(SB), Z8, Z10
 	VSUBPD            Z1, Z9, Z11
 	VSUBPD            Z1, Z10, Z1
 	VMOVAPD           Z7, Z7
 	VMOVAPD           Z8, Z8
-	VFNMADD231PD.BCST tconst<>+168(SB), Z11, Z7
-	VFNMADD231PD.BCST tconst<>+168(SB), Z1, Z8
-	VFNMADD231PD.BCST tconst<>+176(SB), Z11, Z7
-	VFNMADD231PD.BCST tconst<>+176(SB), Z1, Z8
-	VBROADCASTSD      tconst<>+184(SB), Z12
-	VBROADCASTSD      tconst<>+184(SB), Z14
-	VFMADD213PD.BCST  tconst<>+192(SB), Z7, Z12
-	VFMADD213PD.BCST  tconst<>+192(SB), Z8, Z14
-	VFMADD213PD.BCST  tconst<>+200(SB), Z7, Z12
-	VFMADD213PD.BCST  tconst<>+200(SB), Z8, Z14
+	VFNMADD231PD.BCST tconst<>+272(SB), Z11, Z7
+	VFNMADD231PD.BCST tconst<>+272(SB), Z1, Z8
+	VFNMADD231PD.BCST tconst<>+280(SB), Z11, Z7
+	VFNMADD231PD.BCST tconst<>+280(SB), Z1, Z8
+	VBROADCASTSD      tconst<>+288(SB), Z12
+	VBROADCASTSD      tconst<>+288(SB), Z14
+	VFMADD213PD.BCST  tconst<>+296(SB), Z7, Z12
+	VFMADD213PD.BCST  tconst<>+296(SB), Z8, Z14
+	VFMADD213PD.BCST  tconst<>+304(SB), Z7, Z12
+	VFMADD213PD.BCST  tconst<>+304(SB), Z8, Z14
 	VMULPD            Z7, Z7, Z15
 	VMULPD            Z8, Z8, Z16
 	VFMADD213PD       Z7, Z15, Z12
 	VFMADD213PD       Z8, Z16, Z14
 	VPERMI2PD         Z3, Z2, Z9
 	VPERMI2PD         Z3, Z2, Z10
-	VMULPD.BCST       tconst<>+208(SB), Z11, Z11
-	VMULPD.BCST       tconst<>+208(SB), Z1, Z1
+	VMULPD.BCST       tconst<>+312(SB), Z11, Z11
+	VMULPD.BCST       tconst<>+312(SB), Z1, Z1
 	VFMADD213PD       Z9, Z9, Z12
 	VFMADD213PD       Z10, Z10, Z14
 	VSCALEFPD         Z11, Z12, Z2
 	VSCALEFPD         Z1, Z14, Z1
-	VANDPD.BCST       tconst<>+1000(SB), Z5, Z3
-	VANDPD.BCST       tconst<>+1000(SB), Z6, Z7
-	VMINPD.BCST       tconst<>+2168(SB), Z3, Z3
-	VMINPD.BCST       tconst<>+2168(SB), Z7, Z7
-	VBROADCASTSD      tconst<>+2176(SB), Z8
-	VBROADCASTSD      tconst<>+2176(SB), Z9
-	VFMADD213PD.BCST  tconst<>+2184(SB), Z3, Z8
-	VFMADD213PD.BCST  tconst<>+2184(SB), Z7, Z9
-	VFMADD213PD.BCST  tconst<>+2192(SB), Z3, Z8
-	VFMADD213PD.BCST  tconst<>+2192(SB), Z7, Z9
-	VFMADD213PD.BCST  tconst<>+2200(SB), Z3, Z8
-	VFMADD213PD.BCST  tconst<>+2200(SB), Z7, Z9
-	VFMADD213PD.BCST  tconst<>+2208(SB), Z3, Z8
-	VFMADD213PD.BCST  tconst<>+2208(SB), Z7, Z9
-	VFMADD213PD.BCST  tconst<>+2216(SB), Z3, Z8
-	VFMADD213PD.BCST  tconst<>+2216(SB), Z7, Z9
-	VBROADCASTSD      tconst<>+2224(SB), Z10
-	VBROADCASTSD      tconst<>+2224(SB), Z11
-	VFMADD213PD.BCST  tconst<>+2232(SB), Z3, Z10
-	VFMADD213PD.BCST  tconst<>+2232(SB), Z7, Z11
-	VFMADD213PD.BCST  tconst<>+2240(SB), Z3, Z10
-	VFMADD213PD.BCST  tconst<>+2240(SB), Z7, Z11
-	VFMADD213PD.BCST  tconst<>+2248(SB), Z3, Z10
-	VFMADD213PD.BCST  tconst<>+2248(SB), Z7, Z11
-	VFMADD213PD.BCST  tconst<>+2256(SB), Z3, Z10
-	VFMADD213PD.BCST  tconst<>+2256(SB), Z7, Z11
-	VFMADD213PD.BCST  tconst<>+2264(SB), Z3, Z10
-	VFMADD213PD.BCST  tconst<>+2264(SB), Z7, Z11
-	VFMADD213PD.BCST  tconst<>+0(SB), Z3, Z10
-	VFMADD213PD.BCST  tconst<>+0(SB), Z7, Z11
+	VANDPD.BCST       tconst<>+864(SB), Z5, Z3
+	VANDPD.BCST       tconst<>+864(SB), Z6, Z7
+	VMINPD.BCST       tconst<>+2080(SB), Z3, Z3
+	VMINPD.BCST       tconst<>+2080(SB), Z7, Z7
+	VBROADCASTSD      tconst<>+2088(SB), Z8
+	VBROADCASTSD      tconst<>+2088(SB), Z9
+	VFMADD213PD.BCST  tconst<>+2096(SB), Z3, Z8
+	VFMADD213PD.BCST  tconst<>+2096(SB), Z7, Z9
+	VFMADD213PD.BCST  tconst<>+2104(SB), Z3, Z8
+	VFMADD213PD.BCST  tconst<>+2104(SB), Z7, Z9
+	VFMADD213PD.BCST  tconst<>+2112(SB), Z3, Z8
+	VFMADD213PD.BCST  tconst<>+2112(SB), Z7, Z9
+	VFMADD213PD.BCST  tconst<>+2120(SB), Z3, Z8
+	VFMADD213PD.BCST  tconst<>+2120(SB), Z7, Z9
+	VFMADD213PD.BCST  tconst<>+2128(SB), Z3, Z8
+	VFMADD213PD.BCST  tconst<>+2128(SB), Z7, Z9
+	VBROADCASTSD      tconst<>+2136(SB), Z10
+	VBROADCASTSD      tconst<>+2136(SB), Z11
+	VFMADD213PD.BCST  tconst<>+2144(SB), Z3, Z10
+	VFMADD213PD.BCST  tconst<>+2144(SB), Z7, Z11
+	VFMADD213PD.BCST  tconst<>+2152(SB), Z3, Z10
+	VFMADD213PD.BCST  tconst<>+2152(SB), Z7, Z11
+	VFMADD213PD.BCST  tconst<>+2160(SB), Z3, Z10
+	VFMADD213PD.BCST  tconst<>+2160(SB), Z7, Z11
+	VFMADD213PD.BCST  tconst<>+2168(SB), Z3, Z10
+	VFMADD213PD.BCST  tconst<>+2168(SB), Z7, Z11
+	VFMADD213PD.BCST  tconst<>+2176(SB), Z3, Z10
+	VFMADD213PD.BCST  tconst<>+2176(SB), Z7, Z11
+	VFMADD213PD.BCST  tconst<>+104(SB), Z3, Z10
+	VFMADD213PD.BCST  tconst<>+104(SB), Z7, Z11
 	VDIVPD            Z10, Z8, Z8
 	VDIVPD            Z11, Z9, Z9
 	VMULPD            Z2, Z8, Z8
@@ -9403,10 +9323,10 @@ TEXT ·geluGradF32AVX512(SB), NOSPLIT, $0-40
 	MOVQ         n+24(FP), DX
 	MOVQ         grad+16(FP), BX
 	MOVQ         sp+32(FP), SI
-	VBROADCASTSD tconst<>+0(SB), Z0
-	VBROADCASTSD tconst<>+8(SB), Z1
-	VMOVUPD      tconst<>+2272(SB), Z2
-	VMOVUPD      tconst<>+2336(SB), Z3
+	VBROADCASTSD tconst<>+104(SB), Z0
+	VBROADCASTSD tconst<>+112(SB), Z1
+	VMOVUPD      tconst<>+2184(SB), Z2
+	VMOVUPD      tconst<>+2248(SB), Z3
 
 geluGradF32AVX512_loop:
 	CMPQ              DX, $0x00000010
@@ -9418,70 +9338,70 @@ geluGradF32AVX512_loop:
 	VCVTPS2PD         Y7, Z7
 	VMULPD            Z6, Z6, Z8
 	VMULPD            Z7, Z7, Z9
-	VMULPD.BCST       tconst<>+2160(SB), Z8, Z8
-	VMULPD.BCST       tconst<>+2160(SB), Z9, Z9
-	VMAXPD.BCST       tconst<>+144(SB), Z8, Z8
-	VMAXPD.BCST       tconst<>+144(SB), Z9, Z9
+	VMULPD.BCST       tconst<>+2072(SB), Z8, Z8
+	VMULPD.BCST       tconst<>+2072(SB), Z9, Z9
+	VMAXPD.BCST       tconst<>+248(SB), Z8, Z8
+	VMAXPD.BCST       tconst<>+248(SB), Z9, Z9
 	VMOVAPD           Z1, Z10
 	VMOVAPD           Z1, Z11
-	VFMADD231PD.BCST  tconst<>+160(SB), Z8, Z10
-	VFMADD231PD.BCST  tconst<>+160(SB), Z9, Z11
+	VFMADD231PD.BCST  tconst<>+264(SB), Z8, Z10
+	VFMADD231PD.BCST  tconst<>+264(SB), Z9, Z11
 	VSUBPD            Z1, Z10, Z12
 	VSUBPD            Z1, Z11, Z13
 	VMOVAPD           Z8, Z8
 	VMOVAPD           Z9, Z9
-	VFNMADD231PD.BCST tconst<>+168(SB), Z12, Z8
-	VFNMADD231PD.BCST tconst<>+168(SB), Z13, Z9
-	VFNMADD231PD.BCST tconst<>+176(SB), Z12, Z8
-	VFNMADD231PD.BCST tconst<>+176(SB), Z13, Z9
-	VBROADCASTSD      tconst<>+184(SB), Z15
-	VBROADCASTSD      tconst<>+184(SB), Z16
-	VFMADD213PD.BCST  tconst<>+192(SB), Z8, Z15
-	VFMADD213PD.BCST  tconst<>+192(SB), Z9, Z16
-	VFMADD213PD.BCST  tconst<>+200(SB), Z8, Z15
-	VFMADD213PD.BCST  tconst<>+200(SB), Z9, Z16
+	VFNMADD231PD.BCST tconst<>+272(SB), Z12, Z8
+	VFNMADD231PD.BCST tconst<>+272(SB), Z13, Z9
+	VFNMADD231PD.BCST tconst<>+280(SB), Z12, Z8
+	VFNMADD231PD.BCST tconst<>+280(SB), Z13, Z9
+	VBROADCASTSD      tconst<>+288(SB), Z15
+	VBROADCASTSD      tconst<>+288(SB), Z16
+	VFMADD213PD.BCST  tconst<>+296(SB), Z8, Z15
+	VFMADD213PD.BCST  tconst<>+296(SB), Z9, Z16
+	VFMADD213PD.BCST  tconst<>+304(SB), Z8, Z15
+	VFMADD213PD.BCST  tconst<>+304(SB), Z9, Z16
 	VMULPD            Z8, Z8, Z17
 	VMULPD            Z9, Z9, Z18
 	VFMADD213PD       Z8, Z17, Z15
 	VFMADD213PD       Z9, Z18, Z16
 	VPERMI2PD         Z3, Z2, Z10
 	VPERMI2PD         Z3, Z2, Z11
-	VMULPD.BCST       tconst<>+208(SB), Z12, Z12
-	VMULPD.BCST       tconst<>+208(SB), Z13, Z13
+	VMULPD.BCST       tconst<>+312(SB), Z12, Z12
+	VMULPD.BCST       tconst<>+312(SB), Z13, Z13
 	VFMADD213PD       Z10, Z10, Z15
 	VFMADD213PD       Z11, Z11, Z16
 	VSCALEFPD         Z12, Z15, Z8
 	VSCALEFPD         Z13, Z16, Z9
-	VANDPD.BCST       tconst<>+1000(SB), Z6, Z10
-	VANDPD.BCST       tconst<>+1000(SB), Z7, Z11
-	VMINPD.BCST       tconst<>+2168(SB), Z10, Z10
-	VMINPD.BCST       tconst<>+2168(SB), Z11, Z11
-	VBROADCASTSD      tconst<>+2176(SB), Z12
-	VBROADCASTSD      tconst<>+2176(SB), Z13
-	VFMADD213PD.BCST  tconst<>+2184(SB), Z10, Z12
-	VFMADD213PD.BCST  tconst<>+2184(SB), Z11, Z13
-	VFMADD213PD.BCST  tconst<>+2192(SB), Z10, Z12
-	VFMADD213PD.BCST  tconst<>+2192(SB), Z11, Z13
-	VFMADD213PD.BCST  tconst<>+2200(SB), Z10, Z12
-	VFMADD213PD.BCST  tconst<>+2200(SB), Z11, Z13
-	VFMADD213PD.BCST  tconst<>+2208(SB), Z10, Z12
-	VFMADD213PD.BCST  tconst<>+2208(SB), Z11, Z13
-	VFMADD213PD.BCST  tconst<>+2216(SB), Z10, Z12
-	VFMADD213PD.BCST  tconst<>+2216(SB), Z11, Z13
-	VBROADCASTSD      tconst<>+2224(SB), Z15
-	VBROADCASTSD      tconst<>+2224(SB), Z16
-	VFMADD213PD.BCST  tconst<>+2232(SB), Z10, Z15
-	VFMADD213PD.BCST  tconst<>+2232(SB), Z11, Z16
-	VFMADD213PD.BCST  tconst<>+2240(SB), Z10, Z15
-	VFMADD213PD.BCST  tconst<>+2240(SB), Z11, Z16
-	VFMADD213PD.BCST  tconst<>+2248(SB), Z10, Z15
-	VFMADD213PD.BCST  tconst<>+2248(SB), Z11, Z16
-	VFMADD213PD.BCST  tconst<>+2256(SB), Z10, Z15
-	VFMADD213PD.BCST  tconst<>+2256(SB), Z11, Z16
-	VFMADD213PD.BCST  tconst<>+2264(SB), Z10, Z15
-	VFMADD213PD.BCST  tconst<>+2264(SB), Z11, Z16
-	VFMADD213PD.BCST  tconst<>+0(SB), Z10, Z15
-	VFMADD213PD.BCST  tconst<>+0(SB), Z11, Z16
+	VANDPD.BCST       tconst<>+864(SB), Z6, Z10
+	VANDPD.BCST       tconst<>+864(SB), Z7, Z11
+	VMINPD.BCST       tconst<>+2080(SB), Z10, Z10
+	VMINPD.BCST       tconst<>+2080(SB), Z11, Z11
+	VBROADCASTSD      tconst<>+2088(SB), Z12
+	VBROADCASTSD      tconst<>+2088(SB), Z13
+	VFMADD213PD.BCST  tconst<>+2096(SB), Z10, Z12
+	VFMADD213PD.BCST  tconst<>+2096(SB), Z11, Z13
+	VFMADD213PD.BCST  tconst<>+2104(SB), Z10, Z12
+	VFMADD213PD.BCST  tconst<>+2104(SB), Z11, Z13
+	VFMADD213PD.BCST  tconst<>+2112(SB), Z10, Z12
+	VFMADD213PD.BCST  tconst<>+2112(SB), Z11, Z13
+	VFMADD213PD.BCST  tconst<>+2120(SB), Z10, Z12
+	VFMADD213PD.BCST  tconst<>+2120(SB), Z11, Z13
+	VFMADD213PD.BCST  tconst<>+2128(SB), Z10, Z12
+	VFMADD213PD.BCST  tconst<>+2128(SB), Z11, Z13
+	VBROADCASTSD      tconst<>+2136(SB), Z15
+	VBROADCASTSD      tconst<>+2136(SB), Z16
+	VFMADD213PD.BCST  tconst<>+2144(SB), Z10, Z15
+	VFMADD213PD.BCST  tconst<>+2144(SB), Z11, Z16
+	VFMADD213PD.BCST  tconst<>+2152(SB), Z10, Z15
+	VFMADD213PD.BCST  tconst<>+2152(SB), Z11, Z16
+	VFMADD213PD.BCST  tconst<>+2160(SB), Z10, Z15
+	VFMADD213PD.BCST  tconst<>+2160(SB), Z11, Z16
+	VFMADD213PD.BCST  tconst<>+2168(SB), Z10, Z15
+	VFMADD213PD.BCST  tconst<>+2168(SB), Z11, Z16
+	VFMADD213PD.BCST  tconst<>+2176(SB), Z10, Z15
+	VFMADD213PD.BCST  tconst<>+2176(SB), Z11, Z16
+	VFMADD213PD.BCST  tconst<>+104(SB), Z10, Z15
+	VFMADD213PD.BCST  tconst<>+104(SB), Z11, Z16
 	VDIVPD            Z15, Z12, Z12
 	VDIVPD            Z16, Z13, Z13
 	VMULPD            Z8, Z12, Z12
@@ -9492,33 +9412,33 @@ geluGradF32AVX512_loop:
 	VMOVAPD           Z12, K1, Z10
 	VPMOVQ2M          Z7, K1
 	VMOVAPD           Z13, K1, Z11
-	VMULPD.BCST       tconst<>+2400(SB), Z8, Z8
-	VMULPD.BCST       tconst<>+2400(SB), Z9, Z9
+	VMULPD.BCST       tconst<>+2312(SB), Z8, Z8
+	VMULPD.BCST       tconst<>+2312(SB), Z9, Z9
 	VFMADD231PD       Z8, Z6, Z10
 	VFMADD231PD       Z9, Z7, Z11
-	VSUBPD.BCST       tconst<>+2408(SB), Z6, Z6
-	VSUBPD.BCST       tconst<>+2408(SB), Z7, Z7
-	VANDPD.BCST       tconst<>+1000(SB), Z6, Z8
-	VANDPD.BCST       tconst<>+1000(SB), Z7, Z9
-	VCMPPD.BCST       $0x11, tconst<>+1968(SB), Z8, K1
-	VCMPPD.BCST       $0x11, tconst<>+1968(SB), Z9, K2
+	VSUBPD.BCST       tconst<>+2320(SB), Z6, Z6
+	VSUBPD.BCST       tconst<>+2320(SB), Z7, Z7
+	VANDPD.BCST       tconst<>+864(SB), Z6, Z8
+	VANDPD.BCST       tconst<>+864(SB), Z7, Z9
+	VCMPPD.BCST       $0x11, tconst<>+1880(SB), Z8, K1
+	VCMPPD.BCST       $0x11, tconst<>+1880(SB), Z9, K2
 	KORW              K1, K2, K3
 	KORTESTW          K3, K3
 	JZ                root3
-	VSUBPD.BCST       tconst<>+2416(SB), Z6, Z6
-	VSUBPD.BCST       tconst<>+2416(SB), Z7, Z7
-	VBROADCASTSD      tconst<>+2424(SB), Z8
-	VBROADCASTSD      tconst<>+2424(SB), Z9
-	VFMADD213PD.BCST  tconst<>+2432(SB), Z6, Z8
-	VFMADD213PD.BCST  tconst<>+2432(SB), Z7, Z9
-	VFMADD213PD.BCST  tconst<>+2440(SB), Z6, Z8
-	VFMADD213PD.BCST  tconst<>+2440(SB), Z7, Z9
-	VFMADD213PD.BCST  tconst<>+2448(SB), Z6, Z8
-	VFMADD213PD.BCST  tconst<>+2448(SB), Z7, Z9
-	VFMADD213PD.BCST  tconst<>+2456(SB), Z6, Z8
-	VFMADD213PD.BCST  tconst<>+2456(SB), Z7, Z9
-	VFMADD213PD.BCST  tconst<>+2464(SB), Z6, Z8
-	VFMADD213PD.BCST  tconst<>+2464(SB), Z7, Z9
+	VSUBPD.BCST       tconst<>+2328(SB), Z6, Z6
+	VSUBPD.BCST       tconst<>+2328(SB), Z7, Z7
+	VBROADCASTSD      tconst<>+2336(SB), Z8
+	VBROADCASTSD      tconst<>+2336(SB), Z9
+	VFMADD213PD.BCST  tconst<>+2344(SB), Z6, Z8
+	VFMADD213PD.BCST  tconst<>+2344(SB), Z7, Z9
+	VFMADD213PD.BCST  tconst<>+2352(SB), Z6, Z8
+	VFMADD213PD.BCST  tconst<>+2352(SB), Z7, Z9
+	VFMADD213PD.BCST  tconst<>+2360(SB), Z6, Z8
+	VFMADD213PD.BCST  tconst<>+2360(SB), Z7, Z9
+	VFMADD213PD.BCST  tconst<>+2368(SB), Z6, Z8
+	VFMADD213PD.BCST  tconst<>+2368(SB), Z7, Z9
+	VFMADD213PD.BCST  tconst<>+2376(SB), Z6, Z8
+	VFMADD213PD.BCST  tconst<>+2376(SB), Z7, Z9
 	VMULPD            Z6, Z8, Z8
 	VMULPD            Z7, Z9, Z9
 	VMOVAPD           Z8, K1, Z10
@@ -9564,70 +9484,70 @@ geluGradF32AVX512_tail:
 	VCVTPS2PD         Y7, Z7
 	VMULPD            Z6, Z6, Z8
 	VMULPD            Z7, Z7, Z9
-	VMULPD.BCST       tconst<>+2160(SB), Z8, Z8
-	VMULPD.BCST       tconst<>+2160(SB), Z9, Z9
-	VMAXPD.BCST       tconst<>+144(SB), Z8, Z8
-	VMAXPD.BCST       tconst<>+144(SB), Z9, Z9
+	VMULPD.BCST       tconst<>+2072(SB), Z8, Z8
+	VMULPD.BCST       tconst<>+2072(SB), Z9, Z9
+	VMAXPD.BCST       tconst<>+248(SB), Z8, Z8
+	VMAXPD.BCST       tconst<>+248(SB), Z9, Z9
 	VMOVAPD           Z1, Z10
 	VMOVAPD           Z1, Z11
-	VFMADD231PD.BCST  tconst<>+160(SB), Z8, Z10
-	VFMADD231PD.BCST  tconst<>+160(SB), Z9, Z11
+	VFMADD231PD.BCST  tconst<>+264(SB), Z8, Z10
+	VFMADD231PD.BCST  tconst<>+264(SB), Z9, Z11
 	VSUBPD            Z1, Z10, Z12
 	VSUBPD            Z1, Z11, Z1
 	VMOVAPD           Z8, Z8
 	VMOVAPD           Z9, Z9
-	VFNMADD231PD.BCST tconst<>+168(SB), Z12, Z8
-	VFNMADD231PD.BCST tconst<>+168(SB), Z1, Z9
-	VFNMADD231PD.BCST tconst<>+176(SB), Z12, Z8
-	VFNMADD231PD.BCST tconst<>+176(SB), Z1, Z9
-	VBROADCASTSD      tconst<>+184(SB), Z13
-	VBROADCASTSD      tconst<>+184(SB), Z15
-	VFMADD213PD.BCST  tconst<>+192(SB), Z8, Z13
-	VFMADD213PD.BCST  tconst<>+192(SB), Z9, Z15
-	VFMADD213PD.BCST  tconst<>+200(SB), Z8, Z13
-	VFMADD213PD.BCST  tconst<>+200(SB), Z9, Z15
+	VFNMADD231PD.BCST tconst<>+272(SB), Z12, Z8
+	VFNMADD231PD.BCST tconst<>+272(SB), Z1, Z9
+	VFNMADD231PD.BCST tconst<>+280(SB), Z12, Z8
+	VFNMADD231PD.BCST tconst<>+280(SB), Z1, Z9
+	VBROADCASTSD      tconst<>+288(SB), Z13
+	VBROADCASTSD      tconst<>+288(SB), Z15
+	VFMADD213PD.BCST  tconst<>+296(SB), Z8, Z13
+	VFMADD213PD.BCST  tconst<>+296(SB), Z9, Z15
+	VFMADD213PD.BCST  tconst<>+304(SB), Z8, Z13
+	VFMADD213PD.BCST  tconst<>+304(SB), Z9, Z15
 	VMULPD            Z8, Z8, Z16
 	VMULPD            Z9, Z9, Z17
 	VFMADD213PD       Z8, Z16, Z13
 	VFMADD213PD       Z9, Z17, Z15
 	VPERMI2PD         Z3, Z2, Z10
 	VPERMI2PD         Z3, Z2, Z11
-	VMULPD.BCST       tconst<>+208(SB), Z12, Z12
-	VMULPD.BCST       tconst<>+208(SB), Z1, Z1
+	VMULPD.BCST       tconst<>+312(SB), Z12, Z12
+	VMULPD.BCST       tconst<>+312(SB), Z1, Z1
 	VFMADD213PD       Z10, Z10, Z13
 	VFMADD213PD       Z11, Z11, Z15
 	VSCALEFPD         Z12, Z13, Z2
 	VSCALEFPD         Z1, Z15, Z1
-	VANDPD.BCST       tconst<>+1000(SB), Z6, Z3
-	VANDPD.BCST       tconst<>+1000(SB), Z7, Z8
-	VMINPD.BCST       tconst<>+2168(SB), Z3, Z3
-	VMINPD.BCST       tconst<>+2168(SB), Z8, Z8
-	VBROADCASTSD      tconst<>+2176(SB), Z9
-	VBROADCASTSD      tconst<>+2176(SB), Z10
-	VFMADD213PD.BCST  tconst<>+2184(SB), Z3, Z9
-	VFMADD213PD.BCST  tconst<>+2184(SB), Z8, Z10
-	VFMADD213PD.BCST  tconst<>+2192(SB), Z3, Z9
-	VFMADD213PD.BCST  tconst<>+2192(SB), Z8, Z10
-	VFMADD213PD.BCST  tconst<>+2200(SB), Z3, Z9
-	VFMADD213PD.BCST  tconst<>+2200(SB), Z8, Z10
-	VFMADD213PD.BCST  tconst<>+2208(SB), Z3, Z9
-	VFMADD213PD.BCST  tconst<>+2208(SB), Z8, Z10
-	VFMADD213PD.BCST  tconst<>+2216(SB), Z3, Z9
-	VFMADD213PD.BCST  tconst<>+2216(SB), Z8, Z10
-	VBROADCASTSD      tconst<>+2224(SB), Z11
-	VBROADCASTSD      tconst<>+2224(SB), Z12
-	VFMADD213PD.BCST  tconst<>+2232(SB), Z3, Z11
-	VFMADD213PD.BCST  tconst<>+2232(SB), Z8, Z12
-	VFMADD213PD.BCST  tconst<>+2240(SB), Z3, Z11
-	VFMADD213PD.BCST  tconst<>+2240(SB), Z8, Z12
-	VFMADD213PD.BCST  tconst<>+2248(SB), Z3, Z11
-	VFMADD213PD.BCST  tconst<>+2248(SB), Z8, Z12
-	VFMADD213PD.BCST  tconst<>+2256(SB), Z3, Z11
-	VFMADD213PD.BCST  tconst<>+2256(SB), Z8, Z12
-	VFMADD213PD.BCST  tconst<>+2264(SB), Z3, Z11
-	VFMADD213PD.BCST  tconst<>+2264(SB), Z8, Z12
-	VFMADD213PD.BCST  tconst<>+0(SB), Z3, Z11
-	VFMADD213PD.BCST  tconst<>+0(SB), Z8, Z12
+	VANDPD.BCST       tconst<>+864(SB), Z6, Z3
+	VANDPD.BCST       tconst<>+864(SB), Z7, Z8
+	VMINPD.BCST       tconst<>+2080(SB), Z3, Z3
+	VMINPD.BCST       tconst<>+2080(SB), Z8, Z8
+	VBROADCASTSD      tconst<>+2088(SB), Z9
+	VBROADCASTSD      tconst<>+2088(SB), Z10
+	VFMADD213PD.BCST  tconst<>+2096(SB), Z3, Z9
+	VFMADD213PD.BCST  tconst<>+2096(SB), Z8, Z10
+	VFMADD213PD.BCST  tconst<>+2104(SB), Z3, Z9
+	VFMADD213PD.BCST  tconst<>+2104(SB), Z8, Z10
+	VFMADD213PD.BCST  tconst<>+2112(SB), Z3, Z9
+	VFMADD213PD.BCST  tconst<>+2112(SB), Z8, Z10
+	VFMADD213PD.BCST  tconst<>+2120(SB), Z3, Z9
+	VFMADD213PD.BCST  tconst<>+2120(SB), Z8, Z10
+	VFMADD213PD.BCST  tconst<>+2128(SB), Z3, Z9
+	VFMADD213PD.BCST  tconst<>+2128(SB), Z8, Z10
+	VBROADCASTSD      tconst<>+2136(SB), Z11
+	VBROADCASTSD      tconst<>+2136(SB), Z12
+	VFMADD213PD.BCST  tconst<>+2144(SB), Z3, Z11
+	VFMADD213PD.BCST  tconst<>+2144(SB), Z8, Z12
+	VFMADD213PD.BCST  tconst<>+2152(SB), Z3, Z11
+	VFMADD213PD.BCST  tconst<>+2152(SB), Z8, Z12
+	VFMADD213PD.BCST  tconst<>+2160(SB), Z3, Z11
+	VFMADD213PD.BCST  tconst<>+2160(SB), Z8, Z12
+	VFMADD213PD.BCST  tconst<>+2168(SB), Z3, Z11
+	VFMADD213PD.BCST  tconst<>+2168(SB), Z8, Z12
+	VFMADD213PD.BCST  tconst<>+2176(SB), Z3, Z11
+	VFMADD213PD.BCST  tconst<>+2176(SB), Z8, Z12
+	VFMADD213PD.BCST  tconst<>+104(SB), Z3, Z11
+	VFMADD213PD.BCST  tconst<>+104(SB), Z8, Z12
 	VDIVPD            Z11, Z9, Z9
 	VDIVPD            Z12, Z10, Z10
 	VMULPD            Z2, Z9, Z9
@@ -9638,33 +9558,33 @@ geluGradF32AVX512_tail:
 	VMOVAPD           Z9, K2, Z3
 	VPMOVQ2M          Z7, K2
 	VMOVAPD           Z10, K2, Z0
-	VMULPD.BCST       tconst<>+2400(SB), Z2, Z2
-	VMULPD.BCST       tconst<>+2400(SB), Z1, Z1
+	VMULPD.BCST       tconst<>+2312(SB), Z2, Z2
+	VMULPD.BCST       tconst<>+2312(SB), Z1, Z1
 	VFMADD231PD       Z2, Z6, Z3
 	VFMADD231PD       Z1, Z7, Z0
-	VSUBPD.BCST       tconst<>+2408(SB), Z6, Z1
-	VSUBPD.BCST       tconst<>+2408(SB), Z7, Z2
-	VANDPD.BCST       tconst<>+1000(SB), Z1, Z6
-	VANDPD.BCST       tconst<>+1000(SB), Z2, Z7
-	VCMPPD.BCST       $0x11, tconst<>+1968(SB), Z6, K2
-	VCMPPD.BCST       $0x11, tconst<>+1968(SB), Z7, K3
+	VSUBPD.BCST       tconst<>+2320(SB), Z6, Z1
+	VSUBPD.BCST       tconst<>+2320(SB), Z7, Z2
+	VANDPD.BCST       tconst<>+864(SB), Z1, Z6
+	VANDPD.BCST       tconst<>+864(SB), Z2, Z7
+	VCMPPD.BCST       $0x11, tconst<>+1880(SB), Z6, K2
+	VCMPPD.BCST       $0x11, tconst<>+1880(SB), Z7, K3
 	KORW              K2, K3, K4
 	KORTESTW          K4, K4
 	JZ                root4
-	VSUBPD.BCST       tconst<>+2416(SB), Z1, Z1
-	VSUBPD.BCST       tconst<>+2416(SB), Z2, Z2
-	VBROADCASTSD      tconst<>+2424(SB), Z6
-	VBROADCASTSD      tconst<>+2424(SB), Z7
-	VFMADD213PD.BCST  tconst<>+2432(SB), Z1, Z6
-	VFMADD213PD.BCST  tconst<>+2432(SB), Z2, Z7
-	VFMADD213PD.BCST  tconst<>+2440(SB), Z1, Z6
-	VFMADD213PD.BCST  tconst<>+2440(SB), Z2, Z7
-	VFMADD213PD.BCST  tconst<>+2448(SB), Z1, Z6
-	VFMADD213PD.BCST  tconst<>+2448(SB), Z2, Z7
-	VFMADD213PD.BCST  tconst<>+2456(SB), Z1, Z6
-	VFMADD213PD.BCST  tconst<>+2456(SB), Z2, Z7
-	VFMADD213PD.BCST  tconst<>+2464(SB), Z1, Z6
-	VFMADD213PD.BCST  tconst<>+2464(SB), Z2, Z7
+	VSUBPD.BCST       tconst<>+2328(SB), Z1, Z1
+	VSUBPD.BCST       tconst<>+2328(SB), Z2, Z2
+	VBROADCASTSD      tconst<>+2336(SB), Z6
+	VBROADCASTSD      tconst<>+2336(SB), Z7
+	VFMADD213PD.BCST  tconst<>+2344(SB), Z1, Z6
+	VFMADD213PD.BCST  tconst<>+2344(SB), Z2, Z7
+	VFMADD213PD.BCST  tconst<>+2352(SB), Z1, Z6
+	VFMADD213PD.BCST  tconst<>+2352(SB), Z2, Z7
+	VFMADD213PD.BCST  tconst<>+2360(SB), Z1, Z6
+	VFMADD213PD.BCST  tconst<>+2360(SB), Z2, Z7
+	VFMADD213PD.BCST  tconst<>+2368(SB), Z1, Z6
+	VFMADD213PD.BCST  tconst<>+2368(SB), Z2, Z7
+	VFMADD213PD.BCST  tconst<>+2376(SB), Z1, Z6
+	VFMADD213PD.BCST  tconst<>+2376(SB), Z2, Z7
 	VMULPD            Z1, Z6, Z6
 	VMULPD            Z2, Z7, Z7
 	VMOVAPD           Z6, K2, Z3
@@ -9703,10 +9623,10 @@ TEXT ·geluTanhF32AVX512(SB), NOSPLIT, $0-32
 	MOVQ         x+8(FP), CX
 	MOVQ         n+16(FP), DX
 	MOVQ         sp+24(FP), BX
-	VBROADCASTSD tconst<>+0(SB), Z0
-	VBROADCASTSD tconst<>+8(SB), Z1
-	VMOVUPD      tconst<>+2472(SB), Z2
-	VMOVUPD      tconst<>+2536(SB), Z3
+	VBROADCASTSD tconst<>+104(SB), Z0
+	VBROADCASTSD tconst<>+112(SB), Z1
+	VMOVUPD      tconst<>+2384(SB), Z2
+	VMOVUPD      tconst<>+2448(SB), Z3
 
 geluTanhF32AVX512_loop:
 	CMPQ              DX, $0x00000010
@@ -9717,44 +9637,44 @@ geluTanhF32AVX512_loop:
 	VCVTPS2PD         Y6, Z6
 	VMULPD            Z5, Z5, Z7
 	VMULPD            Z6, Z6, Z8
-	VMULPD.BCST       tconst<>+2600(SB), Z7, Z7
-	VMULPD.BCST       tconst<>+2600(SB), Z8, Z8
-	VADDPD.BCST       tconst<>+2608(SB), Z7, Z7
-	VADDPD.BCST       tconst<>+2608(SB), Z8, Z8
+	VMULPD.BCST       tconst<>+2512(SB), Z7, Z7
+	VMULPD.BCST       tconst<>+2512(SB), Z8, Z8
+	VADDPD.BCST       tconst<>+2520(SB), Z7, Z7
+	VADDPD.BCST       tconst<>+2520(SB), Z8, Z8
 	VMULPD            Z5, Z7, Z7
 	VMULPD            Z6, Z8, Z8
-	VMAXPD.BCST       tconst<>+2616(SB), Z7, Z7
-	VMAXPD.BCST       tconst<>+2616(SB), Z8, Z8
-	VMINPD.BCST       tconst<>+2624(SB), Z7, Z7
-	VMINPD.BCST       tconst<>+2624(SB), Z8, Z8
-	VXORPD.BCST       tconst<>+1152(SB), Z7, Z7
-	VXORPD.BCST       tconst<>+1152(SB), Z8, Z8
+	VMAXPD.BCST       tconst<>+2528(SB), Z7, Z7
+	VMAXPD.BCST       tconst<>+2528(SB), Z8, Z8
+	VMINPD.BCST       tconst<>+2536(SB), Z7, Z7
+	VMINPD.BCST       tconst<>+2536(SB), Z8, Z8
+	VXORPD.BCST       tconst<>+1064(SB), Z7, Z7
+	VXORPD.BCST       tconst<>+1064(SB), Z8, Z8
 	VMOVAPD           Z1, Z10
 	VMOVAPD           Z1, Z11
-	VFMADD231PD.BCST  tconst<>+160(SB), Z7, Z10
-	VFMADD231PD.BCST  tconst<>+160(SB), Z8, Z11
+	VFMADD231PD.BCST  tconst<>+264(SB), Z7, Z10
+	VFMADD231PD.BCST  tconst<>+264(SB), Z8, Z11
 	VSUBPD            Z1, Z10, Z12
 	VSUBPD            Z1, Z11, Z13
 	VMOVAPD           Z7, Z7
 	VMOVAPD           Z8, Z8
-	VFNMADD231PD.BCST tconst<>+168(SB), Z12, Z7
-	VFNMADD231PD.BCST tconst<>+168(SB), Z13, Z8
-	VFNMADD231PD.BCST tconst<>+176(SB), Z12, Z7
-	VFNMADD231PD.BCST tconst<>+176(SB), Z13, Z8
-	VBROADCASTSD      tconst<>+184(SB), Z14
-	VBROADCASTSD      tconst<>+184(SB), Z15
-	VFMADD213PD.BCST  tconst<>+192(SB), Z7, Z14
-	VFMADD213PD.BCST  tconst<>+192(SB), Z8, Z15
-	VFMADD213PD.BCST  tconst<>+200(SB), Z7, Z14
-	VFMADD213PD.BCST  tconst<>+200(SB), Z8, Z15
+	VFNMADD231PD.BCST tconst<>+272(SB), Z12, Z7
+	VFNMADD231PD.BCST tconst<>+272(SB), Z13, Z8
+	VFNMADD231PD.BCST tconst<>+280(SB), Z12, Z7
+	VFNMADD231PD.BCST tconst<>+280(SB), Z13, Z8
+	VBROADCASTSD      tconst<>+288(SB), Z14
+	VBROADCASTSD      tconst<>+288(SB), Z15
+	VFMADD213PD.BCST  tconst<>+296(SB), Z7, Z14
+	VFMADD213PD.BCST  tconst<>+296(SB), Z8, Z15
+	VFMADD213PD.BCST  tconst<>+304(SB), Z7, Z14
+	VFMADD213PD.BCST  tconst<>+304(SB), Z8, Z15
 	VMULPD            Z7, Z7, Z16
 	VMULPD            Z8, Z8, Z17
 	VFMADD213PD       Z7, Z16, Z14
 	VFMADD213PD       Z8, Z17, Z15
 	VPERMI2PD         Z3, Z2, Z10
 	VPERMI2PD         Z3, Z2, Z11
-	VMULPD.BCST       tconst<>+208(SB), Z12, Z12
-	VMULPD.BCST       tconst<>+208(SB), Z13, Z13
+	VMULPD.BCST       tconst<>+312(SB), Z12, Z12
+	VMULPD.BCST       tconst<>+312(SB), Z13, Z13
 	VFMADD213PD       Z10, Z10, Z14
 	VFMADD213PD       Z11, Z11, Z15
 	VSCALEFPD         Z12, Z14, Z7
@@ -9797,44 +9717,44 @@ geluTanhF32AVX512_tail:
 	VCVTPS2PD         Y6, Z6
 	VMULPD            Z5, Z5, Z7
 	VMULPD            Z6, Z6, Z8
-	VMULPD.BCST       tconst<>+2600(SB), Z7, Z7
-	VMULPD.BCST       tconst<>+2600(SB), Z8, Z8
-	VADDPD.BCST       tconst<>+2608(SB), Z7, Z7
-	VADDPD.BCST       tconst<>+2608(SB), Z8, Z8
+	VMULPD.BCST       tconst<>+2512(SB), Z7, Z7
+	VMULPD.BCST       tconst<>+2512(SB), Z8, Z8
+	VADDPD.BCST       tconst<>+2520(SB), Z7, Z7
+	VADDPD.BCST       tconst<>+2520(SB), Z8, Z8
 	VMULPD            Z5, Z7, Z7
 	VMULPD            Z6, Z8, Z8
-	VMAXPD.BCST       tconst<>+2616(SB), Z7, Z7
-	VMAXPD.BCST       tconst<>+2616(SB), Z8, Z8
-	VMINPD.BCST       tconst<>+2624(SB), Z7, Z7
-	VMINPD.BCST       tconst<>+2624(SB), Z8, Z8
-	VXORPD.BCST       tconst<>+1152(SB), Z7, Z7
-	VXORPD.BCST       tconst<>+1152(SB), Z8, Z8
+	VMAXPD.BCST       tconst<>+2528(SB), Z7, Z7
+	VMAXPD.BCST       tconst<>+2528(SB), Z8, Z8
+	VMINPD.BCST       tconst<>+2536(SB), Z7, Z7
+	VMINPD.BCST       tconst<>+2536(SB), Z8, Z8
+	VXORPD.BCST       tconst<>+1064(SB), Z7, Z7
+	VXORPD.BCST       tconst<>+1064(SB), Z8, Z8
 	VMOVAPD           Z1, Z10
 	VMOVAPD           Z1, Z11
-	VFMADD231PD.BCST  tconst<>+160(SB), Z7, Z10
-	VFMADD231PD.BCST  tconst<>+160(SB), Z8, Z11
+	VFMADD231PD.BCST  tconst<>+264(SB), Z7, Z10
+	VFMADD231PD.BCST  tconst<>+264(SB), Z8, Z11
 	VSUBPD            Z1, Z10, Z12
 	VSUBPD            Z1, Z11, Z1
 	VMOVAPD           Z7, Z7
 	VMOVAPD           Z8, Z8
-	VFNMADD231PD.BCST tconst<>+168(SB), Z12, Z7
-	VFNMADD231PD.BCST tconst<>+168(SB), Z1, Z8
-	VFNMADD231PD.BCST tconst<>+176(SB), Z12, Z7
-	VFNMADD231PD.BCST tconst<>+176(SB), Z1, Z8
-	VBROADCASTSD      tconst<>+184(SB), Z13
-	VBROADCASTSD      tconst<>+184(SB), Z14
-	VFMADD213PD.BCST  tconst<>+192(SB), Z7, Z13
-	VFMADD213PD.BCST  tconst<>+192(SB), Z8, Z14
-	VFMADD213PD.BCST  tconst<>+200(SB), Z7, Z13
-	VFMADD213PD.BCST  tconst<>+200(SB), Z8, Z14
+	VFNMADD231PD.BCST tconst<>+272(SB), Z12, Z7
+	VFNMADD231PD.BCST tconst<>+272(SB), Z1, Z8
+	VFNMADD231PD.BCST tconst<>+280(SB), Z12, Z7
+	VFNMADD231PD.BCST tconst<>+280(SB), Z1, Z8
+	VBROADCASTSD      tconst<>+288(SB), Z13
+	VBROADCASTSD      tconst<>+288(SB), Z14
+	VFMADD213PD.BCST  tconst<>+296(SB), Z7, Z13
+	VFMADD213PD.BCST  tconst<>+296(SB), Z8, Z14
+	VFMADD213PD.BCST  tconst<>+304(SB), Z7, Z13
+	VFMADD213PD.BCST  tconst<>+304(SB), Z8, Z14
 	VMULPD            Z7, Z7, Z15
 	VMULPD            Z8, Z8, Z16
 	VFMADD213PD       Z7, Z15, Z13
 	VFMADD213PD       Z8, Z16, Z14
 	VPERMI2PD         Z3, Z2, Z10
 	VPERMI2PD         Z3, Z2, Z11
-	VMULPD.BCST       tconst<>+208(SB), Z12, Z12
-	VMULPD.BCST       tconst<>+208(SB), Z1, Z1
+	VMULPD.BCST       tconst<>+312(SB), Z12, Z12
+	VMULPD.BCST       tconst<>+312(SB), Z1, Z1
 	VFMADD213PD       Z10, Z10, Z13
 	VFMADD213PD       Z11, Z11, Z14
 	VSCALEFPD         Z12, Z13, Z2
@@ -9873,10 +9793,10 @@ TEXT ·geluTanhGradF32AVX512(SB), NOSPLIT, $0-40
 	MOVQ         n+24(FP), DX
 	MOVQ         grad+16(FP), BX
 	MOVQ         sp+32(FP), SI
-	VBROADCASTSD tconst<>+0(SB), Z0
-	VBROADCASTSD tconst<>+8(SB), Z1
-	VMOVUPD      tconst<>+2632(SB), Z2
-	VMOVUPD      tconst<>+2696(SB), Z3
+	VBROADCASTSD tconst<>+104(SB), Z0
+	VBROADCASTSD tconst<>+112(SB), Z1
+	VMOVUPD      tconst<>+2544(SB), Z2
+	VMOVUPD      tconst<>+2608(SB), Z3
 
 geluTanhGradF32AVX512_loop:
 	CMPQ              DX, $0x00000010
@@ -9888,44 +9808,44 @@ geluTanhGradF32AVX512_loop:
 	VCVTPS2PD         Y7, Z7
 	VMULPD            Z6, Z6, Z8
 	VMULPD            Z7, Z7, Z9
-	VMULPD.BCST       tconst<>+2600(SB), Z8, Z8
-	VMULPD.BCST       tconst<>+2600(SB), Z9, Z9
-	VADDPD.BCST       tconst<>+2608(SB), Z8, Z8
-	VADDPD.BCST       tconst<>+2608(SB), Z9, Z9
+	VMULPD.BCST       tconst<>+2512(SB), Z8, Z8
+	VMULPD.BCST       tconst<>+2512(SB), Z9, Z9
+	VADDPD.BCST       tconst<>+2520(SB), Z8, Z8
+	VADDPD.BCST       tconst<>+2520(SB), Z9, Z9
 	VMULPD            Z6, Z8, Z8
 	VMULPD            Z7, Z9, Z9
-	VMAXPD.BCST       tconst<>+2616(SB), Z8, Z8
-	VMAXPD.BCST       tconst<>+2616(SB), Z9, Z9
-	VMINPD.BCST       tconst<>+2624(SB), Z8, Z8
-	VMINPD.BCST       tconst<>+2624(SB), Z9, Z9
-	VXORPD.BCST       tconst<>+1152(SB), Z8, Z8
-	VXORPD.BCST       tconst<>+1152(SB), Z9, Z9
+	VMAXPD.BCST       tconst<>+2528(SB), Z8, Z8
+	VMAXPD.BCST       tconst<>+2528(SB), Z9, Z9
+	VMINPD.BCST       tconst<>+2536(SB), Z8, Z8
+	VMINPD.BCST       tconst<>+2536(SB), Z9, Z9
+	VXORPD.BCST       tconst<>+1064(SB), Z8, Z8
+	VXORPD.BCST       tconst<>+1064(SB), Z9, Z9
 	VMOVAPD           Z1, Z11
 	VMOVAPD           Z1, Z12
-	VFMADD231PD.BCST  tconst<>+160(SB), Z8, Z11
-	VFMADD231PD.BCST  tconst<>+160(SB), Z9, Z12
+	VFMADD231PD.BCST  tconst<>+264(SB), Z8, Z11
+	VFMADD231PD.BCST  tconst<>+264(SB), Z9, Z12
 	VSUBPD            Z1, Z11, Z13
 	VSUBPD            Z1, Z12, Z14
 	VMOVAPD           Z8, Z8
 	VMOVAPD           Z9, Z9
-	VFNMADD231PD.BCST tconst<>+168(SB), Z13, Z8
-	VFNMADD231PD.BCST tconst<>+168(SB), Z14, Z9
-	VFNMADD231PD.BCST tconst<>+176(SB), Z13, Z8
-	VFNMADD231PD.BCST tconst<>+176(SB), Z14, Z9
-	VBROADCASTSD      tconst<>+184(SB), Z15
-	VBROADCASTSD      tconst<>+184(SB), Z16
-	VFMADD213PD.BCST  tconst<>+192(SB), Z8, Z15
-	VFMADD213PD.BCST  tconst<>+192(SB), Z9, Z16
-	VFMADD213PD.BCST  tconst<>+200(SB), Z8, Z15
-	VFMADD213PD.BCST  tconst<>+200(SB), Z9, Z16
+	VFNMADD231PD.BCST tconst<>+272(SB), Z13, Z8
+	VFNMADD231PD.BCST tconst<>+272(SB), Z14, Z9
+	VFNMADD231PD.BCST tconst<>+280(SB), Z13, Z8
+	VFNMADD231PD.BCST tconst<>+280(SB), Z14, Z9
+	VBROADCASTSD      tconst<>+288(SB), Z15
+	VBROADCASTSD      tconst<>+288(SB), Z16
+	VFMADD213PD.BCST  tconst<>+296(SB), Z8, Z15
+	VFMADD213PD.BCST  tconst<>+296(SB), Z9, Z16
+	VFMADD213PD.BCST  tconst<>+304(SB), Z8, Z15
+	VFMADD213PD.BCST  tconst<>+304(SB), Z9, Z16
 	VMULPD            Z8, Z8, Z17
 	VMULPD            Z9, Z9, Z18
 	VFMADD213PD       Z8, Z17, Z15
 	VFMADD213PD       Z9, Z18, Z16
 	VPERMI2PD         Z3, Z2, Z11
 	VPERMI2PD         Z3, Z2, Z12
-	VMULPD.BCST       tconst<>+208(SB), Z13, Z13
-	VMULPD.BCST       tconst<>+208(SB), Z14, Z14
+	VMULPD.BCST       tconst<>+312(SB), Z13, Z13
+	VMULPD.BCST       tconst<>+312(SB), Z14, Z14
 	VFMADD213PD       Z11, Z11, Z15
 	VFMADD213PD       Z12, Z12, Z16
 	VSCALEFPD         Z13, Z15, Z8
@@ -9936,10 +9856,10 @@ geluTanhGradF32AVX512_loop:
 	VDIVPD            Z12, Z0, Z12
 	VMULPD            Z6, Z6, Z13
 	VMULPD            Z7, Z7, Z14
-	VMULPD.BCST       tconst<>+2760(SB), Z13, Z13
-	VMULPD.BCST       tconst<>+2760(SB), Z14, Z14
-	VADDPD.BCST       tconst<>+2608(SB), Z13, Z13
-	VADDPD.BCST       tconst<>+2608(SB), Z14, Z14
+	VMULPD.BCST       tconst<>+2672(SB), Z13, Z13
+	VMULPD.BCST       tconst<>+2672(SB), Z14, Z14
+	VADDPD.BCST       tconst<>+2520(SB), Z13, Z13
+	VADDPD.BCST       tconst<>+2520(SB), Z14, Z14
 	VMULPD            Z6, Z13, Z13
 	VMULPD            Z7, Z14, Z14
 	VMULPD            Z11, Z8, Z8
@@ -9950,29 +9870,29 @@ geluTanhGradF32AVX512_loop:
 	VADDPD            Z0, Z14, Z14
 	VMULPD            Z11, Z13, Z13
 	VMULPD            Z12, Z14, Z14
-	VSUBPD.BCST       tconst<>+2768(SB), Z6, Z6
-	VSUBPD.BCST       tconst<>+2768(SB), Z7, Z7
-	VANDPD.BCST       tconst<>+1000(SB), Z6, Z8
-	VANDPD.BCST       tconst<>+1000(SB), Z7, Z9
-	VCMPPD.BCST       $0x11, tconst<>+1968(SB), Z8, K1
-	VCMPPD.BCST       $0x11, tconst<>+1968(SB), Z9, K2
+	VSUBPD.BCST       tconst<>+2680(SB), Z6, Z6
+	VSUBPD.BCST       tconst<>+2680(SB), Z7, Z7
+	VANDPD.BCST       tconst<>+864(SB), Z6, Z8
+	VANDPD.BCST       tconst<>+864(SB), Z7, Z9
+	VCMPPD.BCST       $0x11, tconst<>+1880(SB), Z8, K1
+	VCMPPD.BCST       $0x11, tconst<>+1880(SB), Z9, K2
 	KORW              K1, K2, K3
 	KORTESTW          K3, K3
 	JZ                root5
-	VSUBPD.BCST       tconst<>+2776(SB), Z6, Z6
-	VSUBPD.BCST       tconst<>+2776(SB), Z7, Z7
-	VBROADCASTSD      tconst<>+2784(SB), Z8
-	VBROADCASTSD      tconst<>+2784(SB), Z9
-	VFMADD213PD.BCST  tconst<>+2792(SB), Z6, Z8
-	VFMADD213PD.BCST  tconst<>+2792(SB), Z7, Z9
-	VFMADD213PD.BCST  tconst<>+2800(SB), Z6, Z8
-	VFMADD213PD.BCST  tconst<>+2800(SB), Z7, Z9
-	VFMADD213PD.BCST  tconst<>+2808(SB), Z6, Z8
-	VFMADD213PD.BCST  tconst<>+2808(SB), Z7, Z9
-	VFMADD213PD.BCST  tconst<>+2816(SB), Z6, Z8
-	VFMADD213PD.BCST  tconst<>+2816(SB), Z7, Z9
-	VFMADD213PD.BCST  tconst<>+2824(SB), Z6, Z8
-	VFMADD213PD.BCST  tconst<>+2824(SB), Z7, Z9
+	VSUBPD.BCST       tconst<>+2688(SB), Z6, Z6
+	VSUBPD.BCST       tconst<>+2688(SB), Z7, Z7
+	VBROADCASTSD      tconst<>+2696(SB), Z8
+	VBROADCASTSD      tconst<>+2696(SB), Z9
+	VFMADD213PD.BCST  tconst<>+2704(SB), Z6, Z8
+	VFMADD213PD.BCST  tconst<>+2704(SB), Z7, Z9
+	VFMADD213PD.BCST  tconst<>+2712(SB), Z6, Z8
+	VFMADD213PD.BCST  tconst<>+2712(SB), Z7, Z9
+	VFMADD213PD.BCST  tconst<>+2720(SB), Z6, Z8
+	VFMADD213PD.BCST  tconst<>+2720(SB), Z7, Z9
+	VFMADD213PD.BCST  tconst<>+2728(SB), Z6, Z8
+	VFMADD213PD.BCST  tconst<>+2728(SB), Z7, Z9
+	VFMADD213PD.BCST  tconst<>+2736(SB), Z6, Z8
+	VFMADD213PD.BCST  tconst<>+2736(SB), Z7, Z9
 	VMULPD            Z6, Z8, Z8
 	VMULPD            Z7, Z9, Z9
 	VMOVAPD           Z8, K1, Z13
@@ -10018,44 +9938,44 @@ geluTanhGradF32AVX512_tail:
 	VCVTPS2PD         Y7, Z7
 	VMULPD            Z6, Z6, Z8
 	VMULPD            Z7, Z7, Z9
-	VMULPD.BCST       tconst<>+2600(SB), Z8, Z8
-	VMULPD.BCST       tconst<>+2600(SB), Z9, Z9
-	VADDPD.BCST       tconst<>+2608(SB), Z8, Z8
-	VADDPD.BCST       tconst<>+2608(SB), Z9, Z9
+	VMULPD.BCST       tconst<>+2512(SB), Z8, Z8
+	VMULPD.BCST       tconst<>+2512(SB), Z9, Z9
+	VADDPD.BCST       tconst<>+2520(SB), Z8, Z8
+	VADDPD.BCST       tconst<>+2520(SB), Z9, Z9
 	VMULPD            Z6, Z8, Z8
 	VMULPD            Z7, Z9, Z9
-	VMAXPD.BCST       tconst<>+2616(SB), Z8, Z8
-	VMAXPD.BCST       tconst<>+2616(SB), Z9, Z9
-	VMINPD.BCST       tconst<>+2624(SB), Z8, Z8
-	VMINPD.BCST       tconst<>+2624(SB), Z9, Z9
-	VXORPD.BCST       tconst<>+1152(SB), Z8, Z8
-	VXORPD.BCST       tconst<>+1152(SB), Z9, Z9
+	VMAXPD.BCST       tconst<>+2528(SB), Z8, Z8
+	VMAXPD.BCST       tconst<>+2528(SB), Z9, Z9
+	VMINPD.BCST       tconst<>+2536(SB), Z8, Z8
+	VMINPD.BCST       tconst<>+2536(SB), Z9, Z9
+	VXORPD.BCST       tconst<>+1064(SB), Z8, Z8
+	VXORPD.BCST       tconst<>+1064(SB), Z9, Z9
 	VMOVAPD           Z1, Z11
 	VMOVAPD           Z1, Z12
-	VFMADD231PD.BCST  tconst<>+160(SB), Z8, Z11
-	VFMADD231PD.BCST  tconst<>+160(SB), Z9, Z12
+	VFMADD231PD.BCST  tconst<>+264(SB), Z8, Z11
+	VFMADD231PD.BCST  tconst<>+264(SB), Z9, Z12
 	VSUBPD            Z1, Z11, Z13
 	VSUBPD            Z1, Z12, Z1
 	VMOVAPD           Z8, Z8
 	VMOVAPD           Z9, Z9
-	VFNMADD231PD.BCST tconst<>+168(SB), Z13, Z8
-	VFNMADD231PD.BCST tconst<>+168(SB), Z1, Z9
-	VFNMADD231PD.BCST tconst<>+176(SB), Z13, Z8
-	VFNMADD231PD.BCST tconst<>+176(SB), Z1, Z9
-	VBROADCASTSD      tconst<>+184(SB), Z14
-	VBROADCASTSD      tconst<>+184(SB), Z15
-	VFMADD213PD.BCST  tconst<>+192(SB), Z8, Z14
-	VFMADD213PD.BCST  tconst<>+192(SB), Z9, Z15
-	VFMADD213PD.BCST  tconst<>+200(SB), Z8, Z14
-	VFMADD213PD.BCST  tconst<>+200(SB), Z9, Z15
+	VFNMADD231PD.BCST tconst<>+272(SB), Z13, Z8
+	VFNMADD231PD.BCST tconst<>+272(SB), Z1, Z9
+	VFNMADD231PD.BCST tconst<>+280(SB), Z13, Z8
+	VFNMADD231PD.BCST tconst<>+280(SB), Z1, Z9
+	VBROADCASTSD      tconst<>+288(SB), Z14
+	VBROADCASTSD      tconst<>+288(SB), Z15
+	VFMADD213PD.BCST  tconst<>+296(SB), Z8, Z14
+	VFMADD213PD.BCST  tconst<>+296(SB), Z9, Z15
+	VFMADD213PD.BCST  tconst<>+304(SB), Z8, Z14
+	VFMADD213PD.BCST  tconst<>+304(SB), Z9, Z15
 	VMULPD            Z8, Z8, Z16
 	VMULPD            Z9, Z9, Z17
 	VFMADD213PD       Z8, Z16, Z14
 	VFMADD213PD       Z9, Z17, Z15
 	VPERMI2PD         Z3, Z2, Z11
 	VPERMI2PD         Z3, Z2, Z12
-	VMULPD.BCST       tconst<>+208(SB), Z13, Z13
-	VMULPD.BCST       tconst<>+208(SB), Z1, Z1
+	VMULPD.BCST       tconst<>+312(SB), Z13, Z13
+	VMULPD.BCST       tconst<>+312(SB), Z1, Z1
 	VFMADD213PD       Z11, Z11, Z14
 	VFMADD213PD       Z12, Z12, Z15
 	VSCALEFPD         Z13, Z14, Z2
@@ -10066,10 +9986,10 @@ geluTanhGradF32AVX512_tail:
 	VDIVPD            Z8, Z0, Z8
 	VMULPD            Z6, Z6, Z9
 	VMULPD            Z7, Z7, Z11
-	VMULPD.BCST       tconst<>+2760(SB), Z9, Z9
-	VMULPD.BCST       tconst<>+2760(SB), Z11, Z11
-	VADDPD.BCST       tconst<>+2608(SB), Z9, Z9
-	VADDPD.BCST       tconst<>+2608(SB), Z11, Z11
+	VMULPD.BCST       tconst<>+2672(SB), Z9, Z9
+	VMULPD.BCST       tconst<>+2672(SB), Z11, Z11
+	VADDPD.BCST       tconst<>+2520(SB), Z9, Z9
+	VADDPD.BCST       tconst<>+2520(SB), Z11, Z11
 	VMULPD            Z6, Z9, Z9
 	VMULPD            Z7, Z11, Z11
 	VMULPD            Z3, Z2, Z2
@@ -10080,29 +10000,29 @@ geluTanhGradF32AVX512_tail:
 	VADDPD            Z0, Z11, Z11
 	VMULPD            Z3, Z9, Z9
 	VMULPD            Z8, Z11, Z11
-	VSUBPD.BCST       tconst<>+2768(SB), Z6, Z0
-	VSUBPD.BCST       tconst<>+2768(SB), Z7, Z1
-	VANDPD.BCST       tconst<>+1000(SB), Z0, Z2
-	VANDPD.BCST       tconst<>+1000(SB), Z1, Z3
-	VCMPPD.BCST       $0x11, tconst<>+1968(SB), Z2, K2
-	VCMPPD.BCST       $0x11, tconst<>+1968(SB), Z3, K3
+	VSUBPD.BCST       tconst<>+2680(SB), Z6, Z0
+	VSUBPD.BCST       tconst<>+2680(SB), Z7, Z1
+	VANDPD.BCST       tconst<>+864(SB), Z0, Z2
+	VANDPD.BCST       tconst<>+864(SB), Z1, Z3
+	VCMPPD.BCST       $0x11, tconst<>+1880(SB), Z2, K2
+	VCMPPD.BCST       $0x11, tconst<>+1880(SB), Z3, K3
 	KORW              K2, K3, K4
 	KORTESTW          K4, K4
 	JZ                root6
-	VSUBPD.BCST       tconst<>+2776(SB), Z0, Z0
-	VSUBPD.BCST       tconst<>+2776(SB), Z1, Z1
-	VBROADCASTSD      tconst<>+2784(SB), Z2
-	VBROADCASTSD      tconst<>+2784(SB), Z3
-	VFMADD213PD.BCST  tconst<>+2792(SB), Z0, Z2
-	VFMADD213PD.BCST  tconst<>+2792(SB), Z1, Z3
-	VFMADD213PD.BCST  tconst<>+2800(SB), Z0, Z2
-	VFMADD213PD.BCST  tconst<>+2800(SB), Z1, Z3
-	VFMADD213PD.BCST  tconst<>+2808(SB), Z0, Z2
-	VFMADD213PD.BCST  tconst<>+2808(SB), Z1, Z3
-	VFMADD213PD.BCST  tconst<>+2816(SB), Z0, Z2
-	VFMADD213PD.BCST  tconst<>+2816(SB), Z1, Z3
-	VFMADD213PD.BCST  tconst<>+2824(SB), Z0, Z2
-	VFMADD213PD.BCST  tconst<>+2824(SB), Z1, Z3
+	VSUBPD.BCST       tconst<>+2688(SB), Z0, Z0
+	VSUBPD.BCST       tconst<>+2688(SB), Z1, Z1
+	VBROADCASTSD      tconst<>+2696(SB), Z2
+	VBROADCASTSD      tconst<>+2696(SB), Z3
+	VFMADD213PD.BCST  tconst<>+2704(SB), Z0, Z2
+	VFMADD213PD.BCST  tconst<>+2704(SB), Z1, Z3
+	VFMADD213PD.BCST  tconst<>+2712(SB), Z0, Z2
+	VFMADD213PD.BCST  tconst<>+2712(SB), Z1, Z3
+	VFMADD213PD.BCST  tconst<>+2720(SB), Z0, Z2
+	VFMADD213PD.BCST  tconst<>+2720(SB), Z1, Z3
+	VFMADD213PD.BCST  tconst<>+2728(SB), Z0, Z2
+	VFMADD213PD.BCST  tconst<>+2728(SB), Z1, Z3
+	VFMADD213PD.BCST  tconst<>+2736(SB), Z0, Z2
+	VFMADD213PD.BCST  tconst<>+2736(SB), Z1, Z3
 	VMULPD            Z0, Z2, Z2
 	VMULPD            Z1, Z3, Z3
 	VMOVAPD           Z2, K2, Z9
@@ -10134,358 +10054,347 @@ geluTanhGradF32AVX512_done:
 	VZEROUPPER
 	RET
 
-DATA tconst<>+0(SB)/8, $0x3ff0000000000000
-DATA tconst<>+8(SB)/8, $0x4338000000000000
-DATA tconst<>+16(SB)/8, $0x3ff0000000000000
-DATA tconst<>+24(SB)/8, $0x3ff0b5586cf9890f
-DATA tconst<>+32(SB)/8, $0x3ff172b83c7d517b
-DATA tconst<>+40(SB)/8, $0x3ff2387a6e756238
-DATA tconst<>+48(SB)/8, $0x3ff306fe0a31b715
-DATA tconst<>+56(SB)/8, $0x3ff3dea64c123422
-DATA tconst<>+64(SB)/8, $0x3ff4bfdad5362a27
-DATA tconst<>+72(SB)/8, $0x3ff5ab07dd485429
-DATA tconst<>+80(SB)/8, $0x3ff6a09e667f3bcc
-DATA tconst<>+88(SB)/8, $0x3ff7a11473eb0187
-DATA tconst<>+96(SB)/8, $0x3ff8ace5422aa0dc
-DATA tconst<>+104(SB)/8, $0x3ff9c49182a3f090
-DATA tconst<>+112(SB)/8, $0x3ffae89f995ad3ae
-DATA tconst<>+120(SB)/8, $0x3ffc199bdd85529c
-DATA tconst<>+128(SB)/8, $0x3ffd5818dcfba487
-DATA tconst<>+136(SB)/8, $0x3ffea4afa2a490da
-DATA tconst<>+144(SB)/8, $0xc08f400000000000
-DATA tconst<>+152(SB)/8, $0x408f400000000000
-DATA tconst<>+160(SB)/8, $0x40371547652b82fe
-DATA tconst<>+168(SB)/8, $0x3fa62e42fefa0000
-DATA tconst<>+176(SB)/8, $0x3d3cf79abc9e3b3a
-DATA tconst<>+184(SB)/8, $0x3fa5552102101450
-DATA tconst<>+192(SB)/8, $0x3fc55571d829453b
-DATA tconst<>+200(SB)/8, $0x3fe00000006d99e1
-DATA tconst<>+208(SB)/8, $0x3fb0000000000000
-DATA tconst<>+216(SB)/8, $0x3ff0000000000000
-DATA tconst<>+224(SB)/8, $0x3ff0b5586cf9890f
-DATA tconst<>+232(SB)/8, $0x3ff172b83c7d517b
-DATA tconst<>+240(SB)/8, $0x3ff2387a6e756238
-DATA tconst<>+248(SB)/8, $0x3ff306fe0a31b715
-DATA tconst<>+256(SB)/8, $0x3ff3dea64c123422
-DATA tconst<>+264(SB)/8, $0x3ff4bfdad5362a27
-DATA tconst<>+272(SB)/8, $0x3ff5ab07dd485429
-DATA tconst<>+280(SB)/8, $0x3ff6a09e667f3bcc
-DATA tconst<>+288(SB)/8, $0x3ff7a11473eb0187
-DATA tconst<>+296(SB)/8, $0x3ff8ace5422aa0dc
-DATA tconst<>+304(SB)/8, $0x3ff9c49182a3f090
-DATA tconst<>+312(SB)/8, $0x3ffae89f995ad3ae
-DATA tconst<>+320(SB)/8, $0x3ffc199bdd85529c
-DATA tconst<>+328(SB)/8, $0x3ffd5818dcfba487
-DATA tconst<>+336(SB)/8, $0x3ffea4afa2a490da
-DATA tconst<>+344(SB)/8, $0x3fe6600000000000
-DATA tconst<>+352(SB)/8, $0x3ff661ec6a5122f9
-DATA tconst<>+360(SB)/8, $0x3ff571ed3c506b3a
-DATA tconst<>+368(SB)/8, $0x3ff49539e3b2d067
-DATA tconst<>+376(SB)/8, $0x3ff3c995a47babe7
-DATA tconst<>+384(SB)/8, $0x3ff30d190130d190
-DATA tconst<>+392(SB)/8, $0x3ff25e22708092f1
-DATA tconst<>+400(SB)/8, $0x3ff1bb4a4046ed29
-DATA tconst<>+408(SB)/8, $0x3ff12358e75d3033
-DATA tconst<>+416(SB)/8, $0x3ff0953f39010954
-DATA tconst<>+424(SB)/8, $0x3ff0000000000000
-DATA tconst<>+432(SB)/8, $0x3fee573ac901e574
-DATA tconst<>+440(SB)/8, $0x3feca4b3055ee191
-DATA tconst<>+448(SB)/8, $0x3feb2036406c80d9
-DATA tconst<>+456(SB)/8, $0x3fe9c2d14ee4a102
-DATA tconst<>+464(SB)/8, $0x3fe886e5f0abb04a
-DATA tconst<>+472(SB)/8, $0x3fe767dce434a9b1
-DATA tconst<>+480(SB)/8, $0xbfd57bf753c8d1fb
-DATA tconst<>+488(SB)/8, $0xbfd2bef07cdc9355
-DATA tconst<>+496(SB)/8, $0xbfd01eae5626c691
-DATA tconst<>+504(SB)/8, $0xbfcb31d8575bce3b
-DATA tconst<>+512(SB)/8, $0xbfc6574ebe8c1339
-DATA tconst<>+520(SB)/8, $0xbfc1aa2b7e23f729
-DATA tconst<>+528(SB)/8, $0xbfba4e7640b1bc38
-DATA tconst<>+536(SB)/8, $0xbfb1973bd1465561
-DATA tconst<>+544(SB)/8, $0xbfa252f32f8d1840
-DATA tconst<>+552(SB)/8, $0x0000000000000000
-DATA tconst<>+560(SB)/8, $0x3fab42dd711971b9
-DATA tconst<>+568(SB)/8, $0x3fbc5e548f5bc743
-DATA tconst<>+576(SB)/8, $0x3fc526e5e3a1b438
-DATA tconst<>+584(SB)/8, $0x3fcbc286742d8cd4
-DATA tconst<>+592(SB)/8, $0x3fd1058bf9ae4ad4
-DATA tconst<>+600(SB)/8, $0x3fd404308686a7e4
-DATA tconst<>+608(SB)/8, $0xfff0000000000000
-DATA tconst<>+616(SB)/8, $0xbfc55b2eabd36199
-DATA tconst<>+624(SB)/8, $0x3fc99f567725f7ba
-DATA tconst<>+632(SB)/8, $0xbfcfffff6d4ccddd
-DATA tconst<>+640(SB)/8, $0x3fd555552225c7d5
-DATA tconst<>+648(SB)/8, $0xbfe000000000b875
-DATA tconst<>+656(SB)/8, $0x3fe62e42fefa39ef
-DATA tconst<>+664(SB)/8, $0x00000000ff800000
-DATA tconst<>+672(SB)/8, $0x000000007fc00000
-DATA tconst<>+680(SB)/8, $0x3ff0000000000000
-DATA tconst<>+688(SB)/8, $0x3ff0b5586cf9890f
-DATA tconst<>+696(SB)/8, $0x3ff172b83c7d517b
-DATA tconst<>+704(SB)/8, $0x3ff2387a6e756238
-DATA tconst<>+712(SB)/8, $0x3ff306fe0a31b715
-DATA tconst<>+720(SB)/8, $0x3ff3dea64c123422
-DATA tconst<>+728(SB)/8, $0x3ff4bfdad5362a27
-DATA tconst<>+736(SB)/8, $0x3ff5ab07dd485429
-DATA tconst<>+744(SB)/8, $0x3ff6a09e667f3bcc
-DATA tconst<>+752(SB)/8, $0x3ff7a11473eb0187
-DATA tconst<>+760(SB)/8, $0x3ff8ace5422aa0dc
-DATA tconst<>+768(SB)/8, $0x3ff9c49182a3f090
-DATA tconst<>+776(SB)/8, $0x3ffae89f995ad3ae
-DATA tconst<>+784(SB)/8, $0x3ffc199bdd85529c
-DATA tconst<>+792(SB)/8, $0x3ffd5818dcfba487
-DATA tconst<>+800(SB)/8, $0x3ffea4afa2a490da
-DATA tconst<>+808(SB)/8, $0x000000007fffffff
-DATA tconst<>+816(SB)/8, $0x404e000000000000
-DATA tconst<>+824(SB)/8, $0x3f8111171bbf8920
-DATA tconst<>+832(SB)/8, $0x3fa55570aaa97b24
-DATA tconst<>+840(SB)/8, $0x3fc55555555d30e4
-DATA tconst<>+848(SB)/8, $0x3fdfffffffe5bdae
-DATA tconst<>+856(SB)/8, $0x4000000000000000
-DATA tconst<>+864(SB)/8, $0x0000000080000000
-DATA tconst<>+872(SB)/8, $0x3ff0000000000000
-DATA tconst<>+880(SB)/8, $0x3ff0b5586cf9890f
-DATA tconst<>+888(SB)/8, $0x3ff172b83c7d517b
-DATA tconst<>+896(SB)/8, $0x3ff2387a6e756238
-DATA tconst<>+904(SB)/8, $0x3ff306fe0a31b715
-DATA tconst<>+912(SB)/8, $0x3ff3dea64c123422
-DATA tconst<>+920(SB)/8, $0x3ff4bfdad5362a27
-DATA tconst<>+928(SB)/8, $0x3ff5ab07dd485429
-DATA tconst<>+936(SB)/8, $0x3ff6a09e667f3bcc
-DATA tconst<>+944(SB)/8, $0x3ff7a11473eb0187
-DATA tconst<>+952(SB)/8, $0x3ff8ace5422aa0dc
-DATA tconst<>+960(SB)/8, $0x3ff9c49182a3f090
-DATA tconst<>+968(SB)/8, $0x3ffae89f995ad3ae
-DATA tconst<>+976(SB)/8, $0x3ffc199bdd85529c
-DATA tconst<>+984(SB)/8, $0x3ffd5818dcfba487
-DATA tconst<>+992(SB)/8, $0x3ffea4afa2a490da
-DATA tconst<>+1000(SB)/8, $0x7fffffffffffffff
-DATA tconst<>+1008(SB)/8, $0x4010000000000000
-DATA tconst<>+1016(SB)/8, $0x3ff0000000000000
-DATA tconst<>+1024(SB)/8, $0x3ff0b5586cf9890f
-DATA tconst<>+1032(SB)/8, $0x3ff172b83c7d517b
-DATA tconst<>+1040(SB)/8, $0x3ff2387a6e756238
-DATA tconst<>+1048(SB)/8, $0x3ff306fe0a31b715
-DATA tconst<>+1056(SB)/8, $0x3ff3dea64c123422
-DATA tconst<>+1064(SB)/8, $0x3ff4bfdad5362a27
-DATA tconst<>+1072(SB)/8, $0x3ff5ab07dd485429
-DATA tconst<>+1080(SB)/8, $0x3ff6a09e667f3bcc
-DATA tconst<>+1088(SB)/8, $0x3ff7a11473eb0187
-DATA tconst<>+1096(SB)/8, $0x3ff8ace5422aa0dc
-DATA tconst<>+1104(SB)/8, $0x3ff9c49182a3f090
-DATA tconst<>+1112(SB)/8, $0x3ffae89f995ad3ae
-DATA tconst<>+1120(SB)/8, $0x3ffc199bdd85529c
-DATA tconst<>+1128(SB)/8, $0x3ffd5818dcfba487
-DATA tconst<>+1136(SB)/8, $0x3ffea4afa2a490da
-DATA tconst<>+1144(SB)/8, $0x4018000000000000
-DATA tconst<>+1152(SB)/8, $0x8000000000000000
-DATA tconst<>+1160(SB)/8, $0x3f67913eedfa259d
-DATA tconst<>+1168(SB)/8, $0x3fa138ac55b61065
-DATA tconst<>+1176(SB)/8, $0x3fc7e99afd95f731
-DATA tconst<>+1184(SB)/8, $0x3fe3d5c025266e79
-DATA tconst<>+1192(SB)/8, $0x3ff4ae3953b4753e
-DATA tconst<>+1200(SB)/8, $0x3ff9f557fb44e51b
-DATA tconst<>+1208(SB)/8, $0x3ff000000000176a
-DATA tconst<>+1216(SB)/8, $0x3f74e2d304755848
-DATA tconst<>+1224(SB)/8, $0x3fae862c9adb3a69
-DATA tconst<>+1232(SB)/8, $0x3fd55ae37d27c49e
-DATA tconst<>+1240(SB)/8, $0x3ff20e324cc88254
-DATA tconst<>+1248(SB)/8, $0x4003a165aac153fd
-DATA tconst<>+1256(SB)/8, $0x400b2bf0b282e60b
-DATA tconst<>+1264(SB)/8, $0x40060197a5cbaa5b
-DATA tconst<>+1272(SB)/8, $0xbf9b82ce31288b51
-DATA tconst<>+1280(SB)/8, $0x3fbce2f21a042be2
-DATA tconst<>+1288(SB)/8, $0xbfd812746b0379e7
-DATA tconst<>+1296(SB)/8, $0x3ff20dd750429b6d
-DATA tconst<>+1304(SB)/8, $0x3ff0000000000000
-DATA tconst<>+1312(SB)/8, $0x3ff0b5586cf9890f
-DATA tconst<>+1320(SB)/8, $0x3ff172b83c7d517b
-DATA tconst<>+1328(SB)/8, $0x3ff2387a6e756238
-DATA tconst<>+1336(SB)/8, $0x3ff306fe0a31b715
-DATA tconst<>+1344(SB)/8, $0x3ff3dea64c123422
-DATA tconst<>+1352(SB)/8, $0x3ff4bfdad5362a27
-DATA tconst<>+1360(SB)/8, $0x3ff5ab07dd485429
-DATA tconst<>+1368(SB)/8, $0x3ff6a09e667f3bcc
-DATA tconst<>+1376(SB)/8, $0x3ff7a11473eb0187
-DATA tconst<>+1384(SB)/8, $0x3ff8ace5422aa0dc
-DATA tconst<>+1392(SB)/8, $0x3ff9c49182a3f090
-DATA tconst<>+1400(SB)/8, $0x3ffae89f995ad3ae
-DATA tconst<>+1408(SB)/8, $0x3ffc199bdd85529c
-DATA tconst<>+1416(SB)/8, $0x3ffd5818dcfba487
-DATA tconst<>+1424(SB)/8, $0x3ffea4afa2a490da
-DATA tconst<>+1432(SB)/8, $0x3ff0000000000000
-DATA tconst<>+1440(SB)/8, $0x3ff0b5586cf9890f
-DATA tconst<>+1448(SB)/8, $0x3ff172b83c7d517b
-DATA tconst<>+1456(SB)/8, $0x3ff2387a6e756238
-DATA tconst<>+1464(SB)/8, $0x3ff306fe0a31b715
-DATA tconst<>+1472(SB)/8, $0x3ff3dea64c123422
-DATA tconst<>+1480(SB)/8, $0x3ff4bfdad5362a27
-DATA tconst<>+1488(SB)/8, $0x3ff5ab07dd485429
-DATA tconst<>+1496(SB)/8, $0x3ff6a09e667f3bcc
-DATA tconst<>+1504(SB)/8, $0x3ff7a11473eb0187
-DATA tconst<>+1512(SB)/8, $0x3ff8ace5422aa0dc
-DATA tconst<>+1520(SB)/8, $0x3ff9c49182a3f090
-DATA tconst<>+1528(SB)/8, $0x3ffae89f995ad3ae
-DATA tconst<>+1536(SB)/8, $0x3ffc199bdd85529c
-DATA tconst<>+1544(SB)/8, $0x3ffd5818dcfba487
-DATA tconst<>+1552(SB)/8, $0x3ffea4afa2a490da
-DATA tconst<>+1560(SB)/8, $0xc072c00000000000
-DATA tconst<>+1568(SB)/8, $0x4072c00000000000
-DATA tconst<>+1576(SB)/8, $0x3ff0000000000000
-DATA tconst<>+1584(SB)/8, $0x3ff0b5586cf9890f
-DATA tconst<>+1592(SB)/8, $0x3ff172b83c7d517b
-DATA tconst<>+1600(SB)/8, $0x3ff2387a6e756238
-DATA tconst<>+1608(SB)/8, $0x3ff306fe0a31b715
-DATA tconst<>+1616(SB)/8, $0x3ff3dea64c123422
-DATA tconst<>+1624(SB)/8, $0x3ff4bfdad5362a27
-DATA tconst<>+1632(SB)/8, $0x3ff5ab07dd485429
-DATA tconst<>+1640(SB)/8, $0x3ff6a09e667f3bcc
-DATA tconst<>+1648(SB)/8, $0x3ff7a11473eb0187
-DATA tconst<>+1656(SB)/8, $0x3ff8ace5422aa0dc
-DATA tconst<>+1664(SB)/8, $0x3ff9c49182a3f090
-DATA tconst<>+1672(SB)/8, $0x3ffae89f995ad3ae
-DATA tconst<>+1680(SB)/8, $0x3ffc199bdd85529c
-DATA tconst<>+1688(SB)/8, $0x3ffd5818dcfba487
-DATA tconst<>+1696(SB)/8, $0x3ffea4afa2a490da
-DATA tconst<>+1704(SB)/8, $0x3ff0000000000000
-DATA tconst<>+1712(SB)/8, $0x3ff0b5586cf9890f
-DATA tconst<>+1720(SB)/8, $0x3ff172b83c7d517b
-DATA tconst<>+1728(SB)/8, $0x3ff2387a6e756238
-DATA tconst<>+1736(SB)/8, $0x3ff306fe0a31b715
-DATA tconst<>+1744(SB)/8, $0x3ff3dea64c123422
-DATA tconst<>+1752(SB)/8, $0x3ff4bfdad5362a27
-DATA tconst<>+1760(SB)/8, $0x3ff5ab07dd485429
-DATA tconst<>+1768(SB)/8, $0x3ff6a09e667f3bcc
-DATA tconst<>+1776(SB)/8, $0x3ff7a11473eb0187
-DATA tconst<>+1784(SB)/8, $0x3ff8ace5422aa0dc
-DATA tconst<>+1792(SB)/8, $0x3ff9c49182a3f090
-DATA tconst<>+1800(SB)/8, $0x3ffae89f995ad3ae
-DATA tconst<>+1808(SB)/8, $0x3ffc199bdd85529c
-DATA tconst<>+1816(SB)/8, $0x3ffd5818dcfba487
-DATA tconst<>+1824(SB)/8, $0x3ffea4afa2a490da
-DATA tconst<>+1832(SB)/8, $0x3ff0000000000000
-DATA tconst<>+1840(SB)/8, $0x3ff0b5586cf9890f
-DATA tconst<>+1848(SB)/8, $0x3ff172b83c7d517b
-DATA tconst<>+1856(SB)/8, $0x3ff2387a6e756238
-DATA tconst<>+1864(SB)/8, $0x3ff306fe0a31b715
-DATA tconst<>+1872(SB)/8, $0x3ff3dea64c123422
-DATA tconst<>+1880(SB)/8, $0x3ff4bfdad5362a27
-DATA tconst<>+1888(SB)/8, $0x3ff5ab07dd485429
-DATA tconst<>+1896(SB)/8, $0x3ff6a09e667f3bcc
-DATA tconst<>+1904(SB)/8, $0x3ff7a11473eb0187
-DATA tconst<>+1912(SB)/8, $0x3ff8ace5422aa0dc
-DATA tconst<>+1920(SB)/8, $0x3ff9c49182a3f090
-DATA tconst<>+1928(SB)/8, $0x3ffae89f995ad3ae
-DATA tconst<>+1936(SB)/8, $0x3ffc199bdd85529c
-DATA tconst<>+1944(SB)/8, $0x3ffd5818dcfba487
-DATA tconst<>+1952(SB)/8, $0x3ffea4afa2a490da
-DATA tconst<>+1960(SB)/8, $0xbff474973c84120b
-DATA tconst<>+1968(SB)/8, $0x3fa0000000000000
-DATA tconst<>+1976(SB)/8, $0xbc9f8d74bc9ac154
-DATA tconst<>+1984(SB)/8, $0x3f209c33e91274f8
-DATA tconst<>+1992(SB)/8, $0xbf7b0e48cf3d4692
-DATA tconst<>+2000(SB)/8, $0xbf8f2d0e2edfc1e8
-DATA tconst<>+2008(SB)/8, $0x3f9353eb4fe11684
-DATA tconst<>+2016(SB)/8, $0x3fc2c563458cba1c
-DATA tconst<>+2024(SB)/8, $0x3fcbe141046055c3
-DATA tconst<>+2032(SB)/8, $0x3ff0000000000000
-DATA tconst<>+2040(SB)/8, $0x3ff0b5586cf9890f
-DATA tconst<>+2048(SB)/8, $0x3ff172b83c7d517b
-DATA tconst<>+2056(SB)/8, $0x3ff2387a6e756238
-DATA tconst<>+2064(SB)/8, $0x3ff306fe0a31b715
-DATA tconst<>+2072(SB)/8, $0x3ff3dea64c123422
-DATA tconst<>+2080(SB)/8, $0x3ff4bfdad5362a27
-DATA tconst<>+2088(SB)/8, $0x3ff5ab07dd485429
-DATA tconst<>+2096(SB)/8, $0x3ff6a09e667f3bcc
-DATA tconst<>+2104(SB)/8, $0x3ff7a11473eb0187
-DATA tconst<>+2112(SB)/8, $0x3ff8ace5422aa0dc
-DATA tconst<>+2120(SB)/8, $0x3ff9c49182a3f090
-DATA tconst<>+2128(SB)/8, $0x3ffae89f995ad3ae
-DATA tconst<>+2136(SB)/8, $0x3ffc199bdd85529c
-DATA tconst<>+2144(SB)/8, $0x3ffd5818dcfba487
-DATA tconst<>+2152(SB)/8, $0x3ffea4afa2a490da
-DATA tconst<>+2160(SB)/8, $0xbfe0000000000000
-DATA tconst<>+2168(SB)/8, $0x402f000000000000
-DATA tconst<>+2176(SB)/8, $0x3f4dbd7540ce84f5
-DATA tconst<>+2184(SB)/8, $0x3f8832de90357e68
-DATA tconst<>+2192(SB)/8, $0x3fb2733eec1d7901
-DATA tconst<>+2200(SB)/8, $0x3fd026c5f2e9a2a3
-DATA tconst<>+2208(SB)/8, $0x3fe04e3624095a21
-DATA tconst<>+2216(SB)/8, $0x3fdffffffff2a146
-DATA tconst<>+2224(SB)/8, $0x3f62a30841d77f67
-DATA tconst<>+2232(SB)/8, $0x3f9e541301646181
-DATA tconst<>+2240(SB)/8, $0x3fc76a6c8d5c2e62
-DATA tconst<>+2248(SB)/8, $0x3fe5300acfa98dc4
-DATA tconst<>+2256(SB)/8, $0x3ff74585497df942
-DATA tconst<>+2264(SB)/8, $0x3ffd1258bb78bfbf
-DATA tconst<>+2272(SB)/8, $0x3ff0000000000000
-DATA tconst<>+2280(SB)/8, $0x3ff0b5586cf9890f
-DATA tconst<>+2288(SB)/8, $0x3ff172b83c7d517b
-DATA tconst<>+2296(SB)/8, $0x3ff2387a6e756238
-DATA tconst<>+2304(SB)/8, $0x3ff306fe0a31b715
-DATA tconst<>+2312(SB)/8, $0x3ff3dea64c123422
-DATA tconst<>+2320(SB)/8, $0x3ff4bfdad5362a27
-DATA tconst<>+2328(SB)/8, $0x3ff5ab07dd485429
-DATA tconst<>+2336(SB)/8, $0x3ff6a09e667f3bcc
-DATA tconst<>+2344(SB)/8, $0x3ff7a11473eb0187
-DATA tconst<>+2352(SB)/8, $0x3ff8ace5422aa0dc
-DATA tconst<>+2360(SB)/8, $0x3ff9c49182a3f090
-DATA tconst<>+2368(SB)/8, $0x3ffae89f995ad3ae
-DATA tconst<>+2376(SB)/8, $0x3ffc199bdd85529c
-DATA tconst<>+2384(SB)/8, $0x3ffd5818dcfba487
-DATA tconst<>+2392(SB)/8, $0x3ffea4afa2a490da
-DATA tconst<>+2400(SB)/8, $0x3fd9884533d43651
-DATA tconst<>+2408(SB)/8, $0xbfe80ead197f00b4
-DATA tconst<>+2416(SB)/8, $0x3c713e74c58cada8
-DATA tconst<>+2424(SB)/8, $0x3f93e19df5b577d9
-DATA tconst<>+2432(SB)/8, $0xbf8e3d0becedc4ce
-DATA tconst<>+2440(SB)/8, $0xbfbd2fa4ac53b847
-DATA tconst<>+2448(SB)/8, $0xbf92a2efc588f630
-DATA tconst<>+2456(SB)/8, $0x3fd8d9a941ddf61a
-DATA tconst<>+2464(SB)/8, $0x3fdb9d98fa5a3b5f
-DATA tconst<>+2472(SB)/8, $0x3ff0000000000000
-DATA tconst<>+2480(SB)/8, $0x3ff0b5586cf9890f
-DATA tconst<>+2488(SB)/8, $0x3ff172b83c7d517b
-DATA tconst<>+2496(SB)/8, $0x3ff2387a6e756238
-DATA tconst<>+2504(SB)/8, $0x3ff306fe0a31b715
-DATA tconst<>+2512(SB)/8, $0x3ff3dea64c123422
-DATA tconst<>+2520(SB)/8, $0x3ff4bfdad5362a27
-DATA tconst<>+2528(SB)/8, $0x3ff5ab07dd485429
-DATA tconst<>+2536(SB)/8, $0x3ff6a09e667f3bcc
-DATA tconst<>+2544(SB)/8, $0x3ff7a11473eb0187
-DATA tconst<>+2552(SB)/8, $0x3ff8ace5422aa0dc
-DATA tconst<>+2560(SB)/8, $0x3ff9c49182a3f090
-DATA tconst<>+2568(SB)/8, $0x3ffae89f995ad3ae
-DATA tconst<>+2576(SB)/8, $0x3ffc199bdd85529c
-DATA tconst<>+2584(SB)/8, $0x3ffd5818dcfba487
-DATA tconst<>+2592(SB)/8, $0x3ffea4afa2a490da
-DATA tconst<>+2600(SB)/8, $0x3fb2444f2a4d8b4b
-DATA tconst<>+2608(SB)/8, $0x3ff9884533d43651
-DATA tconst<>+2616(SB)/8, $0xc082c00000000000
-DATA tconst<>+2624(SB)/8, $0x4082c00000000000
-DATA tconst<>+2632(SB)/8, $0x3ff0000000000000
-DATA tconst<>+2640(SB)/8, $0x3ff0b5586cf9890f
-DATA tconst<>+2648(SB)/8, $0x3ff172b83c7d517b
-DATA tconst<>+2656(SB)/8, $0x3ff2387a6e756238
-DATA tconst<>+2664(SB)/8, $0x3ff306fe0a31b715
-DATA tconst<>+2672(SB)/8, $0x3ff3dea64c123422
-DATA tconst<>+2680(SB)/8, $0x3ff4bfdad5362a27
-DATA tconst<>+2688(SB)/8, $0x3ff5ab07dd485429
-DATA tconst<>+2696(SB)/8, $0x3ff6a09e667f3bcc
-DATA tconst<>+2704(SB)/8, $0x3ff7a11473eb0187
-DATA tconst<>+2712(SB)/8, $0x3ff8ace5422aa0dc
-DATA tconst<>+2720(SB)/8, $0x3ff9c49182a3f090
-DATA tconst<>+2728(SB)/8, $0x3ffae89f995ad3ae
-DATA tconst<>+2736(SB)/8, $0x3ffc199bdd85529c
-DATA tconst<>+2744(SB)/8, $0x3ffd5818dcfba487
-DATA tconst<>+2752(SB)/8, $0x3ffea4afa2a490da
-DATA tconst<>+2760(SB)/8, $0x3fcb6676bf7450f1
-DATA tconst<>+2768(SB)/8, $0xbfe81429f9e97e4c
-DATA tconst<>+2776(SB)/8, $0xbc8406439d087aa4
-DATA tconst<>+2784(SB)/8, $0x3f9425c340df544f
-DATA tconst<>+2792(SB)/8, $0xbf9102a32c446f4b
-DATA tconst<>+2800(SB)/8, $0xbfbd2b771ca8099c
-DATA tconst<>+2808(SB)/8, $0xbf9029618f5332b0
-DATA tconst<>+2816(SB)/8, $0x3fd8cd1a2b2fb18d
-DATA tconst<>+2824(SB)/8, $0x3fdb8bacd2c97656
-GLOBL tconst<>(SB), RODATA|NOPTR, $2832
+DATA tconst<>+0(SB)/8, $0x000000004b400000
+DATA tconst<>+8(SB)/8, $0x000000003f800000
+DATA tconst<>+16(SB)/8, $0x00000000c2f00000
+DATA tconst<>+24(SB)/8, $0x0000000042c80000
+DATA tconst<>+32(SB)/8, $0x000000003fb8aa3b
+DATA tconst<>+40(SB)/8, $0x000000003f317218
+DATA tconst<>+48(SB)/8, $0x00000000b102e308
+DATA tconst<>+56(SB)/8, $0x000000003950395f
+DATA tconst<>+64(SB)/8, $0x000000003ab6a16b
+DATA tconst<>+72(SB)/8, $0x000000003c0888a6
+DATA tconst<>+80(SB)/8, $0x000000003d2aaa75
+DATA tconst<>+88(SB)/8, $0x000000003e2aaaab
+DATA tconst<>+96(SB)/8, $0x000000003f000000
+DATA tconst<>+104(SB)/8, $0x3ff0000000000000
+DATA tconst<>+112(SB)/8, $0x4338000000000000
+DATA tconst<>+120(SB)/8, $0x3ff0000000000000
+DATA tconst<>+128(SB)/8, $0x3ff0b5586cf9890f
+DATA tconst<>+136(SB)/8, $0x3ff172b83c7d517b
+DATA tconst<>+144(SB)/8, $0x3ff2387a6e756238
+DATA tconst<>+152(SB)/8, $0x3ff306fe0a31b715
+DATA tconst<>+160(SB)/8, $0x3ff3dea64c123422
+DATA tconst<>+168(SB)/8, $0x3ff4bfdad5362a27
+DATA tconst<>+176(SB)/8, $0x3ff5ab07dd485429
+DATA tconst<>+184(SB)/8, $0x3ff6a09e667f3bcc
+DATA tconst<>+192(SB)/8, $0x3ff7a11473eb0187
+DATA tconst<>+200(SB)/8, $0x3ff8ace5422aa0dc
+DATA tconst<>+208(SB)/8, $0x3ff9c49182a3f090
+DATA tconst<>+216(SB)/8, $0x3ffae89f995ad3ae
+DATA tconst<>+224(SB)/8, $0x3ffc199bdd85529c
+DATA tconst<>+232(SB)/8, $0x3ffd5818dcfba487
+DATA tconst<>+240(SB)/8, $0x3ffea4afa2a490da
+DATA tconst<>+248(SB)/8, $0xc08f400000000000
+DATA tconst<>+256(SB)/8, $0x408f400000000000
+DATA tconst<>+264(SB)/8, $0x40371547652b82fe
+DATA tconst<>+272(SB)/8, $0x3fa62e42fefa0000
+DATA tconst<>+280(SB)/8, $0x3d3cf79abc9e3b3a
+DATA tconst<>+288(SB)/8, $0x3fa5552102101450
+DATA tconst<>+296(SB)/8, $0x3fc55571d829453b
+DATA tconst<>+304(SB)/8, $0x3fe00000006d99e1
+DATA tconst<>+312(SB)/8, $0x3fb0000000000000
+DATA tconst<>+320(SB)/8, $0x3fe6600000000000
+DATA tconst<>+328(SB)/8, $0x3ff661ec6a5122f9
+DATA tconst<>+336(SB)/8, $0x3ff571ed3c506b3a
+DATA tconst<>+344(SB)/8, $0x3ff49539e3b2d067
+DATA tconst<>+352(SB)/8, $0x3ff3c995a47babe7
+DATA tconst<>+360(SB)/8, $0x3ff30d190130d190
+DATA tconst<>+368(SB)/8, $0x3ff25e22708092f1
+DATA tconst<>+376(SB)/8, $0x3ff1bb4a4046ed29
+DATA tconst<>+384(SB)/8, $0x3ff12358e75d3033
+DATA tconst<>+392(SB)/8, $0x3ff0953f39010954
+DATA tconst<>+400(SB)/8, $0x3ff0000000000000
+DATA tconst<>+408(SB)/8, $0x3fee573ac901e574
+DATA tconst<>+416(SB)/8, $0x3feca4b3055ee191
+DATA tconst<>+424(SB)/8, $0x3feb2036406c80d9
+DATA tconst<>+432(SB)/8, $0x3fe9c2d14ee4a102
+DATA tconst<>+440(SB)/8, $0x3fe886e5f0abb04a
+DATA tconst<>+448(SB)/8, $0x3fe767dce434a9b1
+DATA tconst<>+456(SB)/8, $0xbfd57bf753c8d1fb
+DATA tconst<>+464(SB)/8, $0xbfd2bef07cdc9355
+DATA tconst<>+472(SB)/8, $0xbfd01eae5626c691
+DATA tconst<>+480(SB)/8, $0xbfcb31d8575bce3b
+DATA tconst<>+488(SB)/8, $0xbfc6574ebe8c1339
+DATA tconst<>+496(SB)/8, $0xbfc1aa2b7e23f729
+DATA tconst<>+504(SB)/8, $0xbfba4e7640b1bc38
+DATA tconst<>+512(SB)/8, $0xbfb1973bd1465561
+DATA tconst<>+520(SB)/8, $0xbfa252f32f8d1840
+DATA tconst<>+528(SB)/8, $0x0000000000000000
+DATA tconst<>+536(SB)/8, $0x3fab42dd711971b9
+DATA tconst<>+544(SB)/8, $0x3fbc5e548f5bc743
+DATA tconst<>+552(SB)/8, $0x3fc526e5e3a1b438
+DATA tconst<>+560(SB)/8, $0x3fcbc286742d8cd4
+DATA tconst<>+568(SB)/8, $0x3fd1058bf9ae4ad4
+DATA tconst<>+576(SB)/8, $0x3fd404308686a7e4
+DATA tconst<>+584(SB)/8, $0xfff0000000000000
+DATA tconst<>+592(SB)/8, $0xbfc55b2eabd36199
+DATA tconst<>+600(SB)/8, $0x3fc99f567725f7ba
+DATA tconst<>+608(SB)/8, $0xbfcfffff6d4ccddd
+DATA tconst<>+616(SB)/8, $0x3fd555552225c7d5
+DATA tconst<>+624(SB)/8, $0xbfe000000000b875
+DATA tconst<>+632(SB)/8, $0x3fe62e42fefa39ef
+DATA tconst<>+640(SB)/8, $0x00000000ff800000
+DATA tconst<>+648(SB)/8, $0x000000007fc00000
+DATA tconst<>+656(SB)/8, $0x000000007fffffff
+DATA tconst<>+664(SB)/8, $0x0000000041200000
+DATA tconst<>+672(SB)/8, $0x0000000040000000
+DATA tconst<>+680(SB)/8, $0x00000000bbbaf0cc
+DATA tconst<>+688(SB)/8, $0x000000003ca91347
+DATA tconst<>+696(SB)/8, $0x00000000bd5c1e2c
+DATA tconst<>+704(SB)/8, $0x000000003e088393
+DATA tconst<>+712(SB)/8, $0x00000000beaaaa99
+DATA tconst<>+720(SB)/8, $0x000000003f200000
+DATA tconst<>+728(SB)/8, $0x0000000080000000
+DATA tconst<>+736(SB)/8, $0x3ff0000000000000
+DATA tconst<>+744(SB)/8, $0x3ff0b5586cf9890f
+DATA tconst<>+752(SB)/8, $0x3ff172b83c7d517b
+DATA tconst<>+760(SB)/8, $0x3ff2387a6e756238
+DATA tconst<>+768(SB)/8, $0x3ff306fe0a31b715
+DATA tconst<>+776(SB)/8, $0x3ff3dea64c123422
+DATA tconst<>+784(SB)/8, $0x3ff4bfdad5362a27
+DATA tconst<>+792(SB)/8, $0x3ff5ab07dd485429
+DATA tconst<>+800(SB)/8, $0x3ff6a09e667f3bcc
+DATA tconst<>+808(SB)/8, $0x3ff7a11473eb0187
+DATA tconst<>+816(SB)/8, $0x3ff8ace5422aa0dc
+DATA tconst<>+824(SB)/8, $0x3ff9c49182a3f090
+DATA tconst<>+832(SB)/8, $0x3ffae89f995ad3ae
+DATA tconst<>+840(SB)/8, $0x3ffc199bdd85529c
+DATA tconst<>+848(SB)/8, $0x3ffd5818dcfba487
+DATA tconst<>+856(SB)/8, $0x3ffea4afa2a490da
+DATA tconst<>+864(SB)/8, $0x7fffffffffffffff
+DATA tconst<>+872(SB)/8, $0x404e000000000000
+DATA tconst<>+880(SB)/8, $0x3f8111171bbf8920
+DATA tconst<>+888(SB)/8, $0x3fa55570aaa97b24
+DATA tconst<>+896(SB)/8, $0x3fc55555555d30e4
+DATA tconst<>+904(SB)/8, $0x3fdfffffffe5bdae
+DATA tconst<>+912(SB)/8, $0x4000000000000000
+DATA tconst<>+920(SB)/8, $0x4010000000000000
+DATA tconst<>+928(SB)/8, $0x3ff0000000000000
+DATA tconst<>+936(SB)/8, $0x3ff0b5586cf9890f
+DATA tconst<>+944(SB)/8, $0x3ff172b83c7d517b
+DATA tconst<>+952(SB)/8, $0x3ff2387a6e756238
+DATA tconst<>+960(SB)/8, $0x3ff306fe0a31b715
+DATA tconst<>+968(SB)/8, $0x3ff3dea64c123422
+DATA tconst<>+976(SB)/8, $0x3ff4bfdad5362a27
+DATA tconst<>+984(SB)/8, $0x3ff5ab07dd485429
+DATA tconst<>+992(SB)/8, $0x3ff6a09e667f3bcc
+DATA tconst<>+1000(SB)/8, $0x3ff7a11473eb0187
+DATA tconst<>+1008(SB)/8, $0x3ff8ace5422aa0dc
+DATA tconst<>+1016(SB)/8, $0x3ff9c49182a3f090
+DATA tconst<>+1024(SB)/8, $0x3ffae89f995ad3ae
+DATA tconst<>+1032(SB)/8, $0x3ffc199bdd85529c
+DATA tconst<>+1040(SB)/8, $0x3ffd5818dcfba487
+DATA tconst<>+1048(SB)/8, $0x3ffea4afa2a490da
+DATA tconst<>+1056(SB)/8, $0x4018000000000000
+DATA tconst<>+1064(SB)/8, $0x8000000000000000
+DATA tconst<>+1072(SB)/8, $0x3f67913eedfa259d
+DATA tconst<>+1080(SB)/8, $0x3fa138ac55b61065
+DATA tconst<>+1088(SB)/8, $0x3fc7e99afd95f731
+DATA tconst<>+1096(SB)/8, $0x3fe3d5c025266e79
+DATA tconst<>+1104(SB)/8, $0x3ff4ae3953b4753e
+DATA tconst<>+1112(SB)/8, $0x3ff9f557fb44e51b
+DATA tconst<>+1120(SB)/8, $0x3ff000000000176a
+DATA tconst<>+1128(SB)/8, $0x3f74e2d304755848
+DATA tconst<>+1136(SB)/8, $0x3fae862c9adb3a69
+DATA tconst<>+1144(SB)/8, $0x3fd55ae37d27c49e
+DATA tconst<>+1152(SB)/8, $0x3ff20e324cc88254
+DATA tconst<>+1160(SB)/8, $0x4003a165aac153fd
+DATA tconst<>+1168(SB)/8, $0x400b2bf0b282e60b
+DATA tconst<>+1176(SB)/8, $0x40060197a5cbaa5b
+DATA tconst<>+1184(SB)/8, $0xbf9b82ce31288b51
+DATA tconst<>+1192(SB)/8, $0x3fbce2f21a042be2
+DATA tconst<>+1200(SB)/8, $0xbfd812746b0379e7
+DATA tconst<>+1208(SB)/8, $0x3ff20dd750429b6d
+DATA tconst<>+1216(SB)/8, $0x3ff0000000000000
+DATA tconst<>+1224(SB)/8, $0x3ff0b5586cf9890f
+DATA tconst<>+1232(SB)/8, $0x3ff172b83c7d517b
+DATA tconst<>+1240(SB)/8, $0x3ff2387a6e756238
+DATA tconst<>+1248(SB)/8, $0x3ff306fe0a31b715
+DATA tconst<>+1256(SB)/8, $0x3ff3dea64c123422
+DATA tconst<>+1264(SB)/8, $0x3ff4bfdad5362a27
+DATA tconst<>+1272(SB)/8, $0x3ff5ab07dd485429
+DATA tconst<>+1280(SB)/8, $0x3ff6a09e667f3bcc
+DATA tconst<>+1288(SB)/8, $0x3ff7a11473eb0187
+DATA tconst<>+1296(SB)/8, $0x3ff8ace5422aa0dc
+DATA tconst<>+1304(SB)/8, $0x3ff9c49182a3f090
+DATA tconst<>+1312(SB)/8, $0x3ffae89f995ad3ae
+DATA tconst<>+1320(SB)/8, $0x3ffc199bdd85529c
+DATA tconst<>+1328(SB)/8, $0x3ffd5818dcfba487
+DATA tconst<>+1336(SB)/8, $0x3ffea4afa2a490da
+DATA tconst<>+1344(SB)/8, $0x3ff0000000000000
+DATA tconst<>+1352(SB)/8, $0x3ff0b5586cf9890f
+DATA tconst<>+1360(SB)/8, $0x3ff172b83c7d517b
+DATA tconst<>+1368(SB)/8, $0x3ff2387a6e756238
+DATA tconst<>+1376(SB)/8, $0x3ff306fe0a31b715
+DATA tconst<>+1384(SB)/8, $0x3ff3dea64c123422
+DATA tconst<>+1392(SB)/8, $0x3ff4bfdad5362a27
+DATA tconst<>+1400(SB)/8, $0x3ff5ab07dd485429
+DATA tconst<>+1408(SB)/8, $0x3ff6a09e667f3bcc
+DATA tconst<>+1416(SB)/8, $0x3ff7a11473eb0187
+DATA tconst<>+1424(SB)/8, $0x3ff8ace5422aa0dc
+DATA tconst<>+1432(SB)/8, $0x3ff9c49182a3f090
+DATA tconst<>+1440(SB)/8, $0x3ffae89f995ad3ae
+DATA tconst<>+1448(SB)/8, $0x3ffc199bdd85529c
+DATA tconst<>+1456(SB)/8, $0x3ffd5818dcfba487
+DATA tconst<>+1464(SB)/8, $0x3ffea4afa2a490da
+DATA tconst<>+1472(SB)/8, $0xc072c00000000000
+DATA tconst<>+1480(SB)/8, $0x4072c00000000000
+DATA tconst<>+1488(SB)/8, $0x3ff0000000000000
+DATA tconst<>+1496(SB)/8, $0x3ff0b5586cf9890f
+DATA tconst<>+1504(SB)/8, $0x3ff172b83c7d517b
+DATA tconst<>+1512(SB)/8, $0x3ff2387a6e756238
+DATA tconst<>+1520(SB)/8, $0x3ff306fe0a31b715
+DATA tconst<>+1528(SB)/8, $0x3ff3dea64c123422
+DATA tconst<>+1536(SB)/8, $0x3ff4bfdad5362a27
+DATA tconst<>+1544(SB)/8, $0x3ff5ab07dd485429
+DATA tconst<>+1552(SB)/8, $0x3ff6a09e667f3bcc
+DATA tconst<>+1560(SB)/8, $0x3ff7a11473eb0187
+DATA tconst<>+1568(SB)/8, $0x3ff8ace5422aa0dc
+DATA tconst<>+1576(SB)/8, $0x3ff9c49182a3f090
+DATA tconst<>+1584(SB)/8, $0x3ffae89f995ad3ae
+DATA tconst<>+1592(SB)/8, $0x3ffc199bdd85529c
+DATA tconst<>+1600(SB)/8, $0x3ffd5818dcfba487
+DATA tconst<>+1608(SB)/8, $0x3ffea4afa2a490da
+DATA tconst<>+1616(SB)/8, $0x3ff0000000000000
+DATA tconst<>+1624(SB)/8, $0x3ff0b5586cf9890f
+DATA tconst<>+1632(SB)/8, $0x3ff172b83c7d517b
+DATA tconst<>+1640(SB)/8, $0x3ff2387a6e756238
+DATA tconst<>+1648(SB)/8, $0x3ff306fe0a31b715
+DATA tconst<>+1656(SB)/8, $0x3ff3dea64c123422
+DATA tconst<>+1664(SB)/8, $0x3ff4bfdad5362a27
+DATA tconst<>+1672(SB)/8, $0x3ff5ab07dd485429
+DATA tconst<>+1680(SB)/8, $0x3ff6a09e667f3bcc
+DATA tconst<>+1688(SB)/8, $0x3ff7a11473eb0187
+DATA tconst<>+1696(SB)/8, $0x3ff8ace5422aa0dc
+DATA tconst<>+1704(SB)/8, $0x3ff9c49182a3f090
+DATA tconst<>+1712(SB)/8, $0x3ffae89f995ad3ae
+DATA tconst<>+1720(SB)/8, $0x3ffc199bdd85529c
+DATA tconst<>+1728(SB)/8, $0x3ffd5818dcfba487
+DATA tconst<>+1736(SB)/8, $0x3ffea4afa2a490da
+DATA tconst<>+1744(SB)/8, $0x3ff0000000000000
+DATA tconst<>+1752(SB)/8, $0x3ff0b5586cf9890f
+DATA tconst<>+1760(SB)/8, $0x3ff172b83c7d517b
+DATA tconst<>+1768(SB)/8, $0x3ff2387a6e756238
+DATA tconst<>+1776(SB)/8, $0x3ff306fe0a31b715
+DATA tconst<>+1784(SB)/8, $0x3ff3dea64c123422
+DATA tconst<>+1792(SB)/8, $0x3ff4bfdad5362a27
+DATA tconst<>+1800(SB)/8, $0x3ff5ab07dd485429
+DATA tconst<>+1808(SB)/8, $0x3ff6a09e667f3bcc
+DATA tconst<>+1816(SB)/8, $0x3ff7a11473eb0187
+DATA tconst<>+1824(SB)/8, $0x3ff8ace5422aa0dc
+DATA tconst<>+1832(SB)/8, $0x3ff9c49182a3f090
+DATA tconst<>+1840(SB)/8, $0x3ffae89f995ad3ae
+DATA tconst<>+1848(SB)/8, $0x3ffc199bdd85529c
+DATA tconst<>+1856(SB)/8, $0x3ffd5818dcfba487
+DATA tconst<>+1864(SB)/8, $0x3ffea4afa2a490da
+DATA tconst<>+1872(SB)/8, $0xbff474973c84120b
+DATA tconst<>+1880(SB)/8, $0x3fa0000000000000
+DATA tconst<>+1888(SB)/8, $0xbc9f8d74bc9ac154
+DATA tconst<>+1896(SB)/8, $0x3f209c33e91274f8
+DATA tconst<>+1904(SB)/8, $0xbf7b0e48cf3d4692
+DATA tconst<>+1912(SB)/8, $0xbf8f2d0e2edfc1e8
+DATA tconst<>+1920(SB)/8, $0x3f9353eb4fe11684
+DATA tconst<>+1928(SB)/8, $0x3fc2c563458cba1c
+DATA tconst<>+1936(SB)/8, $0x3fcbe141046055c3
+DATA tconst<>+1944(SB)/8, $0x3ff0000000000000
+DATA tconst<>+1952(SB)/8, $0x3ff0b5586cf9890f
+DATA tconst<>+1960(SB)/8, $0x3ff172b83c7d517b
+DATA tconst<>+1968(SB)/8, $0x3ff2387a6e756238
+DATA tconst<>+1976(SB)/8, $0x3ff306fe0a31b715
+DATA tconst<>+1984(SB)/8, $0x3ff3dea64c123422
+DATA tconst<>+1992(SB)/8, $0x3ff4bfdad5362a27
+DATA tconst<>+2000(SB)/8, $0x3ff5ab07dd485429
+DATA tconst<>+2008(SB)/8, $0x3ff6a09e667f3bcc
+DATA tconst<>+2016(SB)/8, $0x3ff7a11473eb0187
+DATA tconst<>+2024(SB)/8, $0x3ff8ace5422aa0dc
+DATA tconst<>+2032(SB)/8, $0x3ff9c49182a3f090
+DATA tconst<>+2040(SB)/8, $0x3ffae89f995ad3ae
+DATA tconst<>+2048(SB)/8, $0x3ffc199bdd85529c
+DATA tconst<>+2056(SB)/8, $0x3ffd5818dcfba487
+DATA tconst<>+2064(SB)/8, $0x3ffea4afa2a490da
+DATA tconst<>+2072(SB)/8, $0xbfe0000000000000
+DATA tconst<>+2080(SB)/8, $0x402f000000000000
+DATA tconst<>+2088(SB)/8, $0x3f4dbd7540ce84f5
+DATA tconst<>+2096(SB)/8, $0x3f8832de90357e68
+DATA tconst<>+2104(SB)/8, $0x3fb2733eec1d7901
+DATA tconst<>+2112(SB)/8, $0x3fd026c5f2e9a2a3
+DATA tconst<>+2120(SB)/8, $0x3fe04e3624095a21
+DATA tconst<>+2128(SB)/8, $0x3fdffffffff2a146
+DATA tconst<>+2136(SB)/8, $0x3f62a30841d77f67
+DATA tconst<>+2144(SB)/8, $0x3f9e541301646181
+DATA tconst<>+2152(SB)/8, $0x3fc76a6c8d5c2e62
+DATA tconst<>+2160(SB)/8, $0x3fe5300acfa98dc4
+DATA tconst<>+2168(SB)/8, $0x3ff74585497df942
+DATA tconst<>+2176(SB)/8, $0x3ffd1258bb78bfbf
+DATA tconst<>+2184(SB)/8, $0x3ff0000000000000
+DATA tconst<>+2192(SB)/8, $0x3ff0b5586cf9890f
+DATA tconst<>+2200(SB)/8, $0x3ff172b83c7d517b
+DATA tconst<>+2208(SB)/8, $0x3ff2387a6e756238
+DATA tconst<>+2216(SB)/8, $0x3ff306fe0a31b715
+DATA tconst<>+2224(SB)/8, $0x3ff3dea64c123422
+DATA tconst<>+2232(SB)/8, $0x3ff4bfdad5362a27
+DATA tconst<>+2240(SB)/8, $0x3ff5ab07dd485429
+DATA tconst<>+2248(SB)/8, $0x3ff6a09e667f3bcc
+DATA tconst<>+2256(SB)/8, $0x3ff7a11473eb0187
+DATA tconst<>+2264(SB)/8, $0x3ff8ace5422aa0dc
+DATA tconst<>+2272(SB)/8, $0x3ff9c49182a3f090
+DATA tconst<>+2280(SB)/8, $0x3ffae89f995ad3ae
+DATA tconst<>+2288(SB)/8, $0x3ffc199bdd85529c
+DATA tconst<>+2296(SB)/8, $0x3ffd5818dcfba487
+DATA tconst<>+2304(SB)/8, $0x3ffea4afa2a490da
+DATA tconst<>+2312(SB)/8, $0x3fd9884533d43651
+DATA tconst<>+2320(SB)/8, $0xbfe80ead197f00b4
+DATA tconst<>+2328(SB)/8, $0x3c713e74c58cada8
+DATA tconst<>+2336(SB)/8, $0x3f93e19df5b577d9
+DATA tconst<>+2344(SB)/8, $0xbf8e3d0becedc4ce
+DATA tconst<>+2352(SB)/8, $0xbfbd2fa4ac53b847
+DATA tconst<>+2360(SB)/8, $0xbf92a2efc588f630
+DATA tconst<>+2368(SB)/8, $0x3fd8d9a941ddf61a
+DATA tconst<>+2376(SB)/8, $0x3fdb9d98fa5a3b5f
+DATA tconst<>+2384(SB)/8, $0x3ff0000000000000
+DATA tconst<>+2392(SB)/8, $0x3ff0b5586cf9890f
+DATA tconst<>+2400(SB)/8, $0x3ff172b83c7d517b
+DATA tconst<>+2408(SB)/8, $0x3ff2387a6e756238
+DATA tconst<>+2416(SB)/8, $0x3ff306fe0a31b715
+DATA tconst<>+2424(SB)/8, $0x3ff3dea64c123422
+DATA tconst<>+2432(SB)/8, $0x3ff4bfdad5362a27
+DATA tconst<>+2440(SB)/8, $0x3ff5ab07dd485429
+DATA tconst<>+2448(SB)/8, $0x3ff6a09e667f3bcc
+DATA tconst<>+2456(SB)/8, $0x3ff7a11473eb0187
+DATA tconst<>+2464(SB)/8, $0x3ff8ace5422aa0dc
+DATA tconst<>+2472(SB)/8, $0x3ff9c49182a3f090
+DATA tconst<>+2480(SB)/8, $0x3ffae89f995ad3ae
+DATA tconst<>+2488(SB)/8, $0x3ffc199bdd85529c
+DATA tconst<>+2496(SB)/8, $0x3ffd5818dcfba487
+DATA tconst<>+2504(SB)/8, $0x3ffea4afa2a490da
+DATA tconst<>+2512(SB)/8, $0x3fb2444f2a4d8b4b
+DATA tconst<>+2520(SB)/8, $0x3ff9884533d43651
+DATA tconst<>+2528(SB)/8, $0xc082c00000000000
+DATA tconst<>+2536(SB)/8, $0x4082c00000000000
+DATA tconst<>+2544(SB)/8, $0x3ff0000000000000
+DATA tconst<>+2552(SB)/8, $0x3ff0b5586cf9890f
+DATA tconst<>+2560(SB)/8, $0x3ff172b83c7d517b
+DATA tconst<>+2568(SB)/8, $0x3ff2387a6e756238
+DATA tconst<>+2576(SB)/8, $0x3ff306fe0a31b715
+DATA tconst<>+2584(SB)/8, $0x3ff3dea64c123422
+DATA tconst<>+2592(SB)/8, $0x3ff4bfdad5362a27
+DATA tconst<>+2600(SB)/8, $0x3ff5ab07dd485429
+DATA tconst<>+2608(SB)/8, $0x3ff6a09e667f3bcc
+DATA tconst<>+2616(SB)/8, $0x3ff7a11473eb0187
+DATA tconst<>+2624(SB)/8, $0x3ff8ace5422aa0dc
+DATA tconst<>+2632(SB)/8, $0x3ff9c49182a3f090
+DATA tconst<>+2640(SB)/8, $0x3ffae89f995ad3ae
+DATA tconst<>+2648(SB)/8, $0x3ffc199bdd85529c
+DATA tconst<>+2656(SB)/8, $0x3ffd5818dcfba487
+DATA tconst<>+2664(SB)/8, $0x3ffea4afa2a490da
+DATA tconst<>+2672(SB)/8, $0x3fcb6676bf7450f1
+DATA tconst<>+2680(SB)/8, $0xbfe81429f9e97e4c
+DATA tconst<>+2688(SB)/8, $0xbc8406439d087aa4
+DATA tconst<>+2696(SB)/8, $0x3f9425c340df544f
+DATA tconst<>+2704(SB)/8, $0xbf9102a32c446f4b
+DATA tconst<>+2712(SB)/8, $0xbfbd2b771ca8099c
+DATA tconst<>+2720(SB)/8, $0xbf9029618f5332b0
+DATA tconst<>+2728(SB)/8, $0x3fd8cd1a2b2fb18d
+DATA tconst<>+2736(SB)/8, $0x3fdb8bacd2c97656
+GLOBL tconst<>(SB), RODATA|NOPTR, $2744

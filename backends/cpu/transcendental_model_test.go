@@ -30,7 +30,8 @@ import (
 //     fitted to the scaled complementary error function e^(z²)·erfc(z)
 //     (relative error 2^-39.4); erf(x) = 1 - erfc(|x|) with x's sign, and
 //     2/√π·x·(1 - x²/3 + x⁴/10 - x⁶/42) below |x| = 1/16.
-//   - tanh(x) = m/(m+2) with m = expm1(2|x|), and tanh' = 4(m+1)/(m+2)².
+//   - tanh' = 4(m+1)/(m+2)² with m = expm1(2|x|) (tanhApprox, m/(m+2), is
+//     the float64 form of tanh, which the derivative test differentiates).
 //   - sigmoid(x) = 1/(1+E), E = e^(-x), and sigmoid' = E/(1+E)²; SiLU and
 //     the tanh form of GELU (x·sigmoid(2u)) are built on it.
 //   - GELU: Φ(x) = h or 1-h by x's sign with h = erfc(|x|/√2)/2 (a
@@ -314,18 +315,97 @@ func geluTanhGradApprox(x float64) float64 {
 	return s * (1 + x*(geluK1+geluK3*x*x)*(e*s))
 }
 
+// The float32 kernels (asm/gen/transcendental32.go): exp and tanh forward
+// computed in float32, sixteen lanes a vector, with the same constants.
+// Here float32 multiply-adds go through float64's (fma32), which rounds
+// twice and so can differ from the hardware's single rounding in rare
+// halfway cases: the model is for the accuracy tests, which check the
+// assembly kernels themselves where the machine runs them.
+//
+//   - exp(x) = 2^n·(1 + r + r²·P(r)), n = round(x/ln2), r = x - n·ln2 in
+//     two multiply-adds (ln2 as the float32 ln2Hi32 and the rest), P of
+//     degree 5 fitted to (e^r - 1 - r)/r² on |r| ≤ ln2/2 (relative error
+//     2^-26.5 with float32 coefficients); x clamped to [-120, 100].
+//   - tanh(x) = x + x³·Q(x²) below |x| = 0.625, Q of degree 4 (error
+//     2^-26.8 relative to tanh), and ±(1 - 2/(e^(2|x|)+1)) from there, |x|
+//     clamped to 10.
+const (
+	exp32Magic  = 0x1.8p23
+	exp32Lo     = -120
+	exp32Hi     = 100
+	tanh32Small = 0.625
+	tanh32Clamp = 10
+)
+
+var (
+	log2e32 = float32(math.Log2E)
+	ln2Hi32 = float32(math.Ln2)
+	ln2Lo32 = float32(math.Ln2 - float64(ln2Hi32))
+	exp32P  = [6]float32{0x1p-1, 0x1.555556p-3, 0x1.5554eap-5, 0x1.11114cp-7, 0x1.6d42d6p-10, 0x1.a072bep-13}
+	tanh32Q = [5]float32{-0x1.555532p-2, 0x1.110726p-3, -0x1.b83c58p-5, 0x1.52268ep-6, -0x1.75e198p-8}
+)
+
+// fma32 is a·b + c rounded to float32 (twice: see above).
+func fma32(a, b, c float32) float32 {
+	return float32(math.FMA(float64(a), float64(b), float64(c)))
+}
+
+// exp32e is e^x for x within [exp32Lo, exp32Hi], as the kernel computes
+// it; the last step, VSCALEFPS, rounds (1 + r + r²·P)·2^n once, as
+// float32(math.Ldexp) does.
+func exp32e(x float32) float32 {
+	n := fma32(x, log2e32, exp32Magic) - exp32Magic
+	r := fma32(-n, ln2Hi32, x)
+	r = fma32(-n, ln2Lo32, r)
+	p := exp32P[5]
+	for i := 4; i >= 0; i-- {
+		p = fma32(p, r, exp32P[i])
+	}
+	e := fma32(r*r, p, r) + 1
+	return float32(math.Ldexp(float64(e), int(n)))
+}
+
+func expF32Model(x float32) float32 { return exp32e(min(max(x, exp32Lo), exp32Hi)) }
+
+func tanhF32Model(x float32) float32 {
+	a := float32(math.Abs(float64(x)))
+	var t float32
+	if a < tanh32Small {
+		w := a * a
+		q := tanh32Q[4]
+		for i := 3; i >= 0; i-- {
+			q = fma32(q, w, tanh32Q[i])
+		}
+		t = fma32(a*w, q, a)
+	} else {
+		t = 1 - 2/(exp32e(2*min(a, tanh32Clamp))+1)
+	}
+	return float32(math.Copysign(float64(t), float64(x)))
+}
+
+// rowF32 applies a float32 model to a row (for ±Inf and NaN too: the
+// kernels' special lanes are the definition's values, which the models
+// give as well).
+func rowF32(f func(float32) float32) func(o, x []float32) {
+	return func(o, x []float32) {
+		for i, v := range x[:len(o)] {
+			o[i] = f(v)
+		}
+	}
+}
+
 // modelKernels are the model's functions per op, as f32Kernels (log's
 // model takes only x > 0; math.Log answers elsewhere, as the kernel's
 // special-case lanes do).
 var modelKernels = map[backends.UnaryOp]*f32Kernel{
-	backends.Exp: {op: backends.Exp, f: expApprox, df: expApprox},
+	backends.Exp: {op: backends.Exp, f: expApprox, df: expApprox, rowF: rowF32(expF32Model)},
 	backends.Log: {op: backends.Log, f: func(x float64) float64 {
 		if x > 0 {
 			return logApprox(x)
 		}
 		return math.Log(x)
 	}, df: func(x float64) float64 { return 1 / x }},
-	backends.Tanh:     {op: backends.Tanh, f: tanhApprox, df: tanhGradApprox},
+	backends.Tanh:     {op: backends.Tanh, f: tanhApprox, df: tanhGradApprox, rowF: rowF32(tanhF32Model)},
 	backends.Erf:      {op: backends.Erf, f: erfApprox, df: erfGradApprox},
 	backends.Sigmoid:  {op: backends.Sigmoid, f: sigmoidApprox, df: sigmoidGradApprox},
 	backends.Silu:     {op: backends.Silu, f: siluApprox, df: siluGradApprox},

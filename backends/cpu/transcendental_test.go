@@ -17,6 +17,24 @@ import (
 // error of every float32 kernel, in float32 ulps of the exact value.
 const transcendentalULPBound = 2
 
+// float64KernelULP is the measured bound of the kernels that compute in
+// float64 and round once (all but float32ForwardULP's).
+const float64KernelULP = 0.52
+
+// float32ForwardULP is the measured maximum error of the forward kernels
+// that compute in float32 (the AVX-512 ones and their models), over every
+// float32 input (transcendental.go).
+var float32ForwardULP = map[backends.UnaryOp]float64{backends.Exp: 0.99, backends.Tanh: 1.34}
+
+// ulpBound is the bound TestTranscendentalULP holds implementation impl of
+// op to in direction dir ("f", "f'" or "g·f'").
+func ulpBound(impl string, op backends.UnaryOp, dir string) float64 {
+	if b, ok := float32ForwardULP[op]; ok && dir == "f" && impl != "go" {
+		return b
+	}
+	return float64KernelULP
+}
+
 // refSigmoid is 1/(1+e^-x) without overflow or cancellation.
 func refSigmoid(x float64) float64 {
 	if x >= 0 {
@@ -215,7 +233,8 @@ func sortedKernelOps() []backends.UnaryOp {
 // and backward (with g = 1, so the derivative itself, and with random g,
 // against float64(g)·f'(x)), in every implementation, over ulpSweep's
 // inputs against float64 references, logs the maximum in ulps with the
-// input where it occurs, and fails above transcendentalULPBound. Special
+// input where it occurs, and fails above the measured bounds (ulpBound),
+// all within the documented transcendentalULPBound. Special
 // inputs must give exactly what the op's definition gives. The default
 // sweep has about a million inputs; KILN_ULP_STRIDE=1021 runs the dense one
 // (6.4 million, every 1021st bit pattern) that transcendental.go's numbers
@@ -270,9 +289,9 @@ func TestTranscendentalULP(t *testing.T) {
 				}
 				what := fmt.Sprintf("%s %s %s", name, def.Name, c.dir)
 				t.Logf("%-26s max error %.4f ulp at x = %g (got %g, want %g)", what, worst, xs[at], got[at], c.want(at))
-				if !(worst <= transcendentalULPBound) {
-					t.Errorf("%s: error %g ulp at x = %g (bits %#x): got %g, want %g", what, worst, xs[at],
-						math.Float32bits(xs[at]), got[at], c.want(at))
+				if bound := ulpBound(name, op, c.dir); !(worst <= bound && worst <= transcendentalULPBound) {
+					t.Errorf("%s: error %g ulp at x = %g (bits %#x): got %g, want %g (bound %g)", what, worst, xs[at],
+						math.Float32bits(xs[at]), got[at], c.want(at), bound)
 				}
 			}
 		}

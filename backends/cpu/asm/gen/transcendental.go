@@ -31,7 +31,8 @@ import (
 // VDIVPD, which on Zen 5 beat a VRCP14PD with two Newton steps; tanh and
 // sigmoid by one division each; polynomials in x - x0 near the zeros of
 // the GELU and SiLU derivatives. The tests check both against float64
-// references: within 0.52 ulp.
+// references: within 0.52 ulp. (exp and tanh forward compute in float32
+// instead: transcendental32.go.)
 
 // tpool is the constant pool of the kernels: float64 values (and 32-bit
 // patterns, in the low half of a slot) read with embedded broadcasts.
@@ -215,6 +216,7 @@ func poly(z vv, c []float64) vv {
 // tkernel is the state of one kernel being generated: the constants it
 // keeps in registers across the loop.
 type tkernel struct {
+	magic32, one32     VecVirtual // float32 kernels
 	magic, one, t0, t1 vv
 	off, inv0, inv1    vv // log
 	logc0, logc1       vv
@@ -433,6 +435,9 @@ type tfunc struct {
 	log       bool                      // log forward: its tables, and zeros and negative inputs special too
 	needsExp  bool                      // exp's table in registers
 	body      func(k *tkernel, x vv) vv // f(x) or f'(x) in float64
+	// body32, when set, replaces body: f(x) from sixteen float32 lanes,
+	// computed in float32 (no widening)
+	body32 func(k *tkernel, x VecVirtual) VecVirtual
 }
 
 // transcendentalKernel generates one kernel.
@@ -452,13 +457,19 @@ func transcendentalKernel(f tfunc) {
 	sp := Load(Param("sp"), GP64())
 
 	k := &tkernel{}
-	k.one = bcast(tconst.f64(1))
+	if f.body32 == nil {
+		k.one = bcast(tconst.f64(1))
+	}
 	if f.log {
 		k.off = bcast(tconst.slot(logOff))
 		k.inv0, k.inv1 = tableRegs(logInvC)
 		k.logc0, k.logc1 = tableRegs(logLogC)
 	}
-	if f.needsExp {
+	if f.body32 != nil {
+		k.magic32, k.one32 = ZMM(), ZMM()
+		VBROADCASTSS(f32c(exp32Magic), k.magic32)
+		VBROADCASTSS(f32c(1), k.one32)
+	} else if f.needsExp {
 		k.magic = bcast(tconst.f64(expMagic))
 		var t [16]float64
 		for j := range t {
@@ -487,25 +498,30 @@ func transcendentalKernel(f tfunc) {
 			in = ZMM()
 			VANDPS_BCST(tconst.u32(0x7fffffff), xs, in)
 		}
-		xd := newV()
-		hiY := YMM()
-		VCVTPS2PD(in.AsY(), xd[0])
-		VEXTRACTF32X8(U8(1), in, hiY)
-		VCVTPS2PD(hiY, xd[1])
-		r := f.body(k, xd)
-		if f.bwd {
-			gd := newV()
-			gY := YMM()
-			VCVTPS2PD(gs.AsY(), gd[0])
-			VEXTRACTF32X8(U8(1), gs, gY)
-			VCVTPS2PD(gY, gd[1])
-			vmul(r, r, gd)
+		var res VecVirtual
+		if f.body32 != nil {
+			res = f.body32(k, in)
+		} else {
+			xd := newV()
+			hiY := YMM()
+			VCVTPS2PD(in.AsY(), xd[0])
+			VEXTRACTF32X8(U8(1), in, hiY)
+			VCVTPS2PD(hiY, xd[1])
+			r := f.body(k, xd)
+			if f.bwd {
+				gd := newV()
+				gY := YMM()
+				VCVTPS2PD(gs.AsY(), gd[0])
+				VEXTRACTF32X8(U8(1), gs, gY)
+				VCVTPS2PD(gY, gd[1])
+				vmul(r, r, gd)
+			}
+			lo, hi := YMM(), YMM()
+			VCVTPD2PS(r[0], lo)
+			VCVTPD2PS(r[1], hi)
+			res = ZMM()
+			VINSERTF32X8(U8(1), hi, lo.AsZ(), res)
 		}
-		lo, hi := YMM(), YMM()
-		VCVTPD2PS(r[0], lo)
-		VCVTPD2PS(r[1], hi)
-		res := ZMM()
-		VINSERTF32X8(U8(1), hi, lo.AsZ(), res)
 		if f.abs {
 			VPTERNLOGD_BCST(U8(0xd8), tconst.u32(0x80000000), xs, res) // x's sign bit into res
 		}
@@ -582,14 +598,16 @@ func transcendentalKernels() {
 		name     string
 		abs, log bool
 		fwd, bwd func(k *tkernel, x vv) vv
+		fwd32    func(k *tkernel, x VecVirtual) VecVirtual // replaces fwd
 	}
 	ops := []op{
 		{"exp", false, false,
 			func(k *tkernel, x vv) vv { return k.expClamped(x) },
-			func(k *tkernel, x vv) vv { return k.expClamped(x) }},
+			func(k *tkernel, x vv) vv { return k.expClamped(x) },
+			(*tkernel).exp32},
 		{"log", false, true,
 			func(k *tkernel, x vv) vv { return k.log(x) },
-			func(k *tkernel, x vv) vv { d := newV(); vdiv(d, k.one, x); return d }},
+			func(k *tkernel, x vv) vv { d := newV(); vdiv(d, k.one, x); return d }, nil},
 		{"tanh", true, false,
 			func(k *tkernel, a vv) vv {
 				y := newV()
@@ -613,7 +631,8 @@ func transcendentalKernels() {
 				vmul(m, m, tconst.f64(4))
 				vdiv(m, m, d) // 4(m+1)/(m+2)²
 				return m
-			}},
+			},
+			(*tkernel).tanh32},
 		{"erf", true, false,
 			func(k *tkernel, a vv) vv {
 				z := newV()
@@ -642,7 +661,7 @@ func transcendentalKernels() {
 				e := k.expClamped(neg(w))
 				vmul(e, e, tconst.f64(erfS0))
 				return e
-			}},
+			}, nil},
 		{"sigmoid", false, false,
 			func(k *tkernel, x vv) vv { _, s := k.sigmoidParts(x); return s },
 			func(k *tkernel, x vv) vv {
@@ -650,7 +669,7 @@ func transcendentalKernels() {
 				vmul(e, e, s)
 				vmul(e, e, s)
 				return e
-			}},
+			}, nil},
 		{"silu", false, false,
 			func(k *tkernel, x vv) vv { _, s := k.sigmoidParts(x); vmul(s, s, x); return s },
 			func(k *tkernel, x vv) vv {
@@ -661,7 +680,7 @@ func transcendentalKernels() {
 				vmul(e, e, s) // s·(1 + x·(E·s))
 				nearRoot(e, x, siluRoot)
 				return e
-			}},
+			}, nil},
 		{"gelu", false, false,
 			func(k *tkernel, x vv) vv { phi, _ := k.geluParts(x); vmul(phi, phi, x); return phi },
 			func(k *tkernel, x vv) vv {
@@ -670,7 +689,7 @@ func transcendentalKernels() {
 				fma231(phi, x, e) // Φ + x·E/√(2π)
 				nearRoot(phi, x, geluRoot)
 				return phi
-			}},
+			}, nil},
 		{"geluTanh", false, false,
 			func(k *tkernel, x vv) vv { _, s := k.geluTanhParts(x); vmul(s, s, x); return s },
 			func(k *tkernel, x vv) vv {
@@ -686,13 +705,17 @@ func transcendentalKernels() {
 				vmul(w, w, s) // S·(1 + x·2u'·E·S)
 				nearRoot(w, x, gtRoot)
 				return w
-			}},
+			}, nil},
 	}
 	for _, o := range ops {
 		fn := o.name + "F32AVX512"
+		in := "float64"
+		if o.fwd32 != nil {
+			in = "float32"
+		}
 		transcendentalKernel(tfunc{
-			name: fn, abs: o.abs, log: o.log, needsExp: !o.log, body: o.fwd,
-			doc: fmt.Sprintf("%s sets dst[i] = %s(x[i]) for i < n (AVX-512, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.", fn, o.name),
+			name: fn, abs: o.abs, log: o.log, needsExp: !o.log, body: o.fwd, body32: o.fwd32,
+			doc: fmt.Sprintf("%s sets dst[i] = %s(x[i]) for i < n (AVX-512, in %s), and sp[0], sp[1] where x[i] is +Inf, -Inf.", fn, o.name, in),
 		})
 		gn := o.name + "GradF32AVX512"
 		transcendentalKernel(tfunc{
