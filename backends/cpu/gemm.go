@@ -287,6 +287,7 @@ type gemmStep[T float] struct {
 	mc, nb, mt, nt int // tile sizes and counts
 	packing        sync.WaitGroup
 	tmp            *bufPool[T]
+	preA, preB     []T // operands packed before the call (see prepackA, prepackB), or nil
 }
 
 func (g *gemmStep[T]) tasks() int { return g.bTasks + g.aTasks + g.mt*g.nt }
@@ -342,6 +343,14 @@ const serialGEMM = 1 << 19
 // gemm computes C = A·B (m×k times k×n). With par false it runs on the
 // calling goroutine only (the batch is parallel instead).
 func gemm[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], C matDst[T], par bool) {
+	gemmPacked(b, kern, m, n, k, A, B, C, par, nil, nil)
+}
+
+// gemmPacked is gemm with A or B, or neither, already packed: preA as
+// prepackA packs A (m×k), preB as prepackB packs B (k×n), for the same
+// kernel. A strip of a parallel GEMM multiplies the operand shared by
+// every strip packed once, before the strips start (gemmInStrips).
+func gemmPacked[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], C matDst[T], par bool, preA, preB []T) {
 	if m == 0 || n == 0 {
 		return
 	}
@@ -367,39 +376,49 @@ func gemm[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], C ma
 		return
 	}
 	mr, nr := kern.mr, kern.nr
-	nc := min(max(nr, gemmNC/nr*nr), roundUp(n, nr))
-	kc := min(gemmKC, k)
+	nc, kc, mChunk := gemmBlocks(kern, m, n, k)
 	workers := 1
 	if par {
 		workers = b.workers
 	}
 	pool := poolFor[T]()
-	// A is packed in chunks of at most gemmMChunk rows, so that its buffer
-	// stays within L3 however tall A is
-	mChunk := min(roundUp(m, mr), max(mr, gemmMChunk/mr*mr))
-	bBuf := pool.get(kc * nc)
-	aBuf := pool.get(mChunk * kc)
+	var aBuf, bBuf *[]T
+	if preB == nil {
+		bBuf = pool.get(kc * nc)
+	}
+	if preA == nil {
+		aBuf = pool.get(mChunk * kc)
+	}
 	g := typedPool[T](&stepF32, &stepF64).Get().(*gemmStep[T])
-	*g = gemmStep[T]{kern: kern, A: A, Bt: B.t(), C: C, tmp: pool}
+	*g = gemmStep[T]{kern: kern, A: A, Bt: B.t(), C: C, tmp: pool, preA: preA, preB: preB}
 	for jc := 0; jc < n; jc += nc {
 		ncur := min(nc, n-jc)
 		for pc := 0; pc < k; pc += kc {
 			kcur := min(kc, k-pc)
 			g.jc, g.pc, g.ncur, g.kcur, g.first = jc, pc, ncur, kcur, pc == 0 && !C.acc
 			g.last = pc+kcur == k
-			g.bPack = (*bBuf)[:roundUp(ncur, nr)*kcur]
+			if preB != nil {
+				g.bPack = preB[jc*k+roundUp(ncur, nr)*pc:][:roundUp(ncur, nr)*kcur]
+			} else {
+				g.bPack = (*bBuf)[:roundUp(ncur, nr)*kcur]
+			}
 			for i0 := 0; i0 < m; i0 += mChunk {
 				g.i0, g.m = i0, min(mChunk, m-i0)
 				g.mc, g.nb, g.mt, g.nt = tileGrid(g.m, ncur, mr, nr, int(sizeOf[T]()), workers)
-				g.aPack = (*aBuf)[:roundUp(g.m, mr)*kcur]
 				// packing tasks of about 16K elements; B in the first chunk
 				g.bGroup = max(1, (1<<14)/(kcur*nr))
 				g.bTasks = 0
-				if i0 == 0 {
+				if i0 == 0 && preB == nil {
 					g.bTasks = ((ncur+nr-1)/nr + g.bGroup - 1) / g.bGroup
 				}
 				g.aGroup = max(1, (1<<14)/(kcur*mr))
-				g.aTasks = ((g.m+mr-1)/mr + g.aGroup - 1) / g.aGroup
+				if preA != nil {
+					g.aPack = preA[i0*k+roundUp(g.m, mr)*pc:][:roundUp(g.m, mr)*kcur]
+					g.aTasks = 0
+				} else {
+					g.aPack = (*aBuf)[:roundUp(g.m, mr)*kcur]
+					g.aTasks = ((g.m+mr-1)/mr + g.aGroup - 1) / g.aGroup
+				}
 				g.packing.Add(g.bTasks + g.aTasks)
 				if par {
 					b.parallelRun(g.tasks(), 1, g)
@@ -411,40 +430,119 @@ func gemm[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], C ma
 	}
 	*g = gemmStep[T]{}
 	typedPool[T](&stepF32, &stepF64).Put(g)
-	pool.put(aBuf)
-	pool.put(bBuf)
+	if aBuf != nil {
+		pool.put(aBuf)
+	}
+	if bBuf != nil {
+		pool.put(bBuf)
+	}
 }
 
-// A parallel GEMM is cut into one strip of C per worker, each a whole
-// single-threaded GEMM (see gemmInStrips), rather than sharing packed
-// blocks between the workers, when it is under stripGEMM multiply-adds or
-// its strips are at least stripWidth wide: on two cores strips measured
-// faster at every size (n = 512: 360 against 268 GFLOP/s; n = 1024: 386
-// against 336; n = 2048: 395 against 372), as no worker waits for another's
-// packing. Thin strips on many cores would each pack the other operand
-// again for little work, so those share.
+// gemmBlocks returns the blocking of an m×n×k product with kern: nc
+// columns of B packed at once, kc rows of it (the summation blocks), and A
+// packed in chunks of mChunk rows, so that its buffer stays within L3
+// however tall A is.
+func gemmBlocks[T float](kern kernel[T], m, n, k int) (nc, kc, mChunk int) {
+	mr, nr := kern.mr, kern.nr
+	nc = min(max(nr, gemmNC/nr*nr), roundUp(n, nr))
+	kc = min(gemmKC, k)
+	mChunk = min(roundUp(m, mr), max(mr, gemmMChunk/mr*mr))
+	return nc, kc, mChunk
+}
+
+// prepackA packs all of A (m×k) as gemmPacked reads it as preA: for each
+// chunk of mChunk rows at i0 and each K-block at pc, the chunk's MR-tall
+// panels over the block at element i0·k + roundUp(rows, MR)·pc of dst,
+// which holds roundUp(m, MR)·k elements.
+func prepackA[T float](dst []T, kern kernel[T], m, n, k int, A matSrc[T]) {
+	mr := kern.mr
+	_, kc, mChunk := gemmBlocks(kern, m, n, k)
+	tmp := poolFor[T]().get(kc)
+	for i0 := 0; i0 < m; i0 += mChunk {
+		rows := min(mChunk, m-i0)
+		for pc := 0; pc < k; pc += kc {
+			kcur := min(kc, k-pc)
+			pack(dst[i0*k+roundUp(rows, mr)*pc:], A, i0, rows, pc, kcur, mr, *tmp)
+		}
+	}
+	poolFor[T]().put(tmp)
+}
+
+// prepackB packs all of B (k×n) as gemmPacked reads it as preB: for each
+// block of nc columns at jc and each K-block at pc, the block's NR-wide
+// panels at element jc·k + roundUp(cols, NR)·pc of dst, which holds
+// roundUp(n, NR)·k elements.
+func prepackB[T float](dst []T, kern kernel[T], m, n, k int, B matSrc[T]) {
+	nr := kern.nr
+	nc, kc, _ := gemmBlocks(kern, m, n, k)
+	tmp := poolFor[T]().get(kc)
+	Bt := B.t()
+	for jc := 0; jc < n; jc += nc {
+		cols := min(nc, n-jc)
+		for pc := 0; pc < k; pc += kc {
+			kcur := min(kc, k-pc)
+			pack(dst[jc*k+roundUp(cols, nr)*pc:], Bt, jc, cols, pc, kcur, nr, *tmp)
+		}
+	}
+	poolFor[T]().put(tmp)
+}
+
+// A parallel GEMM is cut into strips of C, each a whole single-threaded
+// GEMM (see gemmInStrips), rather than sharing packed blocks between the
+// workers, when it is under stripGEMM multiply-adds or its strips would
+// be at least stripWidth wide with one per worker: on two cores strips
+// measured faster at every size (n = 512: 360 against 268 GFLOP/s; n =
+// 1024: 386 against 336; n = 2048: 395 against 372), as no worker waits
+// for another's packing, and on a shared machine the shared scheme's
+// barrier after each packing step waits for any packer the operating
+// system descheduled. Thin strips on many cores would each stream the
+// shared operand for little work, so those share.
+//
+// There are about stripsPerWorker strips per worker, claimed one at a
+// time, so that when the operating system takes a core from one worker
+// (a busy process beside it) the others run the strips it has not
+// started: a worker descheduled in its strip holds the call up for at
+// most that strip. A strip is at least one micro-tile wide, and at least
+// minStripWidth for products of stripGEMM multiply-adds or more, where
+// each strip first streams the whole shared operand from L3 (its
+// micro-kernels read it from L2 once per B panel in any case).
 const (
-	stripGEMM  = 1 << 25
-	stripWidth = 256
+	stripGEMM       = 1 << 25
+	stripWidth      = 128
+	stripsPerWorker = 4
+	minStripWidth   = 64
 )
 
 // gemmStrips is one GEMM cut into strips, held in a pool so that a call
 // allocates nothing.
 type gemmStrips[T float] struct {
-	b       *Backend
-	kern    kernel[T]
-	m, n, k int
-	A, B    matSrc[T]
-	C       matDst[T]
-	byCols  bool // strips of columns (else of rows)
-	width   int  // strip width (a multiple of the tile side)
+	b          *Backend
+	kern       kernel[T]
+	m, n, k    int
+	A, B       matSrc[T]
+	C          matDst[T]
+	byCols     bool // strips of columns (else of rows)
+	width      int  // strip width (a multiple of the tile side)
+	preA, preB []T  // the operand every strip multiplies, packed once
 }
 
-// gemmInStrips runs a parallel GEMM as one strip of C per worker (see
-// stripGEMM): each worker's GEMM costs one hand-off and no barrier, where
-// the shared scheme hands off every packing step and waits for its packers. C is cut along
-// its longer side, so that the operand every strip packs again (the other
-// side's) is the smaller. Each element's sum is the same however C is cut.
+// stripWidthFor returns the width of the strips of a side of side rows or
+// columns, cut for workers into strips of whole tiles (see
+// stripsPerWorker) of a product of madds multiply-adds.
+func stripWidthFor(side, tile, madds, workers int) int {
+	parts := stripsPerWorker * workers
+	w := roundUp((side+parts-1)/parts, tile)
+	if madds >= stripGEMM {
+		w = max(w, roundUp(minStripWidth, tile))
+	}
+	return w
+}
+
+// gemmInStrips runs a parallel GEMM as strips of C (see stripGEMM): C is
+// cut along its longer side, and the other operand, which every strip
+// multiplies, is packed once here, before the strips start, so that a
+// strip packs only its own rows of A (or columns of B) and no strip waits
+// for another's packing. Each element's sum is the same however C is cut.
 func gemmInStrips[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], C matDst[T]) {
 	pool := typedPool[T](&stripsF32, &stripsF64)
 	g := pool.Get().(*gemmStrips[T])
@@ -453,8 +551,20 @@ func gemmInStrips[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[
 	if g.byCols {
 		side, tile = n, kern.nr
 	}
-	g.width = roundUp((side+b.workers-1)/b.workers, tile)
+	g.width = stripWidthFor(side, tile, m*n*k, b.workers)
+	bufs := poolFor[T]()
+	var pre *[]T
+	if g.byCols {
+		pre = bufs.get(roundUp(m, kern.mr) * k)
+		prepackA(*pre, kern, m, n, k, A)
+		g.preA = *pre
+	} else {
+		pre = bufs.get(roundUp(n, kern.nr) * k)
+		prepackB(*pre, kern, m, n, k, B)
+		g.preB = *pre
+	}
 	b.parallelRun((side+g.width-1)/g.width, 1, g)
+	bufs.put(pre)
 	*g = gemmStrips[T]{}
 	pool.Put(g)
 }
@@ -467,13 +577,13 @@ func (g *gemmStrips[T]) runChunk(lo, hi int) {
 			B.off += j0 * B.cs
 			C.off += j0 * C.cs
 			C.bOff += j0
-			gemm(g.b, g.kern, g.m, min(g.width, g.n-j0), g.k, A, B, C, false)
+			gemmPacked(g.b, g.kern, g.m, min(g.width, g.n-j0), g.k, A, B, C, false, g.preA, nil)
 			continue
 		}
 		i0 := s * g.width
 		A.off += i0 * A.rs
 		C.off += i0 * C.rs
-		gemm(g.b, g.kern, min(g.width, g.m-i0), g.n, g.k, A, B, C, false)
+		gemmPacked(g.b, g.kern, min(g.width, g.m-i0), g.n, g.k, A, B, C, false, nil, g.preB)
 	}
 }
 

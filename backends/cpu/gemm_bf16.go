@@ -413,13 +413,15 @@ func (d bf16Dst) shift(r, c int) bf16Dst {
 }
 
 // gemmBF16 computes C = A·B (m×k times k×n) into C. With par it cuts C
-// into one strip per worker along its longer side (as gemmInStrips does
-// for float32), each a serial GEMM; the sums do not depend on the cut.
+// into strips along its longer side as gemmInStrips does for float32
+// (several per worker, claimed by whichever worker is free, see
+// stripsPerWorker), with the operand every strip multiplies packed once
+// before they start; the sums do not depend on the cut.
 func gemmBF16(b *Backend, kern bf16Kernel, m, n, k int, A, B bf16Src, C bf16Dst, par bool) {
 	if m == 0 || n == 0 {
 		return
 	}
-	if !par || b.workers <= 1 || m*n*k < serialGEMM {
+	if !par || b.workers <= 1 || m*n*k < serialGEMM || k == 0 {
 		gemmBF16Serial(kern, m, n, k, A, B, C)
 		return
 	}
@@ -428,27 +430,101 @@ func gemmBF16(b *Backend, kern bf16Kernel, m, n, k int, A, B bf16Src, C bf16Dst,
 	if byCols {
 		side, tile = n, kern.nr
 	}
-	width := roundUp((side+b.workers-1)/b.workers, tile)
+	width := stripWidthFor(side, tile, m*n*k, b.workers)
+	kpT := (k + 1) / 2
+	var pre *[]uint32
+	var preA, preB []uint32
+	if byCols {
+		pre = poolBF16.get(roundUp(m, kern.mr) * kpT)
+		prepackBF16A(*pre, kern, m, n, k, A)
+		preA = *pre
+	} else {
+		pre = poolBF16.get(roundUp(n, kern.nr) * kpT)
+		prepackBF16B(*pre, kern, m, n, k, B)
+		preB = *pre
+	}
 	b.parallel((side+width-1)/width, 1, func(lo, hi int) {
 		for s := lo; s < hi; s++ {
 			s0 := s * width
 			if byCols {
 				Bs := B
 				Bs.off += s0 * B.cs
-				gemmBF16Serial(kern, m, min(width, n-s0), k, A, Bs, C.shift(0, s0))
+				gemmBF16Packed(kern, m, min(width, n-s0), k, A, Bs, C.shift(0, s0), preA, nil)
 				continue
 			}
 			As := A
 			As.off += s0 * A.rs
-			gemmBF16Serial(kern, min(width, m-s0), n, k, As, B, C.shift(s0, 0))
+			gemmBF16Packed(kern, min(width, m-s0), n, k, As, B, C.shift(s0, 0), nil, preB)
 		}
 	})
+	poolBF16.put(pre)
 }
 
-// gemmBF16Serial is gemmBF16 on the calling goroutine. Its K-blocks hold
-// 2·gemmKC elements (gemmKC pairs), so that a packed B micro-panel takes as
-// many bytes of L1 as the float32 GEMM's.
+// bf16Blocks returns the bfloat16 GEMM's blocking of an m×n×k product:
+// K-blocks of kc elements (gemmKC pairs, so that a packed B micro-panel
+// takes as many bytes of L1 as the float32 GEMM's), nc columns of B and
+// mc rows of A packed at once.
+func bf16Blocks(kern bf16Kernel, m, n, k int) (kc, nc, mc int) {
+	mr, nr := kern.mr, kern.nr
+	kc = min(2*gemmKC, roundUp(k, 2))
+	nc = min(max(nr, gemmNC/nr*nr), roundUp(n, nr))
+	mc = min(max(mr, gemmMC/mr*mr), roundUp(m, mr))
+	return kc, nc, mc
+}
+
+// bf16Tmp returns packBF16's scratch space for K-blocks of kc elements,
+// from poolU16 (give it back with poolU16.Put).
+func bf16Tmp(kern bf16Kernel, kc int) *[]uint16 {
+	tp := poolU16.Get().(*[]uint16)
+	if need := 2 * max(kc, kern.mr, kern.nr); cap(*tp) < need {
+		*tp = make([]uint16, need)
+	}
+	return tp
+}
+
+// prepackBF16A packs all of A (m×k) as gemmBF16Packed reads it as preA:
+// for each block of mc rows at ic and each K-block at pc, the block's
+// panels at element ic·⌈k/2⌉ + roundUp(rows, MR)·pc/2 of dst, which holds
+// roundUp(m, MR)·⌈k/2⌉ elements.
+func prepackBF16A(dst []uint32, kern bf16Kernel, m, n, k int, A bf16Src) {
+	kc, _, mc := bf16Blocks(kern, m, n, k)
+	kpT := (k + 1) / 2
+	tp := bf16Tmp(kern, kc)
+	for ic := 0; ic < m; ic += mc {
+		rows := min(mc, m-ic)
+		for pc := 0; pc < k; pc += kc {
+			packBF16(dst[ic*kpT+roundUp(rows, kern.mr)*(pc/2):], A, ic, rows, pc, min(kc, k-pc), kern.mr, (*tp)[:cap(*tp)])
+		}
+	}
+	poolU16.Put(tp)
+}
+
+// prepackBF16B packs all of B (k×n) as gemmBF16Packed reads it as preB:
+// for each block of nc columns at jc and each K-block at pc, the block's
+// panels at element jc·⌈k/2⌉ + roundUp(cols, NR)·pc/2 of dst, which holds
+// roundUp(n, NR)·⌈k/2⌉ elements.
+func prepackBF16B(dst []uint32, kern bf16Kernel, m, n, k int, B bf16Src) {
+	kc, nc, _ := bf16Blocks(kern, m, n, k)
+	kpT := (k + 1) / 2
+	tp := bf16Tmp(kern, kc)
+	Bt := B.t()
+	for jc := 0; jc < n; jc += nc {
+		cols := min(nc, n-jc)
+		for pc := 0; pc < k; pc += kc {
+			packBF16(dst[jc*kpT+roundUp(cols, kern.nr)*(pc/2):], Bt, jc, cols, pc, min(kc, k-pc), kern.nr, (*tp)[:cap(*tp)])
+		}
+	}
+	poolU16.Put(tp)
+}
+
+// gemmBF16Serial is gemmBF16 on the calling goroutine.
 func gemmBF16Serial(kern bf16Kernel, m, n, k int, A, B bf16Src, C bf16Dst) {
+	gemmBF16Packed(kern, m, n, k, A, B, C, nil, nil)
+}
+
+// gemmBF16Packed is gemmBF16Serial with A or B, or neither, already
+// packed: preA as prepackBF16A packs A, preB as prepackBF16B packs B.
+func gemmBF16Packed(kern bf16Kernel, m, n, k int, A, B bf16Src, C bf16Dst, preA, preB []uint32) {
 	if k == 0 {
 		for i := range m {
 			row := C.c[C.off+i*C.ld : C.off+i*C.ld+n]
@@ -465,16 +541,16 @@ func gemmBF16Serial(kern bf16Kernel, m, n, k int, A, B bf16Src, C bf16Dst) {
 		return
 	}
 	mr, nr := kern.mr, kern.nr
-	kc := min(2*gemmKC, roundUp(k, 2))
-	kpc := kc / 2
-	nc := min(max(nr, gemmNC/nr*nr), roundUp(n, nr))
-	mc := min(max(mr, gemmMC/mr*mr), roundUp(m, mr))
-	bBuf := poolBF16.get(kpc * nc)
-	aBuf := poolBF16.get(kpc * mc)
-	tp := poolU16.Get().(*[]uint16)
-	if need := 2 * max(kc, mr, nr); cap(*tp) < need {
-		*tp = make([]uint16, need)
+	kc, nc, mc := bf16Blocks(kern, m, n, k)
+	kpc, kpT := kc/2, (k+1)/2
+	var aBuf, bBuf *[]uint32
+	if preB == nil {
+		bBuf = poolBF16.get(kpc * nc)
 	}
+	if preA == nil {
+		aBuf = poolBF16.get(kpc * mc)
+	}
+	tp := bf16Tmp(kern, kc)
 	tmp := (*tp)[:cap(*tp)]
 	Bt := B.t()
 	for jc := 0; jc < n; jc += nc {
@@ -482,14 +558,24 @@ func gemmBF16Serial(kern bf16Kernel, m, n, k int, A, B bf16Src, C bf16Dst) {
 		for pc := 0; pc < k; pc += kc {
 			kcur := min(kc, k-pc)
 			kp := (kcur + 1) / 2
-			bp := (*bBuf)[:roundUp(ncur, nr)*kp]
-			packBF16(bp, Bt, jc, ncur, pc, kcur, nr, tmp)
+			var bp []uint32
+			if preB != nil {
+				bp = preB[jc*kpT+roundUp(ncur, nr)*(pc/2):][:roundUp(ncur, nr)*kp]
+			} else {
+				bp = (*bBuf)[:roundUp(ncur, nr)*kp]
+				packBF16(bp, Bt, jc, ncur, pc, kcur, nr, tmp)
+			}
 			accum := C.acc || pc > 0
 			last := pc+kcur == k
 			for ic := 0; ic < m; ic += mc {
 				mcur := min(mc, m-ic)
-				ap := (*aBuf)[:roundUp(mcur, mr)*kp]
-				packBF16(ap, A, ic, mcur, pc, kcur, mr, tmp)
+				var ap []uint32
+				if preA != nil {
+					ap = preA[ic*kpT+roundUp(mcur, mr)*(pc/2):][:roundUp(mcur, mr)*kp]
+				} else {
+					ap = (*aBuf)[:roundUp(mcur, mr)*kp]
+					packBF16(ap, A, ic, mcur, pc, kcur, mr, tmp)
+				}
 				for jr := 0; jr < ncur; jr += nr {
 					bPanel := bp[(jr/nr)*nr*kp : (jr/nr+1)*nr*kp]
 					nv := min(nr, ncur-jr)
@@ -516,8 +602,12 @@ func gemmBF16Serial(kern bf16Kernel, m, n, k int, A, B bf16Src, C bf16Dst) {
 		}
 	}
 	poolU16.Put(tp)
-	poolBF16.put(aBuf)
-	poolBF16.put(bBuf)
+	if aBuf != nil {
+		poolBF16.put(aBuf)
+	}
+	if bBuf != nil {
+		poolBF16.put(bBuf)
+	}
 }
 
 // bf16Operand returns v's matrix at element offset off as a bf16Src, or

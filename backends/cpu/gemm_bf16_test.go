@@ -240,3 +240,56 @@ func TestMatmulBF16FromFloat32(t *testing.T) {
 		t.Errorf("MatmulBF16 with float64 operands: no error")
 	}
 }
+
+// TestGEMMBF16StripsMatchSerial runs bfloat16 GEMMs as strips (the shared
+// operand packed once, strips claimed by whichever worker is free) on 2
+// and 3 forced-parallel workers and requires the serial GEMM's bits: tall
+// and wide products, a transposed operand, an odd K, a bias, bfloat16
+// output and accumulation, with the cache blocks at their defaults and
+// shrunk (several K-, M- and N-blocks in the packed operand).
+func TestGEMMBF16StripsMatchSerial(t *testing.T) {
+	old := [4]int{gemmKC, gemmMC, gemmNB, gemmNC}
+	defer func() { gemmKC, gemmMC, gemmNB, gemmNC = old[0], old[1], old[2], old[3] }()
+	r := rand.New(rand.NewPCG(5, 6))
+	fill := func(n int) []float32 {
+		s := make([]float32, n)
+		for i := range s {
+			s[i] = float32(r.NormFloat64())
+		}
+		return s
+	}
+	shapes := []struct{ m, n, k int }{{300, 97, 257}, {65, 700, 131}, {129, 129, 129}, {1000, 33, 70}}
+	for _, small := range []bool{false, true} {
+		gemmKC, gemmMC, gemmNB, gemmNC = old[0], old[1], old[2], old[3]
+		if small {
+			gemmKC, gemmMC, gemmNC = 5, 20, 40
+		}
+		for _, workers := range []int{2, 3} {
+			be := forcedBackend(workers, forceParallel)
+			for _, kern := range kernelsBF16 {
+				for i, s := range shapes {
+					a, bm, bias, c0 := fill(s.m*s.k), fill(s.k*s.n), fill(s.n), fill(s.m*s.n)
+					A := bf16Src{f32: a, rs: 1, cs: s.m} // stored transposed
+					B := bf16Src{f32: bm, rs: s.n, cs: 1}
+					want, got := append([]float32(nil), c0...), append([]float32(nil), c0...)
+					wantU, gotU := make([]uint16, s.m*s.n), make([]uint16, s.m*s.n)
+					dst := func(c []float32, u []uint16) bf16Dst {
+						d := bf16Dst{c: c, ld: s.n, acc: i%2 == 0, bias: bias}
+						if i%2 == 1 {
+							d.u16, d.uld = u, s.n
+						}
+						return d
+					}
+					gemmBF16Serial(kern, s.m, s.n, s.k, A, B, dst(want, wantU))
+					gemmBF16(be, kern, s.m, s.n, s.k, A, B, dst(got, gotU), true)
+					name := fmt.Sprintf("%s small=%v workers=%d m=%d n=%d k=%d", kern.name, small, workers, s.m, s.n, s.k)
+					for j := range want {
+						if math.Float32bits(got[j]) != math.Float32bits(want[j]) || gotU[j] != wantU[j] {
+							t.Fatalf("%s: element %d is %v (%#x) in strips, %v (%#x) serially", name, j, got[j], gotU[j], want[j], wantU[j])
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -243,3 +243,59 @@ func TestUnaryKernels(t *testing.T) {
 		}
 	}
 }
+
+// TestGemmStripsMatchSerial runs GEMMs as strips (the shared operand
+// packed once, the strips claimed by whichever worker is free) on 2 and 3
+// forced-parallel workers and requires the serial GEMM's bits: tall and
+// wide products (row and column strips), transposed operands, a bias and
+// accumulation into C, with the cache blocks at their defaults and shrunk
+// so that the packed operand holds several K-blocks, column blocks and
+// row chunks.
+func TestGemmStripsMatchSerial(t *testing.T) {
+	oldF32, oldF64 := kernelF32, kernelF64
+	oldBlocks := [5]int{gemmKC, gemmMC, gemmNB, gemmNC, gemmMChunk}
+	defer func() {
+		kernelF32, kernelF64 = oldF32, oldF64
+		gemmKC, gemmMC, gemmNB, gemmNC, gemmMChunk = oldBlocks[0], oldBlocks[1], oldBlocks[2], oldBlocks[3], oldBlocks[4]
+	}()
+	shapes := []struct{ m, n, k int }{{300, 97, 257}, {65, 700, 130}, {129, 129, 129}, {1000, 33, 70}}
+	for _, blocks := range [][5]int{oldBlocks, {24, 28, 64, 128, 40}} {
+		gemmKC, gemmMC, gemmNB, gemmNC, gemmMChunk = blocks[0], blocks[1], blocks[2], blocks[3], blocks[4]
+		for _, workers := range []int{2, 3} {
+			be := forcedBackend(workers, forceParallel)
+			for _, s := range shapes {
+				for _, kern := range kernelsF32 {
+					checkStrips(t, be, kern, s.m, s.n, s.k, fmt.Sprint(blocks, workers))
+				}
+				for _, kern := range kernelsF64 {
+					checkStrips(t, be, kern, s.m, s.n, s.k, fmt.Sprint(blocks, workers))
+				}
+			}
+		}
+	}
+}
+
+// checkStrips compares gemmInStrips with the serial gemm for one kernel
+// and shape, with A transposed, B contiguous, a bias, and C accumulated.
+func checkStrips[T float](t *testing.T, be *Backend, kern kernel[T], m, n, k int, name string) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(uint64(m), uint64(n*k)))
+	fill := func(n int) []T {
+		s := make([]T, n)
+		for i := range s {
+			s[i] = T(r.NormFloat64())
+		}
+		return s
+	}
+	a, bm, bias, c0 := fill(k*m), fill(k*n), fill(n), fill(m*n)
+	A := matSrc[T]{s: a, rs: 1, cs: m} // stored transposed
+	B := matSrc[T]{s: bm, rs: n, cs: 1}
+	want, got := append([]T(nil), c0...), append([]T(nil), c0...)
+	gemm(be, kern, m, n, k, A, B, matDst[T]{s: want, rs: n, cs: 1, acc: true, bias: bias}, false)
+	gemmInStrips(be, kern, m, n, k, A, B, matDst[T]{s: got, rs: n, cs: 1, acc: true, bias: bias})
+	for i := range want {
+		if math.Float64bits(float64(got[i])) != math.Float64bits(float64(want[i])) {
+			t.Fatalf("%s %s m=%d n=%d k=%d: element %d is %v in strips, %v serially", name, kern.name, m, n, k, i, got[i], want[i])
+		}
+	}
+}

@@ -365,17 +365,54 @@ func TestTunerBacksOff(t *testing.T) {
 	}
 }
 
-// TestTunerIgnoresOneStall checks that a single parallel run held up by a
-// descheduled helper does not turn a site serial.
-func TestTunerIgnoresOneStall(t *testing.T) {
+// TestTunerWeighsStalls checks that the tuner judges sharing by its total
+// cost: one parallel run held up by a descheduled helper turns a site
+// serial only for a while (it is back to parallel within a few hundred
+// calls), while stalls as rare as one in 50 runs, each costing a scheduler
+// time slice, keep it serial, as they make sharing slower than the caller
+// alone however fast the other runs are.
+func TestTunerWeighsStalls(t *testing.T) {
 	var tu tuner
+	const serial = 10 * time.Microsecond
 	s := tu.site(siteKey(2, 100, 1, 0))
 	for range 100 {
-		s.recordParallel(6*time.Microsecond, 10*time.Microsecond, false)
+		s.recordParallel(6*time.Microsecond, serial, false)
 	}
-	s.recordParallel(10*time.Millisecond, 10*time.Microsecond, false)
-	if par, _ := s.choose(); !par {
-		t.Errorf("serial after one stall (ratio average %d/1024)", s.ratio.Load())
+	s.recordParallel(10*time.Millisecond, serial, false)
+	back := -1
+	for i := range 1000 {
+		par, try := s.choose()
+		if !par {
+			s.recordSerial(serial)
+			continue
+		}
+		s.recordParallel(6*time.Microsecond, serial, try)
+		if !try {
+			back = i
+			break
+		}
+	}
+	if back < 0 || back > 500 {
+		t.Errorf("after one stall: parallel again after %d calls, want within 500", back)
+	}
+
+	s = tu.site(siteKey(3, 100, 1, 0))
+	parallel := 0
+	for i := range 5000 {
+		par, try := s.choose()
+		if !par {
+			s.recordSerial(serial)
+			continue
+		}
+		parallel++
+		took := 6 * time.Microsecond
+		if i%50 == 49 {
+			took = 5 * time.Millisecond
+		}
+		s.recordParallel(took, serial, try)
+	}
+	if parallel > 1000 {
+		t.Errorf("a 5 ms stall every 50 runs of 10 µs: parallel %d of 5000 times, want mostly serial", parallel)
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 // the same GEMM on two threads can wait milliseconds for a helper that the
 // operating system descheduled in the middle of its chunk. So the tuner
 // measures, in every parallel job, what sharing it cost: the wall time of
-// the job over the time the caller alone would have taken, which the
+// the job against the time the caller alone would have taken, which the
 // caller's own chunks tell (its time per chunk times the chunks). Both are
 // measured in the same job, on the same loaded machine, so a busy machine
 // slows both alike, and a helper woken too late to help merely does
@@ -22,18 +22,27 @@ import (
 // Only a helper that takes a chunk and then holds up the caller (it was
 // descheduled, or the job is too small for a hand-off) raises the ratio.
 //
-// A site runs in parallel while its moving average ratio is at most
-// serialAbove, else serially. A serial site tries parallel again when the
-// credit it earns, 1/exploreShare of its run time, covers the expected extra
-// cost of a try ((ratio-1) times its serial time), and the extra cost the
-// try actually had is taken from the credit; so tries cost at most about
-// 1/exploreShare of the run time, and a site whose helper stops being held
-// up (the load went away) returns to parallel within a few tries.
+// The measured speed-up is a ratio of sums, not an average of ratios: the
+// moving average of the parallel wall times over the moving average of
+// their serial estimates, over about the last 2^parShift jobs. What a
+// stall costs is its length, so a helper descheduled for 5 ms once in 100
+// jobs of 50 µs makes sharing twice as slow as running alone, however
+// fast the other 99 were; an average of per-job ratios, each bounded,
+// would call that a gain. A sample counts as at most maxStall times its
+// estimate, so that one stall of a scheduler time slice moves the site to
+// serial for a few dozen jobs (its exploration brings it back, below),
+// not for thousands.
 //
-// Wall times on a crowded machine are heavy-tailed, so samples are bounded
-// (maxRatio) and the average moves slowly (1/16 a sample; 1/2 for a try,
-// as tries are rare): one descheduled helper does not turn a site serial,
-// a run of them does.
+// A site runs in parallel while that ratio is at most serialAbove, else
+// serially. A serial site tries parallel again when the credit it earns,
+// 1/exploreShare of its run time, covers the expected extra cost of a try
+// ((ratio-1) times its serial time), and the extra cost the try actually
+// had is taken from the credit (which stops at maxCredit serial times); so
+// tries cost at most about 1/exploreShare of the run time. A try that
+// costs nothing leaves the credit for the next, so a site whose helper
+// stops being held up (the load went away) tries again at once and
+// returns to parallel within a hundred or so calls, while one whose tries
+// stall tries again only as its credit grows back.
 //
 // Results never depend on the choice: a serial run goes through the same
 // chunks in order.
@@ -46,18 +55,22 @@ const tunerSites = 2048
 const exploreShare = 128
 
 // Ratios are fixed-point, one = 1024: a site turns serial above
-// serialAbove, and a sample counts as at most maxRatio. serialAbove is a
-// little above one, so that a site where sharing neither gains nor loses
-// does not flip between the two on noise, but well below the 10% a
-// 2-worker Backend may lose against a 1-worker one on a crowded machine.
-// (The estimate of the serial time, the caller's chunks in a parallel
-// run, errs on the high side when the workers compete for memory
+// serialAbove, a little above one, so that a site where sharing neither
+// gains nor loses does not flip between the two on noise, but well below
+// the 10% a 2-worker Backend may lose against a 1-worker one on a crowded
+// machine. (The estimate of the serial time, the caller's chunks in a
+// parallel run, errs on the high side when the workers compete for memory
 // bandwidth, which makes sharing look better than it is; a threshold
-// above one would add to that.)
+// above one would add to that.) A parallel sample counts as at most
+// maxStall times its serial estimate, the averages of parallel runs move
+// by 1/2^parShift a sample, tries included, and a serial site's credit
+// toward tries is at most maxCredit times its serial time.
 const (
 	one         = 1024
 	serialAbove = one * 21 / 20
-	maxRatio    = 4 * one
+	maxStall    = 128
+	parShift    = 6
+	maxCredit   = 8
 )
 
 type tuner struct{ sites [tunerSites]site }
@@ -67,7 +80,8 @@ type tuner struct{ sites [tunerSites]site }
 // which only blurs the averages.
 type site struct {
 	key    atomic.Uint64
-	ratio  atomic.Int64 // moving average of parallel wall time over serial time (one = 1024); 0: unknown
+	par    atomic.Int64 // ns, moving average of parallel runs' wall times (bounded, see maxStall); 0: unknown
+	est    atomic.Int64 // ns, moving average of the same runs' serial estimates; 0: unknown
 	ser    atomic.Int64 // ns, moving average of the serial time (measured, or estimated in parallel runs); 0: unknown
 	credit atomic.Int64 // ns earned toward trying parallel again
 }
@@ -100,25 +114,41 @@ func (t *tuner) site(key uint64) *site {
 		return b
 	}
 	b.key.Store(a.key.Load())
-	b.ratio.Store(a.ratio.Load())
+	b.par.Store(a.par.Load())
+	b.est.Store(a.est.Load())
 	b.ser.Store(a.ser.Load())
 	b.credit.Store(a.credit.Load())
 	a.key.Store(key)
-	a.ratio.Store(0)
+	a.par.Store(0)
+	a.est.Store(0)
 	a.ser.Store(0)
 	a.credit.Store(0)
 	return a
 }
 
+// ratio returns the site's parallel wall time over its serial estimate
+// (one = 1024), or 0 while unknown.
+func (s *site) ratio() int64 {
+	e := s.est.Load()
+	if e <= 0 {
+		return 0
+	}
+	return s.par.Load() * one / e
+}
+
 // choose reports whether the next job of s runs in parallel, and whether
 // that is a try of parallel on a serial site.
 func (s *site) choose() (par, try bool) {
-	r := s.ratio.Load()
+	r := s.ratio()
 	if r <= serialAbove { // unknown (0) included: parallel until measured
 		return true, false
 	}
 	q := s.ser.Load()
-	if s.credit.Add(q/exploreShare) < (r-one)*q/one {
+	c := s.credit.Add(q / exploreShare)
+	if c > maxCredit*q { // a long serial stretch buys a few tries, not a long run of slow ones
+		s.credit.Store(maxCredit * q)
+	}
+	if c < (r-one)*q/one {
 		return false, false
 	}
 	return true, true
@@ -130,17 +160,24 @@ func (s *site) recordParallel(elapsed, estimate time.Duration, try bool) {
 	if estimate <= 0 {
 		return
 	}
-	x := min(max(int64(elapsed)*one/int64(estimate), one/8), maxRatio)
+	e := min(max(int64(elapsed), 1), maxStall*int64(estimate))
 	if try {
-		extra := min(max(int64(elapsed-estimate), 0), int64(estimate)*(maxRatio-one)/one)
-		s.credit.Add(-extra)
+		s.credit.Add(-max(e-int64(estimate), 0))
 	}
-	var shift uint = 4
-	if try {
-		shift = 1
-	}
-	average(&s.ratio, x, shift)
+	follow(&s.par, e, parShift)
+	follow(&s.est, int64(estimate), parShift)
 	average(&s.ser, int64(estimate), 3)
+}
+
+// follow moves the moving average v toward x by 1/2^shift (to x when v is
+// unknown, 0).
+func follow(v *atomic.Int64, x int64, shift uint) {
+	old := v.Load()
+	if old == 0 {
+		v.Store(x)
+		return
+	}
+	v.Store(old + (x-old)>>shift)
 }
 
 // recordSerial adds a serial run that took elapsed.
