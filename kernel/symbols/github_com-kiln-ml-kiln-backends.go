@@ -47,6 +47,7 @@ func init() {
 		"Eq":                     reflect.ValueOf(backends.Eq),
 		"Erf":                    reflect.ValueOf(backends.Erf),
 		"ErrDivideByZero":        reflect.ValueOf(&backends.ErrDivideByZero).Elem(),
+		"ErrGroup":               reflect.ValueOf(&backends.ErrGroup).Elem(),
 		"ErrOutOfMemory":         reflect.ValueOf(&backends.ErrOutOfMemory).Elem(),
 		"Exp":                    reflect.ValueOf(backends.Exp),
 		"Float16":                reflect.ValueOf(backends.Float16),
@@ -60,6 +61,13 @@ func init() {
 		"Ge":                     reflect.ValueOf(backends.Ge),
 		"Gelu":                   reflect.ValueOf(backends.Gelu),
 		"GeluTanh":               reflect.ValueOf(backends.GeluTanh),
+		"GroupBinary":            reflect.ValueOf(backends.GroupBinary),
+		"GroupCopy":              reflect.ValueOf(backends.GroupCopy),
+		"GroupFill":              reflect.ValueOf(backends.GroupFill),
+		"GroupScalar":            reflect.ValueOf(backends.GroupScalar),
+		"GroupUnary":             reflect.ValueOf(backends.GroupUnary),
+		"GroupUnaryGrad":         reflect.ValueOf(backends.GroupUnaryGrad),
+		"GroupWhere":             reflect.ValueOf(backends.GroupWhere),
 		"Gt":                     reflect.ValueOf(backends.Gt),
 		"HardSigmoid":            reflect.ValueOf(backends.HardSigmoid),
 		"HardSwish":              reflect.ValueOf(backends.HardSwish),
@@ -144,8 +152,13 @@ func init() {
 		"DType":              reflect.ValueOf((*backends.DType)(nil)),
 		"DeviceInfo":         reflect.ValueOf((*backends.DeviceInfo)(nil)),
 		"Driver":             reflect.ValueOf((*backends.Driver)(nil)),
+		"ElementwiseGroup":   reflect.ValueOf((*backends.ElementwiseGroup)(nil)),
 		"EmbeddingFusion":    reflect.ValueOf((*backends.EmbeddingFusion)(nil)),
 		"Fusion":             reflect.ValueOf((*backends.Fusion)(nil)),
+		"GroupCompiler":      reflect.ValueOf((*backends.GroupCompiler)(nil)),
+		"GroupKind":          reflect.ValueOf((*backends.GroupKind)(nil)),
+		"GroupOp":            reflect.ValueOf((*backends.GroupOp)(nil)),
+		"GroupValue":         reflect.ValueOf((*backends.GroupValue)(nil)),
 		"LinearFusion":       reflect.ValueOf((*backends.LinearFusion)(nil)),
 		"MemoryStats":        reflect.ValueOf((*backends.MemoryStats)(nil)),
 		"MultiAdamFusion":    reflect.ValueOf((*backends.MultiAdamFusion)(nil)),
@@ -167,6 +180,7 @@ func init() {
 		"_Driver":             reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_Driver)(nil)),
 		"_EmbeddingFusion":    reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_EmbeddingFusion)(nil)),
 		"_Fusion":             reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_Fusion)(nil)),
+		"_GroupCompiler":      reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_GroupCompiler)(nil)),
 		"_LinearFusion":       reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_LinearFusion)(nil)),
 		"_MultiAdamFusion":    reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_MultiAdamFusion)(nil)),
 		"_NormFusion":         reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_NormFusion)(nil)),
@@ -389,6 +403,16 @@ func (W _github_com_kiln_ml_kiln_backends_Fusion) MaxPool2d(out backends.View, i
 }
 func (W _github_com_kiln_ml_kiln_backends_Fusion) MaxPool2dGrad(dx backends.View, dy backends.View, indices backends.View, g backends.ConvGeometry) {
 	W.WMaxPool2dGrad(dx, dy, indices, g)
+}
+
+// _github_com_kiln_ml_kiln_backends_GroupCompiler is an interface wrapper for GroupCompiler type
+type _github_com_kiln_ml_kiln_backends_GroupCompiler struct {
+	IValue    interface{}
+	WRunGroup func(g *backends.ElementwiseGroup) (ok bool)
+}
+
+func (W _github_com_kiln_ml_kiln_backends_GroupCompiler) RunGroup(g *backends.ElementwiseGroup) (ok bool) {
+	return W.WRunGroup(g)
 }
 
 // _github_com_kiln_ml_kiln_backends_LinearFusion is an interface wrapper for LinearFusion type
