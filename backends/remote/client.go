@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -349,11 +350,13 @@ func (c *Backend) flushLocked() {
 	if f.pooled != nil {
 		c.sentBytes += int64(len(*f.pooled))
 	}
-	if err := c.stream.SendMsg(f); err != nil {
-		// The receiver sees the real status; make sure waiters wake even
-		// if it has not yet.
-		c.markDead(err)
+	if err := c.stream.SendMsg(f); err != nil && !errors.Is(err, io.EOF) {
+		// Waiters wake even if the receiver has not seen the failure yet.
+		c.markDead(translate(err))
 	}
+	// io.EOF: the server ended the stream (a refused token, say); the
+	// receiver's RecvMsg returns its status, which is the error to report,
+	// so the bare EOF must not be recorded first.
 }
 
 // pendingBytes is the capacity of a batch's pooled buffer, enough for a
