@@ -95,8 +95,12 @@ test-wasm:
 # the CGO_ENABLED=0 build that ships, and the purego CPU build (its portable
 # kernels hold no unsafe code of their own; the views they get are the
 # ones checked here).
+# test-race leaves out the headless-Chromium suite (workbench/browsertest,
+# two minutes under the detector, its time spent in the browser): the
+# workbench server's concurrency is checked under the detector by the
+# workbench package's own HTTP and WebSocket tests, the pages by the plain run.
 test-race: assets
-	CGO_ENABLED=1 $(GO) test $(GOTESTFLAGS) -race -count=1 -timeout 20m ./...
+	CGO_ENABLED=1 $(GO) test $(GOTESTFLAGS) -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v /workbench/browsertest$$)
 
 # Slow accuracy runs kept out of `make test`. The MNIST training runs (nn's
 # and the `make run` demo's, cmd/kiln's TestTrainMNISTDemo) go last, verbose,

@@ -481,6 +481,9 @@ const mpiChild = "KILN_TRAIN_MPI_CHILD"
 // parameters), and rank 0's final parameters match one process trained
 // on the same global batches of 64 within 1e-5 relative.
 func TestDataParallelMPI(t *testing.T) {
+	if raceEnabled {
+		t.Skip("ranks under mpirun take minutes race-instrumented; the plain run checks them, and dist's own tests drive mpirun under the race detector")
+	}
 	if testing.Short() {
 		t.Skip("-short")
 	}

@@ -30,8 +30,14 @@ func TestGemmRandomShapes(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	pick := func() int { return gemmEdgeSizes[r.IntN(len(gemmEdgeSizes))] }
 	lays := []layout{contiguous, transposed, strided}
+	// Under the race detector fewer shapes (it is the parallel split that
+	// it checks; the plain run covers the shapes).
+	shapes := 12
+	if raceEnabled {
+		shapes = 4
+	}
 	run := func(dt backends.DType, name string) {
-		for i := range 12 {
+		for i := range shapes {
 			c := matmulCase{m: pick(), k: pick(), n: pick()}
 			if i == 0 {
 				c.m, c.k, c.n = 300, 257, 129 // several blocks everywhere
