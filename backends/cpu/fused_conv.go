@@ -45,6 +45,23 @@ type convPlan struct {
 	par       bool
 }
 
+// runChunks runs chunk for each of p's chunks: one after another, each
+// with a parallel GEMM (par true), when p says so, otherwise the chunks in
+// parallel, each with a serial GEMM.
+func (b *Backend) runChunks(p convPlan, chunk func(ch int, par bool)) {
+	if p.par {
+		for ch := range p.chunks {
+			chunk(ch, true)
+		}
+		return
+	}
+	b.parallel(p.chunks, 1, func(lo, hi int) {
+		for ch := lo; ch < hi; ch++ {
+			chunk(ch, false)
+		}
+	})
+}
+
 // planConv cuts a batch of n samples of per unfolded elements and l
 // positions each, for b's workers.
 func planConv(b *Backend, n, per, l int) convPlan {
@@ -160,17 +177,7 @@ func convForward[T float](b *Backend, out, x, w []T, g backends.ConvGeometry, o 
 		pool.put(y)
 		pool.put(cols)
 	}
-	if p.par {
-		for ch := range p.chunks {
-			chunk(ch, true)
-		}
-		return
-	}
-	b.parallel(p.chunks, 1, func(lo, hi int) {
-		for ch := lo; ch < hi; ch++ {
-			chunk(ch, false)
-		}
-	})
+	b.runChunks(p, chunk)
 }
 
 // convValid reports whether g is an unpadded, unstrided, undilated
@@ -266,17 +273,7 @@ func convInputGrad[T float](b *Backend, dx, dy, w []T, g backends.ConvGeometry, 
 		pool.put(dcols)
 		pool.put(gy)
 	}
-	if p.par {
-		for ch := range p.chunks {
-			chunk(ch, true)
-		}
-		return
-	}
-	b.parallel(p.chunks, 1, func(lo, hi int) {
-		for ch := lo; ch < hi; ch++ {
-			chunk(ch, false)
-		}
-	})
+	b.runChunks(p, chunk)
 }
 
 // convWeightGrad: each chunk computes dy chunk [O, S·L] · colsᵀ [S·L, CK]
@@ -320,17 +317,7 @@ func convWeightGrad[T float](b *Backend, dw, dy, x []T, g backends.ConvGeometry,
 		pool.put(cols)
 		pool.put(gy)
 	}
-	if p.par {
-		for ch := range p.chunks {
-			chunk(ch, true)
-		}
-	} else {
-		b.parallel(p.chunks, 1, func(lo, hi int) {
-			for ch := lo; ch < hi; ch++ {
-				chunk(ch, false)
-			}
-		})
-	}
+	b.runChunks(p, chunk)
 	if partials != nil {
 		addPartials(dw[:o*ck], part, p.chunks)
 		pool.put(partials)
