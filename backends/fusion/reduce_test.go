@@ -50,19 +50,7 @@ func squaredDiff(t *testing.T, b backends.Backend, dt backends.DType, shape []in
 	b.Reduce(op, out, s, axes)
 	b.Free(d.Buf)
 	b.Free(s.Buf)
-	k := backends.NumElements(kept)
-	raw := make([]byte, k*dt.Size())
-	if err := b.Read(out.Buf, 0, raw); err != nil {
-		t.Fatal(err)
-	}
-	res := make([]float64, k)
-	for i := range res {
-		if dt == backends.Float32 {
-			res[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:])))
-		} else {
-			res[i] = math.Float64frombits(binary.LittleEndian.Uint64(raw[8*i:]))
-		}
-	}
+	res := readFloats(t, b, out)
 	for _, v := range []backends.View{x, y, out} {
 		b.Free(v.Buf)
 	}
@@ -122,6 +110,26 @@ func TestReductionTailsMatchCPU(t *testing.T) {
 			}
 		}
 	}
+}
+
+// readFloats reads v, a contiguous float32 or float64 view from its
+// buffer's start, as float64s.
+func readFloats(t *testing.T, b backends.Backend, v backends.View) []float64 {
+	t.Helper()
+	k := v.NumElements()
+	raw := make([]byte, k*v.DType.Size())
+	if err := b.Read(v.Buf, 0, raw); err != nil {
+		t.Fatal(err)
+	}
+	res := make([]float64, k)
+	for i := range res {
+		if v.DType == backends.Float32 {
+			res[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:])))
+		} else {
+			res[i] = math.Float64frombits(binary.LittleEndian.Uint64(raw[8*i:]))
+		}
+	}
+	return res
 }
 
 func sameBits(t *testing.T, got, want []float64) {
@@ -308,16 +316,7 @@ func TestSeveralReductionTails(t *testing.T) {
 		}
 		var res [][]float64
 		for _, v := range []backends.View{sa, all, sc} {
-			k := v.NumElements()
-			out := make([]byte, 4*k)
-			if err := b.Read(v.Buf, 0, out); err != nil {
-				t.Fatal(err)
-			}
-			r := make([]float64, k)
-			for i := range r {
-				r[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(out[4*i:])))
-			}
-			res = append(res, r)
+			res = append(res, readFloats(t, b, v))
 			b.Free(v.Buf)
 		}
 		b.Free(x.Buf)
@@ -418,20 +417,7 @@ func TestRandomReductionTails(t *testing.T) {
 			}
 			var res [][]float64
 			for _, v := range outs {
-				k := backends.NumElements(v.Shape)
-				out := make([]byte, k*dt.Size())
-				if err := b.Read(v.Buf, 0, out); err != nil {
-					t.Fatal(err)
-				}
-				f := make([]float64, k)
-				for i := range f {
-					if dt == backends.Float32 {
-						f[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(out[4*i:])))
-					} else {
-						f[i] = math.Float64frombits(binary.LittleEndian.Uint64(out[8*i:]))
-					}
-				}
-				res = append(res, f)
+				res = append(res, readFloats(t, b, v))
 				b.Free(v.Buf)
 			}
 			b.Free(x.Buf)
