@@ -275,6 +275,7 @@ func (p *KernelProcess) connectOnce(ctx context.Context, opts *ClientOptions) (*
 		o = *opts
 	}
 	o.Process = p
+	outer := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	_, done := p.state()
@@ -296,6 +297,17 @@ func (p *KernelProcess) connectOnce(ctx context.Context, opts *ClientOptions) (*
 		}
 	}
 	if err != nil {
+		// A kernel that could not bind a port exits, but the client can
+		// meet one of its closing sockets (connection reset) before the
+		// process is reaped: give it a moment to say why it died.
+		if outer.Err() == nil {
+			t := time.NewTimer(exitGrace)
+			select {
+			case <-done:
+			case <-t.C:
+			}
+			t.Stop()
+		}
 		if died := p.Err(); died != nil {
 			return nil, died
 		}
@@ -303,6 +315,10 @@ func (p *KernelProcess) connectOnce(ctx context.Context, opts *ClientOptions) (*
 	}
 	return c, nil
 }
+
+// exitGrace is how long connectOnce waits, after a failed connection, for
+// the kernel process to exit before reporting the connection's own error.
+const exitGrace = 2 * time.Second
 
 // Interrupt interrupts the kernel the way its spec asks: with
 // interrupt_mode "message" it sends interrupt_request through c (which must
