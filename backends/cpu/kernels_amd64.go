@@ -355,3 +355,83 @@ func geluTanhF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
 //
 //go:noescape
 func geluTanhGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+
+// expF32AVX2 sets dst[i] = exp(x[i]) for i < n (AVX2+FMA, in float32), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func expF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
+
+// expGradF32AVX2 sets dst[i] = grad[i]·exp'(x[i]) for i < n (AVX2+FMA, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func expGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+
+// logF32AVX2 sets dst[i] = log(x[i]) for i < n (AVX2+FMA, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func logF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
+
+// logGradF32AVX2 sets dst[i] = grad[i]·log'(x[i]) for i < n (AVX2+FMA, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func logGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+
+// tanhF32AVX2 sets dst[i] = tanh(x[i]) for i < n (AVX2+FMA, in float32), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func tanhF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
+
+// tanhGradF32AVX2 sets dst[i] = grad[i]·tanh'(x[i]) for i < n (AVX2+FMA, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func tanhGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+
+// erfF32AVX2 sets dst[i] = erf(x[i]) for i < n (AVX2+FMA, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func erfF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
+
+// erfGradF32AVX2 sets dst[i] = grad[i]·erf'(x[i]) for i < n (AVX2+FMA, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func erfGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+
+// sigmoidF32AVX2 sets dst[i] = sigmoid(x[i]) for i < n (AVX2+FMA, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func sigmoidF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
+
+// sigmoidGradF32AVX2 sets dst[i] = grad[i]·sigmoid'(x[i]) for i < n (AVX2+FMA, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func sigmoidGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+
+// siluF32AVX2 sets dst[i] = silu(x[i]) for i < n (AVX2+FMA, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func siluF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
+
+// siluGradF32AVX2 sets dst[i] = grad[i]·silu'(x[i]) for i < n (AVX2+FMA, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func siluGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+
+// geluF32AVX2 sets dst[i] = gelu(x[i]) for i < n (AVX2+FMA, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func geluF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
+
+// geluGradF32AVX2 sets dst[i] = grad[i]·gelu'(x[i]) for i < n (AVX2+FMA, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func geluGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+
+// geluTanhF32AVX2 sets dst[i] = geluTanh(x[i]) for i < n (AVX2+FMA, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func geluTanhF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
+
+// geluTanhGradF32AVX2 sets dst[i] = grad[i]·geluTanh'(x[i]) for i < n (AVX2+FMA, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func geluTanhGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)

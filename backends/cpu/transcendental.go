@@ -16,8 +16,9 @@ import (
 //
 // Every kernel is within 2 ulp of the exact value (the documented bound,
 // which the tests enforce). All but two compute in float64 and round once
-// to float32; the AVX-512 forward kernels of exp and tanh compute in
-// float32 instead, sixteen lanes a vector, at about half the cost or less
+// to float32; the vector forward kernels of exp and tanh (AVX-512 and
+// AVX2) compute in float32 instead, sixteen lanes a vector (eight with
+// AVX2), at about half the cost or less
 // (in cache, 0.14 against 0.34 ns an element for exp, 0.27 against 0.48
 // for tanh): they are what fused element-wise chains (package fusion) run
 // between their own float32 steps, where a float64 tanh cost about as much
@@ -25,6 +26,8 @@ import (
 // (at x ≈ 59.28) and 1.331 ulp for tanh (just above 0.625, where it
 // switches from its odd polynomial to 1 - 2/(e^(2|x|)+1)), measured over
 // every float32 input; TestTranscendentalULP holds them to 0.99 and 1.34.
+// The AVX2 ones take the same steps in the same order, so they give the
+// same results.
 // They keep exp's overflow to +Inf and its denormal results (rounded
 // once), tanh(x) = x for tiny x, ±0, and the saturation to ±1 from 9.01.
 // Their backward kernels, and the portable loops of both, stay in float64.
@@ -36,8 +39,10 @@ import (
 // (KILN_ULP_STRIDE=1021, 6.4 million inputs) measures 0.5000 to 0.5004 for
 // most functions (0.5023 for the portable tanh), 0.5015 for GELU and
 // 0.5148 for GELU's derivative, the worst (at x ≈ -0.784, just outside the
-// window of its root polynomial). So the result is the correctly rounded
-// float32 except where the exact value lies within about 0.015 ulp of a
+// window of its root polynomial); for the AVX2 kernels, whose exp is a
+// little less accurate (2^-34 relative), 0.5000 to 0.5009 for most, 0.5022
+// for GELU, 0.5037 for SiLU's derivative and the same 0.5148 for GELU's.
+// So the result is the correctly rounded float32 except where the exact value lies within about 0.015 ulp of a
 // rounding boundary, and within 1 ulp of the op's float64 definition
 // rounded to float32 (almost always equal to it). The backward kernels
 // compute float64(g)·f'(x) and round that once, with the same bound.
@@ -67,13 +72,26 @@ import (
 // float32: asm/gen/transcendental32.go).
 // transcendental_model_test.go has the same algorithms in scalar Go and
 // explains them; the tests check it for accuracy on every platform.
-// Elsewhere (other CPUs, AVX2-only ones included, and -tags purego) the Go
-// loops below compute each value with Go's math package (math.Exp,
-// math.Log, math.Tanh, math.Erf, math.Erfc) in forms that keep their
-// relative accuracy, at about the speed of the exact loops they replace
-// (exp forward through mathExpF32, exp.go: float32(math.Exp) bit for bit,
-// about twice as fast; tanh forward through tanhRow, within 0.502 ulp and
-// cheaper than math.Tanh). There is no AVX2 assembly yet.
+//
+// On CPUs with AVX2 and FMA but not AVX-512 the kernels are the same
+// algorithms generated for ymm registers by asm/gen/transcendental_avx2.go:
+// eight floats an iteration, widened to two vectors of four float64. What
+// AVX2 lacks is replaced there: exp reduces by ln2 without the table, with
+// a polynomial of degree 7, and builds its power of two in the exponent
+// field (in two factors where the argument can exceed ±700, so that it
+// still overflows and underflows as VSCALEFPD does); log reads its tables
+// with gathers; masks are ymm compares and blends; a partial last
+// iteration uses masked loads and stores (VMASKMOVPS). On one core of a
+// Zen 3, in cache, they are 4 to 35 times as fast as the Go loops (GELU
+// forward 0.5 against 0.04 Gelem/s). On AVX-512 machines the tests run
+// them too (f32Kernel.altF).
+//
+// Elsewhere (other CPUs and -tags purego) the Go loops below compute each
+// value with Go's math package (math.Exp, math.Log, math.Tanh, math.Erf,
+// math.Erfc) in forms that keep their relative accuracy, at about the
+// speed of the exact loops they replace (exp forward through mathExpF32,
+// exp.go: float32(math.Exp) bit for bit, about twice as fast; tanh forward
+// through tanhRow, within 0.502 ulp and cheaper than math.Tanh).
 
 // f32Kernel is an op's float32 kernel: the float64 functions f and df that
 // the portable loops apply element by element, and vector kernels that
@@ -88,6 +106,14 @@ type f32Kernel struct {
 	// transcendental_amd64.go); they handle ±Inf and NaN themselves.
 	vecF  func(o, x []float32)
 	vecDF func(o, x, g []float32)
+	// vecF32 marks vector forward kernels (vecF, and altF) that compute in
+	// float32 (exp and tanh): their error bound is larger.
+	vecF32 bool
+	// altF and altDF, when set, are vector kernels of another instruction
+	// set that this CPU also runs (AVX2 where vecF and vecDF are AVX-512),
+	// for the tests alone.
+	altF  func(o, x []float32)
+	altDF func(o, x, g []float32)
 }
 
 // f32Kernels holds the ops with float32 kernels.

@@ -15,31 +15,47 @@ import (
 // tail mask).
 var hasTranscendental = hasAVX512 && hasBMI2 && cpuid.CPU.Supports(cpuid.AVX512DQ)
 
+// hasTranscendentalAVX2: the AVX2 kernels run here (AVX2 and FMA). They
+// are the vector kernels where hasTranscendental is false, and are tested
+// alongside the AVX-512 ones where it is true.
+var hasTranscendentalAVX2 = hasAVX2
+
+// transcendentalKernelSet is one instruction set's kernels of an op,
+// forward and backward; fwd32 marks a forward kernel computed in float32.
+type transcendentalKernelSet struct {
+	fwd   func(dst, x *float32, n int, sp *[2]float32)
+	bwd   func(dst, x, grad *float32, n int, sp *[2]float32)
+	fwd32 bool
+}
+
 // transcendentalAsm lists the AVX-512 kernels of each op, forward and
 // backward.
-var transcendentalAsm = map[backends.UnaryOp]struct {
-	fwd func(dst, x *float32, n int, sp *[2]float32)
-	bwd func(dst, x, grad *float32, n int, sp *[2]float32)
-}{
-	backends.Exp:      {expF32AVX512, expGradF32AVX512},
-	backends.Log:      {logF32AVX512, logGradF32AVX512},
-	backends.Tanh:     {tanhF32AVX512, tanhGradF32AVX512},
-	backends.Erf:      {erfF32AVX512, erfGradF32AVX512},
-	backends.Sigmoid:  {sigmoidF32AVX512, sigmoidGradF32AVX512},
-	backends.Silu:     {siluF32AVX512, siluGradF32AVX512},
-	backends.Gelu:     {geluF32AVX512, geluGradF32AVX512},
-	backends.GeluTanh: {geluTanhF32AVX512, geluTanhGradF32AVX512},
+var transcendentalAsm = map[backends.UnaryOp]transcendentalKernelSet{
+	backends.Exp:      {expF32AVX512, expGradF32AVX512, true},
+	backends.Log:      {logF32AVX512, logGradF32AVX512, false},
+	backends.Tanh:     {tanhF32AVX512, tanhGradF32AVX512, true},
+	backends.Erf:      {erfF32AVX512, erfGradF32AVX512, false},
+	backends.Sigmoid:  {sigmoidF32AVX512, sigmoidGradF32AVX512, false},
+	backends.Silu:     {siluF32AVX512, siluGradF32AVX512, false},
+	backends.Gelu:     {geluF32AVX512, geluGradF32AVX512, false},
+	backends.GeluTanh: {geluTanhF32AVX512, geluTanhGradF32AVX512, false},
+}
+
+// transcendentalAVX2 lists the AVX2 kernels (in float64 but for exp and
+// tanh forward, as with AVX-512).
+var transcendentalAVX2 = map[backends.UnaryOp]transcendentalKernelSet{
+	backends.Exp:      {expF32AVX2, expGradF32AVX2, true},
+	backends.Log:      {logF32AVX2, logGradF32AVX2, false},
+	backends.Tanh:     {tanhF32AVX2, tanhGradF32AVX2, true},
+	backends.Erf:      {erfF32AVX2, erfGradF32AVX2, false},
+	backends.Sigmoid:  {sigmoidF32AVX2, sigmoidGradF32AVX2, false},
+	backends.Silu:     {siluF32AVX2, siluGradF32AVX2, false},
+	backends.Gelu:     {geluF32AVX2, geluGradF32AVX2, false},
+	backends.GeluTanh: {geluTanhF32AVX2, geluTanhGradF32AVX2, false},
 }
 
 func init() {
-	if !hasTranscendental {
-		return
-	}
 	for op, k := range f32Kernels {
-		asm := transcendentalAsm[op]
-		if asm.fwd == nil {
-			continue
-		}
 		def := backends.UnaryOps[op]
 		inf, ninf := math.Inf(1), math.Inf(-1)
 		// the values at ±Inf the kernels put in; the backward ones are
@@ -52,19 +68,32 @@ func init() {
 				panic("cpu: " + def.Name + "'(±Inf) is not 0, 1, ±Inf or NaN")
 			}
 		}
-		k.vecF = func(o, x []float32) {
-			if len(o) == 0 {
-				return
-			}
-			_ = x[len(o)-1]
-			asm.fwd(&o[0], &x[0], len(o), &spF)
+		// wrap makes a set's kernels into row functions.
+		wrap := func(asm transcendentalKernelSet) (func(o, x []float32), func(o, x, g []float32)) {
+			return func(o, x []float32) {
+					if len(o) == 0 {
+						return
+					}
+					_ = x[len(o)-1]
+					asm.fwd(&o[0], &x[0], len(o), &spF)
+				}, func(o, x, g []float32) {
+					if len(o) == 0 {
+						return
+					}
+					_, _ = x[len(o)-1], g[len(o)-1]
+					asm.bwd(&o[0], &x[0], &g[0], len(o), &spDF)
+				}
 		}
-		k.vecDF = func(o, x, g []float32) {
-			if len(o) == 0 {
-				return
+		switch {
+		case hasTranscendental:
+			k.vecF, k.vecDF = wrap(transcendentalAsm[op])
+			k.vecF32 = transcendentalAsm[op].fwd32
+			if hasTranscendentalAVX2 { // for the tests; forward in float32 for the same ops
+				k.altF, k.altDF = wrap(transcendentalAVX2[op])
 			}
-			_, _ = x[len(o)-1], g[len(o)-1]
-			asm.bwd(&o[0], &x[0], &g[0], len(o), &spDF)
+		case hasTranscendentalAVX2:
+			k.vecF, k.vecDF = wrap(transcendentalAVX2[op])
+			k.vecF32 = transcendentalAVX2[op].fwd32
 		}
 	}
 }

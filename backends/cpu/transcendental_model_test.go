@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"testing"
 
 	"github.com/kiln-ml/kiln/backends"
 )
@@ -141,6 +142,55 @@ func expPoly(r float64) float64 {
 // expm1Poly is e^r - 1 for |r| ≤ ln2/32, accurate relative to e^r - 1.
 func expm1Poly(r float64) float64 {
 	return r + r*r*(expC2+r*(expC3+r*(expC4+r*expC5)))
+}
+
+// The AVX2 kernels' exp (asm/gen/transcendental_avx2.go), which has no
+// table: e^x = 2^n·(1 + r + r²·q(r)) with n = round(x/ln2), r = x - n·ln2
+// (ln2 as expAVX2Ln2Hi, 32 significant bits, and the rest), q of degree 5
+// fitted on |r| ≤ ln2/2. The kernels build 2^n in the exponent field, in
+// two factors where |x| may pass 700 (as scale2 does here).
+const (
+	expAVX2Ln2Hi = 0x1.62e42feep-1
+	expAVX2Ln2Lo = math.Ln2 - expAVX2Ln2Hi
+)
+
+var expAVX2Q = [6]float64{
+	0x1.0000003a86997p-1, 0x1.555554415b861p-3, 0x1.55548ce016e7cp-5,
+	0x1.1112724e2b2fep-7, 0x1.6d8dddd61d924p-10, 0x1.9f07f4b083f78p-13,
+}
+
+// expAVX2Model is e^x as the AVX2 kernels compute it (up to the rounding
+// of FMA steps), for |x| ≤ expClamp.
+func expAVX2Model(x float64) float64 {
+	t := x*math.Log2E + expMagic
+	n := t - expMagic
+	r := (x - n*expAVX2Ln2Hi) - n*expAVX2Ln2Lo
+	q := &expAVX2Q
+	p := q[0] + r*(q[1]+r*(q[2]+r*(q[3]+r*(q[4]+r*q[5]))))
+	return scale2(1+(r+r*r*p), int64(n))
+}
+
+// TestExpAVX2Model checks the AVX2 kernels' exp (its model) against
+// math.Exp over [-708, 709] (float64's normal results) and densely around
+// 0: within 2^-33.5
+// relative (the fit's 2^-34.1 and the rounding of its steps), as accurate
+// as the kernels' other approximations, far below a float32 ulp.
+func TestExpAVX2Model(t *testing.T) {
+	worst, at := 0.0, 0.0
+	check := func(x float64) {
+		want := math.Exp(x)
+		if e := math.Abs(expAVX2Model(x)-want) / want; e > worst {
+			worst, at = e, x
+		}
+	}
+	for i := 0; i <= 1_000_000; i++ {
+		check(-708 + 1417*float64(i)/1e6)
+		check(-1 + 2*float64(i)/1e6)
+	}
+	t.Logf("max relative error 2^%.2f at x = %g", math.Log2(worst), at)
+	if worst > math.Exp2(-33.5) {
+		t.Errorf("relative error 2^%.2f at x = %g, want at most 2^-33.5", math.Log2(worst), at)
+	}
 }
 
 // scale2 returns s·2^e.

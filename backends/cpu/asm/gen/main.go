@@ -40,5 +40,6 @@ func main() {
 	maxPool2x2()
 	reluGrad()
 	transcendentalKernels()
+	transcendentalKernelsAVX2()
 	Generate()
 }

@@ -32,34 +32,56 @@ import (
 // sigmoid by one division each; polynomials in x - x0 near the zeros of
 // the GELU and SiLU derivatives. The tests check both against float64
 // references: within 0.52 ulp. (exp and tanh forward compute in float32
-// instead: transcendental32.go.)
+// instead: transcendental32.go. The AVX2 kernels, generated from the same
+// op bodies: transcendental_avx2.go.)
 
-// tpool is the constant pool of the kernels: float64 values (and 32-bit
-// patterns, in the low half of a slot) read with embedded broadcasts.
+// tpool is a constant pool of the kernels: float64 values (and 32-bit
+// patterns, in the low half of a slot) read with embedded broadcasts, or,
+// for the AVX2 kernels, each four times, read as whole ymm operands.
 type tpool struct {
-	off  map[uint64]int
-	bits []uint64
+	name  string
+	lanes int // copies of each value: 1 for broadcasts, 4 for ymm operands
+	off   map[uint64]int
+	bits  []uint64
 }
 
-var tconst = &tpool{off: map[uint64]int{}}
+// tconst is the pool the helpers below take constants from: tconst512
+// while the AVX-512 kernels are generated, tconstAVX2 for the AVX2 ones.
+var (
+	tconst512 = &tpool{name: "tconst", lanes: 1, off: map[uint64]int{}}
+	tconst    = tconst512
+)
 
 func (p *tpool) slot(b uint64) Mem {
 	o, ok := p.off[b]
 	if !ok {
 		o = 8 * len(p.bits)
 		p.off[b] = o
-		p.bits = append(p.bits, b)
+		for range p.lanes {
+			p.bits = append(p.bits, b)
+		}
 	}
-	return Mem{Symbol: Symbol{Name: "tconst", Static: true}, Base: StaticBase, Disp: o}
+	return p.at(o)
 }
 
-// f64 is a float64 constant in memory; u32 a 32-bit pattern.
+// at is the pool's memory at byte offset o.
+func (p *tpool) at(o int) Mem {
+	return Mem{Symbol: Symbol{Name: p.name, Static: true}, Base: StaticBase, Disp: o}
+}
+
+// f64 is a float64 constant in memory; u32 a 32-bit pattern (in every
+// 32-bit lane of a ymm slot).
 func (p *tpool) f64(v float64) Mem { return p.slot(math.Float64bits(v)) }
-func (p *tpool) u32(v uint32) Mem  { return p.slot(uint64(v)) }
+func (p *tpool) u32(v uint32) Mem {
+	if p.lanes > 1 {
+		return p.slot(uint64(v) | uint64(v)<<32)
+	}
+	return p.slot(uint64(v))
+}
 
 // emit writes the pool (after all the kernels that use it).
 func (p *tpool) emit() {
-	GLOBL("tconst", RODATA|NOPTR)
+	GLOBL(p.name, RODATA|NOPTR)
 	for i, b := range p.bits {
 		DATA(8*i, U64(b))
 	}
@@ -140,9 +162,19 @@ type root struct {
 // register twice.
 type vv [2]VecVirtual
 
-func newV() vv { return vv{ZMM(), ZMM()} }
+func newV() vv {
+	if ymmMode {
+		return vv{YMM(), YMM()}
+	}
+	return vv{ZMM(), ZMM()}
+}
 
-// operand of half i: a vv's register, or a constant's memory (broadcast)
+// ymmMode is set while the AVX2 kernels are generated
+// (transcendental_avx2.go): vv halves are ymm registers of four float64,
+// and constants are full-width memory operands instead of broadcasts.
+var ymmMode bool
+
+// operand of half i: a vv's register, or a constant's memory
 func half(b any, i int) (Op, bool) {
 	switch b := b.(type) {
 	case vv:
@@ -156,10 +188,11 @@ func half(b any, i int) (Op, bool) {
 type inst func(...Op)
 
 // op3 emits dst = a ∘ b for each half (Go operand order: b, a, dst), with
-// the embedded-broadcast form when b is a constant.
+// the embedded-broadcast form when b is a constant (with AVX2, a full-width
+// memory operand).
 func op3(reg, bcst inst, dst, a vv, b any) {
 	for i := range dst {
-		if o, isMem := half(b, i); isMem {
+		if o, isMem := half(b, i); isMem && !ymmMode {
 			bcst(o, a[i], dst[i])
 		} else {
 			reg(o, a[i], dst[i])
@@ -193,7 +226,7 @@ func vmov(dst, src vv) {
 
 // bcast loads a constant into a register (both halves).
 func bcast(c Mem) vv {
-	r := ZMM()
+	r := newV()[0]
 	VBROADCASTSD(c, r)
 	return vv{r, r}
 }
@@ -246,8 +279,12 @@ func (k *tkernel) expParts(v vv, c []float64) (tbl, e, pm1 vv) {
 	return t, kf, q
 }
 
-// exp returns e^v for |v| ≤ expClamp.
+// exp returns e^v for |v| ≤ expClamp (with AVX2 for |v| ≤ 700: expWide
+// takes the whole range).
 func (k *tkernel) exp(v vv) vv {
+	if ymmMode {
+		return k.expY(v, false)
+	}
 	tbl, e, pm1 := k.expParts(v, expE)
 	fma213(pm1, tbl, tbl) // tbl·(1 + pm1)
 	out := newV()
@@ -262,11 +299,23 @@ func (k *tkernel) expClamped(v vv) vv {
 	c := newV()
 	vmax(c, v, tconst.f64(-expClamp))
 	vmin(c, c, tconst.f64(expClamp))
-	return k.exp(c)
+	return k.expWide(c)
+}
+
+// expWide returns e^v for |v| ≤ expClamp (exp takes that whole range with
+// AVX-512; with AVX2 it takes |v| ≤ 700 and this one the rest).
+func (k *tkernel) expWide(v vv) vv {
+	if ymmMode {
+		return k.expY(v, true)
+	}
+	return k.exp(v)
 }
 
 // expm1 returns e^y - 1 for y in [0, 2·tanhClamp].
 func (k *tkernel) expm1(y vv) vv {
+	if ymmMode {
+		return k.expm1Y(y)
+	}
 	tbl, e, pm1 := k.expParts(y, expC)
 	s := newV()
 	for i := range s {
@@ -303,6 +352,10 @@ func nearRoot(d, x vv, r root) {
 	vsub(t, x, tconst.f64(r.hi))
 	a := newV()
 	vand(a, t, tconst.f64(math.Float64frombits(1<<63-1)))
+	if ymmMode {
+		nearRootY(d, t, a, r)
+		return
+	}
 	m := [2]OpmaskVirtual{K(), K()}
 	for i := range m {
 		VCMPPD_BCST(U8(0x11), tconst.f64(rootWindow), a[i], m[i]) // LT_OQ
@@ -341,7 +394,7 @@ func (k *tkernel) geluParts(x vv) (phi, e vv) {
 	vmul(w, x, x)
 	vmul(w, w, tconst.f64(-0.5))
 	vmax(w, w, tconst.f64(-expClamp)) // -x²/2 ≤ 0
-	e = k.exp(w)
+	e = k.expWide(w)
 	a := newV()
 	vand(a, x, tconst.f64(math.Float64frombits(1<<63-1)))
 	vmin(a, a, tconst.f64(geluMaxA))
@@ -352,6 +405,10 @@ func (k *tkernel) geluParts(x vv) (phi, e vv) {
 	phi = newV()
 	vsub(phi, k.one, h)
 	for i := range phi {
+		if ymmMode {
+			VBLENDVPD(x[i], h[i], phi[i], phi[i]) // x's sign: Φ = h for negative x
+			continue
+		}
 		m := K()
 		VPMOVQ2M(x[i], m) // x's sign: Φ = h for negative x
 		VMOVAPD(h[i], m, phi[i])
@@ -378,6 +435,9 @@ func (k *tkernel) geluTanhParts(x vv) (e, s vv) {
 // log returns log(x) for finite x > 0 (garbage elsewhere: the caller
 // replaces those lanes).
 func (k *tkernel) log(x vv) vv {
+	if ymmMode {
+		return logY(x)
+	}
 	tmp := newV()
 	for i := range tmp {
 		VPSUBQ(k.off[i], x[i], tmp[i])
@@ -424,7 +484,7 @@ func (p *tpool) slotRun(t []float64) Mem {
 	for _, v := range t {
 		p.bits = append(p.bits, math.Float64bits(v))
 	}
-	return Mem{Symbol: Symbol{Name: "tconst", Static: true}, Base: StaticBase, Disp: o}
+	return p.at(o)
 }
 
 // tfunc describes one kernel: what it computes per pair of halves.
@@ -587,20 +647,61 @@ func transcendentalKernel(f tfunc) {
 	RET()
 }
 
-// transcendentalKernels generates every kernel, then the constant pool.
+// whereBelow sets dst = src in the lanes where a < limit.
+func whereBelow(dst, a vv, limit float64, src vv) {
+	for i := range dst {
+		if ymmMode {
+			m := YMM()
+			VCMPPD(U8(0x11), tconst.f64(limit), a[i], m) // LT_OQ
+			VBLENDVPD(m, src[i], dst[i], dst[i])
+			continue
+		}
+		m := K()
+		VCMPPD_BCST(U8(0x11), tconst.f64(limit), a[i], m)
+		VMOVAPD(src[i], m, dst[i])
+	}
+}
+
+// top is one op's kernels: forward and backward bodies in float64 (and
+// optionally a float32 forward).
+type top struct {
+	name     string
+	abs, log bool
+	fwd, bwd func(k *tkernel, x vv) vv
+	fwd32    func(k *tkernel, x VecVirtual) VecVirtual // replaces fwd (AVX-512)
+}
+
+// transcendentalKernels generates every AVX-512 kernel, then the constant
+// pool.
 func transcendentalKernels() {
+	for _, o := range transcendentalOps() {
+		fn := o.name + "F32AVX512"
+		in := "float64"
+		if o.fwd32 != nil {
+			in = "float32"
+		}
+		transcendentalKernel(tfunc{
+			name: fn, abs: o.abs, log: o.log, needsExp: !o.log, body: o.fwd, body32: o.fwd32,
+			doc: fmt.Sprintf("%s sets dst[i] = %s(x[i]) for i < n (AVX-512, in %s), and sp[0], sp[1] where x[i] is +Inf, -Inf.", fn, o.name, in),
+		})
+		gn := o.name + "GradF32AVX512"
+		transcendentalKernel(tfunc{
+			name: gn, bwd: true, body: o.bwd, needsExp: !o.log,
+			doc: fmt.Sprintf("%s sets dst[i] = grad[i]·%s'(x[i]) for i < n (AVX-512, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.", gn, o.name),
+		})
+	}
+	tconst.emit()
+}
+
+// transcendentalOps lists the ops and what their kernels compute, for
+// both instruction sets.
+func transcendentalOps() []top {
 	abs := func(v vv) vv {
 		a := newV()
 		vand(a, v, tconst.f64(math.Float64frombits(1<<63-1)))
 		return a
 	}
-	type op struct {
-		name     string
-		abs, log bool
-		fwd, bwd func(k *tkernel, x vv) vv
-		fwd32    func(k *tkernel, x VecVirtual) VecVirtual // replaces fwd
-	}
-	ops := []op{
+	return []top{
 		{"exp", false, false,
 			func(k *tkernel, x vv) vv { return k.expClamped(x) },
 			func(k *tkernel, x vv) vv { return k.expClamped(x) },
@@ -648,11 +749,7 @@ func transcendentalKernels() {
 				vmul(a2, a, a)
 				s := poly(a2, []float64{erfS0, erfS1, erfS2, erfS3})
 				vmul(s, s, a)
-				for i := range big {
-					m := K()
-					VCMPPD_BCST(U8(0x11), tconst.f64(erfSmall), a[i], m) // a < 1/16
-					VMOVAPD(s[i], m, big[i])
-				}
+				whereBelow(big, a, erfSmall, s)
 				return big
 			},
 			func(k *tkernel, x vv) vv {
@@ -707,21 +804,4 @@ func transcendentalKernels() {
 				return w
 			}, nil},
 	}
-	for _, o := range ops {
-		fn := o.name + "F32AVX512"
-		in := "float64"
-		if o.fwd32 != nil {
-			in = "float32"
-		}
-		transcendentalKernel(tfunc{
-			name: fn, abs: o.abs, log: o.log, needsExp: !o.log, body: o.fwd, body32: o.fwd32,
-			doc: fmt.Sprintf("%s sets dst[i] = %s(x[i]) for i < n (AVX-512, in %s), and sp[0], sp[1] where x[i] is +Inf, -Inf.", fn, o.name, in),
-		})
-		gn := o.name + "GradF32AVX512"
-		transcendentalKernel(tfunc{
-			name: gn, bwd: true, body: o.bwd, needsExp: !o.log,
-			doc: fmt.Sprintf("%s sets dst[i] = grad[i]·%s'(x[i]) for i < n (AVX-512, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.", gn, o.name),
-		})
-	}
-	tconst.emit()
 }
