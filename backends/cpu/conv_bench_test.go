@@ -27,19 +27,21 @@ var resnetConvs = []struct {
 	{"l4_3x3s2", 256, 512, 4, 3, 2, 1},
 	{"l4_3x3", 512, 512, 2, 3, 1, 3},
 	{"l4_1x1s2", 256, 512, 4, 1, 2, 1},
-	{"mnist_conv2", 16, 32, 13, 3, 1, 0}, // unpadded, batch 128 (see below)
+	{"mnist_conv1", 1, 16, 28, 3, 1, 0}, // unpadded, batch 128 (see below)
+	{"mnist_conv2", 16, 32, 13, 3, 1, 0},
 }
 
 // BenchmarkResNetConvs times each ResNet-18 convolution's forward pass
-// and both gradients (float32, batch 32), and the MNIST CNN's second
-// convolution's (batch 128), on one worker; GFLOP/s counts
-// 2·N·O·OutH·OutW·C·KH·KW per direction. ms/step and cpu-ms/step are the
+// and both gradients (float32, batch 32), and the MNIST CNN's two
+// convolutions' (batch 128), on one worker; GFLOP/s counts
+// 2·N·O·OutH·OutW·C·KH·KW per direction (cpu-GFLOP/s per CPU second, less
+// disturbed by other processes on the machine). ms/step and cpu-ms/step are the
 // wall and CPU time of the convolution's runs in one training step; CPU
 // time is less disturbed by other processes on the machine.
 func BenchmarkResNetConvs(b *testing.B) {
 	for _, c := range resnetConvs {
 		pad, n := c.k/2, 32
-		if c.count == 0 { // the MNIST CNN's second convolution, as bench_compare.py's "conv2" row
+		if c.count == 0 { // the MNIST CNN's convolutions, as bench_compare.py's "conv1" and "conv2" rows
 			pad, n = 0, 128
 		}
 		out := (c.h+2*pad-c.k)/c.stride + 1
@@ -47,26 +49,54 @@ func BenchmarkResNetConvs(b *testing.B) {
 			PadTop: pad, PadLeft: pad, DilationH: 1, DilationW: 1, OutH: out, OutW: out}
 		flops := 2 * float64(g.N*c.o*out*out*c.c*c.k*c.k)
 		for _, dir := range []string{"fwd", "dx", "dw"} {
-			b.Run(fmt.Sprintf("%s/%s", c.name, dir), func(b *testing.B) {
-				be := New(1)
-				x := randView(be, backends.Float32, 1, g.N, g.C, g.H, g.W)
-				w := randView(be, backends.Float32, 2, c.o, g.C, g.KH, g.KW)
-				dy := randView(be, backends.Float32, 3, g.N, c.o, out, out)
-				cpu0 := cpuSeconds()
-				for b.Loop() {
-					switch dir {
-					case "fwd":
-						be.Conv2d(dy, x, w, g)
-					case "dx":
-						be.Conv2dInputGrad(x, dy, w, g)
-					case "dw":
-						be.Conv2dWeightGrad(w, dy, x, g)
-					}
-				}
-				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)*float64(c.count)/1000, "ms/step")
-				b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N)*float64(c.count)*1000, "cpu-ms/step")
-			})
+			for _, path := range convBenchPaths() {
+				b.Run(fmt.Sprintf("%s/%s/path=%s", c.name, dir, path), func(b *testing.B) {
+					withConvDirect(b, map[string]string{"gemm": "off", "auto": "auto", "force": "force"}[path], func() {
+						benchConv(b, g, c.o, dir, flops, c.count)
+					})
+				})
+			}
 		}
 	}
+}
+
+// convBenchPaths are the convolution paths this machine can time: the
+// GEMM path, and where the direct path's kernels run, the path chosen with
+// them (auto: the direct one where it pays, as on AVX2 machines by
+// default) and the direct path wherever it can run (force: for tuning
+// convDirectMinUse), one after the other so that all see the same load.
+func convBenchPaths() []string {
+	if convDirectUsable {
+		return []string{"gemm", "auto", "force"}
+	}
+	return []string{"gemm"}
+}
+
+// benchConv times one direction (fwd, dx or dw) of convolution g with o
+// output channels, float32 on one worker.
+func benchConv(b *testing.B, g backends.ConvGeometry, o int, dir string, flops float64, count int) {
+	be := New(1)
+	x := randView(be, backends.Float32, 1, g.N, g.C, g.H, g.W)
+	w := randView(be, backends.Float32, 2, o, g.C, g.KH, g.KW)
+	dy := randView(be, backends.Float32, 3, g.N, o, g.OutH, g.OutW)
+	run := func() {
+		switch dir {
+		case "fwd":
+			be.Conv2d(dy, x, w, g)
+		case "dx":
+			be.Conv2dInputGrad(x, dy, w, g)
+		case "dw":
+			be.Conv2dWeightGrad(w, dy, x, g)
+		}
+	}
+	run() // fill the scratch pools first: a few timed runs must not pay for it
+	cpu0 := cpuSeconds()
+	for b.Loop() {
+		run()
+	}
+	cpu := cpuSeconds() - cpu0
+	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	b.ReportMetric(flops*float64(b.N)/cpu/1e9, "cpu-GFLOP/s")
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)*float64(count)/1000, "ms/step")
+	b.ReportMetric(cpu/float64(b.N)*float64(count)*1000, "cpu-ms/step")
 }

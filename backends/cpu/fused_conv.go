@@ -152,7 +152,13 @@ func dim(v backends.View, d int) int {
 // convForward: for each chunk, cols [CK, S·L] = unfold(x[n0:n0+S]), then
 // y [O, S·L] = w [O, CK] · cols, copied out per sample. Each output
 // element is the same K-blocked sum the composed per-sample GEMM makes.
+// On AVX2 machines without AVX-512, float32 stride-1 convolutions whose
+// padding leaves most of a plane take the direct path (conv_direct.go).
 func convForward[T float](b *Backend, out, x, w []T, g backends.ConvGeometry, o int) {
+	if out32, ok := any(out).([]float32); ok && useConvDirect(g, o, g.OutH, g.OutW, false) {
+		convDirectForward(b, out32, any(x).([]float32), any(w).([]float32), g, o)
+		return
+	}
 	if convValid(g) {
 		convForwardImplicit(b, out, x, w, g, o)
 		return
@@ -249,6 +255,10 @@ func addPartials[T float](dst, part []T, chunks int) {
 // convInputGrad: for each chunk, dcols [CK, S·L] = wᵀ [CK, O] · dy chunk
 // [O, S·L], folded back (overlapping windows added) into dx's samples.
 func convInputGrad[T float](b *Backend, dx, dy, w []T, g backends.ConvGeometry, o int) {
+	if dx32, ok := any(dx).([]float32); ok && useConvDirect(g, g.C, g.H, g.W, false) {
+		convDirectInputGrad(b, dx32, any(dy).([]float32), any(w).([]float32), g, o)
+		return
+	}
 	ck, l := g.C*g.KH*g.KW, g.OutH*g.OutW
 	wide := convValid(g)
 	if wide {
@@ -280,6 +290,10 @@ func convInputGrad[T float](b *Backend, dx, dy, w []T, g backends.ConvGeometry, 
 // (as its transpose, cols · dyᵀ) into its own partial sum; the partials
 // are then added in chunk order, so the result depends only on the shapes.
 func convWeightGrad[T float](b *Backend, dw, dy, x []T, g backends.ConvGeometry, o int) {
+	if dw32, ok := any(dw).([]float32); ok && useConvDirect(g, o, g.OutH, g.OutW, true) {
+		convDirectWeightGrad(b, dw32, any(dy).([]float32), any(x).([]float32), g, o)
+		return
+	}
 	ck, l := g.C*g.KH*g.KW, g.OutH*g.OutW
 	wide := convValid(g)
 	if wide {
@@ -307,13 +321,24 @@ func convWeightGrad[T float](b *Backend, dw, dy, x []T, g backends.ConvGeometry,
 		} else {
 			unfoldChunk(*cols, x, g, n0, sn)
 		}
-		// dwᵀ [CK, O] = cols [CK, S·L] · gyᵀ: both operands are read
-		// along their contiguous rows when packed, and the output tile
-		// shape fits CK (many rows) × O (a few columns)
-		gemm(b, kern, ck, o, sn*l,
-			matSrc[T]{s: *cols, rs: sn * l, cs: 1},
-			matSrc[T]{s: *gy, rs: 1, cs: sn * l},
-			matDst[T]{s: part[ch*o*ck:], rs: 1, cs: ck}, par)
+		if convDirectKernels && o <= ck {
+			// dw [O, CK] = gy · colsᵀ: on the AVX2 kernel (6 rows × 16
+			// columns) the side packed in panels of 6, transposed element
+			// by element, is then the smaller one (O, not CK), and the
+			// output rows are contiguous (1.3-1.5x on ResNet-18's layers)
+			gemm(b, kern, o, ck, sn*l,
+				matSrc[T]{s: *gy, rs: sn * l, cs: 1},
+				matSrc[T]{s: *cols, rs: 1, cs: sn * l},
+				matDst[T]{s: part[ch*o*ck:], rs: ck, cs: 1}, par)
+		} else {
+			// dwᵀ [CK, O] = cols [CK, S·L] · gyᵀ: both operands are read
+			// along their contiguous rows when packed, and the output tile
+			// shape fits CK (many rows) × O (a few columns)
+			gemm(b, kern, ck, o, sn*l,
+				matSrc[T]{s: *cols, rs: sn * l, cs: 1},
+				matSrc[T]{s: *gy, rs: 1, cs: sn * l},
+				matDst[T]{s: part[ch*o*ck:], rs: 1, cs: ck}, par)
+		}
 		pool.put(cols)
 		pool.put(gy)
 	}
@@ -550,6 +575,10 @@ func unfoldSame[T float](dst, x []T, g backends.ConvGeometry, n0, sn int) {
 func foldChunk[T float](dx, cols []T, g backends.ConvGeometry, n0, sn int) {
 	l, hw := g.OutH*g.OutW, g.H*g.W
 	width := sn * l
+	if g.StrideH == 1 && g.StrideW == 1 && g.OutW == g.W {
+		foldSame(dx, cols, g, n0, sn)
+		return
+	}
 	clear(dx[n0*g.C*hw : (n0+sn)*g.C*hw])
 	for c := range g.C {
 		for ki := range g.KH {
@@ -577,6 +606,44 @@ func foldChunk[T float](dx, cols []T, g backends.ConvGeometry, n0, sn int) {
 							plane[x0+ow*g.StrideW] += line[ow]
 						}
 					}
+				}
+			}
+		}
+	}
+}
+
+// foldSame is foldChunk for an unstrided convolution whose output rows are
+// as wide as the input's, unfoldSame's adjoint: the positions whose window
+// column falls in the padding are zeroed in cols (they read nothing), and
+// each row and sample then adds into its plane in one contiguous run,
+// shifted by d, instead of a short loop per line (the deep layers' lines
+// are a few elements long). Each element's sum runs in the same (c, ki, kj)
+// order as foldChunk's, the zeros adding nothing.
+func foldSame[T float](dx, cols []T, g backends.ConvGeometry, n0, sn int) {
+	l, hw := g.OutH*g.OutW, g.H*g.W
+	width := sn * l
+	clear(dx[n0*g.C*hw : (n0+sn)*g.C*hw])
+	for c := range g.C {
+		for ki := range g.KH {
+			hLo, hHi := validRange(g.OutH, 1, g.PadTop, ki*g.DilationH, g.H)
+			for kj := range g.KW {
+				wLo, wHi := validRange(g.OutW, 1, g.PadLeft, kj*g.DilationW, g.W)
+				d := (ki*g.DilationH-g.PadTop)*g.W + kj*g.DilationW - g.PadLeft
+				lo, hi := max(hLo*g.W, -d), min(hHi*g.W, hw-d)
+				if wLo >= wHi || lo >= hi {
+					continue
+				}
+				row := cols[((c*g.KH+ki)*g.KW+kj)*width:][:width]
+				for i := range sn {
+					seg := row[i*l:][:l]
+					if wLo > 0 || wHi < g.W {
+						for oh := hLo; oh < hHi; oh++ {
+							line := seg[oh*g.W:][:g.W]
+							clear(line[:wLo])
+							clear(line[wHi:])
+						}
+					}
+					addTo(dx[((n0+i)*g.C+c)*hw+lo+d:][:hi-lo], seg[lo:hi])
 				}
 			}
 		}

@@ -1,0 +1,35 @@
+//go:build !purego
+
+package cpu
+
+// convDirectUsable: the direct convolution's AVX2 kernels run on this CPU.
+var convDirectUsable = hasAVX2
+
+// convDirectKernels: the direct convolution is chosen here, only where the
+// AVX-512 kernels are not (those machines keep their GEMM and dot-tile
+// paths); tests set convDirectForce to run it on an AVX-512 machine too.
+var convDirectKernels = convDirectUsable && !hasAVX512
+
+// convTile6x16AVX2 computes a 6×16 tile of a direct convolution's output
+// (conv_direct_amd64.s): for i < 6 and j < 16,
+// y[i·ldy + j] (= 0 first, or as it is with accum) += Σ_p a[6p + i] · x[off[p]/4 + j]
+// over p < k in order, one fused multiply-add each, where off holds byte
+// offsets. All 16 columns of all 6 rows are written.
+//
+//go:noescape
+func convTile6x16AVX2(k int, a *float32, x *float32, off *int, y *float32, ldy int, accum bool)
+
+// convTile4x24AVX2 is convTile6x16AVX2 for a 4×24 tile (a[4p + i]): no
+// rows wasted on output channel counts that are multiples of 4 but not 6.
+//
+//go:noescape
+func convTile4x24AVX2(k int, a *float32, x *float32, off *int, y *float32, ldy int, accum bool)
+
+// convDot3x4AVX2 adds to acc the lane-wise products of three rows a_i and
+// four rows b_j over ns samples of n floats each (n a multiple of 8), the
+// samples sa and sb elements apart (conv_direct_amd64.s):
+// acc[(3j+i)·8 + l] += Σ_s Σ_t a_i[s·sa + 8t + l] · b_j[s·sb + 8t + l], in
+// order of s, then t.
+//
+//go:noescape
+func convDot3x4AVX2(n, ns, sa, sb int, a0, a1, a2, b0, b1, b2, b3 *float32, acc *[96]float32)

@@ -1,0 +1,22 @@
+//go:build purego || !amd64
+
+package cpu
+
+// convDirectUsable and convDirectKernels are false: the portable build has
+// no direct convolution kernels.
+var convDirectUsable, convDirectKernels = false, false
+
+// convTile6x16AVX2 is never called in the portable build (convDirectKernels).
+func convTile6x16AVX2(k int, a *float32, x *float32, off *int, y *float32, ldy int, accum bool) {
+	panic("cpu: convTile6x16AVX2 without assembly")
+}
+
+// convDot3x4AVX2 is never called in the portable build (convDirectKernels).
+func convDot3x4AVX2(n, ns, sa, sb int, a0, a1, a2, b0, b1, b2, b3 *float32, acc *[96]float32) {
+	panic("cpu: convDot3x4AVX2 without assembly")
+}
+
+// convTile4x24AVX2 is never called in the portable build (convDirectKernels).
+func convTile4x24AVX2(k int, a *float32, x *float32, off *int, y *float32, ldy int, accum bool) {
+	panic("cpu: convTile4x24AVX2 without assembly")
+}

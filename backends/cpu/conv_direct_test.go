@@ -1,0 +1,195 @@
+package cpu
+
+import (
+	"math"
+	"testing"
+
+	"github.com/kiln-ml/kiln/backends"
+)
+
+// withConvDirect runs f with the direct convolution path off, chosen where
+// it pays (as by default on AVX2 machines), or forced wherever this build
+// has its kernels (AVX-512 machines included).
+func withConvDirect(t testing.TB, mode string, f func()) {
+	t.Helper()
+	kernels, force := convDirectKernels, convDirectForce
+	defer func() { convDirectKernels, convDirectForce = kernels, force }()
+	switch mode {
+	case "off":
+		convDirectKernels, convDirectForce = false, false
+	case "auto":
+		convDirectKernels, convDirectForce = true, false
+	case "force":
+		convDirectKernels, convDirectForce = true, true
+	default:
+		t.Fatalf("withConvDirect: mode %q", mode)
+	}
+	f()
+}
+
+// The direct path's float32 output and gradients match the definition
+// (float64) to within float32 rounding of sums of |terms|, for padded,
+// unpadded, dilated, asymmetric and odd-sized stride-1 convolutions, with
+// output and input channel counts around its 6- and 4-channel tiles and
+// 4-row dot tiles, and with batches that leave a short last chunk.
+func TestConvDirectMatchesDefinition(t *testing.T) {
+	if !convDirectUsable {
+		t.Skip("no direct convolution kernels in this build or on this CPU")
+	}
+	cases := []struct {
+		name string
+		g    backends.ConvGeometry
+		o    int
+	}{
+		{"mnist conv2, valid", backends.ConvGeometry{N: 20, C: 16, H: 13, W: 13, KH: 3, KW: 3, OutH: 11, OutW: 11}, 32},
+		{"same 3x3, odd channels", backends.ConvGeometry{N: 11, C: 5, H: 8, W: 7, KH: 3, KW: 3, PadTop: 1, PadLeft: 1, OutH: 8, OutW: 7}, 7},
+		{"deep layer 2x2 same", backends.ConvGeometry{N: 17, C: 9, H: 2, W: 2, KH: 3, KW: 3, PadTop: 1, PadLeft: 1, OutH: 2, OutW: 2}, 13},
+		{"1x1 input, 3x3 window", backends.ConvGeometry{N: 3, C: 4, H: 1, W: 1, KH: 3, KW: 3, PadTop: 1, PadLeft: 1, OutH: 1, OutW: 1}, 5},
+		{"pointwise", backends.ConvGeometry{N: 9, C: 6, H: 5, W: 6, KH: 1, KW: 1, OutH: 5, OutW: 6}, 2},
+		{"dilated, asymmetric padding", backends.ConvGeometry{N: 4, C: 3, H: 9, W: 10, KH: 3, KW: 2, PadTop: 2, PadLeft: 0, DilationH: 2, DilationW: 3, OutH: 9, OutW: 7}, 4},
+		{"padding wider than the window's reach", backends.ConvGeometry{N: 2, C: 2, H: 4, W: 3, KH: 2, KW: 2, PadTop: 2, PadLeft: 3, OutH: 7, OutW: 8}, 3},
+		{"7x7 window, long rows", backends.ConvGeometry{N: 2, C: 3, H: 20, W: 37, KH: 7, KW: 7, PadTop: 3, PadLeft: 3, OutH: 20, OutW: 37}, 8},
+		{"many summed rows (K blocks), 6-row tiles", backends.ConvGeometry{N: 3, C: 40, H: 5, W: 5, KH: 3, KW: 3, PadTop: 1, PadLeft: 1, OutH: 5, OutW: 5}, 6},
+		{"many summed rows (K blocks), 4-row tiles", backends.ConvGeometry{N: 3, C: 40, H: 5, W: 5, KH: 3, KW: 3, PadTop: 1, PadLeft: 1, OutH: 5, OutW: 5}, 8},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := tc.g
+			g.StrideH, g.StrideW = 1, 1
+			g.DilationH, g.DilationW = max(g.DilationH, 1), max(g.DilationW, 1)
+			withConvDirect(t, "force", func() {
+				if !useConvDirect(g, tc.o, g.OutH, g.OutW, false) || !useConvDirect(g, g.C, g.H, g.W, false) {
+					t.Fatal("the direct path does not take it")
+				}
+				checkConvFloat32(t, g, tc.o)
+			})
+		})
+	}
+}
+
+// On an AVX2 machine the GEMM path computes the float32 weight gradient
+// as dw (not dwᵀ) where O ≤ C·KH·KW; both orientations, and the convolutions
+// the direct path leaves to the GEMM path, match the definition.
+func TestConvGEMMPathFloat32MatchesDefinition(t *testing.T) {
+	cases := []struct {
+		name string
+		g    backends.ConvGeometry
+		o    int
+	}{
+		{"strided, fewer outputs than rows", backends.ConvGeometry{N: 5, C: 3, H: 9, W: 9, KH: 3, KW: 3, StrideH: 2, StrideW: 2, PadTop: 1, PadLeft: 1, OutH: 5, OutW: 5}, 8},
+		{"strided pointwise, more outputs than rows", backends.ConvGeometry{N: 7, C: 4, H: 6, W: 6, KH: 1, KW: 1, StrideH: 2, StrideW: 2, OutH: 3, OutW: 3}, 9},
+		{"deep same layer", backends.ConvGeometry{N: 16, C: 8, H: 4, W: 4, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadTop: 1, PadLeft: 1, OutH: 4, OutW: 4}, 12},
+		{"dilated same layer", backends.ConvGeometry{N: 3, C: 3, H: 9, W: 6, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadTop: 2, PadLeft: 2, DilationH: 2, DilationW: 2, OutH: 9, OutW: 6}, 5},
+	}
+	for _, tc := range cases {
+		for _, mode := range []string{"off", "auto"} {
+			t.Run(tc.name+"/"+mode, func(t *testing.T) {
+				g := tc.g
+				g.DilationH, g.DilationW = max(g.DilationH, 1), max(g.DilationW, 1)
+				withConvDirect(t, mode, func() {
+					if useConvDirect(g, tc.o, g.OutH, g.OutW, false) || useConvDirect(g, g.C, g.H, g.W, false) {
+						t.Fatal("the direct path takes it")
+					}
+					checkConvFloat32(t, g, tc.o)
+				})
+			})
+		}
+	}
+}
+
+// checkConvFloat32 runs convolution g's three passes in float32 on two
+// workers and compares them with the definition in float64: each element
+// within 1e-6 of 1 + the sum of its terms' magnitudes.
+func checkConvFloat32(t *testing.T, g backends.ConvGeometry, o int) {
+	t.Helper()
+	be := New(2)
+	x := randView(be, backends.Float32, 1, g.N, g.C, g.H, g.W)
+	w := randView(be, backends.Float32, 2, o, g.C, g.KH, g.KW)
+	dy := randView(be, backends.Float32, 3, g.N, o, g.OutH, g.OutW)
+	out := allocView(be, backends.Float32, g.N, o, g.OutH, g.OutW)
+	dx := allocView(be, backends.Float32, g.N, g.C, g.H, g.W)
+	dw := allocView(be, backends.Float32, o, g.C, g.KH, g.KW)
+	for i, v := range [][]float32{buf(out).f32(), buf(dx).f32(), buf(dw).f32()} {
+		for j := range v {
+			v[j] = float32(i + 7) // every element must be overwritten
+		}
+	}
+	be.Conv2d(out, x, w, g)
+	be.Conv2dInputGrad(dx, dy, w, g)
+	be.Conv2dWeightGrad(dw, dy, x, g)
+	if err := be.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	x64, w64, dy64 := f32to64(buf(x).f32()), f32to64(buf(w).f32()), f32to64(buf(dy).f32())
+	ax, aw, ady := absAll(x64), absAll(w64), absAll(dy64)
+	wantDx, wantDw := naiveConvGrads(x64, w64, dy64, g, o)
+	scaleDx, scaleDw := naiveConvGrads(ax, aw, ady, g, o)
+	for _, c := range []struct {
+		what             string
+		got              []float32
+		want, magnitudes []float64
+	}{
+		{"output", buf(out).f32(), naiveConv(x64, w64, g, o), naiveConv(ax, aw, g, o)},
+		{"input gradient", buf(dx).f32(), wantDx, scaleDx},
+		{"weight gradient", buf(dw).f32(), wantDw, scaleDw},
+	} {
+		for i, v := range c.got {
+			if d := math.Abs(float64(v) - c.want[i]); d > 1e-6*(1+c.magnitudes[i]) {
+				t.Fatalf("%s element %d = %v, want %v", c.what, i, v, c.want[i])
+			}
+		}
+	}
+}
+
+// The direct path's gradients sum over the batch chunk by chunk, chunks
+// fixed by the shapes: any number of workers gives the same bits.
+func TestConvDirectIndependentOfWorkers(t *testing.T) {
+	if !convDirectUsable {
+		t.Skip("no direct convolution kernels in this build or on this CPU")
+	}
+	g := backends.ConvGeometry{N: 37, C: 6, H: 9, W: 9, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadTop: 1, PadLeft: 1,
+		DilationH: 1, DilationW: 1, OutH: 9, OutW: 9}
+	o := 10
+	withConvDirect(t, "force", func() {
+		run := func(workers int) [][]float32 {
+			be := New(workers)
+			x := randView(be, backends.Float32, 1, g.N, g.C, g.H, g.W)
+			w := randView(be, backends.Float32, 2, o, g.C, g.KH, g.KW)
+			dy := randView(be, backends.Float32, 3, g.N, o, g.OutH, g.OutW)
+			out := allocView(be, backends.Float32, g.N, o, g.OutH, g.OutW)
+			dx := allocView(be, backends.Float32, g.N, g.C, g.H, g.W)
+			dw := allocView(be, backends.Float32, o, g.C, g.KH, g.KW)
+			be.Conv2d(out, x, w, g)
+			be.Conv2dInputGrad(dx, dy, w, g)
+			be.Conv2dWeightGrad(dw, dy, x, g)
+			return [][]float32{buf(out).f32(), buf(dx).f32(), buf(dw).f32()}
+		}
+		one := run(1)
+		for _, workers := range []int{2, 3} {
+			got := run(workers)
+			for r, name := range []string{"output", "input gradient", "weight gradient"} {
+				for i := range got[r] {
+					if math.Float32bits(got[r][i]) != math.Float32bits(one[r][i]) {
+						t.Fatalf("%d workers: %s element %d = %v, %v with one", workers, name, i, got[r][i], one[r][i])
+					}
+				}
+			}
+		}
+	})
+}
+
+func f32to64(v []float32) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+func absAll(v []float64) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = math.Abs(x)
+	}
+	return out
+}
