@@ -23,27 +23,74 @@ func maxF32AVX512(s *float32, n int) float32
 //go:noescape
 func dsRowF32AVX512(ds, p *float32, n int, d float32)
 
-func init() {
-	if !hasAVX512 {
-		return
-	}
-	attnF32 = attnRowOps[float32]{
+// expShiftSumF32AVX2, maxF32AVX2 and dsRowF32AVX2 are the AVX-512
+// kernels' AVX2+FMA counterparts (attention_avx2_amd64.s), for CPUs
+// without AVX-512: the same contracts and the same bits.
+//
+//go:noescape
+func expShiftSumF32AVX2(s *float32, n int, scale, shift float32) float32
+
+//go:noescape
+func maxF32AVX2(s *float32, n int) float32
+
+//go:noescape
+func dsRowF32AVX2(ds, p *float32, n int, d float32)
+
+// packRows6F32AVX2 and packCols6F32AVX2 are packRows6F32 and
+// packCols6F32 (attention_avx2_amd64.s).
+//
+//go:noescape
+func packRows6F32AVX2(d, s *float32, rs, groups int)
+
+//go:noescape
+func packCols6F32AVX2(d, s *float32, cs, n int)
+
+// attnRowOpsAsm wraps three row kernels of one instruction set as
+// attnRowOps.
+func attnRowOpsAsm(
+	exp func(s *float32, n int, scale, shift float32) float32,
+	mx func(s *float32, n int) float32,
+	ds func(ds, p *float32, n int, d float32),
+) attnRowOps[float32] {
+	return attnRowOps[float32]{
 		exp: func(s []float32, scale, shift float32) float64 {
 			if len(s) == 0 {
 				return 0
 			}
-			return float64(expShiftSumF32AVX512(&s[0], len(s), scale, shift))
+			return float64(exp(&s[0], len(s), scale, shift))
 		},
 		max: func(s []float32) float32 {
 			if len(s) == 0 {
 				return float32(math.Inf(-1))
 			}
-			return maxF32AVX512(&s[0], len(s))
+			return mx(&s[0], len(s))
 		},
-		ds: func(ds, p []float32, d float32) {
-			if len(ds) > 0 {
-				dsRowF32AVX512(&ds[0], &p[0], len(ds), d)
+		ds: func(d, p []float32, v float32) {
+			if len(d) > 0 {
+				_ = p[len(d)-1]
+				ds(&d[0], &p[0], len(d), v)
 			}
 		},
 	}
+}
+
+// The vector row passes this CPU runs, the widest last (and used).
+func init() {
+	if hasAVX2 {
+		packRows6F32 = func(d, s []float32, rs, groups int) {
+			_, _ = d[48*groups-1], s[5*rs+8*groups-1]
+			packRows6F32AVX2(&d[0], &s[0], rs, groups)
+		}
+		packCols6F32 = func(d, s []float32, cs, n int) {
+			_, _ = d[6*n-1], s[(n-1)*cs+5]
+			packCols6F32AVX2(&d[0], &s[0], cs, n)
+		}
+		attnF32Kernels = append(attnF32Kernels, attnF32Kernel{"avx2",
+			attnRowOpsAsm(expShiftSumF32AVX2, maxF32AVX2, dsRowF32AVX2)})
+	}
+	if hasAVX512 {
+		attnF32Kernels = append(attnF32Kernels, attnF32Kernel{"avx512",
+			attnRowOpsAsm(expShiftSumF32AVX512, maxF32AVX512, dsRowF32AVX512)})
+	}
+	attnF32 = attnF32Kernels[len(attnF32Kernels)-1].ops
 }

@@ -144,34 +144,55 @@ func TestAttentionMatchesDefinition(t *testing.T) {
 	be := New(2)
 	for _, c := range attnGeometries {
 		for _, dt := range []backends.DType{backends.Float64, backends.Float32} {
-			t.Run(c.name+" "+dt.String(), func(t *testing.T) {
-				p := newAttnProblem(be, dt, c.g, c.mask)
-				out, _, dq, dk, dv := p.run(be)
-				if err := be.Sync(); err != nil {
-					t.Fatal(err)
-				}
-				wo, wq, wk, wv := p.naive()
-				tol := 1e-12
-				if dt == backends.Float32 {
-					tol = 3e-5
-				}
-				for _, r := range []struct {
-					name string
-					got  backends.View
-					want []float64
-				}{{"out", out, wo}, {"dq", dq, wq}, {"dk", dk, wk}, {"dv", dv, wv}} {
-					got := snapshot(r.got)
-					scale := 1.0
-					for _, w := range r.want {
-						scale = math.Max(scale, math.Abs(w))
-					}
-					for i := range got {
-						if math.Abs(got[i]-r.want[i]) > tol*scale {
-							t.Fatalf("%s[%d] = %v, want %v", r.name, i, got[i], r.want[i])
-						}
-					}
-				}
-			})
+			kernels := attnF32Kernels
+			if dt == backends.Float64 {
+				kernels = kernels[len(kernels)-1:] // the float64 passes are Go loops
+			}
+			for _, kern := range kernels {
+				t.Run(c.name+" "+dt.String()+" "+kern.name, func(t *testing.T) {
+					defer useAttnF32(kern)()
+					attnMatchesDefinition(t, be, dt, c.g, c.mask)
+				})
+			}
+		}
+	}
+}
+
+// useAttnF32 makes the float32 attention use kern's row passes and
+// returns the function that restores the default.
+func useAttnF32(kern attnF32Kernel) (restore func()) {
+	saved := attnF32
+	attnF32 = kern.ops
+	return func() { attnF32 = saved }
+}
+
+// attnMatchesDefinition runs one problem fused and compares it with the
+// float64 definition.
+func attnMatchesDefinition(t *testing.T, be *Backend, dt backends.DType, g backends.AttentionGeometry, mask string) {
+	p := newAttnProblem(be, dt, g, mask)
+	out, _, dq, dk, dv := p.run(be)
+	if err := be.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	wo, wq, wk, wv := p.naive()
+	tol := 1e-12
+	if dt == backends.Float32 {
+		tol = 3e-5
+	}
+	for _, r := range []struct {
+		name string
+		got  backends.View
+		want []float64
+	}{{"out", out, wo}, {"dq", dq, wq}, {"dk", dk, wk}, {"dv", dv, wv}} {
+		got := snapshot(r.got)
+		scale := 1.0
+		for _, w := range r.want {
+			scale = math.Max(scale, math.Abs(w))
+		}
+		for i := range got {
+			if math.Abs(got[i]-r.want[i]) > tol*scale {
+				t.Fatalf("%s[%d] = %v, want %v", r.name, i, got[i], r.want[i])
+			}
 		}
 	}
 }
@@ -278,11 +299,17 @@ func TestAttnExpF32(t *testing.T) {
 	}
 }
 
-// TestAttnExpRow checks the row passes the float32 kernels use (the
-// AVX-512 ones where the CPU has them): the exponential within 2 ulp of
-// e^(x·scale−shift), 0, +Inf and NaN where they belong, every tail length,
-// and the sum; the maximum and dS = P∘(dP − D).
+// TestAttnExpRow checks each implementation of the float32 row passes (Go,
+// and AVX2 and AVX-512 where the CPU has them): the exponential within 2
+// ulp of e^(x·scale−shift), 0, +Inf and NaN where they belong, every tail
+// length, and the sum.
 func TestAttnExpRow(t *testing.T) {
+	for _, kern := range attnF32Kernels {
+		t.Run(kern.name, func(t *testing.T) { testAttnExpRow(t, kern.ops) })
+	}
+}
+
+func testAttnExpRow(t *testing.T, attnF32 attnRowOps[float32]) {
 	r := rand.New(rand.NewPCG(2, 2))
 	for n := range 40 {
 		s := make([]float32, n)
@@ -337,7 +364,105 @@ func BenchmarkAttention(b *testing.B) {
 	}
 }
 
+// BenchmarkAttentionRowKernels is BenchmarkAttention on one worker with
+// each implementation of the float32 row passes, with and without pack6,
+// to compare them in one run.
+func BenchmarkAttentionRowKernels(b *testing.B) {
+	be := New(1)
+	g := backends.AttentionGeometry{Batch: 32, Lq: 256, Lk: 256, D: 64, Dv: 64, Scale: 0.125, Causal: true}
+	p := newAttnProblem(be, backends.Float32, g, "")
+	out, lse, dq, dk, dv := p.run(be)
+	for _, kern := range attnF32Kernels {
+		for _, pack6 := range []bool{false, true} {
+			name := kern.name
+			if pack6 {
+				name += "+pack6"
+			}
+			b.Run(name, func(b *testing.B) {
+				defer useAttnF32(kern)()
+				defer func(v bool) { attnPack6 = v }(attnPack6)
+				attnPack6 = pack6
+				c0 := cpuSeconds()
+				for range b.N {
+					p.runInto(be, out, lse, dq, dk, dv)
+				}
+				flops := 7.0 * 2 * 32 * 256 * 256 * 64 / 2 * float64(b.N)
+				b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				if c := cpuSeconds() - c0; c > 0 {
+					b.ReportMetric(flops/c/1e9, "GFLOP/cpu-s")
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkPack6 times pack6 and pack on the fused attention's tiles: a
+// 64×64 tile of scores packed as A for the 6-row kernel, as is (rows
+// contiguous) and transposed (columns contiguous).
+func BenchmarkPack6(b *testing.B) {
+	s := make([]float32, 64*64)
+	d := make([]float32, packedSize(64, 64, 6))
+	tmp := make([]float32, gemmKC)
+	for _, src := range []matSrc[float32]{{s: s, rs: 64, cs: 1}, {s: s, rs: 1, cs: 64}} {
+		name := "rows"
+		if src.rs == 1 {
+			name = "columns"
+		}
+		b.Run(name+"/pack", func(b *testing.B) {
+			for range b.N {
+				pack(d, src, 0, 64, 0, 64, 6, tmp)
+			}
+		})
+		if packRows6F32 != nil {
+			b.Run(name+"/pack6", func(b *testing.B) {
+				for range b.N {
+					pack6(d, src, 0, 64, 64, tmp)
+				}
+			})
+		}
+	}
+}
+
+// TestPack6 checks pack6 against pack, bit for bit: rows or columns
+// contiguous, full and partial last panels, column counts with and
+// without a partial group of 8, an offset first row and strides longer
+// than the rows or columns.
+func TestPack6(t *testing.T) {
+	if packRows6F32 == nil {
+		t.Skip("no pack6 kernels on this CPU")
+	}
+	r := rand.New(rand.NewPCG(9, 9))
+	for _, c := range []struct{ r0, rn, k int }{{0, 6, 1}, {0, 6, 8}, {0, 64, 64}, {3, 61, 17}, {0, 5, 9}, {1, 13, 64}, {2, 12, 7}} {
+		rows, cols := c.r0+c.rn+1, c.k+3
+		s := make([]float32, rows*cols+2)
+		for i := range s {
+			s[i] = r.Float32()
+		}
+		for _, src := range []matSrc[float32]{{s: s, off: 2, rs: cols, cs: 1}, {s: s, off: 1, rs: 1, cs: rows}} {
+			want := make([]float32, packedSize(c.rn, c.k, 6))
+			got := make([]float32, len(want)+1)
+			for i := range got {
+				got[i] = float32(math.NaN()) // every element must be written, nothing past them
+			}
+			pack(want, src, c.r0, c.rn, 0, c.k, 6, make([]float32, gemmKC))
+			pack6(got[:len(want)], src, c.r0, c.rn, c.k, make([]float32, gemmKC))
+			if !sameBits32(got[:len(want)], want) || got[len(want)] == got[len(want)] {
+				t.Fatalf("%+v, strides %d, %d: pack6 gives %v, pack %v", c, src.rs, src.cs, got, want)
+			}
+		}
+	}
+}
+
+// TestAttnRowPasses checks each implementation of the float32 row passes
+// on scaled rows against math.Exp, and the maximum and dS = P∘(dP − D)
+// exactly, over every tail length.
 func TestAttnRowPasses(t *testing.T) {
+	for _, kern := range attnF32Kernels {
+		t.Run(kern.name, func(t *testing.T) { testAttnRowPasses(t, kern.ops) })
+	}
+}
+
+func testAttnRowPasses(t *testing.T, attnF32 attnRowOps[float32]) {
 	r := rand.New(rand.NewPCG(3, 3))
 	for n := range 40 {
 		s := make([]float32, n)
@@ -370,4 +495,52 @@ func TestAttnRowPasses(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestAttnVectorKernelsAgree requires every vector implementation of the
+// row passes to give the bits the one in use gives (the AVX2 kernels
+// mirror the AVX-512 ones operation for operation), over every tail
+// length, with zeros, infinities and NaNs among the inputs. Where the CPU
+// has only one vector implementation it compares it with itself.
+func TestAttnVectorKernelsAgree(t *testing.T) {
+	want := attnF32Kernels[len(attnF32Kernels)-1]
+	specials := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(-1)), float32(math.Inf(1)),
+		float32(math.NaN()), -200, 200, -87.5, -103.9}
+	r := rand.New(rand.NewPCG(7, 7))
+	for _, kern := range attnF32Kernels[1:] {
+		for n := range 70 {
+			s := make([]float32, n)
+			p := make([]float32, n)
+			for j := range s {
+				s[j], p[j] = float32(r.Float64()*60-40), float32(r.Float64())
+				if r.IntN(8) == 0 {
+					s[j] = specials[r.IntN(len(specials))]
+				}
+			}
+			scale, shift := float32(r.Float64()+0.1), float32(r.Float64()*4-2)
+			e1, e2 := append([]float32(nil), s...), append([]float32(nil), s...)
+			sum1, sum2 := kern.ops.exp(e1, scale, shift), want.ops.exp(e2, scale, shift)
+			m1, m2 := kern.ops.max(s), want.ops.max(s)
+			d1, d2 := append([]float32(nil), s...), append([]float32(nil), s...)
+			kern.ops.ds(d1, p, 0.3)
+			want.ops.ds(d2, p, 0.3)
+			if !sameBits32(e1, e2) || !sameBits32(d1, d2) || !sameBits32([]float32{float32(sum1), m1}, []float32{float32(sum2), m2}) {
+				t.Fatalf("%s and %s differ at n=%d: exp %v, %v (sums %v, %v); max %v, %v; ds %v, %v",
+					kern.name, want.name, n, e1, e2, sum1, sum2, m1, m2, d1, d2)
+			}
+		}
+	}
+}
+
+// sameBits32 reports whether a and b hold the same float32 bit patterns.
+func sameBits32(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return true
 }

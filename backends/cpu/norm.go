@@ -181,6 +181,19 @@ var (
 	normGradRowF32 func(dx, xh, dy, x, w, pw, pb []float32, mean, rstd float32, rms bool)
 )
 
+// normF32Kernel is one implementation of normRowF32 and normGradRowF32
+// (nil for the generic float64-summing path).
+type normF32Kernel struct {
+	name string
+	row  func(y, x, w, b []float32, eps float32, rms bool) (mean, rstd float32)
+	grad func(dx, xh, dy, x, w, pw, pb []float32, mean, rstd float32, rms bool)
+}
+
+// normF32Kernels are the implementations of the float32 rows this CPU
+// runs, the generic path first and the one used last, so that the tests
+// can run every one (an AVX-512 machine's AVX2 kernels included).
+var normF32Kernels = []normF32Kernel{{name: "go"}}
+
 // onesAndZeros returns n ones and n zeros, for absent parameters.
 func onesAndZeros(n int) (ones, zeros []float32) {
 	ones, zeros = make([]float32, n), make([]float32, n)
@@ -328,9 +341,12 @@ func normBackward[T float](b *Backend, a *normArgs[T]) {
 	if f, ok := any(a).(*normArgs[float32]); ok && normGradRowF32 != nil {
 		ones, _ := onesAndZeros(n)
 		b.parallel(a.chunks, max(1, grainFor(a.chunks, 6*n*normRows)), func(lo, hi int) {
-			scratch := make([]float32, 4*n) // x̂, partials of dw and db, dx when absent
+			// x̂, partials of dw and db, dx when absent; from the pool, as
+			// a task may cover a single chunk
+			scratch := poolF32.get(4 * n)
+			defer poolF32.put(scratch)
 			for c := lo; c < hi; c++ {
-				normBackwardChunkF32(f, c, ones, scratch)
+				normBackwardChunkF32(f, c, ones, *scratch)
 			}
 		})
 	} else {

@@ -3,6 +3,7 @@ package cpu
 import (
 	"bytes"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -30,9 +31,27 @@ func normRun(be *Backend, dt backends.DType, rows, n int, rms bool) []backends.V
 // TestNormMatchesDefinition checks the fused norms against their
 // definitions computed in float64 (forward and every gradient).
 func TestNormMatchesDefinition(t *testing.T) {
+	for _, kern := range normF32Kernels {
+		t.Run(kern.name, func(t *testing.T) {
+			defer useNormF32(kern)()
+			testNormMatchesDefinition(t)
+		})
+	}
+}
+
+// useNormF32 makes the float32 norms use kern's row kernels and returns
+// the function that restores the default.
+func useNormF32(kern normF32Kernel) (restore func()) {
+	row, grad := normRowF32, normGradRowF32
+	normRowF32, normGradRowF32 = kern.row, kern.grad
+	return func() { normRowF32, normGradRowF32 = row, grad }
+}
+
+func testNormMatchesDefinition(t *testing.T) {
 	be := New(2)
 	for _, rms := range []bool{false, true} {
-		for _, sz := range [][2]int{{70, 37}, {40, 512}} {
+		// every tail length of the vector kernels' 16-float steps
+		for _, sz := range [][2]int{{70, 37}, {40, 512}, {3, 1}, {3, 7}, {3, 8}, {3, 9}, {3, 15}, {3, 16}, {5, 24}, {5, 31}, {16, 3}} {
 			for _, dt := range []backends.DType{backends.Float64, backends.Float32} {
 				rows, n := sz[0], sz[1]
 				vs := normRun(be, dt, rows, n, rms)
@@ -118,6 +137,15 @@ func boolInt(b bool) int {
 // TestNormIndependentOfWorkers requires bit-identical results from 1, 2
 // and 3 workers, over many chunks of rows.
 func TestNormIndependentOfWorkers(t *testing.T) {
+	for _, kern := range normF32Kernels {
+		t.Run(kern.name, func(t *testing.T) {
+			defer useNormF32(kern)()
+			testNormIndependentOfWorkers(t)
+		})
+	}
+}
+
+func testNormIndependentOfWorkers(t *testing.T) {
 	for _, rms := range []bool{false, true} {
 		var want [][]byte
 		for _, w := range []int{1, 2, 3} {
@@ -273,5 +301,71 @@ func TestEmbeddingForward(t *testing.T) {
 	be.EmbeddingForward(out, w, idx)
 	if err := be.Sync(); err == nil || !strings.Contains(err.Error(), "out of range") {
 		t.Errorf("index -11 of 10 rows: error %v, want out of range", err)
+	}
+}
+
+// TestNormVectorKernelsAgree requires every vector implementation of the
+// float32 rows to give the bits the one in use gives (the AVX2 kernels
+// mirror the AVX-512 ones operation for operation), over every tail
+// length, forward and backward, layer and RMS norm. Where the CPU has only
+// one vector implementation it compares it with itself.
+func TestNormVectorKernelsAgree(t *testing.T) {
+	want := normF32Kernels[len(normF32Kernels)-1]
+	r := rand.New(rand.NewPCG(8, 8))
+	vec := func(n int, lo, hi float64) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(lo + (hi-lo)*r.Float64())
+		}
+		return v
+	}
+	for _, kern := range normF32Kernels[1:] {
+		for n := 1; n < 70; n++ {
+			for _, rms := range []bool{false, true} {
+				x, w, b, dy := vec(n, 2, 5), vec(n, -1, 1), vec(n, -1, 1), vec(n, -1, 1)
+				var outs [2][][]float32
+				var stats [2][]float32
+				for i, k := range []normF32Kernel{kern, want} {
+					y := make([]float32, n)
+					mean, rstd := k.row(y, x, w, b, 1e-5, rms)
+					dx, xh, pw, pb := make([]float32, n), make([]float32, n), vec(n, 0, 1), vec(n, 0, 1)
+					copy(pw, x) // the same starting partials for both
+					copy(pb, w)
+					k.grad(dx, xh, dy, x, w, pw, pb, mean, rstd, rms)
+					outs[i], stats[i] = [][]float32{y, dx, xh, pw, pb}, []float32{mean, rstd}
+				}
+				for i := range outs[0] {
+					if !sameBits32(outs[0][i], outs[1][i]) || !sameBits32(stats[0], stats[1]) {
+						t.Fatalf("%s and %s differ at n=%d, rms %v: output %d %v, %v (stats %v, %v)",
+							kern.name, want.name, n, rms, i, outs[0][i], outs[1][i], stats[0], stats[1])
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkNormRowKernels times a layer norm forward and backward pass of
+// [2048, 256] float32 rows (a GPT step's) on one worker with each
+// implementation of the rows, to compare them in one run.
+func BenchmarkNormRowKernels(b *testing.B) {
+	be := New(1)
+	const rows, n = 2048, 256
+	dt := backends.Float32
+	x, w, bias, dy := randView(be, dt, 1, rows, n), randView(be, dt, 2, n), randView(be, dt, 3, n), randView(be, dt, 4, rows, n)
+	y, mean, rstd := allocView(be, dt, rows, n), allocView(be, dt, rows), allocView(be, dt, rows)
+	dx, dw, db := allocView(be, dt, rows, n), allocView(be, dt, n), allocView(be, dt, n)
+	for _, kern := range normF32Kernels {
+		b.Run(kern.name, func(b *testing.B) {
+			defer useNormF32(kern)()
+			for range b.N {
+				be.LayerNormForward(y, mean, rstd, x, w, bias, 1e-5)
+				be.LayerNormBackward(dx, dw, db, dy, x, mean, rstd, w)
+			}
+			if err := be.Sync(); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N)*rows*n/b.Elapsed().Seconds()/1e9, "Gelem/s")
+		})
 	}
 }
