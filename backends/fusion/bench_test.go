@@ -12,7 +12,10 @@ import (
 // benchChain times f over 16M float32 values unfused, fused, and the
 // hand-written kernel hand, interleaved, best of three rounds per b.N
 // iteration, and reports the best times and the ratios
-// unfused/fused (the fusion speedup) and fused/hand.
+// unfused/fused (the fusion speedup) and fused/hand. Where the CPU has a
+// segment kernel, it also times the fused run with the kernel off (each
+// op of a segment then runs as a tile kernel, as on CPUs without one) and
+// reports tiles/fused, the segment kernel's own share of the speedup.
 func benchChain(b *testing.B, f, hand func(x *tensor.Tensor) *tensor.Tensor) {
 	const n = 16 << 20
 	plain := tensor.CPU()
@@ -38,18 +41,31 @@ func benchChain(b *testing.B, f, hand func(x *tensor.Tensor) *tensor.Tensor) {
 		y.Release()
 		return wall, cpu
 	}
-	var best, bestCPU [3]time.Duration
+	// tiles is run on fused with the segment kernel off: the group's
+	// plan keeps its segments, but runSegment does none of their blocks,
+	// so every op runs through its tile kernel.
+	tiles := func() (time.Duration, time.Duration) {
+		restore, _ := fusion.UseSegmentKernel("")
+		defer restore()
+		return run(fused, xf, f)
+	}
+	variants := []func() (time.Duration, time.Duration){
+		func() (time.Duration, time.Duration) { return run(plain, xp, f) },
+		func() (time.Duration, time.Duration) { return run(fused, xf, f) },
+		func() (time.Duration, time.Duration) { return run(plain, xp, hand) },
+	}
+	kernel := fusion.SegmentKernel()
+	if kernel != "" {
+		variants = append(variants, tiles)
+	}
+	var best, bestCPU [4]time.Duration
 	for i := range best {
 		best[i], bestCPU[i] = 1<<62, 1<<62
 	}
 	b.ResetTimer()
 	for range b.N {
 		for range 3 {
-			for i, g := range []func() (time.Duration, time.Duration){
-				func() (time.Duration, time.Duration) { return run(plain, xp, f) },
-				func() (time.Duration, time.Duration) { return run(fused, xf, f) },
-				func() (time.Duration, time.Duration) { return run(plain, xp, hand) },
-			} {
+			for i, g := range variants {
 				w, c := g()
 				best[i], bestCPU[i] = min(best[i], w), min(bestCPU[i], c)
 			}
@@ -66,6 +82,12 @@ func benchChain(b *testing.B, f, hand func(x *tensor.Tensor) *tensor.Tensor) {
 	b.ReportMetric(ms(bestCPU[1]), "fused-cpu-ms")
 	b.ReportMetric(ms(bestCPU[2]), "hand-cpu-ms")
 	b.ReportMetric(float64(bestCPU[0])/float64(bestCPU[1]), "cpu-speedup")
+	if kernel != "" {
+		b.ReportMetric(ms(best[3]), "tiles-ms")
+		b.ReportMetric(float64(best[3])/float64(best[1]), "tiles/fused")
+		b.ReportMetric(ms(bestCPU[3]), "tiles-cpu-ms")
+		b.ReportMetric(float64(bestCPU[3])/float64(bestCPU[1]), "cpu-tiles/fused")
+	}
 }
 
 // cpuTime is the process's user plus system CPU time so far.
@@ -194,3 +216,63 @@ func BenchmarkFusionRuntimeGeluTanh(b *testing.B) { benchRuntime(b, geluTanh) }
 
 // BenchmarkFusionRuntimeSwish compares the runtimes on the user's Swish.
 func BenchmarkFusionRuntimeSwish(b *testing.B) { benchRuntime(b, swish) }
+
+// BenchmarkFusionSegmentPolynomial is a degree-4 polynomial in Horner form
+// (eight float32 ops, all of them segment kernel instructions) over 1M
+// float32 values, fused, with the segment kernel on and off (every op
+// then a tile kernel), interleaved, best of three rounds per b.N
+// iteration: the segment kernel's speedup where nothing else in the group
+// costs more than it.
+func BenchmarkFusionSegmentPolynomial(b *testing.B) {
+	kernel := fusion.SegmentKernel()
+	if kernel == "" {
+		b.Skip("no segment kernel in this build or CPU")
+	}
+	const n = 1 << 20
+	fused := tensor.CPU().Fused()
+	data := make([]float32, n)
+	for i := range data {
+		data[i] = float32(i%2001-1000) / 1000
+	}
+	x := tensor.FromFloat32s(fused, data, n)
+	defer x.Release()
+	poly := func(x *tensor.Tensor) *tensor.Tensor {
+		return x.MulScalar(0.5).AddScalar(-1).Mul(x).AddScalar(2).Mul(x).AddScalar(0.25).Mul(x).AddScalar(3)
+	}
+	run := func(on bool) (wall, cpu time.Duration) {
+		if !on {
+			restore, _ := fusion.UseSegmentKernel("")
+			defer restore()
+		}
+		c0, start := cpuTime(), time.Now()
+		y := tensor.ScopeResult(func() *tensor.Tensor { return poly(x) })
+		if err := fused.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		wall, cpu = time.Since(start), cpuTime()-c0
+		y.Release()
+		return wall, cpu
+	}
+	run(true) // plan the group with its segment
+	var best, bestCPU [2]time.Duration
+	for i := range best {
+		best[i], bestCPU[i] = 1<<62, 1<<62
+	}
+	b.ResetTimer()
+	for range b.N {
+		for range 3 {
+			for i, on := range []bool{true, false} {
+				w, c := run(on)
+				best[i], bestCPU[i] = min(best[i], w), min(bestCPU[i], c)
+			}
+		}
+	}
+	b.StopTimer()
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(best[0]), kernel+"-ms")
+	b.ReportMetric(ms(best[1]), "tiles-ms")
+	b.ReportMetric(float64(best[1])/float64(best[0]), "tiles/"+kernel)
+	b.ReportMetric(ms(bestCPU[0]), kernel+"-cpu-ms")
+	b.ReportMetric(ms(bestCPU[1]), "tiles-cpu-ms")
+	b.ReportMetric(float64(bestCPU[1])/float64(bestCPU[0]), "cpu-tiles/"+kernel)
+}

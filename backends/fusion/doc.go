@@ -112,7 +112,7 @@
 // thread hand-off. Runs of consecutive arithmetic ops (add, subtract,
 // multiply, divide by tensors, broadcast elements or scalars, float32 or
 // through float64; negate, abs, square, ReLU; copy) go further on CPUs
-// with AVX-512: they are compiled into one flat program of register
+// with AVX-512 or AVX2: they are compiled into one flat program of register
 // instructions (a segment) and run over each tile 128 elements at a time,
 // the value one op hands the next kept in vector registers; only values
 // read again later are stored, to the tile's scratch. A segment also

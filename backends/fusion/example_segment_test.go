@@ -11,7 +11,7 @@ import (
 )
 
 // A group is planned once per structure: a training loop that records the
-// same chain every step reuses the plan (and, on CPUs with AVX-512, the
+// same chain every step reuses the plan (and, on CPUs with AVX-512 or AVX2, the
 // register program its arithmetic runs as) and only binds new buffers.
 func ExampleStats_compiled() {
 	fb := fusion.New(cpu.New(1))

@@ -9,17 +9,18 @@ import (
 )
 
 // Segments: a run of consecutive float32 ops of a group that the segment
-// kernel (segment_amd64.s) serves is compiled into one flat program of
-// accumulator instructions, run over each tile in blocks of 64 elements
-// held in vector registers: the value one op hands to the next stays in
+// kernel serves (segment_amd64.s with AVX-512, segment_avx2_amd64.s with
+// AVX2 only) is compiled into one flat program of accumulator
+// instructions, run over each tile in blocks of segBlock elements held in
+// vector registers: the value one op hands to the next stays in
 // registers, and only values read again later (or leaving the tiles) are
 // stored, to the tile's scratch or to memory. Each instruction is the
 // IEEE operation the CPU backend's kernel for that op performs, with the
 // same operand as the first source, so the results are the same bits as
-// the op-by-op tile kernels (TestSegmentsMatchTileKernels).
+// the op-by-op tile kernels (TestSegmentsMatchUnfused).
 
 // segOp is an instruction of the segment kernel; the order is the op
-// table's in gen_segment_amd64.py, which writes the kernel's dispatch.
+// table's in gen_segment_amd64.py, which writes the kernels' dispatch.
 type segOp int64
 
 const (

@@ -3,6 +3,7 @@ package fusion_test
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"testing"
 
@@ -185,25 +186,83 @@ var segmentChains = []struct {
 	}},
 }
 
+// segmentKernels runs check once with each segment kernel the CPU runs
+// ("avx512", "avx2") and once with none, where the ops run as tile
+// kernels: CI machines may have AVX-512, AVX2 only, or (purego, other
+// architectures) no kernel at all, and each must give the unfused bits.
+func segmentKernels(t *testing.T, check func(t *testing.T, kernel string)) {
+	ran := false
+	for _, kernel := range []string{"avx512", "avx2", ""} {
+		restore, ok := fusion.UseSegmentKernel(kernel)
+		if !ok {
+			continue
+		}
+		ran = true
+		name := kernel
+		if name == "" {
+			name = "none"
+		}
+		t.Run(name, func(t *testing.T) { check(t, kernel) })
+		restore()
+	}
+	if !ran {
+		t.Fatal("no segment kernel selectable, not even none")
+	}
+}
+
+// wantSegments checks a group's stats against the kernel it ran on: with
+// one (and at least a block of elements), segment ops of its ops in
+// segments; without, every op as a tile kernel.
+func wantSegments(t *testing.T, name, kernel string, s fusion.Stats, segment int64, blocks bool) {
+	t.Helper()
+	if kernel == "" || !blocks {
+		if s.SegmentOps != 0 || s.TileKernelOps != s.Ops {
+			t.Errorf("%s: %+v, want every op run as a tile kernel", name, s)
+		}
+		return
+	}
+	if s.SegmentOps != segment {
+		t.Errorf("%s: %+v, want %d ops run in segments", name, s, segment)
+	}
+}
+
+// segmentInput is tileInput with its first 32 elements (its special
+// values: NaNs, infinities, signed zeros, denormals, ...) repeated every 97
+// elements, so that they reach every lane of every accumulator register of
+// the kernels, not only the first few.
+func segmentInput(n int) []byte {
+	raw := tileInput(n)
+	const period = 97
+	special := tileInput(period)
+	for i := 0; i < n; i += period {
+		copy(raw[4*i:], special[:4*min(32, n-i)])
+	}
+	return raw
+}
+
 // TestSegmentsMatchUnfused runs chains that the segment kernel serves, on
 // inputs with NaNs of several payloads and signs, infinities, signed zeros
 // and denormals, over tiles with ragged ends and an output that starts
 // off its buffer's alignment, and requires the CPU's own bits.
 func TestSegmentsMatchUnfused(t *testing.T) {
-	for _, size := range []struct{ n, tile, ofs int }{{3*1024 + 77, 1024, 0}, {5000, 4096, 3}, {100, 256, 0}} {
-		xs, ys := tileInput(size.n), tileInput(size.n + 31)[4*29:]
-		for _, tc := range segmentChains {
-			plain := cpu.New(1)
-			fb := fusion.NewTiled(cpu.New(2), size.tile)
-			want := runChain(t, plain, size.n, size.ofs, xs, ys, tc.chain)
-			got := runChain(t, fb, size.n, size.ofs, xs, ys, tc.chain)
-			compareF32(t, tc.name, want, got, xs)
-			// below one block of the kernel, the ops run one by one
-			if s := fb.Stats(); s.Groups != 1 || s.SegmentOps != s.Ops && size.n >= 128 {
-				t.Errorf("%s: %+v, want one group run in segments", tc.name, s)
+	segmentKernels(t, func(t *testing.T, kernel string) {
+		for _, size := range []struct{ n, tile, ofs int }{{3*1024 + 77, 1024, 0}, {5000, 4096, 3}, {100, 256, 0}} {
+			xs, ys := segmentInput(size.n), segmentInput(size.n + 31)[4*29:]
+			for _, tc := range segmentChains {
+				plain := cpu.New(1)
+				fb := fusion.NewTiled(cpu.New(2), size.tile)
+				want := runChain(t, plain, size.n, size.ofs, xs, ys, tc.chain)
+				got := runChain(t, fb, size.n, size.ofs, xs, ys, tc.chain)
+				compareF32(t, tc.name, want, got, xs)
+				s := fb.Stats()
+				if s.Groups != 1 {
+					t.Errorf("%s: %+v, want one group", tc.name, s)
+				}
+				// below one block of the kernel, the ops run one by one
+				wantSegments(t, tc.name, kernel, s, s.Ops, size.n >= 128)
 			}
 		}
-	}
+	})
 }
 
 // TestSegmentStreamedOutput runs the composed GELU over more than 32 MiB,
@@ -235,14 +294,18 @@ func TestSegmentStreamedOutput(t *testing.T) {
 		e.be.BinaryScalar(backends.Mul, e.out, v[7], 0.5, false)
 	}
 	want := runChain(t, cpu.New(2), n, 0, xs, xs, gelu)
-	for _, ofs := range []int{0, 5} {
-		fb := fusion.New(cpu.New(2))
-		got := runChain(t, fb, n, ofs, xs, xs, gelu)
-		compareF32(t, "composed GELU", want, got, xs)
-		if s := fb.Stats(); s.SegmentOps != 8 || s.Scratch != 8 {
-			t.Errorf("offset %d: %+v, want 8 ops in segments and 8 intermediates in scratch", ofs, s)
+	segmentKernels(t, func(t *testing.T, kernel string) {
+		for _, ofs := range []int{0, 5} {
+			fb := fusion.New(cpu.New(2))
+			got := runChain(t, fb, n, ofs, xs, xs, gelu)
+			compareF32(t, "composed GELU", want, got, xs)
+			s := fb.Stats()
+			if s.Scratch != 8 {
+				t.Errorf("offset %d: %+v, want 8 intermediates in scratch", ofs, s)
+			}
+			wantSegments(t, fmt.Sprintf("offset %d", ofs), kernel, s, 8, true)
 		}
-	}
+	})
 }
 
 // compareF32 reports the first element where got differs from want.
