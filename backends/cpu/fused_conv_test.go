@@ -172,19 +172,24 @@ func TestFusedConvChunkPlansMatchDefinition(t *testing.T) {
 	}
 }
 
+// unfoldGeometries are the shapes the unfold/fold tests run: unstrided
+// "same" convolutions (the shortcuts), a window larger than the image,
+// dilation, uneven padding and a stride.
+var unfoldGeometries = []backends.ConvGeometry{
+	{N: 3, C: 5, H: 4, W: 4, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadTop: 1, PadLeft: 1, DilationH: 1, DilationW: 1, OutH: 4, OutW: 4},
+	{N: 3, C: 2, H: 2, W: 2, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadTop: 1, PadLeft: 1, DilationH: 1, DilationW: 1, OutH: 2, OutW: 2},
+	{N: 2, C: 2, H: 1, W: 1, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadTop: 1, PadLeft: 1, DilationH: 1, DilationW: 1, OutH: 1, OutW: 1},
+	{N: 2, C: 3, H: 7, W: 5, KH: 5, KW: 3, StrideH: 1, StrideW: 1, PadTop: 2, PadLeft: 1, DilationH: 1, DilationW: 1, OutH: 7, OutW: 5},
+	{N: 2, C: 3, H: 9, W: 6, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadTop: 2, PadLeft: 2, DilationH: 2, DilationW: 2, OutH: 9, OutW: 6},
+	{N: 2, C: 3, H: 9, W: 6, KH: 2, KW: 2, StrideH: 1, StrideW: 1, PadTop: 0, PadLeft: 1, DilationH: 1, DilationW: 3, OutH: 8, OutW: 6},
+	{N: 2, C: 2, H: 9, W: 9, KH: 3, KW: 3, StrideH: 2, StrideW: 2, PadTop: 1, PadLeft: 1, DilationH: 1, DilationW: 1, OutH: 5, OutW: 5},
+}
+
 // The fused kernels' unfolding (with its shortcut for unstrided "same"
 // convolutions, one copy per plane) lays out the windows Im2Col unfolds,
 // with the samples side by side.
 func TestUnfoldChunkMatchesIm2Col(t *testing.T) {
-	for _, g := range []backends.ConvGeometry{
-		{N: 3, C: 5, H: 4, W: 4, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadTop: 1, PadLeft: 1, DilationH: 1, DilationW: 1, OutH: 4, OutW: 4},
-		{N: 3, C: 2, H: 2, W: 2, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadTop: 1, PadLeft: 1, DilationH: 1, DilationW: 1, OutH: 2, OutW: 2},
-		{N: 2, C: 2, H: 1, W: 1, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadTop: 1, PadLeft: 1, DilationH: 1, DilationW: 1, OutH: 1, OutW: 1},
-		{N: 2, C: 3, H: 7, W: 5, KH: 5, KW: 3, StrideH: 1, StrideW: 1, PadTop: 2, PadLeft: 1, DilationH: 1, DilationW: 1, OutH: 7, OutW: 5},
-		{N: 2, C: 3, H: 9, W: 6, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadTop: 2, PadLeft: 2, DilationH: 2, DilationW: 2, OutH: 9, OutW: 6},
-		{N: 2, C: 3, H: 9, W: 6, KH: 2, KW: 2, StrideH: 1, StrideW: 1, PadTop: 0, PadLeft: 1, DilationH: 1, DilationW: 3, OutH: 8, OutW: 6},
-		{N: 2, C: 2, H: 9, W: 9, KH: 3, KW: 3, StrideH: 2, StrideW: 2, PadTop: 1, PadLeft: 1, DilationH: 1, DilationW: 1, OutH: 5, OutW: 5},
-	} {
+	for _, g := range unfoldGeometries {
 		be := New(1)
 		x := randView(be, backends.Float32, 1, g.N, g.C, g.H, g.W)
 		ck, l := g.C*g.KH*g.KW, g.OutH*g.OutW
@@ -212,15 +217,7 @@ func TestUnfoldChunkMatchesIm2Col(t *testing.T) {
 // per plane) is unfoldChunk's adjoint: ⟨unfold(x), cols⟩ = ⟨x, fold(cols)⟩
 // for random x and cols, and it overwrites its samples.
 func TestFoldChunkIsUnfoldsAdjoint(t *testing.T) {
-	for _, g := range []backends.ConvGeometry{
-		{N: 3, C: 5, H: 4, W: 4, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadTop: 1, PadLeft: 1, DilationH: 1, DilationW: 1, OutH: 4, OutW: 4},
-		{N: 3, C: 2, H: 2, W: 2, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadTop: 1, PadLeft: 1, DilationH: 1, DilationW: 1, OutH: 2, OutW: 2},
-		{N: 2, C: 2, H: 1, W: 1, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadTop: 1, PadLeft: 1, DilationH: 1, DilationW: 1, OutH: 1, OutW: 1},
-		{N: 2, C: 3, H: 7, W: 5, KH: 5, KW: 3, StrideH: 1, StrideW: 1, PadTop: 2, PadLeft: 1, DilationH: 1, DilationW: 1, OutH: 7, OutW: 5},
-		{N: 2, C: 3, H: 9, W: 6, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadTop: 2, PadLeft: 2, DilationH: 2, DilationW: 2, OutH: 9, OutW: 6},
-		{N: 2, C: 3, H: 9, W: 6, KH: 2, KW: 2, StrideH: 1, StrideW: 1, PadTop: 0, PadLeft: 1, DilationH: 1, DilationW: 3, OutH: 8, OutW: 6},
-		{N: 2, C: 2, H: 9, W: 9, KH: 3, KW: 3, StrideH: 2, StrideW: 2, PadTop: 1, PadLeft: 1, DilationH: 1, DilationW: 1, OutH: 5, OutW: 5},
-	} {
+	for _, g := range unfoldGeometries {
 		be := New(1)
 		ck, l := g.C*g.KH*g.KW, g.OutH*g.OutW
 		x := buf(randView(be, backends.Float64, 1, g.N, g.C, g.H, g.W)).f64()
