@@ -236,63 +236,11 @@ func (r *attnRun[T]) keyEnd(i0, rows int) int {
 // panels of w rows, the columns in blocks of at most gemmKC as gemm packs
 // them, and returns the packed part of dst. tmp holds gemmKC elements.
 func packOp[T float](dst []T, src matSrc[T], r0, rn, k, w int, tmp []T) []T {
-	if packRows6F32 != nil && w == 6 && attnPack6 && k <= gemmKC && src.s != nil && src.rowOff == nil &&
-		src.colOff == nil && (src.cs == 1 || src.rs == 1) {
-		if d, ok := any(dst).([]float32); ok {
-			pack6(d, any(src).(matSrc[float32]), r0, rn, k, any(tmp).([]float32))
-			return dst[:roundUp(rn, w)*k]
-		}
-	}
 	kc := min(gemmKC, k)
 	for pc := 0; pc < k; pc += kc {
 		pack(dst[roundUp(rn, w)*pc:], src, r0, rn, pc, min(kc, k-pc), w, tmp)
 	}
 	return dst[:roundUp(rn, w)*k]
-}
-
-// packRows6F32 and packCols6F32 pack panels of 6 rows as pack does
-// (attention_avx2_amd64.s; nil where the CPU lacks AVX2), the former 8·
-// groups columns of 6 rows that are contiguous (row i at s[i·rs:]), the
-// latter n columns of 6 contiguous floats (column c at s[c·cs:]). pack
-// transposes the former an element at a time and calls memmove for each
-// column of the latter: a fifth of the fused attention's time with the
-// AVX2 GEMM kernel's 6-row panels (its vector transposition,
-// packTransposed, takes multiples of 8 rows).
-var (
-	packRows6F32 func(d, s []float32, rs, groups int)
-	packCols6F32 func(d, s []float32, cs, n int)
-)
-
-// attnPack6 enables pack6 (a switch for the benchmarks).
-var attnPack6 = true
-
-// pack6 is pack of rows [r0, r0+rn) and columns [0, k) of src, whose rows
-// or columns are contiguous, into panels of 6 rows, through packRows6F32
-// and packCols6F32 for whole panels.
-func pack6(dst []float32, src matSrc[float32], r0, rn, k int, tmp []float32) {
-	k8 := k &^ 7
-	for p := 0; p < rn; p += 6 {
-		d := dst[p*k : (p+6)*k]
-		if rn-p < 6 {
-			pack(d, src, r0+p, rn-p, 0, k, 6, tmp)
-			break
-		}
-		base := src.off + (r0+p)*src.rs
-		if src.rs == 1 {
-			if k > 0 {
-				packCols6F32(d, src.s[base:base+(k-1)*src.cs+6], src.cs, k)
-			}
-			continue
-		}
-		if k8 > 0 {
-			packRows6F32(d, src.s[base:base+5*src.rs+k8], src.rs, k8/8)
-		}
-		for c := k8; c < k; c++ {
-			for i := range 6 {
-				d[c*6+i] = src.s[base+i*src.rs+c]
-			}
-		}
-	}
 }
 
 // packedSize is the length packOp gives rn rows of k columns in panels of w.

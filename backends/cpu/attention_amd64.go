@@ -36,15 +36,6 @@ func maxF32AVX2(s *float32, n int) float32
 //go:noescape
 func dsRowF32AVX2(ds, p *float32, n int, d float32)
 
-// packRows6F32AVX2 and packCols6F32AVX2 are packRows6F32 and
-// packCols6F32 (attention_avx2_amd64.s).
-//
-//go:noescape
-func packRows6F32AVX2(d, s *float32, rs, groups int)
-
-//go:noescape
-func packCols6F32AVX2(d, s *float32, cs, n int)
-
 // attnRowOpsAsm wraps three row kernels of one instruction set as
 // attnRowOps.
 func attnRowOpsAsm(
@@ -77,14 +68,6 @@ func attnRowOpsAsm(
 // The vector row passes this CPU runs, the widest last (and used).
 func init() {
 	if hasAVX2 {
-		packRows6F32 = func(d, s []float32, rs, groups int) {
-			_, _ = d[48*groups-1], s[5*rs+8*groups-1]
-			packRows6F32AVX2(&d[0], &s[0], rs, groups)
-		}
-		packCols6F32 = func(d, s []float32, cs, n int) {
-			_, _ = d[6*n-1], s[(n-1)*cs+5]
-			packCols6F32AVX2(&d[0], &s[0], cs, n)
-		}
 		attnF32Kernels = append(attnF32Kernels, attnF32Kernel{"avx2",
 			attnRowOpsAsm(expShiftSumF32AVX2, maxF32AVX2, dsRowF32AVX2)})
 	}

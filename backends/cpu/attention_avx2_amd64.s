@@ -12,9 +12,6 @@
 // kernels reduce their 16 lanes. A partial last step is done under a lane
 // mask (attnTailMask), the lanes past the row neither loaded nor stored and
 // leaving the accumulators as they were.
-//
-// The packing kernels at the end fill the 6-row panels of the AVX2 GEMM
-// kernel from the attention's tiles (pack6 in attention.go).
 
 // attnExpConst holds the exponential's constants, 8 copies of each:
 // clamps −104 and 89, log2 e, ln 2 in two parts, Cephes' polynomial
@@ -309,92 +306,4 @@ dspart:
 
 dsdone:
 	VZEROUPPER
-	RET
-
-// func packRows6F32AVX2(d, s *float32, rs, groups int)
-//
-// Packs 6 rows of 8·groups floats (row i at s + i·rs floats) as an A panel
-// of the 6-row GEMM kernel: column c's 6 floats to d[6c:6c+6]. Each group
-// of 8 columns is an 8×8 transposition (two rows unused), written as 4+2
-// floats per column, nothing past the panel.
-TEXT ·packRows6F32AVX2(SB), NOSPLIT, $0-32
-	MOVQ d+0(FP), DI
-	MOVQ s+8(FP), SI
-	MOVQ rs+16(FP), R8
-	MOVQ groups+24(FP), CX
-	SHLQ $2, R8
-	LEAQ (R8)(R8*2), R9 // 3 rows
-	LEAQ (R8)(R8*4), R10 // 5 rows
-	TESTQ CX, CX
-	JZ    packdone
-
-packloop:
-	VMOVUPS      (SI), Y0
-	VMOVUPS      (SI)(R8*1), Y1
-	VMOVUPS      (SI)(R8*2), Y2
-	VMOVUPS      (SI)(R9*1), Y3
-	VMOVUPS      (SI)(R8*4), Y4
-	VMOVUPS      (SI)(R10*1), Y5
-	VUNPCKLPS    Y1, Y0, Y6   // a0 b0 a1 b1 | a4 b4 a5 b5
-	VUNPCKHPS    Y1, Y0, Y7   // a2 b2 a3 b3 | a6 b6 a7 b7
-	VUNPCKLPS    Y3, Y2, Y8   // c0 d0 c1 d1 | …
-	VUNPCKHPS    Y3, Y2, Y9   // c2 d2 c3 d3 | …
-	VUNPCKLPS    Y5, Y4, Y10  // e0 f0 e1 f1 | e4 f4 e5 f5
-	VUNPCKHPS    Y5, Y4, Y11  // e2 f2 e3 f3 | e6 f6 e7 f7
-	VSHUFPS      $0x44, Y8, Y6, Y0 // a0 b0 c0 d0 | a4 b4 c4 d4
-	VSHUFPS      $0xee, Y8, Y6, Y1 // a1 b1 c1 d1 | a5 …
-	VSHUFPS      $0x44, Y9, Y7, Y2 // a2 b2 c2 d2 | a6 …
-	VSHUFPS      $0xee, Y9, Y7, Y3 // a3 b3 c3 d3 | a7 …
-	VMOVUPS      X0, (DI)
-	VMOVLPS      X10, 16(DI)
-	VMOVUPS      X1, 24(DI)
-	VMOVHPS      X10, 40(DI)
-	VMOVUPS      X2, 48(DI)
-	VMOVLPS      X11, 64(DI)
-	VMOVUPS      X3, 72(DI)
-	VMOVHPS      X11, 88(DI)
-	VEXTRACTF128 $1, Y10, X10
-	VEXTRACTF128 $1, Y11, X11
-	VEXTRACTF128 $1, Y0, 96(DI)
-	VMOVLPS      X10, 112(DI)
-	VEXTRACTF128 $1, Y1, 120(DI)
-	VMOVHPS      X10, 136(DI)
-	VEXTRACTF128 $1, Y2, 144(DI)
-	VMOVLPS      X11, 160(DI)
-	VEXTRACTF128 $1, Y3, 168(DI)
-	VMOVHPS      X11, 184(DI)
-	ADDQ         $32, SI
-	ADDQ         $192, DI
-	DECQ         CX
-	JNZ          packloop
-
-packdone:
-	VZEROUPPER
-	RET
-
-// func packCols6F32AVX2(d, s *float32, cs, n int)
-//
-// Packs n columns of 6 contiguous floats (column c at s + c·cs floats) as
-// an A panel of the 6-row GEMM kernel: column c to d[6c:6c+6], 4+2 floats
-// each (pack calls memmove for each).
-TEXT ·packCols6F32AVX2(SB), NOSPLIT, $0-32
-	MOVQ d+0(FP), DI
-	MOVQ s+8(FP), SI
-	MOVQ cs+16(FP), R8
-	MOVQ n+24(FP), CX
-	SHLQ $2, R8
-	TESTQ CX, CX
-	JZ    colsdone
-
-colsloop:
-	VMOVUPS (SI), X0
-	VMOVSD  16(SI), X1
-	VMOVUPS X0, (DI)
-	VMOVSD  X1, 16(DI)
-	ADDQ    R8, SI
-	ADDQ    $24, DI
-	DECQ    CX
-	JNZ     colsloop
-
-colsdone:
 	RET

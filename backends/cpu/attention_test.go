@@ -365,91 +365,26 @@ func BenchmarkAttention(b *testing.B) {
 }
 
 // BenchmarkAttentionRowKernels is BenchmarkAttention on one worker with
-// each implementation of the float32 row passes, with and without pack6,
-// to compare them in one run.
+// each implementation of the float32 row passes, to compare them in one
+// run.
 func BenchmarkAttentionRowKernels(b *testing.B) {
 	be := New(1)
 	g := backends.AttentionGeometry{Batch: 32, Lq: 256, Lk: 256, D: 64, Dv: 64, Scale: 0.125, Causal: true}
 	p := newAttnProblem(be, backends.Float32, g, "")
 	out, lse, dq, dk, dv := p.run(be)
 	for _, kern := range attnF32Kernels {
-		for _, pack6 := range []bool{false, true} {
-			name := kern.name
-			if pack6 {
-				name += "+pack6"
-			}
-			b.Run(name, func(b *testing.B) {
-				defer useAttnF32(kern)()
-				defer func(v bool) { attnPack6 = v }(attnPack6)
-				attnPack6 = pack6
-				c0 := cpuSeconds()
-				for range b.N {
-					p.runInto(be, out, lse, dq, dk, dv)
-				}
-				flops := 7.0 * 2 * 32 * 256 * 256 * 64 / 2 * float64(b.N)
-				b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-				if c := cpuSeconds() - c0; c > 0 {
-					b.ReportMetric(flops/c/1e9, "GFLOP/cpu-s")
-				}
-			})
-		}
-	}
-}
-
-// BenchmarkPack6 times pack6 and pack on the fused attention's tiles: a
-// 64×64 tile of scores packed as A for the 6-row kernel, as is (rows
-// contiguous) and transposed (columns contiguous).
-func BenchmarkPack6(b *testing.B) {
-	s := make([]float32, 64*64)
-	d := make([]float32, packedSize(64, 64, 6))
-	tmp := make([]float32, gemmKC)
-	for _, src := range []matSrc[float32]{{s: s, rs: 64, cs: 1}, {s: s, rs: 1, cs: 64}} {
-		name := "rows"
-		if src.rs == 1 {
-			name = "columns"
-		}
-		b.Run(name+"/pack", func(b *testing.B) {
+		b.Run(kern.name, func(b *testing.B) {
+			defer useAttnF32(kern)()
+			c0 := cpuSeconds()
 			for range b.N {
-				pack(d, src, 0, 64, 0, 64, 6, tmp)
+				p.runInto(be, out, lse, dq, dk, dv)
+			}
+			flops := 7.0 * 2 * 32 * 256 * 256 * 64 / 2 * float64(b.N)
+			b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			if c := cpuSeconds() - c0; c > 0 {
+				b.ReportMetric(flops/c/1e9, "GFLOP/cpu-s")
 			}
 		})
-		if packRows6F32 != nil {
-			b.Run(name+"/pack6", func(b *testing.B) {
-				for range b.N {
-					pack6(d, src, 0, 64, 64, tmp)
-				}
-			})
-		}
-	}
-}
-
-// TestPack6 checks pack6 against pack, bit for bit: rows or columns
-// contiguous, full and partial last panels, column counts with and
-// without a partial group of 8, an offset first row and strides longer
-// than the rows or columns.
-func TestPack6(t *testing.T) {
-	if packRows6F32 == nil {
-		t.Skip("no pack6 kernels on this CPU")
-	}
-	r := rand.New(rand.NewPCG(9, 9))
-	for _, c := range []struct{ r0, rn, k int }{{0, 6, 1}, {0, 6, 8}, {0, 64, 64}, {3, 61, 17}, {0, 5, 9}, {1, 13, 64}, {2, 12, 7}} {
-		rows, cols := c.r0+c.rn+1, c.k+3
-		s := make([]float32, rows*cols+2)
-		for i := range s {
-			s[i] = r.Float32()
-		}
-		for _, src := range []matSrc[float32]{{s: s, off: 2, rs: cols, cs: 1}, {s: s, off: 1, rs: 1, cs: rows}} {
-			want := make([]float32, packedSize(c.rn, c.k, 6))
-			got := make([]float32, len(want)+1)
-			for i := range got {
-				got[i] = float32(math.NaN()) // every element must be written, nothing past them
-			}
-			pack(want, src, c.r0, c.rn, 0, c.k, 6, make([]float32, gemmKC))
-			pack6(got[:len(want)], src, c.r0, c.rn, c.k, make([]float32, gemmKC))
-			if !sameBits32(got[:len(want)], want) || got[len(want)] == got[len(want)] {
-				t.Fatalf("%+v, strides %d, %d: pack6 gives %v, pack %v", c, src.rs, src.cs, got, want)
-			}
-		}
 	}
 }
 

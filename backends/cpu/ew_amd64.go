@@ -87,10 +87,21 @@ func ewScalar(fn, fnNT ewVS, o, x []float32, s float32, head int, nt bool) {
 // packTransposed packs the leading columns of the first rows rows of a
 // panel of s (row i at off + i·rs, contiguous along the columns; rows a
 // multiple of 8, at most w) into d[c·w+i] with the AVX 8×8 transpose, for
-// float32 and w a multiple of 8, and returns how many columns it packed (a
-// multiple of 8; the caller packs the rest).
+// float32 and w a multiple of 8, or with SSE-width shuffles (packT6F32) for
+// a full panel of the AVX2 kernel's 6 rows, and returns how many columns it
+// packed (a multiple of 8, or of 4 for w = 6; the caller packs the rest).
 func packTransposed[T float](d, s []T, off, rs, rows, cn, w int) int {
 	df, ok := any(d).([]float32)
+	if ok && w == 6 && rows == 6 && cn >= 4 && hasAVX2 && packAVX2 {
+		// the AVX2 kernel's A panels from A as stored (rows along k)
+		sf := any(s).([]float32)
+		c4 := cn / 4 * 4
+		_ = df[c4*6-1]
+		_, _ = sf[off+c4-1], sf[off+5*rs+c4-1] // first and last rows (rs may be negative)
+		_, _ = sf[off], sf[off+5*rs]
+		packT6F32(&df[0], &sf[off], rs, c4)
+		return c4
+	}
 	if !ok || w%8 != 0 || rows%8 != 0 || rows > w || cn < 8 || !hasAVX2 {
 		return 0
 	}

@@ -29,7 +29,7 @@ import (
 // can shrink them to exercise every blocking path on small matrices; results
 // depend only on gemmKC (the summation blocks), never on the others or on
 // the number of workers.
-var gemmKC, gemmMC, gemmNB, gemmNC = blockSizes(detectCaches())
+var gemmKC, gemmMC, gemmNB, gemmNC = blockSizes(detectCaches(), panelRowBytes())
 
 // gemmMChunk is the most rows of A packed at once (for float32 with kc =
 // 256, 2 MiB of packed panels).
@@ -116,8 +116,14 @@ func pack[T float](dst []T, src matSrc[T], r0, rn, c0, cn, w int, tmp []T) {
 	}
 	base := src.off + r0*src.rs + c0*src.cs
 	if abs(src.rs) < abs(src.cs) {
-		// the panel dimension is the contiguous one: copy w at a time
-		for pn := range panels {
+		// the panel dimension is the contiguous one: copy w at a time (the
+		// full panels of the AVX2 kernel's widths in assembly, several
+		// panels per source line: packPanels)
+		first := 0 // full panels packed already
+		if src.s != nil && src.rs == 1 && packPanels(dst, src.s, base, src.cs, cn, w, rn/w) {
+			first = rn / w
+		}
+		for pn := first; pn < panels; pn++ {
 			d := dst[pn*cn*w : (pn+1)*cn*w]
 			rows := min(w, rn-pn*w)
 			off := base + pn*w*src.rs

@@ -203,19 +203,23 @@ func TestEwFlatLarge(t *testing.T) {
 	}
 }
 
-// TestBlockSizes checks the cache blocks derived for a few cache sets.
+// TestBlockSizes checks the cache blocks derived for a few cache sets and
+// micro-panel rows (128 bytes for AVX-512, 64 for AVX2).
 func TestBlockSizes(t *testing.T) {
 	for _, c := range []struct {
 		name           string
 		caches         caches
+		row            int
 		kc, mc, nb, nc int
 	}{
-		{"zen5 48K/1M/32M", caches{48 << 10, 1 << 20, 32 << 20}, 256, 512, 256, 8192},
-		{"zen4 32K/1M/32M", caches{32 << 10, 1 << 20, 32 << 20}, 160, 819, 409, 8192},
-		{"unknown", caches{}, 160, 409, 204, 6553},
-		{"tiny", caches{4 << 10, 64 << 10, 1 << 20}, 64, 128, 64, 2048},
+		{"zen5 48K/1M/32M", caches{48 << 10, 1 << 20, 32 << 20}, 128, 256, 512, 256, 8192},
+		{"zen4 32K/1M/32M", caches{32 << 10, 1 << 20, 32 << 20}, 128, 160, 819, 409, 8192},
+		{"unknown", caches{}, 128, 160, 409, 204, 6553},
+		{"tiny", caches{4 << 10, 64 << 10, 1 << 20}, 128, 64, 128, 64, 2048},
+		{"zen3 avx2 32K/512K/32M", caches{32 << 10, 512 << 10, 32 << 20}, 64, 256, 256, 128, 8192},
+		{"unknown avx2", caches{}, 64, 256, 256, 128, 4096},
 	} {
-		kc, mc, nb, nc := blockSizes(c.caches)
+		kc, mc, nb, nc := blockSizes(c.caches, c.row)
 		if kc != c.kc || mc != c.mc || nb != c.nb || nc != c.nc {
 			t.Errorf("%s: blocks %d %d %d %d, want %d %d %d %d", c.name, kc, mc, nb, nc, c.kc, c.mc, c.nb, c.nc)
 		}

@@ -37,6 +37,16 @@ var (
 	}
 )
 
+// panelRowBytes returns the bytes in a row of the default float32
+// kernel's B micro-panels, for the cache blocking (blocking.go): 64 for
+// the AVX2 kernel's 16 columns on a CPU without AVX-512, else 128.
+func panelRowBytes() int {
+	if hasAVX2 && !hasAVX512 {
+		return 64
+	}
+	return 128
+}
+
 // usable reports whether this CPU runs kernels named name.
 func usable(name string) bool {
 	switch {

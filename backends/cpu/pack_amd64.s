@@ -1,0 +1,154 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// Hand-written packing loops for the AVX2 GEMM's panel widths (6-row A
+// panels and 16-column B panels of sgemm6x16AVX2); see pack_amd64.go for
+// their contracts. The generic Go loops move these element by element or
+// call memmove once per panel line.
+
+// T6 transposes columns 0..3 (at byte offset soff of each of the six
+// rows from SI, R8 bytes apart; R9 = 3·R8, R10 = 5·R8) into 24 floats at
+// byte offset doff from DI, clobbering X0-X11.
+#define T6(soff, doff) \
+	VMOVUPS   soff(SI), X0 \
+	VMOVUPS   soff(SI)(R8*1), X1 \
+	VMOVUPS   soff(SI)(R8*2), X2 \
+	VMOVUPS   soff(SI)(R9*1), X3 \
+	VMOVUPS   soff(SI)(R8*4), X4 \
+	VMOVUPS   soff(SI)(R10*1), X5 \
+	VUNPCKLPS X1, X0, X6 \
+	VUNPCKHPS X1, X0, X7 \
+	VUNPCKLPS X3, X2, X8 \
+	VUNPCKHPS X3, X2, X9 \
+	VUNPCKLPS X5, X4, X10 \
+	VUNPCKHPS X5, X4, X11 \
+	VUNPCKLPD X8, X6, X0 \
+	VUNPCKHPD X8, X6, X1 \
+	VUNPCKLPD X9, X7, X2 \
+	VUNPCKHPD X9, X7, X3 \
+	VMOVUPS   X0, doff(DI) \
+	VMOVLPS   X10, doff+16(DI) \
+	VMOVUPS   X1, doff+24(DI) \
+	VMOVHPS   X10, doff+40(DI) \
+	VMOVUPS   X2, doff+48(DI) \
+	VMOVLPS   X11, doff+64(DI) \
+	VMOVUPS   X3, doff+72(DI) \
+	VMOVHPS   X11, doff+88(DI)
+
+// func packT6F32(dst, src *float32, lds, cn int)
+//
+// Rows a..f become, for each column j, aj bj cj dj ej fj: unpacking pairs
+// of rows (a0 b0 a1 b1, ...) then pairs of pairs (a0 b0 c0 d0) gives four
+// columns' first four rows in one register each, and the e, f pairs are
+// stored 8 bytes at a time; the main loop takes 16 columns (a cache line
+// of each row) per step. Prefetching the next panel's rows measured slower
+// (the hardware prefetcher follows the six streams).
+TEXT ·packT6F32(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ lds+16(FP), R8
+	MOVQ cn+24(FP), CX
+	SHLQ $2, R8
+	LEAQ (R8)(R8*2), R9  // 3 rows
+	LEAQ (R8)(R8*4), R10 // 5 rows
+	SHRQ $2, CX
+	JZ   t6done
+
+t6loop16:
+	CMPQ CX, $4
+	JL   t6loop
+	T6(0, 0)
+	T6(16, 96)
+	T6(32, 192)
+	T6(48, 288)
+	ADDQ $64, SI
+	ADDQ $384, DI
+	SUBQ $4, CX
+	JNZ  t6loop16
+	RET
+
+t6loop:
+	T6(0, 0)
+	ADDQ $16, SI
+	ADDQ $96, DI
+	DECQ CX
+	JNZ  t6loop
+
+t6done:
+	RET
+
+// func packRows6F32(dst, src *float32, ss, cn, np, ds int)
+TEXT ·packRows6F32(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ ss+16(FP), R8
+	MOVQ cn+24(FP), CX
+	MOVQ np+32(FP), R9
+	MOVQ ds+40(FP), R10
+	SHLQ $2, R8
+	SHLQ $2, R10
+	TESTQ CX, CX
+	JZ    r6done
+	TESTQ R9, R9
+	JZ    r6done
+
+r6line:
+	MOVQ SI, R12
+	MOVQ DI, R13
+	MOVQ R9, R11
+
+r6panel:
+	VMOVUPS (R12), X0
+	MOVQ    16(R12), AX
+	VMOVUPS X0, (R13)
+	MOVQ    AX, 16(R13)
+	ADDQ    $24, R12
+	ADDQ    R10, R13
+	DECQ    R11
+	JNZ     r6panel
+	ADDQ    R8, SI
+	ADDQ    $24, DI
+	DECQ    CX
+	JNZ     r6line
+
+r6done:
+	RET
+
+// func packRows16F32(dst, src *float32, ss, cn, np, ds int)
+TEXT ·packRows16F32(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ ss+16(FP), R8
+	MOVQ cn+24(FP), CX
+	MOVQ np+32(FP), R9
+	MOVQ ds+40(FP), R10
+	SHLQ $2, R8
+	SHLQ $2, R10
+	TESTQ CX, CX
+	JZ    r16done
+	TESTQ R9, R9
+	JZ    r16done
+
+r16line:
+	MOVQ SI, R12
+	MOVQ DI, R13
+	MOVQ R9, R11
+
+r16panel:
+	VMOVUPS (R12), Y0
+	VMOVUPS 32(R12), Y1
+	VMOVUPS Y0, (R13)
+	VMOVUPS Y1, 32(R13)
+	ADDQ    $64, R12
+	ADDQ    R10, R13
+	DECQ    R11
+	JNZ     r16panel
+	ADDQ    R8, SI
+	ADDQ    $64, DI
+	DECQ    CX
+	JNZ     r16line
+	VZEROUPPER
+
+r16done:
+	RET
