@@ -51,7 +51,9 @@
 // assembly generated with avo (asm/gen, `make asm`): 8×32 float32 and 14×16
 // float64 with AVX-512, 6×16 and 6×8 with AVX2+FMA, chosen at run time from
 // the CPU's features (kernels_select_amd64.go), writing edge tiles with
-// masked stores. The portable Go kernels (gemm_micro.go) run elsewhere and
+// masked stores. With AVX2 the panels of 6 rows of A and 16 columns of B
+// are packed by assembly loops (pack_amd64.s) and K is blocked to fill
+// half of L1 (AVX-512 blocking is unchanged). The portable Go kernels (gemm_micro.go) run elsewhere and
 // with -tags purego. Each GEMM step is one parallel job (packing tasks, then
 // tiles of C) whose step state and buffers come from pools, so a warm call
 // allocates nothing. Vector × matrix and matrix × vector products skip the
@@ -69,9 +71,11 @@
 // The transcendental activations run AVX-512 kernels where the CPU has
 // AVX-512 (F and DQ) and BMI2: sixteen floats an iteration, evaluated in
 // float64 lanes (asm/gen/transcendental.go), the backward fused into one
-// pass over x and g; elsewhere (AVX2-only CPUs included: there is no AVX2
-// version yet) and with -tags purego, Go loops over the math package, as
-// accurate and about as fast as the definitions.
+// pass over x and g. CPUs with AVX2 and FMA but no AVX-512 run the same
+// algorithms eight floats an iteration in four-double YMM lanes
+// (asm/gen/transcendental_avx2.go), with the same error bounds. Elsewhere
+// and with -tags purego, Go loops over the math package, as accurate and
+// about as fast as the definitions.
 //
 // # Fused kernels
 //
@@ -89,8 +93,14 @@
 // the GEMM finishes it (linear.go). Their float32 row passes (exponential,
 // maximum and dS of attention; statistics, output and gradients of a
 // normalised row) are hand-written AVX-512 (attention_amd64.s,
-// norm_amd64.s) where the CPU has it, Go loops elsewhere and with -tags
-// purego. Like every kernel they do not depend on the number of workers:
+// norm_amd64.s) where the CPU has it, the same steps in AVX2 where it has
+// only that (attention_avx2_amd64.s, norm_avx2_amd64.s), Go loops
+// elsewhere and with -tags purego.
+//
+// Convolutions unfold a chunk of samples and multiply (fused_conv.go); on
+// CPUs with AVX2 but no AVX-512, float32 stride-1 layers whose channel
+// counts fill the tiles run a direct kernel instead (conv_direct.go), and
+// the 2×2 max pooling has an AVX2 kernel (fused_pool_amd64.s). Like every kernel they do not depend on the number of workers:
 // partial sums (the parameters' gradients of a norm, attention's dQ when
 // the keys of one problem are split into groups) are cut by the sizes and
 // added in order.
