@@ -334,11 +334,9 @@ func TestNormVectorKernelsAgree(t *testing.T) {
 					k.grad(dx, xh, dy, x, w, pw, pb, mean, rstd, rms)
 					outs[i], stats[i] = [][]float32{y, dx, xh, pw, pb}, []float32{mean, rstd}
 				}
-				for i := range outs[0] {
-					if !sameBits32(outs[0][i], outs[1][i]) || !sameBits32(stats[0], stats[1]) {
-						t.Fatalf("%s and %s differ at n=%d, rms %v: output %d %v, %v (stats %v, %v)",
-							kern.name, want.name, n, rms, i, outs[0][i], outs[1][i], stats[0], stats[1])
-					}
+				if !kernelsAgree(t, kern.name, want.name, append(outs[0], stats[0]), append(outs[1], stats[1])) {
+					t.Fatalf("%s and %s differ at n=%d, rms %v: outputs %v, %v (stats %v, %v)",
+						kern.name, want.name, n, rms, outs[0], outs[1], stats[0], stats[1])
 				}
 			}
 		}
