@@ -32,11 +32,44 @@ double f64inf() { return uint64BitsToDouble(0x7ff0000000000000ul); }
 // ldexp overflows early).
 double pow2D(int k) { return uint64BitsToDouble(uint64_t(k + 1023) << 52); }
 
+// truncD and floorD are trunc and floor on the bits: llvmpipe (Mesa
+// 22.3) on a CPU without AVX-512 returned trunc(20711473.152) unchanged, so
+// that pow saw no fractional part ((-0.75)^20711473.152 gave -0, not NaN).
+double truncD(double x) {
+	uint64_t b = doubleBitsToUint64(x);
+	int e = int((b >> 52) & 0x7fful) - 1023;
+	if (e >= 52) return x; // an integer already, ±Inf or NaN
+	if (e < 0) return uint64BitsToDouble(b & 0x8000000000000000ul); // |x| < 1: ±0
+	return uint64BitsToDouble(b & ~(0x000ffffffffffffful >> uint(e)));
+}
+
+double floorD(double x) {
+	double t = truncD(x);
+	return t != x && x < dzero ? t - 1.0lf : t;
+}
+
+// roundEvenD is roundEven on the bits (llvmpipe's gave roundEven(3.5) =
+// 3 and left values above 2^24 unrounded): to the nearest integer, ties
+// to even, keeping the sign (−0.3 gives −0).
+double roundEvenD(double x) {
+	uint64_t b = doubleBitsToUint64(x);
+	int e = int((b >> 52) & 0x7fful) - 1023;
+	if (e >= 52) return x; // an integer already, ±Inf or NaN
+	uint64_t s = b & 0x8000000000000000ul;
+	if (e < -1) return uint64BitsToDouble(s); // |x| < ½
+	// the significand with its leading bit, and the bits below the unit
+	uint64_t m = (b & 0x000ffffffffffffful) | 0x0010000000000000ul;
+	uint sh = uint(52 - e);
+	uint64_t q = m >> sh, rest = m & ((1ul << sh) - 1ul), hb = 1ul << (sh - 1u);
+	if (rest > hb || (rest == hb && (q & 1ul) == 1ul)) q++;
+	return uint64BitsToDouble(s | doubleBitsToUint64(double(q)));
+}
+
 double expD(double x) {
 	if (isnan(x)) return x;
 	if (x > 709.782712893384lf) return f64inf();
 	if (x < -745.1332191019412lf) return dzero;
-	double k = floor(x * INV_LN2 + 0.5lf);
+	double k = floorD(x * INV_LN2 + 0.5lf);
 	double r = (x - k * LN2_HI) - k * LN2_LO;
 	double p = 1.0lf / 6227020800.0lf;           // 1/13!
 	p = p * r + 1.0lf / 479001600.0lf;           // 1/12!
@@ -228,7 +261,7 @@ double floorDivideD(double a, double b) {
 	double d = (a - m) / b;
 	if (m != 0.0lf && (b < dzero) != (m < dzero)) d -= 1.0lf;
 	if (d == 0.0lf) return copysignD(0.0lf, a / b);
-	double fl = floor(d);
+	double fl = floorD(d);
 	if (d - fl > 0.5lf) fl += 1.0lf;
 	return fl;
 }
@@ -236,7 +269,7 @@ double floorDivideD(double a, double b) {
 // isOddIntD reports whether y is an odd integer (Go's isOddInt).
 bool isOddIntD(double y) {
 	if (abs(y) >= 9007199254740992.0lf) return false;
-	double yi = trunc(y);
+	double yi = truncD(y);
 	return y - yi == 0.0lf && (int64_t(yi) & 1l) == 1l;
 }
 
@@ -264,7 +297,7 @@ double powD(double x, double y) {
 	if (isinf(x)) return y < dzero ? 0.0lf : f64inf();
 	if (y == 0.5lf) return sqrtD(x);
 	if (y == -0.5lf) return 1.0lf / sqrtD(x);
-	double yi = trunc(abs(y));
+	double yi = truncD(abs(y));
 	double yf = abs(y) - yi;
 	if (yf != 0.0lf && x < dzero) return f64nan();
 	if (yi >= 9.223372036854775808e18lf) { // an even integer past int64: overflow or underflow

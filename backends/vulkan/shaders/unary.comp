@@ -92,9 +92,9 @@ double fwdD(double x, double p0, double p1) {
 	case RSQRT: return 1.0lf / sqrtD(x);
 	case SQUARE: return x * x;
 	case RECIP: return 1.0lf / x;
-	case FLOOR: return floor(x);
-	case CEIL: return ceil(x);
-	case ROUND: return roundEven(x);
+	case FLOOR: return floorD(x);
+	case CEIL: return -floorD(-x);
+	case ROUND: return roundEvenD(x);
 	case RELU: return maxNaN(x, dzero);
 	case LEAKY_RELU: return x > dzero ? x : p0 * x;
 	case RELU6: return minNaN(maxNaN(x, dzero), 6.0lf);
