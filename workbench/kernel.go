@@ -103,7 +103,7 @@ func (k *kernelHost) start(ctx context.Context) error {
 	gen := k.gen
 	k.mu.Unlock()
 	go k.watch(gen, c)
-	go k.watchVariables()
+	k.watchVariables()
 	k.announce("")
 	return nil
 }
@@ -250,7 +250,7 @@ func (k *kernelHost) restart(ctx context.Context, graceful bool) error {
 	gen := k.gen
 	k.mu.Unlock()
 	go k.watch(gen, c)
-	go k.watchVariables()
+	k.watchVariables()
 	return nil
 }
 
@@ -763,7 +763,10 @@ func (k *kernelHost) variablesRequest(ctx context.Context, req map[string]any) (
 // watchVariables tells a new kernel that the workbench lists its
 // variables, so that it keeps a snapshot at the end of every cell and a
 // listing during the first long cell finds one. A kernel without the
-// socket is left alone.
+// socket is left alone. It runs before the kernel is announced, while it
+// is idle: sent from a goroutine it could arrive after the first cell had
+// ended (and before the next began), and a listing during that next cell
+// found no snapshot (TestVariablesWhileTheCellRuns failed so once).
 func (k *kernelHost) watchVariables() {
 	_, _ = k.variablesRequest(k.ctx, map[string]any{"op": "watch"})
 }
