@@ -260,26 +260,32 @@ func convDirectInputGrad(b *Backend, dx, dy, w []float32, g backends.ConvGeometr
 // run computes out for every chunk: fill pads the chunk's samples into
 // its buffer, a holds the packed weight panels.
 func (d convDirect) run(b *Backend, n int, fill func(n0, sn int, xp []float32), a []float32, out []float32) {
-	chunks := (n + d.s - 1) / d.s
 	pool := poolFor[float32]()
-	offFull := d.offsets(d.s)
-	b.parallel(chunks, 1, func(lo, hi int) {
-		for ch := lo; ch < hi; ch++ {
-			n0 := ch * d.s
-			sn := min(d.s, n-n0)
-			off := offFull
-			if sn != d.s {
-				off = d.offsets(sn)
-			}
-			ys := roundUp(d.positions(), d.nr)
-			xp := pool.get(d.inputLen(sn))
-			y := pool.get(roundUp(d.cout, d.mr) * sn * ys)
-			fill(n0, sn, (*xp)[:d.inputLen(sn)])
-			d.product(*y, *xp, a, off, sn, ys)
-			d.scatter(out, *y, n0, sn, ys)
-			pool.put(y)
-			pool.put(xp)
+	d.forChunks(b, n, func(_, n0, sn int, off []int) {
+		ys := roundUp(d.positions(), d.nr)
+		xp := pool.get(d.inputLen(sn))
+		y := pool.get(roundUp(d.cout, d.mr) * sn * ys)
+		fill(n0, sn, (*xp)[:d.inputLen(sn)])
+		d.product(*y, *xp, a, off, sn, ys)
+		d.scatter(out, *y, n0, sn, ys)
+		pool.put(y)
+		pool.put(xp)
+	})
+}
+
+// forChunks runs fn on the chunks of d.s samples of a batch of n, in
+// parallel (runChunks), with the chunk's number, first sample, sample count
+// and the offsets of its unfolded rows.
+func (d convDirect) forChunks(b *Backend, n int, fn func(ch, n0, sn int, off []int)) {
+	p := convPlan{s: d.s, chunks: ceilDiv(n, d.s)}
+	full := d.offsets(d.s)
+	b.runChunks(p, func(ch int, _ bool) {
+		n0, sn := p.samples(ch, n)
+		off := full
+		if sn != d.s {
+			off = d.offsets(sn)
 		}
+		fn(ch, n0, sn, off)
 	})
 }
 
@@ -290,7 +296,7 @@ func (d convDirect) run(b *Backend, n int, fill func(n0, sn int, xp []float32), 
 func convDirectWeightGrad(b *Backend, dw, dy, x []float32, g backends.ConvGeometry, o int) {
 	d := newConvDirect(g.N, g.C, o, g.KH, g.KW, g.DilationH, g.DilationW, g.OutH, g.OutW)
 	ck := g.C * g.KH * g.KW
-	chunks := (g.N + d.s - 1) / d.s
+	chunks := ceilDiv(g.N, d.s)
 	pool := poolFor[float32]()
 	part := dw[:o*ck]
 	var partials *[]float32
@@ -298,46 +304,37 @@ func convDirectWeightGrad(b *Backend, dw, dy, x []float32, g backends.ConvGeomet
 		partials = pool.get(chunks * o * ck)
 		part = *partials
 	}
-	offFull := d.offsets(d.s)
-	b.parallel(chunks, 1, func(lo, hi int) {
+	d.forChunks(b, g.N, func(ch, n0, sn int, off []int) {
 		var acc [96]float32
-		for ch := lo; ch < hi; ch++ {
-			n0 := ch * d.s
-			sn := min(d.s, g.N-n0)
-			off := offFull
-			if sn != d.s {
-				off = d.offsets(sn)
-			}
-			// each sample's wide positions up to its last kept one, in
-			// whole vectors (ys), gy's samples ys apart and xp's hp·wp
-			ys := roundUp(d.positions(), 8)
-			xp := pool.get(d.inputLen(sn))
-			d.pad((*xp)[:d.inputLen(sn)], x, n0, sn, g.H, g.W, g.PadTop, g.PadLeft)
-			gy := pool.get(o * sn * ys)
-			d.gatherWide(*gy, dy, n0, sn, ys)
-			xs := *xp
-			_ = xs[off[ck-1]/4+(sn-1)*d.plane()+ys-1] // the last sample's last row ends inside
-			row := func(r int) *float32 { return &(*gy)[min(r, o-1)*sn*ys] }
-			col := func(k int) *float32 {
-				return (*float32)(unsafe.Add(unsafe.Pointer(&xs[0]), off[min(k, ck-1)]))
-			}
-			dst := part[ch*o*ck:][:o*ck]
-			for o0 := 0; o0 < o; o0 += 3 {
-				for k0 := 0; k0 < ck; k0 += 4 {
-					clear(acc[:])
-					convDot3x4AVX2(ys, sn, ys, d.plane(), row(o0), row(o0+1), row(o0+2),
-						col(k0), col(k0+1), col(k0+2), col(k0+3), &acc)
-					for j := range min(4, ck-k0) {
-						for i := range min(3, o-o0) {
-							l := acc[(3*j+i)*8:][:8]
-							dst[(o0+i)*ck+k0+j] = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]))
-						}
+		// each sample's wide positions up to its last kept one, in
+		// whole vectors (ys), gy's samples ys apart and xp's hp·wp
+		ys := roundUp(d.positions(), 8)
+		xp := pool.get(d.inputLen(sn))
+		d.pad((*xp)[:d.inputLen(sn)], x, n0, sn, g.H, g.W, g.PadTop, g.PadLeft)
+		gy := pool.get(o * sn * ys)
+		d.gatherWide(*gy, dy, n0, sn, ys)
+		xs := *xp
+		_ = xs[off[ck-1]/4+(sn-1)*d.plane()+ys-1] // the last sample's last row ends inside
+		row := func(r int) *float32 { return &(*gy)[min(r, o-1)*sn*ys] }
+		col := func(k int) *float32 {
+			return (*float32)(unsafe.Add(unsafe.Pointer(&xs[0]), off[min(k, ck-1)]))
+		}
+		dst := part[ch*o*ck:][:o*ck]
+		for o0 := 0; o0 < o; o0 += 3 {
+			for k0 := 0; k0 < ck; k0 += 4 {
+				clear(acc[:])
+				convDot3x4AVX2(ys, sn, ys, d.plane(), row(o0), row(o0+1), row(o0+2),
+					col(k0), col(k0+1), col(k0+2), col(k0+3), &acc)
+				for j := range min(4, ck-k0) {
+					for i := range min(3, o-o0) {
+						l := acc[(3*j+i)*8:][:8]
+						dst[(o0+i)*ck+k0+j] = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]))
 					}
 				}
 			}
-			pool.put(gy)
-			pool.put(xp)
 		}
+		pool.put(gy)
+		pool.put(xp)
 	})
 	if partials != nil {
 		addPartials(dw[:o*ck], part, chunks)

@@ -183,11 +183,12 @@ func vecAdam[T float](outP, outM, outV, p, g, m, v []T, h backends.AdamHyper) in
 }
 
 // vecMaxPool2x2 runs the AVX-512 2×2 max-pooling kernel over a plane (see
-// maxPool2x2), a row of outputs per call, reporting false where the CPU
-// lacks AVX-512 or BMI2.
+// maxPool2x2), a row of outputs per call, or where the CPU lacks AVX-512
+// or BMI2 the AVX2 one (vecMaxPool2x2AVX2), reporting false where it has
+// neither.
 func vecMaxPool2x2(dst []float32, di []int64, src []float32, w, oh, ow int) bool {
 	if !hasAVX512 || !hasBMI2 {
-		return false
+		return vecMaxPool2x2AVX2(dst, di, src, w, oh, ow)
 	}
 	if oh == 0 || ow == 0 {
 		return true

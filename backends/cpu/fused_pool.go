@@ -55,8 +55,7 @@ func maxPool[T float32 | float64](b *Backend, out []T, idx []int64, x []T, g bac
 				g.DilationH == 1 && g.DilationW == 1 && 2*g.OutH <= g.H && 2*g.OutW <= g.W {
 				if d32, ok := any(dst).([]float32); ok {
 					s32 := any(src).([]float32)
-					if !vecMaxPool2x2(d32, di, s32, g.W, g.OutH, g.OutW) &&
-						!vecMaxPool2x2AVX2(d32, di, s32, g.W, g.OutH, g.OutW) {
+					if !vecMaxPool2x2(d32, di, s32, g.W, g.OutH, g.OutW) {
 						maxPool2x2F32(d32, di, s32, g.W, g.OutH, g.OutW)
 					}
 				} else {
