@@ -57,7 +57,11 @@
 // with -tags purego. Each GEMM step is one parallel job (packing tasks, then
 // tiles of C) whose step state and buffers come from pools, so a warm call
 // allocates nothing. Vector × matrix and matrix × vector products skip the
-// packing and use AVX2 axpy and dot kernels.
+// packing and use AVX2 axpy and dot kernels. Bfloat16 products (autocast,
+// gemm_bf16.go) run VDPBF16PS kernels where the CPU has AVX-512 BF16; with
+// only AVX2 and FMA, the float32 kernel multiplies panels rounded to
+// bfloat16 precision (the same bits as the portable bfloat16 kernel for
+// the same K-blocks), at about the float32 GEMM's speed.
 //
 // # Element-wise kernels
 //

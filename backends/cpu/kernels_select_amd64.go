@@ -34,6 +34,7 @@ var (
 		{name: "avx512bf16-14x32", mr: 14, nr: 32, asm: bgemm14x32AVX512},
 		{name: "avx512bf16-8x32", mr: 8, nr: 32, asm: bgemm8x32AVX512},
 		{name: "avx512bf16-6x64", mr: 6, nr: 64, asm: bgemm6x64AVX512},
+		{name: "avx2-bf16-f32-6x16", mr: 6, nr: 16, f32: sgemm6x16AVX2},
 	}
 )
 
