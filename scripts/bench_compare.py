@@ -87,9 +87,11 @@ def cases(sizes):
                     go="^BenchmarkResNet18TrainStep$", benchtime="3x", peers=("torch", "torch+")))
     for width, layers in ((256, 6), (512, 8)):
         for mode in ("fp32", "bf16"):
-            # bf16: Kiln with bfloat16 autocast (VDPBF16PS GEMMs) against
-            # PyTorch's float32 step, as PyTorch 1.13 has no faster bf16 path
-            # on the CPU; its ratio says how much autocast buys over the peer.
+            # bf16: Kiln with bfloat16 autocast (VDPBF16PS GEMMs where the CPU
+            # has AVX-512 BF16; elsewhere the float32 kernel on panels rounded
+            # to bfloat16, so about the fp32 row) against PyTorch's float32
+            # step, as PyTorch 1.13 has no faster bf16 path on the CPU; its
+            # ratio says how much autocast buys over the peer.
             out.append(dict(name=f"GPT d={width} {mode}", unit="tokens/s", kind=f"gpt:{width}", n=0, pkg="./nn",
                             go=f"^BenchmarkGPTTrainStepBF16$/^d={width},L={layers}$/^{mode}$", benchtime="3x",
                             peers=("torch", "torch+")))
