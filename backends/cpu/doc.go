@@ -116,7 +116,10 @@
 // cgroup CPU quota) workers, whatever the Backend has. Work is cut into
 // chunks by size alone and claimed from a shared counter, so a worker the
 // operating system descheduled holds up only the chunk it is running; idle
-// workers spin for a bounded, measured time and then sleep; and each call
+// workers spin for a bounded, measured time and then sleep; a sleeping
+// worker is woken only for a job at least twice as long as a wake-up has
+// lately taken (beside a busy process, a helper woken for a short job
+// arrives after the work is gone); and each call
 // site measures whether sharing pays (pool.go, sched_tuner.go) and runs
 // serially while it does not, so that on a crowded machine a 2-worker
 // Backend is not slower than a 1-worker one. Results never depend on the
@@ -127,6 +130,4 @@
 // It does not fuse arbitrary chains of operations (bias + activation, a
 // softmax outside attention and cross-entropy) and keeps no caching
 // allocator: Alloc is a Go allocation and Free drops it.
-// Convolutions reach it as Im2Col/Col2Im plus Matmul; there is no direct
-// convolution kernel yet.
 package cpu

@@ -34,6 +34,7 @@ type loadCase struct {
 
 var loadCases = []loadCase{
 	{"sgemm128", "GFLOP/s", func(be *Backend) (func(), float64) { return sgemmCall(be, 128) }},
+	{"sgemm256", "GFLOP/s", func(be *Backend) (func(), float64) { return sgemmCall(be, 256) }},
 	{"sgemm512", "GFLOP/s", func(be *Backend) (func(), float64) { return sgemmCall(be, 512) }},
 	{"add1M", "GB/s", func(be *Backend) (func(), float64) {
 		const n = 1 << 20

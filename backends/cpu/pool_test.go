@@ -289,7 +289,9 @@ func TestPoolFollowsGOMAXPROCS(t *testing.T) {
 		t.Errorf("GOMAXPROCS 2, 4 workers: %d usable helpers, want %d", u, want)
 	}
 	runtime.GOMAXPROCS(1)
-	be.pool.limitAt.Store(0) // as if limitRefresh had passed
+	// as if limitRefresh had passed (0 is not enough within limitRefresh of
+	// the process's start, epoch)
+	be.pool.limitAt.Store(-int64(2 * limitRefresh))
 	be.parallel(10, 1, func(lo, hi int) {})
 	if u := be.pool.usable.Load(); u != 0 {
 		t.Errorf("GOMAXPROCS 1: %d usable helpers, want 0", u)
@@ -321,6 +323,78 @@ func TestPoolHelpersPark(t *testing.T) {
 			t.Fatalf("%d of %d helpers parked 5 s after the last job", parked, len(be.pool.slots))
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestWorthWakingWeighsWakeupTime checks when a job wakes a parked
+// helper: always while its site is unmeasured, never under wakeWorth, and
+// above it only when the job is at least wakeFactor times the measured
+// wake-up time, or when no job has woken one for rewakeEvery (once, to
+// measure the wake-up time again); latencyBlind wakes for every job
+// of wakeWorth or more.
+func TestWorthWakingWeighsWakeupTime(t *testing.T) {
+	us := int64(time.Microsecond)
+	now := int64(time.Second)
+	cases := []struct {
+		name              string
+		serial, wakeup    int64 // ns; serial 0: unmeasured
+		wokeAt            int64 // ns since epoch
+		blind             bool  // latencyBlind
+		want, wantAgainAt bool  // the answer, and a second answer at the same time
+	}{
+		{"unmeasured site", 0, 500 * us, now, false, true, true},
+		{"job shorter than wakeWorth", 30 * us, 1 * us, 0, false, false, false},
+		{"fast wake-ups", 100 * us, 20 * us, now, false, true, true},
+		{"wake-up half the job", 100 * us, 50 * us, now, false, true, true},
+		{"slow wake-ups", 100 * us, 300 * us, now - int64(rewakeEvery)/2, false, false, false},
+		{"slow wake-ups, none lately: one to measure", 100 * us, 300 * us, now - 2*int64(rewakeEvery), false, true, false},
+		{"latency-blind rule", 100 * us, 300 * us, now, true, true, true},
+	}
+	defer latencyBlind.Store(latencyBlind.Load())
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			latencyBlind.Store(c.blind)
+			var p pool
+			p.wakeup.Store(c.wakeup)
+			p.wokeAt.Store(c.wokeAt)
+			var s site
+			s.ser.Store(c.serial)
+			if got := p.worthWaking(&s, now); got != c.want {
+				t.Errorf("first job: %v, want %v", got, c.want)
+			}
+			if got := p.worthWaking(&s, now); got != c.wantAgainAt {
+				t.Errorf("second job at the same time: %v, want %v", got, c.wantAgainAt)
+			}
+		})
+	}
+}
+
+// TestSpinBudgetFollowsWakeups checks an idle helper's spin: the recent
+// wake-up time within [minSpin, maxSpin], and only minSpin when wake-ups
+// take longer than maxSpin (cores oversubscribed), unless latencyBlind is
+// set.
+func TestSpinBudgetFollowsWakeups(t *testing.T) {
+	cases := []struct {
+		wakeup time.Duration
+		blind  bool
+		want   time.Duration
+	}{
+		{0, false, minSpin},
+		{5 * time.Microsecond, false, minSpin},
+		{100 * time.Microsecond, false, 100 * time.Microsecond},
+		{maxSpin, false, maxSpin},
+		{maxSpin + time.Microsecond, false, minSpin},
+		{2 * maxSpin, false, minSpin},
+		{2 * maxSpin, true, maxSpin},
+	}
+	defer latencyBlind.Store(latencyBlind.Load())
+	for _, c := range cases {
+		latencyBlind.Store(c.blind)
+		var p pool
+		p.wakeup.Store(int64(c.wakeup))
+		if got := p.spinBudget(); got != c.want {
+			t.Errorf("wake-ups of %v (latency-blind %v): spin %v, want %v", c.wakeup, c.blind, got, c.want)
+		}
 	}
 }
 
