@@ -210,7 +210,7 @@ func newAttnRun[T float](b *Backend, g backends.AttentionGeometry, q, k, v, mask
 		r.exp = any(attnExpF32).(func(T) T)
 		r.log = any(func(x float32) float32 { return float32(math.Log(float64(x))) }).(func(T) T)
 	} else {
-		r.ops = any(attnRowOps[float64]{exp: attnExpRowF64, max: attnMaxRow[float64], ds: attnDsRow[float64]}).(attnRowOps[T])
+		r.ops = any(attnRowOps[float64]{exp: attnExpRowF64, max: attnMaxRow[float64], ds: attnDsRow[float64], scale: attnScaleRow[float64], dot: attnDotRow[float64]}).(attnRowOps[T])
 		r.exp = any(math.Exp).(func(T) T)
 		r.log = any(math.Log).(func(T) T)
 	}
@@ -262,7 +262,7 @@ func (r *attnRun[T]) mul(a, bp []T, mc, nb, k int, C matDst[T], acc bool) {
 	for pc := 0; pc < k; pc += kc {
 		ap, bpp := a[roundUp(mc, mr)*pc:], bp[roundUp(nb, nr)*pc:]
 		if r.kern.asm != nil {
-			macroTileAsm(r.kern, ap, bpp, mc, nb, min(kc, k-pc), C, 0, 0, pc == 0 && !acc)
+			macroTileAsm(r.kern, ap, bpp, mc, nb, min(kc, k-pc), C, 0, 0, pc == 0 && !acc, nil)
 		} else {
 			macroTile(r.kern, ap, bpp, mc, nb, min(kc, k-pc), C, 0, 0, pc == 0 && !acc)
 		}
@@ -411,9 +411,7 @@ func (r *attnRun[T]) forwardBlock(buf []T, lim []int, l []float64, kp, vp [][]T,
 			l[i] = l[i]*float64(alpha) + sum
 			if alpha != 1 {
 				orow := o[i*g.Dv : (i+1)*g.Dv]
-				for c := range orow {
-					orow[c] *= alpha
-				}
+				r.ops.scale(orow, orow, alpha)
 			}
 			m[i] = mNew
 		}
@@ -423,10 +421,7 @@ func (r *attnRun[T]) forwardBlock(buf []T, lim []int, l []float64, kp, vp [][]T,
 	}
 	for i := range rows {
 		inv := T(1 / l[i]) // a row that sees no key: 0·Inf = NaN, as the composition gives
-		dst := r.out[r.om.at(bi, i0+i):][:g.Dv]
-		for c, x := range o[i*g.Dv : (i+1)*g.Dv] {
-			dst[c] = x * inv
-		}
+		r.ops.scale(r.out[r.om.at(bi, i0+i):][:g.Dv], o[i*g.Dv:(i+1)*g.Dv], inv)
 		r.lse[bi*g.Lq+i0+i] = m[i] + r.log(T(l[i]))
 	}
 }
@@ -464,11 +459,7 @@ func (r *attnRun[T]) backward() {
 			bi, i := t/g.Lq, t%g.Lq
 			o := r.out[r.om.at(bi, i):][:g.Dv]
 			d := r.dout[r.dom.at(bi, i):][:g.Dv]
-			var s float64
-			for c, x := range o {
-				s += float64(x) * float64(d[c])
-			}
-			r.delta[t] = T(s)
+			r.delta[t] = T(r.ops.dot(o, d))
 		}
 	})
 	nkb := (g.Lk + attnBlockK - 1) / attnBlockK
@@ -634,10 +625,7 @@ func (r *attnRun[T]) backwardKeys(buf, tmp []T, lim []int, qp []attnQueryPack[T]
 	}
 	for j := range cols {
 		if r.dk != nil {
-			dst := r.dk[r.dkm.at(bi, j0+j):][:g.D]
-			for c, x := range dk[j*g.D : (j+1)*g.D] {
-				dst[c] = x * r.scale
-			}
+			r.ops.scale(r.dk[r.dkm.at(bi, j0+j):][:g.D], dk[j*g.D:(j+1)*g.D], r.scale)
 		}
 		if r.dv != nil {
 			copy(r.dv[r.dvm.at(bi, j0+j):][:g.Dv], dv[j*g.Dv:])
@@ -654,11 +642,18 @@ type attnRowOps[T float] struct {
 	max func(s []T) T
 	// ds sets ds[j] = p[j]·(ds[j] − d).
 	ds func(ds, p []T, d T)
+	// dot returns Σ x[j]·y[j] (x and y of one length) computed in float64:
+	// each row's dO·O of the backward pass.
+	dot func(x, y []T) float64
+	// scale sets dst[j] = x[j]·a (dst and x of one length; dst may be x):
+	// the output rows' rescaling and normalisation and dK's softmax scale,
+	// one rounded product each, so every implementation gives the same bits.
+	scale func(dst, x []T, a T)
 }
 
 // attnF32 are the float32 row passes: Go loops, replaced by vector
 // kernels where the CPU has them (attention_amd64.go).
-var attnF32 = attnRowOps[float32]{exp: attnExpRowF32, max: attnMaxRow[float32], ds: attnDsRow[float32]}
+var attnF32 = attnRowOps[float32]{exp: attnExpRowF32, max: attnMaxRow[float32], ds: attnDsRow[float32], scale: attnScaleRow[float32], dot: attnDotRow[float32]}
 
 // attnF32Kernel is one implementation of the float32 row passes.
 type attnF32Kernel struct {
@@ -670,6 +665,22 @@ type attnF32Kernel struct {
 // CPU runs, the Go loops first and the one attnF32 uses last, so that the
 // tests can run every one (an AVX-512 machine's AVX2 kernels included).
 var attnF32Kernels = []attnF32Kernel{{"go", attnF32}}
+
+func attnDotRow[T float](x, y []T) float64 {
+	y = y[:len(x)]
+	var s float64
+	for j, v := range x {
+		s += float64(v) * float64(y[j])
+	}
+	return s
+}
+
+func attnScaleRow[T float](dst, x []T, a T) {
+	dst = dst[:len(x)]
+	for j, v := range x {
+		dst[j] = v * a
+	}
+}
 
 func attnMaxRow[T float](s []T) T {
 	m := T(math.Inf(-1))

@@ -62,6 +62,26 @@ func attnRowOpsAsm(
 				ds(&d[0], &p[0], len(d), v)
 			}
 		},
+		// AVX2 for both instruction sets: the rows are short (a head's
+		// width), and a product rounds alike in every width
+		dot: func(x, y []float32) float64 {
+			n := len(x) &^ 7
+			var s float64
+			if n > 0 {
+				_ = y[n-1]
+				s = dotF32F64(&x[0], &y[0], n)
+			}
+			for j := n; j < len(x); j++ {
+				s += float64(x[j]) * float64(y[j])
+			}
+			return s
+		},
+		scale: func(dst, x []float32, a float32) {
+			if len(x) > 0 {
+				_ = dst[len(x)-1]
+				mulvsF32(&dst[0], &x[0], a, len(x))
+			}
+		},
 	}
 }
 

@@ -421,6 +421,25 @@ func testAttnRowPasses(t *testing.T, attnF32 attnRowOps[float32]) {
 				t.Fatalf("n=%d: ds[%d] = %v, want %v", n, j, ds[j], want[j])
 			}
 		}
+		// scale: one rounded product per element, in place and not
+		sc := make([]float32, n)
+		attnF32.scale(sc, s, 0.37)
+		inPlace := append([]float32(nil), s...)
+		attnF32.scale(inPlace, inPlace, 0.37)
+		for j := range s {
+			if w := s[j] * 0.37; sc[j] != w || inPlace[j] != w {
+				t.Fatalf("n=%d: scale[%d] = %v (in place %v), want %v", n, j, sc[j], inPlace[j], w)
+			}
+		}
+		// dot: float64 sums of exact products, in any fixed order
+		var dot, abs float64
+		for j := range s {
+			dot += float64(s[j]) * float64(ds[j])
+			abs += math.Abs(float64(s[j]) * float64(ds[j]))
+		}
+		if got := attnF32.dot(s, ds); math.Abs(got-dot) > 1e-15*abs {
+			t.Fatalf("n=%d: dot %v, want %v", n, got, dot)
+		}
 		e := append([]float32(nil), s...)
 		attnF32.exp(e, scale, shift)
 		for j := range e {

@@ -53,7 +53,8 @@
 // the CPU's features (kernels_select_amd64.go), writing edge tiles with
 // masked stores. With AVX2 the panels of 6 rows of A and 16 columns of B
 // are packed by assembly loops (pack_amd64.s) and K is blocked to fill
-// half of L1 (AVX-512 blocking is unchanged). The portable Go kernels (gemm_micro.go) run elsewhere and
+// half of L1 (AVX-512 blocking is unchanged), and a Linear layer's bias is
+// added by the micro-kernel in registers on the last K-block. The portable Go kernels (gemm_micro.go) run elsewhere and
 // with -tags purego. Each GEMM step is one parallel job (packing tasks, then
 // tiles of C) whose step state and buffers come from pools, so a warm call
 // allocates nothing. Vector × matrix and matrix × vector products skip the

@@ -50,7 +50,15 @@ type kernel[T float] struct {
 	mr, nr int
 	fn     func(kc int, a, b, c []T)
 	asm    func(kc int, a, b, c *T, ldc, mv int, mask uint64, accum bool)
+	// asmBias, when set, is asm that also adds bias[j] to column j of
+	// the result before storing it (the same bits as asm then addBias):
+	// the last K-block of a product with a bias (see linear.go).
+	asmBias func(kc int, a, b, c *T, ldc, mv int, mask uint64, accum bool, bias *T)
 }
+
+// biasInKernel enables kernel.asmBias; tests and benchmarks turn it off
+// to compare with adding the bias in a pass over each finished tile.
+var biasInKernel = true
 
 // matSrc is a matrix operand: element (r, c) is at element offset
 // off + r·rs + c·cs of a buffer. load gathers n elements starting at off
@@ -331,12 +339,16 @@ func (g *gemmStep[T]) task(t int) {
 	mcur, nbcur := min(g.mc, g.m-ic), min(g.nb, g.ncur-jb)
 	a := g.aPack[ic*kc : (ic+roundUp(mcur, mr))*kc]
 	b := g.bPack[jb*kc : (jb+roundUp(nbcur, nr))*kc]
+	var bias []T // added by the micro-kernel
+	if g.last && g.C.bias != nil && g.kern.asmBias != nil && biasInKernel && g.C.cs == 1 {
+		bias = g.C.bias[g.C.bOff+g.jc+jb:][:nbcur]
+	}
 	if g.kern.asm != nil {
-		macroTileAsm(g.kern, a, b, mcur, nbcur, kc, g.C, g.i0+ic, g.jc+jb, g.first)
+		macroTileAsm(g.kern, a, b, mcur, nbcur, kc, g.C, g.i0+ic, g.jc+jb, g.first, bias)
 	} else {
 		macroTile(g.kern, a, b, mcur, nbcur, kc, g.C, g.i0+ic, g.jc+jb, g.first)
 	}
-	if g.last && g.C.bias != nil {
+	if g.last && g.C.bias != nil && bias == nil {
 		addBias(g.C, g.i0+ic, mcur, g.jc+jb, nbcur)
 	}
 }
@@ -625,8 +637,9 @@ func tileGrid(m, n, mr, nr, size, workers int) (mc, nb, mt, nt int) {
 
 // macroTileAsm is macroTile for an assembly kernel: it writes C directly
 // when C's rows are contiguous, with masks for the partial edge tiles, and
-// else through a tile buffer.
-func macroTileAsm[T float](kern kernel[T], a, bp []T, mc, nb, kc int, C matDst[T], i0, j0 int, first bool) {
+// else through a tile buffer. bias, when not nil (nb elements; C's rows
+// contiguous and kern.asmBias set), is added to each row by the kernel.
+func macroTileAsm[T float](kern kernel[T], a, bp []T, mc, nb, kc int, C matDst[T], i0, j0 int, first bool, bias []T) {
 	mr, nr := kern.mr, kern.nr
 	var tile []T // for C with strided rows; from the pool (the kernel is called through a func value, so a local array would escape)
 	if C.cs != 1 {
@@ -645,6 +658,10 @@ func macroTileAsm[T float](kern kernel[T], a, bp []T, mc, nb, kc int, C matDst[T
 			mv := min(mr, mc-ir)
 			base := C.off + (i0+ir)*C.rs + (j0+jr)*C.cs
 			if C.cs == 1 {
+				if bias != nil {
+					kern.asmBias(kc, aPanel, bPanel, &C.s[base], C.rs, mv, mask, !first, &bias[jr])
+					continue
+				}
 				kern.asm(kc, aPanel, bPanel, &C.s[base], C.rs, mv, mask, !first)
 				continue
 			}

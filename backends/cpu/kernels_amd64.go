@@ -24,6 +24,11 @@ func sgemm6x64AVX512(kc int, a *float32, b *float32, c *float32, ldc int, mv int
 //go:noescape
 func sgemm6x16AVX2(kc int, a *float32, b *float32, c *float32, ldc int, mv int, mask uint64, accum bool)
 
+// sgemm6x16AVX2Bias is the 6×16 float32 micro-kernel (AVX2+FMA) that adds bias[j] to column j of the result before storing it.
+//
+//go:noescape
+func sgemm6x16AVX2Bias(kc int, a *float32, b *float32, c *float32, ldc int, mv int, mask uint64, accum bool, bias *float32)
+
 // dgemm14x16AVX512 is the 14×16 float64 micro-kernel (AVX-512).
 //
 //go:noescape
@@ -128,6 +133,16 @@ func sumF32F64(x *float32, n int) float64
 //
 //go:noescape
 func accF32F64(acc *float64, x *float32, n int)
+
+// accRowsF32F64 sets acc[j] += float64(x[r·ldx+j]) for r < rows in order and j < n (a multiple of 8; AVX2), bit for bit as accF32F64 row after row.
+//
+//go:noescape
+func accRowsF32F64(acc *float64, x *float32, ldx int, rows int, n int)
+
+// dotF32F64 returns Σ x[i]·y[i] for i < n (a multiple of 8), in float64 in eight partial sums (AVX2+FMA).
+//
+//go:noescape
+func dotF32F64(x *float32, y *float32, n int) float64
 
 // dotTile4x4F32 adds the 16 lane-wise partial dot products of rows a_i and b_j (n elements, ns samples sa and sb
 // bytes apart) into acc[16·(4i+j):] (AVX-512, BMI2).

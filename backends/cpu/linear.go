@@ -8,7 +8,9 @@ var _ backends.LinearFusion = (*Backend)(nil)
 
 // MatmulBias implements backends.LinearFusion: the GEMM of Matmul (gemm.go)
 // adds the bias to each tile of the output right after the tile's last
-// K-block, while it is still in cache, instead of in a pass of its own.
+// K-block, while it is still in cache, instead of in a pass of its own;
+// with the AVX2 float32 kernel the micro-kernel itself adds it to the sums
+// in its registers before storing them (kernel.asmBias), the same bits.
 // Vector-shaped products go through Matmul and then add the bias.
 func (b *Backend) MatmulBias(out, x, w, bias backends.View) {
 	const op = "matmul bias"

@@ -176,6 +176,10 @@ type reducer[A accum] struct {
 	run func(sc *scratch, off, st, n int) A
 	// row folds len(acc) elements from off with stride st into acc.
 	row func(sc *scratch, acc []A, off, st int)
+	// rows, when set, folds the contiguous rows of len(acc) elements at off,
+	// off+ld, … (rows of them) into acc as row does each in turn, and
+	// returns how many leading elements of acc it did (0: none).
+	rows func(acc []A, off, ld, rows int) int
 	// store writes results to out from off with stride st.
 	store func(sc *scratch, off, st int, v []A)
 }
@@ -188,6 +192,9 @@ func floatReducer(op backends.ReduceOp, x, out backends.View) reducer[float64] {
 		xs := xb.f32()
 		r.run = func(_ *scratch, off, st, n int) float64 { return reduceRun[float32, float64](op, xs, off, st, n) }
 		r.row = func(_ *scratch, acc []float64, off, st int) { accumulateRow(op, acc, xs, off, st) }
+		if op == backends.Sum {
+			r.rows = func(acc []float64, off, ld, rows int) int { return accRows(acc, xs, off, ld, rows) }
+		}
 	case backends.Float64:
 		xs := xb.f64()
 		r.run = func(_ *scratch, off, st, n int) float64 { return reduceRun[float64, float64](op, xs, off, st, n) }
@@ -341,6 +348,16 @@ func reduceWith[A accum](b *Backend, p reducePlan, r reducer[A]) {
 	// outputs whose first element is at x offset base (stride ks).
 	ks := p.kept.inner[0]
 	foldRange := func(sc *scratch, acc []A, base, r0, r1 int) {
+		if single && ks == 1 && r.rows != nil {
+			// a column sum of contiguous rows: the sums of the leading
+			// columns stay in registers down all the rows
+			if done := r.rows(acc, base+r0*rs, rs, r1-r0); done > 0 {
+				if done == len(acc) {
+					return
+				}
+				acc, base = acc[done:], base+done
+			}
+		}
 		if single {
 			for k := r0; k < r1; k++ {
 				r.row(sc, acc, base+k*rs, ks)

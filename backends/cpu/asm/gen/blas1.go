@@ -175,3 +175,93 @@ func accWide() {
 	VZEROUPPER()
 	RET()
 }
+
+// dotWide generates dotF32F64: Σ float64(x[i])·float64(y[i]) for i < n (a
+// multiple of 8) in float64, with AVX2+FMA. The products of two float32
+// are exact in float64, so a fused multiply-add rounds as the Go loop's
+// multiply then add; the sum is kept in eight partial sums (element i in
+// sum i mod 8), combined as ((s0+s4)+(s2+s6)) + ((s1+s5)+(s3+s7)).
+func dotWide() {
+	TEXT("dotF32F64", NOSPLIT, "func(x, y *float32, n int) float64")
+	Pragma("noescape")
+	Doc("dotF32F64 returns Σ x[i]·y[i] for i < n (a multiple of 8), in float64 in eight partial sums (AVX2+FMA).")
+	x, y, n := Load(Param("x"), GP64()), Load(Param("y"), GP64()), Load(Param("n"), GP64())
+	VXORPD(Y0, Y0, Y0)
+	VXORPD(Y1, Y1, Y1)
+	Label("dotw_loop")
+	TESTQ(n, n)
+	JZ(LabelRef("dotw_done"))
+	for u, acc := range []VecPhysical{Y0, Y1} {
+		VCVTPS2PD(Mem{Base: x, Disp: 16 * u}, Y2)
+		VCVTPS2PD(Mem{Base: y, Disp: 16 * u}, Y3)
+		VFMADD231PD(Y3, Y2, acc)
+	}
+	ADDQ(U32(32), x)
+	ADDQ(U32(32), y)
+	SUBQ(U32(8), n)
+	JMP(LabelRef("dotw_loop"))
+	Label("dotw_done")
+	VADDPD(Y1, Y0, Y0) // lanes: s0+s4, s1+s5, s2+s6, s3+s7
+	VEXTRACTF128(U8(1), Y0, X1)
+	VADDPD(X1, X0, X0) // (s0+s4)+(s2+s6), (s1+s5)+(s3+s7)
+	VUNPCKHPD(X0, X0, X1)
+	VADDSD(X1, X0, X0)
+	VZEROUPPER()
+	Store(X0, ReturnIndex(0))
+	RET()
+}
+
+// accRowsWide generates accRowsF32F64: acc[j] += float64(x[r·ldx+j]) for
+// r < rows, in order of r, and j < n (a multiple of 8). It is accF32F64
+// over many rows with the sums held in registers: a column sum (a bias's
+// gradient, the sum over the batch of a broadcast operand) of a wide
+// matrix then loads and stores acc once per 32 columns instead of once
+// per row, and costs one call instead of one per row. Each element is
+// added in the same order as by accF32F64 row after row, so the bits are
+// the same.
+func accRowsWide() {
+	TEXT("accRowsF32F64", NOSPLIT, "func(acc *float64, x *float32, ldx, rows, n int)")
+	Pragma("noescape")
+	Doc("accRowsF32F64 sets acc[j] += float64(x[r·ldx+j]) for r < rows in order and j < n (a multiple of 8; AVX2), bit for bit as accF32F64 row after row.")
+	acc, x := Load(Param("acc"), GP64()), Load(Param("x"), GP64())
+	ldx, rows, n := Load(Param("ldx"), GP64()), Load(Param("rows"), GP64()), Load(Param("n"), GP64())
+	SHLQ(U8(2), ldx) // bytes
+	p, r := GP64(), GP64()
+	// strip walks the columns [0, 4·w) of acc and x down the rows with w
+	// four-double accumulators, then advances acc and x past them.
+	strip := func(name string, w int) {
+		Label("accr_" + name)
+		CMPQ(n, U32(4*w))
+		JB(LabelRef("accr_next_" + name))
+		regs := []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7}[:w]
+		for u, y := range regs {
+			VMOVUPD(Mem{Base: acc, Disp: 32 * u}, y)
+		}
+		MOVQ(x, p)
+		MOVQ(rows, r)
+		Label("accr_rows_" + name)
+		TESTQ(r, r)
+		JZ(LabelRef("accr_store_" + name))
+		for u, y := range regs {
+			t := []VecPhysical{Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15}[u]
+			VCVTPS2PD(Mem{Base: p, Disp: 16 * u}, t)
+			VADDPD(t, y, y)
+		}
+		ADDQ(ldx, p)
+		DECQ(r)
+		JMP(LabelRef("accr_rows_" + name))
+		Label("accr_store_" + name)
+		for u, y := range regs {
+			VMOVUPD(y, Mem{Base: acc, Disp: 32 * u})
+		}
+		ADDQ(U32(32*w), acc)
+		ADDQ(U32(16*w), x)
+		SUBQ(U32(4*w), n)
+		JMP(LabelRef("accr_" + name))
+		Label("accr_next_" + name)
+	}
+	strip("32", 8)
+	strip("8", 2)
+	VZEROUPPER()
+	RET()
+}

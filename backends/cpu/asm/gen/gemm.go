@@ -60,6 +60,19 @@ var (
 // bit is set in mask, replacing the old values or, with accum, adding to
 // them.
 func gemmKernel(name string, e elem, avx512 bool, mr, nv, unroll int) {
+	gemmKernelOf(name, e, avx512, mr, nv, unroll, false)
+}
+
+// gemmKernelOf generates gemmKernel's kernel, or with bias (AVX2 kernels
+// only) the same kernel with one more argument, bias (nr elements, those
+// whose bit is set in mask read), added to every row of the result after
+// the old C (with accum) and before the store: a GEMM's last K-block then
+// adds a linear layer's bias while the tile is in registers instead of in
+// a pass over C of its own, with the same two roundings in the same order.
+func gemmKernelOf(name string, e elem, avx512 bool, mr, nv, unroll int, bias bool) {
+	if bias && avx512 {
+		panic(name + ": the bias epilogue is for AVX2 kernels")
+	}
 	vbytes := 32
 	regs := ymm
 	if avx512 {
@@ -71,10 +84,15 @@ func gemmKernel(name string, e elem, avx512 bool, mr, nv, unroll int) {
 	sig, kparam := e.sig, "kp"
 	if sig == "" {
 		sig, kparam = fmt.Sprintf("func(kc int, a, b, c *%s, ldc, mv int, mask uint64, accum bool)", e.name), "kc"
+		if bias {
+			sig = fmt.Sprintf("func(kc int, a, b, c *%s, ldc, mv int, mask uint64, accum bool, bias *%s)", e.name, e.name)
+		}
 	}
 	TEXT(name, NOSPLIT, sig)
 	Pragma("noescape")
-	if e.sig != "" {
+	if bias {
+		Doc(fmt.Sprintf("%s is the %d×%d %s micro-kernel (AVX2+FMA) that adds bias[j] to column j of the result before storing it.", name, mr, nv*lanes, e.name))
+	} else if e.sig != "" {
 		Doc(fmt.Sprintf("%s is the %d×%d bfloat16 micro-kernel (AVX-512 BF16): kp pairs of k, float32 sums and C.", name, mr, nr))
 	} else {
 		Doc(fmt.Sprintf("%s is the %d×%d %s micro-kernel (%s).", name, mr, nr, e.name, map[bool]string{true: "AVX-512", false: "AVX2+FMA"}[avx512]))
@@ -199,9 +217,24 @@ func gemmKernel(name string, e elem, avx512 bool, mr, nv, unroll int) {
 		// masks for the masked path (B registers are free now)
 		CMPQ(RAX, U32(full))
 		JNE(LabelRef(name + "_masked"))
+		pbias := R11
+		if bias { // the B registers are free now: they hold the bias
+			Load(Param("bias"), pbias)
+			for v := range nv {
+				e.movu(Mem{Base: pbias, Disp: v * vbytes}, bv[v])
+			}
+		}
+		addBias := func(i int) {
+			if bias {
+				for v := range nv {
+					e.add(bv[v], acc[i][v], acc[i][v])
+				}
+			}
+		}
 		TESTB(BL, BL)
 		JNZ(LabelRef(name + "_fullacc"))
 		rows(name+"_fullset", func(i int) {
+			addBias(i)
 			for v := range nv {
 				e.movu(acc[i][v], Mem{Base: pc, Disp: v * vbytes})
 			}
@@ -209,6 +242,9 @@ func gemmKernel(name string, e elem, avx512 bool, mr, nv, unroll int) {
 		rows(name+"_fullacc", func(i int) {
 			for v := range nv {
 				e.add(Mem{Base: pc, Disp: v * vbytes}, acc[i][v], acc[i][v])
+				if bias {
+					e.add(bv[v], acc[i][v], acc[i][v])
+				}
 				e.movu(acc[i][v], Mem{Base: pc, Disp: v * vbytes})
 			}
 		})
@@ -224,10 +260,26 @@ func gemmKernel(name string, e elem, avx512 bool, mr, nv, unroll int) {
 			VPAND(e.bits, bv[v], bv[v])
 			e.pcmpeq(e.bits, bv[v], bv[v])
 		}
+		// the bias of the masked columns, reloaded for each row (an edge
+		// tile) into Y15, the one register the 6×16 kernel leaves free:
+		// the B registers hold the masks here
+		maskBias := func(i, v int) {
+			if bias {
+				e.maskmov(Mem{Base: pbias, Disp: v * vbytes}, bv[v], Y15)
+				e.add(Y15, acc[i][v], acc[i][v])
+			}
+		}
+		if bias {
+			if next > 15 {
+				panic(name + ": no register left for the bias")
+			}
+			Load(Param("bias"), pbias)
+		}
 		TESTB(BL, BL)
 		JNZ(LabelRef(name + "_maskacc"))
 		rows(name+"_maskset", func(i int) {
 			for v := range nv {
+				maskBias(i, v)
 				e.maskmov(acc[i][v], bv[v], Mem{Base: pc, Disp: v * vbytes})
 			}
 		})
@@ -235,6 +287,7 @@ func gemmKernel(name string, e elem, avx512 bool, mr, nv, unroll int) {
 			for v := range nv {
 				e.maskmov(Mem{Base: pc, Disp: v * vbytes}, bv[v], t)
 				e.add(t, acc[i][v], acc[i][v])
+				maskBias(i, v)
 				e.maskmov(acc[i][v], bv[v], Mem{Base: pc, Disp: v * vbytes})
 			}
 		})
