@@ -2,6 +2,9 @@ package cpu
 
 import (
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/kiln-ml/kiln/backends"
@@ -33,7 +36,8 @@ var resnetConvs = []struct {
 
 // BenchmarkResNetConvs times each ResNet-18 convolution's forward pass
 // and both gradients (float32, batch 32), and the MNIST CNN's two
-// convolutions' (batch 128), on one worker; GFLOP/s counts
+// convolutions' (batch 128), on one worker (KILN_CONV_BENCH_WORKERS sets
+// another number); GFLOP/s counts
 // 2·N·O·OutH·OutW·C·KH·KW per direction (cpu-GFLOP/s per CPU second, less
 // disturbed by other processes on the machine). ms/step and cpu-ms/step are the
 // wall and CPU time of the convolution's runs in one training step; CPU
@@ -51,8 +55,10 @@ func BenchmarkResNetConvs(b *testing.B) {
 		for _, dir := range []string{"fwd", "dx", "dw"} {
 			for _, path := range convBenchPaths() {
 				b.Run(fmt.Sprintf("%s/%s/path=%s", c.name, dir, path), func(b *testing.B) {
-					withConvDirect(b, map[string]string{"gemm": "off", "auto": "auto", "force": "force"}[path], func() {
-						benchConv(b, g, c.o, dir, flops, c.count)
+					direct := map[string]string{"gemm": "off", "auto": "auto", "new": "auto", "force": "force", "taps": "auto"}[path]
+					taps := map[string]string{"gemm": "off", "auto": "off", "new": "", "force": "off", "taps": "force"}[path]
+					withConvDirect(b, direct, func() {
+						withConvTaps(b, taps, func() { benchConv(b, g, c.o, dir, flops, c.count) })
 					})
 				})
 			}
@@ -60,22 +66,33 @@ func BenchmarkResNetConvs(b *testing.B) {
 	}
 }
 
-// convBenchPaths are the convolution paths this machine can time: the
-// GEMM path, and where the direct path's kernels run, the path chosen with
-// them (auto: the direct one where it pays, as on AVX2 machines by
-// default) and the direct path wherever it can run (force: for tuning
-// convDirectMinUse), one after the other so that all see the same load.
+// convBenchPaths are the convolution paths this machine can time, one
+// after the other so that all see the same load: the GEMM path; the tap
+// path wherever it can run (taps: for tuning convTapsMaxUse); where the
+// direct path's kernels run, the paths chosen with them without the tap
+// path (auto: the direct one where it pays, as on AVX2 machines before the
+// tap path) and with it (new: this machine's default), and the direct
+// path wherever it can run (force: for tuning convDirectMinUse).
+// KILN_CONV_BENCH_PATHS (comma-separated) picks some of them.
 func convBenchPaths() []string {
+	paths := []string{"gemm", "taps"}
 	if convDirectUsable {
-		return []string{"gemm", "auto", "force"}
+		paths = append(paths, "auto", "new", "force")
 	}
-	return []string{"gemm"}
+	if s := os.Getenv("KILN_CONV_BENCH_PATHS"); s != "" {
+		paths = strings.Split(s, ",")
+	}
+	return paths
 }
 
 // benchConv times one direction (fwd, dx or dw) of convolution g with o
-// output channels, float32 on one worker.
+// output channels, float32 on one worker or KILN_CONV_BENCH_WORKERS.
 func benchConv(b *testing.B, g backends.ConvGeometry, o int, dir string, flops float64, count int) {
-	be := New(1)
+	workers := 1 // KILN_CONV_BENCH_WORKERS sets another number
+	if v, err := strconv.Atoi(os.Getenv("KILN_CONV_BENCH_WORKERS")); err == nil && v > 0 {
+		workers = v
+	}
+	be := New(workers)
 	x := randView(be, backends.Float32, 1, g.N, g.C, g.H, g.W)
 	w := randView(be, backends.Float32, 2, o, g.C, g.KH, g.KW)
 	dy := randView(be, backends.Float32, 3, g.N, o, g.OutH, g.OutW)

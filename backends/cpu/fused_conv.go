@@ -154,9 +154,14 @@ func dim(v backends.View, d int) int {
 // element is the same K-blocked sum the composed per-sample GEMM makes.
 // On AVX2 machines without AVX-512, float32 stride-1 convolutions whose
 // padding leaves most of a plane take the direct path (conv_direct.go).
+// The tap path (conv_taps.go) is here for tests only (see useConvTaps).
 func convForward[T float](b *Backend, out, x, w []T, g backends.ConvGeometry, o int) {
 	if out32, ok := any(out).([]float32); ok && useConvDirect(g, o, g.OutH, g.OutW, false) {
 		convDirectForward(b, out32, any(x).([]float32), any(w).([]float32), g, o)
+		return
+	}
+	if useConvTaps(g, convForwardPass) {
+		convTapsForward(b, out, x, w, g, o)
 		return
 	}
 	if convValid(g) {
@@ -253,10 +258,16 @@ func addPartials[T float](dst, part []T, chunks int) {
 }
 
 // convInputGrad: for each chunk, dcols [CK, S·L] = wᵀ [CK, O] · dy chunk
-// [O, S·L], folded back (overlapping windows added) into dx's samples.
+// [O, S·L], folded back (overlapping windows added) into dx's samples. The
+// direct path (conv_direct.go) and, for maps mostly framed by padding, the
+// tap path (conv_taps.go) take some convolutions on AVX2 machines.
 func convInputGrad[T float](b *Backend, dx, dy, w []T, g backends.ConvGeometry, o int) {
 	if dx32, ok := any(dx).([]float32); ok && useConvDirect(g, g.C, g.H, g.W, false) {
 		convDirectInputGrad(b, dx32, any(dy).([]float32), any(w).([]float32), g, o)
+		return
+	}
+	if useConvTaps(g, convInputPass) {
+		convTapsInputGrad(b, dx, dy, w, g, o)
 		return
 	}
 	ck, l := g.C*g.KH*g.KW, g.OutH*g.OutW
@@ -289,9 +300,15 @@ func convInputGrad[T float](b *Backend, dx, dy, w []T, g backends.ConvGeometry, 
 // convWeightGrad: each chunk computes dy chunk [O, S·L] · colsᵀ [S·L, CK]
 // (as its transpose, cols · dyᵀ) into its own partial sum; the partials
 // are then added in chunk order, so the result depends only on the shapes.
+// The direct path (conv_direct.go) and, for maps mostly framed by padding,
+// the tap path (conv_taps.go) take some convolutions on AVX2 machines.
 func convWeightGrad[T float](b *Backend, dw, dy, x []T, g backends.ConvGeometry, o int) {
 	if dw32, ok := any(dw).([]float32); ok && useConvDirect(g, o, g.OutH, g.OutW, true) {
 		convDirectWeightGrad(b, dw32, any(dy).([]float32), any(x).([]float32), g, o)
+		return
+	}
+	if useConvTaps(g, convWeightPass) {
+		convTapsWeightGrad(b, dw, dy, x, g, o)
 		return
 	}
 	ck, l := g.C*g.KH*g.KW, g.OutH*g.OutW
