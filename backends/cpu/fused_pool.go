@@ -63,9 +63,63 @@ func maxPool[T float32 | float64](b *Backend, out []T, idx []int64, x []T, g bac
 				}
 				continue
 			}
+			if d32, ok := any(dst).([]float32); ok && maxPoolClipped {
+				maxPoolPlaneF32(d32, di, any(src).([]float32), g)
+				continue
+			}
 			maxPoolPlane(dst, di, src, g)
 		}
 	})
+}
+
+// maxPoolClipped enables maxPoolPlaneF32; a benchmark turns it off to
+// compare with maxPoolPlane.
+var maxPoolClipped = true
+
+// windowRange returns the taps [lo, hi) of a window of k taps, d apart,
+// starting at o, that fall inside [0, n).
+func windowRange(o, d, k, n int) (lo, hi int) {
+	if o < 0 {
+		lo = (-o + d - 1) / d
+	}
+	if n > o {
+		hi = min(k, (n-o+d-1)/d)
+	}
+	return lo, max(lo, hi)
+}
+
+// maxPoolPlaneF32 is maxPoolPlane for float32: each window's taps inside
+// the plane are found once per row and column instead of tested one by
+// one, and compared without branches on the data (poolPick, poolKey), so
+// a window gives the same value and position: the first NaN in scan
+// order, else the earliest of the largest. A window wholly in the padding
+// gives −Inf at position 0.
+func maxPoolPlaneF32(dst []float32, di []int64, src []float32, g backends.ConvGeometry) {
+	for oy := range g.OutH {
+		y0 := oy*g.StrideH - g.PadTop
+		ky0, ky1 := windowRange(y0, g.DilationH, g.KH, g.H)
+		for ox := range g.OutW {
+			x0 := ox*g.StrideW - g.PadLeft
+			kx0, kx1 := windowRange(x0, g.DilationW, g.KW, g.W)
+			o := oy*g.OutW + ox
+			if ky0 == ky1 || kx0 == kx1 {
+				dst[o], di[o] = float32(math.Inf(-1)), 0
+				continue
+			}
+			first := (y0+ky0*g.DilationH)*g.W + x0 + kx0*g.DilationW
+			v := math.Float32bits(src[first])
+			k, at := poolKey(v), int64(first)
+			for ky := ky0; ky < ky1; ky++ {
+				row := (y0+ky*g.DilationH)*g.W + x0
+				for kx := kx0; kx < kx1; kx++ {
+					p := row + kx*g.DilationW
+					u := math.Float32bits(src[p])
+					v, k, at = poolPick(v, k, at, u, poolKey(u), int64(p))
+				}
+			}
+			dst[o], di[o] = math.Float32frombits(v), at
+		}
+	}
 }
 
 // maxPool2x2 is the common 2×2, stride 2, unpadded window: four loads and

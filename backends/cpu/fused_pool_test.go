@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/kiln-ml/kiln/backends"
 )
@@ -37,7 +38,8 @@ func maxPoolReference(dst []float32, di []int64, src []float32, g backends.ConvG
 	}
 }
 
-// maxPoolPlane matches the definition, values and indices, on ResNet-18's
+// maxPoolPlane and maxPoolPlaneF32 match the definition, values and
+// indices, on ResNet-18's
 // 3×3 stride-2 pooling, dilated and asymmetric windows, padding wider than
 // the window's reach, and planes with ties, NaNs and infinities.
 func TestMaxPoolPlaneMatchesDefinition(t *testing.T) {
@@ -53,15 +55,44 @@ func TestMaxPoolPlaneMatchesDefinition(t *testing.T) {
 		}
 		src[len(src)/3] = float32(math.NaN())
 		src[len(src)/2] = float32(math.Inf(1))
+		src[len(src)/4] = float32(math.Copysign(0, -1)) // ties with +0
 		n := g.OutH * g.OutW
 		got, want := make([]float32, n), make([]float32, n)
 		gi, wi := make([]int64, n), make([]int64, n)
-		maxPoolPlane(got, gi, src, g)
 		maxPoolReference(want, wi, src, g)
-		for i := range got {
-			if math.Float32bits(got[i]) != math.Float32bits(want[i]) || gi[i] != wi[i] {
-				t.Fatalf("%+v: output %d = %v at %d, want %v at %d", g, i, got[i], gi[i], want[i], wi[i])
+		for name, pool := range map[string]func([]float32, []int64, []float32, backends.ConvGeometry){
+			"maxPoolPlane": maxPoolPlane[float32], "maxPoolPlaneF32": maxPoolPlaneF32} {
+			pool(got, gi, src, g)
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) || gi[i] != wi[i] {
+					t.Fatalf("%s %+v: output %d = %v at %d, want %v at %d", name, g, i, got[i], gi[i], want[i], wi[i])
+				}
 			}
 		}
 	}
+}
+
+// BenchmarkMaxPool3x3 pools ResNet-18's stem activations (32×64 planes of
+// 32×32, 3×3 windows, stride 2, padding 1) with maxPoolPlaneF32 and with
+// maxPoolPlane, alternating, reporting the best ms of each.
+func BenchmarkMaxPool3x3(b *testing.B) {
+	be := New(1)
+	g := backends.ConvGeometry{N: 32, C: 64, H: 32, W: 32, KH: 3, KW: 3, StrideH: 2, StrideW: 2, PadTop: 1, PadLeft: 1,
+		DilationH: 1, DilationW: 1, OutH: 16, OutW: 16}
+	x := randView(be, backends.Float32, 1, g.N, g.C, g.H, g.W)
+	out := allocView(be, backends.Float32, g.N, g.C, g.OutH, g.OutW)
+	idx := allocView(be, backends.Int64, g.N, g.C, g.OutH, g.OutW)
+	defer func() { maxPoolClipped = true }()
+	best := [2]time.Duration{time.Hour, time.Hour}
+	for i := 0; b.Loop(); i++ {
+		for j := range 2 {
+			w := (i + j) % 2
+			maxPoolClipped = w == 0
+			t0 := time.Now()
+			be.MaxPool2d(out, idx, x, g)
+			best[w] = min(best[w], time.Since(t0))
+		}
+	}
+	b.ReportMetric(float64(best[0])/1e6, "clipped-ms")
+	b.ReportMetric(float64(best[1])/1e6, "plane-ms")
 }
