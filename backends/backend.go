@@ -348,3 +348,27 @@ type AdamHyper struct {
 type AdamFusion interface {
 	AdamStep(outP, outM, outV, p, g, m, v View, h AdamHyper)
 }
+
+// SGDHyper holds the scalars of one SGD update (see SGDFusion), as
+// torch.optim.SGD applies them: the gradient is negated when Maximize and
+// gains WeightDecay·p; with Momentum ≠ 0 the buffer becomes that gradient
+// on the First step, else Momentum·buf + (1 − Dampening)·d, and the step
+// direction is d + Momentum·buf (Nesterov) or buf; the parameter then
+// moves by −LR times the direction. A scalar product is skipped when its
+// scalar makes it the identity (WeightDecay 0, Dampening 0).
+type SGDHyper struct {
+	LR, Momentum, Dampening, WeightDecay float64
+	Nesterov, Maximize, First            bool // First: no buffer yet (buf is unused)
+}
+
+// SGDFusion is an optional interface for SGD's update in one pass over
+// memory, for contiguous Float32 or Float64 views of one shape. Every
+// intermediate is rounded to the dtype exactly as the composition of
+// element-wise primitives rounds it (a product with a scalar computed in
+// float64, then rounded), so results are bit-identical to it. Without
+// momentum (h.Momentum 0) buf and outBuf are unused and may have no
+// buffer. The update is element-wise, so outP and outBuf may be p and buf
+// themselves (an update in place).
+type SGDFusion interface {
+	SGDStep(outP, outBuf, p, g, buf View, h SGDHyper)
+}

@@ -91,8 +91,9 @@
 // # What it does not do
 //
 // Adam and AdamW step every parameter in one fused multi-tensor kernel
-// where the backend offers one (tensor.AdamSteps); the other optimizers
-// are a handful of element-wise tensor ops per parameter. There are no
+// where the backend offers one (tensor.AdamSteps), and SGD each parameter
+// in one fused pass (tensor.SGDStep); the other optimizers are a handful
+// of element-wise tensor ops per parameter. There are no
 // sparse tensors (see SparseAdam) and no complex parameters; float16
 // training scales the loss with GradScaler. Muon orthogonalises matrices
 // only, in the parameter's dtype; everything else takes its AdamW

@@ -23,6 +23,10 @@ type SGDConfig struct {
 //	b = d (first step), else μ·b + (1 − τ)·d
 //	d = d + μ·b (Nesterov) or b
 //	p = p − lr·d
+//
+// A step updates each parameter through tensor.SGDStep: one fused pass
+// over memory where the backend has it (the CPU's), else composed from
+// element-wise ops, with the same bits either way.
 type SGD struct {
 	base
 	cfg SGDConfig
@@ -61,35 +65,15 @@ func (o *SGD) Momentum() float64 { return o.currentMomentum(o.cfg.Momentum) }
 // it). It panics with ErrConfig outside [0, 1).
 func (o *SGD) SetMomentum(m float64) { o.setMomentum(m) }
 
+// step is one SGD update through tensor.SGDStep, which runs it as one
+// fused kernel where the backend has one, in place: the parameter and,
+// after the first step, its momentum buffer are overwritten.
 func (o *SGD) step(p, g *tensor.Tensor, h hyper, st *paramState) *tensor.Tensor {
-	d := g
-	if o.cfg.Maximize {
-		d = d.Neg()
+	p, next := tensor.SGDStep(p, g, tensor.SGDState{MomentumBuffer: st.slots["momentum_buffer"]},
+		tensor.SGDConfig{LR: h.lr, Momentum: h.momentum, Dampening: o.cfg.Dampening, WeightDecay: h.weightDecay,
+			Nesterov: o.cfg.Nesterov, Maximize: o.cfg.Maximize, InPlace: true})
+	if next.MomentumBuffer != nil {
+		st.slots["momentum_buffer"] = next.MomentumBuffer
 	}
-	if h.weightDecay != 0 {
-		d = d.Add(p.MulScalar(h.weightDecay))
-	}
-	if h.momentum != 0 {
-		buf := st.slots["momentum_buffer"]
-		if buf == nil {
-			if d == g {
-				buf = clone(d)
-			} else {
-				buf = d
-			}
-		} else {
-			damped := d
-			if o.cfg.Dampening != 0 {
-				damped = d.MulScalar(1 - o.cfg.Dampening)
-			}
-			buf = buf.MulScalar(h.momentum).Add(damped)
-		}
-		st.slots["momentum_buffer"] = buf
-		if o.cfg.Nesterov {
-			d = d.Add(buf.MulScalar(h.momentum))
-		} else {
-			d = buf
-		}
-	}
-	return p.Sub(d.MulScalar(h.lr))
+	return p
 }

@@ -179,6 +179,15 @@ func (b *Backend) AdamStep(outP, outM, outV, p, g, m, v backends.View, h backend
 	}
 }
 
+// SGDStep implements backends.SGDFusion by forwarding, after the group.
+func (b *Backend) SGDStep(outP, outBuf, p, g, buf backends.View, h backends.SGDHyper) {
+	b.beforeFused()
+	defer b.mu.Unlock()
+	if f, ok := wrapped[backends.SGDFusion](b, "sgd", "fused SGD"); ok {
+		f.SGDStep(b.real(outP), b.real(outBuf), b.real(p), b.real(g), b.real(buf), h)
+	}
+}
+
 // AdamSteps implements backends.MultiAdamFusion by forwarding, after the
 // group.
 func (b *Backend) AdamSteps(ps, gs, ms, vs []backends.View, hs []backends.AdamHyper) {
@@ -287,6 +296,7 @@ var (
 	_ backends.CrossEntropyFusion = (*Backend)(nil)
 	_ backends.AdamFusion         = (*Backend)(nil)
 	_ backends.MultiAdamFusion    = (*Backend)(nil)
+	_ backends.SGDFusion          = (*Backend)(nil)
 	_ backends.AttentionFusion    = (*Backend)(nil)
 	_ backends.NormFusion         = (*Backend)(nil)
 	_ backends.EmbeddingFusion    = (*Backend)(nil)

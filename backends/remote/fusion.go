@@ -16,8 +16,9 @@ const (
 	capAdam
 	capMultiAdam
 	capLinear
+	capSGD
 
-	capAll = capCrossEntropy | capAdam | capMultiAdam | capLinear
+	capAll = capCrossEntropy | capAdam | capMultiAdam | capLinear | capSGD
 )
 
 // Fused-call opcodes, after the primitives'.
@@ -27,6 +28,7 @@ const (
 	opAdamStep
 	opAdamSteps
 	opMatmulBias
+	opSGDStep
 )
 
 // maxMultiAdam bounds the entries of one AdamSteps call a server decodes.
@@ -47,19 +49,22 @@ func capabilities(b backends.Backend) uint64 {
 	if _, ok := b.(backends.LinearFusion); ok {
 		c |= capLinear
 	}
+	if _, ok := b.(backends.SGDFusion); ok {
+		c |= capSGD
+	}
 	return c
 }
 
 // Fused is a remote backend whose server offers the fused interfaces
-// backends.CrossEntropyFusion, AdamFusion, MultiAdamFusion and
-// LinearFusion; it forwards them. Backend.Decorated returns one when the
+// backends.CrossEntropyFusion, AdamFusion, MultiAdamFusion, LinearFusion
+// and SGDFusion; it forwards them. Backend.Decorated returns one when the
 // server's device has them all.
 type Fused struct{ *Backend }
 
 // Decorated returns c as a backends.Backend that also implements every
 // fused interface the server's device offers (a *Fused when it offers
-// CrossEntropyFusion, AdamFusion, MultiAdamFusion and LinearFusion), else
-// c itself.
+// CrossEntropyFusion, AdamFusion, MultiAdamFusion, LinearFusion and
+// SGDFusion), else c itself.
 func (c *Backend) Decorated() backends.Backend {
 	if c.caps&capAll == capAll {
 		return &Fused{c}
@@ -79,6 +84,21 @@ func (e *encoder) hyper(h backends.AdamHyper) {
 func (d *decoder) hyper() backends.AdamHyper {
 	h := backends.AdamHyper{Decay: d.f(), WeightDecay: d.f(), Beta1: d.f(), Beta2: d.f(), InvDenom: d.f(), EpsTerm: d.f()}
 	h.Maximize, h.First, h.MovesParam = d.flag(), d.flag(), d.flag()
+	return h
+}
+
+func (e *encoder) sgdHyper(h backends.SGDHyper) {
+	for _, v := range []float64{h.LR, h.Momentum, h.Dampening, h.WeightDecay} {
+		e.f(v)
+	}
+	e.flag(h.Nesterov)
+	e.flag(h.Maximize)
+	e.flag(h.First)
+}
+
+func (d *decoder) sgdHyper() backends.SGDHyper {
+	h := backends.SGDHyper{LR: d.f(), Momentum: d.f(), Dampening: d.f(), WeightDecay: d.f()}
+	h.Nesterov, h.Maximize, h.First = d.flag(), d.flag(), d.flag()
 	return h
 }
 
@@ -148,6 +168,18 @@ func adamWork(ps []backends.View) int64 {
 	return n
 }
 
+// SGDStep implements backends.SGDFusion.
+func (f *Fused) SGDStep(outP, outBuf, p, g, buf backends.View, h backends.SGDHyper) {
+	f.send("SGDStep", 2*elements(p), func(e *encoder) error {
+		e.op(opSGDStep)
+		if err := f.views(e, outP, outBuf, p, g, buf); err != nil {
+			return err
+		}
+		e.sgdHyper(h)
+		return nil
+	})
+}
+
 // MatmulBias implements backends.LinearFusion.
 func (f *Fused) MatmulBias(out, x, w, bias backends.View) {
 	f.send("MatmulBias", matmulWork(out, x), func(e *encoder) error { e.op(opMatmulBias); return f.views(e, out, x, w, bias) })
@@ -158,6 +190,7 @@ var (
 	_ backends.AdamFusion         = (*Fused)(nil)
 	_ backends.MultiAdamFusion    = (*Fused)(nil)
 	_ backends.LinearFusion       = (*Fused)(nil)
+	_ backends.SGDFusion          = (*Fused)(nil)
 )
 
 // fusedCall decodes and runs one fused call on the server; handled
@@ -196,6 +229,9 @@ func (ss *session) fusedCall(op byte, d *decoder, v func() backends.View, ok *bo
 			ps[i], gs[i], ms[i], vs[i], hs[i] = v(), v(), v(), v(), d.hyper()
 		}
 		run(capMultiAdam, "AdamSteps", func() { b.(backends.MultiAdamFusion).AdamSteps(ps, gs, ms, vs, hs) })
+	case opSGDStep:
+		outP, outBuf, p, g, buf, h := v(), v(), v(), v(), v(), d.sgdHyper()
+		run(capSGD, "SGDStep", func() { b.(backends.SGDFusion).SGDStep(outP, outBuf, p, g, buf, h) })
 	case opMatmulBias:
 		out, x, w, bias := v(), v(), v(), v()
 		run(capLinear, "MatmulBias", func() { b.(backends.LinearFusion).MatmulBias(out, x, w, bias) })

@@ -25,7 +25,7 @@ import (
 
 // protocolVersion changes whenever the encoding does; the server refuses a
 // hello of another version.
-const protocolVersion = 1
+const protocolVersion = 2
 
 // Call opcodes, client to server.
 const (

@@ -182,6 +182,17 @@ func (s *Backend) AdamStep(outP, outM, outV, p, g, m, v backends.View, h backend
 	})
 }
 
+// SGDStep implements backends.SGDFusion by forwarding. A momentum buffer
+// that is absent (no momentum, or a first step) is a view with no buffer
+// and is not checked.
+func (s *Backend) SGDStep(outP, outBuf, p, g, buf backends.View, h backends.SGDHyper) {
+	if f, ok := wrapped[backends.SGDFusion](s, "sgd step", "fused SGD"); ok {
+		s.enqueueOptional("sgd step", []backends.View{outP, outBuf, p, g, buf}, func(vs []backends.View) {
+			f.SGDStep(vs[0], vs[1], vs[2], vs[3], vs[4], h)
+		})
+	}
+}
+
 // CrossEntropyForward implements backends.CrossEntropyFusion by forwarding.
 func (s *Backend) CrossEntropyForward(logp, nll, weight, x, target backends.View, ignore int64) {
 	if f, ok := wrapped[backends.CrossEntropyFusion](s, "cross entropy", "fused cross-entropy"); ok {
