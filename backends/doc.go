@@ -9,8 +9,9 @@
 // once in package tensor on top of them, so a new backend needs just this
 // interface. Where one kernel beats the composition, a backend may also
 // implement optional fused interfaces (Fusion, ConvFusion,
-// CrossEntropyFusion, AdamFusion, and for transformers AttentionFusion,
-// NormFusion, EmbeddingFusion, MultiAdamFusion and LinearFusion), which
+// CrossEntropyFusion, AdamFusion, SGDFusion, BatchNormFusion, and for
+// transformers AttentionFusion, NormFusion, EmbeddingFusion,
+// MultiAdamFusion and LinearFusion), which
 // package tensor looks for with a type assertion, composing the same
 // results from primitives where they are absent. Backend implementations
 // live in sub-packages: cpu (pure Go, always present), strict (a checking

@@ -94,16 +94,6 @@ func channelShape(c, rank int) []int {
 	return s
 }
 
-// spatialDims returns 0 and 2…rank−1: every axis of [N, C, …] but the
-// channels.
-func spatialDims(rank int) []int {
-	dims := []int{0}
-	for d := 2; d < rank; d++ {
-		dims = append(dims, d)
-	}
-	return dims
-}
-
 // requireFloat panics with ErrDType naming the layer unless x is floating
 // point.
 func requireFloat(layer string, x *tensor.Tensor) {

@@ -8,10 +8,11 @@ import (
 	"github.com/kiln-ml/kiln/tensor"
 )
 
-// BatchNorm and GroupNorm are composed from tensor ops (means, variances,
-// Rsqrt, broadcasting products), so their gradients come from those ops'
-// rules; LayerNorm and RMSNorm are single tensor ops with their own
-// gradients (fused kernels where the backend has them). Their output has
+// BatchNorm in training mode (tensor.BatchNorm), LayerNorm and RMSNorm are
+// single tensor ops with their own gradients (fused kernels where the
+// backend has them); BatchNorm in evaluation mode and GroupNorm are
+// composed from tensor ops (means, variances, Rsqrt, broadcasting
+// products), so their gradients come from those ops' rules. Their output has
 // the input's dtype whatever the parameters'.
 
 // BatchNormConfig configures BatchNorm1d and BatchNorm2d; the zero value of
@@ -152,26 +153,23 @@ func (b *BatchNorm1d) forward(layer string, x *tensor.Tensor) *tensor.Tensor {
 	requireFloat(layer, x)
 	rank, c := x.Dims(), x.Dim(1)
 	shape := channelShape(c, rank)
-	var centred, variance *tensor.Tensor
 	if b.Training() || b.RunningMean == nil {
 		n := x.NumElements() / max(c, 1)
 		if b.Training() && n <= 1 {
 			shapeError(layer, "expects more than 1 value per channel when training, got input %v", x.Shape())
 		}
-		// the centred input serves both the biased variance (the mean of
-		// its squares: the two-pass formula VarCorrection uses) and the
-		// output, so that x is centred once
-		dims := spatialDims(rank)
-		mean := x.MeanKeep(dims...)
-		centred = x.Sub(mean)
-		variance = centred.Square().MeanKeep(dims...)
+		// one graph node, fused where the backend has fused batch
+		// normalisation; it also gives the batch's statistics
+		y, mean, variance := x.BatchNorm(paramTensor(b.Weight), paramTensor(b.Bias), b.Eps)
 		if b.Training() && b.RunningMean != nil {
 			b.updateRunning(mean, variance, n)
 		}
-	} else {
-		centred = x.Sub(b.RunningMean.Reshape(shape...))
-		variance = b.RunningVar.Reshape(shape...)
+		mean.Release()
+		variance.Release()
+		return inDType(y, x)
 	}
+	centred := x.Sub(b.RunningMean.Reshape(shape...))
+	variance := b.RunningVar.Reshape(shape...)
 	// the weight folds into the per-channel scale, so the full-size tensor
 	// is multiplied once (and its gradient computed once)
 	scale := variance.AddScalar(b.Eps).Rsqrt()
@@ -183,6 +181,14 @@ func (b *BatchNorm1d) forward(layer string, x *tensor.Tensor) *tensor.Tensor {
 		y = y.Add(b.Bias.Reshape(shape...))
 	}
 	return inDType(y, x)
+}
+
+// paramTensor returns p's tensor, or nil for an absent parameter.
+func paramTensor(p *Param) *tensor.Tensor {
+	if p == nil {
+		return nil
+	}
+	return p.Tensor
 }
 
 // updateRunning folds a batch's statistics into the running ones, in

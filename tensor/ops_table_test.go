@@ -109,6 +109,10 @@ var probes = map[string]func(x *tensor.Tensor) any{
 	"t.LayerNorm": func(x *tensor.Tensor) any {
 		return x.LayerNorm([]int{4}, x.Select(0, 0).Select(0, 0), x.Select(0, 1).Select(0, 1), 1e-5)
 	},
+	"t.BatchNorm": func(x *tensor.Tensor) any {
+		y, _, _ := x.BatchNorm(x.Select(0, 0).Select(1, 0), x.Select(0, 1).Select(1, 1), 1e-5)
+		return y
+	},
 	"t.RMSNorm":      func(x *tensor.Tensor) any { return x.RMSNorm([]int{4}, x.Select(0, 0).Select(0, 0), 1e-5) },
 	"t.MaskedFill":   func(x *tensor.Tensor) any { return x.MaskedFill(probeMask(x), 0.5) },
 	"t.Narrow":       func(x *tensor.Tensor) any { return x.Narrow(-1, 1, 2) },
@@ -134,6 +138,10 @@ var probes = map[string]func(x *tensor.Tensor) any{
 	"t.VarCorrection": func(x *tensor.Tensor) any { return x.VarCorrection(1, false, -1) },
 	"AdamStep": func(x *tensor.Tensor) any {
 		p, _ := tensor.AdamStep(x.Detach(), x, tensor.AdamState{}, tensor.AdamConfig{LR: 1e-3, Step: 1})
+		return p
+	},
+	"SGDStep": func(x *tensor.Tensor) any {
+		p, _ := tensor.SGDStep(x.Detach(), x, tensor.SGDState{}, tensor.SGDConfig{LR: 0.1, Momentum: 0.9})
 		return p
 	},
 	"AdaptiveAvgPool1d": func(x *tensor.Tensor) any { return tensor.AdaptiveAvgPool1d(x, 2) },
@@ -767,7 +775,7 @@ var burnOps = [][2]string{
 	{"adaptive_avg_pool3d", "AdaptiveAvgPool3d"}, {"interpolate (nearest)", "Interpolate"},
 	{"interpolate (bilinear)", "Interpolate"}, {"interpolate (bicubic)", "Interpolate"}, {"grid_sample", "GridSample"},
 	{"fold", "Fold"}, {"unfold4d", "Unfold"}, {"embedding", "Embedding"}, {"linear", "Linear"},
-	{"batch_norm", "BatchNorm"}, {"layer_norm", "t.LayerNorm"}, {"attention", "ScaledDotProductAttention"},
+	{"batch_norm", "t.BatchNorm"}, {"layer_norm", "t.LayerNorm"}, {"attention", "ScaledDotProductAttention"},
 	{"ctc_loss", "CTCLoss"},
 	// Linear algebra and signal
 	{"det", "t.Det"}, {"lu", "t.LU"}, {"qr", "t.QR"}, {"trace", "t.Trace"}, {"diag", "t.Diag"}, {"vector_norm", "t.VectorNorm"},

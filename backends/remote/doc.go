@@ -36,12 +36,12 @@
 // failure is charged to the session whose calls caused it.
 //
 // What it does not do: of the optional fused interfaces, only
-// CrossEntropyFusion, AdamFusion, MultiAdamFusion and LinearFusion are
-// forwarded (see Fused); for the others (backends.Fusion, ConvFusion,
-// AttentionFusion, NormFusion, EmbeddingFusion) package tensor composes
-// the operations from primitives (results are the same; more calls cross
-// the wire); a session does not survive a
-// reconnection (its buffers are gone with the stream); MemoryStats counts
-// this client's buffers (ServerMemoryStats asks the server for its whole
-// device).
+// CrossEntropyFusion, AdamFusion, MultiAdamFusion, LinearFusion and
+// SGDFusion are forwarded (see Fused); for the others (backends.Fusion,
+// ConvFusion, AttentionFusion, NormFusion, EmbeddingFusion,
+// BatchNormFusion) package
+// tensor composes the operations from primitives (results are the same;
+// more calls cross the wire); a session does not survive a reconnection
+// (its buffers are gone with the stream); MemoryStats counts this client's
+// buffers (ServerMemoryStats asks the server for its whole device).
 package remote

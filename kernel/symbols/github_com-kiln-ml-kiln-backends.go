@@ -143,6 +143,7 @@ func init() {
 		"AttentionFusion":    reflect.ValueOf((*backends.AttentionFusion)(nil)),
 		"AttentionGeometry":  reflect.ValueOf((*backends.AttentionGeometry)(nil)),
 		"Backend":            reflect.ValueOf((*backends.Backend)(nil)),
+		"BatchNormFusion":    reflect.ValueOf((*backends.BatchNormFusion)(nil)),
 		"BinaryDef":          reflect.ValueOf((*backends.BinaryDef)(nil)),
 		"BinaryOp":           reflect.ValueOf((*backends.BinaryOp)(nil)),
 		"Buffer":             reflect.ValueOf((*backends.Buffer)(nil)),
@@ -165,6 +166,8 @@ func init() {
 		"NormFusion":         reflect.ValueOf((*backends.NormFusion)(nil)),
 		"RandomKind":         reflect.ValueOf((*backends.RandomKind)(nil)),
 		"ReduceOp":           reflect.ValueOf((*backends.ReduceOp)(nil)),
+		"SGDFusion":          reflect.ValueOf((*backends.SGDFusion)(nil)),
+		"SGDHyper":           reflect.ValueOf((*backends.SGDHyper)(nil)),
 		"URLOpener":          reflect.ValueOf((*backends.URLOpener)(nil)),
 		"UnaryDef":           reflect.ValueOf((*backends.UnaryDef)(nil)),
 		"UnaryOp":            reflect.ValueOf((*backends.UnaryOp)(nil)),
@@ -174,6 +177,7 @@ func init() {
 		"_AdamFusion":         reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_AdamFusion)(nil)),
 		"_AttentionFusion":    reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_AttentionFusion)(nil)),
 		"_Backend":            reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_Backend)(nil)),
+		"_BatchNormFusion":    reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_BatchNormFusion)(nil)),
 		"_Buffer":             reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_Buffer)(nil)),
 		"_ConvFusion":         reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_ConvFusion)(nil)),
 		"_CrossEntropyFusion": reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_CrossEntropyFusion)(nil)),
@@ -184,6 +188,7 @@ func init() {
 		"_LinearFusion":       reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_LinearFusion)(nil)),
 		"_MultiAdamFusion":    reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_MultiAdamFusion)(nil)),
 		"_NormFusion":         reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_NormFusion)(nil)),
+		"_SGDFusion":          reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_SGDFusion)(nil)),
 	}
 }
 
@@ -311,6 +316,20 @@ func (W _github_com_kiln_ml_kiln_backends_Backend) Where(out backends.View, cond
 }
 func (W _github_com_kiln_ml_kiln_backends_Backend) Write(buf backends.Buffer, off int64, src []byte) {
 	W.WWrite(buf, off, src)
+}
+
+// _github_com_kiln_ml_kiln_backends_BatchNormFusion is an interface wrapper for BatchNormFusion type
+type _github_com_kiln_ml_kiln_backends_BatchNormFusion struct {
+	IValue             interface{}
+	WBatchNormBackward func(dx backends.View, dweight backends.View, dbias backends.View, dy backends.View, x backends.View, mean backends.View, rstd backends.View, weight backends.View)
+	WBatchNormForward  func(y backends.View, mean backends.View, variance backends.View, rstd backends.View, x backends.View, weight backends.View, bias backends.View, eps float64)
+}
+
+func (W _github_com_kiln_ml_kiln_backends_BatchNormFusion) BatchNormBackward(dx backends.View, dweight backends.View, dbias backends.View, dy backends.View, x backends.View, mean backends.View, rstd backends.View, weight backends.View) {
+	W.WBatchNormBackward(dx, dweight, dbias, dy, x, mean, rstd, weight)
+}
+func (W _github_com_kiln_ml_kiln_backends_BatchNormFusion) BatchNormForward(y backends.View, mean backends.View, variance backends.View, rstd backends.View, x backends.View, weight backends.View, bias backends.View, eps float64) {
+	W.WBatchNormForward(y, mean, variance, rstd, x, weight, bias, eps)
 }
 
 // _github_com_kiln_ml_kiln_backends_Buffer is an interface wrapper for Buffer type
@@ -455,4 +474,14 @@ func (W _github_com_kiln_ml_kiln_backends_NormFusion) RMSNormBackward(dx backend
 }
 func (W _github_com_kiln_ml_kiln_backends_NormFusion) RMSNormForward(y backends.View, rstd backends.View, x backends.View, weight backends.View, eps float64) {
 	W.WRMSNormForward(y, rstd, x, weight, eps)
+}
+
+// _github_com_kiln_ml_kiln_backends_SGDFusion is an interface wrapper for SGDFusion type
+type _github_com_kiln_ml_kiln_backends_SGDFusion struct {
+	IValue   interface{}
+	WSGDStep func(outP backends.View, outBuf backends.View, p backends.View, g backends.View, buf backends.View, h backends.SGDHyper)
+}
+
+func (W _github_com_kiln_ml_kiln_backends_SGDFusion) SGDStep(outP backends.View, outBuf backends.View, p backends.View, g backends.View, buf backends.View, h backends.SGDHyper) {
+	W.WSGDStep(outP, outBuf, p, g, buf, h)
 }

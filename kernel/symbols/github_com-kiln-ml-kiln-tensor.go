@@ -111,6 +111,7 @@ func init() {
 		"Randn":                     reflect.ValueOf(tensor.Randn),
 		"RandnLike":                 reflect.ValueOf(tensor.RandnLike),
 		"ResetDefaultDevice":        reflect.ValueOf(tensor.ResetDefaultDevice),
+		"SGDStep":                   reflect.ValueOf(tensor.SGDStep),
 		"STFT":                      reflect.ValueOf(tensor.STFT),
 		"Scalar":                    reflect.ValueOf(tensor.Scalar),
 		"ScalarOf":                  reflect.ValueOf(tensor.ScalarOf),
@@ -153,6 +154,8 @@ func init() {
 		"InterpolateConfig":   reflect.ValueOf((*tensor.InterpolateConfig)(nil)),
 		"MemoryStats":         reflect.ValueOf((*tensor.MemoryStats)(nil)),
 		"PoolConfig":          reflect.ValueOf((*tensor.PoolConfig)(nil)),
+		"SGDConfig":           reflect.ValueOf((*tensor.SGDConfig)(nil)),
+		"SGDState":            reflect.ValueOf((*tensor.SGDState)(nil)),
 		"STFTConfig":          reflect.ValueOf((*tensor.STFTConfig)(nil)),
 		"Tensor":              reflect.ValueOf((*tensor.Tensor)(nil)),
 	}
