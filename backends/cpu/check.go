@@ -326,3 +326,17 @@ func (b *Backend) checkFused(op string, x backends.View, views []backends.View, 
 func convShapes(g backends.ConvGeometry, o int) (x, w, y []int) {
 	return []int{g.N, g.C, g.H, g.W}, []int{o, g.C, g.KH, g.KW}, []int{g.N, o, g.OutH, g.OutW}
 }
+
+// checkUpdate is checkFused for an optimizer's update: every view that is
+// used, or given though unused, must have p's shape, dtype and layout.
+func (b *Backend) checkUpdate(op string, p backends.View, views []backends.View, names []string, used []bool) bool {
+	var vs []backends.View
+	var ns []string
+	var shapes [][]int
+	for i, view := range views {
+		if used[i] || view.Buf != nil {
+			vs, ns, shapes = append(vs, view), append(ns, names[i]), append(shapes, p.Shape)
+		}
+	}
+	return b.checkFused(op, p, vs, ns, shapes)
+}

@@ -14,18 +14,7 @@ func (b *Backend) AdamStep(outP, outM, outV, p, g, m, v backends.View, h backend
 	names := []string{"new parameters", "new first moments", "new second moments", "parameters", "gradients",
 		"first moments", "second moments"}
 	used := []bool{h.MovesParam, true, true, true, true, !h.First, !h.First}
-	var vs []backends.View
-	var ns []string
-	for i, view := range views {
-		if used[i] || view.Buf != nil {
-			vs, ns = append(vs, view), append(ns, names[i])
-		}
-	}
-	shapes := make([][]int, len(vs))
-	for i := range shapes {
-		shapes[i] = p.Shape
-	}
-	if !b.checkFused("adam step", p, vs, ns, shapes) {
+	if !b.checkUpdate("adam step", p, views, names, used) {
 		return
 	}
 	n := p.NumElements()

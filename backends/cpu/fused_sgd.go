@@ -14,18 +14,7 @@ func (b *Backend) SGDStep(outP, outBuf, p, g, mb backends.View, h backends.SGDHy
 	views := []backends.View{outP, outBuf, p, g, mb}
 	names := []string{"new parameters", "new momentum buffer", "parameters", "gradients", "momentum buffer"}
 	used := []bool{true, h.Momentum != 0, true, true, h.Momentum != 0 && !h.First}
-	var vs []backends.View
-	var ns []string
-	for i, view := range views {
-		if used[i] || view.Buf != nil {
-			vs, ns = append(vs, view), append(ns, names[i])
-		}
-	}
-	shapes := make([][]int, len(vs))
-	for i := range shapes {
-		shapes[i] = p.Shape
-	}
-	if !b.checkFused("sgd step", p, vs, ns, shapes) {
+	if !b.checkUpdate("sgd step", p, views, names, used) {
 		return
 	}
 	n := p.NumElements()
