@@ -69,13 +69,8 @@ func (t *Tensor) BatchNorm(weight, bias *Tensor, eps float64) (y, mean, variance
 // batchNormFusion returns the backend's fused batch normalisation when it
 // applies: Float32 or Float64 throughout, and at least one element.
 func batchNormFusion(x *Tensor, params ...*Tensor) (backends.BatchNormFusion, bool) {
-	if composeOnly.Load() || (x.dtype != Float32 && x.dtype != Float64) || x.NumElements() == 0 {
+	if !normFusable(x, params) {
 		return nil, false
-	}
-	for _, p := range params {
-		if p != nil && p.dtype != x.dtype {
-			return nil, false
-		}
 	}
 	f, ok := x.backend().(backends.BatchNormFusion)
 	return f, ok

@@ -10,16 +10,26 @@ import (
 // x and its parameters: Float32 or Float64 throughout, and at least one
 // element.
 func normFusion(x *Tensor, params ...*Tensor) (backends.NormFusion, bool) {
-	if composeOnly.Load() || (x.dtype != Float32 && x.dtype != Float64) || x.NumElements() == 0 {
+	if !normFusable(x, params) {
 		return nil, false
-	}
-	for _, p := range params {
-		if p != nil && p.dtype != x.dtype {
-			return nil, false
-		}
 	}
 	f, ok := x.backend().(backends.NormFusion)
 	return f, ok
+}
+
+// normFusable reports whether a fused normalisation kernel may take x and
+// its parameters (nil for absent ones): fusion allowed, Float32 or
+// Float64 throughout, and at least one element.
+func normFusable(x *Tensor, params []*Tensor) bool {
+	if composeOnly.Load() || (x.dtype != Float32 && x.dtype != Float64) || x.NumElements() == 0 {
+		return false
+	}
+	for _, p := range params {
+		if p != nil && p.dtype != x.dtype {
+			return false
+		}
+	}
+	return true
 }
 
 // rows2 returns a contiguous [rows, n] view of t's elements (t contiguous).

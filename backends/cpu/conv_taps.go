@@ -62,6 +62,29 @@ func convTapsUse(g backends.ConvGeometry) float64 {
 	return float64(in) / float64(max(1, g.KH*g.KW*g.OutH*g.OutW))
 }
 
+// tapRuns returns the runs of tap t of g over n samples per position:
+// for each output position whose input pixel (ih, iw) lies inside the
+// input, the output's column (oh·OutW+ow)·n as dst and the input's,
+// inAt(ih, iw)·n, as src, or the other way round with inIsDst.
+func tapRuns(g backends.ConvGeometry, t, n int, inAt func(ih, iw int) int, inIsDst bool) []tapRun {
+	ki, kj := t/g.KW, t%g.KW
+	hLo, hHi := validRange(g.OutH, g.StrideH, g.PadTop, ki*g.DilationH, g.H)
+	wLo, wHi := validRange(g.OutW, g.StrideW, g.PadLeft, kj*g.DilationW, g.W)
+	var runs []tapRun
+	for oh := hLo; oh < hHi && wLo < wHi; oh++ {
+		ih := oh*g.StrideH - g.PadTop + ki*g.DilationH
+		for ow := wLo; ow < wHi; ow++ {
+			iw := ow*g.StrideW - g.PadLeft + kj*g.DilationW
+			r := tapRun{dst: (oh*g.OutW + ow) * n, src: inAt(ih, iw) * n, n: n}
+			if inIsDst {
+				r.dst, r.src = r.src, r.dst
+			}
+			runs = addTapRun(runs, r)
+		}
+	}
+	return runs
+}
+
 // convPass is one of a convolution's three products.
 type convPass int
 
@@ -184,18 +207,7 @@ func convTapsForward[T float](b *Backend, out, x, w []T, g backends.ConvGeometry
 	wt := sampleMinor(w, o*g.C, kk, 1) // [KK][O·C]: tap t's [O][C]
 	y := pool.get(o * p * n)           // [O][P][N]
 	convTapProducts(b, *y, *wt, *xt, o, g.C, p*n, hw*n, kk, false, func(t int) []tapRun {
-		ki, kj := t/g.KW, t%g.KW
-		hLo, hHi := validRange(g.OutH, g.StrideH, g.PadTop, ki*g.DilationH, g.H)
-		wLo, wHi := validRange(g.OutW, g.StrideW, g.PadLeft, kj*g.DilationW, g.W)
-		var runs []tapRun
-		for oh := hLo; oh < hHi && wLo < wHi; oh++ {
-			ih := oh*g.StrideH - g.PadTop + ki*g.DilationH
-			for ow := wLo; ow < wHi; ow++ {
-				iw := ow*g.StrideW - g.PadLeft + kj*g.DilationW
-				runs = addTapRun(runs, tapRun{dst: (oh*g.OutW + ow) * n, src: (ih*g.W + iw) * n, n: n})
-			}
-		}
-		return runs
+		return tapRuns(g, t, n, func(ih, iw int) int { return ih*g.W + iw }, false)
 	})
 	// out[s, oc, pp] = y[oc, pp·n + s]
 	for oc := range o {
@@ -239,18 +251,7 @@ func convTapsInputGrad[T float](b *Backend, dx, dy, w []T, g backends.ConvGeomet
 	wt := sampleMinor(w, o*g.C, kk, 1) // [KK][O·C]: tap t's [O][C], read transposed
 	gx := pool.get(g.C * q * n)        // [C][Q'][N]
 	convTapProducts(b, *gx, *wt, *dyt, g.C, o, q*n, p*n, kk, true, func(t int) []tapRun {
-		ki, kj := t/g.KW, t%g.KW
-		hLo, hHi := validRange(g.OutH, g.StrideH, g.PadTop, ki*g.DilationH, g.H)
-		wLo, wHi := validRange(g.OutW, g.StrideW, g.PadLeft, kj*g.DilationW, g.W)
-		var runs []tapRun
-		for oh := hLo; oh < hHi && wLo < wHi; oh++ {
-			ih := oh*g.StrideH - g.PadTop + ki*g.DilationH
-			for ow := wLo; ow < wHi; ow++ {
-				iw := ow*g.StrideW - g.PadLeft + kj*g.DilationW
-				runs = addTapRun(runs, tapRun{dst: ph.index(ih, iw) * n, src: (oh*g.OutW + ow) * n, n: n})
-			}
-		}
-		return runs
+		return tapRuns(g, t, n, ph.index, true)
 	})
 	// dx[s, c, qh, qw] = gx[c, index(qh, qw)·n + s]
 	for c := range g.C {
@@ -282,17 +283,8 @@ func convTapsWeightGrad[T float](b *Backend, dw, dy, x []T, g backends.ConvGeome
 	gw := pool.get(kk * o * g.C)     // [KK][O][C]
 	b.parallel(kk, 1, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
-			ki, kj := t/g.KW, t%g.KW
-			hLo, hHi := validRange(g.OutH, g.StrideH, g.PadTop, ki*g.DilationH, g.H)
-			wLo, wHi := validRange(g.OutW, g.StrideW, g.PadLeft, kj*g.DilationW, g.W)
-			var runs []tapRun // dst: the output gradient's column, src: the input's
-			for oh := hLo; oh < hHi && wLo < wHi; oh++ {
-				ih := oh*g.StrideH - g.PadTop + ki*g.DilationH
-				for ow := wLo; ow < wHi; ow++ {
-					iw := ow*g.StrideW - g.PadLeft + kj*g.DilationW
-					runs = addTapRun(runs, tapRun{dst: (oh*g.OutW + ow) * n, src: (ih*g.W + iw) * n, n: n})
-				}
-			}
+			// dst: the output gradient's column, src: the input's
+			runs := tapRuns(g, t, n, func(ih, iw int) int { return ih*g.W + iw }, false)
 			dst := (*gw)[t*o*g.C:][:o*g.C]
 			if len(runs) == 0 {
 				clear(dst) // a tap that reads only padding

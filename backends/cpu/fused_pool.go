@@ -76,18 +76,6 @@ func maxPool[T float32 | float64](b *Backend, out []T, idx []int64, x []T, g bac
 // compare with maxPoolPlane.
 var maxPoolClipped = true
 
-// windowRange returns the taps [lo, hi) of a window of k taps, d apart,
-// starting at o, that fall inside [0, n).
-func windowRange(o, d, k, n int) (lo, hi int) {
-	if o < 0 {
-		lo = (-o + d - 1) / d
-	}
-	if n > o {
-		hi = min(k, (n-o+d-1)/d)
-	}
-	return lo, max(lo, hi)
-}
-
 // maxPoolPlaneF32 is maxPoolPlane for float32: each window's taps inside
 // the plane are found once per row and column instead of tested one by
 // one, and compared without branches on the data (poolPick, poolKey), so
@@ -97,10 +85,10 @@ func windowRange(o, d, k, n int) (lo, hi int) {
 func maxPoolPlaneF32(dst []float32, di []int64, src []float32, g backends.ConvGeometry) {
 	for oy := range g.OutH {
 		y0 := oy*g.StrideH - g.PadTop
-		ky0, ky1 := windowRange(y0, g.DilationH, g.KH, g.H)
+		ky0, ky1 := validRange(g.KH, g.DilationH, -y0, 0, g.H) // the taps of the window inside the plane
 		for ox := range g.OutW {
 			x0 := ox*g.StrideW - g.PadLeft
-			kx0, kx1 := windowRange(x0, g.DilationW, g.KW, g.W)
+			kx0, kx1 := validRange(g.KW, g.DilationW, -x0, 0, g.W)
 			o := oy*g.OutW + ox
 			if ky0 == ky1 || kx0 == kx1 {
 				dst[o], di[o] = float32(math.Inf(-1)), 0
