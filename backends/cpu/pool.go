@@ -526,7 +526,10 @@ func (p *pool) dispatch(n, grain, chunks int, fn func(lo, hi int), r runner, key
 	if ran > 0 {
 		spin = min(max(2*own/time.Duration(ran), joinSpin), maxJoinSpin)
 	}
-	joined := time.Now()
+	var joined time.Time // for the counters only: no clock read on the hot path otherwise
+	if st != nil {
+		joined = time.Now()
+	}
 	slept := j.join(spin)
 	elapsed := time.Since(start)
 	if st != nil {
