@@ -91,8 +91,11 @@
 // # What it does not do
 //
 // Adam and AdamW step every parameter in one fused multi-tensor kernel
-// where the backend offers one (tensor.AdamSteps), and SGD each parameter
-// in one fused pass (tensor.SGDStep); the other optimizers are a handful
+// where the backend offers one (tensor.AdamSteps; for float32 parameters
+// with their scalars rounded to float32, as PyTorch's float32 kernels
+// hold them, so that the CPU's kernel runs in float32 throughout), and SGD
+// each parameter in one fused pass (tensor.SGDStep); the other optimizers
+// are a handful
 // of element-wise tensor ops per parameter. There are no
 // sparse tensors (see SparseAdam) and no complex parameters; float16
 // training scales the loss with GradScaler. Muon orthogonalises matrices

@@ -48,7 +48,7 @@ func AdamSteps(ps, gs []*Tensor, states []AdamState, cfgs []AdamConfig) []AdamSt
 	pv, gv, mv, vv := make([]backends.View, n), make([]backends.View, n), make([]backends.View, n), make([]backends.View, n)
 	hs := make([]backends.AdamHyper, n)
 	for i, p := range ps {
-		hs[i] = adamHyper(op, cfgs[i], states[i])
+		hs[i] = adamHyper(op, cfgs[i], states[i], p.dtype)
 		st := states[i]
 		if hs[i].First {
 			dev := p.dev.NoGrad()

@@ -94,7 +94,10 @@
 // tile from the saved log-sum-exp), layer and RMS normalisation (norm.go),
 // embedding lookups and gradients by whole rows (embedding.go), a
 // multi-tensor Adam step over every parameter in one parallel job
-// (adam_multi.go) and a matrix product with a bias added to each tile as
+// (adam_multi.go; for float32 parameters, whose scalars tensor rounds to
+// float32 values, an AVX2 kernel that runs the whole update in float32 and
+// still gives the composed ops' bits, fused_adam_amd64.go) and a matrix
+// product with a bias added to each tile as
 // the GEMM finishes it (linear.go). Their float32 row passes (exponential,
 // maximum and dS of attention; statistics, output and gradients of a
 // normalised row) are hand-written AVX-512 (attention_amd64.s,

@@ -49,7 +49,11 @@ func (b *Backend) AdamStep(outP, outM, outV, p, g, m, v backends.View, h backend
 // float64 and rounded to T, as BinaryScalar does; operations between two
 // tensors of T round once, as their float64 forms do for +, ·, / and √ of
 // float32 (float64 holds the exact result closely enough that rounding it
-// to float32 is the correctly rounded float32 result).
+// to float32 is the correctly rounded float32 result). The assembly
+// kernels take whole groups first: where every scalar is a float32 value
+// (tensor.AdamStep rounds them so for float32 parameters) the float32 one,
+// vecAdamF32, which gives these bits without widening anything; else
+// vecAdam's, which widen to float64 for the products as this loop does.
 func adamRange[T float32 | float64](outP, outM, outV, p, g, m, v []T, h backends.AdamHyper, lo, hi int) {
 	p, g, outM, outV = p[lo:hi], g[lo:hi], outM[lo:hi], outV[lo:hi]
 	if !h.First {
@@ -58,7 +62,11 @@ func adamRange[T float32 | float64](outP, outM, outV, p, g, m, v []T, h backends
 	if h.MovesParam {
 		outP = outP[lo:hi]
 	}
-	if done := vecAdam(outP, outM, outV, p, g, m, v, h); done > 0 {
+	done := vecAdamF32(outP, outM, outV, p, g, m, v, h)
+	if done == 0 {
+		done = vecAdam(outP, outM, outV, p, g, m, v, h)
+	}
+	if done > 0 {
 		p, g, outM, outV, m, v, outP = p[done:], g[done:], outM[done:], outV[done:], m[done:], v[done:], outP[done:]
 	}
 	decay, wd, b1, b2 := h.Decay, h.WeightDecay, h.Beta1, h.Beta2
@@ -92,4 +100,23 @@ func adamRange[T float32 | float64](outP, outM, outV, p, g, m, v []T, h backends
 			outP[i] = pi + mi/denom
 		}
 	}
+}
+
+// adamConstsF32 returns the constants of the float32 Adam kernel (the
+// parameter decay, β₁, β₂, 1−β₁, 1−β₂, the inverse denominator scale and
+// the ε term) and whether each is exactly a float32 value. Only then does
+// the kernel's float32 arithmetic give adamRange's bits: the product of two
+// float32 values is exact in float64, so rounding it to float32 is rounding
+// once; and the float64 sum of two float32 values rounded to float32 is the
+// correctly rounded float32 sum (53 ≥ 2·24+2 bits).
+func adamConstsF32(h backends.AdamHyper) ([7]float32, bool) {
+	c := [7]float64{h.Decay, h.Beta1, h.Beta2, 1 - h.Beta1, 1 - h.Beta2, h.InvDenom, h.EpsTerm}
+	var k [7]float32
+	for i, x := range c {
+		k[i] = float32(x)
+		if float64(k[i]) != x {
+			return k, false
+		}
+	}
+	return k, true
 }

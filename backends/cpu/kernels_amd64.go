@@ -280,6 +280,11 @@ func adamF32(outP *float32, outM *float32, outV *float32, param *float32, grad *
 //go:noescape
 func adamF32AVX512(outP *float32, outM *float32, outV *float32, param *float32, grad *float32, mom *float32, vel *float32, n int, k *[7]float64)
 
+// adamF32x8 updates n (a multiple of 8) float32 parameters with float32 hyper-parameters (AVX2), bit for bit as adamRange.
+//
+//go:noescape
+func adamF32x8(outP *float32, outM *float32, outV *float32, param *float32, grad *float32, mom *float32, vel *float32, n int, k *[7]float32)
+
 // maxPool2x2RowF32 pools n windows of rows r0 and r1 (2n values each) into dst, and their
 // positions, base plus the offset in r0 (w is the row stride), into idx (AVX-512, BMI2).
 //

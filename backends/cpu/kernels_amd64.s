@@ -7544,6 +7544,54 @@ adamF32AVX512_done:
 	VZEROUPPER
 	RET
 
+// func adamF32x8(outP *float32, outM *float32, outV *float32, param *float32, grad *float32, mom *float32, vel *float32, n int, k *[7]float32)
+// Requires: AVX
+TEXT ·adamF32x8(SB), NOSPLIT, $0-72
+	MOVQ         outP+0(FP), AX
+	MOVQ         outM+8(FP), CX
+	MOVQ         outV+16(FP), DX
+	MOVQ         param+24(FP), BX
+	MOVQ         grad+32(FP), SI
+	MOVQ         mom+40(FP), DI
+	MOVQ         vel+48(FP), R8
+	MOVQ         n+56(FP), R9
+	MOVQ         k+64(FP), R10
+	VBROADCASTSS (R10), Y8
+	VBROADCASTSS 4(R10), Y9
+	VBROADCASTSS 8(R10), Y10
+	VBROADCASTSS 12(R10), Y11
+	VBROADCASTSS 16(R10), Y12
+	VBROADCASTSS 20(R10), Y13
+	VBROADCASTSS 24(R10), Y14
+	XORQ         R10, R10
+
+adamF32x8_loop:
+	CMPQ    R10, R9
+	JAE     adamF32x8_done
+	VMULPS  (BX)(R10*4), Y8, Y0
+	VMOVUPS (SI)(R10*4), Y1
+	VMULPS  Y1, Y1, Y4
+	VMULPS  Y12, Y4, Y4
+	VMULPS  Y11, Y1, Y1
+	VMULPS  (DI)(R10*4), Y9, Y2
+	VADDPS  Y1, Y2, Y2
+	VMULPS  (R8)(R10*4), Y10, Y3
+	VADDPS  Y4, Y3, Y3
+	VMOVUPS Y2, (CX)(R10*4)
+	VMOVUPS Y3, (DX)(R10*4)
+	VSQRTPS Y3, Y4
+	VMULPS  Y13, Y4, Y4
+	VADDPS  Y14, Y4, Y4
+	VDIVPS  Y4, Y2, Y2
+	VADDPS  Y2, Y0, Y0
+	VMOVUPS Y0, (AX)(R10*4)
+	ADDQ    $0x08, R10
+	JMP     adamF32x8_loop
+
+adamF32x8_done:
+	VZEROUPPER
+	RET
+
 DATA pooleven<>+0(SB)/4, $0x00000000
 DATA pooleven<>+4(SB)/4, $0x00000002
 DATA pooleven<>+8(SB)/4, $0x00000004

@@ -22,6 +22,60 @@ import (
 func adam() {
 	adamKernel("adamF32", false)
 	adamKernel("adamF32AVX512", true)
+	adamKernelF32()
+}
+
+// adamKernelF32 generates adamF32x8, the same update as adamF32 for
+// hyper-parameters that are all float32 values (as tensor.AdamStep makes
+// them for float32 parameters, like PyTorch's float32 kernels): then
+// float32(float64(x)·c) is the float32 product x·c rounded once (x·c is
+// exact in float64), and float32(float64(s) + ε) is the float32 sum, so the
+// whole update runs in float32, eight parameters per ymm register, without
+// a conversion, bit for bit as adamRange. No FMA: adamRange rounds every
+// product before the sum (its explicit conversions forbid Go to fuse them).
+// The constants k are the parameter decay, β₁, β₂, 1−β₁, 1−β₂, the inverse
+// denominator scale and the ε term, as float32.
+func adamKernelF32() {
+	const name = "adamF32x8"
+	TEXT(name, NOSPLIT, "func(outP, outM, outV, param, grad, mom, vel *float32, n int, k *[7]float32)")
+	Pragma("noescape")
+	Doc(name + " updates n (a multiple of 8) float32 parameters with float32 hyper-parameters (AVX2), bit for bit as adamRange.")
+	outP, outM, outV := Load(Param("outP"), GP64()), Load(Param("outM"), GP64()), Load(Param("outV"), GP64())
+	p, g, m, v := Load(Param("param"), GP64()), Load(Param("grad"), GP64()), Load(Param("mom"), GP64()), Load(Param("vel"), GP64())
+	n, k := Load(Param("n"), GP64()), Load(Param("k"), GP64())
+	decay, b1, b2, c1, c2, inv, eps := Y8, Y9, Y10, Y11, Y12, Y13, Y14
+	for i, r := range []VecPhysical{decay, b1, b2, c1, c2, inv, eps} {
+		VBROADCASTSS(Mem{Base: k, Disp: 4 * i}, r)
+	}
+	i := GP64()
+	XORQ(i, i)
+	Label(name + "_loop")
+	CMPQ(i, n)
+	JAE(LabelRef(name + "_done"))
+	at := func(base Register) Mem { return Mem{Base: base, Index: i, Scale: 4} }
+	P, G, M, V, T := Y0, Y1, Y2, Y3, Y4
+	VMULPS(at(p), decay, P) // p·decay
+	VMOVUPS(at(g), G)
+	VMULPS(G, G, T)      // g·g
+	VMULPS(c2, T, T)     // (g·g)·(1−β₂)
+	VMULPS(c1, G, G)     // g·(1−β₁)
+	VMULPS(at(m), b1, M) // m·β₁
+	VADDPS(G, M, M)      // m' = m·β₁ + g·(1−β₁)
+	VMULPS(at(v), b2, V) // v·β₂
+	VADDPS(T, V, V)      // v' = v·β₂ + g²·(1−β₂)
+	VMOVUPS(M, at(outM))
+	VMOVUPS(V, at(outV))
+	VSQRTPS(V, T)     // √v'
+	VMULPS(inv, T, T) // √v'·inv
+	VADDPS(eps, T, T) // + ε term
+	VDIVPS(T, M, M)   // m'/denominator
+	VADDPS(M, P, P)   // p + step
+	VMOVUPS(P, at(outP))
+	ADDQ(U8(8), i)
+	JMP(LabelRef(name + "_loop"))
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
 }
 
 // adamKernel generates one width of the kernel: four parameters per step
