@@ -52,6 +52,14 @@ import (
 //     chunk is left, and the caller is about to take it, leaves it (see
 //     tooLate): taking it would risk the caller waiting for a helper that
 //     may be descheduled at any moment.
+//   - Helpers keep off their caller's core while a core is free of other
+//     processes' threads (refreshLimit counts them). Beside one busy
+//     process on a 2-core machine, a 1-thread run gets the free core to
+//     itself, while a helper that a 2-thread run wakes is put on its
+//     caller's core (the other one is busy), where it only takes turns
+//     with the caller, at the cost of the switches: such a helper leaves
+//     the job to the caller (onCallersCPU), and parked helpers are not
+//     woken while most wake-ups land there (worthWaking).
 //   - Quotas. Jobs use at most min(GOMAXPROCS, the cgroup CPU limit) - 1
 //     helpers (sysinfo.go), however many the Backend has.
 //
@@ -68,6 +76,9 @@ type pool struct {
 
 	wakeup  atomic.Int64 // ns from handing a job to a parked helper to its start, moving average
 	wokeAt  atomic.Int64 // when a job last woke a helper that worthWaking would not have (ns since epoch)
+	crowded atomic.Int64 // share of woken helpers lately put on their caller's processor (one = 1024), moving average
+	others  atomic.Int64 // threads of other processes running or waiting for a processor (one = 1024), moving average; -1: unknown
+	spare   atomic.Bool  // some processor has no other process's thread to run (see refreshLimit)
 	usable  atomic.Int32 // helpers a job may use now (see refreshLimit)
 	limitAt atomic.Int64 // when usable was computed (monotonic ns since epoch)
 	tune    tuner
@@ -139,6 +150,7 @@ type job struct {
 	done   atomic.Int64 // chunks finished (run, or skipped after a panic)
 	refs   atomic.Int32 // the caller and the helpers handed j; the last to let go recycles it
 	parked atomic.Int32 // 1 while the caller sleeps on wake, 2 once a finisher signalled it
+	cpu    int          // the processor the caller ran on when it handed j out; -1: unknown, or no processor spare (see onCallersCPU)
 	sent   int64        // monotonic ns (sinceEpoch) when the caller handed j out
 	late   int64        // monotonic ns after which a helper arriving for the last chunk leaves it to the caller; 0: never
 	wake   chan struct{}
@@ -156,6 +168,7 @@ var jobs = sync.Pool{New: func() any { return &job{wake: make(chan struct{}, 1)}
 
 func newPool(workers int) *pool {
 	p := &pool{quit: make(chan struct{}), helpers: max(workers-1, 0)}
+	p.others.Store(-1)
 	p.slots = make([]helperSlot, p.helpers)
 	for i := range p.slots {
 		p.slots[i].wake = make(chan *job, 1)
@@ -172,6 +185,16 @@ func (p *pool) stop() { p.stopped.Do(func() { close(p.quit) }) }
 // refreshLimit recomputes how many helpers a job may use: one fewer than
 // the processors the process may run on at once, GOMAXPROCS or the cgroup
 // CPU limit rounded up, whichever is lower.
+//
+// It also counts the threads of other processes that want a processor,
+// to tell two ways a machine is not idle apart. With fewer of them than
+// processors (a busy process on one core of two), a processor is spare:
+// a thread alone gets a core to itself, and a helper that the operating
+// system puts on its caller's core, the others being taken, gains
+// nothing, so helpers keep off it (see onCallersCPU). With as many or
+// more (every core crowded), each thread gets its share of a core
+// wherever it runs, and a second thread of ours gets a second share, on
+// the caller's core too.
 func (p *pool) refreshLimit(now time.Time) {
 	procs := runtime.GOMAXPROCS(0)
 	if l := cgroupCPULimit(); l > 0 {
@@ -179,6 +202,26 @@ func (p *pool) refreshLimit(now time.Time) {
 	}
 	p.usable.Store(int32(min(p.helpers, max(procs-1, 0))))
 	p.limitAt.Store(int64(now.Sub(epoch)))
+
+	r := runnableTasks()
+	if r < 0 {
+		p.others.Store(-1)
+		p.spare.Store(true) // unknown: keep helpers off their caller's core
+		return
+	}
+	ours := 1 // the caller
+	for i := range p.slots {
+		if p.slots[i].state.Load() != slotParked {
+			ours++
+		}
+	}
+	x, old := int64(max(r-ours, 0))*one, p.others.Load()
+	if old < 0 {
+		old = x
+	}
+	avg := old + (x-old)/4 // over the last few samples, limitRefresh apart
+	p.others.Store(avg)
+	p.spare.Store(avg < int64(runtime.NumCPU())*one)
 }
 
 // ---------------------------------------------------------------- helpers
@@ -190,29 +233,71 @@ func (p *pool) helper(s *helperSlot) {
 			go p.helper(s)
 		}
 	}()
+	spin := true
 	for {
-		j := p.idle(s)
+		j, woken := p.idle(s, spin)
 		if j == nil {
 			clean = true
 			return
 		}
-		if !j.tooLate() {
+		shared := j.onCallersCPU()
+		if woken && j.cpu >= 0 {
+			x := int64(0)
+			if shared {
+				x = one
+			}
+			old := p.crowded.Load()
+			p.crowded.Store(old + (x-old)/8) // racy, as noteWakeup
+		}
+		spin = !shared // spinning on the caller's core would take it from the caller
+		st := poolStats.Load()
+		switch {
+		case shared:
+			if st != nil {
+				st.shared.Add(1)
+			}
+		case j.tooLate():
+			if st != nil {
+				st.late.Add(1)
+			}
+		default:
 			ran := j.work()
-			if st := poolStats.Load(); st != nil {
+			if st != nil {
 				st.helped.Add(int64(ran))
 			}
-		} else if st := poolStats.Load(); st != nil {
-			st.late.Add(1)
 		}
 		j.release()
 	}
 }
 
-// idle waits for s's next job: it spins for the budget, then parks. It
-// returns nil when the pool stops.
-func (p *pool) idle(s *helperSlot) *job {
+// onCallersCPU reports whether the helper calling it runs on the processor
+// that j's caller ran on when it handed j out, and a processor is spare
+// (j.cpu is -1 otherwise): the operating system, finding every other core
+// busy, has woken it on its caller's core, or left it spinning there.
+// Its chunks would only take turns with the caller's, and the job would
+// end no sooner than if the caller ran them all, later by the switches;
+// such a helper leaves the job to the caller, and parks without spinning.
+func (j *job) onCallersCPU() bool {
+	return j.cpu >= 0 && !placeBlind.Load() && currentCPU() == j.cpu
+}
+
+// placeBlind turns off the rules that keep helpers off their caller's
+// core (onCallersCPU, and the share of wake-ups landing there in
+// worthWaking), so that the load harness (pool_busy_test.go) can measure
+// the pool with and without them, interleaved in one run, and tests that
+// need a helper to take chunks wherever it runs.
+var placeBlind atomic.Bool
+
+// idle waits for s's next job: it spins for the budget (when spin), then
+// parks. It returns the job and whether it was woken from parking, or nil
+// when the pool stops.
+func (p *pool) idle(s *helperSlot, spin bool) (*job, bool) {
 	s.state.Store(slotSpinning)
-	if !spinUntil(func() bool { return s.state.Load() == slotClaimed }, p.spinBudget()) &&
+	budget := time.Duration(0)
+	if spin {
+		budget = p.spinBudget()
+	}
+	if !spinUntil(func() bool { return s.state.Load() == slotClaimed }, budget) &&
 		s.state.CompareAndSwap(slotSpinning, slotParked) {
 		select {
 		case j := <-s.wake:
@@ -223,14 +308,14 @@ func (p *pool) idle(s *helperSlot) *job {
 				st.wakeNs.Add(w)
 				st.wakes.Add(1)
 			}
-			return j
+			return j, true
 		case <-p.quit:
-			return nil
+			return nil, false
 		}
 	}
 	j := <-s.wake // claimed while spinning, or just as it gave up
 	s.state.Store(slotBusy)
-	return j
+	return j, false
 }
 
 // spinBudget is how long an idle helper polls for a job before it parks:
@@ -274,9 +359,14 @@ const wakeWorth = 40 * time.Microsecond
 // with 96% of the woken helpers arriving after the last chunk was taken;
 // without those wake-ups, 0.95 to 0.97, as fast as running serially.
 //
-// As the pool learns the wake-up time only from wake-ups, one job in
-// rewakeEvery wakes a helper whatever the measured time, so that the
-// average follows the machine when the load goes away.
+// Nor does a job wake a parked helper while a processor is spare and more
+// than half the helpers woken lately were put on their caller's processor
+// (see onCallersCPU): such a helper leaves the job, having cost the
+// caller a system call and two switches of its core.
+//
+// As the pool learns the wake-up time and place only from wake-ups, one
+// job in rewakeEvery wakes a helper whatever they were, so that they
+// follow the machine when the load goes away.
 const (
 	wakeFactor  = 2
 	rewakeEvery = 20 * time.Millisecond
@@ -297,7 +387,8 @@ func (p *pool) worthWaking(site *site, now int64) bool {
 		return true
 	case time.Duration(q) < wakeWorth:
 		return false
-	case latencyBlind.Load() || q >= wakeFactor*p.wakeup.Load():
+	case (latencyBlind.Load() || q >= wakeFactor*p.wakeup.Load()) &&
+		(placeBlind.Load() || !p.spare.Load() || p.crowded.Load() <= one/2):
 		return true
 	}
 	last := p.wokeAt.Load()
@@ -500,6 +591,10 @@ func (p *pool) dispatch(n, grain, chunks int, fn func(lo, hi int), r runner, key
 	j.next.Store(0)
 	j.done.Store(0)
 	j.parked.Store(0)
+	j.cpu = -1
+	if p.spare.Load() {
+		j.cpu = currentCPU()
+	}
 	j.sent, j.late = int64(start.Sub(epoch)), 0
 	if q := site.ser.Load(); q > 0 {
 		j.late = j.sent + q/int64(chunks)/2 // half a chunk in

@@ -22,6 +22,7 @@ type poolCounters struct {
 	woken      atomic.Int64 // parked helpers handed a job
 	helped     atomic.Int64 // chunks run by helpers
 	late       atomic.Int64 // helpers that left the last chunk to the caller
+	shared     atomic.Int64 // helpers that left a job as they ran on its caller's processor (job.onCallersCPU)
 	joinSpun   atomic.Int64 // joins that ended while spinning
 	joinSlept  atomic.Int64 // joins that slept on the last chunk
 	joinWait   atomic.Int64 // ns callers spent in join
@@ -36,8 +37,8 @@ type poolCounters struct {
 // String formats the counters on one line.
 func (c *poolCounters) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "jobs %d serial %d tries %d alone %d woken %d helped %d late %d join spun %d slept %d long %d wait %v",
-		c.jobs.Load(), c.serial.Load(), c.tries.Load(), c.alone.Load(), c.woken.Load(), c.helped.Load(), c.late.Load(),
+	fmt.Fprintf(&b, "jobs %d serial %d tries %d alone %d woken %d helped %d late %d shared %d join spun %d slept %d long %d wait %v",
+		c.jobs.Load(), c.serial.Load(), c.tries.Load(), c.alone.Load(), c.woken.Load(), c.helped.Load(), c.late.Load(), c.shared.Load(),
 		c.joinSpun.Load(), c.joinSlept.Load(), c.joinLong.Load(), time.Duration(c.joinWait.Load()))
 	if e := c.parEst.Load(); e > 0 {
 		fmt.Fprintf(&b, " par wall/est %.2f", float64(c.parWall.Load())/float64(e))

@@ -148,7 +148,10 @@ func (s *site) choose() (par, try bool) {
 	if c > maxCredit*q { // a long serial stretch buys a few tries, not a long run of slow ones
 		s.credit.Store(maxCredit * q)
 	}
-	if c < (r-one)*q/one {
+	// A try is expected to cost (r-1)q, but no more than the credit can
+	// hold: a site whose first parallel run stalled (its ratio then up to
+	// maxStall) would otherwise never try again.
+	if c < min(r-one, (maxCredit-1)*one)*q/one {
 		return false, false
 	}
 	return true, true

@@ -138,3 +138,28 @@ func readCFSQuota(dir string) float64 {
 	}
 	return quota / period
 }
+
+// parseRunnable returns the running count of a /proc/loadavg line ("0.52
+// 0.58 0.59 3/467 12345": 3), or -1 when the line has no such field. It
+// allocates nothing (see runnableTasks).
+func parseRunnable(line []byte) int {
+	field, i := 0, 0
+	for field < 3 { // skip the three load averages and the spaces after them
+		for i < len(line) && line[i] != ' ' {
+			i++
+		}
+		for i < len(line) && line[i] == ' ' {
+			i++
+		}
+		field++
+	}
+	n, digits := 0, 0
+	for ; i < len(line) && line[i] >= '0' && line[i] <= '9' && digits < 9; i++ {
+		n = n*10 + int(line[i]-'0')
+		digits++
+	}
+	if digits == 0 || i >= len(line) || line[i] != '/' {
+		return -1
+	}
+	return n
+}
