@@ -55,10 +55,15 @@ func BenchmarkResNetConvs(b *testing.B) {
 		for _, dir := range []string{"fwd", "dx", "dw"} {
 			for _, path := range convBenchPaths() {
 				b.Run(fmt.Sprintf("%s/%s/path=%s", c.name, dir, path), func(b *testing.B) {
-					direct := map[string]string{"gemm": "off", "auto": "auto", "new": "auto", "force": "force", "taps": "auto"}[path]
-					taps := map[string]string{"gemm": "off", "auto": "off", "new": "", "force": "off", "taps": "force"}[path]
+					direct := map[string]string{"gemm": "off", "auto": "auto", "new": "auto", "force": "force", "taps": "auto",
+						"framed": "auto", "rows": "auto"}[path]
+					taps := map[string]string{"gemm": "off", "auto": "off", "new": "", "force": "off", "taps": "force",
+						"framed": "", "rows": ""}[path]
+					rows := map[string]string{"framed": "off", "rows": "force"}[path]
 					withConvDirect(b, direct, func() {
-						withConvTaps(b, taps, func() { benchConv(b, g, c.o, dir, flops, c.count) })
+						withConvTaps(b, taps, func() {
+							withConvRows(b, rows, func() { benchConv(b, g, c.o, dir, flops, c.count) })
+						})
 					})
 				})
 			}
@@ -72,7 +77,9 @@ func BenchmarkResNetConvs(b *testing.B) {
 // direct path's kernels run, the paths chosen with them without the tap
 // path (auto: the direct one where it pays, as on AVX2 machines before the
 // tap path) and with it (new: this machine's default), and the direct
-// path wherever it can run (force: for tuning convDirectMinUse).
+// path wherever it can run (force: for tuning convDirectMinUse); new with
+// the direct input gradient framed (framed) or in row passes (rows), for
+// tuning convRowsCost.
 // KILN_CONV_BENCH_PATHS (comma-separated) picks some of them.
 func convBenchPaths() []string {
 	paths := []string{"gemm", "taps"}

@@ -6,8 +6,10 @@ import (
 	"github.com/kiln-ml/kiln/backends"
 )
 
-// Direct convolution for machines with AVX2 but no AVX-512, float32,
-// stride 1 (any padding and dilation). There the GEMM path spends much of
+// Direct convolution for machines with AVX2 but no AVX-512, float32, any
+// padding and dilation: the three passes of stride-1 convolutions, the
+// forward pass and weight gradient of strided ones. There the GEMM path
+// spends much of
 // its time outside the multiply-adds (on the MNIST CNN's second layer, a
 // half): packing an implicit operand through a table element by element,
 // transposing operands whose contiguous dimension is the summed one,
@@ -21,13 +23,16 @@ import (
 //     c·s·hp·wp + ki·dh·wp + kj·dw on: one contiguous run, addressed
 //     through a table of those offsets. The positions with column ≥ OutW
 //     (and those past the last one, up to a whole tile) are computed and
-//     dropped.
+//     dropped. Where the input needs no padding the rows are read from it
+//     in place. A strided convolution's chunk is laid out as phase planes
+//     (newConvDirectStrided), over which each tap is such a run too.
 //   - The forward pass and the input gradient (a convolution of the padded
 //     output gradient with the flipped, transposed weights) are products
 //     weights · unfolded, computed 6 output channels × 16 positions (or 4 ×
 //     24, whichever wastes fewer channels) at a time by convTile6x16AVX2
 //     or convTile4x24AVX2, which read the weights from panels packed once
-//     per call and the positions straight from the padded chunk.
+//     per call and the positions straight from the padded chunk. On small
+//     maps the input gradient runs in row passes (conv_direct_rows.go).
 //   - The weight gradient is a dot product of each output channel's
 //     gradient (laid out over the same wide positions, zero at the dropped
 //     ones) with each unfolded row, over the chunk's samples, 3 channels ×
@@ -37,11 +42,12 @@ import (
 // where the padding is most of a plane (the deep layers of a network) the
 // GEMM path is taken instead (convDirectMinUse).
 //
-// Each output element of the forward pass and of the input gradient is one
-// chain of fused multiply-adds over (channel, ki, kj) in order; the weight
-// gradient's lanes are added in a fixed order per chunk and the chunks'
-// partial sums in chunk order. Chunks depend only on the shapes, so the
-// results never depend on the thread count.
+// Each output element of the forward pass is the GEMM path's sum: chains
+// of fused multiply-adds over (channel, ki, kj) in order, in blocks of
+// gemmKC added one after another; the input gradient's are fixed chains
+// too; the weight gradient's lanes are added in a fixed order per chunk
+// and the chunks' partial sums in chunk order. Chunks depend only on the
+// shapes, so the results never depend on the thread count.
 
 // convDirectForce makes the direct path run wherever its kernels can (an
 // AVX-512 machine included), for tests.
@@ -57,16 +63,19 @@ var convDirectForce = false
 // every worker.
 const convDirectChunkBytes = 256 << 10
 
-// convDirectKC bounds the summed rows per tile call: a weight panel of 256
-// rows (6 KiB) stays in L1 while the tile walks the positions.
+// convDirectKC bounds the summed rows per tile call of the row passes (the
+// forward pass's follow the GEMM path's blocks, gemmKC): a weight panel of
+// 256 rows (4-6 KiB) stays in L1 while the tile walks the positions.
 const convDirectKC = 256
 
-// convDirect describes a stride-1 convolution as a valid one over a padded
-// chunk: cin padded planes hp×wp per sample are read, cout output planes
-// oh×ow are written, through a kh×kw window dilated by dh, dw.
+// convDirect describes a convolution as a valid stride-1 one over a padded
+// chunk: cin padded planes hp×wp per sample (sh·sw phase planes each, for
+// strides sh, sw) are read, cout output planes oh×ow are written, through
+// a kh×kw window dilated by dh, dw.
 type convDirect struct {
 	cin, cout      int
 	kh, kw, dh, dw int
+	sh, sw         int // strides: the input is read as sh·sw phase planes
 	hp, wp, oh, ow int
 	s              int // samples per chunk
 	mr, nr         int // the product's tile: output channels × positions
@@ -83,18 +92,35 @@ const convDirectMinUse = 0.7
 // useConvDirect reports whether the direct path takes a product of
 // convolution g writing cout planes of oh×ow (the output's, or the input's
 // for the input gradient) and, with dots (the weight gradient), summing
-// over such positions: a stride-1 one, on a machine with the kernels, that
-// uses convDirectMinUse of its work. (Windows that lie wholly in the
-// padding read nothing; the padded buffers crop them.)
+// over such positions: on a machine with the kernels, one that uses
+// convDirectMinUse of its work (of its phase planes' positions where it
+// is strided; the caller takes only stride-1 input gradients). (Windows
+// that lie wholly in the padding read nothing; the padded buffers crop
+// them.)
 func useConvDirect(g backends.ConvGeometry, cout, oh, ow int, dots bool) bool {
-	if !convDirectUsable || !(convDirectKernels || convDirectForce) || g.StrideH != 1 || g.StrideW != 1 ||
+	if !convDirectUsable || !(convDirectKernels || convDirectForce) || g.StrideH < 1 || g.StrideW < 1 ||
 		g.DilationH < 1 || g.DilationW < 1 || g.N <= 0 || cout <= 0 || oh <= 0 || ow <= 0 {
 		return false
 	}
-	hp, wp := oh+(g.KH-1)*g.DilationH, ow+(g.KW-1)*g.DilationW
+	// a strided convolution reads its phase planes; each must hold a tap
+	// (a pointwise strided one would copy planes it never reads)
+	if (g.KH-1)*g.DilationH < g.StrideH-1 || (g.KW-1)*g.DilationW < g.StrideW-1 {
+		return false
+	}
+	hp, wp := oh+(g.KH-1)*g.DilationH/g.StrideH, ow+(g.KW-1)*g.DilationW/g.StrideW
 	use := float64(oh*ow) / float64(hp*wp)
 	if !dots {
 		use *= float64(cout) / float64(roundUp(cout, convDirectRows(cout)))
+	}
+	if dots && (g.StrideH != 1 || g.StrideW != 1) && !convDirectForce {
+		// a strided layer's dot products span a few positions per
+		// sample: ResNet-18's 16×16 → 8×8 layer (72 positions, 4
+		// samples a chunk) ran 1.15x slower than on the GEMM path, its
+		// stem (1120 positions) 1.7x faster
+		d := newConvDirectStrided(g.N, g.C, cout, g.KH, g.KW, g.DilationH, g.DilationW, oh, ow, g.StrideH, g.StrideW)
+		if d.s*roundUp(d.positions(), 8) < convMinPositions {
+			return false
+		}
 	}
 	return convDirectForce || use >= convDirectMinUse
 }
@@ -108,15 +134,24 @@ func convDirectRows(cout int) int {
 	return 6
 }
 
-// newConvDirect returns the plan of a convolution reading cin planes and
-// writing cout planes of oh×ow, for a batch of n samples.
+// newConvDirect returns the plan of a stride-1 convolution reading cin
+// planes and writing cout planes of oh×ow, for a batch of n samples.
 func newConvDirect(n, cin, cout, kh, kw, dh, dw, oh, ow int) convDirect {
-	d := convDirect{cin: cin, cout: cout, kh: kh, kw: kw, dh: dh, dw: dw, oh: oh, ow: ow,
-		hp: oh + (kh-1)*dh, wp: ow + (kw-1)*dw, mr: convDirectRows(cout), nr: 16}
+	return newConvDirectStrided(n, cin, cout, kh, kw, dh, dw, oh, ow, 1, 1)
+}
+
+// newConvDirectStrided is newConvDirect for strides sh, sw: the padded
+// input is read as sh·sw phase planes, phase (a, b) holding its elements
+// (y·sh + a, x·sw + b), so that tap (ki, kj) reads phase (ki·dh mod sh,
+// kj·dw mod sw) from row ki·dh / sh and column kj·dw / sw on, as a
+// stride-1 convolution reads its plane.
+func newConvDirectStrided(n, cin, cout, kh, kw, dh, dw, oh, ow, sh, sw int) convDirect {
+	d := convDirect{cin: cin, cout: cout, kh: kh, kw: kw, dh: dh, dw: dw, sh: sh, sw: sw, oh: oh, ow: ow,
+		hp: oh + (kh-1)*dh/sh, wp: ow + (kw-1)*dw/sw, mr: convDirectRows(cout), nr: 16}
 	if d.mr == 4 {
 		d.nr = 24
 	}
-	per := (cin + cout) * d.hp * d.wp * 4
+	per := (cin*sh*sw + cout) * d.hp * d.wp * 4
 	d.s = max(1, min(max(convDirectChunkBytes/max(per, 1), ceilDiv(convMinPositions, d.plane())), n/8))
 	return d
 }
@@ -129,7 +164,7 @@ func (d convDirect) positions() int { return (d.oh-1)*d.wp + d.ow }
 
 // inputLen is the padded chunk buffer's length for sn samples: the planes
 // and room for the last tile's overrun.
-func (d convDirect) inputLen(sn int) int { return d.cin*sn*d.plane() + 32 }
+func (d convDirect) inputLen(sn int) int { return d.cin*d.sh*d.sw*sn*d.plane() + 32 }
 
 // offsets returns the byte offsets of the unfolded rows (c, ki, kj) in a
 // chunk of sn samples.
@@ -138,7 +173,9 @@ func (d convDirect) offsets(sn int) []int {
 	for c := range d.cin {
 		for ki := range d.kh {
 			for kj := range d.kw {
-				off[(c*d.kh+ki)*d.kw+kj] = 4 * (c*sn*d.plane() + ki*d.dh*d.wp + kj*d.dw)
+				y, x := ki*d.dh, kj*d.dw
+				phase := c*d.sh*d.sw + y%d.sh*d.sw + x%d.sw
+				off[(c*d.kh+ki)*d.kw+kj] = 4 * (phase*sn*d.plane() + y/d.sh*d.wp + x/d.sw)
 			}
 		}
 	}
@@ -150,28 +187,85 @@ func (d convDirect) offsets(sn int) []int {
 // what falls outside is cropped, the rest of dst is zero.
 func (d convDirect) pad(dst, src []float32, n0, sn, h, w, top, left int) {
 	clear(dst)
+	if d.sh != 1 || d.sw != 1 {
+		d.padPhases(dst, src, n0, sn, h, w, top, left)
+		return
+	}
 	y0, y1 := max(0, -top), min(h, d.hp-top)
 	x0, x1 := max(0, -left), min(w, d.wp-left)
 	if x0 >= x1 {
 		return
 	}
+	whole := x0 == 0 && x1 == w && w == d.wp // rows y0..y1 are one run in both
 	for c := range d.cin {
 		for i := range sn {
 			s := src[((n0+i)*d.cin+c)*h*w:][:h*w]
 			p := dst[(c*sn+i)*d.plane():][:d.plane()]
-			for y := y0; y < y1; y++ {
-				copy(p[(y+top)*d.wp+x0+left:][:x1-x0], s[y*w+x0:][:x1-x0])
+			if whole {
+				copy(p[(y0+top)*d.wp+left:][:(y1-y0)*w], s[y0*w:y1*w])
+				continue
+			}
+			if y0 < y1 {
+				copyRows(p[(y0+top)*d.wp+x0+left:], s[y0*w+x0:], y1-y0, x1-x0, d.wp, w)
 			}
 		}
 	}
 }
 
-// packPanels packs weights wt(o, k) (k over the unfolded rows) into
-// panels of mr output channels, panel p holding a[p·k·mr + k·mr + i] =
-// wt(mr·p+i, k), zero past cout, in a buffer from the pool (put back by
+// padPhases is pad for a strided convolution: dst is laid out [cin][sh·sw]
+// [sn][hp][wp], phase (a, b)'s element (y, x) holding src's element
+// (y·sh + a − top, x·sw + b − left), or zero (dst is zero first).
+func (d convDirect) padPhases(dst, src []float32, n0, sn, h, w, top, left int) {
+	plane := d.plane()
+	for c := range d.cin {
+		for i := range sn {
+			s := src[((n0+i)*d.cin+c)*h*w:][:h*w]
+			for a := range d.sh {
+				// the phase rows y whose source row y·sh + a − top lies in [0, h)
+				y0, y1 := validRange(d.hp, d.sh, top, a, h)
+				for b := range d.sw {
+					x0, x1 := validRange(d.wp, d.sw, left, b, w)
+					p := dst[((c*d.sh*d.sw+a*d.sw+b)*sn+i)*plane:][:plane]
+					for y := y0; y < y1; y++ {
+						row := s[(y*d.sh+a-top)*w:][:w]
+						line := p[y*d.wp:][:d.wp]
+						for x := x0; x < x1; x++ {
+							line[x] = row[x*d.sw+b-left]
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// copyRows copies rows rows of n floats from src, rows srcStride apart,
+// to dst, rows dstStride apart; the rows must not overlap. A
+// convolution's plane rows are short (11 floats on the MNIST CNN's second
+// layer): a call of the runtime's memmove for each cost 20% of its direct
+// forward pass, and Go's moves of 8 elements at a time 15%; the AVX2
+// kernel copies a plane's rows in one call.
+func copyRows(dst, src []float32, rows, n, dstStride, srcStride int) {
+	if rows <= 0 || n <= 0 {
+		return
+	}
+	_ = dst[(rows-1)*dstStride+n-1]
+	_ = src[(rows-1)*srcStride+n-1]
+	if convDirectUsable && n >= 8 {
+		copyRowsAVX2(&dst[0], dstStride, &src[0], srcStride, rows, n)
+		return
+	}
+	for r := range rows {
+		copy(dst[r*dstStride:][:n], src[r*srcStride:][:n])
+	}
+}
+
+// packPanels packs weights wt(o, j) (j < k, over the summed terms) into
+// panels of mr output channels, panel p holding a[p·k·mr + j·mr + i] =
+// wt(mr·p+i, j), zero past cout, in a buffer from the pool (put back by
 // the caller).
-func (d convDirect) packPanels(wt func(o, k int) float32) *[]float32 {
-	k, mr := d.cin*d.kh*d.kw, d.mr
+func (d convDirect) packPanels(k int, wt func(o, j int) float32) *[]float32 {
+	mr := d.mr
 	panels := (d.cout + mr - 1) / mr
 	buf := poolFor[float32]().get(panels * k * mr)
 	a := *buf
@@ -186,43 +280,49 @@ func (d convDirect) packPanels(wt func(o, k int) float32) *[]float32 {
 	return buf
 }
 
-// product computes y [roundUp(cout, mr)][sn·ys] = a · unfolded(xp) for
-// each of a chunk's sn samples, sample i's wide positions (rounded up to
-// whole tiles, ys) at columns i·ys on. It is K-blocked by convDirectKC,
-// each block continuing the previous one's sums, so that every element's
-// sum is one chain.
-func (d convDirect) product(y, xp, a []float32, off []int, sn, ys int) {
+// product computes samples [n0, n0+sn) of out ([N][cout][oh][ow]) =
+// a · unfolded(xp), sample i's wide positions (ys, whole tiles) read from
+// xp at i·sb on. For each sample and panel of mr output channels the
+// tiles write y ([mr][ys], a scratch that stays in L1; y holds twice that
+// where the sum has several blocks), and the kept positions are then
+// copied into out while y is in L1 (a copy of the chunk's whole product,
+// through L2, cost 17% of the MNIST CNN's second layer). The sum is cut
+// in blocks of gemmKC terms as the GEMM path cuts it: each block's chain
+// of fused multiply-adds from zero, added to the blocks' before, so that
+// the fused forward pass equals the composed one (Im2Col and a matrix
+// product) bit for bit.
+func (d convDirect) product(out, xp []float32, sb int, a []float32, off []int, n0, sn, ys int, y []float32) {
 	k, mr, nr := d.cin*d.kh*d.kw, d.mr, d.nr
-	panels, ldy := (d.cout+mr-1)/mr, sn*ys
+	panels, ohw := (d.cout+mr-1)/mr, d.oh*d.ow
 	tile := convTile6x16AVX2
 	if mr == 4 {
 		tile = convTile4x24AVX2
 	}
-	_ = y[(panels*mr-1)*ldy+ldy-1]
-	_ = xp[off[k-1]/4+(sn-1)*d.plane()+ys-1] // the last sample's last tile ends inside
-	for kb := 0; kb < k; kb += convDirectKC {
-		kn := min(convDirectKC, k-kb)
+	kc := gemmKC
+	sum, block := y[:mr*ys], y[:mr*ys]
+	if k > kc {
+		block = y[mr*ys : 2*mr*ys]
+	}
+	_ = xp[off[k-1]/4+(sn-1)*sb+ys-1] // the last sample's last tile ends inside
+	for i := range sn {
 		for p := range panels {
-			ap := &a[(p*k+kb)*mr]
-			for i := range sn {
+			for kb := 0; kb < k; kb += kc {
+				kn := min(kc, k-kb)
+				ap := &a[(p*k+kb)*mr]
+				dst := sum
+				if kb > 0 {
+					dst = block
+				}
 				for p0 := 0; p0 < ys; p0 += nr {
-					tile(kn, ap, &xp[i*d.plane()+p0], &off[kb], &y[p*mr*ldy+i*ys+p0], ldy, kb > 0)
+					tile(kn, ap, &xp[i*sb+p0], &off[kb], &dst[p0], ys, false)
+				}
+				if kb > 0 {
+					addTo(sum, block)
 				}
 			}
-		}
-	}
-}
-
-// scatter copies the kept positions of y (product's layout) into samples
-// [n0, n0+sn) of out ([N][cout][oh][ow]).
-func (d convDirect) scatter(out, y []float32, n0, sn, ys int) {
-	ldy := sn * ys
-	for i := range sn {
-		for o := range d.cout {
-			dst := out[((n0+i)*d.cout+o)*d.oh*d.ow:][:d.oh*d.ow]
-			src := y[o*ldy+i*ys:]
-			for r := range d.oh {
-				copy(dst[r*d.ow:][:d.ow], src[r*d.wp:][:d.ow])
+			for r := range min(mr, d.cout-p*mr) {
+				dst := out[((n0+i)*d.cout+p*mr+r)*ohw:][:ohw]
+				copyRows(dst, sum[r*ys:], d.oh, d.ow, d.ow, d.wp)
 			}
 		}
 	}
@@ -230,12 +330,12 @@ func (d convDirect) scatter(out, y []float32, n0, sn, ys int) {
 
 // convDirectForward is convForward on the direct path.
 func convDirectForward(b *Backend, out, x, w []float32, g backends.ConvGeometry, o int) {
-	d := newConvDirect(g.N, g.C, o, g.KH, g.KW, g.DilationH, g.DilationW, g.OutH, g.OutW)
+	d := newConvDirectStrided(g.N, g.C, o, g.KH, g.KW, g.DilationH, g.DilationW, g.OutH, g.OutW, g.StrideH, g.StrideW)
 	ck := g.C * g.KH * g.KW
-	a := d.packPanels(func(oc, k int) float32 { return w[oc*ck+k] })
+	a := d.packPanels(ck, func(oc, k int) float32 { return w[oc*ck+k] })
 	d.run(b, g.N, func(n0, sn int, xp []float32) {
 		d.pad(xp, x, n0, sn, g.H, g.W, g.PadTop, g.PadLeft)
-	}, *a, out)
+	}, *a, out, x, d.inPlaceOffsets(g.H, g.W, g.PadTop, g.PadLeft))
 	poolFor[float32]().put(a)
 }
 
@@ -245,33 +345,70 @@ func convDirectForward(b *Backend, out, x, w []float32, g backends.ConvGeometry,
 // w(o, c, KH−1−ki, KW−1−kj).
 func convDirectInputGrad(b *Backend, dx, dy, w []float32, g backends.ConvGeometry, o int) {
 	d := newConvDirect(g.N, o, g.C, g.KH, g.KW, g.DilationH, g.DilationW, g.H, g.W)
+	if useConvRows(g, o) {
+		convRowsInputGrad(b, dx, dy, w, g, o)
+		return
+	}
 	khw := g.KH * g.KW
-	a := d.packPanels(func(c, k int) float32 {
+	a := d.packPanels(o*khw, func(c, k int) float32 {
 		oc, kk := k/khw, k%khw
 		return w[(oc*g.C+c)*khw+khw-1-kk]
 	})
 	top, left := (g.KH-1)*g.DilationH-g.PadTop, (g.KW-1)*g.DilationW-g.PadLeft
 	d.run(b, g.N, func(n0, sn int, xp []float32) {
 		d.pad(xp, dy, n0, sn, g.OutH, g.OutW, top, left)
-	}, *a, dx)
+	}, *a, dx, nil, nil)
 	poolFor[float32]().put(a)
 }
 
 // run computes out for every chunk: fill pads the chunk's samples into
-// its buffer, a holds the packed weight panels.
-func (d convDirect) run(b *Backend, n int, fill func(n0, sn int, xp []float32), a []float32, out []float32) {
+// its buffer, a holds the packed weight panels. Where srcOff is not nil
+// (inPlaceOffsets), the chunks that may read src in place do so instead.
+func (d convDirect) run(b *Backend, n int, fill func(n0, sn int, xp []float32), a []float32, out []float32,
+	src []float32, srcOff []int) {
 	pool := poolFor[float32]()
+	ys := roundUp(d.positions(), d.nr)
 	d.forChunks(b, n, func(_, n0, sn int, off []int) {
-		ys := roundUp(d.positions(), d.nr)
-		xp := pool.get(d.inputLen(sn))
-		y := pool.get(roundUp(d.cout, d.mr) * sn * ys)
-		fill(n0, sn, (*xp)[:d.inputLen(sn)])
-		d.product(*y, *xp, a, off, sn, ys)
-		d.scatter(out, *y, n0, sn, ys)
+		y := pool.get(2 * d.mr * ys)
+		if srcOff != nil && d.inPlaceChunk(n0, sn, n, ys) {
+			sb := d.cin * d.plane()
+			d.product(out, src[n0*sb:], sb, a, srcOff, n0, sn, ys, *y)
+		} else {
+			xp := pool.get(d.inputLen(sn))
+			fill(n0, sn, (*xp)[:d.inputLen(sn)])
+			d.product(out, *xp, d.plane(), a, off, n0, sn, ys, *y)
+			pool.put(xp)
+		}
 		pool.put(y)
-		pool.put(xp)
 	})
 }
+
+// inPlaceOffsets returns, where the planes of a convolution's input src
+// ([N][cin][h][w], padded by top and left) are the padded planes, the
+// byte offsets of the unfolded rows in one sample of src, to read them
+// from src itself without a copy; nil where src needs padding.
+func (d convDirect) inPlaceOffsets(h, w, top, left int) []int {
+	if top != 0 || left != 0 || d.hp != h || d.wp != w || d.sh != 1 || d.sw != 1 {
+		return nil
+	}
+	off := make([]int, d.cin*d.kh*d.kw)
+	for c := range d.cin {
+		for ki := range d.kh {
+			for kj := range d.kw {
+				off[(c*d.kh+ki)*d.kw+kj] = 4 * (c*h*w + ki*d.dh*w + kj*d.dw)
+			}
+		}
+	}
+	return off
+}
+
+// inPlaceChunk reports whether the chunk of samples [n0, n0+sn) of a
+// batch of n may read its input in place, ys positions per sample: the
+// positions past a sample's last kept one (multiplied by zero, or
+// dropped) then read the next sample, which must be there, so the chunk
+// of the batch's last sample reads a padded copy unless it reads no such
+// position. The values read are the same either way.
+func (d convDirect) inPlaceChunk(n0, sn, n, ys int) bool { return n0+sn < n || ys == d.positions() }
 
 // forChunks runs fn on the chunks of d.s samples of a batch of n, in
 // parallel (runChunks), with the chunk's number, first sample, sample count
@@ -294,7 +431,7 @@ func (d convDirect) forChunks(b *Backend, n int, fn func(ch, n0, sn int, off []i
 // wide positions with zeros at the dropped ones, and the unfolded row k
 // of the padded input.
 func convDirectWeightGrad(b *Backend, dw, dy, x []float32, g backends.ConvGeometry, o int) {
-	d := newConvDirect(g.N, g.C, o, g.KH, g.KW, g.DilationH, g.DilationW, g.OutH, g.OutW)
+	d := newConvDirectStrided(g.N, g.C, o, g.KH, g.KW, g.DilationH, g.DilationW, g.OutH, g.OutW, g.StrideH, g.StrideW)
 	ck := g.C * g.KH * g.KW
 	chunks := ceilDiv(g.N, d.s)
 	pool := poolFor[float32]()
@@ -304,17 +441,27 @@ func convDirectWeightGrad(b *Backend, dw, dy, x []float32, g backends.ConvGeomet
 		partials = pool.get(chunks * o * ck)
 		part = *partials
 	}
+	// each sample's wide positions up to its last kept one, in whole
+	// vectors (ys), gy's samples ys apart and xp's hp·wp
+	ys := roundUp(d.positions(), 8)
+	// where x needs no padding, its samples are read in place
+	hw := g.H * g.W
+	offX := d.inPlaceOffsets(g.H, g.W, g.PadTop, g.PadLeft)
 	d.forChunks(b, g.N, func(ch, n0, sn int, off []int) {
-		var acc [96]float32
-		// each sample's wide positions up to its last kept one, in
-		// whole vectors (ys), gy's samples ys apart and xp's hp·wp
-		ys := roundUp(d.positions(), 8)
-		xp := pool.get(d.inputLen(sn))
-		d.pad((*xp)[:d.inputLen(sn)], x, n0, sn, g.H, g.W, g.PadTop, g.PadLeft)
+		var sums [12]float32
 		gy := pool.get(o * sn * ys)
 		d.gatherWide(*gy, dy, n0, sn, ys)
-		xs := *xp
-		_ = xs[off[ck-1]/4+(sn-1)*d.plane()+ys-1] // the last sample's last row ends inside
+		var xs []float32
+		sb := d.plane()
+		if offX != nil && d.inPlaceChunk(n0, sn, g.N, ys) {
+			xs, sb, off = x[n0*g.C*hw:], g.C*hw, offX
+		} else {
+			xp := pool.get(d.inputLen(sn))
+			defer pool.put(xp)
+			d.pad((*xp)[:d.inputLen(sn)], x, n0, sn, g.H, g.W, g.PadTop, g.PadLeft)
+			xs = *xp
+		}
+		_ = xs[off[ck-1]/4+(sn-1)*sb+ys-1] // the last sample's last row ends inside
 		row := func(r int) *float32 { return &(*gy)[min(r, o-1)*sn*ys] }
 		col := func(k int) *float32 {
 			return (*float32)(unsafe.Add(unsafe.Pointer(&xs[0]), off[min(k, ck-1)]))
@@ -322,19 +469,16 @@ func convDirectWeightGrad(b *Backend, dw, dy, x []float32, g backends.ConvGeomet
 		dst := part[ch*o*ck:][:o*ck]
 		for o0 := 0; o0 < o; o0 += 3 {
 			for k0 := 0; k0 < ck; k0 += 4 {
-				clear(acc[:])
-				convDot3x4AVX2(ys, sn, ys, d.plane(), row(o0), row(o0+1), row(o0+2),
-					col(k0), col(k0+1), col(k0+2), col(k0+3), &acc)
+				convDot3x4AVX2(ys, sn, ys, sb, row(o0), row(o0+1), row(o0+2),
+					col(k0), col(k0+1), col(k0+2), col(k0+3), &sums)
 				for j := range min(4, ck-k0) {
 					for i := range min(3, o-o0) {
-						l := acc[(3*j+i)*8:][:8]
-						dst[(o0+i)*ck+k0+j] = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]))
+						dst[(o0+i)*ck+k0+j] = sums[3*j+i]
 					}
 				}
 			}
 		}
 		pool.put(gy)
-		pool.put(xp)
 	})
 	if partials != nil {
 		addPartials(dw[:o*ck], part, chunks)
@@ -351,10 +495,7 @@ func (d convDirect) gatherWide(dst, dy []float32, n0, sn, ys int) {
 	for o := range d.cout {
 		row := dst[o*sn*ys:][:sn*ys]
 		for i := range sn {
-			src := dy[((n0+i)*d.cout+o)*d.oh*d.ow:][:d.oh*d.ow]
-			for r := range d.oh {
-				copy(row[i*ys+r*d.wp:][:d.ow], src[r*d.ow:][:d.ow])
-			}
+			copyRows(row[i*ys:], dy[((n0+i)*d.cout+o)*d.oh*d.ow:], d.oh, d.ow, d.wp, d.ow)
 		}
 	}
 }

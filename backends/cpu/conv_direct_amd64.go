@@ -25,11 +25,21 @@ func convTile6x16AVX2(k int, a *float32, x *float32, off *int, y *float32, ldy i
 //go:noescape
 func convTile4x24AVX2(k int, a *float32, x *float32, off *int, y *float32, ldy int, accum bool)
 
-// convDot3x4AVX2 adds to acc the lane-wise products of three rows a_i and
-// four rows b_j over ns samples of n floats each (n a multiple of 8), the
-// samples sa and sb elements apart (conv_direct_amd64.s):
-// acc[(3j+i)·8 + l] += Σ_s Σ_t a_i[s·sa + 8t + l] · b_j[s·sb + 8t + l], in
-// order of s, then t.
+// convDot3x4AVX2 computes the dot products of three rows a_i and four
+// rows b_j over ns samples of n floats each (n a multiple of 8), the
+// samples sa and sb elements apart (conv_direct_amd64.s): in 8 lanes
+// acc_m[l] = Σ_s Σ_t a_i[s·sa + 8t + l] · b_j[s·sb + 8t + l] (m = 3j + i),
+// one fused multiply-add each in order of s, then t, and then
+// sums[m] = ((acc_m[0] + acc_m[1]) + (acc_m[2] + acc_m[3])) +
+// ((acc_m[4] + acc_m[5]) + (acc_m[6] + acc_m[7])).
 //
 //go:noescape
-func convDot3x4AVX2(n, ns, sa, sb int, a0, a1, a2, b0, b1, b2, b3 *float32, acc *[96]float32)
+func convDot3x4AVX2(n, ns, sa, sb int, a0, a1, a2, b0, b1, b2, b3 *float32, sums *[12]float32)
+
+// copyRowsAVX2 copies rows rows of n ≥ 8 floats from src (rows srcStride
+// apart) to dst (rows dstStride apart), 8 at a time, the last 8 of a row
+// overlapping the ones before (conv_direct_amd64.s). The rows must not
+// overlap.
+//
+//go:noescape
+func copyRowsAVX2(dst *float32, dstStride int, src *float32, srcStride int, rows, n int)

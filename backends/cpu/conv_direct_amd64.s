@@ -103,7 +103,7 @@ tile_store:
 	VZEROUPPER
 	RET
 
-// func convDot3x4AVX2(n, ns, sa, sb int, a0, a1, a2, b0, b1, b2, b3 *float32, acc *[96]float32)
+// func convDot3x4AVX2(n, ns, sa, sb int, a0, a1, a2, b0, b1, b2, b3 *float32, sums *[12]float32)
 TEXT ·convDot3x4AVX2(SB), NOSPLIT, $0-96
 	MOVQ n+0(FP), CX
 	MOVQ ns+8(FP), BX
@@ -118,19 +118,19 @@ TEXT ·convDot3x4AVX2(SB), NOSPLIT, $0-96
 	MOVQ b1+64(FP), R12
 	MOVQ b2+72(FP), R13
 	MOVQ b3+80(FP), R14
-	MOVQ acc+88(FP), DX
-	VMOVUPS 0(DX), Y0
-	VMOVUPS 32(DX), Y1
-	VMOVUPS 64(DX), Y2
-	VMOVUPS 96(DX), Y3
-	VMOVUPS 128(DX), Y4
-	VMOVUPS 160(DX), Y5
-	VMOVUPS 192(DX), Y6
-	VMOVUPS 224(DX), Y7
-	VMOVUPS 256(DX), Y8
-	VMOVUPS 288(DX), Y9
-	VMOVUPS 320(DX), Y10
-	VMOVUPS 352(DX), Y11
+	MOVQ sums+88(FP), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
 	TESTQ CX, CX
 	JZ    dot_store
 	TESTQ BX, BX
@@ -173,18 +173,27 @@ dot_loop:
 	JNZ  dot_sample
 
 dot_store:
-	VMOVUPS Y0, 0(DX)
-	VMOVUPS Y1, 32(DX)
-	VMOVUPS Y2, 64(DX)
-	VMOVUPS Y3, 96(DX)
-	VMOVUPS Y4, 128(DX)
-	VMOVUPS Y5, 160(DX)
-	VMOVUPS Y6, 192(DX)
-	VMOVUPS Y7, 224(DX)
-	VMOVUPS Y8, 256(DX)
-	VMOVUPS Y9, 288(DX)
-	VMOVUPS Y10, 320(DX)
-	VMOVUPS Y11, 352(DX)
+	// sums[m] = ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)) of accumulator m:
+	// two rounds of pairwise adds within each 128-bit half, then the
+	// halves added
+	VHADDPS Y1, Y0, Y0
+	VHADDPS Y3, Y2, Y2
+	VHADDPS Y5, Y4, Y4
+	VHADDPS Y7, Y6, Y6
+	VHADDPS Y9, Y8, Y8
+	VHADDPS Y11, Y10, Y10
+	VHADDPS Y2, Y0, Y0
+	VHADDPS Y6, Y4, Y4
+	VHADDPS Y10, Y8, Y8
+	VEXTRACTF128 $1, Y0, X1
+	VEXTRACTF128 $1, Y4, X5
+	VEXTRACTF128 $1, Y8, X9
+	VADDPS X1, X0, X0
+	VADDPS X5, X4, X4
+	VADDPS X9, X8, X8
+	VMOVUPS X0, 0(DX)
+	VMOVUPS X4, 16(DX)
+	VMOVUPS X8, 32(DX)
 	VZEROUPPER
 	RET
 
@@ -278,5 +287,44 @@ tile4_store:
 	VMOVUPS Y12, (DX)
 	VMOVUPS Y13, 32(DX)
 	VMOVUPS Y14, 64(DX)
+	VZEROUPPER
+	RET
+
+// func copyRowsAVX2(dst *float32, dstStride int, src *float32, srcStride int, rows, n int)
+TEXT ·copyRowsAVX2(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ dstStride+8(FP), R8
+	SHLQ $2, R8
+	MOVQ src+16(FP), SI
+	MOVQ srcStride+24(FP), R9
+	SHLQ $2, R9
+	MOVQ rows+32(FP), CX
+	MOVQ n+40(FP), R10
+	SHLQ $2, R10
+	SUBQ $32, R10 // the byte offset of a row's last 8 elements
+	TESTQ CX, CX
+	JZ    rows_done
+
+rows_row:
+	XORQ AX, AX
+	CMPQ AX, R10
+	JGE  rows_last
+
+rows_chunk:
+	VMOVUPS (SI)(AX*1), Y0
+	VMOVUPS Y0, (DI)(AX*1)
+	ADDQ    $32, AX
+	CMPQ    AX, R10
+	JLT     rows_chunk
+
+rows_last:
+	VMOVUPS (SI)(R10*1), Y0
+	VMOVUPS Y0, (DI)(R10*1)
+	ADDQ    R9, SI
+	ADDQ    R8, DI
+	DECQ    CX
+	JNZ     rows_row
+
+rows_done:
 	VZEROUPPER
 	RET

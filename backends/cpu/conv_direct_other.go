@@ -12,11 +12,16 @@ func convTile6x16AVX2(k int, a *float32, x *float32, off *int, y *float32, ldy i
 }
 
 // convDot3x4AVX2 is never called in the portable build (convDirectKernels).
-func convDot3x4AVX2(n, ns, sa, sb int, a0, a1, a2, b0, b1, b2, b3 *float32, acc *[96]float32) {
+func convDot3x4AVX2(n, ns, sa, sb int, a0, a1, a2, b0, b1, b2, b3 *float32, sums *[12]float32) {
 	panic("cpu: convDot3x4AVX2 without assembly")
 }
 
 // convTile4x24AVX2 is never called in the portable build (convDirectKernels).
 func convTile4x24AVX2(k int, a *float32, x *float32, off *int, y *float32, ldy int, accum bool) {
 	panic("cpu: convTile4x24AVX2 without assembly")
+}
+
+// copyRowsAVX2 is never called in the portable build (convDirectUsable).
+func copyRowsAVX2(dst *float32, dstStride int, src *float32, srcStride int, rows, n int) {
+	panic("cpu: copyRowsAVX2 without assembly")
 }

@@ -61,9 +61,41 @@ func TestConvDirectMatchesDefinition(t *testing.T) {
 				if !useConvDirect(g, tc.o, g.OutH, g.OutW, false) || !useConvDirect(g, g.C, g.H, g.W, false) {
 					t.Fatal("the direct path does not take it")
 				}
-				checkConvFloat32(t, g, tc.o)
+				// the input gradient framed and in row passes
+				for _, rows := range []string{"off", "force"} {
+					withConvRows(t, rows, func() { checkConvFloat32(t, g, tc.o) })
+				}
 			})
 		})
+	}
+}
+
+// withConvRows runs f with convRowsMode set to mode.
+func withConvRows(t testing.TB, mode string, f func()) {
+	t.Helper()
+	old := convRowsMode
+	defer func() { convRowsMode = old }()
+	convRowsMode = mode
+	f()
+}
+
+// The direct input gradient takes the row passes where they cost less:
+// the MNIST CNN's second layer (three passes of 6 tiles of 96 terms
+// instead of 9 tiles of 288), not ResNet-18's 16×16 layers (34 tiles of
+// 192 terms instead of 12 of 576, measured slower).
+func TestConvRowsCost(t *testing.T) {
+	mnist := backends.ConvGeometry{N: 128, C: 16, H: 13, W: 13, KH: 3, KW: 3, StrideH: 1, StrideW: 1,
+		DilationH: 1, DilationW: 1, OutH: 11, OutW: 11}
+	if rows, framed := convRowsCost(mnist, 32); rows != 3*6*(96+8) || framed != 9*(288+16) {
+		t.Errorf("MNIST conv2: cost %d in row passes, %d framed; want %d, %d", rows, framed, 3*6*(96+8), 9*(288+16))
+	}
+	if !useConvRows(mnist, 32) {
+		t.Error("MNIST conv2: the row passes are not taken")
+	}
+	same := backends.ConvGeometry{N: 32, C: 64, H: 16, W: 16, KH: 3, KW: 3, StrideH: 1, StrideW: 1,
+		PadTop: 1, PadLeft: 1, DilationH: 1, DilationW: 1, OutH: 16, OutW: 16}
+	if useConvRows(same, 64) {
+		t.Error("ResNet-18's 16×16 layer: the row passes are taken")
 	}
 }
 
@@ -164,16 +196,20 @@ func TestConvDirectIndependentOfWorkers(t *testing.T) {
 			be.Conv2dWeightGrad(dw, dy, x, g)
 			return [][]float32{buf(out).f32(), buf(dx).f32(), buf(dw).f32()}
 		}
-		one := run(1)
-		for _, workers := range []int{2, 3} {
-			got := run(workers)
-			for r, name := range []string{"output", "input gradient", "weight gradient"} {
-				for i := range got[r] {
-					if math.Float32bits(got[r][i]) != math.Float32bits(one[r][i]) {
-						t.Fatalf("%d workers: %s element %d = %v, %v with one", workers, name, i, got[r][i], one[r][i])
+		for _, rows := range []string{"off", "force"} { // the input gradient framed and in row passes
+			withConvRows(t, rows, func() {
+				one := run(1)
+				for _, workers := range []int{2, 3} {
+					got := run(workers)
+					for r, name := range []string{"output", "input gradient", "weight gradient"} {
+						for i := range got[r] {
+							if math.Float32bits(got[r][i]) != math.Float32bits(one[r][i]) {
+								t.Fatalf("rows %s, %d workers: %s element %d = %v, %v with one", rows, workers, name, i, got[r][i], one[r][i])
+							}
+						}
 					}
 				}
-			}
+			})
 		}
 	})
 }
@@ -192,4 +228,134 @@ func absAll(v []float64) []float64 {
 		out[i] = math.Abs(x)
 	}
 	return out
+}
+
+// copyRows copies exactly the rows' elements, for rows shorter than,
+// as long as and longer than its 8-element moves, and leaves the gaps
+// between the destination rows alone.
+func TestCopyRows(t *testing.T) {
+	for _, n := range []int{1, 7, 8, 11, 16, 17, 37, 70} {
+		for _, rows := range []int{1, 3} {
+			srcStride, dstStride := n+5, n+3
+			src := make([]float32, (rows-1)*srcStride+n)
+			for i := range src {
+				src[i] = float32(i + 1)
+			}
+			dst := make([]float32, (rows-1)*dstStride+n+4)
+			copyRows(dst, src, rows, n, dstStride, srcStride)
+			for i, v := range dst {
+				r, c := i/dstStride, i%dstStride
+				want := float32(0)
+				if r < rows && c < n {
+					want = src[r*srcStride+c]
+				}
+				if v != want {
+					t.Fatalf("n %d, %d rows: dst[%d] = %v, want %v", n, rows, i, v, want)
+				}
+			}
+		}
+	}
+}
+
+// The direct path reads a strided convolution's input as phase planes:
+// its output and weight gradient match the definition for ResNet-18's
+// stem (7×7, stride 2), a strided 3×3 layer, uneven strides and dilation,
+// and a batch that leaves a short last chunk.
+func TestConvDirectStridedMatchesDefinition(t *testing.T) {
+	if !convDirectUsable {
+		t.Skip("no direct convolution kernels in this build or on this CPU")
+	}
+	cases := []struct {
+		name string
+		g    backends.ConvGeometry
+		o    int
+	}{
+		{"stem 7x7 stride 2", backends.ConvGeometry{N: 3, C: 3, H: 20, W: 18, KH: 7, KW: 7, StrideH: 2, StrideW: 2,
+			PadTop: 3, PadLeft: 3, OutH: 10, OutW: 9}, 8},
+		{"3x3 stride 2, odd channels", backends.ConvGeometry{N: 11, C: 5, H: 16, W: 16, KH: 3, KW: 3, StrideH: 2, StrideW: 2,
+			PadTop: 1, PadLeft: 1, OutH: 8, OutW: 8}, 7},
+		{"strides 3 and 2, dilated", backends.ConvGeometry{N: 4, C: 2, H: 17, W: 13, KH: 2, KW: 3, StrideH: 3, StrideW: 2,
+			DilationH: 2, PadTop: 2, PadLeft: 0, OutH: 6, OutW: 6}, 6},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := tc.g
+			g.DilationH, g.DilationW = max(g.DilationH, 1), max(g.DilationW, 1)
+			withConvDirect(t, "force", func() {
+				if !useConvDirect(g, tc.o, g.OutH, g.OutW, false) {
+					t.Fatal("the direct path does not take it")
+				}
+				checkConvFloat32(t, g, tc.o)
+			})
+		})
+	}
+}
+
+// The direct forward pass makes the GEMM path's sums in its order (one
+// chain of fused multiply-adds over (c, ki, kj) per element), bit for bit,
+// strided or not, read in place or padded: tensor's fused convolution must
+// equal the composed one (Im2Col and a matrix product) exactly.
+func TestConvDirectForwardMatchesGEMMPath(t *testing.T) {
+	if !convDirectUsable {
+		t.Skip("no direct convolution kernels in this build or on this CPU")
+	}
+	for _, g := range []backends.ConvGeometry{
+		{N: 9, C: 16, H: 13, W: 13, KH: 3, KW: 3, OutH: 11, OutW: 11},
+		{N: 5, C: 40, H: 6, W: 7, KH: 3, KW: 3, PadTop: 1, PadLeft: 1, OutH: 6, OutW: 7},
+		{N: 3, C: 3, H: 20, W: 18, KH: 7, KW: 7, StrideH: 2, StrideW: 2, PadTop: 3, PadLeft: 3, OutH: 10, OutW: 9},
+		{N: 4, C: 33, H: 16, W: 16, KH: 3, KW: 3, StrideH: 2, StrideW: 2, PadTop: 1, PadLeft: 1, OutH: 8, OutW: 8},
+	} {
+		g.StrideH, g.StrideW = max(g.StrideH, 1), max(g.StrideW, 1)
+		g.DilationH, g.DilationW = 1, 1
+		o := 10
+		be := New(2)
+		x := randView(be, backends.Float32, 1, g.N, g.C, g.H, g.W)
+		w := randView(be, backends.Float32, 2, o, g.C, g.KH, g.KW)
+		var outs [2][]float32
+		for i, mode := range []string{"off", "force"} {
+			withConvDirect(t, mode, func() {
+				withConvTaps(t, "off", func() {
+					out := allocView(be, backends.Float32, g.N, o, g.OutH, g.OutW)
+					be.Conv2d(out, x, w, g)
+					outs[i] = buf(out).f32()
+				})
+			})
+		}
+		for i := range outs[0] {
+			if math.Float32bits(outs[0][i]) != math.Float32bits(outs[1][i]) {
+				t.Fatalf("%+v: element %d = %v on the direct path, %v on the GEMM path", g, i, outs[1][i], outs[0][i])
+			}
+		}
+	}
+}
+
+// The direct path takes ResNet-18's stem (7×7, stride 2 on 64×64 maps)
+// forward and backward, and a strided 16×16 → 8×8 layer's forward pass
+// but not its weight gradient, whose dot products span too few positions.
+func TestConvDirectStridedChoice(t *testing.T) {
+	if !convDirectUsable {
+		t.Skip("no direct convolution kernels in this build or on this CPU")
+	}
+	stem := backends.ConvGeometry{N: 32, C: 3, H: 64, W: 64, KH: 7, KW: 7, StrideH: 2, StrideW: 2, PadTop: 3, PadLeft: 3,
+		DilationH: 1, DilationW: 1, OutH: 32, OutW: 32}
+	l2 := backends.ConvGeometry{N: 32, C: 64, H: 16, W: 16, KH: 3, KW: 3, StrideH: 2, StrideW: 2, PadTop: 1, PadLeft: 1,
+		DilationH: 1, DilationW: 1, OutH: 8, OutW: 8}
+	withConvDirect(t, "auto", func() {
+		for _, c := range []struct {
+			name string
+			g    backends.ConvGeometry
+			o    int
+			dots bool
+			want bool
+		}{
+			{"stem forward", stem, 64, false, true},
+			{"stem weight gradient", stem, 64, true, true},
+			{"16×16 → 8×8 forward", l2, 128, false, true},
+			{"16×16 → 8×8 weight gradient", l2, 128, true, false},
+		} {
+			if got := useConvDirect(c.g, c.o, c.g.OutH, c.g.OutW, c.dots); got != c.want {
+				t.Errorf("%s: useConvDirect = %v, want %v", c.name, got, c.want)
+			}
+		}
+	})
 }

@@ -106,9 +106,13 @@
 // elsewhere and with -tags purego.
 //
 // Convolutions unfold a chunk of samples and multiply (fused_conv.go); on
-// CPUs with AVX2 but no AVX-512, float32 stride-1 layers whose channel
-// counts fill the tiles run a direct kernel instead (conv_direct.go), and
-// the 2×2 max pooling has an AVX2 kernel (fused_pool_amd64.s). Like every kernel they do not depend on the number of workers:
+// CPUs with AVX2 but no AVX-512, float32 layers whose channel counts fill
+// the tiles run a direct kernel instead (conv_direct.go; strided ones
+// through phase planes for the forward pass and the weight gradient; on
+// small maps the input gradient in row passes that skip the padding's
+// zero rows, conv_direct_rows.go), and the 2×2 max pooling has an AVX2
+// kernel (fused_pool_amd64.s). Like every kernel they do not depend on
+// the number of workers:
 // partial sums (the parameters' gradients of a norm, attention's dQ when
 // the keys of one problem are split into groups) are cut by the sizes and
 // added in order.
@@ -123,7 +127,10 @@
 // workers spin for a bounded, measured time and then sleep; a sleeping
 // worker is woken only for a job at least twice as long as a wake-up has
 // lately taken (beside a busy process, a helper woken for a short job
-// arrives after the work is gone); and each call
+// arrives after the work is gone); a helper that the operating system
+// puts on its caller's core while another core is free of other
+// processes leaves the job to the caller (it would only take turns with
+// it); and each call
 // site measures whether sharing pays (pool.go, sched_tuner.go) and runs
 // serially while it does not, so that on a crowded machine a 2-worker
 // Backend is not slower than a 1-worker one. Results never depend on the
