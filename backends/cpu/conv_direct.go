@@ -370,8 +370,7 @@ func (d convDirect) run(b *Backend, n int, fill func(n0, sn int, xp []float32), 
 	ys := roundUp(d.positions(), d.nr)
 	d.forChunks(b, n, func(_, n0, sn int, off []int) {
 		y := pool.get(2 * d.mr * ys)
-		if srcOff != nil && d.inPlaceChunk(n0, sn, n, ys) {
-			sb := d.cin * d.plane()
+		if sb := d.cin * d.plane(); srcOff != nil && d.inPlaceChunk(src, sb, srcOff, n0, sn, ys) {
 			d.product(out, src[n0*sb:], sb, a, srcOff, n0, sn, ys, *y)
 		} else {
 			xp := pool.get(d.inputLen(sn))
@@ -402,13 +401,18 @@ func (d convDirect) inPlaceOffsets(h, w, top, left int) []int {
 	return off
 }
 
-// inPlaceChunk reports whether the chunk of samples [n0, n0+sn) of a
-// batch of n may read its input in place, ys positions per sample: the
+// inPlaceChunk reports whether the chunk of samples [n0, n0+sn) may read
+// its input in place from src, whose samples are sb floats apart, with the
+// unfolded rows at off (inPlaceOffsets) and ys positions per sample: the
 // positions past a sample's last kept one (multiplied by zero, or
-// dropped) then read the next sample, which must be there, so the chunk
-// of the batch's last sample reads a padded copy unless it reads no such
-// position. The values read are the same either way.
-func (d convDirect) inPlaceChunk(n0, sn, n, ys int) bool { return n0+sn < n || ys == d.positions() }
+// dropped) read on into the samples after it, which must be in src, so
+// the chunks at the batch's end read a padded copy unless they read no
+// such position. (On small planes, a one-dimensional convolution's, the
+// positions rounded up to whole tiles reach past the next sample too.)
+// The values read are the same either way.
+func (d convDirect) inPlaceChunk(src []float32, sb int, off []int, n0, sn, ys int) bool {
+	return (n0+sn-1)*sb+off[len(off)-1]/4+ys <= len(src)
+}
 
 // forChunks runs fn on the chunks of d.s samples of a batch of n, in
 // parallel (runChunks), with the chunk's number, first sample, sample count
@@ -453,7 +457,7 @@ func convDirectWeightGrad(b *Backend, dw, dy, x []float32, g backends.ConvGeomet
 		d.gatherWide(*gy, dy, n0, sn, ys)
 		var xs []float32
 		sb := d.plane()
-		if offX != nil && d.inPlaceChunk(n0, sn, g.N, ys) {
+		if offX != nil && d.inPlaceChunk(x, g.C*hw, offX, n0, sn, ys) {
 			xs, sb, off = x[n0*g.C*hw:], g.C*hw, offX
 		} else {
 			xp := pool.get(d.inputLen(sn))

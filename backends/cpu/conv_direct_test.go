@@ -50,6 +50,11 @@ func TestConvDirectMatchesDefinition(t *testing.T) {
 		{"padding wider than the window's reach", backends.ConvGeometry{N: 2, C: 2, H: 4, W: 3, KH: 2, KW: 2, PadTop: 2, PadLeft: 3, OutH: 7, OutW: 8}, 3},
 		{"7x7 window, long rows", backends.ConvGeometry{N: 2, C: 3, H: 20, W: 37, KH: 7, KW: 7, PadTop: 3, PadLeft: 3, OutH: 20, OutW: 37}, 8},
 		{"many summed rows (K blocks), 6-row tiles", backends.ConvGeometry{N: 3, C: 40, H: 5, W: 5, KH: 3, KW: 3, PadTop: 1, PadLeft: 1, OutH: 5, OutW: 5}, 6},
+		// one-dimensional (Conv1d): a sample's positions rounded up to
+		// whole tiles reach past the next sample, so the last chunks must
+		// not read the input in place (they read past its end once)
+		{"one-dimensional, short rows", backends.ConvGeometry{N: 2, C: 2, H: 1, W: 8, KH: 1, KW: 3, OutH: 1, OutW: 6}, 4},
+		{"one-dimensional, more samples", backends.ConvGeometry{N: 5, C: 3, H: 1, W: 9, KH: 1, KW: 3, OutH: 1, OutW: 7}, 6},
 		{"many summed rows (K blocks), 4-row tiles", backends.ConvGeometry{N: 3, C: 40, H: 5, W: 5, KH: 3, KW: 3, PadTop: 1, PadLeft: 1, OutH: 5, OutW: 5}, 8},
 	}
 	for _, tc := range cases {
