@@ -207,7 +207,9 @@ func (m *MultiHeadAttention) toBatchFirst(name, seq string, x *tensor.Tensor) *t
 // with SkipWeights, no dropout and a causal mask alone
 // (IsCausal, as many keys as queries) the attention is
 // tensor.ScaledDotProductAttention with its own causal mask, which fused
-// kernels apply without building it. The weights are [N, L, S] (the mean over
+// kernels apply without building it (for self-attention with no cache,
+// tensor.PackedSelfAttention on the projection, whose gradient they then
+// write whole). The weights are [N, L, S] (the mean over
 // the heads; [N, NumHeads, L, S] with PerHeadWeights; no batch dimension
 // for unbatched input), after dropout as PyTorch returns them, and nil
 // with SkipWeights. A query that may attend to no key gives NaN, as in
@@ -250,6 +252,15 @@ func (m *MultiHeadAttention) Forward(query, key, value *tensor.Tensor, opts ...A
 		}
 		return tensor.Linear(x, wi, bi)
 	}
+	dropout := m.Training() && m.Dropout > 0
+	if packSelfAttention && query == key && key == value && o.SkipWeights && !dropout && o.Cache == nil && o.AttentionMask == nil &&
+		o.KeyPaddingMask == nil {
+		// self-attention with at most the causal mask: the heads stay in
+		// the projection, whose gradient the fused kernels then write
+		// whole (see tensor.PackedSelfAttention)
+		attn := tensor.PackedSelfAttention(proj(q3, 0, 3), H, tensor.AttentionConfig{Causal: o.IsCausal})
+		return m.finish(attn, batched), nil
+	}
 	var q, k, v *tensor.Tensor
 	switch {
 	case query == key && key == value:
@@ -270,7 +281,6 @@ func (m *MultiHeadAttention) Forward(query, key, value *tensor.Tensor, opts ...A
 		k, v = o.Cache.extend(k, v)
 	}
 	s := k.Dim(2)
-	dropout := m.Training() && m.Dropout > 0
 	// a causal mask alone over as many keys as queries is SDPA's own, which
 	// fused kernels apply without building it (and skip the tiles it hides)
 	causalOnly := o.SkipWeights && !dropout && o.IsCausal && o.AttentionMask == nil && o.KeyPaddingMask == nil && l == s
@@ -293,13 +303,7 @@ func (m *MultiHeadAttention) Forward(query, key, value *tensor.Tensor, opts ...A
 		}
 		attn = p.Matmul(v)
 	}
-	out = m.OutProj.Forward(attn.Permute(0, 2, 1, 3).Reshape(n, l, E))
-	switch {
-	case !batched:
-		out = out.Squeeze(0)
-	case !m.BatchFirst:
-		out = out.Transpose(0, 1)
-	}
+	out = m.finish(attn.Permute(0, 2, 1, 3).Reshape(n, l, E), batched)
 	if o.SkipWeights {
 		return out, nil
 	}
@@ -310,6 +314,24 @@ func (m *MultiHeadAttention) Forward(query, key, value *tensor.Tensor, opts ...A
 		p = p.Squeeze(0)
 	}
 	return out, p
+}
+
+// packSelfAttention makes self-attention with at most a causal mask keep
+// its heads in the projection (tensor.PackedSelfAttention); tests and
+// benchmarks turn it off to compare with the heads split by Narrow.
+var packSelfAttention = true
+
+// finish projects the merged heads attn [N, L, E] with OutProj and
+// returns the result in the layout of the query.
+func (m *MultiHeadAttention) finish(attn *tensor.Tensor, batched bool) *tensor.Tensor {
+	out := m.OutProj.Forward(attn)
+	switch {
+	case !batched:
+		out = out.Squeeze(0)
+	case !m.BatchFirst:
+		out = out.Transpose(0, 1)
+	}
+	return out
 }
 
 // scoreMask combines the attention mask, the key padding mask and the

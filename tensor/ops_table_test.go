@@ -304,6 +304,9 @@ var probes = map[string]func(x *tensor.Tensor) any{
 		return tensor.DeformConv2d(x.Reshape(1, 2, 3, 4), tensor.ZerosOf(x.Device(), x.DType(), 1, 8, 2, 3),
 			x.Reshape(-1).Narrow(0, 0, 8).Reshape(1, 2, 2, 2), nil, nil, tensor.DeformConvConfig{})
 	},
+	"PackedSelfAttention": func(x *tensor.Tensor) any {
+		return tensor.PackedSelfAttention(x.Reshape(2, 2, 6), 2, tensor.AttentionConfig{Causal: true})
+	},
 	"ScaledDotProductAttention": func(x *tensor.Tensor) any {
 		return tensor.ScaledDotProductAttention(x, x, x, nil, tensor.AttentionConfig{})
 	},

@@ -574,11 +574,11 @@ func gemmInStrips[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[
 	var pre *[]T
 	if g.byCols {
 		pre = bufs.get(roundUp(m, kern.mr) * k)
-		prepackA(*pre, kern, m, n, k, A)
+		prepackParallel(b, *pre, kern, m, n, k, A, B, false) // prepackA, shared by the workers
 		g.preA = *pre
 	} else {
 		pre = bufs.get(roundUp(n, kern.nr) * k)
-		prepackB(*pre, kern, m, n, k, B)
+		prepackParallel(b, *pre, kern, m, n, k, A, B, true) // prepackB, shared by the workers
 		g.preB = *pre
 	}
 	b.parallelRun((side+g.width-1)/g.width, 1, g)

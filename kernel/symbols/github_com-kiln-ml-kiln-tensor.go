@@ -101,6 +101,7 @@ func init() {
 		"OnesOf":                    reflect.ValueOf(tensor.OnesOf),
 		"Open":                      reflect.ValueOf(tensor.Open),
 		"OpenURL":                   reflect.ValueOf(tensor.OpenURL),
+		"PackedSelfAttention":       reflect.ValueOf(tensor.PackedSelfAttention),
 		"ParseDevice":               reflect.ValueOf(tensor.ParseDevice),
 		"PixelShuffle":              reflect.ValueOf(tensor.PixelShuffle),
 		"PixelUnshuffle":            reflect.ValueOf(tensor.PixelUnshuffle),

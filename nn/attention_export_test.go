@@ -1,0 +1,4 @@
+package nn
+
+// PackSelfAttention exposes packSelfAttention to the external tests.
+var PackSelfAttention = &packSelfAttention
