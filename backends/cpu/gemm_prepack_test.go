@@ -12,7 +12,8 @@ import (
 // very layout prepackA and prepackB give, with the default blocks and with
 // small ones that make several row blocks, K-blocks and tasks per block
 // (and partial last panels), on one worker and on three that always share
-// the tasks, for a plain and a transposed operand.
+// the tasks, for a plain and a transposed operand (the operands below
+// prepackMinElems, 37×45×7, are packed by prepackA and prepackB themselves).
 func TestPrepackParallel(t *testing.T) {
 	old := [3]int{gemmKC, gemmNC, gemmMChunk}
 	defer func() { gemmKC, gemmNC, gemmMChunk = old[0], old[1], old[2] }()
@@ -21,7 +22,7 @@ func TestPrepackParallel(t *testing.T) {
 		if blocks == "small" {
 			gemmKC, gemmNC, gemmMChunk = 40, 3*kernelF32.nr+5, 5*kernelF32.mr
 		}
-		for _, sz := range [][3]int{{300, 200, 513}, {37, 45, 7}, {1000, 999, 64}} {
+		for _, sz := range [][3]int{{300, 200, 513}, {37, 45, 7}, {1000, 999, 96}} {
 			m, n, k := sz[0], sz[1], sz[2]
 			for _, transposed := range []bool{false, true} {
 				a := make([]float32, m*k)
