@@ -76,13 +76,7 @@ func TestConvDirectMatchesDefinition(t *testing.T) {
 }
 
 // withConvRows runs f with convRowsMode set to mode.
-func withConvRows(t testing.TB, mode string, f func()) {
-	t.Helper()
-	old := convRowsMode
-	defer func() { convRowsMode = old }()
-	convRowsMode = mode
-	f()
-}
+func withConvRows(t testing.TB, mode string, f func()) { withMode(&convRowsMode, mode, f) }
 
 // The direct input gradient takes the row passes where they cost less:
 // the MNIST CNN's second layer (three passes of 6 tiles of 96 terms

@@ -8,11 +8,13 @@ import (
 )
 
 // withConvTaps runs f with convTapsMode set to mode ("", "off" or "force").
-func withConvTaps(t testing.TB, mode string, f func()) {
-	t.Helper()
-	old := convTapsMode
-	defer func() { convTapsMode = old }()
-	convTapsMode = mode
+func withConvTaps(t testing.TB, mode string, f func()) { withMode(&convTapsMode, mode, f) }
+
+// withMode runs f with the test switch *sw set to mode, and restores it.
+func withMode(sw *string, mode string, f func()) {
+	old := *sw
+	defer func() { *sw = old }()
+	*sw = mode
 	f()
 }
 
