@@ -110,9 +110,14 @@ func TestCurrentCPUMatchesGetcpu(t *testing.T) {
 		var one unix.CPUSet
 		one.Set(c)
 		if err := unix.SchedSetaffinity(0, &one); err != nil {
-			t.Fatalf("pinning to processor %d: %v", c, err)
+			t.Skipf("pinning to processor %d: %v", c, err)
 		}
-		if got := currentCPU(); got != c {
+		switch got := currentCPU(); {
+		case got < 0:
+			// RDTSCP disagreed with getcpu (a hypervisor that does not keep
+			// TSC_AUX per processor): the pool does without the number
+			t.Skipf("pinned to processor %d: currentCPU turned itself off", c)
+		case got != c:
 			t.Errorf("pinned to processor %d, currentCPU says %d", c, got)
 		}
 	}
