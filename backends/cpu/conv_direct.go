@@ -193,21 +193,14 @@ func (d convDirect) pad(dst, src []float32, n0, sn, h, w, top, left int) {
 	}
 	y0, y1 := max(0, -top), min(h, d.hp-top)
 	x0, x1 := max(0, -left), min(w, d.wp-left)
-	if x0 >= x1 {
+	if x0 >= x1 || y0 >= y1 {
 		return
 	}
-	whole := x0 == 0 && x1 == w && w == d.wp // rows y0..y1 are one run in both
 	for c := range d.cin {
 		for i := range sn {
 			s := src[((n0+i)*d.cin+c)*h*w:][:h*w]
 			p := dst[(c*sn+i)*d.plane():][:d.plane()]
-			if whole {
-				copy(p[(y0+top)*d.wp+left:][:(y1-y0)*w], s[y0*w:y1*w])
-				continue
-			}
-			if y0 < y1 {
-				copyRows(p[(y0+top)*d.wp+x0+left:], s[y0*w+x0:], y1-y0, x1-x0, d.wp, w)
-			}
+			copyRows(p[(y0+top)*d.wp+x0+left:], s[y0*w+x0:], y1-y0, x1-x0, d.wp, w)
 		}
 	}
 }
@@ -244,13 +237,18 @@ func (d convDirect) padPhases(dst, src []float32, n0, sn, h, w, top, left int) {
 // convolution's plane rows are short (11 floats on the MNIST CNN's second
 // layer): a call of the runtime's memmove for each cost 20% of its direct
 // forward pass, and Go's moves of 8 elements at a time 15%; the AVX2
-// kernel copies a plane's rows in one call.
+// kernel copies a plane's rows in one call. Rows that follow each other
+// in both (n equal to both strides) are one run, copied at once.
 func copyRows(dst, src []float32, rows, n, dstStride, srcStride int) {
 	if rows <= 0 || n <= 0 {
 		return
 	}
 	_ = dst[(rows-1)*dstStride+n-1]
 	_ = src[(rows-1)*srcStride+n-1]
+	if n == dstStride && n == srcStride {
+		copy(dst[:rows*n], src[:rows*n])
+		return
+	}
 	if convDirectUsable && n >= 8 {
 		copyRowsAVX2(&dst[0], dstStride, &src[0], srcStride, rows, n)
 		return
@@ -294,10 +292,7 @@ func (d convDirect) packPanels(k int, wt func(o, j int) float32) *[]float32 {
 func (d convDirect) product(out, xp []float32, sb int, a []float32, off []int, n0, sn, ys int, y []float32) {
 	k, mr, nr := d.cin*d.kh*d.kw, d.mr, d.nr
 	panels, ohw := (d.cout+mr-1)/mr, d.oh*d.ow
-	tile := convTile6x16AVX2
-	if mr == 4 {
-		tile = convTile4x24AVX2
-	}
+	tile := d.tile()
 	kc := gemmKC
 	sum, block := y[:mr*ys], y[:mr*ys]
 	if k > kc {
@@ -418,16 +413,31 @@ func (d convDirect) inPlaceChunk(src []float32, sb int, off []int, n0, sn, ys in
 // parallel (runChunks), with the chunk's number, first sample, sample count
 // and the offsets of its unfolded rows.
 func (d convDirect) forChunks(b *Backend, n int, fn func(ch, n0, sn int, off []int)) {
-	p := convPlan{s: d.s, chunks: ceilDiv(n, d.s)}
-	full := d.offsets(d.s)
+	forChunksOf(b, d.s, n, d.offsets, fn)
+}
+
+// forChunksOf runs fn on the chunks of s samples of a batch of n, in
+// parallel (runChunks), with the chunk's number, first sample, sample
+// count and offsets(sample count), computed once for the full chunks.
+func forChunksOf(b *Backend, s, n int, offsets func(sn int) []int, fn func(ch, n0, sn int, off []int)) {
+	p := convPlan{s: s, chunks: ceilDiv(n, s)}
+	full := offsets(s)
 	b.runChunks(p, func(ch int, _ bool) {
 		n0, sn := p.samples(ch, n)
 		off := full
-		if sn != d.s {
-			off = d.offsets(sn)
+		if sn != s {
+			off = offsets(sn)
 		}
 		fn(ch, n0, sn, off)
 	})
+}
+
+// tile returns the kernel of the product's mr×nr tiles.
+func (d convDirect) tile() func(k int, a *float32, x *float32, off *int, y *float32, ldy int, accum bool) {
+	if d.mr == 4 {
+		return convTile4x24AVX2
+	}
+	return convTile6x16AVX2
 }
 
 // convDirectWeightGrad is convWeightGrad on the direct path: each chunk's

@@ -160,10 +160,7 @@ func (r convRows) product(dx, gp []float32, a [][]float32, off []int, n0, sn int
 	d := r.d
 	k, mr, nr := d.cin*d.kw, d.mr, d.nr
 	panels, hw := (d.cout+mr-1)/mr, r.h*r.w
-	tile := convTile6x16AVX2
-	if mr == 4 {
-		tile = convTile4x24AVX2
-	}
+	tile := d.tile()
 	y = y[:mr*r.ys]
 	_ = gp[d.cin*sn*r.plane-1] // every read lies in its plane (see newConvRows)
 	for i := range sn {
@@ -187,12 +184,7 @@ func (r convRows) product(dx, gp []float32, a [][]float32, off []int, n0, sn int
 			}
 			for c := range min(mr, d.cout-p*mr) {
 				dst := dx[((n0+i)*d.cout+p*mr+c)*hw:][:hw]
-				src := y[c*r.ys:]
-				if r.wd == r.w {
-					copy(dst, src[:hw])
-					continue
-				}
-				copyRows(dst, src, r.h, r.w, r.w, r.wd)
+				copyRows(dst, y[c*r.ys:], r.h, r.w, r.w, r.wd)
 			}
 		}
 	}
@@ -214,14 +206,7 @@ func convRowsInputGrad(b *Backend, dx, dy, w []float32, g backends.ConvGeometry,
 		})
 		a[ki] = *bufs[ki]
 	}
-	full := r.offsets(d.s)
-	p := convPlan{s: d.s, chunks: ceilDiv(g.N, d.s)}
-	b.runChunks(p, func(ch int, _ bool) {
-		n0, sn := p.samples(ch, g.N)
-		off := full
-		if sn != d.s {
-			off = r.offsets(sn)
-		}
+	forChunksOf(b, d.s, g.N, r.offsets, func(_, n0, sn int, off []int) {
 		gp := pool.get(o * sn * r.plane)
 		y := pool.get(d.mr * r.ys)
 		r.spread(*gp, dy, n0, sn)

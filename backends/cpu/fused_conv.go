@@ -506,14 +506,10 @@ func addTo[T float](dst, src []T) {
 	}
 }
 
-// unfoldChunk writes the windows of samples [n0, n0+sn) of x into dst laid
-// out [C·KH·KW, sn·L]: row (c·KH+ki)·KW+kj, column i·L + oh·OutW + ow holds
-// x[n0+i, c, oh·sh−pt+ki·dh, ow·sw−pl+kj·dw], or 0 in the padding.
-func unfoldChunk[T float](dst, x []T, g backends.ConvGeometry, n0, sn int) {
-	unfoldChannels(dst, x, g, n0, sn, 0, g.C)
-}
-
-// unfoldChannels is unfoldChunk for the rows of channels [c0, c1).
+// unfoldChannels writes the windows of channels [c0, c1) of samples [n0,
+// n0+sn) of x into dst laid out [C·KH·KW, sn·L]: row (c·KH+ki)·KW+kj,
+// column i·L + oh·OutW + ow holds x[n0+i, c, oh·sh−pt+ki·dh, ow·sw−pl+kj·dw],
+// or 0 in the padding. Channels [0, C) unfold the whole chunk.
 func unfoldChannels[T float](dst, x []T, g backends.ConvGeometry, n0, sn, c0, c1 int) {
 	l, hw := g.OutH*g.OutW, g.H*g.W
 	width := sn * l
@@ -554,7 +550,7 @@ func unfoldChannels[T float](dst, x []T, g backends.ConvGeometry, n0, sn, c0, c1
 	}
 }
 
-// unfoldSame is unfoldChunk for an unstrided convolution whose output
+// unfoldSame is unfoldChannels for an unstrided convolution whose output
 // rows are as wide as the input's (a "same" padding): position p of a
 // window row then reads the input at p + d for one shift d, so each row
 // and sample is one contiguous copy, after which the positions whose
@@ -598,15 +594,10 @@ func unfoldSame[T float](dst, x []T, g backends.ConvGeometry, n0, sn, c0, c1 int
 	}
 }
 
-// foldChunk is unfoldChunk's adjoint: it overwrites samples [n0, n0+sn) of
-// dx with the sums of the column values that read each input element, in
-// (c, ki, kj) order.
-func foldChunk[T float](dx, cols []T, g backends.ConvGeometry, n0, sn int) {
-	foldChannels(dx, cols, g, n0, sn, 0, g.C)
-}
-
-// foldChannels is foldChunk for the planes of channels [c0, c1), which
-// only their own rows of cols add into.
+// foldChannels is unfoldChannels' adjoint: it overwrites the planes of
+// channels [c0, c1) of samples [n0, n0+sn) of dx with the sums of the
+// column values that read each input element, in (c, ki, kj) order (only
+// a channel's own rows of cols add into its planes).
 func foldChannels[T float](dx, cols []T, g backends.ConvGeometry, n0, sn, c0, c1 int) {
 	l, hw := g.OutH*g.OutW, g.H*g.W
 	width := sn * l
@@ -647,13 +638,13 @@ func foldChannels[T float](dx, cols []T, g backends.ConvGeometry, n0, sn, c0, c1
 	}
 }
 
-// foldSame is foldChunk for an unstrided convolution whose output rows are
+// foldSame is foldChannels for an unstrided convolution whose output rows are
 // as wide as the input's, unfoldSame's adjoint: the positions whose window
 // column falls in the padding are zeroed in cols (they read nothing), and
 // each row and sample then adds into its plane in one contiguous run,
 // shifted by d, instead of a short loop per line (the deep layers' lines
 // are a few elements long). Each element's sum runs in the same (c, ki, kj)
-// order as foldChunk's, the zeros adding nothing.
+// order as foldChannels', the zeros adding nothing.
 func foldSame[T float](dx, cols []T, g backends.ConvGeometry, n0, sn, c0, c1 int) {
 	l, hw := g.OutH*g.OutW, g.H*g.W
 	width := sn * l

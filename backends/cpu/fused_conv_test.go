@@ -188,7 +188,7 @@ var unfoldGeometries = []backends.ConvGeometry{
 // The fused kernels' unfolding (with its shortcut for unstrided "same"
 // convolutions, one copy per plane) lays out the windows Im2Col unfolds,
 // with the samples side by side.
-func TestUnfoldChunkMatchesIm2Col(t *testing.T) {
+func TestUnfoldChannelsMatchesIm2Col(t *testing.T) {
 	for _, g := range unfoldGeometries {
 		be := New(1)
 		x := randView(be, backends.Float32, 1, g.N, g.C, g.H, g.W)
@@ -199,7 +199,7 @@ func TestUnfoldChunkMatchesIm2Col(t *testing.T) {
 		for i := range got {
 			got[i] = float32(math.NaN()) // every element must be written
 		}
-		unfoldChunk(got, buf(x).f32(), g, 0, g.N)
+		unfoldChannels(got, buf(x).f32(), g, 0, g.N, 0, g.C)
 		want := buf(cols).f32()
 		for r := range ck {
 			for n := range g.N {
@@ -213,8 +213,8 @@ func TestUnfoldChunkMatchesIm2Col(t *testing.T) {
 	}
 }
 
-// foldChunk (with its shortcut for unstrided "same" convolutions, one run
-// per plane) is unfoldChunk's adjoint: ⟨unfold(x), cols⟩ = ⟨x, fold(cols)⟩
+// foldChannels (with its shortcut for unstrided "same" convolutions, one run
+// per plane) is unfoldChannels' adjoint: ⟨unfold(x), cols⟩ = ⟨x, fold(cols)⟩
 // for random x and cols, and it overwrites its samples.
 func TestFoldChunkIsUnfoldsAdjoint(t *testing.T) {
 	for _, g := range unfoldGeometries {
@@ -223,7 +223,7 @@ func TestFoldChunkIsUnfoldsAdjoint(t *testing.T) {
 		x := buf(randView(be, backends.Float64, 1, g.N, g.C, g.H, g.W)).f64()
 		cols := buf(randView(be, backends.Float64, 2, ck, g.N*l)).f64()
 		unfolded := make([]float64, ck*g.N*l)
-		unfoldChunk(unfolded, x, g, 0, g.N)
+		unfoldChannels(unfolded, x, g, 0, g.N, 0, g.C)
 		var lhs float64
 		for i, v := range unfolded {
 			lhs += v * cols[i]
@@ -232,7 +232,7 @@ func TestFoldChunkIsUnfoldsAdjoint(t *testing.T) {
 		for i := range folded {
 			folded[i] = math.NaN() // every element must be written
 		}
-		foldChunk(folded, cols, g, 0, g.N)
+		foldChannels(folded, cols, g, 0, g.N, 0, g.C)
 		var rhs float64
 		for i, v := range folded {
 			rhs += v * x[i]
