@@ -36,15 +36,7 @@ func sdpaFused(op string, f backends.AttentionFusion, q, k, v, mask *Tensor, sco
 	with := func(tail ...int) []int { return append(append([]int(nil), batch...), tail...) }
 	g := backends.AttentionGeometry{Batch: backends.NumElements(batch), Lq: lq, Lk: lk, D: d, Dv: dv, Scale: scale, Causal: causal}
 
-	// inputs whose rows are not contiguous are copied (the kernels read
-	// rows in place)
-	unit := func(t *Tensor) *Tensor {
-		if n := len(t.shape); t.shape[n-1] > 1 && t.strides[n-1] != 1 {
-			return rawContiguous(op, t)
-		}
-		return t.newView(t.shape, t.strides, t.offset)
-	}
-	qu, ku, vu := unit(q), unit(k), unit(v)
+	qu, ku, vu := rowsInPlace(op, q), rowsInPlace(op, k), rowsInPlace(op, v)
 	views := func() (qv, kv, vv, mv backends.View) {
 		qv, kv, vv = qu.broadcastView(with(lq, d)), ku.broadcastView(with(lk, d)), vu.broadcastView(with(lk, dv))
 		if mask != nil {
@@ -62,7 +54,7 @@ func sdpaFused(op string, f backends.AttentionFusion, q, k, v, mask *Tensor, sco
 	attrs := map[string]any{"scale": scale, "causal": causal}
 	res := actRecord("scaled_dot_product_attention", attrs, out, nnInputs(q, k, v, mask), []*Tensor{kept, lse, qu, ku, vu},
 		func(gr *Tensor) []*Tensor {
-			gu := unit(gr)
+			gu := rowsInPlace(op, gr)
 			defer gu.Release()
 			grads := make([]*Tensor, 3, 4)
 			var dqv, dkv, dvv backends.View
@@ -93,6 +85,16 @@ func sdpaFused(op string, f backends.AttentionFusion, q, k, v, mask *Tensor, sco
 			return grads
 		})
 	return res
+}
+
+// rowsInPlace returns t as the fused attention kernels read it, which is
+// rows in place: a new view of t where its last dimension is contiguous
+// (or has one element), else a contiguous copy.
+func rowsInPlace(op string, t *Tensor) *Tensor {
+	if n := len(t.shape); t.shape[n-1] > 1 && t.strides[n-1] != 1 {
+		return rawContiguous(op, t)
+	}
+	return t.newView(t.shape, t.strides, t.offset)
 }
 
 // sdpaLike returns a new tensor of shape [batch…, rows, cols] whose

@@ -77,8 +77,9 @@ func packedAttentionFused(op string, f backends.AttentionFusion, qkv *Tensor, he
 	with := func(tail ...int) []int { return append(append([]int(nil), batch...), tail...) }
 	g := backends.AttentionGeometry{Batch: backends.NumElements(batch) * heads, Lq: l, Lk: l, D: d, Dv: d, Scale: scale, Causal: causal}
 
-	// heads returns part i of the [..., L, 3·E] rows of t as [..., heads, L, D]
-	// (t's features contiguous)
+	// headsOf returns the E features of t's rows from feature i·E on (t
+	// [..., L, 3·E] or, with i = 0, [..., L, E]; features contiguous) as
+	// [..., heads, L, D]
 	headsOf := func(t *Tensor, i int) backends.View {
 		v := t.view()
 		v.Shape = with(heads, l, d)
@@ -86,34 +87,21 @@ func packedAttentionFused(op string, f backends.AttentionFusion, qkv *Tensor, he
 		v.Offset += i * e
 		return v
 	}
-	// rows returns t [..., L, E] (features contiguous) as [..., heads, L, D]
-	rows := func(t *Tensor) backends.View {
-		v := t.view()
-		v.Shape = with(heads, l, d)
-		v.Strides = append(append([]int(nil), t.strides[:r-2]...), d, t.strides[r-2], 1)
-		return v
-	}
-	unit := func(t *Tensor) *Tensor {
-		if t.strides[len(t.shape)-1] != 1 && t.shape[len(t.shape)-1] > 1 {
-			return rawContiguous(op, t)
-		}
-		return t.newView(t.shape, t.strides, t.offset)
-	}
-	qu := unit(qkv)
+	qu := rowsInPlace(op, qkv)
 	dev := qkv.dev.Inner()
 	out := newTensor(op, dev, qkv.dtype, with(l, e))
 	lse := newTensor(op, dev, qkv.dtype, with(heads, l))
-	f.AttentionForward(rows(out), lse.view(), headsOf(qu, 0), headsOf(qu, 1), headsOf(qu, 2), backends.View{}, g)
+	f.AttentionForward(headsOf(out, 0), lse.view(), headsOf(qu, 0), headsOf(qu, 1), headsOf(qu, 2), backends.View{}, g)
 	kept := out.newView(out.shape, out.strides, out.offset) // the backward pass's, whatever the caller releases
 
 	attrs := map[string]any{"heads": heads, "scale": scale, "causal": causal}
 	return actRecord("packed_self_attention", attrs, out, []*Tensor{qkv}, []*Tensor{kept, lse, qu},
 		func(gr *Tensor) []*Tensor {
-			gu := unit(gr)
+			gu := rowsInPlace(op, gr)
 			defer gu.Release()
 			dqkv := newTensor(op, dev, qkv.dtype, qkv.shape)
 			f.AttentionBackward(headsOf(dqkv, 0), headsOf(dqkv, 1), headsOf(dqkv, 2), headsOf(qu, 0), headsOf(qu, 1),
-				headsOf(qu, 2), backends.View{}, rows(kept), rows(gu), lse.view(), g)
+				headsOf(qu, 2), backends.View{}, headsOf(kept, 0), headsOf(gu, 0), lse.view(), g)
 			return []*Tensor{gradFor(dqkv, qkv)}
 		})
 }
