@@ -64,7 +64,10 @@ func maxPool[T float32 | float64](b *Backend, out []T, idx []int64, x []T, g bac
 				continue
 			}
 			if d32, ok := any(dst).([]float32); ok && maxPoolClipped {
-				maxPoolPlaneF32(d32, di, any(src).([]float32), g)
+				s32 := any(src).([]float32)
+				if !maxPoolVector || !vecMaxPool3x3s2(d32, di, s32, g) {
+					maxPoolPlaneF32(d32, di, s32, g)
+				}
 				continue
 			}
 			maxPoolPlane(dst, di, src, g)
@@ -72,9 +75,10 @@ func maxPool[T float32 | float64](b *Backend, out []T, idx []int64, x []T, g bac
 	})
 }
 
-// maxPoolClipped enables maxPoolPlaneF32; a benchmark turns it off to
-// compare with maxPoolPlane.
-var maxPoolClipped = true
+// maxPoolClipped enables maxPoolPlaneF32, and maxPoolVector the vector
+// kernel of 3×3 windows at stride 2 (vecMaxPool3x3s2); benchmarks turn
+// them off to compare.
+var maxPoolClipped, maxPoolVector = true, true
 
 // maxPoolPlaneF32 is maxPoolPlane for float32: each window's taps inside
 // the plane are found once per row and column instead of tested one by
@@ -84,29 +88,34 @@ var maxPoolClipped = true
 // gives −Inf at position 0.
 func maxPoolPlaneF32(dst []float32, di []int64, src []float32, g backends.ConvGeometry) {
 	for oy := range g.OutH {
-		y0 := oy*g.StrideH - g.PadTop
-		ky0, ky1 := validRange(g.KH, g.DilationH, -y0, 0, g.H) // the taps of the window inside the plane
-		for ox := range g.OutW {
-			x0 := ox*g.StrideW - g.PadLeft
-			kx0, kx1 := validRange(g.KW, g.DilationW, -x0, 0, g.W)
-			o := oy*g.OutW + ox
-			if ky0 == ky1 || kx0 == kx1 {
-				dst[o], di[o] = float32(math.Inf(-1)), 0
-				continue
-			}
-			first := (y0+ky0*g.DilationH)*g.W + x0 + kx0*g.DilationW
-			v := math.Float32bits(src[first])
-			k, at := poolKey(v), int64(first)
-			for ky := ky0; ky < ky1; ky++ {
-				row := (y0+ky*g.DilationH)*g.W + x0
-				for kx := kx0; kx < kx1; kx++ {
-					p := row + kx*g.DilationW
-					u := math.Float32bits(src[p])
-					v, k, at = poolPick(v, k, at, u, poolKey(u), int64(p))
-				}
-			}
-			dst[o], di[o] = math.Float32frombits(v), at
+		maxPoolRowF32(dst, di, src, g, oy, 0, g.OutW)
+	}
+}
+
+// maxPoolRowF32 is maxPoolPlaneF32 for outputs lo to hi of output row oy.
+func maxPoolRowF32(dst []float32, di []int64, src []float32, g backends.ConvGeometry, oy, lo, hi int) {
+	y0 := oy*g.StrideH - g.PadTop
+	ky0, ky1 := validRange(g.KH, g.DilationH, -y0, 0, g.H) // the taps of the window inside the plane
+	for ox := lo; ox < hi; ox++ {
+		x0 := ox*g.StrideW - g.PadLeft
+		kx0, kx1 := validRange(g.KW, g.DilationW, -x0, 0, g.W)
+		o := oy*g.OutW + ox
+		if ky0 == ky1 || kx0 == kx1 {
+			dst[o], di[o] = float32(math.Inf(-1)), 0
+			continue
 		}
+		first := (y0+ky0*g.DilationH)*g.W + x0 + kx0*g.DilationW
+		v := math.Float32bits(src[first])
+		k, at := poolKey(v), int64(first)
+		for ky := ky0; ky < ky1; ky++ {
+			row := (y0+ky*g.DilationH)*g.W + x0
+			for kx := kx0; kx < kx1; kx++ {
+				p := row + kx*g.DilationW
+				u := math.Float32bits(src[p])
+				v, k, at = poolPick(v, k, at, u, poolKey(u), int64(p))
+			}
+		}
+		dst[o], di[o] = math.Float32frombits(v), at
 	}
 }
 

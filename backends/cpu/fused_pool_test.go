@@ -73,8 +73,9 @@ func TestMaxPoolPlaneMatchesDefinition(t *testing.T) {
 }
 
 // BenchmarkMaxPool3x3 pools ResNet-18's stem activations (32×64 planes of
-// 32×32, 3×3 windows, stride 2, padding 1) with maxPoolPlaneF32 and with
-// maxPoolPlane, alternating, reporting the best ms of each.
+// 32×32, 3×3 windows, stride 2, padding 1) with the vector kernel
+// (vecMaxPool3x3s2, where the CPU has it), maxPoolPlaneF32 and
+// maxPoolPlane, in turn, reporting the best ms of each.
 func BenchmarkMaxPool3x3(b *testing.B) {
 	be := New(1)
 	g := backends.ConvGeometry{N: 32, C: 64, H: 32, W: 32, KH: 3, KW: 3, StrideH: 2, StrideW: 2, PadTop: 1, PadLeft: 1,
@@ -82,17 +83,18 @@ func BenchmarkMaxPool3x3(b *testing.B) {
 	x := randView(be, backends.Float32, 1, g.N, g.C, g.H, g.W)
 	out := allocView(be, backends.Float32, g.N, g.C, g.OutH, g.OutW)
 	idx := allocView(be, backends.Int64, g.N, g.C, g.OutH, g.OutW)
-	defer func() { maxPoolClipped = true }()
-	best := [2]time.Duration{time.Hour, time.Hour}
+	defer func() { maxPoolClipped, maxPoolVector = true, true }()
+	best := [3]time.Duration{time.Hour, time.Hour, time.Hour}
 	for i := 0; b.Loop(); i++ {
-		for j := range 2 {
-			w := (i + j) % 2
-			maxPoolClipped = w == 0
+		for j := range 3 {
+			w := (i + j) % 3
+			maxPoolClipped, maxPoolVector = w < 2, w == 0
 			t0 := time.Now()
 			be.MaxPool2d(out, idx, x, g)
 			best[w] = min(best[w], time.Since(t0))
 		}
 	}
-	b.ReportMetric(float64(best[0])/1e6, "clipped-ms")
-	b.ReportMetric(float64(best[1])/1e6, "plane-ms")
+	b.ReportMetric(float64(best[0])/1e6, "vector-ms")
+	b.ReportMetric(float64(best[1])/1e6, "clipped-ms")
+	b.ReportMetric(float64(best[2])/1e6, "plane-ms")
 }
