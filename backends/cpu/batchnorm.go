@@ -16,7 +16,9 @@ import (
 // zero) and once to write y = (x − mean)·a + b with per-channel a and b.
 // The backward pass reads dy and x once for Σ dy and Σ dy·(x − mean) and
 // once to write dx = dy·a + (x − mean)·b + c, again with per-channel
-// coefficients.
+// coefficients. On AVX2 machines float32's loops run as vector kernels
+// (batchnorm_amd64.s) that give the same bits: the sums' four
+// accumulators are one register's lanes.
 
 var _ backends.BatchNormFusion = (*Backend)(nil)
 
@@ -168,6 +170,11 @@ func bnForward[T float](b *Backend, a *bnArgs[T]) {
 func bnShiftedSums[T float](x []T, x0 float64) (sum, sq float64) {
 	var s0, s1, s2, s3, q0, q1, q2, q3 float64
 	i := 0
+	if x32, ok := any(x).([]float32); ok {
+		var acc [8]float64
+		i, acc = vecBNSums(x32, x0)
+		s0, s1, s2, s3, q0, q1, q2, q3 = acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6], acc[7]
+	}
 	for ; i+3 < len(x); i += 4 {
 		d0, d1, d2, d3 := float64(x[i])-x0, float64(x[i+1])-x0, float64(x[i+2])-x0, float64(x[i+3])-x0
 		s0, s1, s2, s3 = s0+d0, s1+d1, s2+d2, s3+d3
@@ -185,7 +192,11 @@ func bnShiftedSums[T float](x []T, x0 float64) (sum, sq float64) {
 // channels far from zero, where x·a − m·a would cancel.
 func bnAffine[T float](y, x []T, m, a, b T) {
 	x = x[:len(y)]
-	for i := range y {
+	i := 0
+	if y32, ok := any(y).([]float32); ok {
+		i = vecBNAffine(y32, any(x).([]float32), float32(m), float32(a), float32(b))
+	}
+	for ; i < len(y); i++ {
 		y[i] = (x[i]-m)*a + b
 	}
 }
@@ -195,6 +206,11 @@ func bnGradSums[T float](dy, x []T, mean float64) (sg, sgx float64) {
 	x = x[:len(dy)]
 	var g0, g1, g2, g3, h0, h1, h2, h3 float64
 	i := 0
+	if dy32, ok := any(dy).([]float32); ok {
+		var acc [8]float64
+		i, acc = vecBNGradSums(dy32, any(x).([]float32), mean)
+		g0, g1, g2, g3, h0, h1, h2, h3 = acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6], acc[7]
+	}
 	for ; i+3 < len(dy); i += 4 {
 		e0, e1, e2, e3 := float64(dy[i]), float64(dy[i+1]), float64(dy[i+2]), float64(dy[i+3])
 		g0, g1, g2, g3 = g0+e0, g1+e1, g2+e2, g3+e3
@@ -214,7 +230,11 @@ func bnGradSums[T float](dy, x []T, mean float64) (sg, sgx float64) {
 // bnInputGrad writes dx = dy·a + (x − m)·b + c, centred as bnAffine.
 func bnInputGrad[T float](dx, dy, x []T, m, a, b, c T) {
 	dy, x = dy[:len(dx)], x[:len(dx)]
-	for i := range dx {
+	i := 0
+	if dx32, ok := any(dx).([]float32); ok {
+		i = vecBNInputGrad(dx32, any(dy).([]float32), any(x).([]float32), float32(m), float32(a), float32(b), float32(c))
+	}
+	for ; i < len(dx); i++ {
 		dx[i] = dy[i]*a + (x[i]-m)*b + c
 	}
 }

@@ -2,9 +2,11 @@ package cpu
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kiln-ml/kiln/backends"
 )
@@ -139,5 +141,67 @@ func TestBatchNormRefuses(t *testing.T) {
 		if err := be.Sync(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one naming %q", c.name, err, c.want)
 		}
+	}
+}
+
+// TestBatchNormVectorMatchesGo requires the same bits, every output of the
+// forward and backward passes, with the vector loops (where the CPU runs
+// them) and with the Go loops, on segments of every length from 1 to 40
+// (whole vectors, tails, shorter than a vector) and channels offset from
+// zero.
+func TestBatchNormVectorMatchesGo(t *testing.T) {
+	if !bnVector {
+		t.Skip("no vector batch-norm loops on this machine")
+	}
+	defer func() { bnVector = true }()
+	be := New(1)
+	for s := 1; s <= 40; s++ {
+		var want [][]byte
+		for _, vec := range []bool{false, true} {
+			bnVector = vec
+			vs := bnRun(be, backends.Float32, 3, 5, s)
+			if err := be.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range vs[4:] {
+				got := rawSnapshot(v)
+				if !vec {
+					want = append(want, got)
+				} else if !bytes.Equal(got, want[i]) {
+					t.Fatalf("S = %d: result %d differs between the vector and the Go loops", s, i)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkBatchNorm times the forward and backward passes of ResNet-18's
+// batch norms at batch 32 on 64×64 images (one of each shape), float32
+// on one worker, with the vector loops and the Go loops in turn,
+// reporting the best ms of each.
+func BenchmarkBatchNorm(b *testing.B) {
+	be, vector := New(1), bnVector
+	defer func() { bnVector = vector }()
+	dt := backends.Float32
+	for _, sh := range [][2]int{{64, 1024}, {64, 256}, {128, 64}, {256, 16}, {512, 4}} {
+		n, c, s := 32, sh[0], sh[1]
+		b.Run(fmt.Sprintf("c=%d,s=%d", c, s), func(b *testing.B) {
+			x, w, bias, dy := randView(be, dt, 1, n, c, s), randView(be, dt, 2, c), randView(be, dt, 3, c), randView(be, dt, 4, n, c, s)
+			y, mean, variance, rstd := allocView(be, dt, n, c, s), allocView(be, dt, c), allocView(be, dt, c), allocView(be, dt, c)
+			dx, dw, db := allocView(be, dt, n, c, s), allocView(be, dt, c), allocView(be, dt, c)
+			best := [2]time.Duration{time.Hour, time.Hour}
+			for i := 0; b.Loop(); i++ {
+				for j := range 2 {
+					v := (i + j) % 2
+					bnVector = v == 0 && vector
+					t0 := time.Now()
+					be.BatchNormForward(y, mean, variance, rstd, x, w, bias, 1e-5)
+					be.BatchNormBackward(dx, dw, db, dy, x, mean, rstd, w)
+					best[v] = min(best[v], time.Since(t0))
+				}
+			}
+			b.ReportMetric(float64(best[0])/1e6, "vector-ms")
+			b.ReportMetric(float64(best[1])/1e6, "go-ms")
+		})
 	}
 }

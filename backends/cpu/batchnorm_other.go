@@ -1,0 +1,12 @@
+//go:build purego || !amd64
+
+package cpu
+
+// The portable build has no batch-normalisation kernels: these do nothing.
+
+var bnVector = false
+
+func vecBNSums(x []float32, x0 float64) (done int, acc [8]float64)           { return 0, acc }
+func vecBNGradSums(dy, x []float32, mean float64) (done int, acc [8]float64) { return 0, acc }
+func vecBNAffine(y, x []float32, m, a, b float32) int                        { return 0 }
+func vecBNInputGrad(dx, dy, x []float32, m, a, b, c float32) int             { return 0 }
