@@ -98,6 +98,12 @@ func sgdRange[T float32 | float64](outP, outBuf, p, g, buf []T, h backends.SGDHy
 // loop tests for every element.
 func sgdMomentum[T float32 | float64](outP, outBuf, p, g, buf []T, lr, mom, wd float64) {
 	outP, outBuf, g, buf = outP[:len(p)], outBuf[:len(p)], g[:len(p)], buf[:len(p)]
+	if p32, ok := any(p).([]float32); ok {
+		// the AVX2 loop (fused_sgd_amd64.s) where it runs, the same bits
+		n := vecSGDMomentum(any(outP).([]float32), any(outBuf).([]float32), p32, any(g).([]float32),
+			any(buf).([]float32), lr, mom, wd)
+		outP, outBuf, p, g, buf = outP[n:], outBuf[n:], p[n:], g[n:], buf[n:]
+	}
 	if wd != 0 {
 		for i, pi := range p {
 			bi := T(float64(buf[i])*mom) + (g[i] + T(float64(pi)*wd))
