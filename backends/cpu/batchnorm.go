@@ -18,7 +18,9 @@ import (
 // once to write dx = dy·a + (x − mean)·b + c, again with per-channel
 // coefficients. On AVX2 machines float32's loops run as vector kernels
 // (batchnorm_amd64.s) that give the same bits: the sums' four
-// accumulators are one register's lanes.
+// accumulators are one register's lanes; short segments (ResNet-18's last
+// layers on small images have 4 to 16 values a segment) run a whole
+// channel a call.
 
 var _ backends.BatchNormFusion = (*Backend)(nil)
 
@@ -134,11 +136,15 @@ func bnForward[T float](b *Backend, a *bnArgs[T]) {
 		for ch := lo; ch < hi; ch++ {
 			x0 := float64(a.x[ch*a.s])
 			var sum, sq float64
-			for i := range a.n {
-				off := (i*a.c + ch) * a.s
-				ds, dq := bnShiftedSums(a.x[off:off+a.s], x0)
-				sum += ds
-				sq += dq
+			if x32, ok := any(a.x).([]float32); ok && bnChannelOK(a.s) {
+				sum, sq = vecBNChannelSums(x32[ch*a.s:], a.n, a.s, a.c*a.s, x0)
+			} else {
+				for i := range a.n {
+					off := (i*a.c + ch) * a.s
+					ds, dq := bnShiftedSums(a.x[off:off+a.s], x0)
+					sum += ds
+					sq += dq
+				}
 			}
 			dm := sum / m
 			mean := x0 + dm
@@ -157,6 +163,11 @@ func bnForward[T float](b *Backend, a *bnArgs[T]) {
 				shift = float64(a.bias[ch])
 			}
 			mt, sc, sh := T(mean), T(scale), T(shift)
+			if y32, ok := any(a.y).([]float32); ok && bnChannelOK(a.s) {
+				vecBNChannelAffine(y32[ch*a.s:], any(a.x).([]float32)[ch*a.s:], a.n, a.s, a.c*a.s,
+					float32(mt), float32(sc), float32(sh))
+				continue
+			}
 			for i := range a.n {
 				off := (i*a.c + ch) * a.s
 				bnAffine(a.y[off:off+a.s], a.x[off:off+a.s], mt, sc, sh)
@@ -248,11 +259,15 @@ func bnBackward[T float](b *Backend, a *bnArgs[T]) {
 		for ch := lo; ch < hi; ch++ {
 			mean, rstd := float64(a.mean[ch]), float64(a.rstd[ch])
 			var g, h float64
-			for i := range a.n {
-				off := (i*a.c + ch) * a.s
-				dg, dh := bnGradSums(a.dy[off:off+a.s], a.x[off:off+a.s], mean)
-				g += dg
-				h += dh
+			if dy32, ok := any(a.dy).([]float32); ok && bnChannelOK(a.s) {
+				g, h = vecBNChannelGradSums(dy32[ch*a.s:], any(a.x).([]float32)[ch*a.s:], a.n, a.s, a.c*a.s, mean)
+			} else {
+				for i := range a.n {
+					off := (i*a.c + ch) * a.s
+					dg, dh := bnGradSums(a.dy[off:off+a.s], a.x[off:off+a.s], mean)
+					g += dg
+					h += dh
+				}
 			}
 			if a.db != nil {
 				a.db[ch] = T(g)
@@ -271,6 +286,11 @@ func bnBackward[T float](b *Backend, a *bnArgs[T]) {
 			cb := -ca * rstd * rstd * h / m
 			cc := -ca * g / m
 			tm, ta, tb, tc := a.mean[ch], T(ca), T(cb), T(cc)
+			if dx32, ok := any(a.dx).([]float32); ok && bnChannelOK(a.s) {
+				vecBNChannelInputGrad(dx32[ch*a.s:], any(a.dy).([]float32)[ch*a.s:], any(a.x).([]float32)[ch*a.s:],
+					a.n, a.s, a.c*a.s, float32(tm), float32(ta), float32(tb), float32(tc))
+				continue
+			}
 			for i := range a.n {
 				off := (i*a.c + ch) * a.s
 				bnInputGrad(a.dx[off:off+a.s], a.dy[off:off+a.s], a.x[off:off+a.s], tm, ta, tb, tc)

@@ -147,15 +147,15 @@ func TestBatchNormRefuses(t *testing.T) {
 // TestBatchNormVectorMatchesGo requires the same bits, every output of the
 // forward and backward passes, with the vector loops (where the CPU runs
 // them) and with the Go loops, on segments of every length from 1 to 40
-// (whole vectors, tails, shorter than a vector) and channels offset from
-// zero.
+// and a few up to 100 (whole vectors, tails, shorter than a vector; a
+// channel a call up to bnChannelMaxS).
 func TestBatchNormVectorMatchesGo(t *testing.T) {
 	if !bnVector {
 		t.Skip("no vector batch-norm loops on this machine")
 	}
 	defer func() { bnVector = true }()
 	be := New(1)
-	for s := 1; s <= 40; s++ {
+	for _, s := range append(seq(1, 40), 60, 64, 68, 100) {
 		var want [][]byte
 		for _, vec := range []bool{false, true} {
 			bnVector = vec
@@ -204,4 +204,13 @@ func BenchmarkBatchNorm(b *testing.B) {
 			b.ReportMetric(float64(best[1])/1e6, "go-ms")
 		})
 	}
+}
+
+// seq returns lo, lo+1, …, hi.
+func seq(lo, hi int) []int {
+	var s []int
+	for i := lo; i <= hi; i++ {
+		s = append(s, i)
+	}
+	return s
 }
