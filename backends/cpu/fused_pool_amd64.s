@@ -20,6 +20,18 @@
 	VPSUBD   t1, dst, dst  \
 	VBLENDVPS t2, Y13, dst, dst
 
+// KEYCONSTS sets the constants KEY reads (Y13-Y15), clobbering r.
+#define KEYCONSTS(r) \
+	MOVL $0x7fffffff, r \
+	VMOVQ r, X15 \
+	VPBROADCASTD X15, Y15 \
+	MOVL $0x7f800000, r \
+	VMOVQ r, X14 \
+	VPBROADCASTD X14, Y14 \
+	MOVL $0x7f800001, r \
+	VMOVQ r, X13 \
+	VPBROADCASTD X13, Y13
+
 // PICK replaces (Y0, Y4, Y5) = (value, key, corner) by (u, key(u), at)
 // where key(u) is greater, clobbering Y6-Y8.
 #define PICK(u, at) \
@@ -39,15 +51,7 @@ TEXT ·maxPool2x2BlocksAVX2(SB), NOSPLIT, $0-56
 	MOVQ w+40(FP), R11
 	MOVQ pos+48(FP), AX
 	VMOVDQU (AX), Y9
-	MOVL $0x7fffffff, AX
-	VMOVQ AX, X15
-	VPBROADCASTD X15, Y15
-	MOVL $0x7f800000, AX
-	VMOVQ AX, X14
-	VPBROADCASTD X14, Y14
-	MOVL $0x7f800001, AX
-	VMOVQ AX, X13
-	VPBROADCASTD X13, Y13
+	KEYCONSTS(AX)
 	MOVL $1, AX
 	VMOVQ AX, X12
 	VPBROADCASTD X12, Y12
@@ -143,15 +147,7 @@ TEXT ·maxPool3x3s2BlocksAVX2(SB), NOSPLIT, $0-64
 	MOVQ blocks+40(FP), CX
 	MOVQ at+48(FP), AX
 	VPBROADCASTQ base+56(FP), Y11
-	MOVL $0x7fffffff, DX
-	VMOVQ DX, X15
-	VPBROADCASTD X15, Y15
-	MOVL $0x7f800000, DX
-	VMOVQ DX, X14
-	VPBROADCASTD X14, Y14
-	MOVL $0x7f800001, DX
-	VMOVQ DX, X13
-	VPBROADCASTD X13, Y13
+	KEYCONSTS(DX)
 	VMOVDQU pool3x3perm<>(SB), Y12
 	TESTQ CX, CX
 	JZ    done3

@@ -22,16 +22,30 @@ TEXT ·sgdMomentumF32AVX2(SB), NOSPLIT, $0-72
 	VBROADCASTSD wd+64(FP), Y15
 	SHRQ         $2, CX
 	JZ           done
+	XORQ         BX, BX          // BX: 1 with weight decay
 	VXORPD       X0, X0, X0
 	VUCOMISD     wd+64(FP), X0
-	JNE          decay
-	JP           decay
+	SETNE        BL
+	SETPS        AL
+	ORB          AL, BL
 
-plain:
+loop:
 	VCVTPS2PD  (R9), Y1
 	VMULPD     Y14, Y1, Y1
-	VCVTPD2PSY Y1, X1
+	VCVTPD2PSY Y1, X1         // T(buf·mom)
+	TESTQ      BX, BX
+	JNZ        decay
 	VADDPS     (DX), X1, X1   // bi = T(buf·mom) + g
+	JMP        update
+
+decay:
+	VCVTPS2PD  (SI), Y4
+	VMULPD     Y15, Y4, Y4
+	VCVTPD2PSY Y4, X4
+	VADDPS     (DX), X4, X4   // g + T(p·wd)
+	VADDPS     X4, X1, X1     // bi = T(buf·mom) + (g + T(p·wd))
+
+update:
 	VMOVUPS    X1, (R8)
 	VCVTPS2PD  X1, Y2
 	VMULPD     Y13, Y2, Y2
@@ -45,32 +59,7 @@ plain:
 	ADDQ       $16, DI
 	ADDQ       $16, R8
 	DECQ       CX
-	JNZ        plain
-	JMP        done
-
-decay:
-	VCVTPS2PD  (SI), Y4
-	VMULPD     Y15, Y4, Y4
-	VCVTPD2PSY Y4, X4
-	VADDPS     (DX), X4, X4   // g + T(p·wd)
-	VCVTPS2PD  (R9), Y1
-	VMULPD     Y14, Y1, Y1
-	VCVTPD2PSY Y1, X1
-	VADDPS     X4, X1, X1     // bi = T(buf·mom) + (g + T(p·wd))
-	VMOVUPS    X1, (R8)
-	VCVTPS2PD  X1, Y2
-	VMULPD     Y13, Y2, Y2
-	VCVTPD2PSY Y2, X2
-	VMOVUPS    (SI), X3
-	VSUBPS     X2, X3, X3
-	VMOVUPS    X3, (DI)
-	ADDQ       $16, SI
-	ADDQ       $16, DX
-	ADDQ       $16, R9
-	ADDQ       $16, DI
-	ADDQ       $16, R8
-	DECQ       CX
-	JNZ        decay
+	JNZ        loop
 
 done:
 	VZEROUPPER
