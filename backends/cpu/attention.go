@@ -23,14 +23,20 @@ import (
 //	    dK += dSᵀ·Q;  dQ_group += dS·K
 //	  dQ = the sum of the groups' partial dQ, in group order
 //
-// Every product is a single-threaded GEMM (gemm.go) on tiles that stay in
-// L1 and L2; the tasks run in parallel. Each output element is computed by
-// one task in a fixed order (key blocks in order, groups added in order),
-// and the number of groups depends only on the sizes, so the results do not
-// depend on the number of workers. Causal attention skips the tiles above
-// the diagonal, about half the work. Nothing of size Lq×Lk is allocated:
-// the scratch is a few tiles per task, plus the partial dQ of each group
-// (at most attnMaxGroups copies of dq).
+// Every product is a single-threaded GEMM (gemm.go's micro-kernels) on
+// tiles that stay in L1 and L2; the tasks run in parallel. On AVX2 the
+// tiles of scores, probabilities and their gradients (and Q and dO where
+// they can be) are multiplied where they lie, by kernels that read A by
+// rows or by columns (attnDirectF32), instead of packed first; and in a
+// causal tile on the diagonal the products leave out the part past the
+// diagonal, where the probabilities are zero (attnTrim). Both give the
+// bits the packed products of the whole tiles give. Each output element
+// is computed by one task in a fixed order (key blocks in order, groups
+// added in order), and the number of groups depends only on the sizes, so
+// the results do not depend on the number of workers. Causal attention
+// skips the tiles above the diagonal, about half the work. Nothing of size
+// Lq×Lk is allocated: the scratch is a few tiles per task, plus the partial
+// dQ of each group (at most attnMaxGroups copies of dq).
 
 const (
 	attnBlockQ = 64 // queries per tile
@@ -39,7 +45,97 @@ const (
 	// groups give more parallel tasks when there are few problems, each
 	// costing a partial dQ.
 	attnMaxGroups = 8
+	// attnDirectMR is the rows of the micro-kernels that read a tile in
+	// place (attnDirectF32); the tiles hold rows up to a multiple of it,
+	// and a few elements more, as those kernels read them.
+	attnDirectMR = 6
+	// attnTileSize is the length of a tile of scores or probabilities:
+	// attnBlockQ×attnBlockK with that room.
+	attnTileSize = (max(attnBlockQ, attnBlockK)+attnDirectMR-1)/attnDirectMR*attnDirectMR*max(attnBlockQ, attnBlockK) +
+		attnDirectMR
 )
+
+// attnDirectF32, where set (AVX2, attention_gemm_amd64.go), is
+// attnRun.direct for float32, with attnDirectKernelF32 the kernel whose
+// panels it reads.
+var (
+	attnDirectF32       func(a attnA[float32], b attnB[float32], mc, nb, k int, C matDst[float32], acc bool, trim attnTrim)
+	attnDirectKernelF32 kernel[float32]
+)
+
+// attnA is the A operand of a tile product: mc×k, either packed as packOp
+// packs it (packed), or a tile read in place, element (i, p) at
+// s[i·rs+p·cs], one of rs and cs 1, s holding the rows (or columns) up to
+// the next multiple of attnDirectMR.
+type attnA[T float] struct {
+	s      []T
+	rs, cs int
+	packed bool
+}
+
+// attnB is the B operand of a tile product: k×nb, either packed as
+// packOp packs it (rs 0), or a matrix read in place, element (p, j) at
+// s[p·rs+j], nb a multiple of the kernel's panel width.
+type attnB[T float] struct {
+	s  []T
+	rs int
+}
+
+// attnTrim tells a tile product of a causal tile which part it may leave
+// out: with d = i0 + CausalOffset − j0 (queries from i0, keys from j0),
+// row i of the tile sees keys j ≤ i + d, and what lies past that is
+// either not read (the scores) or zero (the probabilities and their
+// gradients). Leaving it out gives the same sums, the same bits (adding
+// a zero product changes no sum but the sign of a zero one).
+type attnTrim struct {
+	kind attnTrimKind
+	d    int
+}
+
+type attnTrimKind int
+
+const (
+	attnTrimNone attnTrimKind = iota
+	// attnTrimCols: C is scores (queries × keys); the micro-tiles past
+	// the diagonal are not computed (C keeps what it held there)
+	attnTrimCols
+	// attnTrimKEnd: A's rows are queries, k its keys: row panel ir sums
+	// over k < ir + mr + d only
+	attnTrimKEnd
+	// attnTrimKStart: A's rows are keys, k its queries: row panel ir
+	// sums over k ≥ ir − d only
+	attnTrimKStart
+)
+
+// span returns the columns of C (up to nb) and the k range row panel ir
+// (mr rows) of a product needs.
+func (t attnTrim) span(ir, mr, nb, k int) (n1, k0, k1 int) {
+	n1, k0, k1 = nb, 0, k
+	switch t.kind {
+	case attnTrimCols:
+		n1 = max(0, min(nb, ir+mr+t.d))
+	case attnTrimKEnd:
+		k1 = max(0, min(k, ir+mr+t.d))
+	case attnTrimKStart:
+		k0 = max(0, min(k, ir-t.d))
+	}
+	return n1, k0, k1
+}
+
+// attnDirectMode says when float32 attention multiplies its tiles in place:
+// attnDirectAuto where attnDirectKernelF32 is the GEMM kernel (kernelF32),
+// attnDirectOn wherever there is one (tests, to run that path on an
+// AVX-512 machine too), attnDirectOff never (tests and benchmarks, to
+// compare with packing the tiles).
+type attnDirectMode int
+
+const (
+	attnDirectAuto attnDirectMode = iota
+	attnDirectOn
+	attnDirectOff
+)
+
+var attnDirect = attnDirectAuto
 
 // attnMat is one [batch…, rows, cols] operand: element (r, c) of problem
 // b at offs[b] + r·rs + c (a mask's: + c·cs), offs[b] being the offset of
@@ -90,6 +186,9 @@ type attnRun[T float] struct {
 	groups, blocksPerGroup              int // backward: key-block groups per problem, blocks per group
 	delta                               []T // backward: Dᵢ = dOᵢ·Oᵢ, [Batch·Lq]
 	part                                []T // backward, several groups: partial dQ, [Batch, groups, Lq, D]
+	// direct, when set, is attnDirectF32 (and kern its kernel): mulTile
+	// then reads the tiles in place
+	direct func(a attnA[T], b attnB[T], mc, nb, k int, C matDst[T], acc bool, trim attnTrim)
 }
 
 // AttentionForward implements backends.AttentionFusion.
@@ -207,6 +306,11 @@ func newAttnRun[T float](b *Backend, g backends.AttentionGeometry, q, k, v, mask
 	var z T
 	if _, ok := any(z).(float32); ok {
 		r.ops = any(attnF32).(attnRowOps[T])
+		if attnDirectF32 != nil && (attnDirect == attnDirectOn ||
+			attnDirect == attnDirectAuto && kernelF32.name == attnDirectKernelF32.name) {
+			r.kern = any(attnDirectKernelF32).(kernel[T])
+			r.direct = any(attnDirectF32).(func(attnA[T], attnB[T], int, int, int, matDst[T], bool, attnTrim))
+		}
 		r.exp = any(attnExpF32).(func(T) T)
 		r.log = any(func(x float32) float32 { return float32(math.Log(float64(x))) }).(func(T) T)
 	} else {
@@ -230,7 +334,8 @@ func (r *attnRun[T]) keyEnd(i0, rows int) int {
 // without the packing the general GEMM repeats on every call: per problem,
 // the blocks of K and V (and in the backward pass of Q and dO) in the
 // roles the products take them in, per tile only the probabilities and
-// their gradients.
+// their gradients, and those not at all where the run has a direct kernel
+// (mulTile, mulA).
 
 // packOp packs rows [r0, r0+rn) and columns [0, k) of src into dst in
 // panels of w rows, the columns in blocks of at most gemmKC as gemm packs
@@ -267,6 +372,74 @@ func (r *attnRun[T]) mul(a, bp []T, mc, nb, k int, C matDst[T], acc bool) {
 			macroTile(r.kern, ap, bpp, mc, nb, min(kc, k-pc), C, 0, 0, pc == 0 && !acc)
 		}
 	}
+}
+
+// mulTile is mul with A a tile read in place: element (i, p) at
+// a[i·ars+p·acs], one of ars and acs 1, a holding attnTileSize elements
+// (see attnDirectMR). Without a direct kernel it packs the tile into pa
+// (packedSize(mc, k, kern.mr) elements) first, and computes all of it.
+func (r *attnRun[T]) mulTile(a []T, ars, acs int, pa []T, b attnB[T], mc, nb, k int, C matDst[T], acc bool, tmp []T, trim attnTrim) {
+	if r.direct != nil {
+		r.direct(attnA[T]{s: a, rs: ars, cs: acs}, b, mc, nb, k, C, acc, trim)
+		return
+	}
+	r.mul(packOp(pa, matSrc[T]{s: a, rs: ars, cs: acs}, 0, mc, k, r.kern.mr, tmp), b.s, mc, nb, k, C, acc)
+}
+
+// mulA is mul for A from operandA, leaving out what trim allows where the
+// run has a direct kernel.
+func (r *attnRun[T]) mulA(a attnA[T], b attnB[T], mc, nb, k int, C matDst[T], acc bool, trim attnTrim) {
+	if r.direct != nil {
+		r.direct(a, b, mc, nb, k, C, acc, trim)
+		return
+	}
+	r.mul(a.s, b.s, mc, nb, k, C, acc)
+}
+
+// operandA returns rows [i0, i0+rows) and columns [0, cols) of operand m
+// of problem bi as the A of a product: read in place where the run has a
+// direct kernel and data holds the rows up to the next multiple of
+// attnDirectMR (the kernels read them, without storing what they give),
+// else packed into dst (packedSize(rows, cols, kern.mr) elements).
+func (r *attnRun[T]) operandA(dst, data []T, m attnMat, bi, i0, rows, cols int, tmp []T) attnA[T] {
+	if off := m.at(bi, i0); r.direct != nil && m.rs >= 0 && off+(roundUp(rows, attnDirectMR)-1)*m.rs+cols <= len(data) {
+		return attnA[T]{s: data[off:], rs: m.rs, cs: 1}
+	}
+	return attnA[T]{s: packOp(dst, r.src(data, m, bi, i0, false), 0, rows, cols, r.kern.mr, tmp), packed: true}
+}
+
+// operandB returns rows [r0, r0+k) of operand m of problem bi, nb columns,
+// as the B of a product: read in place where the run has a direct kernel
+// and nb is a multiple of its panel width, else packed into dst
+// (packedSize(nb, k, kern.nr) elements).
+func (r *attnRun[T]) operandB(dst, data []T, m attnMat, bi, r0, k, nb int, tmp []T) attnB[T] {
+	if r.direct != nil && nb%r.kern.nr == 0 && m.rs > 0 {
+		return attnB[T]{s: data[m.at(bi, r0):], rs: m.rs}
+	}
+	return attnB[T]{s: packOp(dst, r.src(data, m, bi, r0, true), 0, nb, k, r.kern.nr, tmp)}
+}
+
+// trim returns the trims of the products of the tile of queries from i0
+// and keys from j0 (kinds of attnTrimCols): none unless the run has a
+// direct kernel (the packed products compute whole tiles) and the
+// attention is causal without a mask and every query sees a key, so that
+// no row's probabilities are NaN (which the products would carry
+// everywhere).
+func (r *attnRun[T]) trim(i0, j0 int) (cols, kEnd, kStart attnTrim) {
+	g := r.g
+	if r.direct == nil || !g.Causal || g.CausalOffset < 0 || r.maskB != nil || r.maskF != nil {
+		return
+	}
+	d := i0 + g.CausalOffset - j0
+	return attnTrim{attnTrimCols, d}, attnTrim{attnTrimKEnd, d}, attnTrim{attnTrimKStart, d}
+}
+
+// clearPad clears the rows of tile s (rows×cols) past rows up to the next
+// multiple of attnDirectMR, and the elements after them: the direct
+// kernels read them (without storing what they give), and cleared they
+// hold no NaN or subnormal to slow them down.
+func clearPad[T float](s []T, rows, cols int) {
+	clear(s[rows*cols : roundUp(rows, attnDirectMR)*cols+attnDirectMR])
 }
 
 // src returns the matrix of rows [i0, …) of operand m of problem bi (rows
@@ -342,7 +515,7 @@ func (r *attnRun[T]) forward() {
 	nkbMax := (g.Lk + attnBlockK - 1) / attnBlockK
 	r.b.parallel(g.Batch*groups, 1, func(lo, hi int) {
 		size := nkbMax*(kSize+vSize) + packedSize(attnBlockQ, g.D, mr) + packedSize(attnBlockQ, attnBlockK, mr) +
-			attnBlockQ*attnBlockK + attnBlockQ*(g.Dv+1) + gemmKC
+			attnTileSize + attnBlockQ*(g.Dv+1) + gemmKC
 		scratch := pool.get(size)
 		defer pool.put(scratch)
 		lim := make([]int, attnBlockQ)
@@ -356,12 +529,12 @@ func (r *attnRun[T]) forward() {
 			end := r.keyEnd(q0*attnBlockQ, min(g.Lq, q1*attnBlockQ)-q0*attnBlockQ)
 			buf := *scratch
 			tmp := buf[size-gemmKC:]
-			var kp, vp [][]T
+			var kp, vp []attnB[T]
 			for j0 := 0; j0 < end; j0 += attnBlockK {
 				cols := min(attnBlockK, end-j0)
-				kp = append(kp, packOp(buf, r.src(r.k, r.km, bi, j0, false), 0, cols, g.D, nr, tmp))
+				kp = append(kp, attnB[T]{s: packOp(buf, r.src(r.k, r.km, bi, j0, false), 0, cols, g.D, nr, tmp)})
 				buf = buf[kSize:]
-				vp = append(vp, packOp(buf, r.src(r.v, r.vm, bi, j0, true), 0, g.Dv, cols, nr, tmp))
+				vp = append(vp, r.operandB(buf, r.v, r.vm, bi, j0, cols, g.Dv, tmp))
 				buf = buf[vSize:]
 			}
 			for qb := q0; qb < q1; qb++ {
@@ -372,16 +545,16 @@ func (r *attnRun[T]) forward() {
 }
 
 // forwardBlock computes the output rows of queries [i0, i0+attnBlockQ) of
-// problem bi from the packed key and value blocks kp and vp.
-func (r *attnRun[T]) forwardBlock(buf []T, lim []int, l []float64, kp, vp [][]T, tmp []T, bi, i0 int) {
+// problem bi from the key and value blocks kp (packed) and vp.
+func (r *attnRun[T]) forwardBlock(buf []T, lim []int, l []float64, kp, vp []attnB[T], tmp []T, bi, i0 int) {
 	g := r.g
 	mr := r.kern.mr
 	rows := min(attnBlockQ, g.Lq-i0)
-	qa := packOp(buf, r.src(r.q, r.qm, bi, i0, false), 0, rows, g.D, mr, tmp)
+	qa := r.operandA(buf, r.q, r.qm, bi, i0, rows, g.D, tmp)
 	buf = buf[packedSize(attnBlockQ, g.D, mr):]
 	pa := buf[:packedSize(attnBlockQ, attnBlockK, mr)]
 	buf = buf[len(pa):]
-	s := buf[:attnBlockQ*attnBlockK]
+	s := buf[:attnTileSize]
 	o := buf[len(s):][:rows*g.Dv]
 	m := buf[len(s)+attnBlockQ*g.Dv:][:rows]
 	ninf := T(math.Inf(-1))
@@ -392,7 +565,9 @@ func (r *attnRun[T]) forwardBlock(buf []T, lim []int, l []float64, kp, vp [][]T,
 	end := r.keyEnd(i0, rows)
 	for jb, j0 := 0, 0; j0 < end; jb, j0 = jb+1, j0+attnBlockK {
 		cols := min(attnBlockK, end-j0)
-		r.mul(qa, kp[jb], rows, cols, g.D, matDst[T]{s: s, rs: cols, cs: 1}, false)
+		trimCols, trimKEnd, _ := r.trim(i0, j0)
+		r.mulA(qa, kp[jb], rows, cols, g.D, matDst[T]{s: s, rs: cols, cs: 1}, false, trimCols)
+		clearPad(s, rows, cols)
 		scale := r.scaleAndMask(s, lim, bi, i0, rows, j0, cols)
 		for i := range rows {
 			row := s[i*cols : (i+1)*cols]
@@ -415,9 +590,7 @@ func (r *attnRun[T]) forwardBlock(buf []T, lim []int, l []float64, kp, vp [][]T,
 			}
 			m[i] = mNew
 		}
-		// the probabilities' panels hold cols (≤ attnBlockK) columns
-		r.mul(packOp(pa, matSrc[T]{s: s, rs: cols, cs: 1}, 0, rows, cols, mr, tmp), vp[jb], rows, g.Dv, cols,
-			matDst[T]{s: o, rs: g.Dv, cs: 1}, true)
+		r.mulTile(s, cols, 1, pa, vp[jb], rows, g.Dv, cols, matDst[T]{s: o, rs: g.Dv, cs: 1}, true, tmp, trimKEnd)
 	}
 	for i := range rows {
 		inv := T(1 / l[i]) // a row that sees no key: 0·Inf = NaN, as the composition gives
@@ -444,7 +617,8 @@ func (r *attnRun[T]) setGrads(dq, dk, dv, out, dout, lse backends.View) {
 // attnQueryPack is the packed query-side operands of one problem's query
 // block in the backward pass.
 type attnQueryPack[T float] struct {
-	qa, qb, da, db []T // Q as A (for S) and as B (for dK), dO as A (for dP) and as B (for dV)
+	qa, da attnA[T] // Q as A (for S), dO as A (for dP)
+	qb, db attnB[T] // Q as B (for dK), dO as B (for dV)
 }
 
 // backward runs the backward pass.
@@ -477,7 +651,7 @@ func (r *attnRun[T]) backward() {
 	qSize := packedSize(attnBlockQ, g.D, mr) + packedSize(g.D, attnBlockQ, nr) + packedSize(attnBlockQ, g.Dv, mr) +
 		packedSize(g.Dv, attnBlockQ, nr)
 	kSize := packedSize(attnBlockK, g.D, nr) + packedSize(attnBlockK, g.Dv, nr) + packedSize(g.D, attnBlockK, nr)
-	tSize := packedSize(attnBlockK, attnBlockQ, mr) + packedSize(attnBlockQ, attnBlockK, mr) + 2*attnBlockQ*attnBlockK +
+	tSize := packedSize(attnBlockK, attnBlockQ, mr) + packedSize(attnBlockQ, attnBlockK, mr) + 2*attnTileSize +
 		attnBlockK*(g.D+g.Dv)
 	size := nqb*qSize + kSize + tSize + gemmKC
 	r.b.parallel(g.Batch*r.groups, 1, func(lo, hi int) {
@@ -501,10 +675,12 @@ func (r *attnRun[T]) backward() {
 				i0 := qb * attnBlockQ
 				rows := min(attnBlockQ, g.Lq-i0)
 				p := &qp[qb]
-				p.qa = packOp(buf, r.src(r.q, r.qm, bi, i0, false), 0, rows, g.D, mr, tmp)
-				p.qb = packOp(buf[len(p.qa):], r.src(r.q, r.qm, bi, i0, true), 0, g.D, rows, nr, tmp)
-				p.da = packOp(buf[len(p.qa)+len(p.qb):], r.src(r.dout, r.dom, bi, i0, false), 0, rows, g.Dv, mr, tmp)
-				p.db = packOp(buf[len(p.qa)+len(p.qb)+len(p.da):], r.src(r.dout, r.dom, bi, i0, true), 0, g.Dv, rows, nr, tmp)
+				qaSize := packedSize(attnBlockQ, g.D, mr)
+				p.qa = r.operandA(buf, r.q, r.qm, bi, i0, rows, g.D, tmp)
+				p.qb = r.operandB(buf[qaSize:], r.q, r.qm, bi, i0, rows, g.D, tmp)
+				qbSize := packedSize(g.D, attnBlockQ, nr)
+				p.da = r.operandA(buf[qaSize+qbSize:], r.dout, r.dom, bi, i0, rows, g.Dv, tmp)
+				p.db = r.operandB(buf[qaSize+qbSize+packedSize(attnBlockQ, g.Dv, mr):], r.dout, r.dom, bi, i0, rows, g.Dv, tmp)
 				buf = buf[qSize:]
 			}
 			if r.dq != nil && r.groups == 1 { // the task adds every dS·K of problem bi straight into dq
@@ -518,9 +694,7 @@ func (r *attnRun[T]) backward() {
 			if r.dq != nil && r.groups == 1 {
 				for i := range g.Lq {
 					dst := r.dq[r.dqm.at(bi, i):][:g.D]
-					for c := range dst {
-						dst[c] *= r.scale
-					}
+					r.ops.scale(dst, dst, r.scale)
 				}
 			}
 		}
@@ -537,9 +711,7 @@ func (r *attnRun[T]) backward() {
 						dst[c] += x
 					}
 				}
-				for c := range dst {
-					dst[c] *= scale
-				}
+				r.ops.scale(dst, dst, scale)
 			}
 		})
 	}
@@ -557,17 +729,17 @@ func (r *attnRun[T]) backwardKeys(buf, tmp []T, lim []int, qp []attnQueryPack[T]
 	buf = buf[packedSize(attnBlockK, g.D, nr):]
 	vb := packOp(buf, r.src(r.v, r.vm, bi, j0, false), 0, cols, g.Dv, nr, tmp) // for dP = dO·Vᵀ
 	buf = buf[packedSize(attnBlockK, g.Dv, nr):]
-	var kq []T // for dQ += dS·K
+	var kq attnB[T] // for dQ += dS·K
 	if r.dq != nil {
-		kq = packOp(buf, r.src(r.k, r.km, bi, j0, true), 0, g.D, cols, nr, tmp)
+		kq = r.operandB(buf, r.k, r.km, bi, j0, cols, g.D, tmp)
 	}
 	buf = buf[packedSize(g.D, attnBlockK, nr):]
 	ta := buf[:packedSize(attnBlockK, attnBlockQ, mr)] // Pᵀ or dSᵀ as A
 	buf = buf[len(ta):]
 	sa := buf[:packedSize(attnBlockQ, attnBlockK, mr)] // dS as A
 	buf = buf[len(sa):]
-	p := buf[:attnBlockQ*attnBlockK]
-	ds := buf[len(p):][:attnBlockQ*attnBlockK]
+	p := buf[:attnTileSize]
+	ds := buf[len(p):][:attnTileSize]
 	dk := buf[2*len(p):][:cols*g.D]
 	dv := buf[2*len(p)+attnBlockK*g.D:][:cols*g.Dv]
 	clear(dk)
@@ -584,7 +756,9 @@ func (r *attnRun[T]) backwardKeys(buf, tmp []T, lim []int, qp []attnQueryPack[T]
 			continue
 		}
 		q := &qp[i0/attnBlockQ]
-		r.mul(q.qa, kb, rows, cols, g.D, matDst[T]{s: p, rs: cols, cs: 1}, false)
+		trimCols, trimKEnd, trimKStart := r.trim(i0, j0)
+		r.mulA(q.qa, attnB[T]{s: kb}, rows, cols, g.D, matDst[T]{s: p, rs: cols, cs: 1}, false, trimCols)
+		clearPad(p, rows, cols)
 		scale := r.scaleAndMask(p, lim, bi, i0, rows, j0, cols)
 		for i := range rows {
 			row := p[i*cols : (i+1)*cols]
@@ -600,27 +774,31 @@ func (r *attnRun[T]) backwardKeys(buf, tmp []T, lim []int, qp []attnQueryPack[T]
 			clear(row[n:])
 		}
 		if r.dv != nil { // dV += Pᵀ·dO
-			r.mul(packOp(ta, matSrc[T]{s: p, rs: 1, cs: cols}, 0, cols, rows, mr, tmp), q.db, cols, g.Dv, rows,
-				matDst[T]{s: dv, rs: g.Dv, cs: 1}, true)
+			r.mulTile(p, 1, cols, ta, q.db, cols, g.Dv, rows, matDst[T]{s: dv, rs: g.Dv, cs: 1}, true, tmp, trimKStart)
 		}
 		if !needS {
 			continue
 		}
 		// dP = dO·Vᵀ, then dS = P∘(dP − D) (scaled where it is used)
-		r.mul(q.da, vb, rows, cols, g.Dv, matDst[T]{s: ds, rs: cols, cs: 1}, false)
+		r.mulA(q.da, attnB[T]{s: vb}, rows, cols, g.Dv, matDst[T]{s: ds, rs: cols, cs: 1}, false, trimCols)
+		clearPad(ds, rows, cols)
 		for i := range rows {
-			r.ops.ds(ds[i*cols:(i+1)*cols], p[i*cols:(i+1)*cols], r.delta[bi*g.Lq+i0+i])
+			n := cols
+			if trimCols.kind != attnTrimNone { // dP past the diagonal was left out: dS is 0 there
+				n = lim[i]
+				clear(ds[i*cols+n : (i+1)*cols])
+			}
+			r.ops.ds(ds[i*cols:i*cols+n], p[i*cols:i*cols+n], r.delta[bi*g.Lq+i0+i])
 		}
 		if r.dk != nil { // dK += dSᵀ·Q
-			r.mul(packOp(ta, matSrc[T]{s: ds, rs: 1, cs: cols}, 0, cols, rows, mr, tmp), q.qb, cols, g.D, rows,
-				matDst[T]{s: dk, rs: g.D, cs: 1}, true)
+			r.mulTile(ds, 1, cols, ta, q.qb, cols, g.D, rows, matDst[T]{s: dk, rs: g.D, cs: 1}, true, tmp, trimKStart)
 		}
 		if r.dq != nil { // dQ += dS·K
 			dst := matDst[T]{s: r.dq, off: r.dqm.at(bi, i0), rs: r.dqm.rs, cs: 1}
 			if r.groups > 1 {
 				dst = matDst[T]{s: r.part, off: ((bi*r.groups+gi)*g.Lq + i0) * g.D, rs: g.D, cs: 1}
 			}
-			r.mul(packOp(sa, matSrc[T]{s: ds, rs: cols, cs: 1}, 0, rows, cols, mr, tmp), kq, rows, g.D, cols, dst, true)
+			r.mulTile(ds, cols, 1, sa, kq, rows, g.D, cols, dst, true, tmp, trimKEnd)
 		}
 	}
 	for j := range cols {

@@ -2,10 +2,12 @@ package cpu
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kiln-ml/kiln/backends"
 )
@@ -223,6 +225,39 @@ func TestAttentionIndependentOfWorkers(t *testing.T) {
 	}
 }
 
+// TestAttentionDirectTilesMatchPacked requires the same bits from the
+// float32 attention whether it multiplies its tiles in place or packs
+// them: the in-place kernels sum as the packed ones do. Forcing the
+// in-place tiles on runs them on an AVX-512 machine too.
+func TestAttentionDirectTilesMatchPacked(t *testing.T) {
+	if attnDirectF32 == nil {
+		t.Skip("no in-place tile kernels on this CPU")
+	}
+	defer func(saved attnDirectMode) { attnDirect = saved }(attnDirect)
+	be := New(2)
+	for _, c := range attnGeometries {
+		t.Run(c.name, func(t *testing.T) {
+			p := newAttnProblem(be, backends.Float32, c.g, c.mask)
+			var want [][]byte
+			for _, mode := range []attnDirectMode{attnDirectOff, attnDirectOn} {
+				attnDirect = mode
+				out, lse, dq, dk, dv := p.run(be)
+				if err := be.Sync(); err != nil {
+					t.Fatal(err)
+				}
+				for i, v := range []backends.View{out, lse, dq, dk, dv} {
+					got := rawSnapshot(v)
+					if mode == attnDirectOff {
+						want = append(want, got)
+					} else if !bytes.Equal(got, want[i]) {
+						t.Fatalf("result %d differs from the packed tiles'", i)
+					}
+				}
+			}
+		})
+	}
+}
+
 // TestAttentionRowWithNoKeyIsNaN: a query that may attend to nothing
 // gives NaN, as the composition does.
 func TestAttentionRowWithNoKeyIsNaN(t *testing.T) {
@@ -361,6 +396,35 @@ func BenchmarkAttention(b *testing.B) {
 	b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 	if c := cpuSeconds() - c0; c > 0 {
 		b.ReportMetric(flops/c/1e9, "GFLOP/cpu-s")
+	}
+}
+
+// BenchmarkAttentionTiles times the attention of GPT d=256 (8 sequences ×
+// 4 heads) and d=512 (8 × 8 heads) forward and backward with its tiles
+// multiplied in place (direct, where the CPU has the kernels) and packed,
+// alternating the two every iteration, and reports the fastest of each
+// (the least disturbed on a shared machine) in ms.
+func BenchmarkAttentionTiles(b *testing.B) {
+	be := New(0)
+	for _, heads := range []int{32, 64} {
+		g := backends.AttentionGeometry{Batch: heads, Lq: 256, Lk: 256, D: 64, Dv: 64, Scale: 0.125, Causal: true}
+		p := newAttnProblem(be, backends.Float32, g, "")
+		out, lse, dq, dk, dv := p.run(be)
+		b.Run(fmt.Sprintf("heads=%d", heads), func(b *testing.B) {
+			defer func(saved attnDirectMode) { attnDirect = saved }(attnDirect)
+			modes := []attnDirectMode{attnDirectAuto, attnDirectOff}
+			best := []time.Duration{math.MaxInt64, math.MaxInt64}
+			for range b.N {
+				for i, mode := range modes {
+					attnDirect = mode
+					t0 := time.Now()
+					p.runInto(be, out, lse, dq, dk, dv)
+					best[i] = min(best[i], time.Since(t0))
+				}
+			}
+			b.ReportMetric(best[0].Seconds()*1e3, "direct-ms")
+			b.ReportMetric(best[1].Seconds()*1e3, "packed-ms")
+		})
 	}
 }
 

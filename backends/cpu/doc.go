@@ -90,8 +90,11 @@
 // (backends/fusion_transformer.go) scaled dot-product attention
 // (attention.go: FlashAttention-style tiles of 64 queries by 64 keys with
 // an online softmax, operands packed once per task for the GEMM
-// micro-kernels, causal tiles skipped, the backward pass recomputing each
-// tile from the saved log-sum-exp), layer and RMS normalisation (norm.go),
+// micro-kernels — on AVX2 the probability tiles, Q, dO, and V or K where
+// they fill whole panels multiplied where they lie, by kernels that read A
+// by rows or by columns (attention_gemm_amd64.s), and the diagonal tiles'
+// products trimmed to what the causal mask leaves —, causal tiles skipped,
+// the backward pass recomputing each tile from the saved log-sum-exp), layer and RMS normalisation (norm.go),
 // embedding lookups and gradients by whole rows (embedding.go), a
 // multi-tensor Adam step over every parameter in one parallel job
 // (adam_multi.go; for float32 parameters, whose scalars tensor rounds to
