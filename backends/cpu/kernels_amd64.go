@@ -441,10 +441,15 @@ func siluGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]floa
 //go:noescape
 func geluF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
 
-// geluGradF32AVX2 sets dst[i] = grad[i]·gelu'(x[i]) for i < n (AVX2+FMA, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.
+// geluGradF32AVX2 sets dst[i] = grad[i]·gelu'(x[i]) for i < n (AVX2+FMA, in float32), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.
 //
 //go:noescape
 func geluGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+
+// geluWideGradF32AVX2 sets dst[i] = grad[i]·gelu'(x[i]) for i < n in float64 (AVX2+FMA), as geluGradF32AVX2 did before it computed in float32: kept to compare with in the tests and benchmarks.
+//
+//go:noescape
+func geluWideGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
 
 // geluTanhF32AVX2 sets dst[i] = geluTanh(x[i]) for i < n (AVX2+FMA, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.
 //

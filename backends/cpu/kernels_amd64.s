@@ -13446,6 +13446,550 @@ geluGradF32AVX2_loop:
 	CMPQ         DX, $0x00000008
 	JB           geluGradF32AVX2_tail
 	VMOVUPS      (CX), Y1
+	VMOVUPS      (BX), Y2
+	VANDPS       tconstAVX2<>+480(SB), Y1, Y3
+	VMINPS       tconstAVX2<>+4288(SB), Y3, Y3
+	VBROADCASTSS tconstAVX2<>+4320(SB), Y4
+	VFMADD213PS  tconstAVX2<>+4352(SB), Y3, Y4
+	VFMADD213PS  tconstAVX2<>+4384(SB), Y3, Y4
+	VFMADD213PS  tconstAVX2<>+4416(SB), Y3, Y4
+	VFMADD213PS  tconstAVX2<>+4448(SB), Y3, Y4
+	VFMADD213PS  tconstAVX2<>+4480(SB), Y3, Y4
+	VBROADCASTSS tconstAVX2<>+416(SB), Y5
+	VDIVPS       Y4, Y5, Y5
+	VBROADCASTSS tconstAVX2<>+4512(SB), Y6
+	VFMADD213PS  tconstAVX2<>+4544(SB), Y3, Y6
+	VFMADD213PS  tconstAVX2<>+4576(SB), Y3, Y6
+	VFMADD213PS  tconstAVX2<>+4608(SB), Y3, Y6
+	VFMADD213PS  tconstAVX2<>+4640(SB), Y3, Y6
+	VMULPS       Y5, Y6, Y7
+	VFNMADD231PS Y4, Y7, Y6
+	VMULPS       Y5, Y6, Y6
+	VBROADCASTSS tconstAVX2<>+4672(SB), Y4
+	VSUBPS       Y3, Y4, Y5
+	VSUBPS       Y4, Y5, Y9
+	VSUBPS       Y9, Y5, Y10
+	VSUBPS       Y10, Y4, Y10
+	VADDPS       Y9, Y3, Y9
+	VSUBPS       Y9, Y10, Y10
+	VADDPS       tconstAVX2<>+4704(SB), Y10, Y10
+	VADDPS       tconstAVX2<>+4736(SB), Y7, Y4
+	VBROADCASTSS tconstAVX2<>+4736(SB), Y9
+	VSUBPS       Y4, Y9, Y9
+	VADDPS       Y7, Y9, Y9
+	VADDPS       Y6, Y9, Y9
+	VMULPS       Y4, Y5, Y6
+	VMOVAPS      Y6, Y7
+	VFMSUB231PS  Y4, Y5, Y7
+	VFMADD231PS  Y9, Y5, Y7
+	VFMADD231PS  Y4, Y10, Y7
+	VADDPS       Y7, Y6, Y4
+	VSUBPS       Y6, Y4, Y6
+	VSUBPS       Y6, Y7, Y7
+	VMULPS       Y2, Y4, Y5
+	VMOVAPS      Y5, Y6
+	VFMSUB231PS  Y2, Y4, Y6
+	VFMADD231PS  Y2, Y7, Y6
+	VMULPS       Y3, Y3, Y4
+	VMOVAPS      Y4, Y7
+	VFMSUB231PS  Y3, Y3, Y7
+	VMULPS       tconstAVX2<>+4768(SB), Y4, Y3
+	VBROADCASTSS tconstAVX2<>+96(SB), Y4
+	VFMADD231PS  tconstAVX2<>+128(SB), Y3, Y4
+	VSUBPS       tconstAVX2<>+96(SB), Y4, Y9
+	VFNMADD231PS tconstAVX2<>+160(SB), Y9, Y3
+	VMULPS       tconstAVX2<>+384(SB), Y7, Y7
+	VFMADD231PS  tconstAVX2<>+192(SB), Y9, Y7
+	VSUBPS       Y7, Y3, Y3
+	VBROADCASTSS tconstAVX2<>+224(SB), Y7
+	VFMADD213PS  tconstAVX2<>+256(SB), Y3, Y7
+	VFMADD213PS  tconstAVX2<>+288(SB), Y3, Y7
+	VFMADD213PS  tconstAVX2<>+320(SB), Y3, Y7
+	VFMADD213PS  tconstAVX2<>+352(SB), Y3, Y7
+	VFMADD213PS  tconstAVX2<>+384(SB), Y3, Y7
+	VPSUBD       tconstAVX2<>+96(SB), Y4, Y4
+	VMOVAPS      Y2, Y9
+	VANDPS       tconstAVX2<>+2400(SB), Y5, Y10
+	VMULPS       Y3, Y3, Y11
+	VMULPS       Y5, Y11, Y11
+	VFMADD231PS  Y7, Y11, Y6
+	VFMADD231PS  Y3, Y5, Y6
+	VADDPS       Y6, Y5, Y5
+	VPSRAD       $0x01, Y4, Y3
+	VPSUBD       Y3, Y4, Y4
+	VPADDD       tconstAVX2<>+448(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VPADDD       tconstAVX2<>+448(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y4, Y5, Y3
+	VORPS        Y10, Y3, Y3
+	VFNMADD231PS Y4, Y5, Y9
+	VBLENDVPS    Y1, Y3, Y9, Y9
+	VMOVUPS      (CX), Y1
+	VANDPS       tconstAVX2<>+480(SB), Y1, Y3
+	VPCMPGTD     tconstAVX2<>+512(SB), Y3, Y4
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y5
+	VPCMPGTD     tconstAVX2<>+4800(SB), Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPTEST       Y4, Y4
+	JZ           geluGradF32AVX2_store
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y4
+	VPCMPGTD     tconstAVX2<>+4800(SB), Y4, Y4
+	VPTEST       Y4, Y4
+	JZ           geluGradF32AVX2_wide
+	VMOVUPS      Y9, (AX)
+	VMOVUPS      (CX), Y1
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VMULPD       Y2, Y2, Y3
+	VMULPD       Y1, Y1, Y4
+	VMULPD       tconstAVX2<>+3808(SB), Y3, Y3
+	VMULPD       tconstAVX2<>+3808(SB), Y4, Y4
+	VMAXPD       tconstAVX2<>+640(SB), Y3, Y3
+	VMAXPD       tconstAVX2<>+640(SB), Y4, Y4
+	VMOVUPD      tconstAVX2<>+704(SB), Y5
+	VMOVUPD      tconstAVX2<>+704(SB), Y6
+	VFMADD231PD  tconstAVX2<>+736(SB), Y3, Y5
+	VFMADD231PD  tconstAVX2<>+736(SB), Y4, Y6
+	VSUBPD       tconstAVX2<>+704(SB), Y5, Y7
+	VSUBPD       tconstAVX2<>+704(SB), Y6, Y9
+	VMOVAPD      Y3, Y3
+	VMOVAPD      Y4, Y4
+	VFNMADD231PD tconstAVX2<>+768(SB), Y7, Y3
+	VFNMADD231PD tconstAVX2<>+768(SB), Y9, Y4
+	VFNMADD231PD tconstAVX2<>+800(SB), Y7, Y3
+	VFNMADD231PD tconstAVX2<>+800(SB), Y9, Y4
+	VBROADCASTSD tconstAVX2<>+832(SB), Y7
+	VBROADCASTSD tconstAVX2<>+832(SB), Y9
+	VFMADD213PD  tconstAVX2<>+864(SB), Y3, Y7
+	VFMADD213PD  tconstAVX2<>+864(SB), Y4, Y9
+	VFMADD213PD  tconstAVX2<>+896(SB), Y3, Y7
+	VFMADD213PD  tconstAVX2<>+896(SB), Y4, Y9
+	VFMADD213PD  tconstAVX2<>+928(SB), Y3, Y7
+	VFMADD213PD  tconstAVX2<>+928(SB), Y4, Y9
+	VFMADD213PD  tconstAVX2<>+960(SB), Y3, Y7
+	VFMADD213PD  tconstAVX2<>+960(SB), Y4, Y9
+	VFMADD213PD  tconstAVX2<>+992(SB), Y3, Y7
+	VFMADD213PD  tconstAVX2<>+992(SB), Y4, Y9
+	VMULPD       Y3, Y3, Y10
+	VMULPD       Y4, Y4, Y11
+	VFMADD213PD  Y3, Y10, Y7
+	VFMADD213PD  Y4, Y11, Y9
+	VPSRAD       $0x01, Y5, Y3
+	VPSUBD       Y3, Y5, Y5
+	VPSRAD       $0x01, Y6, Y4
+	VPSUBD       Y4, Y6, Y6
+	VPADDD       tconstAVX2<>+1024(SB), Y3, Y3
+	VPSLLQ       $0x34, Y3, Y3
+	VPADDD       tconstAVX2<>+1024(SB), Y4, Y4
+	VPSLLQ       $0x34, Y4, Y4
+	VPADDD       tconstAVX2<>+1024(SB), Y5, Y5
+	VPSLLQ       $0x34, Y5, Y5
+	VPADDD       tconstAVX2<>+1024(SB), Y6, Y6
+	VPSLLQ       $0x34, Y6, Y6
+	VFMADD213PD  Y3, Y3, Y7
+	VFMADD213PD  Y4, Y4, Y9
+	VMULPD       Y5, Y7, Y7
+	VMULPD       Y6, Y9, Y9
+	VANDPD       tconstAVX2<>+2464(SB), Y2, Y3
+	VANDPD       tconstAVX2<>+2464(SB), Y1, Y4
+	VMINPD       tconstAVX2<>+3840(SB), Y3, Y3
+	VMINPD       tconstAVX2<>+3840(SB), Y4, Y4
+	VBROADCASTSD tconstAVX2<>+3872(SB), Y5
+	VBROADCASTSD tconstAVX2<>+3872(SB), Y6
+	VFMADD213PD  tconstAVX2<>+3904(SB), Y3, Y5
+	VFMADD213PD  tconstAVX2<>+3904(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+3936(SB), Y3, Y5
+	VFMADD213PD  tconstAVX2<>+3936(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+3968(SB), Y3, Y5
+	VFMADD213PD  tconstAVX2<>+3968(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+4000(SB), Y3, Y5
+	VFMADD213PD  tconstAVX2<>+4000(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+4032(SB), Y3, Y5
+	VFMADD213PD  tconstAVX2<>+4032(SB), Y4, Y6
+	VBROADCASTSD tconstAVX2<>+4064(SB), Y10
+	VBROADCASTSD tconstAVX2<>+4064(SB), Y11
+	VFMADD213PD  tconstAVX2<>+4096(SB), Y3, Y10
+	VFMADD213PD  tconstAVX2<>+4096(SB), Y4, Y11
+	VFMADD213PD  tconstAVX2<>+4128(SB), Y3, Y10
+	VFMADD213PD  tconstAVX2<>+4128(SB), Y4, Y11
+	VFMADD213PD  tconstAVX2<>+4160(SB), Y3, Y10
+	VFMADD213PD  tconstAVX2<>+4160(SB), Y4, Y11
+	VFMADD213PD  tconstAVX2<>+4192(SB), Y3, Y10
+	VFMADD213PD  tconstAVX2<>+4192(SB), Y4, Y11
+	VFMADD213PD  tconstAVX2<>+4224(SB), Y3, Y10
+	VFMADD213PD  tconstAVX2<>+4224(SB), Y4, Y11
+	VFMADD213PD  tconstAVX2<>+0(SB), Y3, Y10
+	VFMADD213PD  tconstAVX2<>+0(SB), Y4, Y11
+	VDIVPD       Y10, Y5, Y5
+	VDIVPD       Y11, Y6, Y6
+	VMULPD       Y7, Y5, Y5
+	VMULPD       Y9, Y6, Y6
+	VSUBPD       Y5, Y0, Y3
+	VSUBPD       Y6, Y0, Y4
+	VBLENDVPD    Y2, Y5, Y3, Y3
+	VBLENDVPD    Y1, Y6, Y4, Y4
+	VMULPD       tconstAVX2<>+4832(SB), Y7, Y7
+	VMULPD       tconstAVX2<>+4832(SB), Y9, Y9
+	VFMADD231PD  Y7, Y2, Y3
+	VFMADD231PD  Y9, Y1, Y4
+	VSUBPD       tconstAVX2<>+4864(SB), Y2, Y2
+	VSUBPD       tconstAVX2<>+4864(SB), Y1, Y1
+	VANDPD       tconstAVX2<>+2464(SB), Y2, Y5
+	VANDPD       tconstAVX2<>+2464(SB), Y1, Y6
+	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y5, Y5
+	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y6, Y6
+	VORPD        Y5, Y6, Y7
+	VTESTPD      Y7, Y7
+	JZ           rootY9
+	VSUBPD       tconstAVX2<>+4896(SB), Y2, Y2
+	VSUBPD       tconstAVX2<>+4896(SB), Y1, Y1
+	VBROADCASTSD tconstAVX2<>+4928(SB), Y7
+	VBROADCASTSD tconstAVX2<>+4928(SB), Y9
+	VFMADD213PD  tconstAVX2<>+4960(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+4960(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+4992(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+4992(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+5024(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+5024(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+5056(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+5056(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+5088(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+5088(SB), Y1, Y9
+	VMULPD       Y2, Y7, Y7
+	VMULPD       Y1, Y9, Y9
+	VBLENDVPD    Y5, Y7, Y3, Y3
+	VBLENDVPD    Y6, Y9, Y4, Y4
+
+rootY9:
+	VMOVUPS      (BX), Y1
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VMULPD       Y2, Y3, Y3
+	VMULPD       Y1, Y4, Y4
+	VCVTPD2PSY   Y3, X8
+	VCVTPD2PSY   Y4, X1
+	VINSERTF128  $0x01, X1, Y8, Y5
+	VMOVUPS      (AX), Y9
+	VMOVUPS      (CX), Y1
+	VANDPS       tconstAVX2<>+480(SB), Y1, Y3
+	VMOVUPS      (BX), Y2
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y4
+	VPCMPGTD     tconstAVX2<>+4800(SB), Y4, Y4
+	VBLENDVPS    Y4, Y5, Y9, Y9
+
+geluGradF32AVX2_wide:
+	VCMPPS       $0x11, tconstAVX2<>+5120(SB), Y1, Y5
+	VANDPS       tconstAVX2<>+2400(SB), Y5, Y5
+	VXORPS       Y2, Y5, Y5
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y4
+	VPCMPGTD     tconstAVX2<>+512(SB), Y4, Y4
+	VBLENDVPS    Y4, Y5, Y9, Y9
+	VBROADCASTSS (SI), Y5
+	VMULPS       Y2, Y5, Y5
+	VPCMPEQD     tconstAVX2<>+544(SB), Y1, Y4
+	VBLENDVPS    Y4, Y5, Y9, Y9
+	VBROADCASTSS 4(SI), Y5
+	VMULPS       Y2, Y5, Y5
+	VPCMPEQD     tconstAVX2<>+576(SB), Y1, Y4
+	VBLENDVPS    Y4, Y5, Y9, Y9
+	VPCMPGTD     tconstAVX2<>+544(SB), Y3, Y4
+	VADDPS       Y1, Y1, Y1
+	VBLENDVPS    Y4, Y1, Y9, Y9
+
+geluGradF32AVX2_store:
+	VMOVUPS Y9, (AX)
+	ADDQ    $0x00000020, CX
+	ADDQ    $0x00000020, AX
+	ADDQ    $0x00000020, BX
+	SUBQ    $0x00000008, DX
+	JMP     geluGradF32AVX2_loop
+
+geluGradF32AVX2_tail:
+	TESTQ        DX, DX
+	JZ           geluGradF32AVX2_done
+	VMOVQ        DX, X1
+	VPBROADCASTD X1, Y1
+	VPCMPGTD     tconstAVX2<>+5152(SB), Y1, Y1
+	VMASKMOVPS   (CX), Y1, Y2
+	VMASKMOVPS   (BX), Y1, Y3
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y4
+	VMINPS       tconstAVX2<>+4288(SB), Y4, Y4
+	VBROADCASTSS tconstAVX2<>+4320(SB), Y5
+	VFMADD213PS  tconstAVX2<>+4352(SB), Y4, Y5
+	VFMADD213PS  tconstAVX2<>+4384(SB), Y4, Y5
+	VFMADD213PS  tconstAVX2<>+4416(SB), Y4, Y5
+	VFMADD213PS  tconstAVX2<>+4448(SB), Y4, Y5
+	VFMADD213PS  tconstAVX2<>+4480(SB), Y4, Y5
+	VBROADCASTSS tconstAVX2<>+416(SB), Y6
+	VDIVPS       Y5, Y6, Y6
+	VBROADCASTSS tconstAVX2<>+4512(SB), Y7
+	VFMADD213PS  tconstAVX2<>+4544(SB), Y4, Y7
+	VFMADD213PS  tconstAVX2<>+4576(SB), Y4, Y7
+	VFMADD213PS  tconstAVX2<>+4608(SB), Y4, Y7
+	VFMADD213PS  tconstAVX2<>+4640(SB), Y4, Y7
+	VMULPS       Y6, Y7, Y9
+	VFNMADD231PS Y5, Y9, Y7
+	VMULPS       Y6, Y7, Y7
+	VBROADCASTSS tconstAVX2<>+4672(SB), Y5
+	VSUBPS       Y4, Y5, Y6
+	VSUBPS       Y5, Y6, Y10
+	VSUBPS       Y10, Y6, Y11
+	VSUBPS       Y11, Y5, Y11
+	VADDPS       Y10, Y4, Y10
+	VSUBPS       Y10, Y11, Y11
+	VADDPS       tconstAVX2<>+4704(SB), Y11, Y11
+	VADDPS       tconstAVX2<>+4736(SB), Y9, Y5
+	VBROADCASTSS tconstAVX2<>+4736(SB), Y10
+	VSUBPS       Y5, Y10, Y10
+	VADDPS       Y9, Y10, Y10
+	VADDPS       Y7, Y10, Y10
+	VMULPS       Y5, Y6, Y7
+	VMOVAPS      Y7, Y9
+	VFMSUB231PS  Y5, Y6, Y9
+	VFMADD231PS  Y10, Y6, Y9
+	VFMADD231PS  Y5, Y11, Y9
+	VADDPS       Y9, Y7, Y5
+	VSUBPS       Y7, Y5, Y7
+	VSUBPS       Y7, Y9, Y9
+	VMULPS       Y3, Y5, Y6
+	VMOVAPS      Y6, Y7
+	VFMSUB231PS  Y3, Y5, Y7
+	VFMADD231PS  Y3, Y9, Y7
+	VMULPS       Y4, Y4, Y5
+	VMOVAPS      Y5, Y9
+	VFMSUB231PS  Y4, Y4, Y9
+	VMULPS       tconstAVX2<>+4768(SB), Y5, Y4
+	VBROADCASTSS tconstAVX2<>+96(SB), Y5
+	VFMADD231PS  tconstAVX2<>+128(SB), Y4, Y5
+	VSUBPS       tconstAVX2<>+96(SB), Y5, Y10
+	VFNMADD231PS tconstAVX2<>+160(SB), Y10, Y4
+	VMULPS       tconstAVX2<>+384(SB), Y9, Y9
+	VFMADD231PS  tconstAVX2<>+192(SB), Y10, Y9
+	VSUBPS       Y9, Y4, Y4
+	VBROADCASTSS tconstAVX2<>+224(SB), Y9
+	VFMADD213PS  tconstAVX2<>+256(SB), Y4, Y9
+	VFMADD213PS  tconstAVX2<>+288(SB), Y4, Y9
+	VFMADD213PS  tconstAVX2<>+320(SB), Y4, Y9
+	VFMADD213PS  tconstAVX2<>+352(SB), Y4, Y9
+	VFMADD213PS  tconstAVX2<>+384(SB), Y4, Y9
+	VPSUBD       tconstAVX2<>+96(SB), Y5, Y5
+	VMOVAPS      Y3, Y10
+	VANDPS       tconstAVX2<>+2400(SB), Y6, Y11
+	VMULPS       Y4, Y4, Y12
+	VMULPS       Y6, Y12, Y12
+	VFMADD231PS  Y9, Y12, Y7
+	VFMADD231PS  Y4, Y6, Y7
+	VADDPS       Y7, Y6, Y6
+	VPSRAD       $0x01, Y5, Y4
+	VPSUBD       Y4, Y5, Y5
+	VPADDD       tconstAVX2<>+448(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VPADDD       tconstAVX2<>+448(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y4, Y6, Y6
+	VMULPS       Y5, Y6, Y4
+	VORPS        Y11, Y4, Y4
+	VFNMADD231PS Y5, Y6, Y10
+	VBLENDVPS    Y2, Y4, Y10, Y10
+	VMASKMOVPS   (CX), Y1, Y2
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y4
+	VPCMPGTD     tconstAVX2<>+512(SB), Y4, Y5
+	VANDPS       tconstAVX2<>+480(SB), Y3, Y6
+	VPCMPGTD     tconstAVX2<>+4800(SB), Y6, Y6
+	VPOR         Y6, Y5, Y5
+	VPTEST       Y5, Y5
+	JZ           geluGradF32AVX2_store_tail
+	VANDPS       tconstAVX2<>+480(SB), Y3, Y5
+	VPCMPGTD     tconstAVX2<>+4800(SB), Y5, Y5
+	VPTEST       Y5, Y5
+	JZ           geluGradF32AVX2_wide_tail
+	VMASKMOVPS   Y10, Y1, (AX)
+	VMASKMOVPS   (CX), Y1, Y2
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VMULPD       Y3, Y3, Y4
+	VMULPD       Y2, Y2, Y5
+	VMULPD       tconstAVX2<>+3808(SB), Y4, Y4
+	VMULPD       tconstAVX2<>+3808(SB), Y5, Y5
+	VMAXPD       tconstAVX2<>+640(SB), Y4, Y4
+	VMAXPD       tconstAVX2<>+640(SB), Y5, Y5
+	VMOVUPD      tconstAVX2<>+704(SB), Y6
+	VMOVUPD      tconstAVX2<>+704(SB), Y7
+	VFMADD231PD  tconstAVX2<>+736(SB), Y4, Y6
+	VFMADD231PD  tconstAVX2<>+736(SB), Y5, Y7
+	VSUBPD       tconstAVX2<>+704(SB), Y6, Y9
+	VSUBPD       tconstAVX2<>+704(SB), Y7, Y10
+	VMOVAPD      Y4, Y4
+	VMOVAPD      Y5, Y5
+	VFNMADD231PD tconstAVX2<>+768(SB), Y9, Y4
+	VFNMADD231PD tconstAVX2<>+768(SB), Y10, Y5
+	VFNMADD231PD tconstAVX2<>+800(SB), Y9, Y4
+	VFNMADD231PD tconstAVX2<>+800(SB), Y10, Y5
+	VBROADCASTSD tconstAVX2<>+832(SB), Y9
+	VBROADCASTSD tconstAVX2<>+832(SB), Y10
+	VFMADD213PD  tconstAVX2<>+864(SB), Y4, Y9
+	VFMADD213PD  tconstAVX2<>+864(SB), Y5, Y10
+	VFMADD213PD  tconstAVX2<>+896(SB), Y4, Y9
+	VFMADD213PD  tconstAVX2<>+896(SB), Y5, Y10
+	VFMADD213PD  tconstAVX2<>+928(SB), Y4, Y9
+	VFMADD213PD  tconstAVX2<>+928(SB), Y5, Y10
+	VFMADD213PD  tconstAVX2<>+960(SB), Y4, Y9
+	VFMADD213PD  tconstAVX2<>+960(SB), Y5, Y10
+	VFMADD213PD  tconstAVX2<>+992(SB), Y4, Y9
+	VFMADD213PD  tconstAVX2<>+992(SB), Y5, Y10
+	VMULPD       Y4, Y4, Y11
+	VMULPD       Y5, Y5, Y12
+	VFMADD213PD  Y4, Y11, Y9
+	VFMADD213PD  Y5, Y12, Y10
+	VPSRAD       $0x01, Y6, Y4
+	VPSUBD       Y4, Y6, Y6
+	VPSRAD       $0x01, Y7, Y5
+	VPSUBD       Y5, Y7, Y7
+	VPADDD       tconstAVX2<>+1024(SB), Y4, Y4
+	VPSLLQ       $0x34, Y4, Y4
+	VPADDD       tconstAVX2<>+1024(SB), Y5, Y5
+	VPSLLQ       $0x34, Y5, Y5
+	VPADDD       tconstAVX2<>+1024(SB), Y6, Y6
+	VPSLLQ       $0x34, Y6, Y6
+	VPADDD       tconstAVX2<>+1024(SB), Y7, Y7
+	VPSLLQ       $0x34, Y7, Y7
+	VFMADD213PD  Y4, Y4, Y9
+	VFMADD213PD  Y5, Y5, Y10
+	VMULPD       Y6, Y9, Y9
+	VMULPD       Y7, Y10, Y10
+	VANDPD       tconstAVX2<>+2464(SB), Y3, Y4
+	VANDPD       tconstAVX2<>+2464(SB), Y2, Y5
+	VMINPD       tconstAVX2<>+3840(SB), Y4, Y4
+	VMINPD       tconstAVX2<>+3840(SB), Y5, Y5
+	VBROADCASTSD tconstAVX2<>+3872(SB), Y6
+	VBROADCASTSD tconstAVX2<>+3872(SB), Y7
+	VFMADD213PD  tconstAVX2<>+3904(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+3904(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+3936(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+3936(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+3968(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+3968(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+4000(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+4000(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+4032(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+4032(SB), Y5, Y7
+	VBROADCASTSD tconstAVX2<>+4064(SB), Y11
+	VBROADCASTSD tconstAVX2<>+4064(SB), Y12
+	VFMADD213PD  tconstAVX2<>+4096(SB), Y4, Y11
+	VFMADD213PD  tconstAVX2<>+4096(SB), Y5, Y12
+	VFMADD213PD  tconstAVX2<>+4128(SB), Y4, Y11
+	VFMADD213PD  tconstAVX2<>+4128(SB), Y5, Y12
+	VFMADD213PD  tconstAVX2<>+4160(SB), Y4, Y11
+	VFMADD213PD  tconstAVX2<>+4160(SB), Y5, Y12
+	VFMADD213PD  tconstAVX2<>+4192(SB), Y4, Y11
+	VFMADD213PD  tconstAVX2<>+4192(SB), Y5, Y12
+	VFMADD213PD  tconstAVX2<>+4224(SB), Y4, Y11
+	VFMADD213PD  tconstAVX2<>+4224(SB), Y5, Y12
+	VFMADD213PD  tconstAVX2<>+0(SB), Y4, Y11
+	VFMADD213PD  tconstAVX2<>+0(SB), Y5, Y12
+	VDIVPD       Y11, Y6, Y6
+	VDIVPD       Y12, Y7, Y7
+	VMULPD       Y9, Y6, Y6
+	VMULPD       Y10, Y7, Y7
+	VSUBPD       Y6, Y0, Y4
+	VSUBPD       Y7, Y0, Y0
+	VBLENDVPD    Y3, Y6, Y4, Y4
+	VBLENDVPD    Y2, Y7, Y0, Y0
+	VMULPD       tconstAVX2<>+4832(SB), Y9, Y9
+	VMULPD       tconstAVX2<>+4832(SB), Y10, Y10
+	VFMADD231PD  Y9, Y3, Y4
+	VFMADD231PD  Y10, Y2, Y0
+	VSUBPD       tconstAVX2<>+4864(SB), Y3, Y3
+	VSUBPD       tconstAVX2<>+4864(SB), Y2, Y2
+	VANDPD       tconstAVX2<>+2464(SB), Y3, Y5
+	VANDPD       tconstAVX2<>+2464(SB), Y2, Y6
+	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y5, Y5
+	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y6, Y6
+	VORPD        Y5, Y6, Y7
+	VTESTPD      Y7, Y7
+	JZ           rootY10
+	VSUBPD       tconstAVX2<>+4896(SB), Y3, Y3
+	VSUBPD       tconstAVX2<>+4896(SB), Y2, Y2
+	VBROADCASTSD tconstAVX2<>+4928(SB), Y7
+	VBROADCASTSD tconstAVX2<>+4928(SB), Y9
+	VFMADD213PD  tconstAVX2<>+4960(SB), Y3, Y7
+	VFMADD213PD  tconstAVX2<>+4960(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+4992(SB), Y3, Y7
+	VFMADD213PD  tconstAVX2<>+4992(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+5024(SB), Y3, Y7
+	VFMADD213PD  tconstAVX2<>+5024(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+5056(SB), Y3, Y7
+	VFMADD213PD  tconstAVX2<>+5056(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+5088(SB), Y3, Y7
+	VFMADD213PD  tconstAVX2<>+5088(SB), Y2, Y9
+	VMULPD       Y3, Y7, Y7
+	VMULPD       Y2, Y9, Y9
+	VBLENDVPD    Y5, Y7, Y4, Y4
+	VBLENDVPD    Y6, Y9, Y0, Y0
+
+rootY10:
+	VMASKMOVPS   (BX), Y1, Y2
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VMULPD       Y3, Y4, Y4
+	VMULPD       Y2, Y0, Y0
+	VCVTPD2PSY   Y4, X8
+	VCVTPD2PSY   Y0, X0
+	VINSERTF128  $0x01, X0, Y8, Y0
+	VMOVUPS      (AX), Y10
+	VMOVUPS      (CX), Y2
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y4
+	VMOVUPS      (BX), Y3
+	VANDPS       tconstAVX2<>+480(SB), Y3, Y5
+	VPCMPGTD     tconstAVX2<>+4800(SB), Y5, Y5
+	VBLENDVPS    Y5, Y0, Y10, Y10
+
+geluGradF32AVX2_wide_tail:
+	VCMPPS       $0x11, tconstAVX2<>+5120(SB), Y2, Y5
+	VANDPS       tconstAVX2<>+2400(SB), Y5, Y5
+	VXORPS       Y3, Y5, Y5
+	VANDPS       tconstAVX2<>+480(SB), Y3, Y0
+	VPCMPGTD     tconstAVX2<>+512(SB), Y0, Y0
+	VBLENDVPS    Y0, Y5, Y10, Y10
+	VBROADCASTSS (SI), Y5
+	VMULPS       Y3, Y5, Y5
+	VPCMPEQD     tconstAVX2<>+544(SB), Y2, Y0
+	VBLENDVPS    Y0, Y5, Y10, Y10
+	VBROADCASTSS 4(SI), Y5
+	VMULPS       Y3, Y5, Y5
+	VPCMPEQD     tconstAVX2<>+576(SB), Y2, Y0
+	VBLENDVPS    Y0, Y5, Y10, Y10
+	VPCMPGTD     tconstAVX2<>+544(SB), Y4, Y0
+	VADDPS       Y2, Y2, Y2
+	VBLENDVPS    Y0, Y2, Y10, Y10
+
+geluGradF32AVX2_store_tail:
+	VMASKMOVPS Y10, Y1, (AX)
+
+geluGradF32AVX2_done:
+	VZEROUPPER
+	RET
+
+// func geluWideGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·geluWideGradF32AVX2(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         grad+16(FP), BX
+	MOVQ         sp+32(FP), SI
+	VBROADCASTSD tconstAVX2<>+0(SB), Y0
+
+geluWideGradF32AVX2_loop:
+	CMPQ         DX, $0x00000008
+	JB           geluWideGradF32AVX2_tail
+	VMOVUPS      (CX), Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -13537,39 +14081,39 @@ geluGradF32AVX2_loop:
 	VSUBPD       Y7, Y0, Y5
 	VBLENDVPD    Y2, Y6, Y4, Y4
 	VBLENDVPD    Y1, Y7, Y5, Y5
-	VMULPD       tconstAVX2<>+4288(SB), Y8, Y8
-	VMULPD       tconstAVX2<>+4288(SB), Y9, Y9
+	VMULPD       tconstAVX2<>+4832(SB), Y8, Y8
+	VMULPD       tconstAVX2<>+4832(SB), Y9, Y9
 	VFMADD231PD  Y8, Y2, Y4
 	VFMADD231PD  Y9, Y1, Y5
-	VSUBPD       tconstAVX2<>+4320(SB), Y2, Y2
-	VSUBPD       tconstAVX2<>+4320(SB), Y1, Y1
+	VSUBPD       tconstAVX2<>+4864(SB), Y2, Y2
+	VSUBPD       tconstAVX2<>+4864(SB), Y1, Y1
 	VANDPD       tconstAVX2<>+2464(SB), Y2, Y6
 	VANDPD       tconstAVX2<>+2464(SB), Y1, Y7
 	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y6, Y6
 	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y7, Y7
 	VORPD        Y6, Y7, Y8
 	VTESTPD      Y8, Y8
-	JZ           rootY9
-	VSUBPD       tconstAVX2<>+4352(SB), Y2, Y2
-	VSUBPD       tconstAVX2<>+4352(SB), Y1, Y1
-	VBROADCASTSD tconstAVX2<>+4384(SB), Y8
-	VBROADCASTSD tconstAVX2<>+4384(SB), Y9
-	VFMADD213PD  tconstAVX2<>+4416(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+4416(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+4448(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+4448(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+4480(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+4480(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+4512(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+4512(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+4544(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+4544(SB), Y1, Y9
+	JZ           rootY11
+	VSUBPD       tconstAVX2<>+4896(SB), Y2, Y2
+	VSUBPD       tconstAVX2<>+4896(SB), Y1, Y1
+	VBROADCASTSD tconstAVX2<>+4928(SB), Y8
+	VBROADCASTSD tconstAVX2<>+4928(SB), Y9
+	VFMADD213PD  tconstAVX2<>+4960(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+4960(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+4992(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+4992(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+5024(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+5024(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+5056(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+5056(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+5088(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+5088(SB), Y1, Y9
 	VMULPD       Y2, Y8, Y8
 	VMULPD       Y1, Y9, Y9
 	VBLENDVPD    Y6, Y8, Y4, Y4
 	VBLENDVPD    Y7, Y9, Y5, Y5
 
-rootY9:
+rootY11:
 	VMOVUPS      (BX), Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X3
@@ -13583,7 +14127,7 @@ rootY9:
 	VANDPS       tconstAVX2<>+480(SB), Y4, Y5
 	VPCMPGTD     tconstAVX2<>+512(SB), Y5, Y6
 	VPTEST       Y6, Y6
-	JZ           geluGradF32AVX2_store
+	JZ           geluWideGradF32AVX2_store
 	VBROADCASTSS (SI), Y7
 	VMULPS       Y1, Y7, Y7
 	VPCMPEQD     tconstAVX2<>+544(SB), Y4, Y6
@@ -13596,20 +14140,20 @@ rootY9:
 	VADDPS       Y4, Y4, Y1
 	VBLENDVPS    Y6, Y1, Y2, Y2
 
-geluGradF32AVX2_store:
+geluWideGradF32AVX2_store:
 	VMOVUPS Y2, (AX)
 	ADDQ    $0x00000020, CX
 	ADDQ    $0x00000020, AX
 	ADDQ    $0x00000020, BX
 	SUBQ    $0x00000008, DX
-	JMP     geluGradF32AVX2_loop
+	JMP     geluWideGradF32AVX2_loop
 
-geluGradF32AVX2_tail:
+geluWideGradF32AVX2_tail:
 	TESTQ        DX, DX
-	JZ           geluGradF32AVX2_done
+	JZ           geluWideGradF32AVX2_done
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
-	VPCMPGTD     tconstAVX2<>+4576(SB), Y1, Y1
+	VPCMPGTD     tconstAVX2<>+5184(SB), Y1, Y1
 	VMASKMOVPS   (CX), Y1, Y2
 	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
@@ -13702,39 +14246,39 @@ geluGradF32AVX2_tail:
 	VSUBPD       Y8, Y0, Y0
 	VBLENDVPD    Y4, Y7, Y5, Y5
 	VBLENDVPD    Y2, Y8, Y0, Y0
-	VMULPD       tconstAVX2<>+4288(SB), Y9, Y9
-	VMULPD       tconstAVX2<>+4288(SB), Y10, Y10
+	VMULPD       tconstAVX2<>+4832(SB), Y9, Y9
+	VMULPD       tconstAVX2<>+4832(SB), Y10, Y10
 	VFMADD231PD  Y9, Y4, Y5
 	VFMADD231PD  Y10, Y2, Y0
-	VSUBPD       tconstAVX2<>+4320(SB), Y4, Y4
-	VSUBPD       tconstAVX2<>+4320(SB), Y2, Y2
+	VSUBPD       tconstAVX2<>+4864(SB), Y4, Y4
+	VSUBPD       tconstAVX2<>+4864(SB), Y2, Y2
 	VANDPD       tconstAVX2<>+2464(SB), Y4, Y6
 	VANDPD       tconstAVX2<>+2464(SB), Y2, Y7
 	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y6, Y6
 	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y7, Y7
 	VORPD        Y6, Y7, Y8
 	VTESTPD      Y8, Y8
-	JZ           rootY10
-	VSUBPD       tconstAVX2<>+4352(SB), Y4, Y4
-	VSUBPD       tconstAVX2<>+4352(SB), Y2, Y2
-	VBROADCASTSD tconstAVX2<>+4384(SB), Y8
-	VBROADCASTSD tconstAVX2<>+4384(SB), Y9
-	VFMADD213PD  tconstAVX2<>+4416(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+4416(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+4448(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+4448(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+4480(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+4480(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+4512(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+4512(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+4544(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+4544(SB), Y2, Y9
+	JZ           rootY12
+	VSUBPD       tconstAVX2<>+4896(SB), Y4, Y4
+	VSUBPD       tconstAVX2<>+4896(SB), Y2, Y2
+	VBROADCASTSD tconstAVX2<>+4928(SB), Y8
+	VBROADCASTSD tconstAVX2<>+4928(SB), Y9
+	VFMADD213PD  tconstAVX2<>+4960(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+4960(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+4992(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+4992(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+5024(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+5024(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+5056(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+5056(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+5088(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+5088(SB), Y2, Y9
 	VMULPD       Y4, Y8, Y8
 	VMULPD       Y2, Y9, Y9
 	VBLENDVPD    Y6, Y8, Y5, Y5
 	VBLENDVPD    Y7, Y9, Y0, Y0
 
-rootY10:
+rootY12:
 	VMASKMOVPS   (BX), Y1, Y2
 	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X3
@@ -13748,7 +14292,7 @@ rootY10:
 	VANDPS       tconstAVX2<>+480(SB), Y3, Y4
 	VPCMPGTD     tconstAVX2<>+512(SB), Y4, Y5
 	VPTEST       Y5, Y5
-	JZ           geluGradF32AVX2_store_tail
+	JZ           geluWideGradF32AVX2_store_tail
 	VBROADCASTSS (SI), Y6
 	VMULPS       Y2, Y6, Y6
 	VPCMPEQD     tconstAVX2<>+544(SB), Y3, Y5
@@ -13761,10 +14305,10 @@ rootY10:
 	VADDPS       Y3, Y3, Y2
 	VBLENDVPS    Y5, Y2, Y0, Y0
 
-geluGradF32AVX2_store_tail:
+geluWideGradF32AVX2_store_tail:
 	VMASKMOVPS Y0, Y1, (AX)
 
-geluGradF32AVX2_done:
+geluWideGradF32AVX2_done:
 	VZEROUPPER
 	RET
 
@@ -13786,16 +14330,16 @@ geluTanhF32AVX2_loop:
 	VCVTPS2PD    X1, Y1
 	VMULPD       Y2, Y2, Y4
 	VMULPD       Y1, Y1, Y5
-	VMULPD       tconstAVX2<>+4608(SB), Y4, Y4
-	VMULPD       tconstAVX2<>+4608(SB), Y5, Y5
-	VADDPD       tconstAVX2<>+4640(SB), Y4, Y4
-	VADDPD       tconstAVX2<>+4640(SB), Y5, Y5
+	VMULPD       tconstAVX2<>+5216(SB), Y4, Y4
+	VMULPD       tconstAVX2<>+5216(SB), Y5, Y5
+	VADDPD       tconstAVX2<>+5248(SB), Y4, Y4
+	VADDPD       tconstAVX2<>+5248(SB), Y5, Y5
 	VMULPD       Y2, Y4, Y4
 	VMULPD       Y1, Y5, Y5
-	VMAXPD       tconstAVX2<>+4672(SB), Y4, Y4
-	VMAXPD       tconstAVX2<>+4672(SB), Y5, Y5
-	VMINPD       tconstAVX2<>+4704(SB), Y4, Y4
-	VMINPD       tconstAVX2<>+4704(SB), Y5, Y5
+	VMAXPD       tconstAVX2<>+5280(SB), Y4, Y4
+	VMAXPD       tconstAVX2<>+5280(SB), Y5, Y5
+	VMINPD       tconstAVX2<>+5312(SB), Y4, Y4
+	VMINPD       tconstAVX2<>+5312(SB), Y5, Y5
 	VXORPD       tconstAVX2<>+1120(SB), Y4, Y4
 	VXORPD       tconstAVX2<>+1120(SB), Y5, Y5
 	VMOVUPD      tconstAVX2<>+704(SB), Y6
@@ -13868,23 +14412,23 @@ geluTanhF32AVX2_tail:
 	JZ           geluTanhF32AVX2_done
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
-	VPCMPGTD     tconstAVX2<>+4736(SB), Y1, Y1
+	VPCMPGTD     tconstAVX2<>+5344(SB), Y1, Y1
 	VMASKMOVPS   (CX), Y1, Y2
 	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
 	VMULPD       Y4, Y4, Y5
 	VMULPD       Y2, Y2, Y6
-	VMULPD       tconstAVX2<>+4608(SB), Y5, Y5
-	VMULPD       tconstAVX2<>+4608(SB), Y6, Y6
-	VADDPD       tconstAVX2<>+4640(SB), Y5, Y5
-	VADDPD       tconstAVX2<>+4640(SB), Y6, Y6
+	VMULPD       tconstAVX2<>+5216(SB), Y5, Y5
+	VMULPD       tconstAVX2<>+5216(SB), Y6, Y6
+	VADDPD       tconstAVX2<>+5248(SB), Y5, Y5
+	VADDPD       tconstAVX2<>+5248(SB), Y6, Y6
 	VMULPD       Y4, Y5, Y5
 	VMULPD       Y2, Y6, Y6
-	VMAXPD       tconstAVX2<>+4672(SB), Y5, Y5
-	VMAXPD       tconstAVX2<>+4672(SB), Y6, Y6
-	VMINPD       tconstAVX2<>+4704(SB), Y5, Y5
-	VMINPD       tconstAVX2<>+4704(SB), Y6, Y6
+	VMAXPD       tconstAVX2<>+5280(SB), Y5, Y5
+	VMAXPD       tconstAVX2<>+5280(SB), Y6, Y6
+	VMINPD       tconstAVX2<>+5312(SB), Y5, Y5
+	VMINPD       tconstAVX2<>+5312(SB), Y6, Y6
 	VXORPD       tconstAVX2<>+1120(SB), Y5, Y5
 	VXORPD       tconstAVX2<>+1120(SB), Y6, Y6
 	VMOVUPD      tconstAVX2<>+704(SB), Y7
@@ -13971,16 +14515,16 @@ geluTanhGradF32AVX2_loop:
 	VCVTPS2PD    X1, Y1
 	VMULPD       Y2, Y2, Y4
 	VMULPD       Y1, Y1, Y5
-	VMULPD       tconstAVX2<>+4608(SB), Y4, Y4
-	VMULPD       tconstAVX2<>+4608(SB), Y5, Y5
-	VADDPD       tconstAVX2<>+4640(SB), Y4, Y4
-	VADDPD       tconstAVX2<>+4640(SB), Y5, Y5
+	VMULPD       tconstAVX2<>+5216(SB), Y4, Y4
+	VMULPD       tconstAVX2<>+5216(SB), Y5, Y5
+	VADDPD       tconstAVX2<>+5248(SB), Y4, Y4
+	VADDPD       tconstAVX2<>+5248(SB), Y5, Y5
 	VMULPD       Y2, Y4, Y4
 	VMULPD       Y1, Y5, Y5
-	VMAXPD       tconstAVX2<>+4672(SB), Y4, Y4
-	VMAXPD       tconstAVX2<>+4672(SB), Y5, Y5
-	VMINPD       tconstAVX2<>+4704(SB), Y4, Y4
-	VMINPD       tconstAVX2<>+4704(SB), Y5, Y5
+	VMAXPD       tconstAVX2<>+5280(SB), Y4, Y4
+	VMAXPD       tconstAVX2<>+5280(SB), Y5, Y5
+	VMINPD       tconstAVX2<>+5312(SB), Y4, Y4
+	VMINPD       tconstAVX2<>+5312(SB), Y5, Y5
 	VXORPD       tconstAVX2<>+1120(SB), Y4, Y4
 	VXORPD       tconstAVX2<>+1120(SB), Y5, Y5
 	VMOVUPD      tconstAVX2<>+704(SB), Y6
@@ -14023,10 +14567,10 @@ geluTanhGradF32AVX2_loop:
 	VDIVPD       Y5, Y0, Y5
 	VMULPD       Y2, Y2, Y6
 	VMULPD       Y1, Y1, Y7
-	VMULPD       tconstAVX2<>+4768(SB), Y6, Y6
-	VMULPD       tconstAVX2<>+4768(SB), Y7, Y7
-	VADDPD       tconstAVX2<>+4640(SB), Y6, Y6
-	VADDPD       tconstAVX2<>+4640(SB), Y7, Y7
+	VMULPD       tconstAVX2<>+5376(SB), Y6, Y6
+	VMULPD       tconstAVX2<>+5376(SB), Y7, Y7
+	VADDPD       tconstAVX2<>+5248(SB), Y6, Y6
+	VADDPD       tconstAVX2<>+5248(SB), Y7, Y7
 	VMULPD       Y2, Y6, Y6
 	VMULPD       Y1, Y7, Y7
 	VMULPD       Y4, Y8, Y8
@@ -14037,35 +14581,35 @@ geluTanhGradF32AVX2_loop:
 	VADDPD       Y0, Y7, Y7
 	VMULPD       Y4, Y6, Y6
 	VMULPD       Y5, Y7, Y7
-	VSUBPD       tconstAVX2<>+4800(SB), Y2, Y2
-	VSUBPD       tconstAVX2<>+4800(SB), Y1, Y1
+	VSUBPD       tconstAVX2<>+5408(SB), Y2, Y2
+	VSUBPD       tconstAVX2<>+5408(SB), Y1, Y1
 	VANDPD       tconstAVX2<>+2464(SB), Y2, Y4
 	VANDPD       tconstAVX2<>+2464(SB), Y1, Y5
 	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y4, Y4
 	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y5, Y5
 	VORPD        Y4, Y5, Y8
 	VTESTPD      Y8, Y8
-	JZ           rootY11
-	VSUBPD       tconstAVX2<>+4832(SB), Y2, Y2
-	VSUBPD       tconstAVX2<>+4832(SB), Y1, Y1
-	VBROADCASTSD tconstAVX2<>+4864(SB), Y8
-	VBROADCASTSD tconstAVX2<>+4864(SB), Y9
-	VFMADD213PD  tconstAVX2<>+4896(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+4896(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+4928(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+4928(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+4960(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+4960(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+4992(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+4992(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+5024(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+5024(SB), Y1, Y9
+	JZ           rootY13
+	VSUBPD       tconstAVX2<>+5440(SB), Y2, Y2
+	VSUBPD       tconstAVX2<>+5440(SB), Y1, Y1
+	VBROADCASTSD tconstAVX2<>+5472(SB), Y8
+	VBROADCASTSD tconstAVX2<>+5472(SB), Y9
+	VFMADD213PD  tconstAVX2<>+5504(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+5504(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+5536(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+5536(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+5568(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+5568(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+5600(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+5600(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+5632(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+5632(SB), Y1, Y9
 	VMULPD       Y2, Y8, Y8
 	VMULPD       Y1, Y9, Y9
 	VBLENDVPD    Y4, Y8, Y6, Y6
 	VBLENDVPD    Y5, Y9, Y7, Y7
 
-rootY11:
+rootY13:
 	VMOVUPS      (BX), Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X3
@@ -14105,23 +14649,23 @@ geluTanhGradF32AVX2_tail:
 	JZ           geluTanhGradF32AVX2_done
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
-	VPCMPGTD     tconstAVX2<>+5056(SB), Y1, Y1
+	VPCMPGTD     tconstAVX2<>+5664(SB), Y1, Y1
 	VMASKMOVPS   (CX), Y1, Y2
 	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
 	VMULPD       Y4, Y4, Y5
 	VMULPD       Y2, Y2, Y6
-	VMULPD       tconstAVX2<>+4608(SB), Y5, Y5
-	VMULPD       tconstAVX2<>+4608(SB), Y6, Y6
-	VADDPD       tconstAVX2<>+4640(SB), Y5, Y5
-	VADDPD       tconstAVX2<>+4640(SB), Y6, Y6
+	VMULPD       tconstAVX2<>+5216(SB), Y5, Y5
+	VMULPD       tconstAVX2<>+5216(SB), Y6, Y6
+	VADDPD       tconstAVX2<>+5248(SB), Y5, Y5
+	VADDPD       tconstAVX2<>+5248(SB), Y6, Y6
 	VMULPD       Y4, Y5, Y5
 	VMULPD       Y2, Y6, Y6
-	VMAXPD       tconstAVX2<>+4672(SB), Y5, Y5
-	VMAXPD       tconstAVX2<>+4672(SB), Y6, Y6
-	VMINPD       tconstAVX2<>+4704(SB), Y5, Y5
-	VMINPD       tconstAVX2<>+4704(SB), Y6, Y6
+	VMAXPD       tconstAVX2<>+5280(SB), Y5, Y5
+	VMAXPD       tconstAVX2<>+5280(SB), Y6, Y6
+	VMINPD       tconstAVX2<>+5312(SB), Y5, Y5
+	VMINPD       tconstAVX2<>+5312(SB), Y6, Y6
 	VXORPD       tconstAVX2<>+1120(SB), Y5, Y5
 	VXORPD       tconstAVX2<>+1120(SB), Y6, Y6
 	VMOVUPD      tconstAVX2<>+704(SB), Y7
@@ -14164,10 +14708,10 @@ geluTanhGradF32AVX2_tail:
 	VDIVPD       Y6, Y0, Y6
 	VMULPD       Y4, Y4, Y7
 	VMULPD       Y2, Y2, Y8
-	VMULPD       tconstAVX2<>+4768(SB), Y7, Y7
-	VMULPD       tconstAVX2<>+4768(SB), Y8, Y8
-	VADDPD       tconstAVX2<>+4640(SB), Y7, Y7
-	VADDPD       tconstAVX2<>+4640(SB), Y8, Y8
+	VMULPD       tconstAVX2<>+5376(SB), Y7, Y7
+	VMULPD       tconstAVX2<>+5376(SB), Y8, Y8
+	VADDPD       tconstAVX2<>+5248(SB), Y7, Y7
+	VADDPD       tconstAVX2<>+5248(SB), Y8, Y8
 	VMULPD       Y4, Y7, Y7
 	VMULPD       Y2, Y8, Y8
 	VMULPD       Y5, Y9, Y9
@@ -14178,35 +14722,35 @@ geluTanhGradF32AVX2_tail:
 	VADDPD       Y0, Y8, Y8
 	VMULPD       Y5, Y7, Y7
 	VMULPD       Y6, Y8, Y8
-	VSUBPD       tconstAVX2<>+4800(SB), Y4, Y0
-	VSUBPD       tconstAVX2<>+4800(SB), Y2, Y2
+	VSUBPD       tconstAVX2<>+5408(SB), Y4, Y0
+	VSUBPD       tconstAVX2<>+5408(SB), Y2, Y2
 	VANDPD       tconstAVX2<>+2464(SB), Y0, Y4
 	VANDPD       tconstAVX2<>+2464(SB), Y2, Y5
 	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y4, Y4
 	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y5, Y5
 	VORPD        Y4, Y5, Y6
 	VTESTPD      Y6, Y6
-	JZ           rootY12
-	VSUBPD       tconstAVX2<>+4832(SB), Y0, Y0
-	VSUBPD       tconstAVX2<>+4832(SB), Y2, Y2
-	VBROADCASTSD tconstAVX2<>+4864(SB), Y6
-	VBROADCASTSD tconstAVX2<>+4864(SB), Y9
-	VFMADD213PD  tconstAVX2<>+4896(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+4896(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+4928(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+4928(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+4960(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+4960(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+4992(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+4992(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+5024(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+5024(SB), Y2, Y9
+	JZ           rootY14
+	VSUBPD       tconstAVX2<>+5440(SB), Y0, Y0
+	VSUBPD       tconstAVX2<>+5440(SB), Y2, Y2
+	VBROADCASTSD tconstAVX2<>+5472(SB), Y6
+	VBROADCASTSD tconstAVX2<>+5472(SB), Y9
+	VFMADD213PD  tconstAVX2<>+5504(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+5504(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+5536(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+5536(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+5568(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+5568(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+5600(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+5600(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+5632(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+5632(SB), Y2, Y9
 	VMULPD       Y0, Y6, Y6
 	VMULPD       Y2, Y9, Y9
 	VBLENDVPD    Y4, Y6, Y7, Y7
 	VBLENDVPD    Y5, Y9, Y8, Y8
 
-rootY12:
+rootY14:
 	VMASKMOVPS   (BX), Y1, Y0
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X3
@@ -14776,104 +15320,180 @@ DATA tconstAVX2<>+4256(SB)/8, $0x0000000100000000
 DATA tconstAVX2<>+4264(SB)/8, $0x0000000300000002
 DATA tconstAVX2<>+4272(SB)/8, $0x0000000500000004
 DATA tconstAVX2<>+4280(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+4288(SB)/8, $0x3fd9884533d43651
-DATA tconstAVX2<>+4296(SB)/8, $0x3fd9884533d43651
-DATA tconstAVX2<>+4304(SB)/8, $0x3fd9884533d43651
-DATA tconstAVX2<>+4312(SB)/8, $0x3fd9884533d43651
-DATA tconstAVX2<>+4320(SB)/8, $0xbfe80ead197f00b4
-DATA tconstAVX2<>+4328(SB)/8, $0xbfe80ead197f00b4
-DATA tconstAVX2<>+4336(SB)/8, $0xbfe80ead197f00b4
-DATA tconstAVX2<>+4344(SB)/8, $0xbfe80ead197f00b4
-DATA tconstAVX2<>+4352(SB)/8, $0x3c713e74c58cada8
-DATA tconstAVX2<>+4360(SB)/8, $0x3c713e74c58cada8
-DATA tconstAVX2<>+4368(SB)/8, $0x3c713e74c58cada8
-DATA tconstAVX2<>+4376(SB)/8, $0x3c713e74c58cada8
-DATA tconstAVX2<>+4384(SB)/8, $0x3f93e19df5b577d9
-DATA tconstAVX2<>+4392(SB)/8, $0x3f93e19df5b577d9
-DATA tconstAVX2<>+4400(SB)/8, $0x3f93e19df5b577d9
-DATA tconstAVX2<>+4408(SB)/8, $0x3f93e19df5b577d9
-DATA tconstAVX2<>+4416(SB)/8, $0xbf8e3d0becedc4ce
-DATA tconstAVX2<>+4424(SB)/8, $0xbf8e3d0becedc4ce
-DATA tconstAVX2<>+4432(SB)/8, $0xbf8e3d0becedc4ce
-DATA tconstAVX2<>+4440(SB)/8, $0xbf8e3d0becedc4ce
-DATA tconstAVX2<>+4448(SB)/8, $0xbfbd2fa4ac53b847
-DATA tconstAVX2<>+4456(SB)/8, $0xbfbd2fa4ac53b847
-DATA tconstAVX2<>+4464(SB)/8, $0xbfbd2fa4ac53b847
-DATA tconstAVX2<>+4472(SB)/8, $0xbfbd2fa4ac53b847
-DATA tconstAVX2<>+4480(SB)/8, $0xbf92a2efc588f630
-DATA tconstAVX2<>+4488(SB)/8, $0xbf92a2efc588f630
-DATA tconstAVX2<>+4496(SB)/8, $0xbf92a2efc588f630
-DATA tconstAVX2<>+4504(SB)/8, $0xbf92a2efc588f630
-DATA tconstAVX2<>+4512(SB)/8, $0x3fd8d9a941ddf61a
-DATA tconstAVX2<>+4520(SB)/8, $0x3fd8d9a941ddf61a
-DATA tconstAVX2<>+4528(SB)/8, $0x3fd8d9a941ddf61a
-DATA tconstAVX2<>+4536(SB)/8, $0x3fd8d9a941ddf61a
-DATA tconstAVX2<>+4544(SB)/8, $0x3fdb9d98fa5a3b5f
-DATA tconstAVX2<>+4552(SB)/8, $0x3fdb9d98fa5a3b5f
-DATA tconstAVX2<>+4560(SB)/8, $0x3fdb9d98fa5a3b5f
-DATA tconstAVX2<>+4568(SB)/8, $0x3fdb9d98fa5a3b5f
-DATA tconstAVX2<>+4576(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+4584(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+4592(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+4600(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+4608(SB)/8, $0x3fb2444f2a4d8b4b
-DATA tconstAVX2<>+4616(SB)/8, $0x3fb2444f2a4d8b4b
-DATA tconstAVX2<>+4624(SB)/8, $0x3fb2444f2a4d8b4b
-DATA tconstAVX2<>+4632(SB)/8, $0x3fb2444f2a4d8b4b
-DATA tconstAVX2<>+4640(SB)/8, $0x3ff9884533d43651
-DATA tconstAVX2<>+4648(SB)/8, $0x3ff9884533d43651
-DATA tconstAVX2<>+4656(SB)/8, $0x3ff9884533d43651
-DATA tconstAVX2<>+4664(SB)/8, $0x3ff9884533d43651
-DATA tconstAVX2<>+4672(SB)/8, $0xc082c00000000000
-DATA tconstAVX2<>+4680(SB)/8, $0xc082c00000000000
-DATA tconstAVX2<>+4688(SB)/8, $0xc082c00000000000
-DATA tconstAVX2<>+4696(SB)/8, $0xc082c00000000000
-DATA tconstAVX2<>+4704(SB)/8, $0x4082c00000000000
-DATA tconstAVX2<>+4712(SB)/8, $0x4082c00000000000
-DATA tconstAVX2<>+4720(SB)/8, $0x4082c00000000000
-DATA tconstAVX2<>+4728(SB)/8, $0x4082c00000000000
-DATA tconstAVX2<>+4736(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+4744(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+4752(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+4760(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+4768(SB)/8, $0x3fcb6676bf7450f1
-DATA tconstAVX2<>+4776(SB)/8, $0x3fcb6676bf7450f1
-DATA tconstAVX2<>+4784(SB)/8, $0x3fcb6676bf7450f1
-DATA tconstAVX2<>+4792(SB)/8, $0x3fcb6676bf7450f1
-DATA tconstAVX2<>+4800(SB)/8, $0xbfe81429f9e97e4c
-DATA tconstAVX2<>+4808(SB)/8, $0xbfe81429f9e97e4c
-DATA tconstAVX2<>+4816(SB)/8, $0xbfe81429f9e97e4c
-DATA tconstAVX2<>+4824(SB)/8, $0xbfe81429f9e97e4c
-DATA tconstAVX2<>+4832(SB)/8, $0xbc8406439d087aa4
-DATA tconstAVX2<>+4840(SB)/8, $0xbc8406439d087aa4
-DATA tconstAVX2<>+4848(SB)/8, $0xbc8406439d087aa4
-DATA tconstAVX2<>+4856(SB)/8, $0xbc8406439d087aa4
-DATA tconstAVX2<>+4864(SB)/8, $0x3f9425c340df544f
-DATA tconstAVX2<>+4872(SB)/8, $0x3f9425c340df544f
-DATA tconstAVX2<>+4880(SB)/8, $0x3f9425c340df544f
-DATA tconstAVX2<>+4888(SB)/8, $0x3f9425c340df544f
-DATA tconstAVX2<>+4896(SB)/8, $0xbf9102a32c446f4b
-DATA tconstAVX2<>+4904(SB)/8, $0xbf9102a32c446f4b
-DATA tconstAVX2<>+4912(SB)/8, $0xbf9102a32c446f4b
-DATA tconstAVX2<>+4920(SB)/8, $0xbf9102a32c446f4b
-DATA tconstAVX2<>+4928(SB)/8, $0xbfbd2b771ca8099c
-DATA tconstAVX2<>+4936(SB)/8, $0xbfbd2b771ca8099c
-DATA tconstAVX2<>+4944(SB)/8, $0xbfbd2b771ca8099c
-DATA tconstAVX2<>+4952(SB)/8, $0xbfbd2b771ca8099c
-DATA tconstAVX2<>+4960(SB)/8, $0xbf9029618f5332b0
-DATA tconstAVX2<>+4968(SB)/8, $0xbf9029618f5332b0
-DATA tconstAVX2<>+4976(SB)/8, $0xbf9029618f5332b0
-DATA tconstAVX2<>+4984(SB)/8, $0xbf9029618f5332b0
-DATA tconstAVX2<>+4992(SB)/8, $0x3fd8cd1a2b2fb18d
-DATA tconstAVX2<>+5000(SB)/8, $0x3fd8cd1a2b2fb18d
-DATA tconstAVX2<>+5008(SB)/8, $0x3fd8cd1a2b2fb18d
-DATA tconstAVX2<>+5016(SB)/8, $0x3fd8cd1a2b2fb18d
-DATA tconstAVX2<>+5024(SB)/8, $0x3fdb8bacd2c97656
-DATA tconstAVX2<>+5032(SB)/8, $0x3fdb8bacd2c97656
-DATA tconstAVX2<>+5040(SB)/8, $0x3fdb8bacd2c97656
-DATA tconstAVX2<>+5048(SB)/8, $0x3fdb8bacd2c97656
-DATA tconstAVX2<>+5056(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+5064(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+5072(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+5080(SB)/8, $0x0000000700000006
-GLOBL tconstAVX2<>(SB), RODATA|NOPTR, $5088
+DATA tconstAVX2<>+4288(SB)/8, $0x418c0000418c0000
+DATA tconstAVX2<>+4296(SB)/8, $0x418c0000418c0000
+DATA tconstAVX2<>+4304(SB)/8, $0x418c0000418c0000
+DATA tconstAVX2<>+4312(SB)/8, $0x418c0000418c0000
+DATA tconstAVX2<>+4320(SB)/8, $0x3c67149e3c67149e
+DATA tconstAVX2<>+4328(SB)/8, $0x3c67149e3c67149e
+DATA tconstAVX2<>+4336(SB)/8, $0x3c67149e3c67149e
+DATA tconstAVX2<>+4344(SB)/8, $0x3c67149e3c67149e
+DATA tconstAVX2<>+4352(SB)/8, $0x3e1b7c9d3e1b7c9d
+DATA tconstAVX2<>+4360(SB)/8, $0x3e1b7c9d3e1b7c9d
+DATA tconstAVX2<>+4368(SB)/8, $0x3e1b7c9d3e1b7c9d
+DATA tconstAVX2<>+4376(SB)/8, $0x3e1b7c9d3e1b7c9d
+DATA tconstAVX2<>+4384(SB)/8, $0x3f3e64833f3e6483
+DATA tconstAVX2<>+4392(SB)/8, $0x3f3e64833f3e6483
+DATA tconstAVX2<>+4400(SB)/8, $0x3f3e64833f3e6483
+DATA tconstAVX2<>+4408(SB)/8, $0x3f3e64833f3e6483
+DATA tconstAVX2<>+4416(SB)/8, $0x4000136140001361
+DATA tconstAVX2<>+4424(SB)/8, $0x4000136140001361
+DATA tconstAVX2<>+4432(SB)/8, $0x4000136140001361
+DATA tconstAVX2<>+4440(SB)/8, $0x4000136140001361
+DATA tconstAVX2<>+4448(SB)/8, $0x4039f3764039f376
+DATA tconstAVX2<>+4456(SB)/8, $0x4039f3764039f376
+DATA tconstAVX2<>+4464(SB)/8, $0x4039f3764039f376
+DATA tconstAVX2<>+4472(SB)/8, $0x4039f3764039f376
+DATA tconstAVX2<>+4480(SB)/8, $0x3fe65a103fe65a10
+DATA tconstAVX2<>+4488(SB)/8, $0x3fe65a103fe65a10
+DATA tconstAVX2<>+4496(SB)/8, $0x3fe65a103fe65a10
+DATA tconstAVX2<>+4504(SB)/8, $0x3fe65a103fe65a10
+DATA tconstAVX2<>+4512(SB)/8, $0x3b8a9cb83b8a9cb8
+DATA tconstAVX2<>+4520(SB)/8, $0x3b8a9cb83b8a9cb8
+DATA tconstAVX2<>+4528(SB)/8, $0x3b8a9cb83b8a9cb8
+DATA tconstAVX2<>+4536(SB)/8, $0x3b8a9cb83b8a9cb8
+DATA tconstAVX2<>+4544(SB)/8, $0x3d3082e93d3082e9
+DATA tconstAVX2<>+4552(SB)/8, $0x3d3082e93d3082e9
+DATA tconstAVX2<>+4560(SB)/8, $0x3d3082e93d3082e9
+DATA tconstAVX2<>+4568(SB)/8, $0x3d3082e93d3082e9
+DATA tconstAVX2<>+4576(SB)/8, $0x3e47937d3e47937d
+DATA tconstAVX2<>+4584(SB)/8, $0x3e47937d3e47937d
+DATA tconstAVX2<>+4592(SB)/8, $0x3e47937d3e47937d
+DATA tconstAVX2<>+4600(SB)/8, $0x3e47937d3e47937d
+DATA tconstAVX2<>+4608(SB)/8, $0x3ee922c73ee922c7
+DATA tconstAVX2<>+4616(SB)/8, $0x3ee922c73ee922c7
+DATA tconstAVX2<>+4624(SB)/8, $0x3ee922c73ee922c7
+DATA tconstAVX2<>+4632(SB)/8, $0x3ee922c73ee922c7
+DATA tconstAVX2<>+4640(SB)/8, $0x3ef538283ef53828
+DATA tconstAVX2<>+4648(SB)/8, $0x3ef538283ef53828
+DATA tconstAVX2<>+4656(SB)/8, $0x3ef538283ef53828
+DATA tconstAVX2<>+4664(SB)/8, $0x3ef538283ef53828
+DATA tconstAVX2<>+4672(SB)/8, $0x3f4075693f407569
+DATA tconstAVX2<>+4680(SB)/8, $0x3f4075693f407569
+DATA tconstAVX2<>+4688(SB)/8, $0x3f4075693f407569
+DATA tconstAVX2<>+4696(SB)/8, $0x3f4075693f407569
+DATA tconstAVX2<>+4704(SB)/8, $0xb2501feab2501fea
+DATA tconstAVX2<>+4712(SB)/8, $0xb2501feab2501fea
+DATA tconstAVX2<>+4720(SB)/8, $0xb2501feab2501fea
+DATA tconstAVX2<>+4728(SB)/8, $0xb2501feab2501fea
+DATA tconstAVX2<>+4736(SB)/8, $0x3ecc422a3ecc422a
+DATA tconstAVX2<>+4744(SB)/8, $0x3ecc422a3ecc422a
+DATA tconstAVX2<>+4752(SB)/8, $0x3ecc422a3ecc422a
+DATA tconstAVX2<>+4760(SB)/8, $0x3ecc422a3ecc422a
+DATA tconstAVX2<>+4768(SB)/8, $0xbf000000bf000000
+DATA tconstAVX2<>+4776(SB)/8, $0xbf000000bf000000
+DATA tconstAVX2<>+4784(SB)/8, $0xbf000000bf000000
+DATA tconstAVX2<>+4792(SB)/8, $0xbf000000bf000000
+DATA tconstAVX2<>+4800(SB)/8, $0x5f7fffff5f7fffff
+DATA tconstAVX2<>+4808(SB)/8, $0x5f7fffff5f7fffff
+DATA tconstAVX2<>+4816(SB)/8, $0x5f7fffff5f7fffff
+DATA tconstAVX2<>+4824(SB)/8, $0x5f7fffff5f7fffff
+DATA tconstAVX2<>+4832(SB)/8, $0x3fd9884533d43651
+DATA tconstAVX2<>+4840(SB)/8, $0x3fd9884533d43651
+DATA tconstAVX2<>+4848(SB)/8, $0x3fd9884533d43651
+DATA tconstAVX2<>+4856(SB)/8, $0x3fd9884533d43651
+DATA tconstAVX2<>+4864(SB)/8, $0xbfe80ead197f00b4
+DATA tconstAVX2<>+4872(SB)/8, $0xbfe80ead197f00b4
+DATA tconstAVX2<>+4880(SB)/8, $0xbfe80ead197f00b4
+DATA tconstAVX2<>+4888(SB)/8, $0xbfe80ead197f00b4
+DATA tconstAVX2<>+4896(SB)/8, $0x3c713e74c58cada8
+DATA tconstAVX2<>+4904(SB)/8, $0x3c713e74c58cada8
+DATA tconstAVX2<>+4912(SB)/8, $0x3c713e74c58cada8
+DATA tconstAVX2<>+4920(SB)/8, $0x3c713e74c58cada8
+DATA tconstAVX2<>+4928(SB)/8, $0x3f93e19df5b577d9
+DATA tconstAVX2<>+4936(SB)/8, $0x3f93e19df5b577d9
+DATA tconstAVX2<>+4944(SB)/8, $0x3f93e19df5b577d9
+DATA tconstAVX2<>+4952(SB)/8, $0x3f93e19df5b577d9
+DATA tconstAVX2<>+4960(SB)/8, $0xbf8e3d0becedc4ce
+DATA tconstAVX2<>+4968(SB)/8, $0xbf8e3d0becedc4ce
+DATA tconstAVX2<>+4976(SB)/8, $0xbf8e3d0becedc4ce
+DATA tconstAVX2<>+4984(SB)/8, $0xbf8e3d0becedc4ce
+DATA tconstAVX2<>+4992(SB)/8, $0xbfbd2fa4ac53b847
+DATA tconstAVX2<>+5000(SB)/8, $0xbfbd2fa4ac53b847
+DATA tconstAVX2<>+5008(SB)/8, $0xbfbd2fa4ac53b847
+DATA tconstAVX2<>+5016(SB)/8, $0xbfbd2fa4ac53b847
+DATA tconstAVX2<>+5024(SB)/8, $0xbf92a2efc588f630
+DATA tconstAVX2<>+5032(SB)/8, $0xbf92a2efc588f630
+DATA tconstAVX2<>+5040(SB)/8, $0xbf92a2efc588f630
+DATA tconstAVX2<>+5048(SB)/8, $0xbf92a2efc588f630
+DATA tconstAVX2<>+5056(SB)/8, $0x3fd8d9a941ddf61a
+DATA tconstAVX2<>+5064(SB)/8, $0x3fd8d9a941ddf61a
+DATA tconstAVX2<>+5072(SB)/8, $0x3fd8d9a941ddf61a
+DATA tconstAVX2<>+5080(SB)/8, $0x3fd8d9a941ddf61a
+DATA tconstAVX2<>+5088(SB)/8, $0x3fdb9d98fa5a3b5f
+DATA tconstAVX2<>+5096(SB)/8, $0x3fdb9d98fa5a3b5f
+DATA tconstAVX2<>+5104(SB)/8, $0x3fdb9d98fa5a3b5f
+DATA tconstAVX2<>+5112(SB)/8, $0x3fdb9d98fa5a3b5f
+DATA tconstAVX2<>+5120(SB)/8, $0xbf407569bf407569
+DATA tconstAVX2<>+5128(SB)/8, $0xbf407569bf407569
+DATA tconstAVX2<>+5136(SB)/8, $0xbf407569bf407569
+DATA tconstAVX2<>+5144(SB)/8, $0xbf407569bf407569
+DATA tconstAVX2<>+5152(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+5160(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+5168(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+5176(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+5184(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+5192(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+5200(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+5208(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+5216(SB)/8, $0x3fb2444f2a4d8b4b
+DATA tconstAVX2<>+5224(SB)/8, $0x3fb2444f2a4d8b4b
+DATA tconstAVX2<>+5232(SB)/8, $0x3fb2444f2a4d8b4b
+DATA tconstAVX2<>+5240(SB)/8, $0x3fb2444f2a4d8b4b
+DATA tconstAVX2<>+5248(SB)/8, $0x3ff9884533d43651
+DATA tconstAVX2<>+5256(SB)/8, $0x3ff9884533d43651
+DATA tconstAVX2<>+5264(SB)/8, $0x3ff9884533d43651
+DATA tconstAVX2<>+5272(SB)/8, $0x3ff9884533d43651
+DATA tconstAVX2<>+5280(SB)/8, $0xc082c00000000000
+DATA tconstAVX2<>+5288(SB)/8, $0xc082c00000000000
+DATA tconstAVX2<>+5296(SB)/8, $0xc082c00000000000
+DATA tconstAVX2<>+5304(SB)/8, $0xc082c00000000000
+DATA tconstAVX2<>+5312(SB)/8, $0x4082c00000000000
+DATA tconstAVX2<>+5320(SB)/8, $0x4082c00000000000
+DATA tconstAVX2<>+5328(SB)/8, $0x4082c00000000000
+DATA tconstAVX2<>+5336(SB)/8, $0x4082c00000000000
+DATA tconstAVX2<>+5344(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+5352(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+5360(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+5368(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+5376(SB)/8, $0x3fcb6676bf7450f1
+DATA tconstAVX2<>+5384(SB)/8, $0x3fcb6676bf7450f1
+DATA tconstAVX2<>+5392(SB)/8, $0x3fcb6676bf7450f1
+DATA tconstAVX2<>+5400(SB)/8, $0x3fcb6676bf7450f1
+DATA tconstAVX2<>+5408(SB)/8, $0xbfe81429f9e97e4c
+DATA tconstAVX2<>+5416(SB)/8, $0xbfe81429f9e97e4c
+DATA tconstAVX2<>+5424(SB)/8, $0xbfe81429f9e97e4c
+DATA tconstAVX2<>+5432(SB)/8, $0xbfe81429f9e97e4c
+DATA tconstAVX2<>+5440(SB)/8, $0xbc8406439d087aa4
+DATA tconstAVX2<>+5448(SB)/8, $0xbc8406439d087aa4
+DATA tconstAVX2<>+5456(SB)/8, $0xbc8406439d087aa4
+DATA tconstAVX2<>+5464(SB)/8, $0xbc8406439d087aa4
+DATA tconstAVX2<>+5472(SB)/8, $0x3f9425c340df544f
+DATA tconstAVX2<>+5480(SB)/8, $0x3f9425c340df544f
+DATA tconstAVX2<>+5488(SB)/8, $0x3f9425c340df544f
+DATA tconstAVX2<>+5496(SB)/8, $0x3f9425c340df544f
+DATA tconstAVX2<>+5504(SB)/8, $0xbf9102a32c446f4b
+DATA tconstAVX2<>+5512(SB)/8, $0xbf9102a32c446f4b
+DATA tconstAVX2<>+5520(SB)/8, $0xbf9102a32c446f4b
+DATA tconstAVX2<>+5528(SB)/8, $0xbf9102a32c446f4b
+DATA tconstAVX2<>+5536(SB)/8, $0xbfbd2b771ca8099c
+DATA tconstAVX2<>+5544(SB)/8, $0xbfbd2b771ca8099c
+DATA tconstAVX2<>+5552(SB)/8, $0xbfbd2b771ca8099c
+DATA tconstAVX2<>+5560(SB)/8, $0xbfbd2b771ca8099c
+DATA tconstAVX2<>+5568(SB)/8, $0xbf9029618f5332b0
+DATA tconstAVX2<>+5576(SB)/8, $0xbf9029618f5332b0
+DATA tconstAVX2<>+5584(SB)/8, $0xbf9029618f5332b0
+DATA tconstAVX2<>+5592(SB)/8, $0xbf9029618f5332b0
+DATA tconstAVX2<>+5600(SB)/8, $0x3fd8cd1a2b2fb18d
+DATA tconstAVX2<>+5608(SB)/8, $0x3fd8cd1a2b2fb18d
+DATA tconstAVX2<>+5616(SB)/8, $0x3fd8cd1a2b2fb18d
+DATA tconstAVX2<>+5624(SB)/8, $0x3fd8cd1a2b2fb18d
+DATA tconstAVX2<>+5632(SB)/8, $0x3fdb8bacd2c97656
+DATA tconstAVX2<>+5640(SB)/8, $0x3fdb8bacd2c97656
+DATA tconstAVX2<>+5648(SB)/8, $0x3fdb8bacd2c97656
+DATA tconstAVX2<>+5656(SB)/8, $0x3fdb8bacd2c97656
+DATA tconstAVX2<>+5664(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+5672(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+5680(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+5688(SB)/8, $0x0000000700000006
+GLOBL tconstAVX2<>(SB), RODATA|NOPTR, $5696

@@ -15,9 +15,9 @@ import (
 // # Accuracy
 //
 // Every kernel is within 2 ulp of the exact value (the documented bound,
-// which the tests enforce). All but two compute in float64 and round once
-// to float32; the vector forward kernels of exp and tanh (AVX-512 and
-// AVX2) compute in float32 instead, sixteen lanes a vector (eight with
+// which the tests enforce). Most compute in float64 and round once to
+// float32; the vector forward kernels of exp and tanh (AVX-512 and AVX2),
+// and GELU's AVX2 backward kernel (below), compute in float32 instead, sixteen lanes a vector (eight with
 // AVX2), at about half the cost or less
 // (in cache, 0.14 against 0.34 ns an element for exp, 0.27 against 0.48
 // for tanh): they are what fused element-wise chains (package fusion) run
@@ -31,6 +31,28 @@ import (
 // They keep exp's overflow to +Inf and its denormal results (rounded
 // once), tanh(x) = x for tiny x, ±0, and the saturation to ±1 from 9.01.
 // Their backward kernels, and the portable loops of both, stay in float64.
+//
+// GELU's AVX2 backward kernel (erf form) computes in float32 too, eight
+// lanes a vector (asm/gen/transcendental_gelu32.go; the AVX-512 kernels
+// stay in float64): on one Zen 3 core 1.35 times as fast as the float64
+// kernel it replaced (in cache 0.61 against 0.44 Gelem/s). A float32
+// rational function alone is off by two or three roundings, so it enters
+// as a correction damped against terms kept exact in two float32 parts,
+// and the result is rounded once: over every float32 input (g = 1) the
+// error is at most 1.818 ulp (TestGeluF32ModelExhaustive;
+// TestTranscendentalULP holds it to 1.82), and g·GELU'(x) keeps that
+// bound against float64(g)·GELU'(x). The error is relative to the exact
+// value everywhere, through the derivative's zero at x ≈ -0.7518 as well:
+// the kernel computes GELU' as e^(-x²/2)·(a0 - |x|)·G(|x|) with the zero
+// a0 held in two parts, with no cancellation there. The tail keeps its
+// relative accuracy down to the denormals (x ≈ -14), ±0 keep their sign,
+// and g = ±Inf or NaN give g times the derivative's sign (NaN for NaN).
+// Lanes with |g| ≥ 2^64, beyond the float32 body's range (its clamp of
+// |x| at 17.5 and its unscaled products), take the float64 body in the
+// block's rare fix-up path and so give the float64 kernel's bits
+// (TestGeluF32KernelHugeGradients).
+// GELU's forward stays in float64: a float32 one built the same way
+// measured 2.14 ulp over every input, above the bound.
 //
 // In the float64 kernels every value is computed in float64 and rounded
 // once to float32, with approximations whose error is far below a float32
@@ -83,8 +105,8 @@ import (
 // with gathers; masks are ymm compares and blends; a partial last
 // iteration uses masked loads and stores (VMASKMOVPS). On one core of a
 // Zen 3, in cache, they are 4 to 35 times as fast as the Go loops (GELU
-// forward 0.5 against 0.04 Gelem/s). On AVX-512 machines the tests run
-// them too (f32Kernel.altF).
+// forward, in float64, 0.4 against 0.04 Gelem/s). On AVX-512 machines the
+// tests run them too (f32Kernel.altF).
 //
 // Elsewhere (other CPUs and -tags purego) the Go loops below compute each
 // value with Go's math package (math.Exp, math.Log, math.Tanh, math.Erf,
@@ -106,14 +128,20 @@ type f32Kernel struct {
 	// transcendental_amd64.go); they handle ±Inf and NaN themselves.
 	vecF  func(o, x []float32)
 	vecDF func(o, x, g []float32)
-	// vecF32 marks vector forward kernels (vecF, and altF) that compute in
-	// float32 (exp and tanh): their error bound is larger.
-	vecF32 bool
+	// vecF32 and vecDF32 mark vector kernels (vecF, vecDF) that compute in
+	// float32: their error bound is larger.
+	vecF32, vecDF32 bool
 	// altF and altDF, when set, are vector kernels of another instruction
 	// set that this CPU also runs (AVX2 where vecF and vecDF are AVX-512),
-	// for the tests alone.
-	altF  func(o, x []float32)
-	altDF func(o, x, g []float32)
+	// for the tests alone; altF32 and altDF32 mark those in float32.
+	altF            func(o, x []float32)
+	altDF           func(o, x, g []float32)
+	altF32, altDF32 bool
+	// wideF and wideDF, when set, are AVX2 kernels in float64 where
+	// float32 ones replaced some (GELU's backward), for the tests and
+	// benchmarks to compare with.
+	wideF  func(o, x []float32)
+	wideDF func(o, x, g []float32)
 }
 
 // f32Kernels holds the ops with float32 kernels.

@@ -21,37 +21,44 @@ var hasTranscendental = hasAVX512 && hasBMI2 && cpuid.CPU.Supports(cpuid.AVX512D
 var hasTranscendentalAVX2 = hasAVX2
 
 // transcendentalKernelSet is one instruction set's kernels of an op,
-// forward and backward; fwd32 marks a forward kernel computed in float32.
+// forward and backward; fwd32 and bwd32 mark kernels computed in float32.
 type transcendentalKernelSet struct {
-	fwd   func(dst, x *float32, n int, sp *[2]float32)
-	bwd   func(dst, x, grad *float32, n int, sp *[2]float32)
-	fwd32 bool
+	fwd          func(dst, x *float32, n int, sp *[2]float32)
+	bwd          func(dst, x, grad *float32, n int, sp *[2]float32)
+	fwd32, bwd32 bool
 }
 
 // transcendentalAsm lists the AVX-512 kernels of each op, forward and
 // backward.
 var transcendentalAsm = map[backends.UnaryOp]transcendentalKernelSet{
-	backends.Exp:      {expF32AVX512, expGradF32AVX512, true},
-	backends.Log:      {logF32AVX512, logGradF32AVX512, false},
-	backends.Tanh:     {tanhF32AVX512, tanhGradF32AVX512, true},
-	backends.Erf:      {erfF32AVX512, erfGradF32AVX512, false},
-	backends.Sigmoid:  {sigmoidF32AVX512, sigmoidGradF32AVX512, false},
-	backends.Silu:     {siluF32AVX512, siluGradF32AVX512, false},
-	backends.Gelu:     {geluF32AVX512, geluGradF32AVX512, false},
-	backends.GeluTanh: {geluTanhF32AVX512, geluTanhGradF32AVX512, false},
+	backends.Exp:      {expF32AVX512, expGradF32AVX512, true, false},
+	backends.Log:      {logF32AVX512, logGradF32AVX512, false, false},
+	backends.Tanh:     {tanhF32AVX512, tanhGradF32AVX512, true, false},
+	backends.Erf:      {erfF32AVX512, erfGradF32AVX512, false, false},
+	backends.Sigmoid:  {sigmoidF32AVX512, sigmoidGradF32AVX512, false, false},
+	backends.Silu:     {siluF32AVX512, siluGradF32AVX512, false, false},
+	backends.Gelu:     {geluF32AVX512, geluGradF32AVX512, false, false},
+	backends.GeluTanh: {geluTanhF32AVX512, geluTanhGradF32AVX512, false, false},
 }
 
-// transcendentalAVX2 lists the AVX2 kernels (in float64 but for exp and
-// tanh forward, as with AVX-512).
+// transcendentalAVX2 lists the AVX2 kernels: in float64 but for exp and
+// tanh forward (as with AVX-512) and GELU backward.
 var transcendentalAVX2 = map[backends.UnaryOp]transcendentalKernelSet{
-	backends.Exp:      {expF32AVX2, expGradF32AVX2, true},
-	backends.Log:      {logF32AVX2, logGradF32AVX2, false},
-	backends.Tanh:     {tanhF32AVX2, tanhGradF32AVX2, true},
-	backends.Erf:      {erfF32AVX2, erfGradF32AVX2, false},
-	backends.Sigmoid:  {sigmoidF32AVX2, sigmoidGradF32AVX2, false},
-	backends.Silu:     {siluF32AVX2, siluGradF32AVX2, false},
-	backends.Gelu:     {geluF32AVX2, geluGradF32AVX2, false},
-	backends.GeluTanh: {geluTanhF32AVX2, geluTanhGradF32AVX2, false},
+	backends.Exp:      {expF32AVX2, expGradF32AVX2, true, false},
+	backends.Log:      {logF32AVX2, logGradF32AVX2, false, false},
+	backends.Tanh:     {tanhF32AVX2, tanhGradF32AVX2, true, false},
+	backends.Erf:      {erfF32AVX2, erfGradF32AVX2, false, false},
+	backends.Sigmoid:  {sigmoidF32AVX2, sigmoidGradF32AVX2, false, false},
+	backends.Silu:     {siluF32AVX2, siluGradF32AVX2, false, false},
+	backends.Gelu:     {geluF32AVX2, geluGradF32AVX2, false, true},
+	backends.GeluTanh: {geluTanhF32AVX2, geluTanhGradF32AVX2, false, false},
+}
+
+// transcendentalAVX2Wide lists the AVX2 kernels in float64 of the ops
+// where float32 ones replaced some (GELU's backward), for the tests and
+// benchmarks to compare with (f32Kernel.wideF, wideDF).
+var transcendentalAVX2Wide = map[backends.UnaryOp]transcendentalKernelSet{
+	backends.Gelu: {geluF32AVX2, geluWideGradF32AVX2, false, false},
 }
 
 func init() {
@@ -87,13 +94,17 @@ func init() {
 		switch {
 		case hasTranscendental:
 			k.vecF, k.vecDF = wrap(transcendentalAsm[op])
-			k.vecF32 = transcendentalAsm[op].fwd32
-			if hasTranscendentalAVX2 { // for the tests; forward in float32 for the same ops
+			k.vecF32, k.vecDF32 = transcendentalAsm[op].fwd32, transcendentalAsm[op].bwd32
+			if hasTranscendentalAVX2 { // for the tests
 				k.altF, k.altDF = wrap(transcendentalAVX2[op])
+				k.altF32, k.altDF32 = transcendentalAVX2[op].fwd32, transcendentalAVX2[op].bwd32
 			}
 		case hasTranscendentalAVX2:
 			k.vecF, k.vecDF = wrap(transcendentalAVX2[op])
-			k.vecF32 = transcendentalAVX2[op].fwd32
+			k.vecF32, k.vecDF32 = transcendentalAVX2[op].fwd32, transcendentalAVX2[op].bwd32
+		}
+		if w, ok := transcendentalAVX2Wide[op]; ok && hasTranscendentalAVX2 {
+			k.wideF, k.wideDF = wrap(w)
 		}
 	}
 }

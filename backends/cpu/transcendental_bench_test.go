@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"github.com/kiln-ml/kiln/backends"
@@ -42,6 +43,7 @@ func normalView(be *Backend, seed uint64, abs bool, shape ...int) backends.View 
 // written per second (8 bytes an element forward, 12 backward), and
 // elements per CPU-second, steadier when other processes share the cores.
 func BenchmarkActivation(b *testing.B) {
+	useWideGelu()
 	shape := []int{64 * 256, 1024}
 	n := shape[0] * shape[1]
 	for _, c := range benchActivationOps {
@@ -73,10 +75,30 @@ func BenchmarkActivation(b *testing.B) {
 	}
 }
 
+// useWideGelu switches GELU back to its float64 AVX2 kernels
+// (f32Kernel.wideF, wideDF: the backward one its float32 kernel replaced) where
+// KILN_GELU_WIDE is set, so that one test binary measures both, run after
+// run:
+//
+//	go test -c -o cpu.test ./backends/cpu/
+//	for i in 1 2 3 4; do for w in "" 1; do KILN_GELU_WIDE=$w ./cpu.test -test.run xxx -test.bench 'GeluStep|Activation/op=gelu/' -test.benchtime 20x; done; done
+//
+// It is called from the benchmarks that go through the backend, once: it
+// changes the kernel table the whole package uses.
+func useWideGelu() {
+	if os.Getenv("KILN_GELU_WIDE") == "" {
+		return
+	}
+	if k := f32Kernels[backends.Gelu]; k.wideF != nil {
+		k.vecF, k.vecDF, k.vecF32, k.vecDF32 = k.wideF, k.wideDF, false, false
+	}
+}
+
 // BenchmarkGeluStep is a GELU forward and backward on a [64·256, 1024]
 // float32 tensor, as one layer of a GPT-style training step does them, on 1
 // and 2 worker goroutines; make bench-compare sets it against PyTorch.
 func BenchmarkGeluStep(b *testing.B) {
+	useWideGelu()
 	shape := []int{64 * 256, 1024}
 	n := shape[0] * shape[1]
 	for _, threads := range []int{1, 2} {
@@ -108,7 +130,8 @@ func BenchmarkGeluStep(b *testing.B) {
 // forward and backward, on 16384 standard normal values (in cache), in
 // every implementation this machine runs (transcendentalImpls: "go" the
 // portable loops, "vec" the vector kernels, "alt" the AVX2 ones on an
-// AVX-512 machine), so that they compare in one run.
+// AVX-512 machine, "wide" GELU's float64 AVX2 kernels, the backward one
+// replaced by a float32 one), so that they compare in one run.
 func BenchmarkTranscendentalKernels(b *testing.B) {
 	const n = 1 << 14
 	be := New(1)
@@ -118,7 +141,7 @@ func BenchmarkTranscendentalKernels(b *testing.B) {
 		g := buf(normalView(be, 2, false, n)).f32()
 		o := make([]float32, n)
 		impls := transcendentalImpls(k)
-		for _, name := range []string{"go", "vec", "alt"} {
+		for _, name := range []string{"go", "vec", "alt", "wide"} {
 			impl, ok := impls[name]
 			if !ok {
 				continue
@@ -129,10 +152,14 @@ func BenchmarkTranscendentalKernels(b *testing.B) {
 					if dir == "bwd" {
 						run = func() { impl.bwd(o, x, g) }
 					}
+					c0 := cpuSeconds()
 					for b.Loop() {
 						run()
 					}
 					b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gelem/s")
+					if c := cpuSeconds() - c0; c > 0 { // steadier where other processes share the core
+						b.ReportMetric(float64(n)*float64(b.N)/c/1e9, "Gelem/cpu-s")
+					}
 				})
 			}
 		}

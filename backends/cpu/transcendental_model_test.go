@@ -462,3 +462,95 @@ var modelKernels = map[backends.UnaryOp]*f32Kernel{
 	backends.Gelu:     {op: backends.Gelu, f: geluApprox, df: geluGradApprox},
 	backends.GeluTanh: {op: backends.GeluTanh, f: geluTanhApprox, df: geluTanhGradApprox},
 }
+
+// GELU's derivative (erf form) in float32 (asm/gen/transcendental_gelu32.go,
+// the AVX2 backward kernel): the same steps and constants. With a = |x|,
+// GELU' = Φ(x) + x·φ(x) = e^(-a²/2)·D(a) for x < 0 and 1 - e^(-a²/2)·D(a)
+// for x ≥ 0, D(a) = R(a) - a/√(2π), R(a) = e^(a²/2)·Φ(-a):
+//
+//   - e^(-a²/2) = 2^n·(1 + r + r²·P(r)) with exp32's n, ln2 split and P,
+//     from a² = hi + lo exactly (an FMA gives lo): r = (-hi/2 - n·ln2Hi) -
+//     (n·ln2Lo + lo/2), the first difference exact; a is clamped to 17.5,
+//     beyond which g·GELU'(x) is 0 (x < 0) or g (x > 0) for |g| < 2^64.
+//   - D = (a0 - a)·G(a) with a0 = 0.7518… (GELU'(-a0) = 0) held as a0Hi +
+//     a0Lo, so D keeps its relative accuracy through the zero without a
+//     polynomial there or a second branch: a0 - a is exact in two terms
+//     (2Sum), G = c + H(a) with c = 1/√(2π) in float32 and H a rational
+//     function of degree 4/5 (fitted on [0, 15], extrapolated to 17.5,
+//     where only a large g gives results above 0). Evaluated by Horner's rule in
+//     float32 a rational function is off by two to three roundings
+//     (2^-22.5 measured), too much for 2 ulp on its own; here H ≤ 0.4·G
+//     damps it, H = P·(1/Q) is corrected by the remainder fma(-h, Q, P)
+//     (exact), c + H is kept in two terms (Fast2Sum), (a0 - a)·G too.
+//   - g multiplies the two-term D exactly (a two-term product), and the
+//     result is assembled as 2^n·(y + (y·r + (y·r²·P + ylo))) (or g minus
+//     that), rounded once, 2^n applied as two exact factors after g, the
+//     second rounding into the denormals where the tail ends.
+//
+// The fit (Lawson-weighted least squares on [0, 15] with mpmath
+// references; the constant terms chosen so that P(0) and Q(0) sit just
+// below a power of two, where a rounding costs least; then the coefficients
+// rounded to float32 one at a time, the others refitted) has relative error
+// 2^-26.5.
+const gelu32Clamp = 17.5
+
+var (
+	invSqrt2Pi32 = float32(1 / math.Sqrt(2*math.Pi))
+	a0Hi32       = float32(0x1.80ead2p-1)
+	a0Lo32       = float32(-0x1.a03fd4p-27)
+	gelu32HP     = [5]float32{0x1.ea7050p-2, 0x1.d2458ep-2, 0x1.8f26fap-3, 0x1.6105d2p-5, 0x1.153970p-8}
+	gelu32HQ     = [6]float32{0x1.ccb420p+0, 0x1.73e6ecp+1, 0x1.0026c2p+1, 0x1.7cc906p-1, 0x1.36f93ap-3, 0x1.ce293cp-7}
+)
+
+// horner32 is c[0] + z·(c[1] + z·(…)) with float32 multiply-adds.
+func horner32(z float32, c []float32) float32 {
+	acc := c[len(c)-1]
+	for i := len(c) - 2; i >= 0; i-- {
+		acc = fma32(acc, z, c[i])
+	}
+	return acc
+}
+
+// gelu32Exp returns n, r and P(r) with e^(-ac²/2) ≈ 2^n·(1 + r + r²·P(r)).
+func gelu32Exp(ac float32) (n int, r, q float32) {
+	hi := float32(ac * ac)
+	lo := fma32(ac, ac, -hi)
+	w := -0.5 * hi
+	nf := fma32(w, log2e32, exp32Magic) - exp32Magic
+	w = fma32(-nf, ln2Hi32, w)
+	r = w - fma32(nf, ln2Lo32, 0.5*lo)
+	return int(nf), r, horner32(r, exp32P[:])
+}
+
+// geluGradF32Model is g·GELU'(x) as the float32 kernel computes it (for
+// finite x and g).
+func geluGradF32Model(x, g float32) float32 {
+	ac := min(float32(math.Abs(float64(x))), gelu32Clamp)
+	hq := horner32(ac, gelu32HQ[:])
+	inv := 1 / hq
+	hp := horner32(ac, gelu32HP[:])
+	h := float32(hp * inv)
+	hlo := float32(fma32(-h, hq, hp) * inv)
+	thi := a0Hi32 - ac // a0 - a = thi + tlo (2Sum)
+	bb := thi - a0Hi32
+	tlo := ((a0Hi32 - (thi - bb)) - (ac + bb)) + a0Lo32
+	gh := invSqrt2Pi32 + h // G = c + h + hlo = gh + gl (Fast2Sum: c > h)
+	gl := ((invSqrt2Pi32 - gh) + h) + hlo
+	ph := float32(thi * gh)
+	pl := fma32(tlo, gh, fma32(thi, gl, fma32(thi, gh, -ph)))
+	yh := ph + pl // D = yh + yl (Fast2Sum: pl is small but where thi is about a0Lo or 0)
+	yl := pl - (yh - ph)
+	y := float32(g * yh)
+	ylo := fma32(g, yl, fma32(g, yh, -y))
+	n, r, q := gelu32Exp(ac)
+	// 2^n·(y + (y·r + (y·r²·q + ylo))) for x with its sign bit set (y's
+	// sign where that is 0), g minus that otherwise
+	u := y + fma32(y, r, fma32(float32(y*float32(r*r)), q, ylo))
+	n1 := n >> 1
+	v := float32(u * float32(math.Ldexp(1, n1))) // exact
+	s2 := math.Ldexp(1, n-n1)
+	if math.Signbit(float64(x)) { // one rounding, into the denormals too
+		return float32(math.Copysign(math.Abs(float64(v)*s2), float64(y)))
+	}
+	return float32(math.FMA(-float64(v), s2, float64(g)))
+}

@@ -20,23 +20,48 @@ import (
 const transcendentalULPBound = 2
 
 // float64KernelULP is the measured bound of the kernels that compute in
-// float64 and round once (all but float32ForwardULP's).
+// float64 and round once (all but float32ForwardULP's and
+// float32BackwardULP's).
 const float64KernelULP = 0.52
 
 // float32ForwardULP is the measured maximum error of the forward kernels
-// that compute in float32 (the AVX-512 ones and their models), over every
-// float32 input (transcendental.go).
+// that compute in float32 (their models, the vector kernels where they are
+// those: f32Kernel.vecF32, altF32), over every float32 input
+// (transcendental.go).
 var float32ForwardULP = map[backends.UnaryOp]float64{backends.Exp: 0.99, backends.Tanh: 1.34}
 
+// float32BackwardULP is the same for the backward kernels in float32
+// (vecDF32, altDF32), of the derivative (g = 1) and of g·f' alike.
+var float32BackwardULP = map[backends.UnaryOp]float64{backends.Gelu: gelu32GradULP}
+
+// gelu32GradULP bounds the float32 GELU backward kernel (AVX2): the
+// maximum over every float32 input of its model, geluGradF32Model (1.8176
+// ulp at x = -0.82667005, TestGeluF32ModelExhaustive), rounded up.
+const gelu32GradULP = 1.82
+
 // ulpBound is the bound TestTranscendentalULP holds implementation impl of
-// k to in direction dir ("f", "f'" or "g·f'"): float32ForwardULP's for the
-// models of the float32 forward kernels and for the vector kernels where
-// they are those (k.vecF32).
+// k to in direction dir ("f", "f'" or "g·f'"): float32ForwardULP's and
+// float32BackwardULP's for the kernels that compute in float32 (the models
+// of exp and tanh forward, whose "model" implementations are those, and
+// the vector kernels marked by f32Kernel's vecF32, vecDF32, altF32 and
+// altDF32).
 func ulpBound(impl string, k *f32Kernel, dir string) float64 {
-	if b, ok := float32ForwardULP[k.op]; ok && dir == "f" && (impl == "model" || impl != "go" && k.vecF32) {
-		return b
+	in32 := false
+	switch impl {
+	case "model":
+		in32 = dir == "f" && modelKernels[k.op].rowF != nil
+	case "vec":
+		in32 = dir == "f" && k.vecF32 || dir != "f" && k.vecDF32
+	case "alt":
+		in32 = dir == "f" && k.altF32 || dir != "f" && k.altDF32
 	}
-	return float64KernelULP
+	if !in32 {
+		return float64KernelULP
+	}
+	if dir == "f" {
+		return float32ForwardULP[k.op]
+	}
+	return float32BackwardULP[k.op]
 }
 
 // refSigmoid is 1/(1+e^-x) without overflow or cancellation.
@@ -206,7 +231,8 @@ func ulpSweep(stride uint64, window, random int) []float32 {
 // transcendentalImpls returns the implementations of k to test: the Go
 // loops, the model of the assembly kernels (transcendental_model_test.go)
 // in the same loops, and the vector kernels where this machine runs them
-// ("vec", and "alt": the AVX2 ones on an AVX-512 machine).
+// ("vec", "alt": the AVX2 ones on an AVX-512 machine, and "wide": AVX2
+// kernels in float64 that float32 ones replaced).
 func transcendentalImpls(k *f32Kernel) map[string]struct {
 	fwd func(o, x []float32)
 	bwd func(o, x, g []float32)
@@ -226,6 +252,12 @@ func transcendentalImpls(k *f32Kernel) map[string]struct {
 			fwd func(o, x []float32)
 			bwd func(o, x, g []float32)
 		}{k.altF, k.altDF}
+	}
+	if k.wideF != nil {
+		m["wide"] = struct {
+			fwd func(o, x []float32)
+			bwd func(o, x, g []float32)
+		}{k.wideF, k.wideDF}
 	}
 	return m
 }

@@ -498,6 +498,9 @@ type tfunc struct {
 	// body32, when set, replaces body: f(x) from sixteen float32 lanes,
 	// computed in float32 (no widening)
 	body32 func(k *tkernel, x VecVirtual) VecVirtual
+	// grad32, when set, replaces body for a backward kernel (AVX2 only):
+	// g·f'(x) from eight float32 lanes of x and g, computed in float32
+	grad32 func(x, g VecVirtual) VecVirtual
 }
 
 // transcendentalKernel generates one kernel.

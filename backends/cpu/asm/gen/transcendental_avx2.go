@@ -232,7 +232,10 @@ func transcendentalKernelY(f tfunc) {
 			VANDPS(tconst.u32(0x7fffffff), in, in)
 		}
 		var res, gs VecVirtual
-		if f.body32 != nil {
+		if f.grad32 != nil {
+			gs = load(g)
+			res = f.grad32(in, gs)
+		} else if f.body32 != nil {
 			res = f.body32(k, in)
 		} else {
 			r := f.body(k, widenY(in))
@@ -266,10 +269,61 @@ func transcendentalKernelY(f tfunc) {
 			VMOVMSKPS(spc, mb)
 			TESTL(mb, mb)
 		} else {
+			if f.grad32 != nil { // and g: |g| ≥ 2^64, ±Inf and NaN
+				ga := YMM()
+				VANDPS(tconst.u32(0x7fffffff), gs, ga)
+				VPCMPGTD(tconst.u32(0x5f7fffff), ga, ga)
+				VPOR(ga, spc, spc)
+			}
 			VPTEST(spc, spc)
 		}
 		JZ(LabelRef(store))
+		if f.grad32 != nil {
+			// |g| ≥ 2^64 (and ±Inf, NaN): beyond the float32 body's range
+			// (its clamp of |x| and its unscaled products), those lanes
+			// take the float64 body, as the float64 kernel computes them.
+			// res goes to dst meanwhile (the body needs the registers),
+			// and x and g are loaded again after it.
+			wide := f.name + "_wide" + tag
+			big := YMM()
+			VANDPS(tconst.u32(0x7fffffff), gs, big)
+			VPCMPGTD(tconst.u32(0x5f7fffff), big, big)
+			VPTEST(big, big)
+			JZ(LabelRef(wide))
+			if m == nil {
+				VMOVUPS(res, Mem{Base: dst})
+			} else {
+				VMASKMOVPS(res, m, Mem{Base: dst})
+			}
+			r := f.body(k, widenY(load(x)))
+			vmul(r, r, widenY(load(g)))
+			lo, hi := XMM(), XMM()
+			VCVTPD2PSY(r[0], lo)
+			VCVTPD2PSY(r[1], hi)
+			w := YMM()
+			VINSERTF128(U8(1), hi, lo.AsY(), w)
+			VMOVUPS(Mem{Base: dst}, res) // masked lanes: not stored, never read
+			VMOVUPS(Mem{Base: x}, xs)
+			VANDPS(tconst.u32(0x7fffffff), xs, ax)
+			VMOVUPS(Mem{Base: g}, gs)
+			VANDPS(tconst.u32(0x7fffffff), gs, big)
+			VPCMPGTD(tconst.u32(0x5f7fffff), big, big)
+			VBLENDVPS(big, w, res, res)
+			Label(wide)
+		}
 		mk := YMM()
+		if f.grad32 != nil {
+			// g ±Inf or NaN (the float32 body's two-term products give
+			// NaN there): g with the derivative's sign, negative below
+			// its zero at -a0
+			v := YMM()
+			VCMPPS(U8(0x11), f32c(-a0Hi32), xs, v) // x < -a0 (LT_OQ)
+			VANDPS(tconst.u32(0x80000000), v, v)
+			VXORPS(gs, v, v)
+			VANDPS(tconst.u32(0x7fffffff), gs, mk)
+			VPCMPGTD(tconst.u32(0x7f7fffff), mk, mk)
+			VBLENDVPS(mk, v, res, res)
+		}
 		if f.log { // forward only: negatives give NaN, then zeros -Inf
 			VBLENDVPS(xs, tconst.u32(0x7fc00000), res, res)
 			VPCMPEQD(tconst.u32(0), ax, mk)
@@ -343,10 +397,21 @@ func transcendentalKernelsAVX2() {
 			doc: fmt.Sprintf("%s sets dst[i] = %s(x[i]) for i < n (AVX2+FMA, in %s), and sp[0], sp[1] where x[i] is +Inf, -Inf.", fn, o.name, in),
 		})
 		gn := o.name + "GradF32AVX2"
+		ing, grad32 := "float64", (func(x, g VecVirtual) VecVirtual)(nil)
+		if o.name == "gelu" {
+			ing, grad32 = "float32", gelu32DF
+		}
 		transcendentalKernelY(tfunc{
-			name: gn, bwd: true, body: o.bwd,
-			doc: fmt.Sprintf("%s sets dst[i] = grad[i]·%s'(x[i]) for i < n (AVX2+FMA, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.", gn, o.name),
+			name: gn, bwd: true, body: o.bwd, grad32: grad32,
+			doc: fmt.Sprintf("%s sets dst[i] = grad[i]·%s'(x[i]) for i < n (AVX2+FMA, in %s), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.", gn, o.name, ing),
 		})
+		if o.name == "gelu" { // the float64 kernel too, to compare with (tests and benchmarks)
+			wn := "geluWideGradF32AVX2"
+			transcendentalKernelY(tfunc{
+				name: wn, bwd: true, body: o.bwd,
+				doc: fmt.Sprintf("%s sets dst[i] = grad[i]·gelu'(x[i]) for i < n in float64 (AVX2+FMA), as %s did before it computed in float32: kept to compare with in the tests and benchmarks.", wn, gn),
+			})
+		}
 	}
 	tconst.emit()
 }
