@@ -302,6 +302,9 @@ type gemmStep[T float] struct {
 	packing        sync.WaitGroup
 	tmp            *bufPool[T]
 	preA, preB     []T // operands packed before the call (see prepackA, prepackB), or nil
+	// lazyA or lazyB, when set, packs preA or preB as the tiles need it
+	// (see lazyPack)
+	lazyA, lazyB *lazyPack[T]
 }
 
 func (g *gemmStep[T]) tasks() int { return g.bTasks + g.aTasks + g.mt*g.nt }
@@ -337,8 +340,23 @@ func (g *gemmStep[T]) task(t int) {
 	g.packing.Wait()
 	ic, jb := (t/g.nt)*g.mc, (t%g.nt)*g.nb
 	mcur, nbcur := min(g.mc, g.m-ic), min(g.nb, g.ncur-jb)
-	a := g.aPack[ic*kc : (ic+roundUp(mcur, mr))*kc]
-	b := g.bPack[jb*kc : (jb+roundUp(nbcur, nr))*kc]
+	switch {
+	case g.lazyA != nil:
+		g.lazyTile(g.lazyA, ic, mcur, jb, nbcur)
+	case g.lazyB != nil:
+		g.lazyTile(g.lazyB, ic, mcur, jb, nbcur)
+	default:
+		g.tile(g.aPack[ic*kc:], g.bPack[jb*kc:], ic, mcur, jb, nbcur)
+	}
+}
+
+// tile multiplies the packed rows [ic, ic+mcur) of the step's chunk of A
+// (a, from its first panel) by the packed columns [jb, jb+nbcur) of its
+// block of B (b) into C, and adds the bias on the last K-block.
+func (g *gemmStep[T]) tile(a, b []T, ic, mcur, jb, nbcur int) {
+	kc := g.kcur
+	a = a[:roundUp(mcur, g.kern.mr)*kc]
+	b = b[:roundUp(nbcur, g.kern.nr)*kc]
 	var bias []T // added by the micro-kernel
 	if g.last && g.C.bias != nil && g.kern.asmBias != nil && biasInKernel && g.C.cs == 1 {
 		bias = g.C.bias[g.C.bOff+g.jc+jb:][:nbcur]
@@ -350,6 +368,78 @@ func (g *gemmStep[T]) task(t int) {
 	}
 	if g.last && g.C.bias != nil && bias == nil {
 		addBias(g.C, g.i0+ic, mcur, g.jc+jb, nbcur)
+	}
+}
+
+// lazyTile is task's tile when the strips share A (p is lazyA: the tile's
+// rows [ic, ic+mcur) of the chunk) or B (lazyB: its columns [jb,
+// jb+nbcur)), packed by whichever strip needs them first (see lazyPack).
+// Once the tasks that nobody had started are packed, a tile whose rows
+// are all packed is multiplied whole; else it is multiplied a task's rows
+// at a time, those packed first, and the rows of a task that another
+// worker is still packing at the end are packed here into a buffer of
+// its own, so that the tile waits for nobody. Cutting a tile by rows
+// (columns) changes no sum.
+func (g *gemmStep[T]) lazyTile(p *lazyPack[T], ic, mcur, jb, nbcur int) {
+	kc := g.kcur
+	r0, rows, base := g.i0+ic, mcur, g.i0 // the shared operand's rows, and where the step's panels start
+	if p == g.lazyB {
+		r0, rows, base = g.jc+jb, nbcur, g.jc
+	}
+	first, last, all := p.claim(r0, rows, g.pc, g.tmp)
+	if all && !lazyOwnTiles {
+		g.tile(g.aPack[ic*kc:], g.bPack[jb*kc:], ic, mcur, jb, nbcur)
+		return
+	}
+	tmp := g.tmp.get(kc)
+	defer g.tmp.put(tmp)
+	done := func(t int) bool { return p.done(t) && !(lazyOwnTiles && t%2 == 1) }
+	// segment runs the rows [s0, s1) (of the shared operand) from packed,
+	// or from src packed here when packed is nil
+	segment := func(s0, s1 int, packed []T) {
+		if packed == nil {
+			w := g.kern.mr
+			src := g.A
+			if p == g.lazyB {
+				w, src = g.kern.nr, g.Bt
+			}
+			own := g.tmp.get(roundUp(s1-s0, w) * kc)
+			defer g.tmp.put(own)
+			pack(*own, src, s0, s1-s0, g.pc, kc, w, *tmp)
+			packed = *own
+		}
+		if p == g.lazyB {
+			g.tile(g.aPack[ic*kc:], packed, ic, mcur, s0-base, s1-s0)
+			return
+		}
+		g.tile(packed, g.bPack[jb*kc:], s0-base, s1-s0, jb, nbcur)
+	}
+	shared := g.aPack
+	if p == g.lazyB {
+		shared = g.bPack
+	}
+	// the tasks packed now first, then the others: from the shared
+	// operand if their packer has finished meanwhile, else packed here
+	var ran [4]uint64 // bit t-first: multiplied in the first pass
+	for t := first; t <= last && t-first < 256; t++ {
+		if done(t) {
+			s0, s1 := p.rows(t)
+			s0, s1 = max(s0, r0), min(s1, r0+rows)
+			segment(s0, s1, shared[(s0-base)*kc:])
+			ran[(t-first)/64] |= 1 << ((t - first) % 64)
+		}
+	}
+	for t := first; t <= last; t++ {
+		if t-first < 256 && ran[(t-first)/64]&(1<<((t-first)%64)) != 0 {
+			continue
+		}
+		s0, s1 := p.rows(t)
+		s0, s1 = max(s0, r0), min(s1, r0+rows)
+		if done(t) {
+			segment(s0, s1, shared[(s0-base)*kc:])
+		} else {
+			segment(s0, s1, nil)
+		}
 	}
 }
 
@@ -367,8 +457,16 @@ func gemm[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], C ma
 // gemmPacked is gemm with A or B, or neither, already packed: preA as
 // prepackA packs A (m×k), preB as prepackB packs B (k×n), for the same
 // kernel. A strip of a parallel GEMM multiplies the operand shared by
-// every strip packed once, before the strips start (gemmInStrips).
+// every strip packed once, by the strips as they need it (gemmInStrips,
+// gemmLazy).
 func gemmPacked[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], C matDst[T], par bool, preA, preB []T) {
+	gemmLazy(b, kern, m, n, k, A, B, C, par, preA, preB, nil, nil)
+}
+
+// gemmLazy is gemmPacked where lazyA (or lazyB), when not nil, packs
+// preA (preB) as the tiles need it, shared with the other strips of a
+// gemmInStrips call (see lazyPack).
+func gemmLazy[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], C matDst[T], par bool, preA, preB []T, lazyA, lazyB *lazyPack[T]) {
 	if m == 0 || n == 0 {
 		return
 	}
@@ -408,7 +506,7 @@ func gemmPacked[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T]
 		aBuf = pool.get(mChunk * kc)
 	}
 	g := typedPool[T](&stepF32, &stepF64).Get().(*gemmStep[T])
-	*g = gemmStep[T]{kern: kern, A: A, Bt: B.t(), C: C, tmp: pool, preA: preA, preB: preB}
+	*g = gemmStep[T]{kern: kern, A: A, Bt: B.t(), C: C, tmp: pool, preA: preA, preB: preB, lazyA: lazyA, lazyB: lazyB}
 	for jc := 0; jc < n; jc += nc {
 		ncur := min(nc, n-jc)
 		for pc := 0; pc < k; pc += kc {
@@ -539,9 +637,10 @@ type gemmStrips[T float] struct {
 	m, n, k    int
 	A, B       matSrc[T]
 	C          matDst[T]
-	byCols     bool // strips of columns (else of rows)
-	width      int  // strip width (a multiple of the tile side)
-	preA, preB []T  // the operand every strip multiplies, packed once
+	byCols     bool         // strips of columns (else of rows)
+	width      int          // strip width (a multiple of the tile side)
+	preA, preB []T          // the operand every strip multiplies, packed once
+	lazy       *lazyPack[T] // packs preA (byCols) or preB as the strips need it; nil: packed before
 }
 
 // stripWidthFor returns the width of the strips of a side of side rows or
@@ -558,9 +657,12 @@ func stripWidthFor(side, tile, madds, workers int) int {
 
 // gemmInStrips runs a parallel GEMM as strips of C (see stripGEMM): C is
 // cut along its longer side, and the other operand, which every strip
-// multiplies, is packed once here, before the strips start, so that a
-// strip packs only its own rows of A (or columns of B) and no strip waits
-// for another's packing. Each element's sum is the same however C is cut.
+// multiplies, is packed once: below prepackMinElems elements in the
+// strips' job, by whichever strip needs a part of it first (lazyPack),
+// else here before the strips start (prepackParallel), so that a strip
+// packs only its own rows of A (or columns of B) besides, and no strip
+// waits for another's packing. Each element's sum is the same however C
+// is cut.
 func gemmInStrips[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], C matDst[T]) {
 	pool := typedPool[T](&stripsF32, &stripsF64)
 	g := pool.Get().(*gemmStrips[T])
@@ -572,17 +674,35 @@ func gemmInStrips[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[
 	g.width = stripWidthFor(side, tile, m*n*k, b.workers)
 	bufs := poolFor[T]()
 	var pre *[]T
+	var lazy *lazyPack[T]
+	if packLazily && min(m, n)*k < prepackMinElems { // see lazyPack
+		lazy = typedPool[T](&lazyF32, &lazyF64).Get().(*lazyPack[T])
+		g.lazy = lazy
+	}
+	nc, kc, mChunk := gemmBlocks(kern, m, n, k)
 	if g.byCols {
 		pre = bufs.get(roundUp(m, kern.mr) * k)
-		prepackParallel(b, *pre, kern, m, n, k, A, B, false) // prepackA, shared by the workers
+		if lazy != nil {
+			lazy.init(*pre, A, m, k, kern.mr, mChunk, kc)
+		} else {
+			prepackParallel(b, *pre, kern, m, n, k, A, B, false) // prepackA, shared by the workers
+		}
 		g.preA = *pre
 	} else {
 		pre = bufs.get(roundUp(n, kern.nr) * k)
-		prepackParallel(b, *pre, kern, m, n, k, A, B, true) // prepackB, shared by the workers
+		if lazy != nil {
+			lazy.init(*pre, B.t(), n, k, kern.nr, nc, kc)
+		} else {
+			prepackParallel(b, *pre, kern, m, n, k, A, B, true) // prepackB, shared by the workers
+		}
 		g.preB = *pre
 	}
 	b.parallelRun((side+g.width-1)/g.width, 1, g)
 	bufs.put(pre)
+	if lazy != nil {
+		lazy.dst, lazy.src = nil, matSrc[T]{}
+		typedPool[T](&lazyF32, &lazyF64).Put(lazy)
+	}
 	*g = gemmStrips[T]{}
 	pool.Put(g)
 }
@@ -595,13 +715,13 @@ func (g *gemmStrips[T]) runChunk(lo, hi int) {
 			B.off += j0 * B.cs
 			C.off += j0 * C.cs
 			C.bOff += j0
-			gemmPacked(g.b, g.kern, g.m, min(g.width, g.n-j0), g.k, A, B, C, false, g.preA, nil)
+			gemmLazy(g.b, g.kern, g.m, min(g.width, g.n-j0), g.k, A, B, C, false, g.preA, nil, g.lazy, nil)
 			continue
 		}
 		i0 := s * g.width
 		A.off += i0 * A.rs
 		C.off += i0 * C.rs
-		gemmPacked(g.b, g.kern, min(g.width, g.m-i0), g.n, g.k, A, B, C, false, nil, g.preB)
+		gemmLazy(g.b, g.kern, min(g.width, g.m-i0), g.n, g.k, A, B, C, false, nil, g.preB, nil, g.lazy)
 	}
 }
 

@@ -325,13 +325,38 @@ func (p *pool) idle(s *helperSlot, spin bool) (*job, bool) {
 // cannot cover such a wake-up anyway, and the core it holds is one that
 // the caller, with work to do, or the other process is waiting for, so
 // the helper polls only minSpin (see latencyBlind).
+//
+// On a quiet machine (see quiet) the helper polls maxSpin whatever a
+// wake-up takes: the core it holds is one nobody else wants, and a gap
+// between jobs a little longer than a wake-up (a garbage collection, an
+// interrupt) would otherwise park it, and a parked helper is often not
+// worth waking for the next short job (see worthWaking).
 func (p *pool) spinBudget() time.Duration {
+	if p.quiet() {
+		return maxSpin
+	}
 	w := time.Duration(p.wakeup.Load())
 	if !latencyBlind.Load() && w > maxSpin {
 		return minSpin
 	}
 	return min(max(w, minSpin), maxSpin)
 }
+
+// quiet reports whether the machine looks quiet: on average, lately, less
+// than half a thread of other processes ran or waited for a processor
+// (see refreshLimit). Beside a busy process it does not.
+func (p *pool) quiet() bool {
+	if quietBlind.Load() {
+		return false
+	}
+	o := p.others.Load()
+	return o >= 0 && o < one/2
+}
+
+// quietBlind turns off the rules for a quiet machine (spinBudget's and
+// worthWaking's), so that benchmarks can measure the pool with and
+// without them, interleaved in one run.
+var quietBlind atomic.Bool
 
 // noteWakeup adds a parked helper's wake-up time to the moving average,
 // bounded (a thread can wait tens of milliseconds for a core on a crowded
@@ -366,10 +391,18 @@ const wakeWorth = 40 * time.Microsecond
 //
 // As the pool learns the wake-up time and place only from wake-ups, one
 // job in rewakeEvery wakes a helper whatever they were, so that they
-// follow the machine when the load goes away.
+// follow the machine when the load goes away. On a quiet machine (see
+// quiet) one job in quietRewake does, as long as the place rule allows:
+// a helper that parked in a gap between a stream of short jobs (at 128³
+// a wake-up, about 100 µs on a virtual machine, is twice the job) is
+// otherwise back only after rewakeEvery, hundreds of jobs run by the
+// caller alone, while the wake-up costs the caller a system call, at
+// most once per quietRewake, and the woken helper then spins (see
+// spinBudget) and takes the next jobs.
 const (
 	wakeFactor  = 2
 	rewakeEvery = 20 * time.Millisecond
+	quietRewake = time.Millisecond
 )
 
 // latencyBlind turns off the rules that weigh the measured wake-up time
@@ -387,9 +420,14 @@ func (p *pool) worthWaking(site *site, now int64) bool {
 		return true
 	case time.Duration(q) < wakeWorth:
 		return false
-	case (latencyBlind.Load() || q >= wakeFactor*p.wakeup.Load()) &&
-		(placeBlind.Load() || !p.spare.Load() || p.crowded.Load() <= one/2):
+	case !placeBlind.Load() && p.spare.Load() && p.crowded.Load() > one/2:
+		// most woken helpers land on their caller's processor: only the
+		// wake-up that measures again, below
+	case latencyBlind.Load() || q >= wakeFactor*p.wakeup.Load():
 		return true
+	case p.quiet():
+		last := p.wokeAt.Load()
+		return now-last > int64(quietRewake) && p.wokeAt.CompareAndSwap(last, now)
 	}
 	last := p.wokeAt.Load()
 	return now-last > int64(rewakeEvery) && p.wokeAt.CompareAndSwap(last, now)

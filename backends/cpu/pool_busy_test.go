@@ -58,8 +58,10 @@ func BenchmarkPoolBusy(b *testing.B) {
 // pool variants listed in KILN_POOL_VARIANTS (default "old,new"):
 // "new", the pool as it is; "old", without the rules that keep helpers
 // off their caller's core (placeBlind); "blind", without those nor the
-// rules that weigh the measured wake-up time (latencyBlind); "serial",
-// every job on the caller. It alternates them in slices of 50 ms, 8
+// rules that weigh the measured wake-up time (latencyBlind); "prev",
+// without the rules for a quiet machine (quietBlind) and with the strips'
+// shared operand packed before them (packLazily off); "serial", every job
+// on the caller. It alternates them in slices of 50 ms, 8
 // slices per round (KILN_POOL_LOAD_ROUNDS, default 5), beside whatever
 // load the machine has, and logs each one's rate against 1 worker's and
 // the pool's counters (pool_stats.go). KILN_POOL_SPARE=1 makes the pools
@@ -87,9 +89,13 @@ func TestPoolBusyTable(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	defer latencyBlind.Store(latencyBlind.Load())
 	defer placeBlind.Store(placeBlind.Load())
+	defer quietBlind.Store(quietBlind.Load())
+	defer func(old bool) { packLazily = old }(packLazily)
 	blind := func(variant string) {
 		latencyBlind.Store(variant == "blind")
 		placeBlind.Store(variant == "old" || variant == "blind")
+		quietBlind.Store(variant == "prev")
+		packLazily = variant != "prev"
 	}
 	for _, c := range loadCases {
 		if only != "" && !strings.Contains(only, c.name) {

@@ -330,8 +330,9 @@ func TestPoolHelpersPark(t *testing.T) {
 // helper: always while its site is unmeasured, never under wakeWorth, and
 // above it only when the job is at least wakeFactor times the measured
 // wake-up time, or when no job has woken one for rewakeEvery (once, to
-// measure the wake-up time again); latencyBlind wakes for every job
-// of wakeWorth or more.
+// measure the wake-up time again), or on a quiet machine quietRewake;
+// latencyBlind wakes for every job of wakeWorth or more. The machine is
+// busy (another process's thread runs) unless the case says quiet.
 func TestWorthWakingWeighsWakeupTime(t *testing.T) {
 	us := int64(time.Microsecond)
 	now := int64(time.Second)
@@ -341,14 +342,18 @@ func TestWorthWakingWeighsWakeupTime(t *testing.T) {
 		wokeAt            int64 // ns since epoch
 		blind             bool  // latencyBlind
 		want, wantAgainAt bool  // the answer, and a second answer at the same time
+		quiet             bool  // no other process's thread runs
 	}{
-		{"unmeasured site", 0, 500 * us, now, false, true, true},
-		{"job shorter than wakeWorth", 30 * us, 1 * us, 0, false, false, false},
-		{"fast wake-ups", 100 * us, 20 * us, now, false, true, true},
-		{"wake-up half the job", 100 * us, 50 * us, now, false, true, true},
-		{"slow wake-ups", 100 * us, 300 * us, now - int64(rewakeEvery)/2, false, false, false},
-		{"slow wake-ups, none lately: one to measure", 100 * us, 300 * us, now - 2*int64(rewakeEvery), false, true, false},
-		{"latency-blind rule", 100 * us, 300 * us, now, true, true, true},
+		{"unmeasured site", 0, 500 * us, now, false, true, true, false},
+		{"job shorter than wakeWorth", 30 * us, 1 * us, 0, false, false, false, false},
+		{"fast wake-ups", 100 * us, 20 * us, now, false, true, true, false},
+		{"wake-up half the job", 100 * us, 50 * us, now, false, true, true, false},
+		{"slow wake-ups", 100 * us, 300 * us, now - int64(rewakeEvery)/2, false, false, false, false},
+		{"slow wake-ups, none lately: one to measure", 100 * us, 300 * us, now - 2*int64(rewakeEvery), false, true, false, false},
+		{"latency-blind rule", 100 * us, 300 * us, now, true, true, true, false},
+		{"quiet machine, slow wake-ups, one lately", 100 * us, 300 * us, now - int64(quietRewake)/2, false, false, false, true},
+		{"quiet machine, slow wake-ups, none lately", 100 * us, 300 * us, now - 2*int64(quietRewake), false, true, false, true},
+		{"quiet machine, job shorter than wakeWorth", 30 * us, 300 * us, 0, false, false, false, true},
 	}
 	defer latencyBlind.Store(latencyBlind.Load())
 	for _, c := range cases {
@@ -357,6 +362,9 @@ func TestWorthWakingWeighsWakeupTime(t *testing.T) {
 			var p pool
 			p.wakeup.Store(c.wakeup)
 			p.wokeAt.Store(c.wokeAt)
+			if !c.quiet {
+				p.others.Store(one)
+			}
 			var s site
 			s.ser.Store(c.serial)
 			if got := p.worthWaking(&s, now); got != c.want {
@@ -372,28 +380,39 @@ func TestWorthWakingWeighsWakeupTime(t *testing.T) {
 // TestSpinBudgetFollowsWakeups checks an idle helper's spin: the recent
 // wake-up time within [minSpin, maxSpin], and only minSpin when wake-ups
 // take longer than maxSpin (cores oversubscribed), unless latencyBlind is
-// set.
+// set; on a quiet machine (no other process's thread running, or one now
+// and then) maxSpin whatever the wake-ups take, unless quietBlind is set.
 func TestSpinBudgetFollowsWakeups(t *testing.T) {
 	cases := []struct {
 		wakeup time.Duration
 		blind  bool
 		want   time.Duration
+		others int64 // other processes' threads (one = 1024); -1: unknown
+		qBlind bool  // quietBlind
 	}{
-		{0, false, minSpin},
-		{5 * time.Microsecond, false, minSpin},
-		{100 * time.Microsecond, false, 100 * time.Microsecond},
-		{maxSpin, false, maxSpin},
-		{maxSpin + time.Microsecond, false, minSpin},
-		{2 * maxSpin, false, minSpin},
-		{2 * maxSpin, true, maxSpin},
+		{0, false, minSpin, one, false},
+		{5 * time.Microsecond, false, minSpin, one, false},
+		{100 * time.Microsecond, false, 100 * time.Microsecond, one, false},
+		{maxSpin, false, maxSpin, one, false},
+		{maxSpin + time.Microsecond, false, minSpin, one, false},
+		{2 * maxSpin, false, minSpin, one, false},
+		{2 * maxSpin, true, maxSpin, one, false},
+		{5 * time.Microsecond, false, minSpin, -1, false},
+		{5 * time.Microsecond, false, maxSpin, 0, false},
+		{2 * maxSpin, false, maxSpin, one / 4, false},
+		{2 * maxSpin, false, minSpin, one / 2, false},
+		{5 * time.Microsecond, false, minSpin, 0, true},
 	}
 	defer latencyBlind.Store(latencyBlind.Load())
+	defer quietBlind.Store(quietBlind.Load())
 	for _, c := range cases {
 		latencyBlind.Store(c.blind)
+		quietBlind.Store(c.qBlind)
 		var p pool
 		p.wakeup.Store(int64(c.wakeup))
+		p.others.Store(c.others)
 		if got := p.spinBudget(); got != c.want {
-			t.Errorf("wake-ups of %v (latency-blind %v): spin %v, want %v", c.wakeup, c.blind, got, c.want)
+			t.Errorf("wake-ups of %v (latency-blind %v, others %d/%d, quiet-blind %v): spin %v, want %v", c.wakeup, c.blind, c.others, one, c.qBlind, got, c.want)
 		}
 	}
 }
