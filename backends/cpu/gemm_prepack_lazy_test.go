@@ -16,23 +16,10 @@ import (
 // blocks and with small ones (several row blocks, K-blocks, tasks per
 // block, partial last panels).
 func TestLazyPackMatchesPrepack(t *testing.T) {
-	old := [3]int{gemmKC, gemmNC, gemmMChunk}
-	defer func() { gemmKC, gemmNC, gemmMChunk = old[0], old[1], old[2] }()
-	for _, blocks := range []string{"default", "small"} {
-		gemmKC, gemmNC, gemmMChunk = old[0], old[1], old[2]
-		if blocks == "small" {
-			gemmKC, gemmNC, gemmMChunk = 40, 3*kernelF32.nr+5, 5*kernelF32.mr
-		}
+	forPackBlocks(func(blocks string) {
 		for _, sz := range [][3]int{{300, 200, 513}, {37, 45, 7}, {128, 128, 128}, {1000, 999, 96}} {
 			m, n, k := sz[0], sz[1], sz[2]
-			a := make([]float32, m*k)
-			bm := make([]float32, k*n)
-			for i := range a {
-				a[i] = float32(i%1013) - 500
-			}
-			for i := range bm {
-				bm[i] = float32(i%997) + 0.5
-			}
+			a, bm := packTestOperands(m, n, k)
 			A := matSrc[float32]{s: a, rs: 1, cs: m} // transposed
 			B := matSrc[float32]{s: bm, rs: n, cs: 1}
 			kern := kernelF32
@@ -126,7 +113,7 @@ func TestLazyPackMatchesPrepack(t *testing.T) {
 				}
 			}
 		}
-	}
+	})
 }
 
 // TestGemmStripsOwnTiles runs GEMMs as strips with every tile packing the

@@ -15,24 +15,11 @@ import (
 // the tasks, for a plain and a transposed operand (the operands below
 // prepackMinElems, 37×45×7, are packed by prepackA and prepackB themselves).
 func TestPrepackParallel(t *testing.T) {
-	old := [3]int{gemmKC, gemmNC, gemmMChunk}
-	defer func() { gemmKC, gemmNC, gemmMChunk = old[0], old[1], old[2] }()
-	for _, blocks := range []string{"default", "small"} {
-		gemmKC, gemmNC, gemmMChunk = old[0], old[1], old[2]
-		if blocks == "small" {
-			gemmKC, gemmNC, gemmMChunk = 40, 3*kernelF32.nr+5, 5*kernelF32.mr
-		}
+	forPackBlocks(func(blocks string) {
 		for _, sz := range [][3]int{{300, 200, 513}, {37, 45, 7}, {1000, 999, 96}} {
 			m, n, k := sz[0], sz[1], sz[2]
 			for _, transposed := range []bool{false, true} {
-				a := make([]float32, m*k)
-				bm := make([]float32, k*n)
-				for i := range a {
-					a[i] = float32(i%1013) - 500
-				}
-				for i := range bm {
-					bm[i] = float32(i%997) + 0.5
-				}
+				a, bm := packTestOperands(m, n, k)
 				A := matSrc[float32]{s: a, rs: k, cs: 1}
 				B := matSrc[float32]{s: bm, rs: n, cs: 1}
 				if transposed {
@@ -65,7 +52,36 @@ func TestPrepackParallel(t *testing.T) {
 				}
 			}
 		}
+	})
+}
+
+// forPackBlocks runs f with the default GEMM blocks ("default") and with
+// small ones that make several row blocks, K-blocks and tasks per block,
+// and partial last panels ("small"), and restores the defaults.
+func forPackBlocks(f func(blocks string)) {
+	old := [3]int{gemmKC, gemmNC, gemmMChunk}
+	defer func() { gemmKC, gemmNC, gemmMChunk = old[0], old[1], old[2] }()
+	for _, blocks := range []string{"default", "small"} {
+		gemmKC, gemmNC, gemmMChunk = old[0], old[1], old[2]
+		if blocks == "small" {
+			gemmKC, gemmNC, gemmMChunk = 40, 3*kernelF32.nr+5, 5*kernelF32.mr
+		}
+		f(blocks)
 	}
+}
+
+// packTestOperands returns the m·k elements of A and the k·n of B that the
+// packing tests pack: i%1013 − 500 and i%997 + 0.5, no two neighbours
+// alike.
+func packTestOperands(m, n, k int) (a, b []float32) {
+	a, b = make([]float32, m*k), make([]float32, k*n)
+	for i := range a {
+		a[i] = float32(i%1013) - 500
+	}
+	for i := range b {
+		b[i] = float32(i%997) + 0.5
+	}
+	return a, b
 }
 
 // BenchmarkGEMMWeightGradient times the weight gradients of a GPT layer's
