@@ -260,7 +260,11 @@ func TestUnaryKernels(t *testing.T) {
 // wide products (row and column strips), transposed operands, a bias and
 // accumulation into C, with the cache blocks at their defaults and shrunk
 // so that the packed operand holds several K-blocks, column blocks and
-// row chunks.
+// row chunks, and the shared operand packed lazily (small products) and
+// before the strips (the last two shapes). On forced-serial workers the
+// strips' job runs as one GEMM on the caller (gemmStrips.runAlone), with
+// the shared operand as packed before the strips, or unpacked: the same
+// bits again.
 func TestGemmStripsMatchSerial(t *testing.T) {
 	oldF32, oldF64 := kernelF32, kernelF64
 	oldBlocks := [5]int{gemmKC, gemmMC, gemmNB, gemmNC, gemmMChunk}
@@ -268,17 +272,25 @@ func TestGemmStripsMatchSerial(t *testing.T) {
 		kernelF32, kernelF64 = oldF32, oldF64
 		gemmKC, gemmMC, gemmNB, gemmNC, gemmMChunk = oldBlocks[0], oldBlocks[1], oldBlocks[2], oldBlocks[3], oldBlocks[4]
 	}()
-	shapes := []struct{ m, n, k int }{{300, 97, 257}, {65, 700, 130}, {129, 129, 129}, {1000, 33, 70}}
+	shapes := []struct{ m, n, k int }{{300, 97, 257}, {65, 700, 130}, {129, 129, 129}, {1000, 33, 70}, {300, 260, 257}, {700, 300, 230}}
+	for _, s := range shapes[len(shapes)-2:] {
+		if min(s.m, s.n)*s.k < prepackMinElems {
+			t.Fatalf("%v: packed lazily, not before the strips", s)
+		}
+	}
 	for _, blocks := range [][5]int{oldBlocks, {24, 28, 64, 128, 40}} {
 		gemmKC, gemmMC, gemmNB, gemmNC, gemmMChunk = blocks[0], blocks[1], blocks[2], blocks[3], blocks[4]
 		for _, workers := range []int{2, 3} {
-			be := forcedBackend(workers, forceParallel)
-			for _, s := range shapes {
-				for _, kern := range kernelsF32 {
-					checkStrips(t, be, kern, s.m, s.n, s.k, fmt.Sprint(blocks, workers))
-				}
-				for _, kern := range kernelsF64 {
-					checkStrips(t, be, kern, s.m, s.n, s.k, fmt.Sprint(blocks, workers))
+			for _, force := range []int32{forceParallel, forceSerial} {
+				be := forcedBackend(workers, force)
+				name := fmt.Sprint(blocks, workers, map[int32]string{forceParallel: "parallel", forceSerial: "serial"}[force])
+				for _, s := range shapes {
+					for _, kern := range kernelsF32 {
+						checkStrips(t, be, kern, s.m, s.n, s.k, name)
+					}
+					for _, kern := range kernelsF64 {
+						checkStrips(t, be, kern, s.m, s.n, s.k, name)
+					}
 				}
 			}
 		}

@@ -48,6 +48,12 @@ import (
 //     alone, and runs the site serially while sharing costs more than it
 //     saves (a job too small for a hand-off, helpers descheduled in their
 //     chunks), trying parallel again now and then at a bounded cost.
+//   - Alone, the cheaper way. A job whose caller runs every chunk itself
+//     (the tuner chose serial, or no helper was free or worth waking) runs
+//     in one piece where its runner has a cheaper form for one goroutine
+//     (soloRunner: a GEMM cut into strips runs as one GEMM, as on a
+//     1-worker Backend), so that a 2-worker Backend beside a busy process
+//     does not pay for a split nobody shares.
 //   - Late helpers step aside. A helper that arrives when only the last
 //     chunk is left, and the caller is about to take it, leaves it (see
 //     tooLate): taking it would risk the caller waiting for a helper that
@@ -137,6 +143,16 @@ type runner interface{ runChunk(lo, hi int) }
 // of chunks (GEMM strips); the cost, in any unit, tells the tuner's sites
 // apart (see pool_cost.go).
 type costed interface{ parallelCost() int }
+
+// soloRunner is implemented by runners whose whole job has a cheaper form
+// on one goroutine than its chunks run one after another (a GEMM cut into
+// strips for several workers, each strip a GEMM with its own set-up and
+// packing: gemmStrips). The pool runs that form whenever the caller would
+// run every chunk itself: the tuner chose to run the job serially, no
+// processor is left for a helper, or no helper took it (beside a busy
+// process, where the helpers are parked and a short job is not worth a
+// wake-up).
+type soloRunner interface{ runAlone() }
 
 // job is one parallel loop: chunks [0, chunks) of [0, n) in steps of grain,
 // each run by fn or, when fn is nil, by r.
@@ -651,6 +667,18 @@ func (p *pool) dispatch(n, grain, chunks int, fn func(lo, hi int), r runner, key
 	if given < want {
 		j.refs.Add(int32(given - want))
 	}
+	if s, ok := r.(soloRunner); ok && given == 0 {
+		// nobody else holds j: the caller runs the whole job its own way
+		j.release()
+		s.runAlone()
+		elapsed := time.Since(start)
+		site.recordSerial(elapsed) // nobody helped: a serial run
+		if st != nil {
+			st.alone.Add(1)
+			st.serialWall.Add(int64(elapsed))
+		}
+		return
+	}
 
 	began := time.Now()
 	ran := j.work()
@@ -701,8 +729,13 @@ func (p *pool) dispatch(n, grain, chunks int, fn func(lo, hi int), r runner, key
 	}
 }
 
-// serialRun runs the chunks of [0, n) in order on the caller.
+// serialRun runs the chunks of [0, n) in order on the caller (r's whole
+// job in one piece where r is a soloRunner).
 func serialRun(n, grain int, fn func(lo, hi int), r runner) {
+	if s, ok := r.(soloRunner); ok && fn == nil {
+		s.runAlone()
+		return
+	}
 	for lo := 0; lo < n; lo += grain {
 		if fn != nil {
 			fn(lo, min(lo+grain, n))

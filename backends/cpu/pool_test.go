@@ -650,3 +650,77 @@ func TestPoolChoiceKeepsResults(t *testing.T) {
 		}
 	}
 }
+
+// soloCounter is a soloRunner that counts its chunks and whole runs.
+type soloCounter struct {
+	countingRunner
+	alone atomic.Int32
+}
+
+func (r *soloCounter) runAlone() { r.alone.Add(1) }
+
+// TestPoolSoloRunner checks that a soloRunner's job runs as a whole on
+// the caller (runAlone, no chunks) when the tuner runs it serially and
+// when no helper is free to take it, and as chunks, each once, when
+// helpers take part.
+func TestPoolSoloRunner(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("needs two processors")
+	}
+	check := func(name string, r *soloCounter, alone bool) {
+		t.Helper()
+		wantAlone, wantRuns := int32(0), int32(1)
+		if alone {
+			wantAlone, wantRuns = 1, 0
+		}
+		if a := r.alone.Load(); a != wantAlone {
+			t.Fatalf("%s: runAlone ran %d times, want %d", name, a, wantAlone)
+		}
+		for i := range r.runs {
+			if n := r.runs[i].Load(); n != wantRuns {
+				t.Fatalf("%s: chunk %d ran %d times, want %d", name, i, n, wantRuns)
+			}
+		}
+	}
+	newRunner := func() *soloCounter {
+		return &soloCounter{countingRunner: countingRunner{runs: make([]atomic.Int32, 9)}}
+	}
+
+	r := newRunner()
+	forcedBackend(2, forceSerial).parallelRun(9, 1, r)
+	check("serial", r, true)
+
+	be := forcedBackend(2, forceParallel)
+	waitIdle(be)
+	r = newRunner()
+	be.parallelRun(9, 1, r)
+	if r.alone.Load() == 0 { // a helper took the job
+		check("parallel", r, false)
+	}
+
+	// Inside a job whose two chunks hold the caller and the only helper,
+	// the inner job finds no free helper.
+	waitIdle(be)
+	r = newRunner()
+	var started atomic.Int32
+	var first, met atomic.Bool
+	done := make(chan struct{})
+	be.parallel(2, 1, func(lo, hi int) {
+		started.Add(1)
+		for deadline := time.Now().Add(time.Second); started.Load() < 2 && time.Now().Before(deadline); {
+			runtime.Gosched()
+		}
+		if first.CompareAndSwap(false, true) {
+			met.Store(started.Load() == 2) // the other chunk is running and waits for done
+			be.parallelRun(9, 1, r)
+			close(done)
+			return
+		}
+		<-done
+	})
+	if met.Load() {
+		check("no free helper", r, true)
+	} else {
+		t.Log("the helper did not take the outer job's second chunk: not checked")
+	}
+}
