@@ -436,7 +436,7 @@ func siluF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
 //go:noescape
 func siluGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
 
-// geluF32AVX2 sets dst[i] = gelu(x[i]) for i < n (AVX2+FMA, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+// geluF32AVX2 sets dst[i] = gelu(x[i]) for i < n (AVX2+FMA, in float32), and sp[0], sp[1] where x[i] is +Inf, -Inf.
 //
 //go:noescape
 func geluF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
@@ -445,6 +445,11 @@ func geluF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
 //
 //go:noescape
 func geluGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+
+// geluWideF32AVX2 sets dst[i] = gelu(x[i]) for i < n in float64 (AVX2+FMA), as geluF32AVX2 did before it computed in float32: kept to compare with in the tests and benchmarks.
+//
+//go:noescape
+func geluWideF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
 
 // geluWideGradF32AVX2 sets dst[i] = grad[i]·gelu'(x[i]) for i < n in float64 (AVX2+FMA), as geluGradF32AVX2 did before it computed in float32: kept to compare with in the tests and benchmarks.
 //
@@ -460,3 +465,13 @@ func geluTanhF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
 //
 //go:noescape
 func geluTanhGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+
+// geluF32AVX2Pairs sets dst[i] = gelu(x[i]) (AVX2+FMA, in float32) for i < k, sixteen at a time, and returns k: a multiple of 16, at most n, that stops before the first sixteen with a lane it does not cover (x ±Inf or NaN).
+//
+//go:noescape
+func geluF32AVX2Pairs(dst *float32, x *float32, n int) int
+
+// geluGradF32AVX2Pairs sets dst[i] = grad[i]·gelu'(x[i]) (AVX2+FMA, in float32) for i < k, sixteen at a time, and returns k: a multiple of 16, at most n, that stops before the first sixteen with a lane it does not cover (x ±Inf or NaN, |grad| ≥ 2^64).
+//
+//go:noescape
+func geluGradF32AVX2Pairs(dst *float32, x *float32, grad *float32, n int) int

@@ -42,7 +42,8 @@ var transcendentalAsm = map[backends.UnaryOp]transcendentalKernelSet{
 }
 
 // transcendentalAVX2 lists the AVX2 kernels: in float64 but for exp and
-// tanh forward (as with AVX-512) and GELU backward.
+// tanh forward (as with AVX-512) and GELU forward and backward (sixteen
+// lanes an iteration: transcendental_gelu32_amd64.go).
 var transcendentalAVX2 = map[backends.UnaryOp]transcendentalKernelSet{
 	backends.Exp:      {expF32AVX2, expGradF32AVX2, true, false},
 	backends.Log:      {logF32AVX2, logGradF32AVX2, false, false},
@@ -50,15 +51,15 @@ var transcendentalAVX2 = map[backends.UnaryOp]transcendentalKernelSet{
 	backends.Erf:      {erfF32AVX2, erfGradF32AVX2, false, false},
 	backends.Sigmoid:  {sigmoidF32AVX2, sigmoidGradF32AVX2, false, false},
 	backends.Silu:     {siluF32AVX2, siluGradF32AVX2, false, false},
-	backends.Gelu:     {geluF32AVX2, geluGradF32AVX2, false, true},
+	backends.Gelu:     {geluF32AVX2Paired, geluGradF32AVX2Paired, true, true},
 	backends.GeluTanh: {geluTanhF32AVX2, geluTanhGradF32AVX2, false, false},
 }
 
 // transcendentalAVX2Wide lists the AVX2 kernels in float64 of the ops
-// where float32 ones replaced some (GELU's backward), for the tests and
-// benchmarks to compare with (f32Kernel.wideF, wideDF).
+// where float32 ones replaced them (GELU's), for the tests and benchmarks
+// to compare with (f32Kernel.wideF, wideDF).
 var transcendentalAVX2Wide = map[backends.UnaryOp]transcendentalKernelSet{
-	backends.Gelu: {geluF32AVX2, geluWideGradF32AVX2, false, false},
+	backends.Gelu: {geluWideF32AVX2, geluWideGradF32AVX2, false, false},
 }
 
 func init() {

@@ -94,7 +94,8 @@ func TestGeluF32Model(t *testing.T) {
 //
 // gelu32GradULP comes from it: 1.8176 ulp at x = -0.82667005. (A float32
 // forward kernel built the same way measured 2.1374 ulp at x = -1.4323264,
-// above the 2 ulp bound: GELU's forward stays in float64.)
+// above the 2 ulp bound: the forward kernel is built differently,
+// transcendental_gelu32fwd_test.go.)
 func TestGeluF32ModelExhaustive(t *testing.T) {
 	if os.Getenv("KILN_GELU32_EXHAUSTIVE") == "" {
 		t.Skip("set KILN_GELU32_EXHAUSTIVE=1 to run over every float32")

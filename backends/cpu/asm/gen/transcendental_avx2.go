@@ -385,7 +385,7 @@ func transcendentalKernelY(f tfunc) {
 func transcendentalKernelsAVX2() {
 	ymmMode, tconst = true, tconstAVX2
 	defer func() { ymmMode, tconst = false, tconst512 }()
-	fwd32 := map[string]func(VecVirtual) VecVirtual{"exp": exp32Y, "tanh": tanh32Y}
+	fwd32 := map[string]func(VecVirtual) VecVirtual{"exp": exp32Y, "tanh": tanh32Y, "gelu": gelu32F}
 	for _, o := range transcendentalOps() {
 		fn := o.name + "F32AVX2"
 		in, body32 := "float64", (func(*tkernel, VecVirtual) VecVirtual)(nil)
@@ -406,6 +406,10 @@ func transcendentalKernelsAVX2() {
 			doc: fmt.Sprintf("%s sets dst[i] = grad[i]·%s'(x[i]) for i < n (AVX2+FMA, in %s), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.", gn, o.name, ing),
 		})
 		if o.name == "gelu" { // the float64 kernel too, to compare with (tests and benchmarks)
+			transcendentalKernelY(tfunc{
+				name: "geluWideF32AVX2", abs: o.abs, log: o.log, body: o.fwd,
+				doc: fmt.Sprintf("geluWideF32AVX2 sets dst[i] = gelu(x[i]) for i < n in float64 (AVX2+FMA), as %s did before it computed in float32: kept to compare with in the tests and benchmarks.", fn),
+			})
 			wn := "geluWideGradF32AVX2"
 			transcendentalKernelY(tfunc{
 				name: wn, bwd: true, body: o.bwd,
@@ -413,6 +417,7 @@ func transcendentalKernelsAVX2() {
 			})
 		}
 	}
+	geluPairKernelsAVX2()
 	tconst.emit()
 }
 

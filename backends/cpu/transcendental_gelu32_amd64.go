@@ -1,0 +1,46 @@
+//go:build !purego
+
+package cpu
+
+import "unsafe"
+
+// geluF32AVX2Paired is geluF32AVX2 with the same results bit for bit,
+// sixteen lanes an iteration: geluF32AVX2Pairs computes each block of
+// sixteen whose inputs are all finite, two blocks of eight interleaved, and
+// geluF32AVX2 the rest (a block with ±Inf or NaN, and the last n mod 16).
+func geluF32AVX2Paired(dst, x *float32, n int, sp *[2]float32) {
+	for n > 0 {
+		k := geluF32AVX2Pairs(dst, x, n)
+		m := min(n-k, 16)
+		if m == 0 {
+			return
+		}
+		geluF32AVX2(f32At(dst, k), f32At(x, k), m, sp)
+		if n -= k + m; n > 0 {
+			dst, x = f32At(dst, k+m), f32At(x, k+m)
+		}
+	}
+}
+
+// geluGradF32AVX2Paired is geluGradF32AVX2 with the same results bit for
+// bit, sixteen lanes an iteration, as geluF32AVX2Paired: the blocks with x
+// ±Inf or NaN or a |g| ≥ 2^64 go to geluGradF32AVX2.
+func geluGradF32AVX2Paired(dst, x, grad *float32, n int, sp *[2]float32) {
+	for n > 0 {
+		k := geluGradF32AVX2Pairs(dst, x, grad, n)
+		m := min(n-k, 16)
+		if m == 0 {
+			return
+		}
+		geluGradF32AVX2(f32At(dst, k), f32At(x, k), f32At(grad, k), m, sp)
+		if n -= k + m; n > 0 {
+			dst, x, grad = f32At(dst, k+m), f32At(x, k+m), f32At(grad, k+m)
+		}
+	}
+}
+
+// f32At returns &p[i] for the row p points into (i below its length: Go
+// allows no pointer one past the end).
+func f32At(p *float32, i int) *float32 {
+	return (*float32)(unsafe.Add(unsafe.Pointer(p), 4*i))
+}
