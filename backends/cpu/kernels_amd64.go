@@ -456,7 +456,7 @@ func geluWideF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
 //go:noescape
 func geluWideGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
 
-// geluTanhF32AVX2 sets dst[i] = geluTanh(x[i]) for i < n (AVX2+FMA, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+// geluTanhF32AVX2 sets dst[i] = geluTanh(x[i]) for i < n (AVX2+FMA, in float32), and sp[0], sp[1] where x[i] is +Inf, -Inf.
 //
 //go:noescape
 func geluTanhF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
@@ -465,6 +465,11 @@ func geluTanhF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
 //
 //go:noescape
 func geluTanhGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+
+// geluTanhWideF32AVX2 sets dst[i] = geluTanh(x[i]) for i < n in float64 (AVX2+FMA), as geluTanhF32AVX2 did before it computed in float32: kept to compare with in the tests and benchmarks.
+//
+//go:noescape
+func geluTanhWideF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
 
 // geluF32AVX2Pairs sets dst[i] = gelu(x[i]) (AVX2+FMA, in float32) for i < k, sixteen at a time, and returns k: a multiple of 16, at most n, that stops before the first sixteen with a lane it does not cover (x ±Inf or NaN).
 //
@@ -475,3 +480,8 @@ func geluF32AVX2Pairs(dst *float32, x *float32, n int) int
 //
 //go:noescape
 func geluGradF32AVX2Pairs(dst *float32, x *float32, grad *float32, n int) int
+
+// geluTanhF32AVX2Pairs sets dst[i] = geluTanh(x[i]) (AVX2+FMA, in float32) for i < k, sixteen at a time, and returns k: a multiple of 16, at most n, that stops before the first sixteen with x ±Inf or NaN.
+//
+//go:noescape
+func geluTanhF32AVX2Pairs(dst *float32, x *float32, n int) int

@@ -14540,22 +14540,522 @@ TEXT ·geluTanhF32AVX2(SB), NOSPLIT, $0-32
 geluTanhF32AVX2_loop:
 	CMPQ         DX, $0x00000008
 	JB           geluTanhF32AVX2_tail
+	VMOVUPS      (CX), Y0
+	VORPS        tconstAVX2<>+2400(SB), Y0, Y1
+	VMAXPS       tconstAVX2<>+5664(SB), Y1, Y1
+	VMULPS       Y1, Y1, Y2
+	VMOVAPS      Y2, Y3
+	VFMSUB231PS  Y1, Y1, Y3
+	VBROADCASTSS tconstAVX2<>+5696(SB), Y4
+	VFMADD231PS  tconstAVX2<>+5728(SB), Y2, Y4
+	VFNMADD213PS tconstAVX2<>+96(SB), Y1, Y4
+	VMULPS       tconstAVX2<>+5760(SB), Y2, Y5
+	VMOVAPS      Y5, Y6
+	VFMSUB231PS  tconstAVX2<>+5760(SB), Y2, Y6
+	VFMADD231PS  tconstAVX2<>+5792(SB), Y2, Y6
+	VFMADD231PS  tconstAVX2<>+5760(SB), Y3, Y6
+	VADDPS       tconstAVX2<>+5824(SB), Y6, Y6
+	VADDPS       tconstAVX2<>+5856(SB), Y5, Y2
+	VSUBPS       tconstAVX2<>+5856(SB), Y2, Y3
+	VSUBPS       Y3, Y2, Y7
+	VSUBPS       tconstAVX2<>+5856(SB), Y7, Y7
+	VSUBPS       Y3, Y5, Y3
+	VSUBPS       Y7, Y3, Y7
+	VADDPS       Y6, Y7, Y7
+	VMULPS       Y2, Y1, Y3
+	VMOVAPS      Y3, Y5
+	VFMSUB231PS  Y2, Y1, Y5
+	VFMADD231PS  Y7, Y1, Y5
+	VSUBPS       tconstAVX2<>+96(SB), Y4, Y2
+	VFNMADD231PS tconstAVX2<>+160(SB), Y2, Y3
+	VFMSUB231PS  tconstAVX2<>+192(SB), Y2, Y5
+	VSUBPS       Y5, Y3, Y3
+	VMULPS       Y3, Y3, Y2
+	VBROADCASTSS tconstAVX2<>+256(SB), Y5
+	VFMADD231PS  tconstAVX2<>+224(SB), Y3, Y5
+	VBROADCASTSS tconstAVX2<>+320(SB), Y6
+	VFMADD231PS  tconstAVX2<>+288(SB), Y3, Y6
+	VFMADD231PS  Y2, Y5, Y6
+	VBROADCASTSS tconstAVX2<>+384(SB), Y5
+	VFMADD231PS  tconstAVX2<>+352(SB), Y3, Y5
+	VFMADD231PS  Y2, Y6, Y5
+	VFMADD231PS  Y2, Y5, Y3
+	VPSUBD       tconstAVX2<>+96(SB), Y4, Y4
+	VPMAXSD      tconstAVX2<>+5888(SB), Y4, Y2
+	VPADDD       tconstAVX2<>+448(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VPSRAD       $0x01, Y4, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPADDD       tconstAVX2<>+5920(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y1, Y5, Y5
+	VPADDD       tconstAVX2<>+5952(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VADDPS       tconstAVX2<>+416(SB), Y3, Y1
+	VSUBPS       tconstAVX2<>+416(SB), Y1, Y6
+	VSUBPS       Y6, Y3, Y6
+	VMOVAPS      Y1, Y3
+	VFMADD213PS  tconstAVX2<>+416(SB), Y2, Y3
+	VSUBPS       tconstAVX2<>+416(SB), Y3, Y7
+	VFMSUB231PS  Y2, Y1, Y7
+	VFMADD231PS  Y2, Y6, Y7
+	VBROADCASTSS tconstAVX2<>+416(SB), Y2
+	VDIVPS       Y3, Y2, Y2
+	VMULPS       Y2, Y1, Y8
+	VMULPS       Y2, Y5, Y2
+	VFNMADD231PS Y8, Y3, Y1
+	VFNMADD231PS Y8, Y7, Y6
+	VADDPS       Y6, Y1, Y1
+	VMULPS       Y8, Y5, Y3
+	VMOVAPS      Y3, Y6
+	VFMSUB231PS  Y8, Y5, Y6
+	VFMADD231PS  Y2, Y1, Y6
+	VADDPS       Y3, Y6, Y6
+	VMULPS       Y4, Y6, Y1
+	VORPS        tconstAVX2<>+2400(SB), Y1, Y1
+	VFMADD213PS  Y0, Y4, Y6
+	VBLENDVPS    Y0, Y1, Y6, Y1
+	VMOVUPS      (CX), Y0
+	VANDPS       tconstAVX2<>+480(SB), Y0, Y2
+	VPCMPGTD     tconstAVX2<>+512(SB), Y2, Y3
+	VPTEST       Y3, Y3
+	JZ           geluTanhF32AVX2_store
+	VBROADCASTSS (BX), Y4
+	VPCMPEQD     tconstAVX2<>+544(SB), Y0, Y3
+	VBLENDVPS    Y3, Y4, Y1, Y1
+	VBROADCASTSS 4(BX), Y4
+	VPCMPEQD     tconstAVX2<>+576(SB), Y0, Y3
+	VBLENDVPS    Y3, Y4, Y1, Y1
+	VPCMPGTD     tconstAVX2<>+544(SB), Y2, Y3
+	VADDPS       Y0, Y0, Y0
+	VBLENDVPS    Y3, Y0, Y1, Y1
+
+geluTanhF32AVX2_store:
+	VMOVUPS Y1, (AX)
+	ADDQ    $0x00000020, CX
+	ADDQ    $0x00000020, AX
+	SUBQ    $0x00000008, DX
+	JMP     geluTanhF32AVX2_loop
+
+geluTanhF32AVX2_tail:
+	TESTQ        DX, DX
+	JZ           geluTanhF32AVX2_done
+	VMOVQ        DX, X0
+	VPBROADCASTD X0, Y0
+	VPCMPGTD     tconstAVX2<>+5984(SB), Y0, Y0
+	VMASKMOVPS   (CX), Y0, Y1
+	VORPS        tconstAVX2<>+2400(SB), Y1, Y2
+	VMAXPS       tconstAVX2<>+5664(SB), Y2, Y2
+	VMULPS       Y2, Y2, Y3
+	VMOVAPS      Y3, Y4
+	VFMSUB231PS  Y2, Y2, Y4
+	VBROADCASTSS tconstAVX2<>+5696(SB), Y5
+	VFMADD231PS  tconstAVX2<>+5728(SB), Y3, Y5
+	VFNMADD213PS tconstAVX2<>+96(SB), Y2, Y5
+	VMULPS       tconstAVX2<>+5760(SB), Y3, Y6
+	VMOVAPS      Y6, Y7
+	VFMSUB231PS  tconstAVX2<>+5760(SB), Y3, Y7
+	VFMADD231PS  tconstAVX2<>+5792(SB), Y3, Y7
+	VFMADD231PS  tconstAVX2<>+5760(SB), Y4, Y7
+	VADDPS       tconstAVX2<>+5824(SB), Y7, Y7
+	VADDPS       tconstAVX2<>+5856(SB), Y6, Y3
+	VSUBPS       tconstAVX2<>+5856(SB), Y3, Y4
+	VSUBPS       Y4, Y3, Y8
+	VSUBPS       tconstAVX2<>+5856(SB), Y8, Y8
+	VSUBPS       Y4, Y6, Y4
+	VSUBPS       Y8, Y4, Y8
+	VADDPS       Y7, Y8, Y8
+	VMULPS       Y3, Y2, Y4
+	VMOVAPS      Y4, Y6
+	VFMSUB231PS  Y3, Y2, Y6
+	VFMADD231PS  Y8, Y2, Y6
+	VSUBPS       tconstAVX2<>+96(SB), Y5, Y3
+	VFNMADD231PS tconstAVX2<>+160(SB), Y3, Y4
+	VFMSUB231PS  tconstAVX2<>+192(SB), Y3, Y6
+	VSUBPS       Y6, Y4, Y4
+	VMULPS       Y4, Y4, Y3
+	VBROADCASTSS tconstAVX2<>+256(SB), Y6
+	VFMADD231PS  tconstAVX2<>+224(SB), Y4, Y6
+	VBROADCASTSS tconstAVX2<>+320(SB), Y7
+	VFMADD231PS  tconstAVX2<>+288(SB), Y4, Y7
+	VFMADD231PS  Y3, Y6, Y7
+	VBROADCASTSS tconstAVX2<>+384(SB), Y6
+	VFMADD231PS  tconstAVX2<>+352(SB), Y4, Y6
+	VFMADD231PS  Y3, Y7, Y6
+	VFMADD231PS  Y3, Y6, Y4
+	VPSUBD       tconstAVX2<>+96(SB), Y5, Y5
+	VPMAXSD      tconstAVX2<>+5888(SB), Y5, Y3
+	VPADDD       tconstAVX2<>+448(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VPSRAD       $0x01, Y5, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       tconstAVX2<>+5920(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y2, Y6, Y6
+	VPADDD       tconstAVX2<>+5952(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VADDPS       tconstAVX2<>+416(SB), Y4, Y2
+	VSUBPS       tconstAVX2<>+416(SB), Y2, Y7
+	VSUBPS       Y7, Y4, Y7
+	VMOVAPS      Y2, Y4
+	VFMADD213PS  tconstAVX2<>+416(SB), Y3, Y4
+	VSUBPS       tconstAVX2<>+416(SB), Y4, Y8
+	VFMSUB231PS  Y3, Y2, Y8
+	VFMADD231PS  Y3, Y7, Y8
+	VBROADCASTSS tconstAVX2<>+416(SB), Y3
+	VDIVPS       Y4, Y3, Y3
+	VMULPS       Y3, Y2, Y9
+	VMULPS       Y3, Y6, Y3
+	VFNMADD231PS Y9, Y4, Y2
+	VFNMADD231PS Y9, Y8, Y7
+	VADDPS       Y7, Y2, Y2
+	VMULPS       Y9, Y6, Y4
+	VMOVAPS      Y4, Y7
+	VFMSUB231PS  Y9, Y6, Y7
+	VFMADD231PS  Y3, Y2, Y7
+	VADDPS       Y4, Y7, Y7
+	VMULPS       Y5, Y7, Y2
+	VORPS        tconstAVX2<>+2400(SB), Y2, Y2
+	VFMADD213PS  Y1, Y5, Y7
+	VBLENDVPS    Y1, Y2, Y7, Y2
+	VMASKMOVPS   (CX), Y0, Y1
+	VANDPS       tconstAVX2<>+480(SB), Y1, Y3
+	VPCMPGTD     tconstAVX2<>+512(SB), Y3, Y4
+	VPTEST       Y4, Y4
+	JZ           geluTanhF32AVX2_store_tail
+	VBROADCASTSS (BX), Y5
+	VPCMPEQD     tconstAVX2<>+544(SB), Y1, Y4
+	VBLENDVPS    Y4, Y5, Y2, Y2
+	VBROADCASTSS 4(BX), Y5
+	VPCMPEQD     tconstAVX2<>+576(SB), Y1, Y4
+	VBLENDVPS    Y4, Y5, Y2, Y2
+	VPCMPGTD     tconstAVX2<>+544(SB), Y3, Y4
+	VADDPS       Y1, Y1, Y1
+	VBLENDVPS    Y4, Y1, Y2, Y2
+
+geluTanhF32AVX2_store_tail:
+	VMASKMOVPS Y2, Y0, (AX)
+
+geluTanhF32AVX2_done:
+	VZEROUPPER
+	RET
+
+// func geluTanhGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·geluTanhGradF32AVX2(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         grad+16(FP), BX
+	MOVQ         sp+32(FP), SI
+	VBROADCASTSD tconstAVX2<>+0(SB), Y0
+
+geluTanhGradF32AVX2_loop:
+	CMPQ         DX, $0x00000008
+	JB           geluTanhGradF32AVX2_tail
 	VMOVUPS      (CX), Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
 	VMULPD       Y2, Y2, Y4
 	VMULPD       Y1, Y1, Y5
-	VMULPD       tconstAVX2<>+5664(SB), Y4, Y4
-	VMULPD       tconstAVX2<>+5664(SB), Y5, Y5
-	VADDPD       tconstAVX2<>+5696(SB), Y4, Y4
-	VADDPD       tconstAVX2<>+5696(SB), Y5, Y5
+	VMULPD       tconstAVX2<>+6016(SB), Y4, Y4
+	VMULPD       tconstAVX2<>+6016(SB), Y5, Y5
+	VADDPD       tconstAVX2<>+6048(SB), Y4, Y4
+	VADDPD       tconstAVX2<>+6048(SB), Y5, Y5
 	VMULPD       Y2, Y4, Y4
 	VMULPD       Y1, Y5, Y5
-	VMAXPD       tconstAVX2<>+5728(SB), Y4, Y4
-	VMAXPD       tconstAVX2<>+5728(SB), Y5, Y5
-	VMINPD       tconstAVX2<>+5760(SB), Y4, Y4
-	VMINPD       tconstAVX2<>+5760(SB), Y5, Y5
+	VMAXPD       tconstAVX2<>+6080(SB), Y4, Y4
+	VMAXPD       tconstAVX2<>+6080(SB), Y5, Y5
+	VMINPD       tconstAVX2<>+6112(SB), Y4, Y4
+	VMINPD       tconstAVX2<>+6112(SB), Y5, Y5
+	VXORPD       tconstAVX2<>+1120(SB), Y4, Y4
+	VXORPD       tconstAVX2<>+1120(SB), Y5, Y5
+	VMOVUPD      tconstAVX2<>+704(SB), Y6
+	VMOVUPD      tconstAVX2<>+704(SB), Y7
+	VFMADD231PD  tconstAVX2<>+736(SB), Y4, Y6
+	VFMADD231PD  tconstAVX2<>+736(SB), Y5, Y7
+	VSUBPD       tconstAVX2<>+704(SB), Y6, Y8
+	VSUBPD       tconstAVX2<>+704(SB), Y7, Y9
+	VMOVAPD      Y4, Y4
+	VMOVAPD      Y5, Y5
+	VFNMADD231PD tconstAVX2<>+768(SB), Y8, Y4
+	VFNMADD231PD tconstAVX2<>+768(SB), Y9, Y5
+	VFNMADD231PD tconstAVX2<>+800(SB), Y8, Y4
+	VFNMADD231PD tconstAVX2<>+800(SB), Y9, Y5
+	VBROADCASTSD tconstAVX2<>+832(SB), Y8
+	VBROADCASTSD tconstAVX2<>+832(SB), Y9
+	VFMADD213PD  tconstAVX2<>+864(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+864(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+896(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+896(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+928(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+928(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+960(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+960(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+992(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+992(SB), Y5, Y9
+	VMULPD       Y4, Y4, Y10
+	VMULPD       Y5, Y5, Y11
+	VFMADD213PD  Y4, Y10, Y8
+	VFMADD213PD  Y5, Y11, Y9
+	VPADDD       tconstAVX2<>+1024(SB), Y6, Y4
+	VPSLLQ       $0x34, Y4, Y4
+	VPADDD       tconstAVX2<>+1024(SB), Y7, Y5
+	VPSLLQ       $0x34, Y5, Y5
+	VFMADD213PD  Y4, Y4, Y8
+	VFMADD213PD  Y5, Y5, Y9
+	VADDPD       Y0, Y8, Y4
+	VADDPD       Y0, Y9, Y5
+	VDIVPD       Y4, Y0, Y4
+	VDIVPD       Y5, Y0, Y5
+	VMULPD       Y2, Y2, Y6
+	VMULPD       Y1, Y1, Y7
+	VMULPD       tconstAVX2<>+6144(SB), Y6, Y6
+	VMULPD       tconstAVX2<>+6144(SB), Y7, Y7
+	VADDPD       tconstAVX2<>+6048(SB), Y6, Y6
+	VADDPD       tconstAVX2<>+6048(SB), Y7, Y7
+	VMULPD       Y2, Y6, Y6
+	VMULPD       Y1, Y7, Y7
+	VMULPD       Y4, Y8, Y8
+	VMULPD       Y5, Y9, Y9
+	VMULPD       Y8, Y6, Y6
+	VMULPD       Y9, Y7, Y7
+	VADDPD       Y0, Y6, Y6
+	VADDPD       Y0, Y7, Y7
+	VMULPD       Y4, Y6, Y6
+	VMULPD       Y5, Y7, Y7
+	VSUBPD       tconstAVX2<>+6176(SB), Y2, Y2
+	VSUBPD       tconstAVX2<>+6176(SB), Y1, Y1
+	VANDPD       tconstAVX2<>+2464(SB), Y2, Y4
+	VANDPD       tconstAVX2<>+2464(SB), Y1, Y5
+	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y4, Y4
+	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y5, Y5
+	VORPD        Y4, Y5, Y8
+	VTESTPD      Y8, Y8
+	JZ           rootY13
+	VSUBPD       tconstAVX2<>+6208(SB), Y2, Y2
+	VSUBPD       tconstAVX2<>+6208(SB), Y1, Y1
+	VBROADCASTSD tconstAVX2<>+6240(SB), Y8
+	VBROADCASTSD tconstAVX2<>+6240(SB), Y9
+	VFMADD213PD  tconstAVX2<>+6272(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+6272(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+6304(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+6304(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+6336(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+6336(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+6368(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+6368(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+6400(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+6400(SB), Y1, Y9
+	VMULPD       Y2, Y8, Y8
+	VMULPD       Y1, Y9, Y9
+	VBLENDVPD    Y4, Y8, Y6, Y6
+	VBLENDVPD    Y5, Y9, Y7, Y7
+
+rootY13:
+	VMOVUPS      (BX), Y1
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X3
+	VCVTPS2PD    X3, Y4
+	VMULPD       Y2, Y6, Y6
+	VMULPD       Y4, Y7, Y7
+	VCVTPD2PSY   Y6, X3
+	VCVTPD2PSY   Y7, X2
+	VINSERTF128  $0x01, X2, Y3, Y2
+	VMOVUPS      (CX), Y4
+	VANDPS       tconstAVX2<>+480(SB), Y4, Y5
+	VPCMPGTD     tconstAVX2<>+512(SB), Y5, Y6
+	VPTEST       Y6, Y6
+	JZ           geluTanhGradF32AVX2_store
+	VBROADCASTSS (SI), Y7
+	VMULPS       Y1, Y7, Y7
+	VPCMPEQD     tconstAVX2<>+544(SB), Y4, Y6
+	VBLENDVPS    Y6, Y7, Y2, Y2
+	VBROADCASTSS 4(SI), Y7
+	VMULPS       Y1, Y7, Y7
+	VPCMPEQD     tconstAVX2<>+576(SB), Y4, Y6
+	VBLENDVPS    Y6, Y7, Y2, Y2
+	VPCMPGTD     tconstAVX2<>+544(SB), Y5, Y6
+	VADDPS       Y4, Y4, Y1
+	VBLENDVPS    Y6, Y1, Y2, Y2
+
+geluTanhGradF32AVX2_store:
+	VMOVUPS Y2, (AX)
+	ADDQ    $0x00000020, CX
+	ADDQ    $0x00000020, AX
+	ADDQ    $0x00000020, BX
+	SUBQ    $0x00000008, DX
+	JMP     geluTanhGradF32AVX2_loop
+
+geluTanhGradF32AVX2_tail:
+	TESTQ        DX, DX
+	JZ           geluTanhGradF32AVX2_done
+	VMOVQ        DX, X1
+	VPBROADCASTD X1, Y1
+	VPCMPGTD     tconstAVX2<>+6432(SB), Y1, Y1
+	VMASKMOVPS   (CX), Y1, Y2
+	VCVTPS2PD    X2, Y4
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VMULPD       Y4, Y4, Y5
+	VMULPD       Y2, Y2, Y6
+	VMULPD       tconstAVX2<>+6016(SB), Y5, Y5
+	VMULPD       tconstAVX2<>+6016(SB), Y6, Y6
+	VADDPD       tconstAVX2<>+6048(SB), Y5, Y5
+	VADDPD       tconstAVX2<>+6048(SB), Y6, Y6
+	VMULPD       Y4, Y5, Y5
+	VMULPD       Y2, Y6, Y6
+	VMAXPD       tconstAVX2<>+6080(SB), Y5, Y5
+	VMAXPD       tconstAVX2<>+6080(SB), Y6, Y6
+	VMINPD       tconstAVX2<>+6112(SB), Y5, Y5
+	VMINPD       tconstAVX2<>+6112(SB), Y6, Y6
+	VXORPD       tconstAVX2<>+1120(SB), Y5, Y5
+	VXORPD       tconstAVX2<>+1120(SB), Y6, Y6
+	VMOVUPD      tconstAVX2<>+704(SB), Y7
+	VMOVUPD      tconstAVX2<>+704(SB), Y8
+	VFMADD231PD  tconstAVX2<>+736(SB), Y5, Y7
+	VFMADD231PD  tconstAVX2<>+736(SB), Y6, Y8
+	VSUBPD       tconstAVX2<>+704(SB), Y7, Y9
+	VSUBPD       tconstAVX2<>+704(SB), Y8, Y10
+	VMOVAPD      Y5, Y5
+	VMOVAPD      Y6, Y6
+	VFNMADD231PD tconstAVX2<>+768(SB), Y9, Y5
+	VFNMADD231PD tconstAVX2<>+768(SB), Y10, Y6
+	VFNMADD231PD tconstAVX2<>+800(SB), Y9, Y5
+	VFNMADD231PD tconstAVX2<>+800(SB), Y10, Y6
+	VBROADCASTSD tconstAVX2<>+832(SB), Y9
+	VBROADCASTSD tconstAVX2<>+832(SB), Y10
+	VFMADD213PD  tconstAVX2<>+864(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+864(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+896(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+896(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+928(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+928(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+960(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+960(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+992(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+992(SB), Y6, Y10
+	VMULPD       Y5, Y5, Y11
+	VMULPD       Y6, Y6, Y12
+	VFMADD213PD  Y5, Y11, Y9
+	VFMADD213PD  Y6, Y12, Y10
+	VPADDD       tconstAVX2<>+1024(SB), Y7, Y5
+	VPSLLQ       $0x34, Y5, Y5
+	VPADDD       tconstAVX2<>+1024(SB), Y8, Y6
+	VPSLLQ       $0x34, Y6, Y6
+	VFMADD213PD  Y5, Y5, Y9
+	VFMADD213PD  Y6, Y6, Y10
+	VADDPD       Y0, Y9, Y5
+	VADDPD       Y0, Y10, Y6
+	VDIVPD       Y5, Y0, Y5
+	VDIVPD       Y6, Y0, Y6
+	VMULPD       Y4, Y4, Y7
+	VMULPD       Y2, Y2, Y8
+	VMULPD       tconstAVX2<>+6144(SB), Y7, Y7
+	VMULPD       tconstAVX2<>+6144(SB), Y8, Y8
+	VADDPD       tconstAVX2<>+6048(SB), Y7, Y7
+	VADDPD       tconstAVX2<>+6048(SB), Y8, Y8
+	VMULPD       Y4, Y7, Y7
+	VMULPD       Y2, Y8, Y8
+	VMULPD       Y5, Y9, Y9
+	VMULPD       Y6, Y10, Y10
+	VMULPD       Y9, Y7, Y7
+	VMULPD       Y10, Y8, Y8
+	VADDPD       Y0, Y7, Y7
+	VADDPD       Y0, Y8, Y8
+	VMULPD       Y5, Y7, Y7
+	VMULPD       Y6, Y8, Y8
+	VSUBPD       tconstAVX2<>+6176(SB), Y4, Y0
+	VSUBPD       tconstAVX2<>+6176(SB), Y2, Y2
+	VANDPD       tconstAVX2<>+2464(SB), Y0, Y4
+	VANDPD       tconstAVX2<>+2464(SB), Y2, Y5
+	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y4, Y4
+	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y5, Y5
+	VORPD        Y4, Y5, Y6
+	VTESTPD      Y6, Y6
+	JZ           rootY14
+	VSUBPD       tconstAVX2<>+6208(SB), Y0, Y0
+	VSUBPD       tconstAVX2<>+6208(SB), Y2, Y2
+	VBROADCASTSD tconstAVX2<>+6240(SB), Y6
+	VBROADCASTSD tconstAVX2<>+6240(SB), Y9
+	VFMADD213PD  tconstAVX2<>+6272(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+6272(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+6304(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+6304(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+6336(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+6336(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+6368(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+6368(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+6400(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+6400(SB), Y2, Y9
+	VMULPD       Y0, Y6, Y6
+	VMULPD       Y2, Y9, Y9
+	VBLENDVPD    Y4, Y6, Y7, Y7
+	VBLENDVPD    Y5, Y9, Y8, Y8
+
+rootY14:
+	VMASKMOVPS   (BX), Y1, Y0
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X3
+	VCVTPS2PD    X3, Y4
+	VMULPD       Y2, Y7, Y7
+	VMULPD       Y4, Y8, Y8
+	VCVTPD2PSY   Y7, X3
+	VCVTPD2PSY   Y8, X2
+	VINSERTF128  $0x01, X2, Y3, Y2
+	VMASKMOVPS   (CX), Y1, Y3
+	VANDPS       tconstAVX2<>+480(SB), Y3, Y4
+	VPCMPGTD     tconstAVX2<>+512(SB), Y4, Y5
+	VPTEST       Y5, Y5
+	JZ           geluTanhGradF32AVX2_store_tail
+	VBROADCASTSS (SI), Y6
+	VMULPS       Y0, Y6, Y6
+	VPCMPEQD     tconstAVX2<>+544(SB), Y3, Y5
+	VBLENDVPS    Y5, Y6, Y2, Y2
+	VBROADCASTSS 4(SI), Y6
+	VMULPS       Y0, Y6, Y6
+	VPCMPEQD     tconstAVX2<>+576(SB), Y3, Y5
+	VBLENDVPS    Y5, Y6, Y2, Y2
+	VPCMPGTD     tconstAVX2<>+544(SB), Y4, Y5
+	VADDPS       Y3, Y3, Y0
+	VBLENDVPS    Y5, Y0, Y2, Y2
+
+geluTanhGradF32AVX2_store_tail:
+	VMASKMOVPS Y2, Y1, (AX)
+
+geluTanhGradF32AVX2_done:
+	VZEROUPPER
+	RET
+
+// func geluTanhWideF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·geluTanhWideF32AVX2(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVQ         sp+24(FP), BX
+	VBROADCASTSD tconstAVX2<>+0(SB), Y0
+
+geluTanhWideF32AVX2_loop:
+	CMPQ         DX, $0x00000008
+	JB           geluTanhWideF32AVX2_tail
+	VMOVUPS      (CX), Y1
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VMULPD       Y2, Y2, Y4
+	VMULPD       Y1, Y1, Y5
+	VMULPD       tconstAVX2<>+6016(SB), Y4, Y4
+	VMULPD       tconstAVX2<>+6016(SB), Y5, Y5
+	VADDPD       tconstAVX2<>+6048(SB), Y4, Y4
+	VADDPD       tconstAVX2<>+6048(SB), Y5, Y5
+	VMULPD       Y2, Y4, Y4
+	VMULPD       Y1, Y5, Y5
+	VMAXPD       tconstAVX2<>+6080(SB), Y4, Y4
+	VMAXPD       tconstAVX2<>+6080(SB), Y5, Y5
+	VMINPD       tconstAVX2<>+6112(SB), Y4, Y4
+	VMINPD       tconstAVX2<>+6112(SB), Y5, Y5
 	VXORPD       tconstAVX2<>+1120(SB), Y4, Y4
 	VXORPD       tconstAVX2<>+1120(SB), Y5, Y5
 	VMOVUPD      tconstAVX2<>+704(SB), Y6
@@ -14605,7 +15105,7 @@ geluTanhF32AVX2_loop:
 	VANDPS       tconstAVX2<>+480(SB), Y2, Y4
 	VPCMPGTD     tconstAVX2<>+512(SB), Y4, Y5
 	VPTEST       Y5, Y5
-	JZ           geluTanhF32AVX2_store
+	JZ           geluTanhWideF32AVX2_store
 	VBROADCASTSS (BX), Y6
 	VPCMPEQD     tconstAVX2<>+544(SB), Y2, Y5
 	VBLENDVPS    Y5, Y6, Y1, Y1
@@ -14616,35 +15116,35 @@ geluTanhF32AVX2_loop:
 	VADDPS       Y2, Y2, Y2
 	VBLENDVPS    Y5, Y2, Y1, Y1
 
-geluTanhF32AVX2_store:
+geluTanhWideF32AVX2_store:
 	VMOVUPS Y1, (AX)
 	ADDQ    $0x00000020, CX
 	ADDQ    $0x00000020, AX
 	SUBQ    $0x00000008, DX
-	JMP     geluTanhF32AVX2_loop
+	JMP     geluTanhWideF32AVX2_loop
 
-geluTanhF32AVX2_tail:
+geluTanhWideF32AVX2_tail:
 	TESTQ        DX, DX
-	JZ           geluTanhF32AVX2_done
+	JZ           geluTanhWideF32AVX2_done
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
-	VPCMPGTD     tconstAVX2<>+5792(SB), Y1, Y1
+	VPCMPGTD     tconstAVX2<>+6464(SB), Y1, Y1
 	VMASKMOVPS   (CX), Y1, Y2
 	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
 	VMULPD       Y4, Y4, Y5
 	VMULPD       Y2, Y2, Y6
-	VMULPD       tconstAVX2<>+5664(SB), Y5, Y5
-	VMULPD       tconstAVX2<>+5664(SB), Y6, Y6
-	VADDPD       tconstAVX2<>+5696(SB), Y5, Y5
-	VADDPD       tconstAVX2<>+5696(SB), Y6, Y6
+	VMULPD       tconstAVX2<>+6016(SB), Y5, Y5
+	VMULPD       tconstAVX2<>+6016(SB), Y6, Y6
+	VADDPD       tconstAVX2<>+6048(SB), Y5, Y5
+	VADDPD       tconstAVX2<>+6048(SB), Y6, Y6
 	VMULPD       Y4, Y5, Y5
 	VMULPD       Y2, Y6, Y6
-	VMAXPD       tconstAVX2<>+5728(SB), Y5, Y5
-	VMAXPD       tconstAVX2<>+5728(SB), Y6, Y6
-	VMINPD       tconstAVX2<>+5760(SB), Y5, Y5
-	VMINPD       tconstAVX2<>+5760(SB), Y6, Y6
+	VMAXPD       tconstAVX2<>+6080(SB), Y5, Y5
+	VMAXPD       tconstAVX2<>+6080(SB), Y6, Y6
+	VMINPD       tconstAVX2<>+6112(SB), Y5, Y5
+	VMINPD       tconstAVX2<>+6112(SB), Y6, Y6
 	VXORPD       tconstAVX2<>+1120(SB), Y5, Y5
 	VXORPD       tconstAVX2<>+1120(SB), Y6, Y6
 	VMOVUPD      tconstAVX2<>+704(SB), Y7
@@ -14694,7 +15194,7 @@ geluTanhF32AVX2_tail:
 	VANDPS       tconstAVX2<>+480(SB), Y2, Y3
 	VPCMPGTD     tconstAVX2<>+512(SB), Y3, Y4
 	VPTEST       Y4, Y4
-	JZ           geluTanhF32AVX2_store_tail
+	JZ           geluTanhWideF32AVX2_store_tail
 	VBROADCASTSS (BX), Y5
 	VPCMPEQD     tconstAVX2<>+544(SB), Y2, Y4
 	VBLENDVPS    Y4, Y5, Y0, Y0
@@ -14705,298 +15205,10 @@ geluTanhF32AVX2_tail:
 	VADDPS       Y2, Y2, Y2
 	VBLENDVPS    Y4, Y2, Y0, Y0
 
-geluTanhF32AVX2_store_tail:
+geluTanhWideF32AVX2_store_tail:
 	VMASKMOVPS Y0, Y1, (AX)
 
-geluTanhF32AVX2_done:
-	VZEROUPPER
-	RET
-
-// func geluTanhGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
-// Requires: AVX, AVX2, FMA3
-TEXT ·geluTanhGradF32AVX2(SB), NOSPLIT, $0-40
-	MOVQ         dst+0(FP), AX
-	MOVQ         x+8(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         grad+16(FP), BX
-	MOVQ         sp+32(FP), SI
-	VBROADCASTSD tconstAVX2<>+0(SB), Y0
-
-geluTanhGradF32AVX2_loop:
-	CMPQ         DX, $0x00000008
-	JB           geluTanhGradF32AVX2_tail
-	VMOVUPS      (CX), Y1
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VMULPD       Y2, Y2, Y4
-	VMULPD       Y1, Y1, Y5
-	VMULPD       tconstAVX2<>+5664(SB), Y4, Y4
-	VMULPD       tconstAVX2<>+5664(SB), Y5, Y5
-	VADDPD       tconstAVX2<>+5696(SB), Y4, Y4
-	VADDPD       tconstAVX2<>+5696(SB), Y5, Y5
-	VMULPD       Y2, Y4, Y4
-	VMULPD       Y1, Y5, Y5
-	VMAXPD       tconstAVX2<>+5728(SB), Y4, Y4
-	VMAXPD       tconstAVX2<>+5728(SB), Y5, Y5
-	VMINPD       tconstAVX2<>+5760(SB), Y4, Y4
-	VMINPD       tconstAVX2<>+5760(SB), Y5, Y5
-	VXORPD       tconstAVX2<>+1120(SB), Y4, Y4
-	VXORPD       tconstAVX2<>+1120(SB), Y5, Y5
-	VMOVUPD      tconstAVX2<>+704(SB), Y6
-	VMOVUPD      tconstAVX2<>+704(SB), Y7
-	VFMADD231PD  tconstAVX2<>+736(SB), Y4, Y6
-	VFMADD231PD  tconstAVX2<>+736(SB), Y5, Y7
-	VSUBPD       tconstAVX2<>+704(SB), Y6, Y8
-	VSUBPD       tconstAVX2<>+704(SB), Y7, Y9
-	VMOVAPD      Y4, Y4
-	VMOVAPD      Y5, Y5
-	VFNMADD231PD tconstAVX2<>+768(SB), Y8, Y4
-	VFNMADD231PD tconstAVX2<>+768(SB), Y9, Y5
-	VFNMADD231PD tconstAVX2<>+800(SB), Y8, Y4
-	VFNMADD231PD tconstAVX2<>+800(SB), Y9, Y5
-	VBROADCASTSD tconstAVX2<>+832(SB), Y8
-	VBROADCASTSD tconstAVX2<>+832(SB), Y9
-	VFMADD213PD  tconstAVX2<>+864(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+864(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+896(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+896(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+928(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+928(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+960(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+960(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+992(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+992(SB), Y5, Y9
-	VMULPD       Y4, Y4, Y10
-	VMULPD       Y5, Y5, Y11
-	VFMADD213PD  Y4, Y10, Y8
-	VFMADD213PD  Y5, Y11, Y9
-	VPADDD       tconstAVX2<>+1024(SB), Y6, Y4
-	VPSLLQ       $0x34, Y4, Y4
-	VPADDD       tconstAVX2<>+1024(SB), Y7, Y5
-	VPSLLQ       $0x34, Y5, Y5
-	VFMADD213PD  Y4, Y4, Y8
-	VFMADD213PD  Y5, Y5, Y9
-	VADDPD       Y0, Y8, Y4
-	VADDPD       Y0, Y9, Y5
-	VDIVPD       Y4, Y0, Y4
-	VDIVPD       Y5, Y0, Y5
-	VMULPD       Y2, Y2, Y6
-	VMULPD       Y1, Y1, Y7
-	VMULPD       tconstAVX2<>+5824(SB), Y6, Y6
-	VMULPD       tconstAVX2<>+5824(SB), Y7, Y7
-	VADDPD       tconstAVX2<>+5696(SB), Y6, Y6
-	VADDPD       tconstAVX2<>+5696(SB), Y7, Y7
-	VMULPD       Y2, Y6, Y6
-	VMULPD       Y1, Y7, Y7
-	VMULPD       Y4, Y8, Y8
-	VMULPD       Y5, Y9, Y9
-	VMULPD       Y8, Y6, Y6
-	VMULPD       Y9, Y7, Y7
-	VADDPD       Y0, Y6, Y6
-	VADDPD       Y0, Y7, Y7
-	VMULPD       Y4, Y6, Y6
-	VMULPD       Y5, Y7, Y7
-	VSUBPD       tconstAVX2<>+5856(SB), Y2, Y2
-	VSUBPD       tconstAVX2<>+5856(SB), Y1, Y1
-	VANDPD       tconstAVX2<>+2464(SB), Y2, Y4
-	VANDPD       tconstAVX2<>+2464(SB), Y1, Y5
-	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y4, Y4
-	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y5, Y5
-	VORPD        Y4, Y5, Y8
-	VTESTPD      Y8, Y8
-	JZ           rootY13
-	VSUBPD       tconstAVX2<>+5888(SB), Y2, Y2
-	VSUBPD       tconstAVX2<>+5888(SB), Y1, Y1
-	VBROADCASTSD tconstAVX2<>+5920(SB), Y8
-	VBROADCASTSD tconstAVX2<>+5920(SB), Y9
-	VFMADD213PD  tconstAVX2<>+5952(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+5952(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+5984(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+5984(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+6016(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+6016(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+6048(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+6048(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+6080(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+6080(SB), Y1, Y9
-	VMULPD       Y2, Y8, Y8
-	VMULPD       Y1, Y9, Y9
-	VBLENDVPD    Y4, Y8, Y6, Y6
-	VBLENDVPD    Y5, Y9, Y7, Y7
-
-rootY13:
-	VMOVUPS      (BX), Y1
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X3
-	VCVTPS2PD    X3, Y4
-	VMULPD       Y2, Y6, Y6
-	VMULPD       Y4, Y7, Y7
-	VCVTPD2PSY   Y6, X3
-	VCVTPD2PSY   Y7, X2
-	VINSERTF128  $0x01, X2, Y3, Y2
-	VMOVUPS      (CX), Y4
-	VANDPS       tconstAVX2<>+480(SB), Y4, Y5
-	VPCMPGTD     tconstAVX2<>+512(SB), Y5, Y6
-	VPTEST       Y6, Y6
-	JZ           geluTanhGradF32AVX2_store
-	VBROADCASTSS (SI), Y7
-	VMULPS       Y1, Y7, Y7
-	VPCMPEQD     tconstAVX2<>+544(SB), Y4, Y6
-	VBLENDVPS    Y6, Y7, Y2, Y2
-	VBROADCASTSS 4(SI), Y7
-	VMULPS       Y1, Y7, Y7
-	VPCMPEQD     tconstAVX2<>+576(SB), Y4, Y6
-	VBLENDVPS    Y6, Y7, Y2, Y2
-	VPCMPGTD     tconstAVX2<>+544(SB), Y5, Y6
-	VADDPS       Y4, Y4, Y1
-	VBLENDVPS    Y6, Y1, Y2, Y2
-
-geluTanhGradF32AVX2_store:
-	VMOVUPS Y2, (AX)
-	ADDQ    $0x00000020, CX
-	ADDQ    $0x00000020, AX
-	ADDQ    $0x00000020, BX
-	SUBQ    $0x00000008, DX
-	JMP     geluTanhGradF32AVX2_loop
-
-geluTanhGradF32AVX2_tail:
-	TESTQ        DX, DX
-	JZ           geluTanhGradF32AVX2_done
-	VMOVQ        DX, X1
-	VPBROADCASTD X1, Y1
-	VPCMPGTD     tconstAVX2<>+6112(SB), Y1, Y1
-	VMASKMOVPS   (CX), Y1, Y2
-	VCVTPS2PD    X2, Y4
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VMULPD       Y4, Y4, Y5
-	VMULPD       Y2, Y2, Y6
-	VMULPD       tconstAVX2<>+5664(SB), Y5, Y5
-	VMULPD       tconstAVX2<>+5664(SB), Y6, Y6
-	VADDPD       tconstAVX2<>+5696(SB), Y5, Y5
-	VADDPD       tconstAVX2<>+5696(SB), Y6, Y6
-	VMULPD       Y4, Y5, Y5
-	VMULPD       Y2, Y6, Y6
-	VMAXPD       tconstAVX2<>+5728(SB), Y5, Y5
-	VMAXPD       tconstAVX2<>+5728(SB), Y6, Y6
-	VMINPD       tconstAVX2<>+5760(SB), Y5, Y5
-	VMINPD       tconstAVX2<>+5760(SB), Y6, Y6
-	VXORPD       tconstAVX2<>+1120(SB), Y5, Y5
-	VXORPD       tconstAVX2<>+1120(SB), Y6, Y6
-	VMOVUPD      tconstAVX2<>+704(SB), Y7
-	VMOVUPD      tconstAVX2<>+704(SB), Y8
-	VFMADD231PD  tconstAVX2<>+736(SB), Y5, Y7
-	VFMADD231PD  tconstAVX2<>+736(SB), Y6, Y8
-	VSUBPD       tconstAVX2<>+704(SB), Y7, Y9
-	VSUBPD       tconstAVX2<>+704(SB), Y8, Y10
-	VMOVAPD      Y5, Y5
-	VMOVAPD      Y6, Y6
-	VFNMADD231PD tconstAVX2<>+768(SB), Y9, Y5
-	VFNMADD231PD tconstAVX2<>+768(SB), Y10, Y6
-	VFNMADD231PD tconstAVX2<>+800(SB), Y9, Y5
-	VFNMADD231PD tconstAVX2<>+800(SB), Y10, Y6
-	VBROADCASTSD tconstAVX2<>+832(SB), Y9
-	VBROADCASTSD tconstAVX2<>+832(SB), Y10
-	VFMADD213PD  tconstAVX2<>+864(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+864(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+896(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+896(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+928(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+928(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+960(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+960(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+992(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+992(SB), Y6, Y10
-	VMULPD       Y5, Y5, Y11
-	VMULPD       Y6, Y6, Y12
-	VFMADD213PD  Y5, Y11, Y9
-	VFMADD213PD  Y6, Y12, Y10
-	VPADDD       tconstAVX2<>+1024(SB), Y7, Y5
-	VPSLLQ       $0x34, Y5, Y5
-	VPADDD       tconstAVX2<>+1024(SB), Y8, Y6
-	VPSLLQ       $0x34, Y6, Y6
-	VFMADD213PD  Y5, Y5, Y9
-	VFMADD213PD  Y6, Y6, Y10
-	VADDPD       Y0, Y9, Y5
-	VADDPD       Y0, Y10, Y6
-	VDIVPD       Y5, Y0, Y5
-	VDIVPD       Y6, Y0, Y6
-	VMULPD       Y4, Y4, Y7
-	VMULPD       Y2, Y2, Y8
-	VMULPD       tconstAVX2<>+5824(SB), Y7, Y7
-	VMULPD       tconstAVX2<>+5824(SB), Y8, Y8
-	VADDPD       tconstAVX2<>+5696(SB), Y7, Y7
-	VADDPD       tconstAVX2<>+5696(SB), Y8, Y8
-	VMULPD       Y4, Y7, Y7
-	VMULPD       Y2, Y8, Y8
-	VMULPD       Y5, Y9, Y9
-	VMULPD       Y6, Y10, Y10
-	VMULPD       Y9, Y7, Y7
-	VMULPD       Y10, Y8, Y8
-	VADDPD       Y0, Y7, Y7
-	VADDPD       Y0, Y8, Y8
-	VMULPD       Y5, Y7, Y7
-	VMULPD       Y6, Y8, Y8
-	VSUBPD       tconstAVX2<>+5856(SB), Y4, Y0
-	VSUBPD       tconstAVX2<>+5856(SB), Y2, Y2
-	VANDPD       tconstAVX2<>+2464(SB), Y0, Y4
-	VANDPD       tconstAVX2<>+2464(SB), Y2, Y5
-	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y4, Y4
-	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y5, Y5
-	VORPD        Y4, Y5, Y6
-	VTESTPD      Y6, Y6
-	JZ           rootY14
-	VSUBPD       tconstAVX2<>+5888(SB), Y0, Y0
-	VSUBPD       tconstAVX2<>+5888(SB), Y2, Y2
-	VBROADCASTSD tconstAVX2<>+5920(SB), Y6
-	VBROADCASTSD tconstAVX2<>+5920(SB), Y9
-	VFMADD213PD  tconstAVX2<>+5952(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+5952(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+5984(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+5984(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+6016(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+6016(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+6048(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+6048(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+6080(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+6080(SB), Y2, Y9
-	VMULPD       Y0, Y6, Y6
-	VMULPD       Y2, Y9, Y9
-	VBLENDVPD    Y4, Y6, Y7, Y7
-	VBLENDVPD    Y5, Y9, Y8, Y8
-
-rootY14:
-	VMASKMOVPS   (BX), Y1, Y0
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X3
-	VCVTPS2PD    X3, Y4
-	VMULPD       Y2, Y7, Y7
-	VMULPD       Y4, Y8, Y8
-	VCVTPD2PSY   Y7, X3
-	VCVTPD2PSY   Y8, X2
-	VINSERTF128  $0x01, X2, Y3, Y2
-	VMASKMOVPS   (CX), Y1, Y3
-	VANDPS       tconstAVX2<>+480(SB), Y3, Y4
-	VPCMPGTD     tconstAVX2<>+512(SB), Y4, Y5
-	VPTEST       Y5, Y5
-	JZ           geluTanhGradF32AVX2_store_tail
-	VBROADCASTSS (SI), Y6
-	VMULPS       Y0, Y6, Y6
-	VPCMPEQD     tconstAVX2<>+544(SB), Y3, Y5
-	VBLENDVPS    Y5, Y6, Y2, Y2
-	VBROADCASTSS 4(SI), Y6
-	VMULPS       Y0, Y6, Y6
-	VPCMPEQD     tconstAVX2<>+576(SB), Y3, Y5
-	VBLENDVPS    Y5, Y6, Y2, Y2
-	VPCMPGTD     tconstAVX2<>+544(SB), Y4, Y5
-	VADDPS       Y3, Y3, Y0
-	VBLENDVPS    Y5, Y0, Y2, Y2
-
-geluTanhGradF32AVX2_store_tail:
-	VMASKMOVPS Y2, Y1, (AX)
-
-geluTanhGradF32AVX2_done:
+geluTanhWideF32AVX2_done:
 	VZEROUPPER
 	RET
 
@@ -15387,6 +15599,191 @@ geluGradF32AVX2Pairs_loop:
 
 geluGradF32AVX2Pairs_done:
 	MOVQ SI, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func geluTanhF32AVX2Pairs(dst *float32, x *float32, n int) int
+// Requires: AVX, AVX2, FMA3
+TEXT ·geluTanhF32AVX2Pairs(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ n+16(FP), DX
+	XORQ BX, BX
+
+geluTanhF32AVX2Pairs_loop:
+	CMPQ         DX, $0x00000010
+	JB           geluTanhF32AVX2Pairs_done
+	VPXOR        Y2, Y2, Y2
+	VMOVUPS      (CX), Y0
+	VANDPS       tconstAVX2<>+480(SB), Y0, Y1
+	VPCMPGTD     tconstAVX2<>+512(SB), Y1, Y1
+	VPOR         Y1, Y2, Y2
+	VMOVUPS      32(CX), Y1
+	VANDPS       tconstAVX2<>+480(SB), Y1, Y3
+	VPCMPGTD     tconstAVX2<>+512(SB), Y3, Y3
+	VPOR         Y3, Y2, Y2
+	VPTEST       Y2, Y2
+	JNZ          geluTanhF32AVX2Pairs_done
+	VORPS        tconstAVX2<>+2400(SB), Y0, Y0
+	VMAXPS       tconstAVX2<>+5664(SB), Y0, Y0
+	VORPS        tconstAVX2<>+2400(SB), Y1, Y1
+	VMAXPS       tconstAVX2<>+5664(SB), Y1, Y1
+	VMULPS       Y0, Y0, Y2
+	VMOVAPS      Y2, Y4
+	VFMSUB231PS  Y0, Y0, Y4
+	VMULPS       Y1, Y1, Y3
+	VMOVAPS      Y3, Y5
+	VFMSUB231PS  Y1, Y1, Y5
+	VBROADCASTSS tconstAVX2<>+5696(SB), Y6
+	VFMADD231PS  tconstAVX2<>+5728(SB), Y2, Y6
+	VFNMADD213PS tconstAVX2<>+96(SB), Y0, Y6
+	VBROADCASTSS tconstAVX2<>+5696(SB), Y7
+	VFMADD231PS  tconstAVX2<>+5728(SB), Y3, Y7
+	VFNMADD213PS tconstAVX2<>+96(SB), Y1, Y7
+	VMULPS       tconstAVX2<>+5760(SB), Y2, Y8
+	VMOVAPS      Y8, Y9
+	VFMSUB231PS  tconstAVX2<>+5760(SB), Y2, Y9
+	VFMADD231PS  tconstAVX2<>+5792(SB), Y2, Y9
+	VFMADD231PS  tconstAVX2<>+5760(SB), Y4, Y9
+	VADDPS       tconstAVX2<>+5824(SB), Y9, Y9
+	VMULPS       tconstAVX2<>+5760(SB), Y3, Y2
+	VMOVAPS      Y2, Y4
+	VFMSUB231PS  tconstAVX2<>+5760(SB), Y3, Y4
+	VFMADD231PS  tconstAVX2<>+5792(SB), Y3, Y4
+	VFMADD231PS  tconstAVX2<>+5760(SB), Y5, Y4
+	VADDPS       tconstAVX2<>+5824(SB), Y4, Y4
+	VADDPS       tconstAVX2<>+5856(SB), Y8, Y3
+	VSUBPS       tconstAVX2<>+5856(SB), Y3, Y5
+	VSUBPS       Y5, Y3, Y10
+	VSUBPS       tconstAVX2<>+5856(SB), Y10, Y10
+	VSUBPS       Y5, Y8, Y5
+	VSUBPS       Y10, Y5, Y10
+	VADDPS       Y9, Y10, Y10
+	VADDPS       tconstAVX2<>+5856(SB), Y2, Y5
+	VSUBPS       tconstAVX2<>+5856(SB), Y5, Y8
+	VSUBPS       Y8, Y5, Y9
+	VSUBPS       tconstAVX2<>+5856(SB), Y9, Y9
+	VSUBPS       Y8, Y2, Y8
+	VSUBPS       Y9, Y8, Y9
+	VADDPS       Y4, Y9, Y9
+	VMULPS       Y3, Y0, Y2
+	VMOVAPS      Y2, Y4
+	VFMSUB231PS  Y3, Y0, Y4
+	VFMADD231PS  Y10, Y0, Y4
+	VSUBPS       tconstAVX2<>+96(SB), Y6, Y10
+	VMULPS       Y5, Y1, Y3
+	VMOVAPS      Y3, Y8
+	VFMSUB231PS  Y5, Y1, Y8
+	VFMADD231PS  Y9, Y1, Y8
+	VSUBPS       tconstAVX2<>+96(SB), Y7, Y5
+	VFNMADD231PS tconstAVX2<>+160(SB), Y10, Y2
+	VFMSUB231PS  tconstAVX2<>+192(SB), Y10, Y4
+	VSUBPS       Y4, Y2, Y2
+	VFNMADD231PS tconstAVX2<>+160(SB), Y5, Y3
+	VFMSUB231PS  tconstAVX2<>+192(SB), Y5, Y8
+	VSUBPS       Y8, Y3, Y3
+	VMULPS       Y2, Y2, Y4
+	VBROADCASTSS tconstAVX2<>+256(SB), Y5
+	VFMADD231PS  tconstAVX2<>+224(SB), Y2, Y5
+	VBROADCASTSS tconstAVX2<>+320(SB), Y8
+	VFMADD231PS  tconstAVX2<>+288(SB), Y2, Y8
+	VFMADD231PS  Y4, Y5, Y8
+	VBROADCASTSS tconstAVX2<>+384(SB), Y5
+	VFMADD231PS  tconstAVX2<>+352(SB), Y2, Y5
+	VFMADD231PS  Y4, Y8, Y5
+	VFMADD231PS  Y4, Y5, Y2
+	VMULPS       Y3, Y3, Y4
+	VBROADCASTSS tconstAVX2<>+256(SB), Y5
+	VFMADD231PS  tconstAVX2<>+224(SB), Y3, Y5
+	VBROADCASTSS tconstAVX2<>+320(SB), Y8
+	VFMADD231PS  tconstAVX2<>+288(SB), Y3, Y8
+	VFMADD231PS  Y4, Y5, Y8
+	VBROADCASTSS tconstAVX2<>+384(SB), Y5
+	VFMADD231PS  tconstAVX2<>+352(SB), Y3, Y5
+	VFMADD231PS  Y4, Y8, Y5
+	VFMADD231PS  Y4, Y5, Y3
+	VPSUBD       tconstAVX2<>+96(SB), Y6, Y6
+	VPMAXSD      tconstAVX2<>+5888(SB), Y6, Y4
+	VPADDD       tconstAVX2<>+448(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VPSRAD       $0x01, Y6, Y5
+	VPSUBD       Y5, Y6, Y6
+	VPADDD       tconstAVX2<>+5920(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y0, Y5, Y5
+	VPADDD       tconstAVX2<>+5952(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPSUBD       tconstAVX2<>+96(SB), Y7, Y7
+	VPMAXSD      tconstAVX2<>+5888(SB), Y7, Y0
+	VPADDD       tconstAVX2<>+448(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VPSRAD       $0x01, Y7, Y8
+	VPSUBD       Y8, Y7, Y7
+	VPADDD       tconstAVX2<>+5920(SB), Y8, Y8
+	VPSLLD       $0x17, Y8, Y8
+	VMULPS       Y1, Y8, Y8
+	VPADDD       tconstAVX2<>+5952(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VADDPS       tconstAVX2<>+416(SB), Y2, Y1
+	VSUBPS       tconstAVX2<>+416(SB), Y1, Y9
+	VSUBPS       Y9, Y2, Y9
+	VADDPS       tconstAVX2<>+416(SB), Y3, Y2
+	VSUBPS       tconstAVX2<>+416(SB), Y2, Y10
+	VSUBPS       Y10, Y3, Y10
+	VMOVAPS      Y1, Y3
+	VFMADD213PS  tconstAVX2<>+416(SB), Y4, Y3
+	VSUBPS       tconstAVX2<>+416(SB), Y3, Y12
+	VFMSUB231PS  Y4, Y1, Y12
+	VFMADD231PS  Y4, Y9, Y12
+	VMOVAPS      Y2, Y11
+	VFMADD213PS  tconstAVX2<>+416(SB), Y0, Y11
+	VSUBPS       tconstAVX2<>+416(SB), Y11, Y13
+	VFMSUB231PS  Y0, Y2, Y13
+	VFMADD231PS  Y0, Y10, Y13
+	VBROADCASTSS tconstAVX2<>+416(SB), Y4
+	VDIVPS       Y3, Y4, Y4
+	VBROADCASTSS tconstAVX2<>+416(SB), Y0
+	VDIVPS       Y11, Y0, Y0
+	VMULPS       Y4, Y1, Y14
+	VMULPS       Y4, Y5, Y4
+	VFNMADD231PS Y14, Y3, Y1
+	VFNMADD231PS Y14, Y12, Y9
+	VADDPS       Y9, Y1, Y1
+	VMULPS       Y0, Y2, Y3
+	VMULPS       Y0, Y8, Y0
+	VFNMADD231PS Y3, Y11, Y2
+	VFNMADD231PS Y3, Y13, Y10
+	VADDPS       Y10, Y2, Y2
+	VMULPS       Y14, Y5, Y9
+	VMOVAPS      Y9, Y10
+	VFMSUB231PS  Y14, Y5, Y10
+	VFMADD231PS  Y4, Y1, Y10
+	VADDPS       Y9, Y10, Y10
+	VMULPS       Y3, Y8, Y1
+	VMOVAPS      Y1, Y4
+	VFMSUB231PS  Y3, Y8, Y4
+	VFMADD231PS  Y0, Y2, Y4
+	VADDPS       Y1, Y4, Y4
+	VMOVUPS      (CX), Y1
+	VMULPS       Y6, Y10, Y0
+	VORPS        tconstAVX2<>+2400(SB), Y0, Y0
+	VFMADD213PS  Y1, Y6, Y10
+	VBLENDVPS    Y1, Y0, Y10, Y0
+	VMOVUPS      32(CX), Y2
+	VMULPS       Y7, Y4, Y1
+	VORPS        tconstAVX2<>+2400(SB), Y1, Y1
+	VFMADD213PS  Y2, Y7, Y4
+	VBLENDVPS    Y2, Y1, Y4, Y1
+	VMOVUPS      Y0, (AX)
+	VMOVUPS      Y1, 32(AX)
+	ADDQ         $0x00000040, CX
+	ADDQ         $0x00000040, AX
+	ADDQ         $0x00000010, BX
+	SUBQ         $0x00000010, DX
+	JMP          geluTanhF32AVX2Pairs_loop
+
+geluTanhF32AVX2Pairs_done:
+	MOVQ BX, ret+24(FP)
 	VZEROUPPER
 	RET
 
@@ -16098,64 +16495,108 @@ DATA tconstAVX2<>+5632(SB)/8, $0x0000000100000000
 DATA tconstAVX2<>+5640(SB)/8, $0x0000000300000002
 DATA tconstAVX2<>+5648(SB)/8, $0x0000000500000004
 DATA tconstAVX2<>+5656(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+5664(SB)/8, $0x3fb2444f2a4d8b4b
-DATA tconstAVX2<>+5672(SB)/8, $0x3fb2444f2a4d8b4b
-DATA tconstAVX2<>+5680(SB)/8, $0x3fb2444f2a4d8b4b
-DATA tconstAVX2<>+5688(SB)/8, $0x3fb2444f2a4d8b4b
-DATA tconstAVX2<>+5696(SB)/8, $0x3ff9884533d43651
-DATA tconstAVX2<>+5704(SB)/8, $0x3ff9884533d43651
-DATA tconstAVX2<>+5712(SB)/8, $0x3ff9884533d43651
-DATA tconstAVX2<>+5720(SB)/8, $0x3ff9884533d43651
-DATA tconstAVX2<>+5728(SB)/8, $0xc082c00000000000
-DATA tconstAVX2<>+5736(SB)/8, $0xc082c00000000000
-DATA tconstAVX2<>+5744(SB)/8, $0xc082c00000000000
-DATA tconstAVX2<>+5752(SB)/8, $0xc082c00000000000
-DATA tconstAVX2<>+5760(SB)/8, $0x4082c00000000000
-DATA tconstAVX2<>+5768(SB)/8, $0x4082c00000000000
-DATA tconstAVX2<>+5776(SB)/8, $0x4082c00000000000
-DATA tconstAVX2<>+5784(SB)/8, $0x4082c00000000000
-DATA tconstAVX2<>+5792(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+5800(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+5808(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+5816(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+5824(SB)/8, $0x3fcb6676bf7450f1
-DATA tconstAVX2<>+5832(SB)/8, $0x3fcb6676bf7450f1
-DATA tconstAVX2<>+5840(SB)/8, $0x3fcb6676bf7450f1
-DATA tconstAVX2<>+5848(SB)/8, $0x3fcb6676bf7450f1
-DATA tconstAVX2<>+5856(SB)/8, $0xbfe81429f9e97e4c
-DATA tconstAVX2<>+5864(SB)/8, $0xbfe81429f9e97e4c
-DATA tconstAVX2<>+5872(SB)/8, $0xbfe81429f9e97e4c
-DATA tconstAVX2<>+5880(SB)/8, $0xbfe81429f9e97e4c
-DATA tconstAVX2<>+5888(SB)/8, $0xbc8406439d087aa4
-DATA tconstAVX2<>+5896(SB)/8, $0xbc8406439d087aa4
-DATA tconstAVX2<>+5904(SB)/8, $0xbc8406439d087aa4
-DATA tconstAVX2<>+5912(SB)/8, $0xbc8406439d087aa4
-DATA tconstAVX2<>+5920(SB)/8, $0x3f9425c340df544f
-DATA tconstAVX2<>+5928(SB)/8, $0x3f9425c340df544f
-DATA tconstAVX2<>+5936(SB)/8, $0x3f9425c340df544f
-DATA tconstAVX2<>+5944(SB)/8, $0x3f9425c340df544f
-DATA tconstAVX2<>+5952(SB)/8, $0xbf9102a32c446f4b
-DATA tconstAVX2<>+5960(SB)/8, $0xbf9102a32c446f4b
-DATA tconstAVX2<>+5968(SB)/8, $0xbf9102a32c446f4b
-DATA tconstAVX2<>+5976(SB)/8, $0xbf9102a32c446f4b
-DATA tconstAVX2<>+5984(SB)/8, $0xbfbd2b771ca8099c
-DATA tconstAVX2<>+5992(SB)/8, $0xbfbd2b771ca8099c
-DATA tconstAVX2<>+6000(SB)/8, $0xbfbd2b771ca8099c
-DATA tconstAVX2<>+6008(SB)/8, $0xbfbd2b771ca8099c
-DATA tconstAVX2<>+6016(SB)/8, $0xbf9029618f5332b0
-DATA tconstAVX2<>+6024(SB)/8, $0xbf9029618f5332b0
-DATA tconstAVX2<>+6032(SB)/8, $0xbf9029618f5332b0
-DATA tconstAVX2<>+6040(SB)/8, $0xbf9029618f5332b0
-DATA tconstAVX2<>+6048(SB)/8, $0x3fd8cd1a2b2fb18d
-DATA tconstAVX2<>+6056(SB)/8, $0x3fd8cd1a2b2fb18d
-DATA tconstAVX2<>+6064(SB)/8, $0x3fd8cd1a2b2fb18d
-DATA tconstAVX2<>+6072(SB)/8, $0x3fd8cd1a2b2fb18d
-DATA tconstAVX2<>+6080(SB)/8, $0x3fdb8bacd2c97656
-DATA tconstAVX2<>+6088(SB)/8, $0x3fdb8bacd2c97656
-DATA tconstAVX2<>+6096(SB)/8, $0x3fdb8bacd2c97656
-DATA tconstAVX2<>+6104(SB)/8, $0x3fdb8bacd2c97656
-DATA tconstAVX2<>+6112(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+6120(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+6128(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+6136(SB)/8, $0x0000000700000006
-GLOBL tconstAVX2<>(SB), RODATA|NOPTR, $6144
+DATA tconstAVX2<>+5664(SB)/8, $0xc1380000c1380000
+DATA tconstAVX2<>+5672(SB)/8, $0xc1380000c1380000
+DATA tconstAVX2<>+5680(SB)/8, $0xc1380000c1380000
+DATA tconstAVX2<>+5688(SB)/8, $0xc1380000c1380000
+DATA tconstAVX2<>+5696(SB)/8, $0xc0135761c0135761
+DATA tconstAVX2<>+5704(SB)/8, $0xc0135761c0135761
+DATA tconstAVX2<>+5712(SB)/8, $0xc0135761c0135761
+DATA tconstAVX2<>+5720(SB)/8, $0xc0135761c0135761
+DATA tconstAVX2<>+5728(SB)/8, $0xbdd2d3e8bdd2d3e8
+DATA tconstAVX2<>+5736(SB)/8, $0xbdd2d3e8bdd2d3e8
+DATA tconstAVX2<>+5744(SB)/8, $0xbdd2d3e8bdd2d3e8
+DATA tconstAVX2<>+5752(SB)/8, $0xbdd2d3e8bdd2d3e8
+DATA tconstAVX2<>+5760(SB)/8, $0x3d9222793d922279
+DATA tconstAVX2<>+5768(SB)/8, $0x3d9222793d922279
+DATA tconstAVX2<>+5776(SB)/8, $0x3d9222793d922279
+DATA tconstAVX2<>+5784(SB)/8, $0x3d9222793d922279
+DATA tconstAVX2<>+5792(SB)/8, $0x3124d8b53124d8b5
+DATA tconstAVX2<>+5800(SB)/8, $0x3124d8b53124d8b5
+DATA tconstAVX2<>+5808(SB)/8, $0x3124d8b53124d8b5
+DATA tconstAVX2<>+5816(SB)/8, $0x3124d8b53124d8b5
+DATA tconstAVX2<>+5824(SB)/8, $0xb342bc9bb342bc9b
+DATA tconstAVX2<>+5832(SB)/8, $0xb342bc9bb342bc9b
+DATA tconstAVX2<>+5840(SB)/8, $0xb342bc9bb342bc9b
+DATA tconstAVX2<>+5848(SB)/8, $0xb342bc9bb342bc9b
+DATA tconstAVX2<>+5856(SB)/8, $0x3fcc422a3fcc422a
+DATA tconstAVX2<>+5864(SB)/8, $0x3fcc422a3fcc422a
+DATA tconstAVX2<>+5872(SB)/8, $0x3fcc422a3fcc422a
+DATA tconstAVX2<>+5880(SB)/8, $0x3fcc422a3fcc422a
+DATA tconstAVX2<>+5888(SB)/8, $0xffffff81ffffff81
+DATA tconstAVX2<>+5896(SB)/8, $0xffffff81ffffff81
+DATA tconstAVX2<>+5904(SB)/8, $0xffffff81ffffff81
+DATA tconstAVX2<>+5912(SB)/8, $0xffffff81ffffff81
+DATA tconstAVX2<>+5920(SB)/8, $0x0000009700000097
+DATA tconstAVX2<>+5928(SB)/8, $0x0000009700000097
+DATA tconstAVX2<>+5936(SB)/8, $0x0000009700000097
+DATA tconstAVX2<>+5944(SB)/8, $0x0000009700000097
+DATA tconstAVX2<>+5952(SB)/8, $0x0000006700000067
+DATA tconstAVX2<>+5960(SB)/8, $0x0000006700000067
+DATA tconstAVX2<>+5968(SB)/8, $0x0000006700000067
+DATA tconstAVX2<>+5976(SB)/8, $0x0000006700000067
+DATA tconstAVX2<>+5984(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+5992(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+6000(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+6008(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+6016(SB)/8, $0x3fb2444f2a4d8b4b
+DATA tconstAVX2<>+6024(SB)/8, $0x3fb2444f2a4d8b4b
+DATA tconstAVX2<>+6032(SB)/8, $0x3fb2444f2a4d8b4b
+DATA tconstAVX2<>+6040(SB)/8, $0x3fb2444f2a4d8b4b
+DATA tconstAVX2<>+6048(SB)/8, $0x3ff9884533d43651
+DATA tconstAVX2<>+6056(SB)/8, $0x3ff9884533d43651
+DATA tconstAVX2<>+6064(SB)/8, $0x3ff9884533d43651
+DATA tconstAVX2<>+6072(SB)/8, $0x3ff9884533d43651
+DATA tconstAVX2<>+6080(SB)/8, $0xc082c00000000000
+DATA tconstAVX2<>+6088(SB)/8, $0xc082c00000000000
+DATA tconstAVX2<>+6096(SB)/8, $0xc082c00000000000
+DATA tconstAVX2<>+6104(SB)/8, $0xc082c00000000000
+DATA tconstAVX2<>+6112(SB)/8, $0x4082c00000000000
+DATA tconstAVX2<>+6120(SB)/8, $0x4082c00000000000
+DATA tconstAVX2<>+6128(SB)/8, $0x4082c00000000000
+DATA tconstAVX2<>+6136(SB)/8, $0x4082c00000000000
+DATA tconstAVX2<>+6144(SB)/8, $0x3fcb6676bf7450f1
+DATA tconstAVX2<>+6152(SB)/8, $0x3fcb6676bf7450f1
+DATA tconstAVX2<>+6160(SB)/8, $0x3fcb6676bf7450f1
+DATA tconstAVX2<>+6168(SB)/8, $0x3fcb6676bf7450f1
+DATA tconstAVX2<>+6176(SB)/8, $0xbfe81429f9e97e4c
+DATA tconstAVX2<>+6184(SB)/8, $0xbfe81429f9e97e4c
+DATA tconstAVX2<>+6192(SB)/8, $0xbfe81429f9e97e4c
+DATA tconstAVX2<>+6200(SB)/8, $0xbfe81429f9e97e4c
+DATA tconstAVX2<>+6208(SB)/8, $0xbc8406439d087aa4
+DATA tconstAVX2<>+6216(SB)/8, $0xbc8406439d087aa4
+DATA tconstAVX2<>+6224(SB)/8, $0xbc8406439d087aa4
+DATA tconstAVX2<>+6232(SB)/8, $0xbc8406439d087aa4
+DATA tconstAVX2<>+6240(SB)/8, $0x3f9425c340df544f
+DATA tconstAVX2<>+6248(SB)/8, $0x3f9425c340df544f
+DATA tconstAVX2<>+6256(SB)/8, $0x3f9425c340df544f
+DATA tconstAVX2<>+6264(SB)/8, $0x3f9425c340df544f
+DATA tconstAVX2<>+6272(SB)/8, $0xbf9102a32c446f4b
+DATA tconstAVX2<>+6280(SB)/8, $0xbf9102a32c446f4b
+DATA tconstAVX2<>+6288(SB)/8, $0xbf9102a32c446f4b
+DATA tconstAVX2<>+6296(SB)/8, $0xbf9102a32c446f4b
+DATA tconstAVX2<>+6304(SB)/8, $0xbfbd2b771ca8099c
+DATA tconstAVX2<>+6312(SB)/8, $0xbfbd2b771ca8099c
+DATA tconstAVX2<>+6320(SB)/8, $0xbfbd2b771ca8099c
+DATA tconstAVX2<>+6328(SB)/8, $0xbfbd2b771ca8099c
+DATA tconstAVX2<>+6336(SB)/8, $0xbf9029618f5332b0
+DATA tconstAVX2<>+6344(SB)/8, $0xbf9029618f5332b0
+DATA tconstAVX2<>+6352(SB)/8, $0xbf9029618f5332b0
+DATA tconstAVX2<>+6360(SB)/8, $0xbf9029618f5332b0
+DATA tconstAVX2<>+6368(SB)/8, $0x3fd8cd1a2b2fb18d
+DATA tconstAVX2<>+6376(SB)/8, $0x3fd8cd1a2b2fb18d
+DATA tconstAVX2<>+6384(SB)/8, $0x3fd8cd1a2b2fb18d
+DATA tconstAVX2<>+6392(SB)/8, $0x3fd8cd1a2b2fb18d
+DATA tconstAVX2<>+6400(SB)/8, $0x3fdb8bacd2c97656
+DATA tconstAVX2<>+6408(SB)/8, $0x3fdb8bacd2c97656
+DATA tconstAVX2<>+6416(SB)/8, $0x3fdb8bacd2c97656
+DATA tconstAVX2<>+6424(SB)/8, $0x3fdb8bacd2c97656
+DATA tconstAVX2<>+6432(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+6440(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+6448(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+6456(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+6464(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+6472(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+6480(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+6488(SB)/8, $0x0000000700000006
+GLOBL tconstAVX2<>(SB), RODATA|NOPTR, $6496

@@ -44,6 +44,7 @@ var transcendentalAsm = map[backends.UnaryOp]transcendentalKernelSet{
 // transcendentalAVX2 lists the AVX2 kernels: in float64 but for exp and
 // tanh forward (as with AVX-512) and GELU forward and backward (sixteen
 // lanes an iteration: transcendental_gelu32_amd64.go).
+// GELU-tanh forward is in float32 too (transcendental_gelutanh32_amd64.go).
 var transcendentalAVX2 = map[backends.UnaryOp]transcendentalKernelSet{
 	backends.Exp:      {expF32AVX2, expGradF32AVX2, true, false},
 	backends.Log:      {logF32AVX2, logGradF32AVX2, false, false},
@@ -52,14 +53,15 @@ var transcendentalAVX2 = map[backends.UnaryOp]transcendentalKernelSet{
 	backends.Sigmoid:  {sigmoidF32AVX2, sigmoidGradF32AVX2, false, false},
 	backends.Silu:     {siluF32AVX2, siluGradF32AVX2, false, false},
 	backends.Gelu:     {geluF32AVX2Paired, geluGradF32AVX2Paired, true, true},
-	backends.GeluTanh: {geluTanhF32AVX2, geluTanhGradF32AVX2, false, false},
+	backends.GeluTanh: {geluTanhF32AVX2Paired, geluTanhGradF32AVX2, true, false},
 }
 
 // transcendentalAVX2Wide lists the AVX2 kernels in float64 of the ops
 // where float32 ones replaced them (GELU's), for the tests and benchmarks
 // to compare with (f32Kernel.wideF, wideDF).
 var transcendentalAVX2Wide = map[backends.UnaryOp]transcendentalKernelSet{
-	backends.Gelu: {geluWideF32AVX2, geluWideGradF32AVX2, false, false},
+	backends.Gelu:     {geluWideF32AVX2, geluWideGradF32AVX2, false, false},
+	backends.GeluTanh: {geluTanhWideF32AVX2, geluTanhGradF32AVX2, false, false}, // the backward is float64 already
 }
 
 func init() {

@@ -386,6 +386,7 @@ func transcendentalKernelsAVX2() {
 	ymmMode, tconst = true, tconstAVX2
 	defer func() { ymmMode, tconst = false, tconst512 }()
 	fwd32 := map[string]func(VecVirtual) VecVirtual{"exp": exp32Y, "tanh": tanh32Y, "gelu": gelu32F}
+	fwd32["geluTanh"] = geluTanh32F // transcendental_gelutanh32.go
 	for _, o := range transcendentalOps() {
 		fn := o.name + "F32AVX2"
 		in, body32 := "float64", (func(*tkernel, VecVirtual) VecVirtual)(nil)
@@ -416,8 +417,15 @@ func transcendentalKernelsAVX2() {
 				doc: fmt.Sprintf("%s sets dst[i] = grad[i]·gelu'(x[i]) for i < n in float64 (AVX2+FMA), as %s did before it computed in float32: kept to compare with in the tests and benchmarks.", wn, gn),
 			})
 		}
+		if o.name == "geluTanh" { // the float64 forward too, to compare with
+			transcendentalKernelY(tfunc{
+				name: "geluTanhWideF32AVX2", body: o.fwd,
+				doc: fmt.Sprintf("geluTanhWideF32AVX2 sets dst[i] = geluTanh(x[i]) for i < n in float64 (AVX2+FMA), as %s did before it computed in float32: kept to compare with in the tests and benchmarks.", fn),
+			})
+		}
 	}
 	geluPairKernelsAVX2()
+	geluTanhPairKernelAVX2()
 	tconst.emit()
 }
 
