@@ -381,10 +381,20 @@ func geluTanhGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[
 //go:noescape
 func expF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
 
-// expGradF32AVX2 sets dst[i] = grad[i]·exp'(x[i]) for i < n (AVX2+FMA, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.
+// expGradF32AVX2 sets dst[i] = grad[i]·exp'(x[i]) for i < n (AVX2+FMA, in float32), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.
 //
 //go:noescape
 func expGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+
+// expWideF32AVX2 sets dst[i] = exp(x[i]) for i < n in float64 (AVX2+FMA), and sp[0], sp[1] where x[i] is +Inf, -Inf: the kernel before the float32 one, kept to compare with in the tests and benchmarks.
+//
+//go:noescape
+func expWideF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
+
+// expWideGradF32AVX2 sets dst[i] = grad[i]·exp'(x[i]) for i < n in float64 (AVX2+FMA), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf: the kernel before the float32 one, kept to compare with in the tests and benchmarks.
+//
+//go:noescape
+func expWideGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
 
 // logF32AVX2 sets dst[i] = log(x[i]) for i < n (AVX2+FMA, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.
 //
@@ -416,17 +426,27 @@ func erfF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
 //go:noescape
 func erfGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
 
-// sigmoidF32AVX2 sets dst[i] = sigmoid(x[i]) for i < n (AVX2+FMA, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+// sigmoidF32AVX2 sets dst[i] = sigmoid(x[i]) for i < n (AVX2+FMA, in float32), and sp[0], sp[1] where x[i] is +Inf, -Inf.
 //
 //go:noescape
 func sigmoidF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
 
-// sigmoidGradF32AVX2 sets dst[i] = grad[i]·sigmoid'(x[i]) for i < n (AVX2+FMA, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.
+// sigmoidGradF32AVX2 sets dst[i] = grad[i]·sigmoid'(x[i]) for i < n (AVX2+FMA, in float32), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.
 //
 //go:noescape
 func sigmoidGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
 
-// siluF32AVX2 sets dst[i] = silu(x[i]) for i < n (AVX2+FMA, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+// sigmoidWideF32AVX2 sets dst[i] = sigmoid(x[i]) for i < n in float64 (AVX2+FMA), and sp[0], sp[1] where x[i] is +Inf, -Inf: the kernel before the float32 one, kept to compare with in the tests and benchmarks.
+//
+//go:noescape
+func sigmoidWideF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
+
+// sigmoidWideGradF32AVX2 sets dst[i] = grad[i]·sigmoid'(x[i]) for i < n in float64 (AVX2+FMA), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf: the kernel before the float32 one, kept to compare with in the tests and benchmarks.
+//
+//go:noescape
+func sigmoidWideGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+
+// siluF32AVX2 sets dst[i] = silu(x[i]) for i < n (AVX2+FMA, in float32), and sp[0], sp[1] where x[i] is +Inf, -Inf.
 //
 //go:noescape
 func siluF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
@@ -435,6 +455,11 @@ func siluF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
 //
 //go:noescape
 func siluGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+
+// siluWideF32AVX2 sets dst[i] = silu(x[i]) for i < n in float64 (AVX2+FMA), and sp[0], sp[1] where x[i] is +Inf, -Inf: the kernel before the float32 one, kept to compare with in the tests and benchmarks.
+//
+//go:noescape
+func siluWideF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
 
 // geluF32AVX2 sets dst[i] = gelu(x[i]) for i < n (AVX2+FMA, in float32), and sp[0], sp[1] where x[i] is +Inf, -Inf.
 //

@@ -11120,37 +11120,101 @@ expGradF32AVX2_loop:
 	CMPQ         DX, $0x00000008
 	JB           expGradF32AVX2_tail
 	VMOVUPS      (CX), Y0
+	VMOVUPS      (BX), Y2
+	VMAXPS       tconstAVX2<>+640(SB), Y0, Y3
+	VMINPS       tconstAVX2<>+672(SB), Y3, Y3
+	VBROADCASTSS tconstAVX2<>+96(SB), Y4
+	VFMADD231PS  tconstAVX2<>+128(SB), Y3, Y4
+	VSUBPS       tconstAVX2<>+96(SB), Y4, Y5
+	VMOVAPS      Y3, Y6
+	VFNMADD231PS tconstAVX2<>+160(SB), Y5, Y6
+	VFNMADD231PS tconstAVX2<>+192(SB), Y5, Y6
+	VBROADCASTSS tconstAVX2<>+224(SB), Y7
+	VFMADD213PS  tconstAVX2<>+256(SB), Y6, Y7
+	VFMADD213PS  tconstAVX2<>+288(SB), Y6, Y7
+	VFMADD213PS  tconstAVX2<>+320(SB), Y6, Y7
+	VFMADD213PS  tconstAVX2<>+352(SB), Y6, Y7
+	VFMADD213PS  tconstAVX2<>+384(SB), Y6, Y7
+	VMULPS       Y6, Y6, Y5
+	VFMADD213PS  Y6, Y5, Y7
+	VCMPPS       $0x1e, tconstAVX2<>+704(SB), Y3, Y3
+	VBROADCASTSS tconstAVX2<>+416(SB), Y5
+	VBLENDVPS    Y3, tconstAVX2<>+736(SB), Y5, Y5
+	VMULPS       Y2, Y5, Y5
+	VPSUBD       tconstAVX2<>+96(SB), Y4, Y4
+	VANDPS       tconstAVX2<>+768(SB), Y3, Y3
+	VPSUBD       Y3, Y4, Y4
+	VPXOR        Y3, Y3, Y3
+	VPSUBD       tconstAVX2<>+800(SB), Y4, Y6
+	VPMAXSD      Y3, Y6, Y6
+	VPMINSD      tconstAVX2<>+448(SB), Y6, Y6
+	VPSUBD       Y6, Y4, Y4
+	VPADDD       tconstAVX2<>+448(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y6, Y5, Y5
+	VMINPS       tconstAVX2<>+512(SB), Y5, Y5
+	VMAXPS       tconstAVX2<>+832(SB), Y5, Y5
+	VMOVAPS      Y5, Y6
+	VFMADD231PS  Y7, Y5, Y6
+	VPSRAD       $0x01, Y4, Y3
+	VPSUBD       Y3, Y4, Y4
+	VPADDD       tconstAVX2<>+448(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y3, Y6, Y6
+	VPADDD       tconstAVX2<>+448(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y4, Y6, Y6
+	VANDPS       tconstAVX2<>+864(SB), Y2, Y5
+	VORPS        Y5, Y6, Y6
+	VCMPPS       $0x1d, tconstAVX2<>+896(SB), Y0, Y3
+	VBROADCASTSS tconstAVX2<>+544(SB), Y5
+	VMULPS       Y2, Y5, Y5
+	VBLENDVPS    Y3, Y5, Y6, Y6
+	VMOVUPS      (CX), Y0
+	VANDPS       tconstAVX2<>+480(SB), Y0, Y3
+	VPCMPGTD     tconstAVX2<>+512(SB), Y3, Y4
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y5
+	VPCMPGTD     tconstAVX2<>+928(SB), Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPTEST       Y4, Y4
+	JZ           expGradF32AVX2_store
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y4
+	VPCMPGTD     tconstAVX2<>+928(SB), Y4, Y4
+	VPTEST       Y4, Y4
+	JZ           expGradF32AVX2_wide
+	VMOVUPS      Y6, (AX)
+	VMOVUPS      (CX), Y0
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VMAXPD       tconstAVX2<>+640(SB), Y2, Y2
-	VMAXPD       tconstAVX2<>+640(SB), Y0, Y0
-	VMINPD       tconstAVX2<>+672(SB), Y2, Y2
-	VMINPD       tconstAVX2<>+672(SB), Y0, Y0
-	VMOVUPD      tconstAVX2<>+704(SB), Y3
-	VMOVUPD      tconstAVX2<>+704(SB), Y4
-	VFMADD231PD  tconstAVX2<>+736(SB), Y2, Y3
-	VFMADD231PD  tconstAVX2<>+736(SB), Y0, Y4
-	VSUBPD       tconstAVX2<>+704(SB), Y3, Y5
-	VSUBPD       tconstAVX2<>+704(SB), Y4, Y6
+	VMAXPD       tconstAVX2<>+960(SB), Y2, Y2
+	VMAXPD       tconstAVX2<>+960(SB), Y0, Y0
+	VMINPD       tconstAVX2<>+992(SB), Y2, Y2
+	VMINPD       tconstAVX2<>+992(SB), Y0, Y0
+	VMOVUPD      tconstAVX2<>+1024(SB), Y3
+	VMOVUPD      tconstAVX2<>+1024(SB), Y4
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y2, Y3
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y0, Y4
+	VSUBPD       tconstAVX2<>+1024(SB), Y3, Y5
+	VSUBPD       tconstAVX2<>+1024(SB), Y4, Y6
 	VMOVAPD      Y2, Y2
 	VMOVAPD      Y0, Y0
-	VFNMADD231PD tconstAVX2<>+768(SB), Y5, Y2
-	VFNMADD231PD tconstAVX2<>+768(SB), Y6, Y0
-	VFNMADD231PD tconstAVX2<>+800(SB), Y5, Y2
-	VFNMADD231PD tconstAVX2<>+800(SB), Y6, Y0
-	VBROADCASTSD tconstAVX2<>+832(SB), Y5
-	VBROADCASTSD tconstAVX2<>+832(SB), Y6
-	VFMADD213PD  tconstAVX2<>+864(SB), Y2, Y5
-	VFMADD213PD  tconstAVX2<>+864(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+896(SB), Y2, Y5
-	VFMADD213PD  tconstAVX2<>+896(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+928(SB), Y2, Y5
-	VFMADD213PD  tconstAVX2<>+928(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+960(SB), Y2, Y5
-	VFMADD213PD  tconstAVX2<>+960(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+992(SB), Y2, Y5
-	VFMADD213PD  tconstAVX2<>+992(SB), Y0, Y6
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y5, Y2
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y6, Y0
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y5, Y2
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y6, Y0
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y5
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y6
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y2, Y5
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y2, Y5
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y2, Y5
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y2, Y5
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y2, Y5
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y0, Y6
 	VMULPD       Y2, Y2, Y7
 	VMULPD       Y0, Y0, Y8
 	VFMADD213PD  Y2, Y7, Y5
@@ -11159,13 +11223,447 @@ expGradF32AVX2_loop:
 	VPSUBD       Y0, Y3, Y3
 	VPSRAD       $0x01, Y4, Y2
 	VPSUBD       Y2, Y4, Y4
-	VPADDD       tconstAVX2<>+1024(SB), Y0, Y0
+	VPADDD       tconstAVX2<>+1344(SB), Y0, Y0
 	VPSLLQ       $0x34, Y0, Y0
-	VPADDD       tconstAVX2<>+1024(SB), Y2, Y2
+	VPADDD       tconstAVX2<>+1344(SB), Y2, Y2
 	VPSLLQ       $0x34, Y2, Y2
-	VPADDD       tconstAVX2<>+1024(SB), Y3, Y3
+	VPADDD       tconstAVX2<>+1344(SB), Y3, Y3
 	VPSLLQ       $0x34, Y3, Y3
-	VPADDD       tconstAVX2<>+1024(SB), Y4, Y4
+	VPADDD       tconstAVX2<>+1344(SB), Y4, Y4
+	VPSLLQ       $0x34, Y4, Y4
+	VFMADD213PD  Y0, Y0, Y5
+	VFMADD213PD  Y2, Y2, Y6
+	VMULPD       Y3, Y5, Y5
+	VMULPD       Y4, Y6, Y6
+	VMOVUPS      (BX), Y0
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VMULPD       Y2, Y5, Y5
+	VMULPD       Y0, Y6, Y6
+	VCVTPD2PSY   Y5, X1
+	VCVTPD2PSY   Y6, X0
+	VINSERTF128  $0x01, X0, Y1, Y5
+	VMOVUPS      (AX), Y6
+	VMOVUPS      (CX), Y0
+	VANDPS       tconstAVX2<>+480(SB), Y0, Y3
+	VMOVUPS      (BX), Y2
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y4
+	VPCMPGTD     tconstAVX2<>+928(SB), Y4, Y4
+	VBLENDVPS    Y4, Y5, Y6, Y6
+
+expGradF32AVX2_wide:
+	VBROADCASTSS (SI), Y5
+	VMULPS       Y2, Y5, Y5
+	VPCMPEQD     tconstAVX2<>+544(SB), Y0, Y4
+	VBLENDVPS    Y4, Y5, Y6, Y6
+	VBROADCASTSS 4(SI), Y5
+	VMULPS       Y2, Y5, Y5
+	VPCMPEQD     tconstAVX2<>+576(SB), Y0, Y4
+	VBLENDVPS    Y4, Y5, Y6, Y6
+	VPCMPGTD     tconstAVX2<>+544(SB), Y3, Y4
+	VADDPS       Y0, Y0, Y0
+	VBLENDVPS    Y4, Y0, Y6, Y6
+
+expGradF32AVX2_store:
+	VMOVUPS Y6, (AX)
+	ADDQ    $0x00000020, CX
+	ADDQ    $0x00000020, AX
+	ADDQ    $0x00000020, BX
+	SUBQ    $0x00000008, DX
+	JMP     expGradF32AVX2_loop
+
+expGradF32AVX2_tail:
+	TESTQ        DX, DX
+	JZ           expGradF32AVX2_done
+	VMOVQ        DX, X0
+	VPBROADCASTD X0, Y0
+	VPCMPGTD     tconstAVX2<>+1376(SB), Y0, Y0
+	VMASKMOVPS   (CX), Y0, Y2
+	VMASKMOVPS   (BX), Y0, Y3
+	VMAXPS       tconstAVX2<>+640(SB), Y2, Y4
+	VMINPS       tconstAVX2<>+672(SB), Y4, Y4
+	VBROADCASTSS tconstAVX2<>+96(SB), Y5
+	VFMADD231PS  tconstAVX2<>+128(SB), Y4, Y5
+	VSUBPS       tconstAVX2<>+96(SB), Y5, Y6
+	VMOVAPS      Y4, Y7
+	VFNMADD231PS tconstAVX2<>+160(SB), Y6, Y7
+	VFNMADD231PS tconstAVX2<>+192(SB), Y6, Y7
+	VBROADCASTSS tconstAVX2<>+224(SB), Y8
+	VFMADD213PS  tconstAVX2<>+256(SB), Y7, Y8
+	VFMADD213PS  tconstAVX2<>+288(SB), Y7, Y8
+	VFMADD213PS  tconstAVX2<>+320(SB), Y7, Y8
+	VFMADD213PS  tconstAVX2<>+352(SB), Y7, Y8
+	VFMADD213PS  tconstAVX2<>+384(SB), Y7, Y8
+	VMULPS       Y7, Y7, Y6
+	VFMADD213PS  Y7, Y6, Y8
+	VCMPPS       $0x1e, tconstAVX2<>+704(SB), Y4, Y4
+	VBROADCASTSS tconstAVX2<>+416(SB), Y6
+	VBLENDVPS    Y4, tconstAVX2<>+736(SB), Y6, Y6
+	VMULPS       Y3, Y6, Y6
+	VPSUBD       tconstAVX2<>+96(SB), Y5, Y5
+	VANDPS       tconstAVX2<>+768(SB), Y4, Y4
+	VPSUBD       Y4, Y5, Y5
+	VPXOR        Y4, Y4, Y4
+	VPSUBD       tconstAVX2<>+800(SB), Y5, Y7
+	VPMAXSD      Y4, Y7, Y7
+	VPMINSD      tconstAVX2<>+448(SB), Y7, Y7
+	VPSUBD       Y7, Y5, Y5
+	VPADDD       tconstAVX2<>+448(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VMULPS       Y7, Y6, Y6
+	VMINPS       tconstAVX2<>+512(SB), Y6, Y6
+	VMAXPS       tconstAVX2<>+832(SB), Y6, Y6
+	VMOVAPS      Y6, Y7
+	VFMADD231PS  Y8, Y6, Y7
+	VPSRAD       $0x01, Y5, Y4
+	VPSUBD       Y4, Y5, Y5
+	VPADDD       tconstAVX2<>+448(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y4, Y7, Y7
+	VPADDD       tconstAVX2<>+448(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y5, Y7, Y7
+	VANDPS       tconstAVX2<>+864(SB), Y3, Y6
+	VORPS        Y6, Y7, Y7
+	VCMPPS       $0x1d, tconstAVX2<>+896(SB), Y2, Y4
+	VBROADCASTSS tconstAVX2<>+544(SB), Y6
+	VMULPS       Y3, Y6, Y6
+	VBLENDVPS    Y4, Y6, Y7, Y7
+	VMASKMOVPS   (CX), Y0, Y2
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y4
+	VPCMPGTD     tconstAVX2<>+512(SB), Y4, Y5
+	VANDPS       tconstAVX2<>+480(SB), Y3, Y6
+	VPCMPGTD     tconstAVX2<>+928(SB), Y6, Y6
+	VPOR         Y6, Y5, Y5
+	VPTEST       Y5, Y5
+	JZ           expGradF32AVX2_store_tail
+	VANDPS       tconstAVX2<>+480(SB), Y3, Y5
+	VPCMPGTD     tconstAVX2<>+928(SB), Y5, Y5
+	VPTEST       Y5, Y5
+	JZ           expGradF32AVX2_wide_tail
+	VMASKMOVPS   Y7, Y0, (AX)
+	VMASKMOVPS   (CX), Y0, Y2
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X1
+	VCVTPS2PD    X1, Y2
+	VMAXPD       tconstAVX2<>+960(SB), Y3, Y3
+	VMAXPD       tconstAVX2<>+960(SB), Y2, Y2
+	VMINPD       tconstAVX2<>+992(SB), Y3, Y3
+	VMINPD       tconstAVX2<>+992(SB), Y2, Y2
+	VMOVUPD      tconstAVX2<>+1024(SB), Y4
+	VMOVUPD      tconstAVX2<>+1024(SB), Y5
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y3, Y4
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y2, Y5
+	VSUBPD       tconstAVX2<>+1024(SB), Y4, Y6
+	VSUBPD       tconstAVX2<>+1024(SB), Y5, Y7
+	VMOVAPD      Y3, Y3
+	VMOVAPD      Y2, Y2
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y6, Y3
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y7, Y2
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y6, Y3
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y7, Y2
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y6
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y7
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y3, Y6
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y3, Y6
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y3, Y6
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y3, Y6
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y3, Y6
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y2, Y7
+	VMULPD       Y3, Y3, Y8
+	VMULPD       Y2, Y2, Y9
+	VFMADD213PD  Y3, Y8, Y6
+	VFMADD213PD  Y2, Y9, Y7
+	VPSRAD       $0x01, Y4, Y2
+	VPSUBD       Y2, Y4, Y4
+	VPSRAD       $0x01, Y5, Y3
+	VPSUBD       Y3, Y5, Y5
+	VPADDD       tconstAVX2<>+1344(SB), Y2, Y2
+	VPSLLQ       $0x34, Y2, Y2
+	VPADDD       tconstAVX2<>+1344(SB), Y3, Y3
+	VPSLLQ       $0x34, Y3, Y3
+	VPADDD       tconstAVX2<>+1344(SB), Y4, Y4
+	VPSLLQ       $0x34, Y4, Y4
+	VPADDD       tconstAVX2<>+1344(SB), Y5, Y5
+	VPSLLQ       $0x34, Y5, Y5
+	VFMADD213PD  Y2, Y2, Y6
+	VFMADD213PD  Y3, Y3, Y7
+	VMULPD       Y4, Y6, Y6
+	VMULPD       Y5, Y7, Y7
+	VMASKMOVPS   (BX), Y0, Y2
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X1
+	VCVTPS2PD    X1, Y2
+	VMULPD       Y3, Y6, Y6
+	VMULPD       Y2, Y7, Y7
+	VCVTPD2PSY   Y6, X1
+	VCVTPD2PSY   Y7, X2
+	VINSERTF128  $0x01, X2, Y1, Y1
+	VMOVUPS      (AX), Y7
+	VMOVUPS      (CX), Y2
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y4
+	VMOVUPS      (BX), Y3
+	VANDPS       tconstAVX2<>+480(SB), Y3, Y5
+	VPCMPGTD     tconstAVX2<>+928(SB), Y5, Y5
+	VBLENDVPS    Y5, Y1, Y7, Y7
+
+expGradF32AVX2_wide_tail:
+	VBROADCASTSS (SI), Y5
+	VMULPS       Y3, Y5, Y5
+	VPCMPEQD     tconstAVX2<>+544(SB), Y2, Y1
+	VBLENDVPS    Y1, Y5, Y7, Y7
+	VBROADCASTSS 4(SI), Y5
+	VMULPS       Y3, Y5, Y5
+	VPCMPEQD     tconstAVX2<>+576(SB), Y2, Y1
+	VBLENDVPS    Y1, Y5, Y7, Y7
+	VPCMPGTD     tconstAVX2<>+544(SB), Y4, Y1
+	VADDPS       Y2, Y2, Y2
+	VBLENDVPS    Y1, Y2, Y7, Y7
+
+expGradF32AVX2_store_tail:
+	VMASKMOVPS Y7, Y0, (AX)
+
+expGradF32AVX2_done:
+	VZEROUPPER
+	RET
+
+// func expWideF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·expWideF32AVX2(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVQ         sp+24(FP), BX
+	VBROADCASTSD tconstAVX2<>+0(SB), Y0
+
+expWideF32AVX2_loop:
+	CMPQ         DX, $0x00000008
+	JB           expWideF32AVX2_tail
+	VMOVUPS      (CX), Y0
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VMAXPD       tconstAVX2<>+960(SB), Y2, Y2
+	VMAXPD       tconstAVX2<>+960(SB), Y0, Y0
+	VMINPD       tconstAVX2<>+992(SB), Y2, Y2
+	VMINPD       tconstAVX2<>+992(SB), Y0, Y0
+	VMOVUPD      tconstAVX2<>+1024(SB), Y3
+	VMOVUPD      tconstAVX2<>+1024(SB), Y4
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y2, Y3
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y0, Y4
+	VSUBPD       tconstAVX2<>+1024(SB), Y3, Y5
+	VSUBPD       tconstAVX2<>+1024(SB), Y4, Y6
+	VMOVAPD      Y2, Y2
+	VMOVAPD      Y0, Y0
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y5, Y2
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y6, Y0
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y5, Y2
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y6, Y0
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y5
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y6
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y2, Y5
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y2, Y5
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y2, Y5
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y2, Y5
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y2, Y5
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y0, Y6
+	VMULPD       Y2, Y2, Y7
+	VMULPD       Y0, Y0, Y8
+	VFMADD213PD  Y2, Y7, Y5
+	VFMADD213PD  Y0, Y8, Y6
+	VPSRAD       $0x01, Y3, Y0
+	VPSUBD       Y0, Y3, Y3
+	VPSRAD       $0x01, Y4, Y2
+	VPSUBD       Y2, Y4, Y4
+	VPADDD       tconstAVX2<>+1344(SB), Y0, Y0
+	VPSLLQ       $0x34, Y0, Y0
+	VPADDD       tconstAVX2<>+1344(SB), Y2, Y2
+	VPSLLQ       $0x34, Y2, Y2
+	VPADDD       tconstAVX2<>+1344(SB), Y3, Y3
+	VPSLLQ       $0x34, Y3, Y3
+	VPADDD       tconstAVX2<>+1344(SB), Y4, Y4
+	VPSLLQ       $0x34, Y4, Y4
+	VFMADD213PD  Y0, Y0, Y5
+	VFMADD213PD  Y2, Y2, Y6
+	VMULPD       Y3, Y5, Y5
+	VMULPD       Y4, Y6, Y6
+	VCVTPD2PSY   Y5, X1
+	VCVTPD2PSY   Y6, X0
+	VINSERTF128  $0x01, X0, Y1, Y0
+	VMOVUPS      (CX), Y2
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y3
+	VPCMPGTD     tconstAVX2<>+512(SB), Y3, Y4
+	VPTEST       Y4, Y4
+	JZ           expWideF32AVX2_store
+	VBROADCASTSS (BX), Y5
+	VPCMPEQD     tconstAVX2<>+544(SB), Y2, Y4
+	VBLENDVPS    Y4, Y5, Y0, Y0
+	VBROADCASTSS 4(BX), Y5
+	VPCMPEQD     tconstAVX2<>+576(SB), Y2, Y4
+	VBLENDVPS    Y4, Y5, Y0, Y0
+	VPCMPGTD     tconstAVX2<>+544(SB), Y3, Y4
+	VADDPS       Y2, Y2, Y2
+	VBLENDVPS    Y4, Y2, Y0, Y0
+
+expWideF32AVX2_store:
+	VMOVUPS Y0, (AX)
+	ADDQ    $0x00000020, CX
+	ADDQ    $0x00000020, AX
+	SUBQ    $0x00000008, DX
+	JMP     expWideF32AVX2_loop
+
+expWideF32AVX2_tail:
+	TESTQ        DX, DX
+	JZ           expWideF32AVX2_done
+	VMOVQ        DX, X0
+	VPBROADCASTD X0, Y0
+	VPCMPGTD     tconstAVX2<>+1408(SB), Y0, Y0
+	VMASKMOVPS   (CX), Y0, Y2
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X1
+	VCVTPS2PD    X1, Y2
+	VMAXPD       tconstAVX2<>+960(SB), Y3, Y3
+	VMAXPD       tconstAVX2<>+960(SB), Y2, Y2
+	VMINPD       tconstAVX2<>+992(SB), Y3, Y3
+	VMINPD       tconstAVX2<>+992(SB), Y2, Y2
+	VMOVUPD      tconstAVX2<>+1024(SB), Y4
+	VMOVUPD      tconstAVX2<>+1024(SB), Y5
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y3, Y4
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y2, Y5
+	VSUBPD       tconstAVX2<>+1024(SB), Y4, Y6
+	VSUBPD       tconstAVX2<>+1024(SB), Y5, Y7
+	VMOVAPD      Y3, Y3
+	VMOVAPD      Y2, Y2
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y6, Y3
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y7, Y2
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y6, Y3
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y7, Y2
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y6
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y7
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y3, Y6
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y3, Y6
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y3, Y6
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y3, Y6
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y3, Y6
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y2, Y7
+	VMULPD       Y3, Y3, Y8
+	VMULPD       Y2, Y2, Y9
+	VFMADD213PD  Y3, Y8, Y6
+	VFMADD213PD  Y2, Y9, Y7
+	VPSRAD       $0x01, Y4, Y2
+	VPSUBD       Y2, Y4, Y4
+	VPSRAD       $0x01, Y5, Y3
+	VPSUBD       Y3, Y5, Y5
+	VPADDD       tconstAVX2<>+1344(SB), Y2, Y2
+	VPSLLQ       $0x34, Y2, Y2
+	VPADDD       tconstAVX2<>+1344(SB), Y3, Y3
+	VPSLLQ       $0x34, Y3, Y3
+	VPADDD       tconstAVX2<>+1344(SB), Y4, Y4
+	VPSLLQ       $0x34, Y4, Y4
+	VPADDD       tconstAVX2<>+1344(SB), Y5, Y5
+	VPSLLQ       $0x34, Y5, Y5
+	VFMADD213PD  Y2, Y2, Y6
+	VFMADD213PD  Y3, Y3, Y7
+	VMULPD       Y4, Y6, Y6
+	VMULPD       Y5, Y7, Y7
+	VCVTPD2PSY   Y6, X1
+	VCVTPD2PSY   Y7, X2
+	VINSERTF128  $0x01, X2, Y1, Y1
+	VMASKMOVPS   (CX), Y0, Y2
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y3
+	VPCMPGTD     tconstAVX2<>+512(SB), Y3, Y4
+	VPTEST       Y4, Y4
+	JZ           expWideF32AVX2_store_tail
+	VBROADCASTSS (BX), Y5
+	VPCMPEQD     tconstAVX2<>+544(SB), Y2, Y4
+	VBLENDVPS    Y4, Y5, Y1, Y1
+	VBROADCASTSS 4(BX), Y5
+	VPCMPEQD     tconstAVX2<>+576(SB), Y2, Y4
+	VBLENDVPS    Y4, Y5, Y1, Y1
+	VPCMPGTD     tconstAVX2<>+544(SB), Y3, Y4
+	VADDPS       Y2, Y2, Y2
+	VBLENDVPS    Y4, Y2, Y1, Y1
+
+expWideF32AVX2_store_tail:
+	VMASKMOVPS Y1, Y0, (AX)
+
+expWideF32AVX2_done:
+	VZEROUPPER
+	RET
+
+// func expWideGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·expWideGradF32AVX2(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         grad+16(FP), BX
+	MOVQ         sp+32(FP), SI
+	VBROADCASTSD tconstAVX2<>+0(SB), Y0
+
+expWideGradF32AVX2_loop:
+	CMPQ         DX, $0x00000008
+	JB           expWideGradF32AVX2_tail
+	VMOVUPS      (CX), Y0
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VMAXPD       tconstAVX2<>+960(SB), Y2, Y2
+	VMAXPD       tconstAVX2<>+960(SB), Y0, Y0
+	VMINPD       tconstAVX2<>+992(SB), Y2, Y2
+	VMINPD       tconstAVX2<>+992(SB), Y0, Y0
+	VMOVUPD      tconstAVX2<>+1024(SB), Y3
+	VMOVUPD      tconstAVX2<>+1024(SB), Y4
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y2, Y3
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y0, Y4
+	VSUBPD       tconstAVX2<>+1024(SB), Y3, Y5
+	VSUBPD       tconstAVX2<>+1024(SB), Y4, Y6
+	VMOVAPD      Y2, Y2
+	VMOVAPD      Y0, Y0
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y5, Y2
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y6, Y0
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y5, Y2
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y6, Y0
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y5
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y6
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y2, Y5
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y2, Y5
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y2, Y5
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y2, Y5
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y2, Y5
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y0, Y6
+	VMULPD       Y2, Y2, Y7
+	VMULPD       Y0, Y0, Y8
+	VFMADD213PD  Y2, Y7, Y5
+	VFMADD213PD  Y0, Y8, Y6
+	VPSRAD       $0x01, Y3, Y0
+	VPSUBD       Y0, Y3, Y3
+	VPSRAD       $0x01, Y4, Y2
+	VPSUBD       Y2, Y4, Y4
+	VPADDD       tconstAVX2<>+1344(SB), Y0, Y0
+	VPSLLQ       $0x34, Y0, Y0
+	VPADDD       tconstAVX2<>+1344(SB), Y2, Y2
+	VPSLLQ       $0x34, Y2, Y2
+	VPADDD       tconstAVX2<>+1344(SB), Y3, Y3
+	VPSLLQ       $0x34, Y3, Y3
+	VPADDD       tconstAVX2<>+1344(SB), Y4, Y4
 	VPSLLQ       $0x34, Y4, Y4
 	VFMADD213PD  Y0, Y0, Y5
 	VFMADD213PD  Y2, Y2, Y6
@@ -11184,7 +11682,7 @@ expGradF32AVX2_loop:
 	VANDPS       tconstAVX2<>+480(SB), Y3, Y4
 	VPCMPGTD     tconstAVX2<>+512(SB), Y4, Y5
 	VPTEST       Y5, Y5
-	JZ           expGradF32AVX2_store
+	JZ           expWideGradF32AVX2_store
 	VBROADCASTSS (SI), Y6
 	VMULPS       Y0, Y6, Y6
 	VPCMPEQD     tconstAVX2<>+544(SB), Y3, Y5
@@ -11197,52 +11695,52 @@ expGradF32AVX2_loop:
 	VADDPS       Y3, Y3, Y0
 	VBLENDVPS    Y5, Y0, Y2, Y2
 
-expGradF32AVX2_store:
+expWideGradF32AVX2_store:
 	VMOVUPS Y2, (AX)
 	ADDQ    $0x00000020, CX
 	ADDQ    $0x00000020, AX
 	ADDQ    $0x00000020, BX
 	SUBQ    $0x00000008, DX
-	JMP     expGradF32AVX2_loop
+	JMP     expWideGradF32AVX2_loop
 
-expGradF32AVX2_tail:
+expWideGradF32AVX2_tail:
 	TESTQ        DX, DX
-	JZ           expGradF32AVX2_done
+	JZ           expWideGradF32AVX2_done
 	VMOVQ        DX, X0
 	VPBROADCASTD X0, Y0
-	VPCMPGTD     tconstAVX2<>+1056(SB), Y0, Y0
+	VPCMPGTD     tconstAVX2<>+1440(SB), Y0, Y0
 	VMASKMOVPS   (CX), Y0, Y2
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X1
 	VCVTPS2PD    X1, Y2
-	VMAXPD       tconstAVX2<>+640(SB), Y3, Y3
-	VMAXPD       tconstAVX2<>+640(SB), Y2, Y2
-	VMINPD       tconstAVX2<>+672(SB), Y3, Y3
-	VMINPD       tconstAVX2<>+672(SB), Y2, Y2
-	VMOVUPD      tconstAVX2<>+704(SB), Y4
-	VMOVUPD      tconstAVX2<>+704(SB), Y5
-	VFMADD231PD  tconstAVX2<>+736(SB), Y3, Y4
-	VFMADD231PD  tconstAVX2<>+736(SB), Y2, Y5
-	VSUBPD       tconstAVX2<>+704(SB), Y4, Y6
-	VSUBPD       tconstAVX2<>+704(SB), Y5, Y7
+	VMAXPD       tconstAVX2<>+960(SB), Y3, Y3
+	VMAXPD       tconstAVX2<>+960(SB), Y2, Y2
+	VMINPD       tconstAVX2<>+992(SB), Y3, Y3
+	VMINPD       tconstAVX2<>+992(SB), Y2, Y2
+	VMOVUPD      tconstAVX2<>+1024(SB), Y4
+	VMOVUPD      tconstAVX2<>+1024(SB), Y5
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y3, Y4
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y2, Y5
+	VSUBPD       tconstAVX2<>+1024(SB), Y4, Y6
+	VSUBPD       tconstAVX2<>+1024(SB), Y5, Y7
 	VMOVAPD      Y3, Y3
 	VMOVAPD      Y2, Y2
-	VFNMADD231PD tconstAVX2<>+768(SB), Y6, Y3
-	VFNMADD231PD tconstAVX2<>+768(SB), Y7, Y2
-	VFNMADD231PD tconstAVX2<>+800(SB), Y6, Y3
-	VFNMADD231PD tconstAVX2<>+800(SB), Y7, Y2
-	VBROADCASTSD tconstAVX2<>+832(SB), Y6
-	VBROADCASTSD tconstAVX2<>+832(SB), Y7
-	VFMADD213PD  tconstAVX2<>+864(SB), Y3, Y6
-	VFMADD213PD  tconstAVX2<>+864(SB), Y2, Y7
-	VFMADD213PD  tconstAVX2<>+896(SB), Y3, Y6
-	VFMADD213PD  tconstAVX2<>+896(SB), Y2, Y7
-	VFMADD213PD  tconstAVX2<>+928(SB), Y3, Y6
-	VFMADD213PD  tconstAVX2<>+928(SB), Y2, Y7
-	VFMADD213PD  tconstAVX2<>+960(SB), Y3, Y6
-	VFMADD213PD  tconstAVX2<>+960(SB), Y2, Y7
-	VFMADD213PD  tconstAVX2<>+992(SB), Y3, Y6
-	VFMADD213PD  tconstAVX2<>+992(SB), Y2, Y7
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y6, Y3
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y7, Y2
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y6, Y3
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y7, Y2
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y6
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y7
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y3, Y6
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y3, Y6
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y3, Y6
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y3, Y6
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y3, Y6
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y2, Y7
 	VMULPD       Y3, Y3, Y8
 	VMULPD       Y2, Y2, Y9
 	VFMADD213PD  Y3, Y8, Y6
@@ -11251,13 +11749,13 @@ expGradF32AVX2_tail:
 	VPSUBD       Y2, Y4, Y4
 	VPSRAD       $0x01, Y5, Y3
 	VPSUBD       Y3, Y5, Y5
-	VPADDD       tconstAVX2<>+1024(SB), Y2, Y2
+	VPADDD       tconstAVX2<>+1344(SB), Y2, Y2
 	VPSLLQ       $0x34, Y2, Y2
-	VPADDD       tconstAVX2<>+1024(SB), Y3, Y3
+	VPADDD       tconstAVX2<>+1344(SB), Y3, Y3
 	VPSLLQ       $0x34, Y3, Y3
-	VPADDD       tconstAVX2<>+1024(SB), Y4, Y4
+	VPADDD       tconstAVX2<>+1344(SB), Y4, Y4
 	VPSLLQ       $0x34, Y4, Y4
-	VPADDD       tconstAVX2<>+1024(SB), Y5, Y5
+	VPADDD       tconstAVX2<>+1344(SB), Y5, Y5
 	VPSLLQ       $0x34, Y5, Y5
 	VFMADD213PD  Y2, Y2, Y6
 	VFMADD213PD  Y3, Y3, Y7
@@ -11276,7 +11774,7 @@ expGradF32AVX2_tail:
 	VANDPS       tconstAVX2<>+480(SB), Y3, Y4
 	VPCMPGTD     tconstAVX2<>+512(SB), Y4, Y5
 	VPTEST       Y5, Y5
-	JZ           expGradF32AVX2_store_tail
+	JZ           expWideGradF32AVX2_store_tail
 	VBROADCASTSS (SI), Y6
 	VMULPS       Y2, Y6, Y6
 	VPCMPEQD     tconstAVX2<>+544(SB), Y3, Y5
@@ -11289,10 +11787,10 @@ expGradF32AVX2_tail:
 	VADDPS       Y3, Y3, Y2
 	VBLENDVPS    Y5, Y2, Y1, Y1
 
-expGradF32AVX2_store_tail:
+expWideGradF32AVX2_store_tail:
 	VMASKMOVPS Y1, Y0, (AX)
 
-expGradF32AVX2_done:
+expWideGradF32AVX2_done:
 	VZEROUPPER
 	RET
 
@@ -11312,52 +11810,52 @@ logF32AVX2_loop:
 	VCVTPS2PD    X0, Y10
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VPSUBQ       tconstAVX2<>+1088(SB), Y10, Y11
-	VPSUBQ       tconstAVX2<>+1088(SB), Y0, Y12
-	VPXOR        tconstAVX2<>+1120(SB), Y11, Y13
+	VPSUBQ       tconstAVX2<>+1472(SB), Y10, Y11
+	VPSUBQ       tconstAVX2<>+1472(SB), Y0, Y12
+	VPXOR        tconstAVX2<>+1504(SB), Y11, Y13
 	VPSRLQ       $0x34, Y13, Y13
-	VPOR         tconstAVX2<>+1152(SB), Y13, Y13
-	VPXOR        tconstAVX2<>+1120(SB), Y12, Y14
+	VPOR         tconstAVX2<>+1536(SB), Y13, Y13
+	VPXOR        tconstAVX2<>+1504(SB), Y12, Y14
 	VPSRLQ       $0x34, Y14, Y14
-	VPOR         tconstAVX2<>+1152(SB), Y14, Y14
-	VSUBPD       tconstAVX2<>+1184(SB), Y13, Y13
-	VSUBPD       tconstAVX2<>+1184(SB), Y14, Y14
-	VPAND        tconstAVX2<>+1216(SB), Y11, Y15
+	VPOR         tconstAVX2<>+1536(SB), Y14, Y14
+	VSUBPD       tconstAVX2<>+1568(SB), Y13, Y13
+	VSUBPD       tconstAVX2<>+1568(SB), Y14, Y14
+	VPAND        tconstAVX2<>+1600(SB), Y11, Y15
 	VPSUBQ       Y15, Y10, Y15
 	VPSRLQ       $0x30, Y11, Y11
-	VPAND        tconstAVX2<>+1248(SB), Y11, Y11
-	VPAND        tconstAVX2<>+1216(SB), Y12, Y10
+	VPAND        tconstAVX2<>+1632(SB), Y11, Y11
+	VPAND        tconstAVX2<>+1600(SB), Y12, Y10
 	VPSUBQ       Y10, Y0, Y10
 	VPSRLQ       $0x30, Y12, Y12
-	VPAND        tconstAVX2<>+1248(SB), Y12, Y12
-	LEAQ         tconstAVX2<>+1280(SB), SI
-	LEAQ         tconstAVX2<>+1408(SB), DI
-	VMOVUPD      tconstAVX2<>+1536(SB), Y0
+	VPAND        tconstAVX2<>+1632(SB), Y12, Y12
+	LEAQ         tconstAVX2<>+1664(SB), SI
+	LEAQ         tconstAVX2<>+1792(SB), DI
+	VMOVUPD      tconstAVX2<>+1920(SB), Y0
 	VGATHERQPD   Y0, (SI)(Y11*8), Y1
-	VMOVUPD      tconstAVX2<>+1536(SB), Y0
+	VMOVUPD      tconstAVX2<>+1920(SB), Y0
 	VGATHERQPD   Y0, (DI)(Y11*8), Y3
-	VMOVUPD      tconstAVX2<>+1536(SB), Y0
+	VMOVUPD      tconstAVX2<>+1920(SB), Y0
 	VGATHERQPD   Y0, (SI)(Y12*8), Y2
-	VMOVUPD      tconstAVX2<>+1536(SB), Y0
+	VMOVUPD      tconstAVX2<>+1920(SB), Y0
 	VGATHERQPD   Y0, (DI)(Y12*8), Y4
 	VFMSUB213PD  tconstAVX2<>+0(SB), Y15, Y1
 	VFMSUB213PD  tconstAVX2<>+0(SB), Y10, Y2
-	VBROADCASTSD tconstAVX2<>+1568(SB), Y0
-	VBROADCASTSD tconstAVX2<>+1568(SB), Y10
-	VFMADD213PD  tconstAVX2<>+1600(SB), Y1, Y0
-	VFMADD213PD  tconstAVX2<>+1600(SB), Y2, Y10
-	VFMADD213PD  tconstAVX2<>+1632(SB), Y1, Y0
-	VFMADD213PD  tconstAVX2<>+1632(SB), Y2, Y10
-	VFMADD213PD  tconstAVX2<>+1664(SB), Y1, Y0
-	VFMADD213PD  tconstAVX2<>+1664(SB), Y2, Y10
-	VFMADD213PD  tconstAVX2<>+1696(SB), Y1, Y0
-	VFMADD213PD  tconstAVX2<>+1696(SB), Y2, Y10
+	VBROADCASTSD tconstAVX2<>+1952(SB), Y0
+	VBROADCASTSD tconstAVX2<>+1952(SB), Y10
+	VFMADD213PD  tconstAVX2<>+1984(SB), Y1, Y0
+	VFMADD213PD  tconstAVX2<>+1984(SB), Y2, Y10
+	VFMADD213PD  tconstAVX2<>+2016(SB), Y1, Y0
+	VFMADD213PD  tconstAVX2<>+2016(SB), Y2, Y10
+	VFMADD213PD  tconstAVX2<>+2048(SB), Y1, Y0
+	VFMADD213PD  tconstAVX2<>+2048(SB), Y2, Y10
+	VFMADD213PD  tconstAVX2<>+2080(SB), Y1, Y0
+	VFMADD213PD  tconstAVX2<>+2080(SB), Y2, Y10
 	VMULPD       Y1, Y1, Y11
 	VMULPD       Y2, Y2, Y12
 	VFMADD213PD  Y1, Y11, Y0
 	VFMADD213PD  Y2, Y12, Y10
-	VFMADD231PD  tconstAVX2<>+1728(SB), Y13, Y3
-	VFMADD231PD  tconstAVX2<>+1728(SB), Y14, Y4
+	VFMADD231PD  tconstAVX2<>+2112(SB), Y13, Y3
+	VFMADD231PD  tconstAVX2<>+2112(SB), Y14, Y4
 	VADDPD       Y3, Y0, Y0
 	VADDPD       Y4, Y10, Y10
 	VCVTPD2PSY   Y0, X5
@@ -11366,14 +11864,14 @@ logF32AVX2_loop:
 	VMOVUPS      (CX), Y10
 	VANDPS       tconstAVX2<>+480(SB), Y10, Y11
 	VPCMPGTD     tconstAVX2<>+512(SB), Y11, Y12
-	VPCMPEQD     tconstAVX2<>+1760(SB), Y11, Y13
+	VPCMPEQD     tconstAVX2<>+2144(SB), Y11, Y13
 	VPOR         Y13, Y12, Y12
 	VPOR         Y10, Y12, Y12
 	VMOVMSKPS    Y12, SI
 	TESTL        SI, SI
 	JZ           logF32AVX2_store
-	VBLENDVPS    Y10, tconstAVX2<>+1792(SB), Y0, Y0
-	VPCMPEQD     tconstAVX2<>+1760(SB), Y11, Y12
+	VBLENDVPS    Y10, tconstAVX2<>+2176(SB), Y0, Y0
+	VPCMPEQD     tconstAVX2<>+2144(SB), Y11, Y12
 	VBLENDVPS    Y12, tconstAVX2<>+576(SB), Y0, Y0
 	VBROADCASTSS (BX), Y13
 	VPCMPEQD     tconstAVX2<>+544(SB), Y10, Y12
@@ -11397,57 +11895,57 @@ logF32AVX2_tail:
 	JZ           logF32AVX2_done
 	VMOVQ        DX, X0
 	VPBROADCASTD X0, Y0
-	VPCMPGTD     tconstAVX2<>+1824(SB), Y0, Y0
+	VPCMPGTD     tconstAVX2<>+2208(SB), Y0, Y0
 	VMASKMOVPS   (CX), Y0, Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VPSUBQ       tconstAVX2<>+1088(SB), Y2, Y3
-	VPSUBQ       tconstAVX2<>+1088(SB), Y1, Y4
-	VPXOR        tconstAVX2<>+1120(SB), Y3, Y10
+	VPSUBQ       tconstAVX2<>+1472(SB), Y2, Y3
+	VPSUBQ       tconstAVX2<>+1472(SB), Y1, Y4
+	VPXOR        tconstAVX2<>+1504(SB), Y3, Y10
 	VPSRLQ       $0x34, Y10, Y10
-	VPOR         tconstAVX2<>+1152(SB), Y10, Y10
-	VPXOR        tconstAVX2<>+1120(SB), Y4, Y11
+	VPOR         tconstAVX2<>+1536(SB), Y10, Y10
+	VPXOR        tconstAVX2<>+1504(SB), Y4, Y11
 	VPSRLQ       $0x34, Y11, Y11
-	VPOR         tconstAVX2<>+1152(SB), Y11, Y11
-	VSUBPD       tconstAVX2<>+1184(SB), Y10, Y10
-	VSUBPD       tconstAVX2<>+1184(SB), Y11, Y11
-	VPAND        tconstAVX2<>+1216(SB), Y3, Y12
+	VPOR         tconstAVX2<>+1536(SB), Y11, Y11
+	VSUBPD       tconstAVX2<>+1568(SB), Y10, Y10
+	VSUBPD       tconstAVX2<>+1568(SB), Y11, Y11
+	VPAND        tconstAVX2<>+1600(SB), Y3, Y12
 	VPSUBQ       Y12, Y2, Y12
 	VPSRLQ       $0x30, Y3, Y3
-	VPAND        tconstAVX2<>+1248(SB), Y3, Y3
-	VPAND        tconstAVX2<>+1216(SB), Y4, Y2
+	VPAND        tconstAVX2<>+1632(SB), Y3, Y3
+	VPAND        tconstAVX2<>+1600(SB), Y4, Y2
 	VPSUBQ       Y2, Y1, Y2
 	VPSRLQ       $0x30, Y4, Y4
-	VPAND        tconstAVX2<>+1248(SB), Y4, Y4
-	LEAQ         tconstAVX2<>+1856(SB), DX
-	LEAQ         tconstAVX2<>+1984(SB), SI
-	VMOVUPD      tconstAVX2<>+1536(SB), Y1
+	VPAND        tconstAVX2<>+1632(SB), Y4, Y4
+	LEAQ         tconstAVX2<>+2240(SB), DX
+	LEAQ         tconstAVX2<>+2368(SB), SI
+	VMOVUPD      tconstAVX2<>+1920(SB), Y1
 	VGATHERQPD   Y1, (DX)(Y3*8), Y6
-	VMOVUPD      tconstAVX2<>+1536(SB), Y1
+	VMOVUPD      tconstAVX2<>+1920(SB), Y1
 	VGATHERQPD   Y1, (SI)(Y3*8), Y8
-	VMOVUPD      tconstAVX2<>+1536(SB), Y1
+	VMOVUPD      tconstAVX2<>+1920(SB), Y1
 	VGATHERQPD   Y1, (DX)(Y4*8), Y7
-	VMOVUPD      tconstAVX2<>+1536(SB), Y1
+	VMOVUPD      tconstAVX2<>+1920(SB), Y1
 	VGATHERQPD   Y1, (SI)(Y4*8), Y9
 	VFMSUB213PD  tconstAVX2<>+0(SB), Y12, Y6
 	VFMSUB213PD  tconstAVX2<>+0(SB), Y2, Y7
-	VBROADCASTSD tconstAVX2<>+1568(SB), Y1
-	VBROADCASTSD tconstAVX2<>+1568(SB), Y2
-	VFMADD213PD  tconstAVX2<>+1600(SB), Y6, Y1
-	VFMADD213PD  tconstAVX2<>+1600(SB), Y7, Y2
-	VFMADD213PD  tconstAVX2<>+1632(SB), Y6, Y1
-	VFMADD213PD  tconstAVX2<>+1632(SB), Y7, Y2
-	VFMADD213PD  tconstAVX2<>+1664(SB), Y6, Y1
-	VFMADD213PD  tconstAVX2<>+1664(SB), Y7, Y2
-	VFMADD213PD  tconstAVX2<>+1696(SB), Y6, Y1
-	VFMADD213PD  tconstAVX2<>+1696(SB), Y7, Y2
+	VBROADCASTSD tconstAVX2<>+1952(SB), Y1
+	VBROADCASTSD tconstAVX2<>+1952(SB), Y2
+	VFMADD213PD  tconstAVX2<>+1984(SB), Y6, Y1
+	VFMADD213PD  tconstAVX2<>+1984(SB), Y7, Y2
+	VFMADD213PD  tconstAVX2<>+2016(SB), Y6, Y1
+	VFMADD213PD  tconstAVX2<>+2016(SB), Y7, Y2
+	VFMADD213PD  tconstAVX2<>+2048(SB), Y6, Y1
+	VFMADD213PD  tconstAVX2<>+2048(SB), Y7, Y2
+	VFMADD213PD  tconstAVX2<>+2080(SB), Y6, Y1
+	VFMADD213PD  tconstAVX2<>+2080(SB), Y7, Y2
 	VMULPD       Y6, Y6, Y3
 	VMULPD       Y7, Y7, Y4
 	VFMADD213PD  Y6, Y3, Y1
 	VFMADD213PD  Y7, Y4, Y2
-	VFMADD231PD  tconstAVX2<>+1728(SB), Y10, Y8
-	VFMADD231PD  tconstAVX2<>+1728(SB), Y11, Y9
+	VFMADD231PD  tconstAVX2<>+2112(SB), Y10, Y8
+	VFMADD231PD  tconstAVX2<>+2112(SB), Y11, Y9
 	VADDPD       Y8, Y1, Y1
 	VADDPD       Y9, Y2, Y2
 	VCVTPD2PSY   Y1, X5
@@ -11456,14 +11954,14 @@ logF32AVX2_tail:
 	VMASKMOVPS   (CX), Y0, Y2
 	VANDPS       tconstAVX2<>+480(SB), Y2, Y3
 	VPCMPGTD     tconstAVX2<>+512(SB), Y3, Y4
-	VPCMPEQD     tconstAVX2<>+1760(SB), Y3, Y5
+	VPCMPEQD     tconstAVX2<>+2144(SB), Y3, Y5
 	VPOR         Y5, Y4, Y4
 	VPOR         Y2, Y4, Y4
 	VMOVMSKPS    Y4, CX
 	TESTL        CX, CX
 	JZ           logF32AVX2_store_tail
-	VBLENDVPS    Y2, tconstAVX2<>+1792(SB), Y1, Y1
-	VPCMPEQD     tconstAVX2<>+1760(SB), Y3, Y4
+	VBLENDVPS    Y2, tconstAVX2<>+2176(SB), Y1, Y1
+	VPCMPEQD     tconstAVX2<>+2144(SB), Y3, Y4
 	VBLENDVPS    Y4, tconstAVX2<>+576(SB), Y1, Y1
 	VBROADCASTSS (BX), Y5
 	VPCMPEQD     tconstAVX2<>+544(SB), Y2, Y4
@@ -11540,7 +12038,7 @@ logGradF32AVX2_tail:
 	JZ           logGradF32AVX2_done
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
-	VPCMPGTD     tconstAVX2<>+2112(SB), Y1, Y1
+	VPCMPGTD     tconstAVX2<>+2496(SB), Y1, Y1
 	VMASKMOVPS   (CX), Y1, Y2
 	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
@@ -11594,7 +12092,7 @@ tanhF32AVX2_loop:
 	JB           tanhF32AVX2_tail
 	VMOVUPS      (CX), Y0
 	VANDPS       tconstAVX2<>+480(SB), Y0, Y0
-	VMINPS       tconstAVX2<>+2144(SB), Y0, Y1
+	VMINPS       tconstAVX2<>+2528(SB), Y0, Y1
 	VADDPS       Y1, Y1, Y1
 	VBROADCASTSS tconstAVX2<>+96(SB), Y2
 	VFMADD231PS  tconstAVX2<>+128(SB), Y1, Y2
@@ -11621,23 +12119,23 @@ tanhF32AVX2_loop:
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y2, Y3, Y3
 	VADDPS       tconstAVX2<>+416(SB), Y3, Y3
-	VBROADCASTSS tconstAVX2<>+2176(SB), Y1
+	VBROADCASTSS tconstAVX2<>+2560(SB), Y1
 	VDIVPS       Y3, Y1, Y3
 	VBROADCASTSS tconstAVX2<>+416(SB), Y1
 	VSUBPS       Y3, Y1, Y3
 	VMULPS       Y0, Y0, Y1
-	VBROADCASTSS tconstAVX2<>+2208(SB), Y2
-	VFMADD213PS  tconstAVX2<>+2240(SB), Y1, Y2
-	VFMADD213PS  tconstAVX2<>+2272(SB), Y1, Y2
-	VFMADD213PS  tconstAVX2<>+2304(SB), Y1, Y2
-	VFMADD213PS  tconstAVX2<>+2336(SB), Y1, Y2
+	VBROADCASTSS tconstAVX2<>+2592(SB), Y2
+	VFMADD213PS  tconstAVX2<>+2624(SB), Y1, Y2
+	VFMADD213PS  tconstAVX2<>+2656(SB), Y1, Y2
+	VFMADD213PS  tconstAVX2<>+2688(SB), Y1, Y2
+	VFMADD213PS  tconstAVX2<>+2720(SB), Y1, Y2
 	VMULPS       Y0, Y1, Y1
 	VFMADD213PS  Y0, Y1, Y2
-	VCMPPS       $0x11, tconstAVX2<>+2368(SB), Y0, Y0
+	VCMPPS       $0x11, tconstAVX2<>+2752(SB), Y0, Y0
 	VBLENDVPS    Y0, Y2, Y3, Y3
 	VMOVUPS      (CX), Y0
 	VANDPS       tconstAVX2<>+480(SB), Y0, Y1
-	VANDPS       tconstAVX2<>+2400(SB), Y0, Y2
+	VANDPS       tconstAVX2<>+864(SB), Y0, Y2
 	VORPS        Y2, Y3, Y3
 	VPCMPGTD     tconstAVX2<>+512(SB), Y1, Y2
 	VPTEST       Y2, Y2
@@ -11664,10 +12162,10 @@ tanhF32AVX2_tail:
 	JZ           tanhF32AVX2_done
 	VMOVQ        DX, X0
 	VPBROADCASTD X0, Y0
-	VPCMPGTD     tconstAVX2<>+2432(SB), Y0, Y0
+	VPCMPGTD     tconstAVX2<>+2784(SB), Y0, Y0
 	VMASKMOVPS   (CX), Y0, Y1
 	VANDPS       tconstAVX2<>+480(SB), Y1, Y1
-	VMINPS       tconstAVX2<>+2144(SB), Y1, Y2
+	VMINPS       tconstAVX2<>+2528(SB), Y1, Y2
 	VADDPS       Y2, Y2, Y2
 	VBROADCASTSS tconstAVX2<>+96(SB), Y3
 	VFMADD231PS  tconstAVX2<>+128(SB), Y2, Y3
@@ -11694,23 +12192,23 @@ tanhF32AVX2_tail:
 	VPSLLD       $0x17, Y3, Y3
 	VMULPS       Y3, Y4, Y4
 	VADDPS       tconstAVX2<>+416(SB), Y4, Y4
-	VBROADCASTSS tconstAVX2<>+2176(SB), Y2
+	VBROADCASTSS tconstAVX2<>+2560(SB), Y2
 	VDIVPS       Y4, Y2, Y4
 	VBROADCASTSS tconstAVX2<>+416(SB), Y2
 	VSUBPS       Y4, Y2, Y4
 	VMULPS       Y1, Y1, Y2
-	VBROADCASTSS tconstAVX2<>+2208(SB), Y3
-	VFMADD213PS  tconstAVX2<>+2240(SB), Y2, Y3
-	VFMADD213PS  tconstAVX2<>+2272(SB), Y2, Y3
-	VFMADD213PS  tconstAVX2<>+2304(SB), Y2, Y3
-	VFMADD213PS  tconstAVX2<>+2336(SB), Y2, Y3
+	VBROADCASTSS tconstAVX2<>+2592(SB), Y3
+	VFMADD213PS  tconstAVX2<>+2624(SB), Y2, Y3
+	VFMADD213PS  tconstAVX2<>+2656(SB), Y2, Y3
+	VFMADD213PS  tconstAVX2<>+2688(SB), Y2, Y3
+	VFMADD213PS  tconstAVX2<>+2720(SB), Y2, Y3
 	VMULPS       Y1, Y2, Y2
 	VFMADD213PS  Y1, Y2, Y3
-	VCMPPS       $0x11, tconstAVX2<>+2368(SB), Y1, Y1
+	VCMPPS       $0x11, tconstAVX2<>+2752(SB), Y1, Y1
 	VBLENDVPS    Y1, Y3, Y4, Y4
 	VMASKMOVPS   (CX), Y0, Y1
 	VANDPS       tconstAVX2<>+480(SB), Y1, Y2
-	VANDPS       tconstAVX2<>+2400(SB), Y1, Y3
+	VANDPS       tconstAVX2<>+864(SB), Y1, Y3
 	VORPS        Y3, Y4, Y4
 	VPCMPGTD     tconstAVX2<>+512(SB), Y2, Y3
 	VPTEST       Y3, Y3
@@ -11749,56 +12247,56 @@ tanhGradF32AVX2_loop:
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VANDPD       tconstAVX2<>+2464(SB), Y2, Y2
-	VANDPD       tconstAVX2<>+2464(SB), Y1, Y1
-	VMINPD       tconstAVX2<>+2496(SB), Y2, Y2
-	VMINPD       tconstAVX2<>+2496(SB), Y1, Y1
+	VANDPD       tconstAVX2<>+2816(SB), Y2, Y2
+	VANDPD       tconstAVX2<>+2816(SB), Y1, Y1
+	VMINPD       tconstAVX2<>+2848(SB), Y2, Y2
+	VMINPD       tconstAVX2<>+2848(SB), Y1, Y1
 	VADDPD       Y2, Y2, Y2
 	VADDPD       Y1, Y1, Y1
-	VMOVUPD      tconstAVX2<>+704(SB), Y4
-	VMOVUPD      tconstAVX2<>+704(SB), Y5
-	VFMADD231PD  tconstAVX2<>+736(SB), Y2, Y4
-	VFMADD231PD  tconstAVX2<>+736(SB), Y1, Y5
-	VSUBPD       tconstAVX2<>+704(SB), Y4, Y6
-	VSUBPD       tconstAVX2<>+704(SB), Y5, Y7
+	VMOVUPD      tconstAVX2<>+1024(SB), Y4
+	VMOVUPD      tconstAVX2<>+1024(SB), Y5
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y2, Y4
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y1, Y5
+	VSUBPD       tconstAVX2<>+1024(SB), Y4, Y6
+	VSUBPD       tconstAVX2<>+1024(SB), Y5, Y7
 	VMOVAPD      Y2, Y2
 	VMOVAPD      Y1, Y1
-	VFNMADD231PD tconstAVX2<>+768(SB), Y6, Y2
-	VFNMADD231PD tconstAVX2<>+768(SB), Y7, Y1
-	VFNMADD231PD tconstAVX2<>+800(SB), Y6, Y2
-	VFNMADD231PD tconstAVX2<>+800(SB), Y7, Y1
-	VBROADCASTSD tconstAVX2<>+832(SB), Y6
-	VBROADCASTSD tconstAVX2<>+832(SB), Y7
-	VFMADD213PD  tconstAVX2<>+864(SB), Y2, Y6
-	VFMADD213PD  tconstAVX2<>+864(SB), Y1, Y7
-	VFMADD213PD  tconstAVX2<>+896(SB), Y2, Y6
-	VFMADD213PD  tconstAVX2<>+896(SB), Y1, Y7
-	VFMADD213PD  tconstAVX2<>+928(SB), Y2, Y6
-	VFMADD213PD  tconstAVX2<>+928(SB), Y1, Y7
-	VFMADD213PD  tconstAVX2<>+960(SB), Y2, Y6
-	VFMADD213PD  tconstAVX2<>+960(SB), Y1, Y7
-	VFMADD213PD  tconstAVX2<>+992(SB), Y2, Y6
-	VFMADD213PD  tconstAVX2<>+992(SB), Y1, Y7
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y6, Y2
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y7, Y1
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y6, Y2
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y7, Y1
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y6
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y7
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y1, Y7
 	VMULPD       Y2, Y2, Y8
 	VMULPD       Y1, Y1, Y9
 	VFMADD213PD  Y2, Y8, Y6
 	VFMADD213PD  Y1, Y9, Y7
-	VPADDD       tconstAVX2<>+1024(SB), Y4, Y1
+	VPADDD       tconstAVX2<>+1344(SB), Y4, Y1
 	VPSLLQ       $0x34, Y1, Y1
-	VPADDD       tconstAVX2<>+1024(SB), Y5, Y2
+	VPADDD       tconstAVX2<>+1344(SB), Y5, Y2
 	VPSLLQ       $0x34, Y2, Y2
 	VSUBPD       Y0, Y1, Y4
 	VSUBPD       Y0, Y2, Y5
 	VFMADD213PD  Y4, Y1, Y6
 	VFMADD213PD  Y5, Y2, Y7
-	VADDPD       tconstAVX2<>+2528(SB), Y6, Y1
-	VADDPD       tconstAVX2<>+2528(SB), Y7, Y2
+	VADDPD       tconstAVX2<>+2880(SB), Y6, Y1
+	VADDPD       tconstAVX2<>+2880(SB), Y7, Y2
 	VMULPD       Y1, Y1, Y1
 	VMULPD       Y2, Y2, Y2
 	VADDPD       Y0, Y6, Y6
 	VADDPD       Y0, Y7, Y7
-	VMULPD       tconstAVX2<>+2560(SB), Y6, Y6
-	VMULPD       tconstAVX2<>+2560(SB), Y7, Y7
+	VMULPD       tconstAVX2<>+2912(SB), Y6, Y6
+	VMULPD       tconstAVX2<>+2912(SB), Y7, Y7
 	VDIVPD       Y1, Y6, Y6
 	VDIVPD       Y2, Y7, Y7
 	VMOVUPS      (BX), Y1
@@ -11840,61 +12338,61 @@ tanhGradF32AVX2_tail:
 	JZ           tanhGradF32AVX2_done
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
-	VPCMPGTD     tconstAVX2<>+2592(SB), Y1, Y1
+	VPCMPGTD     tconstAVX2<>+2944(SB), Y1, Y1
 	VMASKMOVPS   (CX), Y1, Y2
 	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VANDPD       tconstAVX2<>+2464(SB), Y4, Y4
-	VANDPD       tconstAVX2<>+2464(SB), Y2, Y2
-	VMINPD       tconstAVX2<>+2496(SB), Y4, Y4
-	VMINPD       tconstAVX2<>+2496(SB), Y2, Y2
+	VANDPD       tconstAVX2<>+2816(SB), Y4, Y4
+	VANDPD       tconstAVX2<>+2816(SB), Y2, Y2
+	VMINPD       tconstAVX2<>+2848(SB), Y4, Y4
+	VMINPD       tconstAVX2<>+2848(SB), Y2, Y2
 	VADDPD       Y4, Y4, Y4
 	VADDPD       Y2, Y2, Y2
-	VMOVUPD      tconstAVX2<>+704(SB), Y5
-	VMOVUPD      tconstAVX2<>+704(SB), Y6
-	VFMADD231PD  tconstAVX2<>+736(SB), Y4, Y5
-	VFMADD231PD  tconstAVX2<>+736(SB), Y2, Y6
-	VSUBPD       tconstAVX2<>+704(SB), Y5, Y7
-	VSUBPD       tconstAVX2<>+704(SB), Y6, Y8
+	VMOVUPD      tconstAVX2<>+1024(SB), Y5
+	VMOVUPD      tconstAVX2<>+1024(SB), Y6
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y4, Y5
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y2, Y6
+	VSUBPD       tconstAVX2<>+1024(SB), Y5, Y7
+	VSUBPD       tconstAVX2<>+1024(SB), Y6, Y8
 	VMOVAPD      Y4, Y4
 	VMOVAPD      Y2, Y2
-	VFNMADD231PD tconstAVX2<>+768(SB), Y7, Y4
-	VFNMADD231PD tconstAVX2<>+768(SB), Y8, Y2
-	VFNMADD231PD tconstAVX2<>+800(SB), Y7, Y4
-	VFNMADD231PD tconstAVX2<>+800(SB), Y8, Y2
-	VBROADCASTSD tconstAVX2<>+832(SB), Y7
-	VBROADCASTSD tconstAVX2<>+832(SB), Y8
-	VFMADD213PD  tconstAVX2<>+864(SB), Y4, Y7
-	VFMADD213PD  tconstAVX2<>+864(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+896(SB), Y4, Y7
-	VFMADD213PD  tconstAVX2<>+896(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+928(SB), Y4, Y7
-	VFMADD213PD  tconstAVX2<>+928(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+960(SB), Y4, Y7
-	VFMADD213PD  tconstAVX2<>+960(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+992(SB), Y4, Y7
-	VFMADD213PD  tconstAVX2<>+992(SB), Y2, Y8
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y7, Y4
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y8, Y2
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y7, Y4
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y8, Y2
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y7
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y8
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y2, Y8
 	VMULPD       Y4, Y4, Y9
 	VMULPD       Y2, Y2, Y10
 	VFMADD213PD  Y4, Y9, Y7
 	VFMADD213PD  Y2, Y10, Y8
-	VPADDD       tconstAVX2<>+1024(SB), Y5, Y2
+	VPADDD       tconstAVX2<>+1344(SB), Y5, Y2
 	VPSLLQ       $0x34, Y2, Y2
-	VPADDD       tconstAVX2<>+1024(SB), Y6, Y4
+	VPADDD       tconstAVX2<>+1344(SB), Y6, Y4
 	VPSLLQ       $0x34, Y4, Y4
 	VSUBPD       Y0, Y2, Y5
 	VSUBPD       Y0, Y4, Y6
 	VFMADD213PD  Y5, Y2, Y7
 	VFMADD213PD  Y6, Y4, Y8
-	VADDPD       tconstAVX2<>+2528(SB), Y7, Y2
-	VADDPD       tconstAVX2<>+2528(SB), Y8, Y4
+	VADDPD       tconstAVX2<>+2880(SB), Y7, Y2
+	VADDPD       tconstAVX2<>+2880(SB), Y8, Y4
 	VMULPD       Y2, Y2, Y2
 	VMULPD       Y4, Y4, Y4
 	VADDPD       Y0, Y7, Y7
 	VADDPD       Y0, Y8, Y8
-	VMULPD       tconstAVX2<>+2560(SB), Y7, Y7
-	VMULPD       tconstAVX2<>+2560(SB), Y8, Y8
+	VMULPD       tconstAVX2<>+2912(SB), Y7, Y7
+	VMULPD       tconstAVX2<>+2912(SB), Y8, Y8
 	VDIVPD       Y2, Y7, Y7
 	VDIVPD       Y4, Y8, Y8
 	VMASKMOVPS   (BX), Y1, Y0
@@ -11947,74 +12445,74 @@ erfF32AVX2_loop:
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMINPD       tconstAVX2<>+2624(SB), Y2, Y4
-	VMINPD       tconstAVX2<>+2624(SB), Y1, Y5
+	VMINPD       tconstAVX2<>+2976(SB), Y2, Y4
+	VMINPD       tconstAVX2<>+2976(SB), Y1, Y5
 	VMULPD       Y4, Y4, Y6
 	VMULPD       Y5, Y5, Y7
-	VXORPD       tconstAVX2<>+1120(SB), Y6, Y6
-	VXORPD       tconstAVX2<>+1120(SB), Y7, Y7
-	VMOVUPD      tconstAVX2<>+704(SB), Y8
-	VMOVUPD      tconstAVX2<>+704(SB), Y9
-	VFMADD231PD  tconstAVX2<>+736(SB), Y6, Y8
-	VFMADD231PD  tconstAVX2<>+736(SB), Y7, Y9
-	VSUBPD       tconstAVX2<>+704(SB), Y8, Y10
-	VSUBPD       tconstAVX2<>+704(SB), Y9, Y11
+	VXORPD       tconstAVX2<>+1504(SB), Y6, Y6
+	VXORPD       tconstAVX2<>+1504(SB), Y7, Y7
+	VMOVUPD      tconstAVX2<>+1024(SB), Y8
+	VMOVUPD      tconstAVX2<>+1024(SB), Y9
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y6, Y8
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y7, Y9
+	VSUBPD       tconstAVX2<>+1024(SB), Y8, Y10
+	VSUBPD       tconstAVX2<>+1024(SB), Y9, Y11
 	VMOVAPD      Y6, Y6
 	VMOVAPD      Y7, Y7
-	VFNMADD231PD tconstAVX2<>+768(SB), Y10, Y6
-	VFNMADD231PD tconstAVX2<>+768(SB), Y11, Y7
-	VFNMADD231PD tconstAVX2<>+800(SB), Y10, Y6
-	VFNMADD231PD tconstAVX2<>+800(SB), Y11, Y7
-	VBROADCASTSD tconstAVX2<>+832(SB), Y10
-	VBROADCASTSD tconstAVX2<>+832(SB), Y11
-	VFMADD213PD  tconstAVX2<>+864(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+864(SB), Y7, Y11
-	VFMADD213PD  tconstAVX2<>+896(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+896(SB), Y7, Y11
-	VFMADD213PD  tconstAVX2<>+928(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+928(SB), Y7, Y11
-	VFMADD213PD  tconstAVX2<>+960(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+960(SB), Y7, Y11
-	VFMADD213PD  tconstAVX2<>+992(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+992(SB), Y7, Y11
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y10, Y6
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y11, Y7
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y10, Y6
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y11, Y7
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y10
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y11
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y7, Y11
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y7, Y11
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y7, Y11
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y7, Y11
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y7, Y11
 	VMULPD       Y6, Y6, Y12
 	VMULPD       Y7, Y7, Y13
 	VFMADD213PD  Y6, Y12, Y10
 	VFMADD213PD  Y7, Y13, Y11
-	VPADDD       tconstAVX2<>+1024(SB), Y8, Y6
+	VPADDD       tconstAVX2<>+1344(SB), Y8, Y6
 	VPSLLQ       $0x34, Y6, Y6
-	VPADDD       tconstAVX2<>+1024(SB), Y9, Y7
+	VPADDD       tconstAVX2<>+1344(SB), Y9, Y7
 	VPSLLQ       $0x34, Y7, Y7
 	VFMADD213PD  Y6, Y6, Y10
 	VFMADD213PD  Y7, Y7, Y11
-	VBROADCASTSD tconstAVX2<>+2656(SB), Y6
-	VBROADCASTSD tconstAVX2<>+2656(SB), Y7
-	VFMADD213PD  tconstAVX2<>+2688(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+2688(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+2720(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+2720(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+2752(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+2752(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+2784(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+2784(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+2816(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+2816(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+2848(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+2848(SB), Y5, Y7
-	VBROADCASTSD tconstAVX2<>+2880(SB), Y8
-	VBROADCASTSD tconstAVX2<>+2880(SB), Y9
-	VFMADD213PD  tconstAVX2<>+2912(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+2912(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+2944(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+2944(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+2976(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+2976(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+3008(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+3008(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+3040(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+3040(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+3072(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+3072(SB), Y5, Y9
+	VBROADCASTSD tconstAVX2<>+3008(SB), Y6
+	VBROADCASTSD tconstAVX2<>+3008(SB), Y7
+	VFMADD213PD  tconstAVX2<>+3040(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+3040(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+3072(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+3072(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+3104(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+3104(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+3136(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+3136(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+3168(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+3168(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+3200(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+3200(SB), Y5, Y7
+	VBROADCASTSD tconstAVX2<>+3232(SB), Y8
+	VBROADCASTSD tconstAVX2<>+3232(SB), Y9
+	VFMADD213PD  tconstAVX2<>+3264(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+3264(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+3296(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+3296(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+3328(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+3328(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+3360(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+3360(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+3392(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+3392(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+3424(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+3424(SB), Y5, Y9
 	VFMADD213PD  tconstAVX2<>+0(SB), Y4, Y8
 	VFMADD213PD  tconstAVX2<>+0(SB), Y5, Y9
 	VDIVPD       Y8, Y6, Y6
@@ -12025,26 +12523,26 @@ erfF32AVX2_loop:
 	VSUBPD       Y7, Y0, Y5
 	VMULPD       Y2, Y2, Y6
 	VMULPD       Y1, Y1, Y7
-	VBROADCASTSD tconstAVX2<>+3104(SB), Y8
-	VBROADCASTSD tconstAVX2<>+3104(SB), Y9
-	VFMADD213PD  tconstAVX2<>+3136(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+3136(SB), Y7, Y9
-	VFMADD213PD  tconstAVX2<>+3168(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+3168(SB), Y7, Y9
-	VFMADD213PD  tconstAVX2<>+3200(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+3200(SB), Y7, Y9
+	VBROADCASTSD tconstAVX2<>+3456(SB), Y8
+	VBROADCASTSD tconstAVX2<>+3456(SB), Y9
+	VFMADD213PD  tconstAVX2<>+3488(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+3488(SB), Y7, Y9
+	VFMADD213PD  tconstAVX2<>+3520(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+3520(SB), Y7, Y9
+	VFMADD213PD  tconstAVX2<>+3552(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+3552(SB), Y7, Y9
 	VMULPD       Y2, Y8, Y8
 	VMULPD       Y1, Y9, Y9
-	VCMPPD       $0x11, tconstAVX2<>+3232(SB), Y2, Y2
+	VCMPPD       $0x11, tconstAVX2<>+3584(SB), Y2, Y2
 	VBLENDVPD    Y2, Y8, Y4, Y4
-	VCMPPD       $0x11, tconstAVX2<>+3232(SB), Y1, Y1
+	VCMPPD       $0x11, tconstAVX2<>+3584(SB), Y1, Y1
 	VBLENDVPD    Y1, Y9, Y5, Y5
 	VCVTPD2PSY   Y4, X3
 	VCVTPD2PSY   Y5, X1
 	VINSERTF128  $0x01, X1, Y3, Y1
 	VMOVUPS      (CX), Y2
 	VANDPS       tconstAVX2<>+480(SB), Y2, Y4
-	VANDPS       tconstAVX2<>+2400(SB), Y2, Y5
+	VANDPS       tconstAVX2<>+864(SB), Y2, Y5
 	VORPS        Y5, Y1, Y1
 	VPCMPGTD     tconstAVX2<>+512(SB), Y4, Y5
 	VPTEST       Y5, Y5
@@ -12071,80 +12569,80 @@ erfF32AVX2_tail:
 	JZ           erfF32AVX2_done
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
-	VPCMPGTD     tconstAVX2<>+3264(SB), Y1, Y1
+	VPCMPGTD     tconstAVX2<>+3616(SB), Y1, Y1
 	VMASKMOVPS   (CX), Y1, Y2
 	VANDPS       tconstAVX2<>+480(SB), Y2, Y2
 	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VMINPD       tconstAVX2<>+2624(SB), Y4, Y5
-	VMINPD       tconstAVX2<>+2624(SB), Y2, Y6
+	VMINPD       tconstAVX2<>+2976(SB), Y4, Y5
+	VMINPD       tconstAVX2<>+2976(SB), Y2, Y6
 	VMULPD       Y5, Y5, Y7
 	VMULPD       Y6, Y6, Y8
-	VXORPD       tconstAVX2<>+1120(SB), Y7, Y7
-	VXORPD       tconstAVX2<>+1120(SB), Y8, Y8
-	VMOVUPD      tconstAVX2<>+704(SB), Y9
-	VMOVUPD      tconstAVX2<>+704(SB), Y10
-	VFMADD231PD  tconstAVX2<>+736(SB), Y7, Y9
-	VFMADD231PD  tconstAVX2<>+736(SB), Y8, Y10
-	VSUBPD       tconstAVX2<>+704(SB), Y9, Y11
-	VSUBPD       tconstAVX2<>+704(SB), Y10, Y12
+	VXORPD       tconstAVX2<>+1504(SB), Y7, Y7
+	VXORPD       tconstAVX2<>+1504(SB), Y8, Y8
+	VMOVUPD      tconstAVX2<>+1024(SB), Y9
+	VMOVUPD      tconstAVX2<>+1024(SB), Y10
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y7, Y9
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y8, Y10
+	VSUBPD       tconstAVX2<>+1024(SB), Y9, Y11
+	VSUBPD       tconstAVX2<>+1024(SB), Y10, Y12
 	VMOVAPD      Y7, Y7
 	VMOVAPD      Y8, Y8
-	VFNMADD231PD tconstAVX2<>+768(SB), Y11, Y7
-	VFNMADD231PD tconstAVX2<>+768(SB), Y12, Y8
-	VFNMADD231PD tconstAVX2<>+800(SB), Y11, Y7
-	VFNMADD231PD tconstAVX2<>+800(SB), Y12, Y8
-	VBROADCASTSD tconstAVX2<>+832(SB), Y11
-	VBROADCASTSD tconstAVX2<>+832(SB), Y12
-	VFMADD213PD  tconstAVX2<>+864(SB), Y7, Y11
-	VFMADD213PD  tconstAVX2<>+864(SB), Y8, Y12
-	VFMADD213PD  tconstAVX2<>+896(SB), Y7, Y11
-	VFMADD213PD  tconstAVX2<>+896(SB), Y8, Y12
-	VFMADD213PD  tconstAVX2<>+928(SB), Y7, Y11
-	VFMADD213PD  tconstAVX2<>+928(SB), Y8, Y12
-	VFMADD213PD  tconstAVX2<>+960(SB), Y7, Y11
-	VFMADD213PD  tconstAVX2<>+960(SB), Y8, Y12
-	VFMADD213PD  tconstAVX2<>+992(SB), Y7, Y11
-	VFMADD213PD  tconstAVX2<>+992(SB), Y8, Y12
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y11, Y7
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y12, Y8
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y11, Y7
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y12, Y8
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y11
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y12
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y7, Y11
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y8, Y12
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y7, Y11
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y8, Y12
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y7, Y11
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y8, Y12
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y7, Y11
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y8, Y12
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y7, Y11
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y8, Y12
 	VMULPD       Y7, Y7, Y13
 	VMULPD       Y8, Y8, Y14
 	VFMADD213PD  Y7, Y13, Y11
 	VFMADD213PD  Y8, Y14, Y12
-	VPADDD       tconstAVX2<>+1024(SB), Y9, Y7
+	VPADDD       tconstAVX2<>+1344(SB), Y9, Y7
 	VPSLLQ       $0x34, Y7, Y7
-	VPADDD       tconstAVX2<>+1024(SB), Y10, Y8
+	VPADDD       tconstAVX2<>+1344(SB), Y10, Y8
 	VPSLLQ       $0x34, Y8, Y8
 	VFMADD213PD  Y7, Y7, Y11
 	VFMADD213PD  Y8, Y8, Y12
-	VBROADCASTSD tconstAVX2<>+2656(SB), Y7
-	VBROADCASTSD tconstAVX2<>+2656(SB), Y8
-	VFMADD213PD  tconstAVX2<>+2688(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+2688(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+2720(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+2720(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+2752(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+2752(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+2784(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+2784(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+2816(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+2816(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+2848(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+2848(SB), Y6, Y8
-	VBROADCASTSD tconstAVX2<>+2880(SB), Y9
-	VBROADCASTSD tconstAVX2<>+2880(SB), Y10
-	VFMADD213PD  tconstAVX2<>+2912(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+2912(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+2944(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+2944(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+2976(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+2976(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+3008(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+3008(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+3040(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+3040(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+3072(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+3072(SB), Y6, Y10
+	VBROADCASTSD tconstAVX2<>+3008(SB), Y7
+	VBROADCASTSD tconstAVX2<>+3008(SB), Y8
+	VFMADD213PD  tconstAVX2<>+3040(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+3040(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+3072(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+3072(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+3104(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+3104(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+3136(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+3136(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+3168(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+3168(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+3200(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+3200(SB), Y6, Y8
+	VBROADCASTSD tconstAVX2<>+3232(SB), Y9
+	VBROADCASTSD tconstAVX2<>+3232(SB), Y10
+	VFMADD213PD  tconstAVX2<>+3264(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+3264(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+3296(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+3296(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+3328(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+3328(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+3360(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+3360(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+3392(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+3392(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+3424(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+3424(SB), Y6, Y10
 	VFMADD213PD  tconstAVX2<>+0(SB), Y5, Y9
 	VFMADD213PD  tconstAVX2<>+0(SB), Y6, Y10
 	VDIVPD       Y9, Y7, Y7
@@ -12155,26 +12653,26 @@ erfF32AVX2_tail:
 	VSUBPD       Y8, Y0, Y0
 	VMULPD       Y4, Y4, Y6
 	VMULPD       Y2, Y2, Y7
-	VBROADCASTSD tconstAVX2<>+3104(SB), Y8
-	VBROADCASTSD tconstAVX2<>+3104(SB), Y9
-	VFMADD213PD  tconstAVX2<>+3136(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+3136(SB), Y7, Y9
-	VFMADD213PD  tconstAVX2<>+3168(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+3168(SB), Y7, Y9
-	VFMADD213PD  tconstAVX2<>+3200(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+3200(SB), Y7, Y9
+	VBROADCASTSD tconstAVX2<>+3456(SB), Y8
+	VBROADCASTSD tconstAVX2<>+3456(SB), Y9
+	VFMADD213PD  tconstAVX2<>+3488(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+3488(SB), Y7, Y9
+	VFMADD213PD  tconstAVX2<>+3520(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+3520(SB), Y7, Y9
+	VFMADD213PD  tconstAVX2<>+3552(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+3552(SB), Y7, Y9
 	VMULPD       Y4, Y8, Y8
 	VMULPD       Y2, Y9, Y9
-	VCMPPD       $0x11, tconstAVX2<>+3232(SB), Y4, Y4
+	VCMPPD       $0x11, tconstAVX2<>+3584(SB), Y4, Y4
 	VBLENDVPD    Y4, Y8, Y5, Y5
-	VCMPPD       $0x11, tconstAVX2<>+3232(SB), Y2, Y2
+	VCMPPD       $0x11, tconstAVX2<>+3584(SB), Y2, Y2
 	VBLENDVPD    Y2, Y9, Y0, Y0
 	VCVTPD2PSY   Y5, X3
 	VCVTPD2PSY   Y0, X0
 	VINSERTF128  $0x01, X0, Y3, Y0
 	VMASKMOVPS   (CX), Y1, Y2
 	VANDPS       tconstAVX2<>+480(SB), Y2, Y3
-	VANDPS       tconstAVX2<>+2400(SB), Y2, Y4
+	VANDPS       tconstAVX2<>+864(SB), Y2, Y4
 	VORPS        Y4, Y0, Y0
 	VPCMPGTD     tconstAVX2<>+512(SB), Y3, Y4
 	VPTEST       Y4, Y4
@@ -12215,36 +12713,36 @@ erfGradF32AVX2_loop:
 	VCVTPS2PD    X0, Y0
 	VMULPD       Y2, Y2, Y2
 	VMULPD       Y0, Y0, Y0
-	VXORPD       tconstAVX2<>+1120(SB), Y2, Y2
-	VXORPD       tconstAVX2<>+1120(SB), Y0, Y0
-	VMAXPD       tconstAVX2<>+640(SB), Y2, Y2
-	VMAXPD       tconstAVX2<>+640(SB), Y0, Y0
-	VMINPD       tconstAVX2<>+672(SB), Y2, Y2
-	VMINPD       tconstAVX2<>+672(SB), Y0, Y0
-	VMOVUPD      tconstAVX2<>+704(SB), Y3
-	VMOVUPD      tconstAVX2<>+704(SB), Y4
-	VFMADD231PD  tconstAVX2<>+736(SB), Y2, Y3
-	VFMADD231PD  tconstAVX2<>+736(SB), Y0, Y4
-	VSUBPD       tconstAVX2<>+704(SB), Y3, Y5
-	VSUBPD       tconstAVX2<>+704(SB), Y4, Y6
+	VXORPD       tconstAVX2<>+1504(SB), Y2, Y2
+	VXORPD       tconstAVX2<>+1504(SB), Y0, Y0
+	VMAXPD       tconstAVX2<>+960(SB), Y2, Y2
+	VMAXPD       tconstAVX2<>+960(SB), Y0, Y0
+	VMINPD       tconstAVX2<>+992(SB), Y2, Y2
+	VMINPD       tconstAVX2<>+992(SB), Y0, Y0
+	VMOVUPD      tconstAVX2<>+1024(SB), Y3
+	VMOVUPD      tconstAVX2<>+1024(SB), Y4
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y2, Y3
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y0, Y4
+	VSUBPD       tconstAVX2<>+1024(SB), Y3, Y5
+	VSUBPD       tconstAVX2<>+1024(SB), Y4, Y6
 	VMOVAPD      Y2, Y2
 	VMOVAPD      Y0, Y0
-	VFNMADD231PD tconstAVX2<>+768(SB), Y5, Y2
-	VFNMADD231PD tconstAVX2<>+768(SB), Y6, Y0
-	VFNMADD231PD tconstAVX2<>+800(SB), Y5, Y2
-	VFNMADD231PD tconstAVX2<>+800(SB), Y6, Y0
-	VBROADCASTSD tconstAVX2<>+832(SB), Y5
-	VBROADCASTSD tconstAVX2<>+832(SB), Y6
-	VFMADD213PD  tconstAVX2<>+864(SB), Y2, Y5
-	VFMADD213PD  tconstAVX2<>+864(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+896(SB), Y2, Y5
-	VFMADD213PD  tconstAVX2<>+896(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+928(SB), Y2, Y5
-	VFMADD213PD  tconstAVX2<>+928(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+960(SB), Y2, Y5
-	VFMADD213PD  tconstAVX2<>+960(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+992(SB), Y2, Y5
-	VFMADD213PD  tconstAVX2<>+992(SB), Y0, Y6
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y5, Y2
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y6, Y0
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y5, Y2
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y6, Y0
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y5
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y6
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y2, Y5
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y2, Y5
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y2, Y5
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y2, Y5
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y2, Y5
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y0, Y6
 	VMULPD       Y2, Y2, Y7
 	VMULPD       Y0, Y0, Y8
 	VFMADD213PD  Y2, Y7, Y5
@@ -12253,20 +12751,20 @@ erfGradF32AVX2_loop:
 	VPSUBD       Y0, Y3, Y3
 	VPSRAD       $0x01, Y4, Y2
 	VPSUBD       Y2, Y4, Y4
-	VPADDD       tconstAVX2<>+1024(SB), Y0, Y0
+	VPADDD       tconstAVX2<>+1344(SB), Y0, Y0
 	VPSLLQ       $0x34, Y0, Y0
-	VPADDD       tconstAVX2<>+1024(SB), Y2, Y2
+	VPADDD       tconstAVX2<>+1344(SB), Y2, Y2
 	VPSLLQ       $0x34, Y2, Y2
-	VPADDD       tconstAVX2<>+1024(SB), Y3, Y3
+	VPADDD       tconstAVX2<>+1344(SB), Y3, Y3
 	VPSLLQ       $0x34, Y3, Y3
-	VPADDD       tconstAVX2<>+1024(SB), Y4, Y4
+	VPADDD       tconstAVX2<>+1344(SB), Y4, Y4
 	VPSLLQ       $0x34, Y4, Y4
 	VFMADD213PD  Y0, Y0, Y5
 	VFMADD213PD  Y2, Y2, Y6
 	VMULPD       Y3, Y5, Y5
 	VMULPD       Y4, Y6, Y6
-	VMULPD       tconstAVX2<>+3200(SB), Y5, Y5
-	VMULPD       tconstAVX2<>+3200(SB), Y6, Y6
+	VMULPD       tconstAVX2<>+3552(SB), Y5, Y5
+	VMULPD       tconstAVX2<>+3552(SB), Y6, Y6
 	VMOVUPS      (BX), Y0
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X1
@@ -12306,43 +12804,43 @@ erfGradF32AVX2_tail:
 	JZ           erfGradF32AVX2_done
 	VMOVQ        DX, X0
 	VPBROADCASTD X0, Y0
-	VPCMPGTD     tconstAVX2<>+3296(SB), Y0, Y0
+	VPCMPGTD     tconstAVX2<>+3648(SB), Y0, Y0
 	VMASKMOVPS   (CX), Y0, Y2
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X1
 	VCVTPS2PD    X1, Y2
 	VMULPD       Y3, Y3, Y3
 	VMULPD       Y2, Y2, Y2
-	VXORPD       tconstAVX2<>+1120(SB), Y3, Y3
-	VXORPD       tconstAVX2<>+1120(SB), Y2, Y2
-	VMAXPD       tconstAVX2<>+640(SB), Y3, Y3
-	VMAXPD       tconstAVX2<>+640(SB), Y2, Y2
-	VMINPD       tconstAVX2<>+672(SB), Y3, Y3
-	VMINPD       tconstAVX2<>+672(SB), Y2, Y2
-	VMOVUPD      tconstAVX2<>+704(SB), Y4
-	VMOVUPD      tconstAVX2<>+704(SB), Y5
-	VFMADD231PD  tconstAVX2<>+736(SB), Y3, Y4
-	VFMADD231PD  tconstAVX2<>+736(SB), Y2, Y5
-	VSUBPD       tconstAVX2<>+704(SB), Y4, Y6
-	VSUBPD       tconstAVX2<>+704(SB), Y5, Y7
+	VXORPD       tconstAVX2<>+1504(SB), Y3, Y3
+	VXORPD       tconstAVX2<>+1504(SB), Y2, Y2
+	VMAXPD       tconstAVX2<>+960(SB), Y3, Y3
+	VMAXPD       tconstAVX2<>+960(SB), Y2, Y2
+	VMINPD       tconstAVX2<>+992(SB), Y3, Y3
+	VMINPD       tconstAVX2<>+992(SB), Y2, Y2
+	VMOVUPD      tconstAVX2<>+1024(SB), Y4
+	VMOVUPD      tconstAVX2<>+1024(SB), Y5
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y3, Y4
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y2, Y5
+	VSUBPD       tconstAVX2<>+1024(SB), Y4, Y6
+	VSUBPD       tconstAVX2<>+1024(SB), Y5, Y7
 	VMOVAPD      Y3, Y3
 	VMOVAPD      Y2, Y2
-	VFNMADD231PD tconstAVX2<>+768(SB), Y6, Y3
-	VFNMADD231PD tconstAVX2<>+768(SB), Y7, Y2
-	VFNMADD231PD tconstAVX2<>+800(SB), Y6, Y3
-	VFNMADD231PD tconstAVX2<>+800(SB), Y7, Y2
-	VBROADCASTSD tconstAVX2<>+832(SB), Y6
-	VBROADCASTSD tconstAVX2<>+832(SB), Y7
-	VFMADD213PD  tconstAVX2<>+864(SB), Y3, Y6
-	VFMADD213PD  tconstAVX2<>+864(SB), Y2, Y7
-	VFMADD213PD  tconstAVX2<>+896(SB), Y3, Y6
-	VFMADD213PD  tconstAVX2<>+896(SB), Y2, Y7
-	VFMADD213PD  tconstAVX2<>+928(SB), Y3, Y6
-	VFMADD213PD  tconstAVX2<>+928(SB), Y2, Y7
-	VFMADD213PD  tconstAVX2<>+960(SB), Y3, Y6
-	VFMADD213PD  tconstAVX2<>+960(SB), Y2, Y7
-	VFMADD213PD  tconstAVX2<>+992(SB), Y3, Y6
-	VFMADD213PD  tconstAVX2<>+992(SB), Y2, Y7
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y6, Y3
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y7, Y2
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y6, Y3
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y7, Y2
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y6
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y7
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y3, Y6
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y3, Y6
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y3, Y6
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y3, Y6
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y3, Y6
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y2, Y7
 	VMULPD       Y3, Y3, Y8
 	VMULPD       Y2, Y2, Y9
 	VFMADD213PD  Y3, Y8, Y6
@@ -12351,20 +12849,20 @@ erfGradF32AVX2_tail:
 	VPSUBD       Y2, Y4, Y4
 	VPSRAD       $0x01, Y5, Y3
 	VPSUBD       Y3, Y5, Y5
-	VPADDD       tconstAVX2<>+1024(SB), Y2, Y2
+	VPADDD       tconstAVX2<>+1344(SB), Y2, Y2
 	VPSLLQ       $0x34, Y2, Y2
-	VPADDD       tconstAVX2<>+1024(SB), Y3, Y3
+	VPADDD       tconstAVX2<>+1344(SB), Y3, Y3
 	VPSLLQ       $0x34, Y3, Y3
-	VPADDD       tconstAVX2<>+1024(SB), Y4, Y4
+	VPADDD       tconstAVX2<>+1344(SB), Y4, Y4
 	VPSLLQ       $0x34, Y4, Y4
-	VPADDD       tconstAVX2<>+1024(SB), Y5, Y5
+	VPADDD       tconstAVX2<>+1344(SB), Y5, Y5
 	VPSLLQ       $0x34, Y5, Y5
 	VFMADD213PD  Y2, Y2, Y6
 	VFMADD213PD  Y3, Y3, Y7
 	VMULPD       Y4, Y6, Y6
 	VMULPD       Y5, Y7, Y7
-	VMULPD       tconstAVX2<>+3200(SB), Y6, Y6
-	VMULPD       tconstAVX2<>+3200(SB), Y7, Y7
+	VMULPD       tconstAVX2<>+3552(SB), Y6, Y6
+	VMULPD       tconstAVX2<>+3552(SB), Y7, Y7
 	VMASKMOVPS   (BX), Y0, Y2
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X1
@@ -12410,74 +12908,58 @@ TEXT ·sigmoidF32AVX2(SB), NOSPLIT, $0-32
 sigmoidF32AVX2_loop:
 	CMPQ         DX, $0x00000008
 	JB           sigmoidF32AVX2_tail
-	VMOVUPS      (CX), Y1
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VMAXPD       tconstAVX2<>+3328(SB), Y2, Y2
-	VMAXPD       tconstAVX2<>+3328(SB), Y1, Y1
-	VMINPD       tconstAVX2<>+3360(SB), Y2, Y2
-	VMINPD       tconstAVX2<>+3360(SB), Y1, Y1
-	VXORPD       tconstAVX2<>+1120(SB), Y2, Y2
-	VXORPD       tconstAVX2<>+1120(SB), Y1, Y1
-	VMOVUPD      tconstAVX2<>+704(SB), Y4
-	VMOVUPD      tconstAVX2<>+704(SB), Y5
-	VFMADD231PD  tconstAVX2<>+736(SB), Y2, Y4
-	VFMADD231PD  tconstAVX2<>+736(SB), Y1, Y5
-	VSUBPD       tconstAVX2<>+704(SB), Y4, Y6
-	VSUBPD       tconstAVX2<>+704(SB), Y5, Y7
-	VMOVAPD      Y2, Y2
-	VMOVAPD      Y1, Y1
-	VFNMADD231PD tconstAVX2<>+768(SB), Y6, Y2
-	VFNMADD231PD tconstAVX2<>+768(SB), Y7, Y1
-	VFNMADD231PD tconstAVX2<>+800(SB), Y6, Y2
-	VFNMADD231PD tconstAVX2<>+800(SB), Y7, Y1
-	VBROADCASTSD tconstAVX2<>+832(SB), Y6
-	VBROADCASTSD tconstAVX2<>+832(SB), Y7
-	VFMADD213PD  tconstAVX2<>+864(SB), Y2, Y6
-	VFMADD213PD  tconstAVX2<>+864(SB), Y1, Y7
-	VFMADD213PD  tconstAVX2<>+896(SB), Y2, Y6
-	VFMADD213PD  tconstAVX2<>+896(SB), Y1, Y7
-	VFMADD213PD  tconstAVX2<>+928(SB), Y2, Y6
-	VFMADD213PD  tconstAVX2<>+928(SB), Y1, Y7
-	VFMADD213PD  tconstAVX2<>+960(SB), Y2, Y6
-	VFMADD213PD  tconstAVX2<>+960(SB), Y1, Y7
-	VFMADD213PD  tconstAVX2<>+992(SB), Y2, Y6
-	VFMADD213PD  tconstAVX2<>+992(SB), Y1, Y7
-	VMULPD       Y2, Y2, Y8
-	VMULPD       Y1, Y1, Y9
-	VFMADD213PD  Y2, Y8, Y6
-	VFMADD213PD  Y1, Y9, Y7
-	VPADDD       tconstAVX2<>+1024(SB), Y4, Y1
-	VPSLLQ       $0x34, Y1, Y1
-	VPADDD       tconstAVX2<>+1024(SB), Y5, Y2
-	VPSLLQ       $0x34, Y2, Y2
-	VFMADD213PD  Y1, Y1, Y6
-	VFMADD213PD  Y2, Y2, Y7
-	VADDPD       Y0, Y6, Y1
-	VADDPD       Y0, Y7, Y2
-	VDIVPD       Y1, Y0, Y1
-	VDIVPD       Y2, Y0, Y2
-	VCVTPD2PSY   Y1, X3
-	VCVTPD2PSY   Y2, X1
-	VINSERTF128  $0x01, X1, Y3, Y1
-	VMOVUPS      (CX), Y2
-	VANDPS       tconstAVX2<>+480(SB), Y2, Y4
-	VPCMPGTD     tconstAVX2<>+512(SB), Y4, Y5
-	VPTEST       Y5, Y5
+	VMOVUPS      (CX), Y0
+	VMAXPS       tconstAVX2<>+3680(SB), Y0, Y0
+	VMINPS       tconstAVX2<>+3712(SB), Y0, Y0
+	VBROADCASTSS tconstAVX2<>+96(SB), Y1
+	VFMADD231PS  tconstAVX2<>+128(SB), Y0, Y1
+	VSUBPS       tconstAVX2<>+96(SB), Y1, Y2
+	VMOVAPS      Y0, Y0
+	VFNMADD231PS tconstAVX2<>+160(SB), Y2, Y0
+	VFNMADD231PS tconstAVX2<>+192(SB), Y2, Y0
+	VBROADCASTSS tconstAVX2<>+3744(SB), Y3
+	VFMADD213PS  tconstAVX2<>+256(SB), Y0, Y3
+	VFMADD213PS  tconstAVX2<>+3776(SB), Y0, Y3
+	VFMADD213PS  tconstAVX2<>+320(SB), Y0, Y3
+	VFMADD213PS  tconstAVX2<>+3808(SB), Y0, Y3
+	VFMADD213PS  tconstAVX2<>+384(SB), Y0, Y3
+	VMULPS       Y0, Y0, Y2
+	VFMSUB213PS  Y0, Y2, Y3
+	VPADDD       tconstAVX2<>+3840(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       tconstAVX2<>+3872(SB), Y1, Y0
+	VADDPS       tconstAVX2<>+416(SB), Y0, Y4
+	VSUBPS       tconstAVX2<>+416(SB), Y4, Y2
+	VSUBPS       Y2, Y0, Y0
+	VADDPS       Y3, Y4, Y2
+	VSUBPS       Y4, Y2, Y4
+	VSUBPS       Y4, Y3, Y3
+	VADDPS       Y0, Y3, Y3
+	VBROADCASTSS tconstAVX2<>+416(SB), Y0
+	VDIVPS       Y2, Y0, Y4
+	VFNMADD231PS Y2, Y4, Y0
+	VFNMADD231PS Y3, Y4, Y0
+	VMULPS       Y4, Y0, Y0
+	VADDPS       Y0, Y4, Y4
+	VMULPS       Y1, Y4, Y4
+	VMULPS       tconstAVX2<>+3872(SB), Y4, Y4
+	VMOVUPS      (CX), Y0
+	VANDPS       tconstAVX2<>+480(SB), Y0, Y1
+	VPCMPGTD     tconstAVX2<>+512(SB), Y1, Y2
+	VPTEST       Y2, Y2
 	JZ           sigmoidF32AVX2_store
-	VBROADCASTSS (BX), Y6
-	VPCMPEQD     tconstAVX2<>+544(SB), Y2, Y5
-	VBLENDVPS    Y5, Y6, Y1, Y1
-	VBROADCASTSS 4(BX), Y6
-	VPCMPEQD     tconstAVX2<>+576(SB), Y2, Y5
-	VBLENDVPS    Y5, Y6, Y1, Y1
-	VPCMPGTD     tconstAVX2<>+544(SB), Y4, Y5
-	VADDPS       Y2, Y2, Y2
-	VBLENDVPS    Y5, Y2, Y1, Y1
+	VBROADCASTSS (BX), Y3
+	VPCMPEQD     tconstAVX2<>+544(SB), Y0, Y2
+	VBLENDVPS    Y2, Y3, Y4, Y4
+	VBROADCASTSS 4(BX), Y3
+	VPCMPEQD     tconstAVX2<>+576(SB), Y0, Y2
+	VBLENDVPS    Y2, Y3, Y4, Y4
+	VPCMPGTD     tconstAVX2<>+544(SB), Y1, Y2
+	VADDPS       Y0, Y0, Y0
+	VBLENDVPS    Y2, Y0, Y4, Y4
 
 sigmoidF32AVX2_store:
-	VMOVUPS Y1, (AX)
+	VMOVUPS Y4, (AX)
 	ADDQ    $0x00000020, CX
 	ADDQ    $0x00000020, AX
 	SUBQ    $0x00000008, DX
@@ -12486,77 +12968,61 @@ sigmoidF32AVX2_store:
 sigmoidF32AVX2_tail:
 	TESTQ        DX, DX
 	JZ           sigmoidF32AVX2_done
-	VMOVQ        DX, X1
-	VPBROADCASTD X1, Y1
-	VPCMPGTD     tconstAVX2<>+3392(SB), Y1, Y1
-	VMASKMOVPS   (CX), Y1, Y2
-	VCVTPS2PD    X2, Y4
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VMAXPD       tconstAVX2<>+3328(SB), Y4, Y4
-	VMAXPD       tconstAVX2<>+3328(SB), Y2, Y2
-	VMINPD       tconstAVX2<>+3360(SB), Y4, Y4
-	VMINPD       tconstAVX2<>+3360(SB), Y2, Y2
-	VXORPD       tconstAVX2<>+1120(SB), Y4, Y4
-	VXORPD       tconstAVX2<>+1120(SB), Y2, Y2
-	VMOVUPD      tconstAVX2<>+704(SB), Y5
-	VMOVUPD      tconstAVX2<>+704(SB), Y6
-	VFMADD231PD  tconstAVX2<>+736(SB), Y4, Y5
-	VFMADD231PD  tconstAVX2<>+736(SB), Y2, Y6
-	VSUBPD       tconstAVX2<>+704(SB), Y5, Y7
-	VSUBPD       tconstAVX2<>+704(SB), Y6, Y8
-	VMOVAPD      Y4, Y4
-	VMOVAPD      Y2, Y2
-	VFNMADD231PD tconstAVX2<>+768(SB), Y7, Y4
-	VFNMADD231PD tconstAVX2<>+768(SB), Y8, Y2
-	VFNMADD231PD tconstAVX2<>+800(SB), Y7, Y4
-	VFNMADD231PD tconstAVX2<>+800(SB), Y8, Y2
-	VBROADCASTSD tconstAVX2<>+832(SB), Y7
-	VBROADCASTSD tconstAVX2<>+832(SB), Y8
-	VFMADD213PD  tconstAVX2<>+864(SB), Y4, Y7
-	VFMADD213PD  tconstAVX2<>+864(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+896(SB), Y4, Y7
-	VFMADD213PD  tconstAVX2<>+896(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+928(SB), Y4, Y7
-	VFMADD213PD  tconstAVX2<>+928(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+960(SB), Y4, Y7
-	VFMADD213PD  tconstAVX2<>+960(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+992(SB), Y4, Y7
-	VFMADD213PD  tconstAVX2<>+992(SB), Y2, Y8
-	VMULPD       Y4, Y4, Y9
-	VMULPD       Y2, Y2, Y10
-	VFMADD213PD  Y4, Y9, Y7
-	VFMADD213PD  Y2, Y10, Y8
-	VPADDD       tconstAVX2<>+1024(SB), Y5, Y2
-	VPSLLQ       $0x34, Y2, Y2
-	VPADDD       tconstAVX2<>+1024(SB), Y6, Y4
-	VPSLLQ       $0x34, Y4, Y4
-	VFMADD213PD  Y2, Y2, Y7
-	VFMADD213PD  Y4, Y4, Y8
-	VADDPD       Y0, Y7, Y2
-	VADDPD       Y0, Y8, Y4
-	VDIVPD       Y2, Y0, Y2
-	VDIVPD       Y4, Y0, Y4
-	VCVTPD2PSY   Y2, X3
-	VCVTPD2PSY   Y4, X0
-	VINSERTF128  $0x01, X0, Y3, Y0
-	VMASKMOVPS   (CX), Y1, Y2
-	VANDPS       tconstAVX2<>+480(SB), Y2, Y3
-	VPCMPGTD     tconstAVX2<>+512(SB), Y3, Y4
-	VPTEST       Y4, Y4
+	VMOVQ        DX, X0
+	VPBROADCASTD X0, Y0
+	VPCMPGTD     tconstAVX2<>+3904(SB), Y0, Y0
+	VMASKMOVPS   (CX), Y0, Y1
+	VMAXPS       tconstAVX2<>+3680(SB), Y1, Y1
+	VMINPS       tconstAVX2<>+3712(SB), Y1, Y1
+	VBROADCASTSS tconstAVX2<>+96(SB), Y2
+	VFMADD231PS  tconstAVX2<>+128(SB), Y1, Y2
+	VSUBPS       tconstAVX2<>+96(SB), Y2, Y3
+	VMOVAPS      Y1, Y1
+	VFNMADD231PS tconstAVX2<>+160(SB), Y3, Y1
+	VFNMADD231PS tconstAVX2<>+192(SB), Y3, Y1
+	VBROADCASTSS tconstAVX2<>+3744(SB), Y4
+	VFMADD213PS  tconstAVX2<>+256(SB), Y1, Y4
+	VFMADD213PS  tconstAVX2<>+3776(SB), Y1, Y4
+	VFMADD213PS  tconstAVX2<>+320(SB), Y1, Y4
+	VFMADD213PS  tconstAVX2<>+3808(SB), Y1, Y4
+	VFMADD213PS  tconstAVX2<>+384(SB), Y1, Y4
+	VMULPS       Y1, Y1, Y3
+	VFMSUB213PS  Y1, Y3, Y4
+	VPADDD       tconstAVX2<>+3840(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       tconstAVX2<>+3872(SB), Y2, Y1
+	VADDPS       tconstAVX2<>+416(SB), Y1, Y5
+	VSUBPS       tconstAVX2<>+416(SB), Y5, Y3
+	VSUBPS       Y3, Y1, Y1
+	VADDPS       Y4, Y5, Y3
+	VSUBPS       Y5, Y3, Y5
+	VSUBPS       Y5, Y4, Y4
+	VADDPS       Y1, Y4, Y4
+	VBROADCASTSS tconstAVX2<>+416(SB), Y1
+	VDIVPS       Y3, Y1, Y5
+	VFNMADD231PS Y3, Y5, Y1
+	VFNMADD231PS Y4, Y5, Y1
+	VMULPS       Y5, Y1, Y1
+	VADDPS       Y1, Y5, Y5
+	VMULPS       Y2, Y5, Y5
+	VMULPS       tconstAVX2<>+3872(SB), Y5, Y5
+	VMASKMOVPS   (CX), Y0, Y1
+	VANDPS       tconstAVX2<>+480(SB), Y1, Y2
+	VPCMPGTD     tconstAVX2<>+512(SB), Y2, Y3
+	VPTEST       Y3, Y3
 	JZ           sigmoidF32AVX2_store_tail
-	VBROADCASTSS (BX), Y5
-	VPCMPEQD     tconstAVX2<>+544(SB), Y2, Y4
-	VBLENDVPS    Y4, Y5, Y0, Y0
-	VBROADCASTSS 4(BX), Y5
-	VPCMPEQD     tconstAVX2<>+576(SB), Y2, Y4
-	VBLENDVPS    Y4, Y5, Y0, Y0
-	VPCMPGTD     tconstAVX2<>+544(SB), Y3, Y4
-	VADDPS       Y2, Y2, Y2
-	VBLENDVPS    Y4, Y2, Y0, Y0
+	VBROADCASTSS (BX), Y4
+	VPCMPEQD     tconstAVX2<>+544(SB), Y1, Y3
+	VBLENDVPS    Y3, Y4, Y5, Y5
+	VBROADCASTSS 4(BX), Y4
+	VPCMPEQD     tconstAVX2<>+576(SB), Y1, Y3
+	VBLENDVPS    Y3, Y4, Y5, Y5
+	VPCMPGTD     tconstAVX2<>+544(SB), Y2, Y3
+	VADDPS       Y1, Y1, Y1
+	VBLENDVPS    Y3, Y1, Y5, Y5
 
 sigmoidF32AVX2_store_tail:
-	VMASKMOVPS Y0, Y1, (AX)
+	VMASKMOVPS Y5, Y0, (AX)
 
 sigmoidF32AVX2_done:
 	VZEROUPPER
@@ -12576,46 +13042,546 @@ sigmoidGradF32AVX2_loop:
 	CMPQ         DX, $0x00000008
 	JB           sigmoidGradF32AVX2_tail
 	VMOVUPS      (CX), Y1
+	VMOVUPS      (BX), Y2
+	VANDPS       tconstAVX2<>+480(SB), Y1, Y1
+	VMINPS       tconstAVX2<>+3936(SB), Y1, Y1
+	VBROADCASTSS tconstAVX2<>+96(SB), Y4
+	VFNMADD231PS tconstAVX2<>+128(SB), Y1, Y4
+	VSUBPS       tconstAVX2<>+96(SB), Y4, Y5
+	VXORPS       tconstAVX2<>+864(SB), Y1, Y1
+	VFNMADD231PS tconstAVX2<>+160(SB), Y5, Y1
+	VFNMADD231PS tconstAVX2<>+192(SB), Y5, Y1
+	VBROADCASTSS tconstAVX2<>+224(SB), Y5
+	VFMADD213PS  tconstAVX2<>+256(SB), Y1, Y5
+	VFMADD213PS  tconstAVX2<>+288(SB), Y1, Y5
+	VFMADD213PS  tconstAVX2<>+320(SB), Y1, Y5
+	VFMADD213PS  tconstAVX2<>+352(SB), Y1, Y5
+	VFMADD213PS  tconstAVX2<>+384(SB), Y1, Y5
+	VMULPS       Y1, Y1, Y6
+	VFMADD213PS  Y1, Y6, Y5
+	VPSUBD       tconstAVX2<>+96(SB), Y4, Y4
+	VPSRAD       $0x01, Y4, Y1
+	VPSUBD       Y1, Y4, Y4
+	VPADDD       tconstAVX2<>+448(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VPADDD       tconstAVX2<>+448(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y4, Y1, Y6
+	VMOVAPS      Y6, Y7
+	VFMADD231PS  Y5, Y6, Y7
+	VSUBPS       Y7, Y6, Y8
+	VFMADD231PS  Y5, Y6, Y8
+	VADDPS       tconstAVX2<>+416(SB), Y7, Y9
+	VSUBPS       tconstAVX2<>+416(SB), Y9, Y6
+	VSUBPS       Y6, Y7, Y7
+	VADDPS       Y8, Y7, Y7
+	VBROADCASTSS tconstAVX2<>+416(SB), Y6
+	VDIVPS       Y9, Y6, Y8
+	VFNMADD231PS Y9, Y8, Y6
+	VFNMADD231PS Y7, Y8, Y6
+	VMULPS       Y6, Y8, Y6
+	VMULPS       Y8, Y8, Y7
+	VMOVAPS      Y7, Y9
+	VFMSUB231PS  Y8, Y8, Y9
+	VADDPS       Y8, Y8, Y8
+	VFMADD231PS  Y6, Y8, Y9
+	VMOVAPS      Y9, Y6
+	VFMADD231PS  Y5, Y9, Y6
+	VFMADD231PS  Y5, Y7, Y6
+	VMULPS       Y7, Y2, Y5
+	VMOVAPS      Y5, Y8
+	VFMSUB231PS  Y7, Y2, Y8
+	VFMADD231PS  Y6, Y2, Y8
+	VADDPS       Y8, Y5, Y5
+	VMULPS       Y1, Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VANDPS       tconstAVX2<>+864(SB), Y2, Y1
+	VORPS        Y1, Y5, Y5
+	VMOVUPS      (CX), Y1
+	VANDPS       tconstAVX2<>+480(SB), Y1, Y4
+	VPCMPGTD     tconstAVX2<>+512(SB), Y4, Y6
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y7
+	VPCMPGTD     tconstAVX2<>+928(SB), Y7, Y7
+	VPOR         Y7, Y6, Y6
+	VPTEST       Y6, Y6
+	JZ           sigmoidGradF32AVX2_store
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y6
+	VPCMPGTD     tconstAVX2<>+928(SB), Y6, Y6
+	VPTEST       Y6, Y6
+	JZ           sigmoidGradF32AVX2_wide
+	VMOVUPS      Y5, (AX)
+	VMOVUPS      (CX), Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMAXPD       tconstAVX2<>+3328(SB), Y2, Y2
-	VMAXPD       tconstAVX2<>+3328(SB), Y1, Y1
-	VMINPD       tconstAVX2<>+3360(SB), Y2, Y2
-	VMINPD       tconstAVX2<>+3360(SB), Y1, Y1
-	VXORPD       tconstAVX2<>+1120(SB), Y2, Y2
-	VXORPD       tconstAVX2<>+1120(SB), Y1, Y1
-	VMOVUPD      tconstAVX2<>+704(SB), Y4
-	VMOVUPD      tconstAVX2<>+704(SB), Y5
-	VFMADD231PD  tconstAVX2<>+736(SB), Y2, Y4
-	VFMADD231PD  tconstAVX2<>+736(SB), Y1, Y5
-	VSUBPD       tconstAVX2<>+704(SB), Y4, Y6
-	VSUBPD       tconstAVX2<>+704(SB), Y5, Y7
+	VMAXPD       tconstAVX2<>+3968(SB), Y2, Y2
+	VMAXPD       tconstAVX2<>+3968(SB), Y1, Y1
+	VMINPD       tconstAVX2<>+4000(SB), Y2, Y2
+	VMINPD       tconstAVX2<>+4000(SB), Y1, Y1
+	VXORPD       tconstAVX2<>+1504(SB), Y2, Y2
+	VXORPD       tconstAVX2<>+1504(SB), Y1, Y1
+	VMOVUPD      tconstAVX2<>+1024(SB), Y4
+	VMOVUPD      tconstAVX2<>+1024(SB), Y5
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y2, Y4
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y1, Y5
+	VSUBPD       tconstAVX2<>+1024(SB), Y4, Y6
+	VSUBPD       tconstAVX2<>+1024(SB), Y5, Y7
 	VMOVAPD      Y2, Y2
 	VMOVAPD      Y1, Y1
-	VFNMADD231PD tconstAVX2<>+768(SB), Y6, Y2
-	VFNMADD231PD tconstAVX2<>+768(SB), Y7, Y1
-	VFNMADD231PD tconstAVX2<>+800(SB), Y6, Y2
-	VFNMADD231PD tconstAVX2<>+800(SB), Y7, Y1
-	VBROADCASTSD tconstAVX2<>+832(SB), Y6
-	VBROADCASTSD tconstAVX2<>+832(SB), Y7
-	VFMADD213PD  tconstAVX2<>+864(SB), Y2, Y6
-	VFMADD213PD  tconstAVX2<>+864(SB), Y1, Y7
-	VFMADD213PD  tconstAVX2<>+896(SB), Y2, Y6
-	VFMADD213PD  tconstAVX2<>+896(SB), Y1, Y7
-	VFMADD213PD  tconstAVX2<>+928(SB), Y2, Y6
-	VFMADD213PD  tconstAVX2<>+928(SB), Y1, Y7
-	VFMADD213PD  tconstAVX2<>+960(SB), Y2, Y6
-	VFMADD213PD  tconstAVX2<>+960(SB), Y1, Y7
-	VFMADD213PD  tconstAVX2<>+992(SB), Y2, Y6
-	VFMADD213PD  tconstAVX2<>+992(SB), Y1, Y7
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y6, Y2
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y7, Y1
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y6, Y2
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y7, Y1
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y6
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y7
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y1, Y7
 	VMULPD       Y2, Y2, Y8
 	VMULPD       Y1, Y1, Y9
 	VFMADD213PD  Y2, Y8, Y6
 	VFMADD213PD  Y1, Y9, Y7
-	VPADDD       tconstAVX2<>+1024(SB), Y4, Y1
+	VPADDD       tconstAVX2<>+1344(SB), Y4, Y1
 	VPSLLQ       $0x34, Y1, Y1
-	VPADDD       tconstAVX2<>+1024(SB), Y5, Y2
+	VPADDD       tconstAVX2<>+1344(SB), Y5, Y2
+	VPSLLQ       $0x34, Y2, Y2
+	VFMADD213PD  Y1, Y1, Y6
+	VFMADD213PD  Y2, Y2, Y7
+	VADDPD       Y0, Y6, Y1
+	VADDPD       Y0, Y7, Y2
+	VDIVPD       Y1, Y0, Y1
+	VDIVPD       Y2, Y0, Y2
+	VMULPD       Y1, Y6, Y6
+	VMULPD       Y2, Y7, Y7
+	VMULPD       Y1, Y6, Y6
+	VMULPD       Y2, Y7, Y7
+	VMOVUPS      (BX), Y1
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VMULPD       Y2, Y6, Y6
+	VMULPD       Y1, Y7, Y7
+	VCVTPD2PSY   Y6, X3
+	VCVTPD2PSY   Y7, X1
+	VINSERTF128  $0x01, X1, Y3, Y7
+	VMOVUPS      (AX), Y5
+	VMOVUPS      (CX), Y1
+	VANDPS       tconstAVX2<>+480(SB), Y1, Y4
+	VMOVUPS      (BX), Y2
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y6
+	VPCMPGTD     tconstAVX2<>+928(SB), Y6, Y6
+	VBLENDVPS    Y6, Y7, Y5, Y5
+
+sigmoidGradF32AVX2_wide:
+	VBROADCASTSS (SI), Y7
+	VMULPS       Y2, Y7, Y7
+	VPCMPEQD     tconstAVX2<>+544(SB), Y1, Y6
+	VBLENDVPS    Y6, Y7, Y5, Y5
+	VBROADCASTSS 4(SI), Y7
+	VMULPS       Y2, Y7, Y7
+	VPCMPEQD     tconstAVX2<>+576(SB), Y1, Y6
+	VBLENDVPS    Y6, Y7, Y5, Y5
+	VPCMPGTD     tconstAVX2<>+544(SB), Y4, Y6
+	VADDPS       Y1, Y1, Y1
+	VBLENDVPS    Y6, Y1, Y5, Y5
+
+sigmoidGradF32AVX2_store:
+	VMOVUPS Y5, (AX)
+	ADDQ    $0x00000020, CX
+	ADDQ    $0x00000020, AX
+	ADDQ    $0x00000020, BX
+	SUBQ    $0x00000008, DX
+	JMP     sigmoidGradF32AVX2_loop
+
+sigmoidGradF32AVX2_tail:
+	TESTQ        DX, DX
+	JZ           sigmoidGradF32AVX2_done
+	VMOVQ        DX, X1
+	VPBROADCASTD X1, Y1
+	VPCMPGTD     tconstAVX2<>+4032(SB), Y1, Y1
+	VMASKMOVPS   (CX), Y1, Y2
+	VMASKMOVPS   (BX), Y1, Y4
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y2
+	VMINPS       tconstAVX2<>+3936(SB), Y2, Y2
+	VBROADCASTSS tconstAVX2<>+96(SB), Y5
+	VFNMADD231PS tconstAVX2<>+128(SB), Y2, Y5
+	VSUBPS       tconstAVX2<>+96(SB), Y5, Y6
+	VXORPS       tconstAVX2<>+864(SB), Y2, Y2
+	VFNMADD231PS tconstAVX2<>+160(SB), Y6, Y2
+	VFNMADD231PS tconstAVX2<>+192(SB), Y6, Y2
+	VBROADCASTSS tconstAVX2<>+224(SB), Y6
+	VFMADD213PS  tconstAVX2<>+256(SB), Y2, Y6
+	VFMADD213PS  tconstAVX2<>+288(SB), Y2, Y6
+	VFMADD213PS  tconstAVX2<>+320(SB), Y2, Y6
+	VFMADD213PS  tconstAVX2<>+352(SB), Y2, Y6
+	VFMADD213PS  tconstAVX2<>+384(SB), Y2, Y6
+	VMULPS       Y2, Y2, Y7
+	VFMADD213PS  Y2, Y7, Y6
+	VPSUBD       tconstAVX2<>+96(SB), Y5, Y5
+	VPSRAD       $0x01, Y5, Y2
+	VPSUBD       Y2, Y5, Y5
+	VPADDD       tconstAVX2<>+448(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VPADDD       tconstAVX2<>+448(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y5, Y2, Y7
+	VMOVAPS      Y7, Y8
+	VFMADD231PS  Y6, Y7, Y8
+	VSUBPS       Y8, Y7, Y9
+	VFMADD231PS  Y6, Y7, Y9
+	VADDPS       tconstAVX2<>+416(SB), Y8, Y10
+	VSUBPS       tconstAVX2<>+416(SB), Y10, Y7
+	VSUBPS       Y7, Y8, Y8
+	VADDPS       Y9, Y8, Y8
+	VBROADCASTSS tconstAVX2<>+416(SB), Y7
+	VDIVPS       Y10, Y7, Y9
+	VFNMADD231PS Y10, Y9, Y7
+	VFNMADD231PS Y8, Y9, Y7
+	VMULPS       Y7, Y9, Y7
+	VMULPS       Y9, Y9, Y8
+	VMOVAPS      Y8, Y10
+	VFMSUB231PS  Y9, Y9, Y10
+	VADDPS       Y9, Y9, Y9
+	VFMADD231PS  Y7, Y9, Y10
+	VMOVAPS      Y10, Y7
+	VFMADD231PS  Y6, Y10, Y7
+	VFMADD231PS  Y6, Y8, Y7
+	VMULPS       Y8, Y4, Y6
+	VMOVAPS      Y6, Y9
+	VFMSUB231PS  Y8, Y4, Y9
+	VFMADD231PS  Y7, Y4, Y9
+	VADDPS       Y9, Y6, Y6
+	VMULPS       Y2, Y6, Y6
+	VMULPS       Y5, Y6, Y6
+	VANDPS       tconstAVX2<>+864(SB), Y4, Y2
+	VORPS        Y2, Y6, Y6
+	VMASKMOVPS   (CX), Y1, Y2
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y5
+	VPCMPGTD     tconstAVX2<>+512(SB), Y5, Y7
+	VANDPS       tconstAVX2<>+480(SB), Y4, Y8
+	VPCMPGTD     tconstAVX2<>+928(SB), Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPTEST       Y7, Y7
+	JZ           sigmoidGradF32AVX2_store_tail
+	VANDPS       tconstAVX2<>+480(SB), Y4, Y7
+	VPCMPGTD     tconstAVX2<>+928(SB), Y7, Y7
+	VPTEST       Y7, Y7
+	JZ           sigmoidGradF32AVX2_wide_tail
+	VMASKMOVPS   Y6, Y1, (AX)
+	VMASKMOVPS   (CX), Y1, Y2
+	VCVTPS2PD    X2, Y4
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VMAXPD       tconstAVX2<>+3968(SB), Y4, Y4
+	VMAXPD       tconstAVX2<>+3968(SB), Y2, Y2
+	VMINPD       tconstAVX2<>+4000(SB), Y4, Y4
+	VMINPD       tconstAVX2<>+4000(SB), Y2, Y2
+	VXORPD       tconstAVX2<>+1504(SB), Y4, Y4
+	VXORPD       tconstAVX2<>+1504(SB), Y2, Y2
+	VMOVUPD      tconstAVX2<>+1024(SB), Y5
+	VMOVUPD      tconstAVX2<>+1024(SB), Y6
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y4, Y5
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y2, Y6
+	VSUBPD       tconstAVX2<>+1024(SB), Y5, Y7
+	VSUBPD       tconstAVX2<>+1024(SB), Y6, Y8
+	VMOVAPD      Y4, Y4
+	VMOVAPD      Y2, Y2
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y7, Y4
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y8, Y2
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y7, Y4
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y8, Y2
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y7
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y8
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y2, Y8
+	VMULPD       Y4, Y4, Y9
+	VMULPD       Y2, Y2, Y10
+	VFMADD213PD  Y4, Y9, Y7
+	VFMADD213PD  Y2, Y10, Y8
+	VPADDD       tconstAVX2<>+1344(SB), Y5, Y2
+	VPSLLQ       $0x34, Y2, Y2
+	VPADDD       tconstAVX2<>+1344(SB), Y6, Y4
+	VPSLLQ       $0x34, Y4, Y4
+	VFMADD213PD  Y2, Y2, Y7
+	VFMADD213PD  Y4, Y4, Y8
+	VADDPD       Y0, Y7, Y2
+	VADDPD       Y0, Y8, Y4
+	VDIVPD       Y2, Y0, Y2
+	VDIVPD       Y4, Y0, Y4
+	VMULPD       Y2, Y7, Y7
+	VMULPD       Y4, Y8, Y8
+	VMULPD       Y2, Y7, Y7
+	VMULPD       Y4, Y8, Y8
+	VMASKMOVPS   (BX), Y1, Y0
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VMULPD       Y2, Y7, Y7
+	VMULPD       Y0, Y8, Y8
+	VCVTPD2PSY   Y7, X3
+	VCVTPD2PSY   Y8, X0
+	VINSERTF128  $0x01, X0, Y3, Y0
+	VMOVUPS      (AX), Y6
+	VMOVUPS      (CX), Y2
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y5
+	VMOVUPS      (BX), Y4
+	VANDPS       tconstAVX2<>+480(SB), Y4, Y7
+	VPCMPGTD     tconstAVX2<>+928(SB), Y7, Y7
+	VBLENDVPS    Y7, Y0, Y6, Y6
+
+sigmoidGradF32AVX2_wide_tail:
+	VBROADCASTSS (SI), Y3
+	VMULPS       Y4, Y3, Y3
+	VPCMPEQD     tconstAVX2<>+544(SB), Y2, Y0
+	VBLENDVPS    Y0, Y3, Y6, Y6
+	VBROADCASTSS 4(SI), Y3
+	VMULPS       Y4, Y3, Y3
+	VPCMPEQD     tconstAVX2<>+576(SB), Y2, Y0
+	VBLENDVPS    Y0, Y3, Y6, Y6
+	VPCMPGTD     tconstAVX2<>+544(SB), Y5, Y0
+	VADDPS       Y2, Y2, Y2
+	VBLENDVPS    Y0, Y2, Y6, Y6
+
+sigmoidGradF32AVX2_store_tail:
+	VMASKMOVPS Y6, Y1, (AX)
+
+sigmoidGradF32AVX2_done:
+	VZEROUPPER
+	RET
+
+// func sigmoidWideF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·sigmoidWideF32AVX2(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVQ         sp+24(FP), BX
+	VBROADCASTSD tconstAVX2<>+0(SB), Y0
+
+sigmoidWideF32AVX2_loop:
+	CMPQ         DX, $0x00000008
+	JB           sigmoidWideF32AVX2_tail
+	VMOVUPS      (CX), Y1
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VMAXPD       tconstAVX2<>+3968(SB), Y2, Y2
+	VMAXPD       tconstAVX2<>+3968(SB), Y1, Y1
+	VMINPD       tconstAVX2<>+4000(SB), Y2, Y2
+	VMINPD       tconstAVX2<>+4000(SB), Y1, Y1
+	VXORPD       tconstAVX2<>+1504(SB), Y2, Y2
+	VXORPD       tconstAVX2<>+1504(SB), Y1, Y1
+	VMOVUPD      tconstAVX2<>+1024(SB), Y4
+	VMOVUPD      tconstAVX2<>+1024(SB), Y5
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y2, Y4
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y1, Y5
+	VSUBPD       tconstAVX2<>+1024(SB), Y4, Y6
+	VSUBPD       tconstAVX2<>+1024(SB), Y5, Y7
+	VMOVAPD      Y2, Y2
+	VMOVAPD      Y1, Y1
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y6, Y2
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y7, Y1
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y6, Y2
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y7, Y1
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y6
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y7
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y1, Y7
+	VMULPD       Y2, Y2, Y8
+	VMULPD       Y1, Y1, Y9
+	VFMADD213PD  Y2, Y8, Y6
+	VFMADD213PD  Y1, Y9, Y7
+	VPADDD       tconstAVX2<>+1344(SB), Y4, Y1
+	VPSLLQ       $0x34, Y1, Y1
+	VPADDD       tconstAVX2<>+1344(SB), Y5, Y2
+	VPSLLQ       $0x34, Y2, Y2
+	VFMADD213PD  Y1, Y1, Y6
+	VFMADD213PD  Y2, Y2, Y7
+	VADDPD       Y0, Y6, Y1
+	VADDPD       Y0, Y7, Y2
+	VDIVPD       Y1, Y0, Y1
+	VDIVPD       Y2, Y0, Y2
+	VCVTPD2PSY   Y1, X3
+	VCVTPD2PSY   Y2, X1
+	VINSERTF128  $0x01, X1, Y3, Y1
+	VMOVUPS      (CX), Y2
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y4
+	VPCMPGTD     tconstAVX2<>+512(SB), Y4, Y5
+	VPTEST       Y5, Y5
+	JZ           sigmoidWideF32AVX2_store
+	VBROADCASTSS (BX), Y6
+	VPCMPEQD     tconstAVX2<>+544(SB), Y2, Y5
+	VBLENDVPS    Y5, Y6, Y1, Y1
+	VBROADCASTSS 4(BX), Y6
+	VPCMPEQD     tconstAVX2<>+576(SB), Y2, Y5
+	VBLENDVPS    Y5, Y6, Y1, Y1
+	VPCMPGTD     tconstAVX2<>+544(SB), Y4, Y5
+	VADDPS       Y2, Y2, Y2
+	VBLENDVPS    Y5, Y2, Y1, Y1
+
+sigmoidWideF32AVX2_store:
+	VMOVUPS Y1, (AX)
+	ADDQ    $0x00000020, CX
+	ADDQ    $0x00000020, AX
+	SUBQ    $0x00000008, DX
+	JMP     sigmoidWideF32AVX2_loop
+
+sigmoidWideF32AVX2_tail:
+	TESTQ        DX, DX
+	JZ           sigmoidWideF32AVX2_done
+	VMOVQ        DX, X1
+	VPBROADCASTD X1, Y1
+	VPCMPGTD     tconstAVX2<>+4064(SB), Y1, Y1
+	VMASKMOVPS   (CX), Y1, Y2
+	VCVTPS2PD    X2, Y4
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VMAXPD       tconstAVX2<>+3968(SB), Y4, Y4
+	VMAXPD       tconstAVX2<>+3968(SB), Y2, Y2
+	VMINPD       tconstAVX2<>+4000(SB), Y4, Y4
+	VMINPD       tconstAVX2<>+4000(SB), Y2, Y2
+	VXORPD       tconstAVX2<>+1504(SB), Y4, Y4
+	VXORPD       tconstAVX2<>+1504(SB), Y2, Y2
+	VMOVUPD      tconstAVX2<>+1024(SB), Y5
+	VMOVUPD      tconstAVX2<>+1024(SB), Y6
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y4, Y5
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y2, Y6
+	VSUBPD       tconstAVX2<>+1024(SB), Y5, Y7
+	VSUBPD       tconstAVX2<>+1024(SB), Y6, Y8
+	VMOVAPD      Y4, Y4
+	VMOVAPD      Y2, Y2
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y7, Y4
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y8, Y2
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y7, Y4
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y8, Y2
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y7
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y8
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y2, Y8
+	VMULPD       Y4, Y4, Y9
+	VMULPD       Y2, Y2, Y10
+	VFMADD213PD  Y4, Y9, Y7
+	VFMADD213PD  Y2, Y10, Y8
+	VPADDD       tconstAVX2<>+1344(SB), Y5, Y2
+	VPSLLQ       $0x34, Y2, Y2
+	VPADDD       tconstAVX2<>+1344(SB), Y6, Y4
+	VPSLLQ       $0x34, Y4, Y4
+	VFMADD213PD  Y2, Y2, Y7
+	VFMADD213PD  Y4, Y4, Y8
+	VADDPD       Y0, Y7, Y2
+	VADDPD       Y0, Y8, Y4
+	VDIVPD       Y2, Y0, Y2
+	VDIVPD       Y4, Y0, Y4
+	VCVTPD2PSY   Y2, X3
+	VCVTPD2PSY   Y4, X0
+	VINSERTF128  $0x01, X0, Y3, Y0
+	VMASKMOVPS   (CX), Y1, Y2
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y3
+	VPCMPGTD     tconstAVX2<>+512(SB), Y3, Y4
+	VPTEST       Y4, Y4
+	JZ           sigmoidWideF32AVX2_store_tail
+	VBROADCASTSS (BX), Y5
+	VPCMPEQD     tconstAVX2<>+544(SB), Y2, Y4
+	VBLENDVPS    Y4, Y5, Y0, Y0
+	VBROADCASTSS 4(BX), Y5
+	VPCMPEQD     tconstAVX2<>+576(SB), Y2, Y4
+	VBLENDVPS    Y4, Y5, Y0, Y0
+	VPCMPGTD     tconstAVX2<>+544(SB), Y3, Y4
+	VADDPS       Y2, Y2, Y2
+	VBLENDVPS    Y4, Y2, Y0, Y0
+
+sigmoidWideF32AVX2_store_tail:
+	VMASKMOVPS Y0, Y1, (AX)
+
+sigmoidWideF32AVX2_done:
+	VZEROUPPER
+	RET
+
+// func sigmoidWideGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·sigmoidWideGradF32AVX2(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         grad+16(FP), BX
+	MOVQ         sp+32(FP), SI
+	VBROADCASTSD tconstAVX2<>+0(SB), Y0
+
+sigmoidWideGradF32AVX2_loop:
+	CMPQ         DX, $0x00000008
+	JB           sigmoidWideGradF32AVX2_tail
+	VMOVUPS      (CX), Y1
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VMAXPD       tconstAVX2<>+3968(SB), Y2, Y2
+	VMAXPD       tconstAVX2<>+3968(SB), Y1, Y1
+	VMINPD       tconstAVX2<>+4000(SB), Y2, Y2
+	VMINPD       tconstAVX2<>+4000(SB), Y1, Y1
+	VXORPD       tconstAVX2<>+1504(SB), Y2, Y2
+	VXORPD       tconstAVX2<>+1504(SB), Y1, Y1
+	VMOVUPD      tconstAVX2<>+1024(SB), Y4
+	VMOVUPD      tconstAVX2<>+1024(SB), Y5
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y2, Y4
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y1, Y5
+	VSUBPD       tconstAVX2<>+1024(SB), Y4, Y6
+	VSUBPD       tconstAVX2<>+1024(SB), Y5, Y7
+	VMOVAPD      Y2, Y2
+	VMOVAPD      Y1, Y1
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y6, Y2
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y7, Y1
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y6, Y2
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y7, Y1
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y6
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y7
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y1, Y7
+	VMULPD       Y2, Y2, Y8
+	VMULPD       Y1, Y1, Y9
+	VFMADD213PD  Y2, Y8, Y6
+	VFMADD213PD  Y1, Y9, Y7
+	VPADDD       tconstAVX2<>+1344(SB), Y4, Y1
+	VPSLLQ       $0x34, Y1, Y1
+	VPADDD       tconstAVX2<>+1344(SB), Y5, Y2
 	VPSLLQ       $0x34, Y2, Y2
 	VFMADD213PD  Y1, Y1, Y6
 	VFMADD213PD  Y2, Y2, Y7
@@ -12640,7 +13606,7 @@ sigmoidGradF32AVX2_loop:
 	VANDPS       tconstAVX2<>+480(SB), Y4, Y5
 	VPCMPGTD     tconstAVX2<>+512(SB), Y5, Y6
 	VPTEST       Y6, Y6
-	JZ           sigmoidGradF32AVX2_store
+	JZ           sigmoidWideGradF32AVX2_store
 	VBROADCASTSS (SI), Y7
 	VMULPS       Y1, Y7, Y7
 	VPCMPEQD     tconstAVX2<>+544(SB), Y4, Y6
@@ -12653,61 +13619,61 @@ sigmoidGradF32AVX2_loop:
 	VADDPS       Y4, Y4, Y1
 	VBLENDVPS    Y6, Y1, Y2, Y2
 
-sigmoidGradF32AVX2_store:
+sigmoidWideGradF32AVX2_store:
 	VMOVUPS Y2, (AX)
 	ADDQ    $0x00000020, CX
 	ADDQ    $0x00000020, AX
 	ADDQ    $0x00000020, BX
 	SUBQ    $0x00000008, DX
-	JMP     sigmoidGradF32AVX2_loop
+	JMP     sigmoidWideGradF32AVX2_loop
 
-sigmoidGradF32AVX2_tail:
+sigmoidWideGradF32AVX2_tail:
 	TESTQ        DX, DX
-	JZ           sigmoidGradF32AVX2_done
+	JZ           sigmoidWideGradF32AVX2_done
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
-	VPCMPGTD     tconstAVX2<>+3424(SB), Y1, Y1
+	VPCMPGTD     tconstAVX2<>+4096(SB), Y1, Y1
 	VMASKMOVPS   (CX), Y1, Y2
 	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VMAXPD       tconstAVX2<>+3328(SB), Y4, Y4
-	VMAXPD       tconstAVX2<>+3328(SB), Y2, Y2
-	VMINPD       tconstAVX2<>+3360(SB), Y4, Y4
-	VMINPD       tconstAVX2<>+3360(SB), Y2, Y2
-	VXORPD       tconstAVX2<>+1120(SB), Y4, Y4
-	VXORPD       tconstAVX2<>+1120(SB), Y2, Y2
-	VMOVUPD      tconstAVX2<>+704(SB), Y5
-	VMOVUPD      tconstAVX2<>+704(SB), Y6
-	VFMADD231PD  tconstAVX2<>+736(SB), Y4, Y5
-	VFMADD231PD  tconstAVX2<>+736(SB), Y2, Y6
-	VSUBPD       tconstAVX2<>+704(SB), Y5, Y7
-	VSUBPD       tconstAVX2<>+704(SB), Y6, Y8
+	VMAXPD       tconstAVX2<>+3968(SB), Y4, Y4
+	VMAXPD       tconstAVX2<>+3968(SB), Y2, Y2
+	VMINPD       tconstAVX2<>+4000(SB), Y4, Y4
+	VMINPD       tconstAVX2<>+4000(SB), Y2, Y2
+	VXORPD       tconstAVX2<>+1504(SB), Y4, Y4
+	VXORPD       tconstAVX2<>+1504(SB), Y2, Y2
+	VMOVUPD      tconstAVX2<>+1024(SB), Y5
+	VMOVUPD      tconstAVX2<>+1024(SB), Y6
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y4, Y5
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y2, Y6
+	VSUBPD       tconstAVX2<>+1024(SB), Y5, Y7
+	VSUBPD       tconstAVX2<>+1024(SB), Y6, Y8
 	VMOVAPD      Y4, Y4
 	VMOVAPD      Y2, Y2
-	VFNMADD231PD tconstAVX2<>+768(SB), Y7, Y4
-	VFNMADD231PD tconstAVX2<>+768(SB), Y8, Y2
-	VFNMADD231PD tconstAVX2<>+800(SB), Y7, Y4
-	VFNMADD231PD tconstAVX2<>+800(SB), Y8, Y2
-	VBROADCASTSD tconstAVX2<>+832(SB), Y7
-	VBROADCASTSD tconstAVX2<>+832(SB), Y8
-	VFMADD213PD  tconstAVX2<>+864(SB), Y4, Y7
-	VFMADD213PD  tconstAVX2<>+864(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+896(SB), Y4, Y7
-	VFMADD213PD  tconstAVX2<>+896(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+928(SB), Y4, Y7
-	VFMADD213PD  tconstAVX2<>+928(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+960(SB), Y4, Y7
-	VFMADD213PD  tconstAVX2<>+960(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+992(SB), Y4, Y7
-	VFMADD213PD  tconstAVX2<>+992(SB), Y2, Y8
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y7, Y4
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y8, Y2
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y7, Y4
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y8, Y2
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y7
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y8
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y2, Y8
 	VMULPD       Y4, Y4, Y9
 	VMULPD       Y2, Y2, Y10
 	VFMADD213PD  Y4, Y9, Y7
 	VFMADD213PD  Y2, Y10, Y8
-	VPADDD       tconstAVX2<>+1024(SB), Y5, Y2
+	VPADDD       tconstAVX2<>+1344(SB), Y5, Y2
 	VPSLLQ       $0x34, Y2, Y2
-	VPADDD       tconstAVX2<>+1024(SB), Y6, Y4
+	VPADDD       tconstAVX2<>+1344(SB), Y6, Y4
 	VPSLLQ       $0x34, Y4, Y4
 	VFMADD213PD  Y2, Y2, Y7
 	VFMADD213PD  Y4, Y4, Y8
@@ -12732,7 +13698,7 @@ sigmoidGradF32AVX2_tail:
 	VANDPS       tconstAVX2<>+480(SB), Y3, Y4
 	VPCMPGTD     tconstAVX2<>+512(SB), Y4, Y5
 	VPTEST       Y5, Y5
-	JZ           sigmoidGradF32AVX2_store_tail
+	JZ           sigmoidWideGradF32AVX2_store_tail
 	VBROADCASTSS (SI), Y6
 	VMULPS       Y0, Y6, Y6
 	VPCMPEQD     tconstAVX2<>+544(SB), Y3, Y5
@@ -12745,10 +13711,10 @@ sigmoidGradF32AVX2_tail:
 	VADDPS       Y3, Y3, Y0
 	VBLENDVPS    Y5, Y0, Y2, Y2
 
-sigmoidGradF32AVX2_store_tail:
+sigmoidWideGradF32AVX2_store_tail:
 	VMASKMOVPS Y2, Y1, (AX)
 
-sigmoidGradF32AVX2_done:
+sigmoidWideGradF32AVX2_done:
 	VZEROUPPER
 	RET
 
@@ -12764,76 +13730,66 @@ TEXT ·siluF32AVX2(SB), NOSPLIT, $0-32
 siluF32AVX2_loop:
 	CMPQ         DX, $0x00000008
 	JB           siluF32AVX2_tail
-	VMOVUPS      (CX), Y1
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VMAXPD       tconstAVX2<>+3328(SB), Y2, Y4
-	VMAXPD       tconstAVX2<>+3328(SB), Y1, Y5
-	VMINPD       tconstAVX2<>+3360(SB), Y4, Y4
-	VMINPD       tconstAVX2<>+3360(SB), Y5, Y5
-	VXORPD       tconstAVX2<>+1120(SB), Y4, Y4
-	VXORPD       tconstAVX2<>+1120(SB), Y5, Y5
-	VMOVUPD      tconstAVX2<>+704(SB), Y6
-	VMOVUPD      tconstAVX2<>+704(SB), Y7
-	VFMADD231PD  tconstAVX2<>+736(SB), Y4, Y6
-	VFMADD231PD  tconstAVX2<>+736(SB), Y5, Y7
-	VSUBPD       tconstAVX2<>+704(SB), Y6, Y8
-	VSUBPD       tconstAVX2<>+704(SB), Y7, Y9
-	VMOVAPD      Y4, Y4
-	VMOVAPD      Y5, Y5
-	VFNMADD231PD tconstAVX2<>+768(SB), Y8, Y4
-	VFNMADD231PD tconstAVX2<>+768(SB), Y9, Y5
-	VFNMADD231PD tconstAVX2<>+800(SB), Y8, Y4
-	VFNMADD231PD tconstAVX2<>+800(SB), Y9, Y5
-	VBROADCASTSD tconstAVX2<>+832(SB), Y8
-	VBROADCASTSD tconstAVX2<>+832(SB), Y9
-	VFMADD213PD  tconstAVX2<>+864(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+864(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+896(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+896(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+928(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+928(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+960(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+960(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+992(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+992(SB), Y5, Y9
-	VMULPD       Y4, Y4, Y10
-	VMULPD       Y5, Y5, Y11
-	VFMADD213PD  Y4, Y10, Y8
-	VFMADD213PD  Y5, Y11, Y9
-	VPADDD       tconstAVX2<>+1024(SB), Y6, Y4
-	VPSLLQ       $0x34, Y4, Y4
-	VPADDD       tconstAVX2<>+1024(SB), Y7, Y5
-	VPSLLQ       $0x34, Y5, Y5
-	VFMADD213PD  Y4, Y4, Y8
-	VFMADD213PD  Y5, Y5, Y9
-	VADDPD       Y0, Y8, Y4
-	VADDPD       Y0, Y9, Y5
-	VDIVPD       Y4, Y0, Y4
-	VDIVPD       Y5, Y0, Y5
-	VMULPD       Y2, Y4, Y4
-	VMULPD       Y1, Y5, Y5
-	VCVTPD2PSY   Y4, X3
-	VCVTPD2PSY   Y5, X1
-	VINSERTF128  $0x01, X1, Y3, Y1
-	VMOVUPS      (CX), Y2
-	VANDPS       tconstAVX2<>+480(SB), Y2, Y4
-	VPCMPGTD     tconstAVX2<>+512(SB), Y4, Y5
-	VPTEST       Y5, Y5
+	VMOVUPS      (CX), Y0
+	VMAXPS       tconstAVX2<>+3680(SB), Y0, Y1
+	VMINPS       tconstAVX2<>+3712(SB), Y1, Y1
+	VBROADCASTSS tconstAVX2<>+96(SB), Y2
+	VFMADD231PS  tconstAVX2<>+128(SB), Y1, Y2
+	VSUBPS       tconstAVX2<>+96(SB), Y2, Y3
+	VMOVAPS      Y1, Y4
+	VFNMADD231PS tconstAVX2<>+160(SB), Y3, Y4
+	VFNMADD231PS tconstAVX2<>+192(SB), Y3, Y4
+	VBROADCASTSS tconstAVX2<>+3744(SB), Y5
+	VFMADD213PS  tconstAVX2<>+256(SB), Y4, Y5
+	VFMADD213PS  tconstAVX2<>+3776(SB), Y4, Y5
+	VFMADD213PS  tconstAVX2<>+320(SB), Y4, Y5
+	VFMADD213PS  tconstAVX2<>+3808(SB), Y4, Y5
+	VFMADD213PS  tconstAVX2<>+384(SB), Y4, Y5
+	VMULPS       Y4, Y4, Y3
+	VFMSUB213PS  Y4, Y3, Y5
+	VPADDD       tconstAVX2<>+3840(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       tconstAVX2<>+3872(SB), Y2, Y4
+	VADDPS       tconstAVX2<>+416(SB), Y4, Y6
+	VSUBPS       tconstAVX2<>+416(SB), Y6, Y3
+	VSUBPS       Y3, Y4, Y4
+	VADDPS       Y5, Y6, Y3
+	VSUBPS       Y6, Y3, Y6
+	VSUBPS       Y6, Y5, Y5
+	VADDPS       Y4, Y5, Y5
+	VBROADCASTSS tconstAVX2<>+416(SB), Y4
+	VDIVPS       Y3, Y4, Y6
+	VFNMADD231PS Y3, Y6, Y4
+	VFNMADD231PS Y5, Y6, Y4
+	VMULPS       Y6, Y4, Y4
+	VMULPS       Y6, Y1, Y3
+	VMOVAPS      Y3, Y5
+	VFMSUB231PS  Y6, Y1, Y5
+	VFMADD231PS  Y4, Y1, Y5
+	VADDPS       Y5, Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       tconstAVX2<>+3872(SB), Y3, Y3
+	VCMPPS       $0x1e, tconstAVX2<>+3712(SB), Y0, Y1
+	VBLENDVPS    Y1, Y0, Y3, Y3
+	VANDPS       tconstAVX2<>+864(SB), Y0, Y1
+	VORPS        Y1, Y3, Y3
+	VMOVUPS      (CX), Y0
+	VANDPS       tconstAVX2<>+480(SB), Y0, Y1
+	VPCMPGTD     tconstAVX2<>+512(SB), Y1, Y2
+	VPTEST       Y2, Y2
 	JZ           siluF32AVX2_store
-	VBROADCASTSS (BX), Y6
-	VPCMPEQD     tconstAVX2<>+544(SB), Y2, Y5
-	VBLENDVPS    Y5, Y6, Y1, Y1
-	VBROADCASTSS 4(BX), Y6
-	VPCMPEQD     tconstAVX2<>+576(SB), Y2, Y5
-	VBLENDVPS    Y5, Y6, Y1, Y1
-	VPCMPGTD     tconstAVX2<>+544(SB), Y4, Y5
-	VADDPS       Y2, Y2, Y2
-	VBLENDVPS    Y5, Y2, Y1, Y1
+	VBROADCASTSS (BX), Y4
+	VPCMPEQD     tconstAVX2<>+544(SB), Y0, Y2
+	VBLENDVPS    Y2, Y4, Y3, Y3
+	VBROADCASTSS 4(BX), Y4
+	VPCMPEQD     tconstAVX2<>+576(SB), Y0, Y2
+	VBLENDVPS    Y2, Y4, Y3, Y3
+	VPCMPGTD     tconstAVX2<>+544(SB), Y1, Y2
+	VADDPS       Y0, Y0, Y0
+	VBLENDVPS    Y2, Y0, Y3, Y3
 
 siluF32AVX2_store:
-	VMOVUPS Y1, (AX)
+	VMOVUPS Y3, (AX)
 	ADDQ    $0x00000020, CX
 	ADDQ    $0x00000020, AX
 	SUBQ    $0x00000008, DX
@@ -12842,79 +13798,69 @@ siluF32AVX2_store:
 siluF32AVX2_tail:
 	TESTQ        DX, DX
 	JZ           siluF32AVX2_done
-	VMOVQ        DX, X1
-	VPBROADCASTD X1, Y1
-	VPCMPGTD     tconstAVX2<>+3456(SB), Y1, Y1
-	VMASKMOVPS   (CX), Y1, Y2
-	VCVTPS2PD    X2, Y4
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VMAXPD       tconstAVX2<>+3328(SB), Y4, Y5
-	VMAXPD       tconstAVX2<>+3328(SB), Y2, Y6
-	VMINPD       tconstAVX2<>+3360(SB), Y5, Y5
-	VMINPD       tconstAVX2<>+3360(SB), Y6, Y6
-	VXORPD       tconstAVX2<>+1120(SB), Y5, Y5
-	VXORPD       tconstAVX2<>+1120(SB), Y6, Y6
-	VMOVUPD      tconstAVX2<>+704(SB), Y7
-	VMOVUPD      tconstAVX2<>+704(SB), Y8
-	VFMADD231PD  tconstAVX2<>+736(SB), Y5, Y7
-	VFMADD231PD  tconstAVX2<>+736(SB), Y6, Y8
-	VSUBPD       tconstAVX2<>+704(SB), Y7, Y9
-	VSUBPD       tconstAVX2<>+704(SB), Y8, Y10
-	VMOVAPD      Y5, Y5
-	VMOVAPD      Y6, Y6
-	VFNMADD231PD tconstAVX2<>+768(SB), Y9, Y5
-	VFNMADD231PD tconstAVX2<>+768(SB), Y10, Y6
-	VFNMADD231PD tconstAVX2<>+800(SB), Y9, Y5
-	VFNMADD231PD tconstAVX2<>+800(SB), Y10, Y6
-	VBROADCASTSD tconstAVX2<>+832(SB), Y9
-	VBROADCASTSD tconstAVX2<>+832(SB), Y10
-	VFMADD213PD  tconstAVX2<>+864(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+864(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+896(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+896(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+928(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+928(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+960(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+960(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+992(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+992(SB), Y6, Y10
-	VMULPD       Y5, Y5, Y11
-	VMULPD       Y6, Y6, Y12
-	VFMADD213PD  Y5, Y11, Y9
-	VFMADD213PD  Y6, Y12, Y10
-	VPADDD       tconstAVX2<>+1024(SB), Y7, Y5
-	VPSLLQ       $0x34, Y5, Y5
-	VPADDD       tconstAVX2<>+1024(SB), Y8, Y6
-	VPSLLQ       $0x34, Y6, Y6
-	VFMADD213PD  Y5, Y5, Y9
-	VFMADD213PD  Y6, Y6, Y10
-	VADDPD       Y0, Y9, Y5
-	VADDPD       Y0, Y10, Y6
-	VDIVPD       Y5, Y0, Y5
-	VDIVPD       Y6, Y0, Y6
-	VMULPD       Y4, Y5, Y5
-	VMULPD       Y2, Y6, Y6
-	VCVTPD2PSY   Y5, X3
-	VCVTPD2PSY   Y6, X0
-	VINSERTF128  $0x01, X0, Y3, Y0
-	VMASKMOVPS   (CX), Y1, Y2
-	VANDPS       tconstAVX2<>+480(SB), Y2, Y3
-	VPCMPGTD     tconstAVX2<>+512(SB), Y3, Y4
-	VPTEST       Y4, Y4
+	VMOVQ        DX, X0
+	VPBROADCASTD X0, Y0
+	VPCMPGTD     tconstAVX2<>+4128(SB), Y0, Y0
+	VMASKMOVPS   (CX), Y0, Y1
+	VMAXPS       tconstAVX2<>+3680(SB), Y1, Y2
+	VMINPS       tconstAVX2<>+3712(SB), Y2, Y2
+	VBROADCASTSS tconstAVX2<>+96(SB), Y3
+	VFMADD231PS  tconstAVX2<>+128(SB), Y2, Y3
+	VSUBPS       tconstAVX2<>+96(SB), Y3, Y4
+	VMOVAPS      Y2, Y5
+	VFNMADD231PS tconstAVX2<>+160(SB), Y4, Y5
+	VFNMADD231PS tconstAVX2<>+192(SB), Y4, Y5
+	VBROADCASTSS tconstAVX2<>+3744(SB), Y6
+	VFMADD213PS  tconstAVX2<>+256(SB), Y5, Y6
+	VFMADD213PS  tconstAVX2<>+3776(SB), Y5, Y6
+	VFMADD213PS  tconstAVX2<>+320(SB), Y5, Y6
+	VFMADD213PS  tconstAVX2<>+3808(SB), Y5, Y6
+	VFMADD213PS  tconstAVX2<>+384(SB), Y5, Y6
+	VMULPS       Y5, Y5, Y4
+	VFMSUB213PS  Y5, Y4, Y6
+	VPADDD       tconstAVX2<>+3840(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       tconstAVX2<>+3872(SB), Y3, Y5
+	VADDPS       tconstAVX2<>+416(SB), Y5, Y7
+	VSUBPS       tconstAVX2<>+416(SB), Y7, Y4
+	VSUBPS       Y4, Y5, Y5
+	VADDPS       Y6, Y7, Y4
+	VSUBPS       Y7, Y4, Y7
+	VSUBPS       Y7, Y6, Y6
+	VADDPS       Y5, Y6, Y6
+	VBROADCASTSS tconstAVX2<>+416(SB), Y5
+	VDIVPS       Y4, Y5, Y7
+	VFNMADD231PS Y4, Y7, Y5
+	VFNMADD231PS Y6, Y7, Y5
+	VMULPS       Y7, Y5, Y5
+	VMULPS       Y7, Y2, Y4
+	VMOVAPS      Y4, Y6
+	VFMSUB231PS  Y7, Y2, Y6
+	VFMADD231PS  Y5, Y2, Y6
+	VADDPS       Y6, Y4, Y4
+	VMULPS       Y3, Y4, Y4
+	VMULPS       tconstAVX2<>+3872(SB), Y4, Y4
+	VCMPPS       $0x1e, tconstAVX2<>+3712(SB), Y1, Y2
+	VBLENDVPS    Y2, Y1, Y4, Y4
+	VANDPS       tconstAVX2<>+864(SB), Y1, Y2
+	VORPS        Y2, Y4, Y4
+	VMASKMOVPS   (CX), Y0, Y1
+	VANDPS       tconstAVX2<>+480(SB), Y1, Y2
+	VPCMPGTD     tconstAVX2<>+512(SB), Y2, Y3
+	VPTEST       Y3, Y3
 	JZ           siluF32AVX2_store_tail
 	VBROADCASTSS (BX), Y5
-	VPCMPEQD     tconstAVX2<>+544(SB), Y2, Y4
-	VBLENDVPS    Y4, Y5, Y0, Y0
+	VPCMPEQD     tconstAVX2<>+544(SB), Y1, Y3
+	VBLENDVPS    Y3, Y5, Y4, Y4
 	VBROADCASTSS 4(BX), Y5
-	VPCMPEQD     tconstAVX2<>+576(SB), Y2, Y4
-	VBLENDVPS    Y4, Y5, Y0, Y0
-	VPCMPGTD     tconstAVX2<>+544(SB), Y3, Y4
-	VADDPS       Y2, Y2, Y2
-	VBLENDVPS    Y4, Y2, Y0, Y0
+	VPCMPEQD     tconstAVX2<>+576(SB), Y1, Y3
+	VBLENDVPS    Y3, Y5, Y4, Y4
+	VPCMPGTD     tconstAVX2<>+544(SB), Y2, Y3
+	VADDPS       Y1, Y1, Y1
+	VBLENDVPS    Y3, Y1, Y4, Y4
 
 siluF32AVX2_store_tail:
-	VMASKMOVPS Y0, Y1, (AX)
+	VMASKMOVPS Y4, Y0, (AX)
 
 siluF32AVX2_done:
 	VZEROUPPER
@@ -12937,43 +13883,43 @@ siluGradF32AVX2_loop:
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMAXPD       tconstAVX2<>+3328(SB), Y2, Y4
-	VMAXPD       tconstAVX2<>+3328(SB), Y1, Y5
-	VMINPD       tconstAVX2<>+3360(SB), Y4, Y4
-	VMINPD       tconstAVX2<>+3360(SB), Y5, Y5
-	VXORPD       tconstAVX2<>+1120(SB), Y4, Y4
-	VXORPD       tconstAVX2<>+1120(SB), Y5, Y5
-	VMOVUPD      tconstAVX2<>+704(SB), Y6
-	VMOVUPD      tconstAVX2<>+704(SB), Y7
-	VFMADD231PD  tconstAVX2<>+736(SB), Y4, Y6
-	VFMADD231PD  tconstAVX2<>+736(SB), Y5, Y7
-	VSUBPD       tconstAVX2<>+704(SB), Y6, Y8
-	VSUBPD       tconstAVX2<>+704(SB), Y7, Y9
+	VMAXPD       tconstAVX2<>+3968(SB), Y2, Y4
+	VMAXPD       tconstAVX2<>+3968(SB), Y1, Y5
+	VMINPD       tconstAVX2<>+4000(SB), Y4, Y4
+	VMINPD       tconstAVX2<>+4000(SB), Y5, Y5
+	VXORPD       tconstAVX2<>+1504(SB), Y4, Y4
+	VXORPD       tconstAVX2<>+1504(SB), Y5, Y5
+	VMOVUPD      tconstAVX2<>+1024(SB), Y6
+	VMOVUPD      tconstAVX2<>+1024(SB), Y7
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y4, Y6
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y5, Y7
+	VSUBPD       tconstAVX2<>+1024(SB), Y6, Y8
+	VSUBPD       tconstAVX2<>+1024(SB), Y7, Y9
 	VMOVAPD      Y4, Y4
 	VMOVAPD      Y5, Y5
-	VFNMADD231PD tconstAVX2<>+768(SB), Y8, Y4
-	VFNMADD231PD tconstAVX2<>+768(SB), Y9, Y5
-	VFNMADD231PD tconstAVX2<>+800(SB), Y8, Y4
-	VFNMADD231PD tconstAVX2<>+800(SB), Y9, Y5
-	VBROADCASTSD tconstAVX2<>+832(SB), Y8
-	VBROADCASTSD tconstAVX2<>+832(SB), Y9
-	VFMADD213PD  tconstAVX2<>+864(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+864(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+896(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+896(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+928(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+928(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+960(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+960(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+992(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+992(SB), Y5, Y9
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y8, Y4
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y9, Y5
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y8, Y4
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y9, Y5
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y8
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y9
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y5, Y9
 	VMULPD       Y4, Y4, Y10
 	VMULPD       Y5, Y5, Y11
 	VFMADD213PD  Y4, Y10, Y8
 	VFMADD213PD  Y5, Y11, Y9
-	VPADDD       tconstAVX2<>+1024(SB), Y6, Y4
+	VPADDD       tconstAVX2<>+1344(SB), Y6, Y4
 	VPSLLQ       $0x34, Y4, Y4
-	VPADDD       tconstAVX2<>+1024(SB), Y7, Y5
+	VPADDD       tconstAVX2<>+1344(SB), Y7, Y5
 	VPSLLQ       $0x34, Y5, Y5
 	VFMADD213PD  Y4, Y4, Y8
 	VFMADD213PD  Y5, Y5, Y9
@@ -12989,29 +13935,29 @@ siluGradF32AVX2_loop:
 	VADDPD       Y0, Y9, Y9
 	VMULPD       Y4, Y8, Y8
 	VMULPD       Y5, Y9, Y9
-	VSUBPD       tconstAVX2<>+3488(SB), Y2, Y2
-	VSUBPD       tconstAVX2<>+3488(SB), Y1, Y1
-	VANDPD       tconstAVX2<>+2464(SB), Y2, Y4
-	VANDPD       tconstAVX2<>+2464(SB), Y1, Y5
-	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y4, Y4
-	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y5, Y5
+	VSUBPD       tconstAVX2<>+4160(SB), Y2, Y2
+	VSUBPD       tconstAVX2<>+4160(SB), Y1, Y1
+	VANDPD       tconstAVX2<>+2816(SB), Y2, Y4
+	VANDPD       tconstAVX2<>+2816(SB), Y1, Y5
+	VCMPPD       $0x11, tconstAVX2<>+4192(SB), Y4, Y4
+	VCMPPD       $0x11, tconstAVX2<>+4192(SB), Y5, Y5
 	VORPD        Y4, Y5, Y6
 	VTESTPD      Y6, Y6
 	JZ           rootY7
-	VSUBPD       tconstAVX2<>+3552(SB), Y2, Y2
-	VSUBPD       tconstAVX2<>+3552(SB), Y1, Y1
-	VBROADCASTSD tconstAVX2<>+3584(SB), Y6
-	VBROADCASTSD tconstAVX2<>+3584(SB), Y7
-	VFMADD213PD  tconstAVX2<>+3616(SB), Y2, Y6
-	VFMADD213PD  tconstAVX2<>+3616(SB), Y1, Y7
-	VFMADD213PD  tconstAVX2<>+3648(SB), Y2, Y6
-	VFMADD213PD  tconstAVX2<>+3648(SB), Y1, Y7
-	VFMADD213PD  tconstAVX2<>+3680(SB), Y2, Y6
-	VFMADD213PD  tconstAVX2<>+3680(SB), Y1, Y7
-	VFMADD213PD  tconstAVX2<>+3712(SB), Y2, Y6
-	VFMADD213PD  tconstAVX2<>+3712(SB), Y1, Y7
-	VFMADD213PD  tconstAVX2<>+3744(SB), Y2, Y6
-	VFMADD213PD  tconstAVX2<>+3744(SB), Y1, Y7
+	VSUBPD       tconstAVX2<>+4224(SB), Y2, Y2
+	VSUBPD       tconstAVX2<>+4224(SB), Y1, Y1
+	VBROADCASTSD tconstAVX2<>+4256(SB), Y6
+	VBROADCASTSD tconstAVX2<>+4256(SB), Y7
+	VFMADD213PD  tconstAVX2<>+4288(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+4288(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+4320(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+4320(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+4352(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+4352(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+4384(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+4384(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+4416(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+4416(SB), Y1, Y7
 	VMULPD       Y2, Y6, Y6
 	VMULPD       Y1, Y7, Y7
 	VBLENDVPD    Y4, Y6, Y8, Y8
@@ -13057,48 +14003,48 @@ siluGradF32AVX2_tail:
 	JZ           siluGradF32AVX2_done
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
-	VPCMPGTD     tconstAVX2<>+3776(SB), Y1, Y1
+	VPCMPGTD     tconstAVX2<>+4448(SB), Y1, Y1
 	VMASKMOVPS   (CX), Y1, Y2
 	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VMAXPD       tconstAVX2<>+3328(SB), Y4, Y5
-	VMAXPD       tconstAVX2<>+3328(SB), Y2, Y6
-	VMINPD       tconstAVX2<>+3360(SB), Y5, Y5
-	VMINPD       tconstAVX2<>+3360(SB), Y6, Y6
-	VXORPD       tconstAVX2<>+1120(SB), Y5, Y5
-	VXORPD       tconstAVX2<>+1120(SB), Y6, Y6
-	VMOVUPD      tconstAVX2<>+704(SB), Y7
-	VMOVUPD      tconstAVX2<>+704(SB), Y8
-	VFMADD231PD  tconstAVX2<>+736(SB), Y5, Y7
-	VFMADD231PD  tconstAVX2<>+736(SB), Y6, Y8
-	VSUBPD       tconstAVX2<>+704(SB), Y7, Y9
-	VSUBPD       tconstAVX2<>+704(SB), Y8, Y10
+	VMAXPD       tconstAVX2<>+3968(SB), Y4, Y5
+	VMAXPD       tconstAVX2<>+3968(SB), Y2, Y6
+	VMINPD       tconstAVX2<>+4000(SB), Y5, Y5
+	VMINPD       tconstAVX2<>+4000(SB), Y6, Y6
+	VXORPD       tconstAVX2<>+1504(SB), Y5, Y5
+	VXORPD       tconstAVX2<>+1504(SB), Y6, Y6
+	VMOVUPD      tconstAVX2<>+1024(SB), Y7
+	VMOVUPD      tconstAVX2<>+1024(SB), Y8
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y5, Y7
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y6, Y8
+	VSUBPD       tconstAVX2<>+1024(SB), Y7, Y9
+	VSUBPD       tconstAVX2<>+1024(SB), Y8, Y10
 	VMOVAPD      Y5, Y5
 	VMOVAPD      Y6, Y6
-	VFNMADD231PD tconstAVX2<>+768(SB), Y9, Y5
-	VFNMADD231PD tconstAVX2<>+768(SB), Y10, Y6
-	VFNMADD231PD tconstAVX2<>+800(SB), Y9, Y5
-	VFNMADD231PD tconstAVX2<>+800(SB), Y10, Y6
-	VBROADCASTSD tconstAVX2<>+832(SB), Y9
-	VBROADCASTSD tconstAVX2<>+832(SB), Y10
-	VFMADD213PD  tconstAVX2<>+864(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+864(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+896(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+896(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+928(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+928(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+960(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+960(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+992(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+992(SB), Y6, Y10
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y9, Y5
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y10, Y6
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y9, Y5
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y10, Y6
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y9
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y10
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y6, Y10
 	VMULPD       Y5, Y5, Y11
 	VMULPD       Y6, Y6, Y12
 	VFMADD213PD  Y5, Y11, Y9
 	VFMADD213PD  Y6, Y12, Y10
-	VPADDD       tconstAVX2<>+1024(SB), Y7, Y5
+	VPADDD       tconstAVX2<>+1344(SB), Y7, Y5
 	VPSLLQ       $0x34, Y5, Y5
-	VPADDD       tconstAVX2<>+1024(SB), Y8, Y6
+	VPADDD       tconstAVX2<>+1344(SB), Y8, Y6
 	VPSLLQ       $0x34, Y6, Y6
 	VFMADD213PD  Y5, Y5, Y9
 	VFMADD213PD  Y6, Y6, Y10
@@ -13114,29 +14060,29 @@ siluGradF32AVX2_tail:
 	VADDPD       Y0, Y10, Y10
 	VMULPD       Y5, Y9, Y9
 	VMULPD       Y6, Y10, Y10
-	VSUBPD       tconstAVX2<>+3488(SB), Y4, Y0
-	VSUBPD       tconstAVX2<>+3488(SB), Y2, Y2
-	VANDPD       tconstAVX2<>+2464(SB), Y0, Y4
-	VANDPD       tconstAVX2<>+2464(SB), Y2, Y5
-	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y4, Y4
-	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y5, Y5
+	VSUBPD       tconstAVX2<>+4160(SB), Y4, Y0
+	VSUBPD       tconstAVX2<>+4160(SB), Y2, Y2
+	VANDPD       tconstAVX2<>+2816(SB), Y0, Y4
+	VANDPD       tconstAVX2<>+2816(SB), Y2, Y5
+	VCMPPD       $0x11, tconstAVX2<>+4192(SB), Y4, Y4
+	VCMPPD       $0x11, tconstAVX2<>+4192(SB), Y5, Y5
 	VORPD        Y4, Y5, Y6
 	VTESTPD      Y6, Y6
 	JZ           rootY8
-	VSUBPD       tconstAVX2<>+3552(SB), Y0, Y0
-	VSUBPD       tconstAVX2<>+3552(SB), Y2, Y2
-	VBROADCASTSD tconstAVX2<>+3584(SB), Y6
-	VBROADCASTSD tconstAVX2<>+3584(SB), Y7
-	VFMADD213PD  tconstAVX2<>+3616(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+3616(SB), Y2, Y7
-	VFMADD213PD  tconstAVX2<>+3648(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+3648(SB), Y2, Y7
-	VFMADD213PD  tconstAVX2<>+3680(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+3680(SB), Y2, Y7
-	VFMADD213PD  tconstAVX2<>+3712(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+3712(SB), Y2, Y7
-	VFMADD213PD  tconstAVX2<>+3744(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+3744(SB), Y2, Y7
+	VSUBPD       tconstAVX2<>+4224(SB), Y0, Y0
+	VSUBPD       tconstAVX2<>+4224(SB), Y2, Y2
+	VBROADCASTSD tconstAVX2<>+4256(SB), Y6
+	VBROADCASTSD tconstAVX2<>+4256(SB), Y7
+	VFMADD213PD  tconstAVX2<>+4288(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+4288(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+4320(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+4320(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+4352(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+4352(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+4384(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+4384(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+4416(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+4416(SB), Y2, Y7
 	VMULPD       Y0, Y6, Y6
 	VMULPD       Y2, Y7, Y7
 	VBLENDVPD    Y4, Y6, Y9, Y9
@@ -13176,6 +14122,174 @@ siluGradF32AVX2_done:
 	VZEROUPPER
 	RET
 
+// func siluWideF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·siluWideF32AVX2(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVQ         sp+24(FP), BX
+	VBROADCASTSD tconstAVX2<>+0(SB), Y0
+
+siluWideF32AVX2_loop:
+	CMPQ         DX, $0x00000008
+	JB           siluWideF32AVX2_tail
+	VMOVUPS      (CX), Y1
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VMAXPD       tconstAVX2<>+3968(SB), Y2, Y4
+	VMAXPD       tconstAVX2<>+3968(SB), Y1, Y5
+	VMINPD       tconstAVX2<>+4000(SB), Y4, Y4
+	VMINPD       tconstAVX2<>+4000(SB), Y5, Y5
+	VXORPD       tconstAVX2<>+1504(SB), Y4, Y4
+	VXORPD       tconstAVX2<>+1504(SB), Y5, Y5
+	VMOVUPD      tconstAVX2<>+1024(SB), Y6
+	VMOVUPD      tconstAVX2<>+1024(SB), Y7
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y4, Y6
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y5, Y7
+	VSUBPD       tconstAVX2<>+1024(SB), Y6, Y8
+	VSUBPD       tconstAVX2<>+1024(SB), Y7, Y9
+	VMOVAPD      Y4, Y4
+	VMOVAPD      Y5, Y5
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y8, Y4
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y9, Y5
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y8, Y4
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y9, Y5
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y8
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y9
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y5, Y9
+	VMULPD       Y4, Y4, Y10
+	VMULPD       Y5, Y5, Y11
+	VFMADD213PD  Y4, Y10, Y8
+	VFMADD213PD  Y5, Y11, Y9
+	VPADDD       tconstAVX2<>+1344(SB), Y6, Y4
+	VPSLLQ       $0x34, Y4, Y4
+	VPADDD       tconstAVX2<>+1344(SB), Y7, Y5
+	VPSLLQ       $0x34, Y5, Y5
+	VFMADD213PD  Y4, Y4, Y8
+	VFMADD213PD  Y5, Y5, Y9
+	VADDPD       Y0, Y8, Y4
+	VADDPD       Y0, Y9, Y5
+	VDIVPD       Y4, Y0, Y4
+	VDIVPD       Y5, Y0, Y5
+	VMULPD       Y2, Y4, Y4
+	VMULPD       Y1, Y5, Y5
+	VCVTPD2PSY   Y4, X3
+	VCVTPD2PSY   Y5, X1
+	VINSERTF128  $0x01, X1, Y3, Y1
+	VMOVUPS      (CX), Y2
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y4
+	VPCMPGTD     tconstAVX2<>+512(SB), Y4, Y5
+	VPTEST       Y5, Y5
+	JZ           siluWideF32AVX2_store
+	VBROADCASTSS (BX), Y6
+	VPCMPEQD     tconstAVX2<>+544(SB), Y2, Y5
+	VBLENDVPS    Y5, Y6, Y1, Y1
+	VBROADCASTSS 4(BX), Y6
+	VPCMPEQD     tconstAVX2<>+576(SB), Y2, Y5
+	VBLENDVPS    Y5, Y6, Y1, Y1
+	VPCMPGTD     tconstAVX2<>+544(SB), Y4, Y5
+	VADDPS       Y2, Y2, Y2
+	VBLENDVPS    Y5, Y2, Y1, Y1
+
+siluWideF32AVX2_store:
+	VMOVUPS Y1, (AX)
+	ADDQ    $0x00000020, CX
+	ADDQ    $0x00000020, AX
+	SUBQ    $0x00000008, DX
+	JMP     siluWideF32AVX2_loop
+
+siluWideF32AVX2_tail:
+	TESTQ        DX, DX
+	JZ           siluWideF32AVX2_done
+	VMOVQ        DX, X1
+	VPBROADCASTD X1, Y1
+	VPCMPGTD     tconstAVX2<>+4480(SB), Y1, Y1
+	VMASKMOVPS   (CX), Y1, Y2
+	VCVTPS2PD    X2, Y4
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VMAXPD       tconstAVX2<>+3968(SB), Y4, Y5
+	VMAXPD       tconstAVX2<>+3968(SB), Y2, Y6
+	VMINPD       tconstAVX2<>+4000(SB), Y5, Y5
+	VMINPD       tconstAVX2<>+4000(SB), Y6, Y6
+	VXORPD       tconstAVX2<>+1504(SB), Y5, Y5
+	VXORPD       tconstAVX2<>+1504(SB), Y6, Y6
+	VMOVUPD      tconstAVX2<>+1024(SB), Y7
+	VMOVUPD      tconstAVX2<>+1024(SB), Y8
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y5, Y7
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y6, Y8
+	VSUBPD       tconstAVX2<>+1024(SB), Y7, Y9
+	VSUBPD       tconstAVX2<>+1024(SB), Y8, Y10
+	VMOVAPD      Y5, Y5
+	VMOVAPD      Y6, Y6
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y9, Y5
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y10, Y6
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y9, Y5
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y10, Y6
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y9
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y10
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y6, Y10
+	VMULPD       Y5, Y5, Y11
+	VMULPD       Y6, Y6, Y12
+	VFMADD213PD  Y5, Y11, Y9
+	VFMADD213PD  Y6, Y12, Y10
+	VPADDD       tconstAVX2<>+1344(SB), Y7, Y5
+	VPSLLQ       $0x34, Y5, Y5
+	VPADDD       tconstAVX2<>+1344(SB), Y8, Y6
+	VPSLLQ       $0x34, Y6, Y6
+	VFMADD213PD  Y5, Y5, Y9
+	VFMADD213PD  Y6, Y6, Y10
+	VADDPD       Y0, Y9, Y5
+	VADDPD       Y0, Y10, Y6
+	VDIVPD       Y5, Y0, Y5
+	VDIVPD       Y6, Y0, Y6
+	VMULPD       Y4, Y5, Y5
+	VMULPD       Y2, Y6, Y6
+	VCVTPD2PSY   Y5, X3
+	VCVTPD2PSY   Y6, X0
+	VINSERTF128  $0x01, X0, Y3, Y0
+	VMASKMOVPS   (CX), Y1, Y2
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y3
+	VPCMPGTD     tconstAVX2<>+512(SB), Y3, Y4
+	VPTEST       Y4, Y4
+	JZ           siluWideF32AVX2_store_tail
+	VBROADCASTSS (BX), Y5
+	VPCMPEQD     tconstAVX2<>+544(SB), Y2, Y4
+	VBLENDVPS    Y4, Y5, Y0, Y0
+	VBROADCASTSS 4(BX), Y5
+	VPCMPEQD     tconstAVX2<>+576(SB), Y2, Y4
+	VBLENDVPS    Y4, Y5, Y0, Y0
+	VPCMPGTD     tconstAVX2<>+544(SB), Y3, Y4
+	VADDPS       Y2, Y2, Y2
+	VBLENDVPS    Y4, Y2, Y0, Y0
+
+siluWideF32AVX2_store_tail:
+	VMASKMOVPS Y0, Y1, (AX)
+
+siluWideF32AVX2_done:
+	VZEROUPPER
+	RET
+
 // func geluF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·geluF32AVX2(SB), NOSPLIT, $0-32
@@ -13190,28 +14304,28 @@ geluF32AVX2_loop:
 	JB           geluF32AVX2_tail
 	VMOVUPS      (CX), Y0
 	VANDPS       tconstAVX2<>+480(SB), Y0, Y1
-	VMINPS       tconstAVX2<>+3808(SB), Y1, Y1
-	VBROADCASTSS tconstAVX2<>+3840(SB), Y2
-	VFMADD213PS  tconstAVX2<>+3872(SB), Y1, Y2
-	VFMADD213PS  tconstAVX2<>+3904(SB), Y1, Y2
-	VFMADD213PS  tconstAVX2<>+3936(SB), Y1, Y2
-	VFMADD213PS  tconstAVX2<>+3968(SB), Y1, Y2
+	VMINPS       tconstAVX2<>+4512(SB), Y1, Y1
+	VBROADCASTSS tconstAVX2<>+4544(SB), Y2
+	VFMADD213PS  tconstAVX2<>+4576(SB), Y1, Y2
+	VFMADD213PS  tconstAVX2<>+4608(SB), Y1, Y2
+	VFMADD213PS  tconstAVX2<>+4640(SB), Y1, Y2
+	VFMADD213PS  tconstAVX2<>+4672(SB), Y1, Y2
 	VFMADD213PS  tconstAVX2<>+416(SB), Y1, Y2
 	VBROADCASTSS tconstAVX2<>+416(SB), Y3
 	VDIVPS       Y2, Y3, Y3
-	VBROADCASTSS tconstAVX2<>+4000(SB), Y2
-	VFMADD213PS  tconstAVX2<>+4032(SB), Y1, Y2
-	VFMADD213PS  tconstAVX2<>+4064(SB), Y1, Y2
-	VFMADD213PS  tconstAVX2<>+4096(SB), Y1, Y2
-	VFMADD213PS  tconstAVX2<>+4128(SB), Y1, Y2
-	VFMADD213PS  tconstAVX2<>+4160(SB), Y1, Y2
+	VBROADCASTSS tconstAVX2<>+4704(SB), Y2
+	VFMADD213PS  tconstAVX2<>+4736(SB), Y1, Y2
+	VFMADD213PS  tconstAVX2<>+4768(SB), Y1, Y2
+	VFMADD213PS  tconstAVX2<>+4800(SB), Y1, Y2
+	VFMADD213PS  tconstAVX2<>+4832(SB), Y1, Y2
+	VFMADD213PS  tconstAVX2<>+4864(SB), Y1, Y2
 	VMULPS       Y3, Y2, Y2
-	VADDPS       tconstAVX2<>+4192(SB), Y2, Y3
-	VBROADCASTSS tconstAVX2<>+4192(SB), Y4
+	VADDPS       tconstAVX2<>+4896(SB), Y2, Y3
+	VBROADCASTSS tconstAVX2<>+4896(SB), Y4
 	VSUBPS       Y3, Y4, Y4
 	VADDPS       Y2, Y4, Y4
-	VMAXPS       tconstAVX2<>+4224(SB), Y1, Y2
-	VMINPS       tconstAVX2<>+4224(SB), Y1, Y5
+	VMAXPS       tconstAVX2<>+4928(SB), Y1, Y2
+	VMINPS       tconstAVX2<>+4928(SB), Y1, Y5
 	VADDPS       Y5, Y2, Y6
 	VSUBPS       Y2, Y6, Y2
 	VSUBPS       Y2, Y5, Y2
@@ -13222,7 +14336,7 @@ geluF32AVX2_loop:
 	VADDPS       Y4, Y3, Y3
 	VFNMADD231PS Y2, Y7, Y3
 	VMULPS       Y5, Y3, Y3
-	VANDPS       tconstAVX2<>+2400(SB), Y0, Y2
+	VANDPS       tconstAVX2<>+864(SB), Y0, Y2
 	VORPS        Y1, Y2, Y2
 	VMULPS       Y7, Y2, Y4
 	VMOVAPS      Y4, Y5
@@ -13231,7 +14345,7 @@ geluF32AVX2_loop:
 	VMULPS       Y1, Y1, Y2
 	VMOVAPS      Y2, Y3
 	VFMSUB231PS  Y1, Y1, Y3
-	VMULPS       tconstAVX2<>+4256(SB), Y2, Y1
+	VMULPS       tconstAVX2<>+4960(SB), Y2, Y1
 	VBROADCASTSS tconstAVX2<>+96(SB), Y6
 	VFMADD231PS  tconstAVX2<>+128(SB), Y1, Y6
 	VSUBPS       tconstAVX2<>+96(SB), Y6, Y2
@@ -13248,7 +14362,7 @@ geluF32AVX2_loop:
 	VPSUBD       tconstAVX2<>+96(SB), Y6, Y6
 	VFMADD213PS  Y5, Y1, Y5
 	VMOVAPS      Y0, Y3
-	VANDPS       tconstAVX2<>+2400(SB), Y4, Y7
+	VANDPS       tconstAVX2<>+864(SB), Y4, Y7
 	VMULPS       Y1, Y1, Y8
 	VMULPS       Y4, Y8, Y8
 	VFMADD231PS  Y2, Y8, Y5
@@ -13292,31 +14406,31 @@ geluF32AVX2_tail:
 	JZ           geluF32AVX2_done
 	VMOVQ        DX, X0
 	VPBROADCASTD X0, Y0
-	VPCMPGTD     tconstAVX2<>+4288(SB), Y0, Y0
+	VPCMPGTD     tconstAVX2<>+4992(SB), Y0, Y0
 	VMASKMOVPS   (CX), Y0, Y1
 	VANDPS       tconstAVX2<>+480(SB), Y1, Y2
-	VMINPS       tconstAVX2<>+3808(SB), Y2, Y2
-	VBROADCASTSS tconstAVX2<>+3840(SB), Y3
-	VFMADD213PS  tconstAVX2<>+3872(SB), Y2, Y3
-	VFMADD213PS  tconstAVX2<>+3904(SB), Y2, Y3
-	VFMADD213PS  tconstAVX2<>+3936(SB), Y2, Y3
-	VFMADD213PS  tconstAVX2<>+3968(SB), Y2, Y3
+	VMINPS       tconstAVX2<>+4512(SB), Y2, Y2
+	VBROADCASTSS tconstAVX2<>+4544(SB), Y3
+	VFMADD213PS  tconstAVX2<>+4576(SB), Y2, Y3
+	VFMADD213PS  tconstAVX2<>+4608(SB), Y2, Y3
+	VFMADD213PS  tconstAVX2<>+4640(SB), Y2, Y3
+	VFMADD213PS  tconstAVX2<>+4672(SB), Y2, Y3
 	VFMADD213PS  tconstAVX2<>+416(SB), Y2, Y3
 	VBROADCASTSS tconstAVX2<>+416(SB), Y4
 	VDIVPS       Y3, Y4, Y4
-	VBROADCASTSS tconstAVX2<>+4000(SB), Y3
-	VFMADD213PS  tconstAVX2<>+4032(SB), Y2, Y3
-	VFMADD213PS  tconstAVX2<>+4064(SB), Y2, Y3
-	VFMADD213PS  tconstAVX2<>+4096(SB), Y2, Y3
-	VFMADD213PS  tconstAVX2<>+4128(SB), Y2, Y3
-	VFMADD213PS  tconstAVX2<>+4160(SB), Y2, Y3
+	VBROADCASTSS tconstAVX2<>+4704(SB), Y3
+	VFMADD213PS  tconstAVX2<>+4736(SB), Y2, Y3
+	VFMADD213PS  tconstAVX2<>+4768(SB), Y2, Y3
+	VFMADD213PS  tconstAVX2<>+4800(SB), Y2, Y3
+	VFMADD213PS  tconstAVX2<>+4832(SB), Y2, Y3
+	VFMADD213PS  tconstAVX2<>+4864(SB), Y2, Y3
 	VMULPS       Y4, Y3, Y3
-	VADDPS       tconstAVX2<>+4192(SB), Y3, Y4
-	VBROADCASTSS tconstAVX2<>+4192(SB), Y5
+	VADDPS       tconstAVX2<>+4896(SB), Y3, Y4
+	VBROADCASTSS tconstAVX2<>+4896(SB), Y5
 	VSUBPS       Y4, Y5, Y5
 	VADDPS       Y3, Y5, Y5
-	VMAXPS       tconstAVX2<>+4224(SB), Y2, Y3
-	VMINPS       tconstAVX2<>+4224(SB), Y2, Y6
+	VMAXPS       tconstAVX2<>+4928(SB), Y2, Y3
+	VMINPS       tconstAVX2<>+4928(SB), Y2, Y6
 	VADDPS       Y6, Y3, Y7
 	VSUBPS       Y3, Y7, Y3
 	VSUBPS       Y3, Y6, Y3
@@ -13327,7 +14441,7 @@ geluF32AVX2_tail:
 	VADDPS       Y5, Y4, Y4
 	VFNMADD231PS Y3, Y8, Y4
 	VMULPS       Y6, Y4, Y4
-	VANDPS       tconstAVX2<>+2400(SB), Y1, Y3
+	VANDPS       tconstAVX2<>+864(SB), Y1, Y3
 	VORPS        Y2, Y3, Y3
 	VMULPS       Y8, Y3, Y5
 	VMOVAPS      Y5, Y6
@@ -13336,7 +14450,7 @@ geluF32AVX2_tail:
 	VMULPS       Y2, Y2, Y3
 	VMOVAPS      Y3, Y4
 	VFMSUB231PS  Y2, Y2, Y4
-	VMULPS       tconstAVX2<>+4256(SB), Y3, Y2
+	VMULPS       tconstAVX2<>+4960(SB), Y3, Y2
 	VBROADCASTSS tconstAVX2<>+96(SB), Y7
 	VFMADD231PS  tconstAVX2<>+128(SB), Y2, Y7
 	VSUBPS       tconstAVX2<>+96(SB), Y7, Y3
@@ -13353,7 +14467,7 @@ geluF32AVX2_tail:
 	VPSUBD       tconstAVX2<>+96(SB), Y7, Y7
 	VFMADD213PS  Y6, Y2, Y6
 	VMOVAPS      Y1, Y4
-	VANDPS       tconstAVX2<>+2400(SB), Y5, Y8
+	VANDPS       tconstAVX2<>+864(SB), Y5, Y8
 	VMULPS       Y2, Y2, Y9
 	VMULPS       Y5, Y9, Y9
 	VFMADD231PS  Y3, Y9, Y6
@@ -13408,33 +14522,33 @@ geluGradF32AVX2_loop:
 	VMOVUPS      (CX), Y1
 	VMOVUPS      (BX), Y2
 	VANDPS       tconstAVX2<>+480(SB), Y1, Y3
-	VMINPS       tconstAVX2<>+3808(SB), Y3, Y3
-	VBROADCASTSS tconstAVX2<>+4320(SB), Y4
-	VFMADD213PS  tconstAVX2<>+4352(SB), Y3, Y4
-	VFMADD213PS  tconstAVX2<>+4384(SB), Y3, Y4
-	VFMADD213PS  tconstAVX2<>+4416(SB), Y3, Y4
-	VFMADD213PS  tconstAVX2<>+4448(SB), Y3, Y4
-	VFMADD213PS  tconstAVX2<>+4480(SB), Y3, Y4
+	VMINPS       tconstAVX2<>+4512(SB), Y3, Y3
+	VBROADCASTSS tconstAVX2<>+5024(SB), Y4
+	VFMADD213PS  tconstAVX2<>+5056(SB), Y3, Y4
+	VFMADD213PS  tconstAVX2<>+5088(SB), Y3, Y4
+	VFMADD213PS  tconstAVX2<>+5120(SB), Y3, Y4
+	VFMADD213PS  tconstAVX2<>+5152(SB), Y3, Y4
+	VFMADD213PS  tconstAVX2<>+5184(SB), Y3, Y4
 	VBROADCASTSS tconstAVX2<>+416(SB), Y5
 	VDIVPS       Y4, Y5, Y5
-	VBROADCASTSS tconstAVX2<>+4512(SB), Y6
-	VFMADD213PS  tconstAVX2<>+4544(SB), Y3, Y6
-	VFMADD213PS  tconstAVX2<>+4576(SB), Y3, Y6
-	VFMADD213PS  tconstAVX2<>+4608(SB), Y3, Y6
-	VFMADD213PS  tconstAVX2<>+4640(SB), Y3, Y6
+	VBROADCASTSS tconstAVX2<>+5216(SB), Y6
+	VFMADD213PS  tconstAVX2<>+5248(SB), Y3, Y6
+	VFMADD213PS  tconstAVX2<>+5280(SB), Y3, Y6
+	VFMADD213PS  tconstAVX2<>+5312(SB), Y3, Y6
+	VFMADD213PS  tconstAVX2<>+5344(SB), Y3, Y6
 	VMULPS       Y5, Y6, Y7
 	VFNMADD231PS Y4, Y7, Y6
 	VMULPS       Y5, Y6, Y6
-	VBROADCASTSS tconstAVX2<>+4672(SB), Y4
+	VBROADCASTSS tconstAVX2<>+5376(SB), Y4
 	VSUBPS       Y3, Y4, Y5
 	VSUBPS       Y4, Y5, Y9
 	VSUBPS       Y9, Y5, Y10
 	VSUBPS       Y10, Y4, Y10
 	VADDPS       Y9, Y3, Y9
 	VSUBPS       Y9, Y10, Y10
-	VADDPS       tconstAVX2<>+4704(SB), Y10, Y10
-	VADDPS       tconstAVX2<>+4736(SB), Y7, Y4
-	VBROADCASTSS tconstAVX2<>+4736(SB), Y9
+	VADDPS       tconstAVX2<>+5408(SB), Y10, Y10
+	VADDPS       tconstAVX2<>+5440(SB), Y7, Y4
+	VBROADCASTSS tconstAVX2<>+5440(SB), Y9
 	VSUBPS       Y4, Y9, Y9
 	VADDPS       Y7, Y9, Y9
 	VADDPS       Y6, Y9, Y9
@@ -13453,7 +14567,7 @@ geluGradF32AVX2_loop:
 	VMULPS       Y3, Y3, Y4
 	VMOVAPS      Y4, Y7
 	VFMSUB231PS  Y3, Y3, Y7
-	VMULPS       tconstAVX2<>+4256(SB), Y4, Y3
+	VMULPS       tconstAVX2<>+4960(SB), Y4, Y3
 	VBROADCASTSS tconstAVX2<>+96(SB), Y9
 	VFMADD231PS  tconstAVX2<>+128(SB), Y3, Y9
 	VSUBPS       tconstAVX2<>+96(SB), Y9, Y4
@@ -13469,7 +14583,7 @@ geluGradF32AVX2_loop:
 	VFMADD213PS  tconstAVX2<>+384(SB), Y3, Y4
 	VPSUBD       tconstAVX2<>+96(SB), Y9, Y9
 	VMOVAPS      Y2, Y7
-	VANDPS       tconstAVX2<>+2400(SB), Y5, Y10
+	VANDPS       tconstAVX2<>+864(SB), Y5, Y10
 	VMULPS       Y3, Y3, Y11
 	VMULPS       Y5, Y11, Y11
 	VFMADD231PS  Y4, Y11, Y6
@@ -13490,12 +14604,12 @@ geluGradF32AVX2_loop:
 	VANDPS       tconstAVX2<>+480(SB), Y1, Y3
 	VPCMPGTD     tconstAVX2<>+512(SB), Y3, Y4
 	VANDPS       tconstAVX2<>+480(SB), Y2, Y5
-	VPCMPGTD     tconstAVX2<>+4768(SB), Y5, Y5
+	VPCMPGTD     tconstAVX2<>+928(SB), Y5, Y5
 	VPOR         Y5, Y4, Y4
 	VPTEST       Y4, Y4
 	JZ           geluGradF32AVX2_store
 	VANDPS       tconstAVX2<>+480(SB), Y2, Y4
-	VPCMPGTD     tconstAVX2<>+4768(SB), Y4, Y4
+	VPCMPGTD     tconstAVX2<>+928(SB), Y4, Y4
 	VPTEST       Y4, Y4
 	JZ           geluGradF32AVX2_wide
 	VMOVUPS      Y7, (AX)
@@ -13505,34 +14619,34 @@ geluGradF32AVX2_loop:
 	VCVTPS2PD    X1, Y1
 	VMULPD       Y2, Y2, Y3
 	VMULPD       Y1, Y1, Y4
-	VMULPD       tconstAVX2<>+4800(SB), Y3, Y3
-	VMULPD       tconstAVX2<>+4800(SB), Y4, Y4
-	VMAXPD       tconstAVX2<>+640(SB), Y3, Y3
-	VMAXPD       tconstAVX2<>+640(SB), Y4, Y4
-	VMOVUPD      tconstAVX2<>+704(SB), Y5
-	VMOVUPD      tconstAVX2<>+704(SB), Y6
-	VFMADD231PD  tconstAVX2<>+736(SB), Y3, Y5
-	VFMADD231PD  tconstAVX2<>+736(SB), Y4, Y6
-	VSUBPD       tconstAVX2<>+704(SB), Y5, Y7
-	VSUBPD       tconstAVX2<>+704(SB), Y6, Y9
+	VMULPD       tconstAVX2<>+5472(SB), Y3, Y3
+	VMULPD       tconstAVX2<>+5472(SB), Y4, Y4
+	VMAXPD       tconstAVX2<>+960(SB), Y3, Y3
+	VMAXPD       tconstAVX2<>+960(SB), Y4, Y4
+	VMOVUPD      tconstAVX2<>+1024(SB), Y5
+	VMOVUPD      tconstAVX2<>+1024(SB), Y6
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y3, Y5
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y4, Y6
+	VSUBPD       tconstAVX2<>+1024(SB), Y5, Y7
+	VSUBPD       tconstAVX2<>+1024(SB), Y6, Y9
 	VMOVAPD      Y3, Y3
 	VMOVAPD      Y4, Y4
-	VFNMADD231PD tconstAVX2<>+768(SB), Y7, Y3
-	VFNMADD231PD tconstAVX2<>+768(SB), Y9, Y4
-	VFNMADD231PD tconstAVX2<>+800(SB), Y7, Y3
-	VFNMADD231PD tconstAVX2<>+800(SB), Y9, Y4
-	VBROADCASTSD tconstAVX2<>+832(SB), Y7
-	VBROADCASTSD tconstAVX2<>+832(SB), Y9
-	VFMADD213PD  tconstAVX2<>+864(SB), Y3, Y7
-	VFMADD213PD  tconstAVX2<>+864(SB), Y4, Y9
-	VFMADD213PD  tconstAVX2<>+896(SB), Y3, Y7
-	VFMADD213PD  tconstAVX2<>+896(SB), Y4, Y9
-	VFMADD213PD  tconstAVX2<>+928(SB), Y3, Y7
-	VFMADD213PD  tconstAVX2<>+928(SB), Y4, Y9
-	VFMADD213PD  tconstAVX2<>+960(SB), Y3, Y7
-	VFMADD213PD  tconstAVX2<>+960(SB), Y4, Y9
-	VFMADD213PD  tconstAVX2<>+992(SB), Y3, Y7
-	VFMADD213PD  tconstAVX2<>+992(SB), Y4, Y9
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y7, Y3
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y9, Y4
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y7, Y3
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y9, Y4
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y7
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y9
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y3, Y7
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y4, Y9
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y3, Y7
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y4, Y9
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y3, Y7
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y4, Y9
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y3, Y7
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y4, Y9
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y3, Y7
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y4, Y9
 	VMULPD       Y3, Y3, Y10
 	VMULPD       Y4, Y4, Y11
 	VFMADD213PD  Y3, Y10, Y7
@@ -13541,46 +14655,46 @@ geluGradF32AVX2_loop:
 	VPSUBD       Y3, Y5, Y5
 	VPSRAD       $0x01, Y6, Y4
 	VPSUBD       Y4, Y6, Y6
-	VPADDD       tconstAVX2<>+1024(SB), Y3, Y3
+	VPADDD       tconstAVX2<>+1344(SB), Y3, Y3
 	VPSLLQ       $0x34, Y3, Y3
-	VPADDD       tconstAVX2<>+1024(SB), Y4, Y4
+	VPADDD       tconstAVX2<>+1344(SB), Y4, Y4
 	VPSLLQ       $0x34, Y4, Y4
-	VPADDD       tconstAVX2<>+1024(SB), Y5, Y5
+	VPADDD       tconstAVX2<>+1344(SB), Y5, Y5
 	VPSLLQ       $0x34, Y5, Y5
-	VPADDD       tconstAVX2<>+1024(SB), Y6, Y6
+	VPADDD       tconstAVX2<>+1344(SB), Y6, Y6
 	VPSLLQ       $0x34, Y6, Y6
 	VFMADD213PD  Y3, Y3, Y7
 	VFMADD213PD  Y4, Y4, Y9
 	VMULPD       Y5, Y7, Y7
 	VMULPD       Y6, Y9, Y9
-	VANDPD       tconstAVX2<>+2464(SB), Y2, Y3
-	VANDPD       tconstAVX2<>+2464(SB), Y1, Y4
-	VMINPD       tconstAVX2<>+4832(SB), Y3, Y3
-	VMINPD       tconstAVX2<>+4832(SB), Y4, Y4
-	VBROADCASTSD tconstAVX2<>+4864(SB), Y5
-	VBROADCASTSD tconstAVX2<>+4864(SB), Y6
-	VFMADD213PD  tconstAVX2<>+4896(SB), Y3, Y5
-	VFMADD213PD  tconstAVX2<>+4896(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+4928(SB), Y3, Y5
-	VFMADD213PD  tconstAVX2<>+4928(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+4960(SB), Y3, Y5
-	VFMADD213PD  tconstAVX2<>+4960(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+4992(SB), Y3, Y5
-	VFMADD213PD  tconstAVX2<>+4992(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+5024(SB), Y3, Y5
-	VFMADD213PD  tconstAVX2<>+5024(SB), Y4, Y6
-	VBROADCASTSD tconstAVX2<>+5056(SB), Y10
-	VBROADCASTSD tconstAVX2<>+5056(SB), Y11
-	VFMADD213PD  tconstAVX2<>+5088(SB), Y3, Y10
-	VFMADD213PD  tconstAVX2<>+5088(SB), Y4, Y11
-	VFMADD213PD  tconstAVX2<>+5120(SB), Y3, Y10
-	VFMADD213PD  tconstAVX2<>+5120(SB), Y4, Y11
-	VFMADD213PD  tconstAVX2<>+5152(SB), Y3, Y10
-	VFMADD213PD  tconstAVX2<>+5152(SB), Y4, Y11
-	VFMADD213PD  tconstAVX2<>+5184(SB), Y3, Y10
-	VFMADD213PD  tconstAVX2<>+5184(SB), Y4, Y11
-	VFMADD213PD  tconstAVX2<>+5216(SB), Y3, Y10
-	VFMADD213PD  tconstAVX2<>+5216(SB), Y4, Y11
+	VANDPD       tconstAVX2<>+2816(SB), Y2, Y3
+	VANDPD       tconstAVX2<>+2816(SB), Y1, Y4
+	VMINPD       tconstAVX2<>+5504(SB), Y3, Y3
+	VMINPD       tconstAVX2<>+5504(SB), Y4, Y4
+	VBROADCASTSD tconstAVX2<>+5536(SB), Y5
+	VBROADCASTSD tconstAVX2<>+5536(SB), Y6
+	VFMADD213PD  tconstAVX2<>+5568(SB), Y3, Y5
+	VFMADD213PD  tconstAVX2<>+5568(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+5600(SB), Y3, Y5
+	VFMADD213PD  tconstAVX2<>+5600(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+5632(SB), Y3, Y5
+	VFMADD213PD  tconstAVX2<>+5632(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+5664(SB), Y3, Y5
+	VFMADD213PD  tconstAVX2<>+5664(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+5696(SB), Y3, Y5
+	VFMADD213PD  tconstAVX2<>+5696(SB), Y4, Y6
+	VBROADCASTSD tconstAVX2<>+5728(SB), Y10
+	VBROADCASTSD tconstAVX2<>+5728(SB), Y11
+	VFMADD213PD  tconstAVX2<>+5760(SB), Y3, Y10
+	VFMADD213PD  tconstAVX2<>+5760(SB), Y4, Y11
+	VFMADD213PD  tconstAVX2<>+5792(SB), Y3, Y10
+	VFMADD213PD  tconstAVX2<>+5792(SB), Y4, Y11
+	VFMADD213PD  tconstAVX2<>+5824(SB), Y3, Y10
+	VFMADD213PD  tconstAVX2<>+5824(SB), Y4, Y11
+	VFMADD213PD  tconstAVX2<>+5856(SB), Y3, Y10
+	VFMADD213PD  tconstAVX2<>+5856(SB), Y4, Y11
+	VFMADD213PD  tconstAVX2<>+5888(SB), Y3, Y10
+	VFMADD213PD  tconstAVX2<>+5888(SB), Y4, Y11
 	VFMADD213PD  tconstAVX2<>+0(SB), Y3, Y10
 	VFMADD213PD  tconstAVX2<>+0(SB), Y4, Y11
 	VDIVPD       Y10, Y5, Y5
@@ -13591,33 +14705,33 @@ geluGradF32AVX2_loop:
 	VSUBPD       Y6, Y0, Y4
 	VBLENDVPD    Y2, Y5, Y3, Y3
 	VBLENDVPD    Y1, Y6, Y4, Y4
-	VMULPD       tconstAVX2<>+5248(SB), Y7, Y7
-	VMULPD       tconstAVX2<>+5248(SB), Y9, Y9
+	VMULPD       tconstAVX2<>+5920(SB), Y7, Y7
+	VMULPD       tconstAVX2<>+5920(SB), Y9, Y9
 	VFMADD231PD  Y7, Y2, Y3
 	VFMADD231PD  Y9, Y1, Y4
-	VSUBPD       tconstAVX2<>+5280(SB), Y2, Y2
-	VSUBPD       tconstAVX2<>+5280(SB), Y1, Y1
-	VANDPD       tconstAVX2<>+2464(SB), Y2, Y5
-	VANDPD       tconstAVX2<>+2464(SB), Y1, Y6
-	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y5, Y5
-	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y6, Y6
+	VSUBPD       tconstAVX2<>+5952(SB), Y2, Y2
+	VSUBPD       tconstAVX2<>+5952(SB), Y1, Y1
+	VANDPD       tconstAVX2<>+2816(SB), Y2, Y5
+	VANDPD       tconstAVX2<>+2816(SB), Y1, Y6
+	VCMPPD       $0x11, tconstAVX2<>+4192(SB), Y5, Y5
+	VCMPPD       $0x11, tconstAVX2<>+4192(SB), Y6, Y6
 	VORPD        Y5, Y6, Y7
 	VTESTPD      Y7, Y7
 	JZ           rootY9
-	VSUBPD       tconstAVX2<>+5312(SB), Y2, Y2
-	VSUBPD       tconstAVX2<>+5312(SB), Y1, Y1
-	VBROADCASTSD tconstAVX2<>+5344(SB), Y7
-	VBROADCASTSD tconstAVX2<>+5344(SB), Y9
-	VFMADD213PD  tconstAVX2<>+5376(SB), Y2, Y7
-	VFMADD213PD  tconstAVX2<>+5376(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+5408(SB), Y2, Y7
-	VFMADD213PD  tconstAVX2<>+5408(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+5440(SB), Y2, Y7
-	VFMADD213PD  tconstAVX2<>+5440(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+5472(SB), Y2, Y7
-	VFMADD213PD  tconstAVX2<>+5472(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+5504(SB), Y2, Y7
-	VFMADD213PD  tconstAVX2<>+5504(SB), Y1, Y9
+	VSUBPD       tconstAVX2<>+5984(SB), Y2, Y2
+	VSUBPD       tconstAVX2<>+5984(SB), Y1, Y1
+	VBROADCASTSD tconstAVX2<>+6016(SB), Y7
+	VBROADCASTSD tconstAVX2<>+6016(SB), Y9
+	VFMADD213PD  tconstAVX2<>+6048(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+6048(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+6080(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+6080(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+6112(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+6112(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+6144(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+6144(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+6176(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+6176(SB), Y1, Y9
 	VMULPD       Y2, Y7, Y7
 	VMULPD       Y1, Y9, Y9
 	VBLENDVPD    Y5, Y7, Y3, Y3
@@ -13638,12 +14752,12 @@ rootY9:
 	VANDPS       tconstAVX2<>+480(SB), Y1, Y3
 	VMOVUPS      (BX), Y2
 	VANDPS       tconstAVX2<>+480(SB), Y2, Y4
-	VPCMPGTD     tconstAVX2<>+4768(SB), Y4, Y4
+	VPCMPGTD     tconstAVX2<>+928(SB), Y4, Y4
 	VBLENDVPS    Y4, Y5, Y7, Y7
 
 geluGradF32AVX2_wide:
-	VCMPPS       $0x11, tconstAVX2<>+5536(SB), Y1, Y5
-	VANDPS       tconstAVX2<>+2400(SB), Y5, Y5
+	VCMPPS       $0x11, tconstAVX2<>+6208(SB), Y1, Y5
+	VANDPS       tconstAVX2<>+864(SB), Y5, Y5
 	VXORPS       Y2, Y5, Y5
 	VANDPS       tconstAVX2<>+480(SB), Y2, Y4
 	VPCMPGTD     tconstAVX2<>+512(SB), Y4, Y4
@@ -13673,37 +14787,37 @@ geluGradF32AVX2_tail:
 	JZ           geluGradF32AVX2_done
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
-	VPCMPGTD     tconstAVX2<>+5568(SB), Y1, Y1
+	VPCMPGTD     tconstAVX2<>+6240(SB), Y1, Y1
 	VMASKMOVPS   (CX), Y1, Y2
 	VMASKMOVPS   (BX), Y1, Y3
 	VANDPS       tconstAVX2<>+480(SB), Y2, Y4
-	VMINPS       tconstAVX2<>+3808(SB), Y4, Y4
-	VBROADCASTSS tconstAVX2<>+4320(SB), Y5
-	VFMADD213PS  tconstAVX2<>+4352(SB), Y4, Y5
-	VFMADD213PS  tconstAVX2<>+4384(SB), Y4, Y5
-	VFMADD213PS  tconstAVX2<>+4416(SB), Y4, Y5
-	VFMADD213PS  tconstAVX2<>+4448(SB), Y4, Y5
-	VFMADD213PS  tconstAVX2<>+4480(SB), Y4, Y5
+	VMINPS       tconstAVX2<>+4512(SB), Y4, Y4
+	VBROADCASTSS tconstAVX2<>+5024(SB), Y5
+	VFMADD213PS  tconstAVX2<>+5056(SB), Y4, Y5
+	VFMADD213PS  tconstAVX2<>+5088(SB), Y4, Y5
+	VFMADD213PS  tconstAVX2<>+5120(SB), Y4, Y5
+	VFMADD213PS  tconstAVX2<>+5152(SB), Y4, Y5
+	VFMADD213PS  tconstAVX2<>+5184(SB), Y4, Y5
 	VBROADCASTSS tconstAVX2<>+416(SB), Y6
 	VDIVPS       Y5, Y6, Y6
-	VBROADCASTSS tconstAVX2<>+4512(SB), Y7
-	VFMADD213PS  tconstAVX2<>+4544(SB), Y4, Y7
-	VFMADD213PS  tconstAVX2<>+4576(SB), Y4, Y7
-	VFMADD213PS  tconstAVX2<>+4608(SB), Y4, Y7
-	VFMADD213PS  tconstAVX2<>+4640(SB), Y4, Y7
+	VBROADCASTSS tconstAVX2<>+5216(SB), Y7
+	VFMADD213PS  tconstAVX2<>+5248(SB), Y4, Y7
+	VFMADD213PS  tconstAVX2<>+5280(SB), Y4, Y7
+	VFMADD213PS  tconstAVX2<>+5312(SB), Y4, Y7
+	VFMADD213PS  tconstAVX2<>+5344(SB), Y4, Y7
 	VMULPS       Y6, Y7, Y9
 	VFNMADD231PS Y5, Y9, Y7
 	VMULPS       Y6, Y7, Y7
-	VBROADCASTSS tconstAVX2<>+4672(SB), Y5
+	VBROADCASTSS tconstAVX2<>+5376(SB), Y5
 	VSUBPS       Y4, Y5, Y6
 	VSUBPS       Y5, Y6, Y10
 	VSUBPS       Y10, Y6, Y11
 	VSUBPS       Y11, Y5, Y11
 	VADDPS       Y10, Y4, Y10
 	VSUBPS       Y10, Y11, Y11
-	VADDPS       tconstAVX2<>+4704(SB), Y11, Y11
-	VADDPS       tconstAVX2<>+4736(SB), Y9, Y5
-	VBROADCASTSS tconstAVX2<>+4736(SB), Y10
+	VADDPS       tconstAVX2<>+5408(SB), Y11, Y11
+	VADDPS       tconstAVX2<>+5440(SB), Y9, Y5
+	VBROADCASTSS tconstAVX2<>+5440(SB), Y10
 	VSUBPS       Y5, Y10, Y10
 	VADDPS       Y9, Y10, Y10
 	VADDPS       Y7, Y10, Y10
@@ -13722,7 +14836,7 @@ geluGradF32AVX2_tail:
 	VMULPS       Y4, Y4, Y5
 	VMOVAPS      Y5, Y9
 	VFMSUB231PS  Y4, Y4, Y9
-	VMULPS       tconstAVX2<>+4256(SB), Y5, Y4
+	VMULPS       tconstAVX2<>+4960(SB), Y5, Y4
 	VBROADCASTSS tconstAVX2<>+96(SB), Y10
 	VFMADD231PS  tconstAVX2<>+128(SB), Y4, Y10
 	VSUBPS       tconstAVX2<>+96(SB), Y10, Y5
@@ -13738,7 +14852,7 @@ geluGradF32AVX2_tail:
 	VFMADD213PS  tconstAVX2<>+384(SB), Y4, Y5
 	VPSUBD       tconstAVX2<>+96(SB), Y10, Y10
 	VMOVAPS      Y3, Y9
-	VANDPS       tconstAVX2<>+2400(SB), Y6, Y11
+	VANDPS       tconstAVX2<>+864(SB), Y6, Y11
 	VMULPS       Y4, Y4, Y12
 	VMULPS       Y6, Y12, Y12
 	VFMADD231PS  Y5, Y12, Y7
@@ -13759,12 +14873,12 @@ geluGradF32AVX2_tail:
 	VANDPS       tconstAVX2<>+480(SB), Y2, Y4
 	VPCMPGTD     tconstAVX2<>+512(SB), Y4, Y5
 	VANDPS       tconstAVX2<>+480(SB), Y3, Y6
-	VPCMPGTD     tconstAVX2<>+4768(SB), Y6, Y6
+	VPCMPGTD     tconstAVX2<>+928(SB), Y6, Y6
 	VPOR         Y6, Y5, Y5
 	VPTEST       Y5, Y5
 	JZ           geluGradF32AVX2_store_tail
 	VANDPS       tconstAVX2<>+480(SB), Y3, Y5
-	VPCMPGTD     tconstAVX2<>+4768(SB), Y5, Y5
+	VPCMPGTD     tconstAVX2<>+928(SB), Y5, Y5
 	VPTEST       Y5, Y5
 	JZ           geluGradF32AVX2_wide_tail
 	VMASKMOVPS   Y9, Y1, (AX)
@@ -13774,34 +14888,34 @@ geluGradF32AVX2_tail:
 	VCVTPS2PD    X2, Y2
 	VMULPD       Y3, Y3, Y4
 	VMULPD       Y2, Y2, Y5
-	VMULPD       tconstAVX2<>+4800(SB), Y4, Y4
-	VMULPD       tconstAVX2<>+4800(SB), Y5, Y5
-	VMAXPD       tconstAVX2<>+640(SB), Y4, Y4
-	VMAXPD       tconstAVX2<>+640(SB), Y5, Y5
-	VMOVUPD      tconstAVX2<>+704(SB), Y6
-	VMOVUPD      tconstAVX2<>+704(SB), Y7
-	VFMADD231PD  tconstAVX2<>+736(SB), Y4, Y6
-	VFMADD231PD  tconstAVX2<>+736(SB), Y5, Y7
-	VSUBPD       tconstAVX2<>+704(SB), Y6, Y9
-	VSUBPD       tconstAVX2<>+704(SB), Y7, Y10
+	VMULPD       tconstAVX2<>+5472(SB), Y4, Y4
+	VMULPD       tconstAVX2<>+5472(SB), Y5, Y5
+	VMAXPD       tconstAVX2<>+960(SB), Y4, Y4
+	VMAXPD       tconstAVX2<>+960(SB), Y5, Y5
+	VMOVUPD      tconstAVX2<>+1024(SB), Y6
+	VMOVUPD      tconstAVX2<>+1024(SB), Y7
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y4, Y6
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y5, Y7
+	VSUBPD       tconstAVX2<>+1024(SB), Y6, Y9
+	VSUBPD       tconstAVX2<>+1024(SB), Y7, Y10
 	VMOVAPD      Y4, Y4
 	VMOVAPD      Y5, Y5
-	VFNMADD231PD tconstAVX2<>+768(SB), Y9, Y4
-	VFNMADD231PD tconstAVX2<>+768(SB), Y10, Y5
-	VFNMADD231PD tconstAVX2<>+800(SB), Y9, Y4
-	VFNMADD231PD tconstAVX2<>+800(SB), Y10, Y5
-	VBROADCASTSD tconstAVX2<>+832(SB), Y9
-	VBROADCASTSD tconstAVX2<>+832(SB), Y10
-	VFMADD213PD  tconstAVX2<>+864(SB), Y4, Y9
-	VFMADD213PD  tconstAVX2<>+864(SB), Y5, Y10
-	VFMADD213PD  tconstAVX2<>+896(SB), Y4, Y9
-	VFMADD213PD  tconstAVX2<>+896(SB), Y5, Y10
-	VFMADD213PD  tconstAVX2<>+928(SB), Y4, Y9
-	VFMADD213PD  tconstAVX2<>+928(SB), Y5, Y10
-	VFMADD213PD  tconstAVX2<>+960(SB), Y4, Y9
-	VFMADD213PD  tconstAVX2<>+960(SB), Y5, Y10
-	VFMADD213PD  tconstAVX2<>+992(SB), Y4, Y9
-	VFMADD213PD  tconstAVX2<>+992(SB), Y5, Y10
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y9, Y4
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y10, Y5
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y9, Y4
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y10, Y5
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y9
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y10
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y4, Y9
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y5, Y10
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y4, Y9
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y5, Y10
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y4, Y9
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y5, Y10
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y4, Y9
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y5, Y10
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y4, Y9
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y5, Y10
 	VMULPD       Y4, Y4, Y11
 	VMULPD       Y5, Y5, Y12
 	VFMADD213PD  Y4, Y11, Y9
@@ -13810,46 +14924,46 @@ geluGradF32AVX2_tail:
 	VPSUBD       Y4, Y6, Y6
 	VPSRAD       $0x01, Y7, Y5
 	VPSUBD       Y5, Y7, Y7
-	VPADDD       tconstAVX2<>+1024(SB), Y4, Y4
+	VPADDD       tconstAVX2<>+1344(SB), Y4, Y4
 	VPSLLQ       $0x34, Y4, Y4
-	VPADDD       tconstAVX2<>+1024(SB), Y5, Y5
+	VPADDD       tconstAVX2<>+1344(SB), Y5, Y5
 	VPSLLQ       $0x34, Y5, Y5
-	VPADDD       tconstAVX2<>+1024(SB), Y6, Y6
+	VPADDD       tconstAVX2<>+1344(SB), Y6, Y6
 	VPSLLQ       $0x34, Y6, Y6
-	VPADDD       tconstAVX2<>+1024(SB), Y7, Y7
+	VPADDD       tconstAVX2<>+1344(SB), Y7, Y7
 	VPSLLQ       $0x34, Y7, Y7
 	VFMADD213PD  Y4, Y4, Y9
 	VFMADD213PD  Y5, Y5, Y10
 	VMULPD       Y6, Y9, Y9
 	VMULPD       Y7, Y10, Y10
-	VANDPD       tconstAVX2<>+2464(SB), Y3, Y4
-	VANDPD       tconstAVX2<>+2464(SB), Y2, Y5
-	VMINPD       tconstAVX2<>+4832(SB), Y4, Y4
-	VMINPD       tconstAVX2<>+4832(SB), Y5, Y5
-	VBROADCASTSD tconstAVX2<>+4864(SB), Y6
-	VBROADCASTSD tconstAVX2<>+4864(SB), Y7
-	VFMADD213PD  tconstAVX2<>+4896(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+4896(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+4928(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+4928(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+4960(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+4960(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+4992(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+4992(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+5024(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+5024(SB), Y5, Y7
-	VBROADCASTSD tconstAVX2<>+5056(SB), Y11
-	VBROADCASTSD tconstAVX2<>+5056(SB), Y12
-	VFMADD213PD  tconstAVX2<>+5088(SB), Y4, Y11
-	VFMADD213PD  tconstAVX2<>+5088(SB), Y5, Y12
-	VFMADD213PD  tconstAVX2<>+5120(SB), Y4, Y11
-	VFMADD213PD  tconstAVX2<>+5120(SB), Y5, Y12
-	VFMADD213PD  tconstAVX2<>+5152(SB), Y4, Y11
-	VFMADD213PD  tconstAVX2<>+5152(SB), Y5, Y12
-	VFMADD213PD  tconstAVX2<>+5184(SB), Y4, Y11
-	VFMADD213PD  tconstAVX2<>+5184(SB), Y5, Y12
-	VFMADD213PD  tconstAVX2<>+5216(SB), Y4, Y11
-	VFMADD213PD  tconstAVX2<>+5216(SB), Y5, Y12
+	VANDPD       tconstAVX2<>+2816(SB), Y3, Y4
+	VANDPD       tconstAVX2<>+2816(SB), Y2, Y5
+	VMINPD       tconstAVX2<>+5504(SB), Y4, Y4
+	VMINPD       tconstAVX2<>+5504(SB), Y5, Y5
+	VBROADCASTSD tconstAVX2<>+5536(SB), Y6
+	VBROADCASTSD tconstAVX2<>+5536(SB), Y7
+	VFMADD213PD  tconstAVX2<>+5568(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+5568(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+5600(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+5600(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+5632(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+5632(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+5664(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+5664(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+5696(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+5696(SB), Y5, Y7
+	VBROADCASTSD tconstAVX2<>+5728(SB), Y11
+	VBROADCASTSD tconstAVX2<>+5728(SB), Y12
+	VFMADD213PD  tconstAVX2<>+5760(SB), Y4, Y11
+	VFMADD213PD  tconstAVX2<>+5760(SB), Y5, Y12
+	VFMADD213PD  tconstAVX2<>+5792(SB), Y4, Y11
+	VFMADD213PD  tconstAVX2<>+5792(SB), Y5, Y12
+	VFMADD213PD  tconstAVX2<>+5824(SB), Y4, Y11
+	VFMADD213PD  tconstAVX2<>+5824(SB), Y5, Y12
+	VFMADD213PD  tconstAVX2<>+5856(SB), Y4, Y11
+	VFMADD213PD  tconstAVX2<>+5856(SB), Y5, Y12
+	VFMADD213PD  tconstAVX2<>+5888(SB), Y4, Y11
+	VFMADD213PD  tconstAVX2<>+5888(SB), Y5, Y12
 	VFMADD213PD  tconstAVX2<>+0(SB), Y4, Y11
 	VFMADD213PD  tconstAVX2<>+0(SB), Y5, Y12
 	VDIVPD       Y11, Y6, Y6
@@ -13860,33 +14974,33 @@ geluGradF32AVX2_tail:
 	VSUBPD       Y7, Y0, Y0
 	VBLENDVPD    Y3, Y6, Y4, Y4
 	VBLENDVPD    Y2, Y7, Y0, Y0
-	VMULPD       tconstAVX2<>+5248(SB), Y9, Y9
-	VMULPD       tconstAVX2<>+5248(SB), Y10, Y10
+	VMULPD       tconstAVX2<>+5920(SB), Y9, Y9
+	VMULPD       tconstAVX2<>+5920(SB), Y10, Y10
 	VFMADD231PD  Y9, Y3, Y4
 	VFMADD231PD  Y10, Y2, Y0
-	VSUBPD       tconstAVX2<>+5280(SB), Y3, Y3
-	VSUBPD       tconstAVX2<>+5280(SB), Y2, Y2
-	VANDPD       tconstAVX2<>+2464(SB), Y3, Y5
-	VANDPD       tconstAVX2<>+2464(SB), Y2, Y6
-	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y5, Y5
-	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y6, Y6
+	VSUBPD       tconstAVX2<>+5952(SB), Y3, Y3
+	VSUBPD       tconstAVX2<>+5952(SB), Y2, Y2
+	VANDPD       tconstAVX2<>+2816(SB), Y3, Y5
+	VANDPD       tconstAVX2<>+2816(SB), Y2, Y6
+	VCMPPD       $0x11, tconstAVX2<>+4192(SB), Y5, Y5
+	VCMPPD       $0x11, tconstAVX2<>+4192(SB), Y6, Y6
 	VORPD        Y5, Y6, Y7
 	VTESTPD      Y7, Y7
 	JZ           rootY10
-	VSUBPD       tconstAVX2<>+5312(SB), Y3, Y3
-	VSUBPD       tconstAVX2<>+5312(SB), Y2, Y2
-	VBROADCASTSD tconstAVX2<>+5344(SB), Y7
-	VBROADCASTSD tconstAVX2<>+5344(SB), Y9
-	VFMADD213PD  tconstAVX2<>+5376(SB), Y3, Y7
-	VFMADD213PD  tconstAVX2<>+5376(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+5408(SB), Y3, Y7
-	VFMADD213PD  tconstAVX2<>+5408(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+5440(SB), Y3, Y7
-	VFMADD213PD  tconstAVX2<>+5440(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+5472(SB), Y3, Y7
-	VFMADD213PD  tconstAVX2<>+5472(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+5504(SB), Y3, Y7
-	VFMADD213PD  tconstAVX2<>+5504(SB), Y2, Y9
+	VSUBPD       tconstAVX2<>+5984(SB), Y3, Y3
+	VSUBPD       tconstAVX2<>+5984(SB), Y2, Y2
+	VBROADCASTSD tconstAVX2<>+6016(SB), Y7
+	VBROADCASTSD tconstAVX2<>+6016(SB), Y9
+	VFMADD213PD  tconstAVX2<>+6048(SB), Y3, Y7
+	VFMADD213PD  tconstAVX2<>+6048(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+6080(SB), Y3, Y7
+	VFMADD213PD  tconstAVX2<>+6080(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+6112(SB), Y3, Y7
+	VFMADD213PD  tconstAVX2<>+6112(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+6144(SB), Y3, Y7
+	VFMADD213PD  tconstAVX2<>+6144(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+6176(SB), Y3, Y7
+	VFMADD213PD  tconstAVX2<>+6176(SB), Y2, Y9
 	VMULPD       Y3, Y7, Y7
 	VMULPD       Y2, Y9, Y9
 	VBLENDVPD    Y5, Y7, Y4, Y4
@@ -13907,12 +15021,12 @@ rootY10:
 	VANDPS       tconstAVX2<>+480(SB), Y2, Y4
 	VMOVUPS      (BX), Y3
 	VANDPS       tconstAVX2<>+480(SB), Y3, Y5
-	VPCMPGTD     tconstAVX2<>+4768(SB), Y5, Y5
+	VPCMPGTD     tconstAVX2<>+928(SB), Y5, Y5
 	VBLENDVPS    Y5, Y0, Y9, Y9
 
 geluGradF32AVX2_wide_tail:
-	VCMPPS       $0x11, tconstAVX2<>+5536(SB), Y2, Y5
-	VANDPS       tconstAVX2<>+2400(SB), Y5, Y5
+	VCMPPS       $0x11, tconstAVX2<>+6208(SB), Y2, Y5
+	VANDPS       tconstAVX2<>+864(SB), Y5, Y5
 	VXORPS       Y3, Y5, Y5
 	VANDPS       tconstAVX2<>+480(SB), Y3, Y0
 	VPCMPGTD     tconstAVX2<>+512(SB), Y0, Y0
@@ -13954,34 +15068,34 @@ geluWideF32AVX2_loop:
 	VCVTPS2PD    X1, Y1
 	VMULPD       Y2, Y2, Y4
 	VMULPD       Y1, Y1, Y5
-	VMULPD       tconstAVX2<>+4800(SB), Y4, Y4
-	VMULPD       tconstAVX2<>+4800(SB), Y5, Y5
-	VMAXPD       tconstAVX2<>+640(SB), Y4, Y4
-	VMAXPD       tconstAVX2<>+640(SB), Y5, Y5
-	VMOVUPD      tconstAVX2<>+704(SB), Y6
-	VMOVUPD      tconstAVX2<>+704(SB), Y7
-	VFMADD231PD  tconstAVX2<>+736(SB), Y4, Y6
-	VFMADD231PD  tconstAVX2<>+736(SB), Y5, Y7
-	VSUBPD       tconstAVX2<>+704(SB), Y6, Y8
-	VSUBPD       tconstAVX2<>+704(SB), Y7, Y9
+	VMULPD       tconstAVX2<>+5472(SB), Y4, Y4
+	VMULPD       tconstAVX2<>+5472(SB), Y5, Y5
+	VMAXPD       tconstAVX2<>+960(SB), Y4, Y4
+	VMAXPD       tconstAVX2<>+960(SB), Y5, Y5
+	VMOVUPD      tconstAVX2<>+1024(SB), Y6
+	VMOVUPD      tconstAVX2<>+1024(SB), Y7
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y4, Y6
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y5, Y7
+	VSUBPD       tconstAVX2<>+1024(SB), Y6, Y8
+	VSUBPD       tconstAVX2<>+1024(SB), Y7, Y9
 	VMOVAPD      Y4, Y4
 	VMOVAPD      Y5, Y5
-	VFNMADD231PD tconstAVX2<>+768(SB), Y8, Y4
-	VFNMADD231PD tconstAVX2<>+768(SB), Y9, Y5
-	VFNMADD231PD tconstAVX2<>+800(SB), Y8, Y4
-	VFNMADD231PD tconstAVX2<>+800(SB), Y9, Y5
-	VBROADCASTSD tconstAVX2<>+832(SB), Y8
-	VBROADCASTSD tconstAVX2<>+832(SB), Y9
-	VFMADD213PD  tconstAVX2<>+864(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+864(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+896(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+896(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+928(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+928(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+960(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+960(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+992(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+992(SB), Y5, Y9
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y8, Y4
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y9, Y5
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y8, Y4
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y9, Y5
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y8
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y9
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y5, Y9
 	VMULPD       Y4, Y4, Y10
 	VMULPD       Y5, Y5, Y11
 	VFMADD213PD  Y4, Y10, Y8
@@ -13990,46 +15104,46 @@ geluWideF32AVX2_loop:
 	VPSUBD       Y4, Y6, Y6
 	VPSRAD       $0x01, Y7, Y5
 	VPSUBD       Y5, Y7, Y7
-	VPADDD       tconstAVX2<>+1024(SB), Y4, Y4
+	VPADDD       tconstAVX2<>+1344(SB), Y4, Y4
 	VPSLLQ       $0x34, Y4, Y4
-	VPADDD       tconstAVX2<>+1024(SB), Y5, Y5
+	VPADDD       tconstAVX2<>+1344(SB), Y5, Y5
 	VPSLLQ       $0x34, Y5, Y5
-	VPADDD       tconstAVX2<>+1024(SB), Y6, Y6
+	VPADDD       tconstAVX2<>+1344(SB), Y6, Y6
 	VPSLLQ       $0x34, Y6, Y6
-	VPADDD       tconstAVX2<>+1024(SB), Y7, Y7
+	VPADDD       tconstAVX2<>+1344(SB), Y7, Y7
 	VPSLLQ       $0x34, Y7, Y7
 	VFMADD213PD  Y4, Y4, Y8
 	VFMADD213PD  Y5, Y5, Y9
 	VMULPD       Y6, Y8, Y8
 	VMULPD       Y7, Y9, Y9
-	VANDPD       tconstAVX2<>+2464(SB), Y2, Y4
-	VANDPD       tconstAVX2<>+2464(SB), Y1, Y5
-	VMINPD       tconstAVX2<>+4832(SB), Y4, Y4
-	VMINPD       tconstAVX2<>+4832(SB), Y5, Y5
-	VBROADCASTSD tconstAVX2<>+4864(SB), Y6
-	VBROADCASTSD tconstAVX2<>+4864(SB), Y7
-	VFMADD213PD  tconstAVX2<>+4896(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+4896(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+4928(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+4928(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+4960(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+4960(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+4992(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+4992(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+5024(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+5024(SB), Y5, Y7
-	VBROADCASTSD tconstAVX2<>+5056(SB), Y10
-	VBROADCASTSD tconstAVX2<>+5056(SB), Y11
-	VFMADD213PD  tconstAVX2<>+5088(SB), Y4, Y10
-	VFMADD213PD  tconstAVX2<>+5088(SB), Y5, Y11
-	VFMADD213PD  tconstAVX2<>+5120(SB), Y4, Y10
-	VFMADD213PD  tconstAVX2<>+5120(SB), Y5, Y11
-	VFMADD213PD  tconstAVX2<>+5152(SB), Y4, Y10
-	VFMADD213PD  tconstAVX2<>+5152(SB), Y5, Y11
-	VFMADD213PD  tconstAVX2<>+5184(SB), Y4, Y10
-	VFMADD213PD  tconstAVX2<>+5184(SB), Y5, Y11
-	VFMADD213PD  tconstAVX2<>+5216(SB), Y4, Y10
-	VFMADD213PD  tconstAVX2<>+5216(SB), Y5, Y11
+	VANDPD       tconstAVX2<>+2816(SB), Y2, Y4
+	VANDPD       tconstAVX2<>+2816(SB), Y1, Y5
+	VMINPD       tconstAVX2<>+5504(SB), Y4, Y4
+	VMINPD       tconstAVX2<>+5504(SB), Y5, Y5
+	VBROADCASTSD tconstAVX2<>+5536(SB), Y6
+	VBROADCASTSD tconstAVX2<>+5536(SB), Y7
+	VFMADD213PD  tconstAVX2<>+5568(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+5568(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+5600(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+5600(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+5632(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+5632(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+5664(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+5664(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+5696(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+5696(SB), Y5, Y7
+	VBROADCASTSD tconstAVX2<>+5728(SB), Y10
+	VBROADCASTSD tconstAVX2<>+5728(SB), Y11
+	VFMADD213PD  tconstAVX2<>+5760(SB), Y4, Y10
+	VFMADD213PD  tconstAVX2<>+5760(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+5792(SB), Y4, Y10
+	VFMADD213PD  tconstAVX2<>+5792(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+5824(SB), Y4, Y10
+	VFMADD213PD  tconstAVX2<>+5824(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+5856(SB), Y4, Y10
+	VFMADD213PD  tconstAVX2<>+5856(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+5888(SB), Y4, Y10
+	VFMADD213PD  tconstAVX2<>+5888(SB), Y5, Y11
 	VFMADD213PD  tconstAVX2<>+0(SB), Y4, Y10
 	VFMADD213PD  tconstAVX2<>+0(SB), Y5, Y11
 	VDIVPD       Y10, Y6, Y6
@@ -14072,41 +15186,41 @@ geluWideF32AVX2_tail:
 	JZ           geluWideF32AVX2_done
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
-	VPCMPGTD     tconstAVX2<>+5600(SB), Y1, Y1
+	VPCMPGTD     tconstAVX2<>+6272(SB), Y1, Y1
 	VMASKMOVPS   (CX), Y1, Y2
 	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
 	VMULPD       Y4, Y4, Y5
 	VMULPD       Y2, Y2, Y6
-	VMULPD       tconstAVX2<>+4800(SB), Y5, Y5
-	VMULPD       tconstAVX2<>+4800(SB), Y6, Y6
-	VMAXPD       tconstAVX2<>+640(SB), Y5, Y5
-	VMAXPD       tconstAVX2<>+640(SB), Y6, Y6
-	VMOVUPD      tconstAVX2<>+704(SB), Y7
-	VMOVUPD      tconstAVX2<>+704(SB), Y8
-	VFMADD231PD  tconstAVX2<>+736(SB), Y5, Y7
-	VFMADD231PD  tconstAVX2<>+736(SB), Y6, Y8
-	VSUBPD       tconstAVX2<>+704(SB), Y7, Y9
-	VSUBPD       tconstAVX2<>+704(SB), Y8, Y10
+	VMULPD       tconstAVX2<>+5472(SB), Y5, Y5
+	VMULPD       tconstAVX2<>+5472(SB), Y6, Y6
+	VMAXPD       tconstAVX2<>+960(SB), Y5, Y5
+	VMAXPD       tconstAVX2<>+960(SB), Y6, Y6
+	VMOVUPD      tconstAVX2<>+1024(SB), Y7
+	VMOVUPD      tconstAVX2<>+1024(SB), Y8
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y5, Y7
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y6, Y8
+	VSUBPD       tconstAVX2<>+1024(SB), Y7, Y9
+	VSUBPD       tconstAVX2<>+1024(SB), Y8, Y10
 	VMOVAPD      Y5, Y5
 	VMOVAPD      Y6, Y6
-	VFNMADD231PD tconstAVX2<>+768(SB), Y9, Y5
-	VFNMADD231PD tconstAVX2<>+768(SB), Y10, Y6
-	VFNMADD231PD tconstAVX2<>+800(SB), Y9, Y5
-	VFNMADD231PD tconstAVX2<>+800(SB), Y10, Y6
-	VBROADCASTSD tconstAVX2<>+832(SB), Y9
-	VBROADCASTSD tconstAVX2<>+832(SB), Y10
-	VFMADD213PD  tconstAVX2<>+864(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+864(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+896(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+896(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+928(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+928(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+960(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+960(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+992(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+992(SB), Y6, Y10
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y9, Y5
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y10, Y6
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y9, Y5
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y10, Y6
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y9
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y10
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y6, Y10
 	VMULPD       Y5, Y5, Y11
 	VMULPD       Y6, Y6, Y12
 	VFMADD213PD  Y5, Y11, Y9
@@ -14115,46 +15229,46 @@ geluWideF32AVX2_tail:
 	VPSUBD       Y5, Y7, Y7
 	VPSRAD       $0x01, Y8, Y6
 	VPSUBD       Y6, Y8, Y8
-	VPADDD       tconstAVX2<>+1024(SB), Y5, Y5
+	VPADDD       tconstAVX2<>+1344(SB), Y5, Y5
 	VPSLLQ       $0x34, Y5, Y5
-	VPADDD       tconstAVX2<>+1024(SB), Y6, Y6
+	VPADDD       tconstAVX2<>+1344(SB), Y6, Y6
 	VPSLLQ       $0x34, Y6, Y6
-	VPADDD       tconstAVX2<>+1024(SB), Y7, Y7
+	VPADDD       tconstAVX2<>+1344(SB), Y7, Y7
 	VPSLLQ       $0x34, Y7, Y7
-	VPADDD       tconstAVX2<>+1024(SB), Y8, Y8
+	VPADDD       tconstAVX2<>+1344(SB), Y8, Y8
 	VPSLLQ       $0x34, Y8, Y8
 	VFMADD213PD  Y5, Y5, Y9
 	VFMADD213PD  Y6, Y6, Y10
 	VMULPD       Y7, Y9, Y9
 	VMULPD       Y8, Y10, Y10
-	VANDPD       tconstAVX2<>+2464(SB), Y4, Y5
-	VANDPD       tconstAVX2<>+2464(SB), Y2, Y6
-	VMINPD       tconstAVX2<>+4832(SB), Y5, Y5
-	VMINPD       tconstAVX2<>+4832(SB), Y6, Y6
-	VBROADCASTSD tconstAVX2<>+4864(SB), Y7
-	VBROADCASTSD tconstAVX2<>+4864(SB), Y8
-	VFMADD213PD  tconstAVX2<>+4896(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+4896(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+4928(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+4928(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+4960(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+4960(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+4992(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+4992(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+5024(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+5024(SB), Y6, Y8
-	VBROADCASTSD tconstAVX2<>+5056(SB), Y11
-	VBROADCASTSD tconstAVX2<>+5056(SB), Y12
-	VFMADD213PD  tconstAVX2<>+5088(SB), Y5, Y11
-	VFMADD213PD  tconstAVX2<>+5088(SB), Y6, Y12
-	VFMADD213PD  tconstAVX2<>+5120(SB), Y5, Y11
-	VFMADD213PD  tconstAVX2<>+5120(SB), Y6, Y12
-	VFMADD213PD  tconstAVX2<>+5152(SB), Y5, Y11
-	VFMADD213PD  tconstAVX2<>+5152(SB), Y6, Y12
-	VFMADD213PD  tconstAVX2<>+5184(SB), Y5, Y11
-	VFMADD213PD  tconstAVX2<>+5184(SB), Y6, Y12
-	VFMADD213PD  tconstAVX2<>+5216(SB), Y5, Y11
-	VFMADD213PD  tconstAVX2<>+5216(SB), Y6, Y12
+	VANDPD       tconstAVX2<>+2816(SB), Y4, Y5
+	VANDPD       tconstAVX2<>+2816(SB), Y2, Y6
+	VMINPD       tconstAVX2<>+5504(SB), Y5, Y5
+	VMINPD       tconstAVX2<>+5504(SB), Y6, Y6
+	VBROADCASTSD tconstAVX2<>+5536(SB), Y7
+	VBROADCASTSD tconstAVX2<>+5536(SB), Y8
+	VFMADD213PD  tconstAVX2<>+5568(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+5568(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+5600(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+5600(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+5632(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+5632(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+5664(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+5664(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+5696(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+5696(SB), Y6, Y8
+	VBROADCASTSD tconstAVX2<>+5728(SB), Y11
+	VBROADCASTSD tconstAVX2<>+5728(SB), Y12
+	VFMADD213PD  tconstAVX2<>+5760(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+5760(SB), Y6, Y12
+	VFMADD213PD  tconstAVX2<>+5792(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+5792(SB), Y6, Y12
+	VFMADD213PD  tconstAVX2<>+5824(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+5824(SB), Y6, Y12
+	VFMADD213PD  tconstAVX2<>+5856(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+5856(SB), Y6, Y12
+	VFMADD213PD  tconstAVX2<>+5888(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+5888(SB), Y6, Y12
 	VFMADD213PD  tconstAVX2<>+0(SB), Y5, Y11
 	VFMADD213PD  tconstAVX2<>+0(SB), Y6, Y12
 	VDIVPD       Y11, Y7, Y7
@@ -14211,34 +15325,34 @@ geluWideGradF32AVX2_loop:
 	VCVTPS2PD    X1, Y1
 	VMULPD       Y2, Y2, Y4
 	VMULPD       Y1, Y1, Y5
-	VMULPD       tconstAVX2<>+4800(SB), Y4, Y4
-	VMULPD       tconstAVX2<>+4800(SB), Y5, Y5
-	VMAXPD       tconstAVX2<>+640(SB), Y4, Y4
-	VMAXPD       tconstAVX2<>+640(SB), Y5, Y5
-	VMOVUPD      tconstAVX2<>+704(SB), Y6
-	VMOVUPD      tconstAVX2<>+704(SB), Y7
-	VFMADD231PD  tconstAVX2<>+736(SB), Y4, Y6
-	VFMADD231PD  tconstAVX2<>+736(SB), Y5, Y7
-	VSUBPD       tconstAVX2<>+704(SB), Y6, Y8
-	VSUBPD       tconstAVX2<>+704(SB), Y7, Y9
+	VMULPD       tconstAVX2<>+5472(SB), Y4, Y4
+	VMULPD       tconstAVX2<>+5472(SB), Y5, Y5
+	VMAXPD       tconstAVX2<>+960(SB), Y4, Y4
+	VMAXPD       tconstAVX2<>+960(SB), Y5, Y5
+	VMOVUPD      tconstAVX2<>+1024(SB), Y6
+	VMOVUPD      tconstAVX2<>+1024(SB), Y7
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y4, Y6
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y5, Y7
+	VSUBPD       tconstAVX2<>+1024(SB), Y6, Y8
+	VSUBPD       tconstAVX2<>+1024(SB), Y7, Y9
 	VMOVAPD      Y4, Y4
 	VMOVAPD      Y5, Y5
-	VFNMADD231PD tconstAVX2<>+768(SB), Y8, Y4
-	VFNMADD231PD tconstAVX2<>+768(SB), Y9, Y5
-	VFNMADD231PD tconstAVX2<>+800(SB), Y8, Y4
-	VFNMADD231PD tconstAVX2<>+800(SB), Y9, Y5
-	VBROADCASTSD tconstAVX2<>+832(SB), Y8
-	VBROADCASTSD tconstAVX2<>+832(SB), Y9
-	VFMADD213PD  tconstAVX2<>+864(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+864(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+896(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+896(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+928(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+928(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+960(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+960(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+992(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+992(SB), Y5, Y9
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y8, Y4
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y9, Y5
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y8, Y4
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y9, Y5
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y8
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y9
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y5, Y9
 	VMULPD       Y4, Y4, Y10
 	VMULPD       Y5, Y5, Y11
 	VFMADD213PD  Y4, Y10, Y8
@@ -14247,46 +15361,46 @@ geluWideGradF32AVX2_loop:
 	VPSUBD       Y4, Y6, Y6
 	VPSRAD       $0x01, Y7, Y5
 	VPSUBD       Y5, Y7, Y7
-	VPADDD       tconstAVX2<>+1024(SB), Y4, Y4
+	VPADDD       tconstAVX2<>+1344(SB), Y4, Y4
 	VPSLLQ       $0x34, Y4, Y4
-	VPADDD       tconstAVX2<>+1024(SB), Y5, Y5
+	VPADDD       tconstAVX2<>+1344(SB), Y5, Y5
 	VPSLLQ       $0x34, Y5, Y5
-	VPADDD       tconstAVX2<>+1024(SB), Y6, Y6
+	VPADDD       tconstAVX2<>+1344(SB), Y6, Y6
 	VPSLLQ       $0x34, Y6, Y6
-	VPADDD       tconstAVX2<>+1024(SB), Y7, Y7
+	VPADDD       tconstAVX2<>+1344(SB), Y7, Y7
 	VPSLLQ       $0x34, Y7, Y7
 	VFMADD213PD  Y4, Y4, Y8
 	VFMADD213PD  Y5, Y5, Y9
 	VMULPD       Y6, Y8, Y8
 	VMULPD       Y7, Y9, Y9
-	VANDPD       tconstAVX2<>+2464(SB), Y2, Y4
-	VANDPD       tconstAVX2<>+2464(SB), Y1, Y5
-	VMINPD       tconstAVX2<>+4832(SB), Y4, Y4
-	VMINPD       tconstAVX2<>+4832(SB), Y5, Y5
-	VBROADCASTSD tconstAVX2<>+4864(SB), Y6
-	VBROADCASTSD tconstAVX2<>+4864(SB), Y7
-	VFMADD213PD  tconstAVX2<>+4896(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+4896(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+4928(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+4928(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+4960(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+4960(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+4992(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+4992(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+5024(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+5024(SB), Y5, Y7
-	VBROADCASTSD tconstAVX2<>+5056(SB), Y10
-	VBROADCASTSD tconstAVX2<>+5056(SB), Y11
-	VFMADD213PD  tconstAVX2<>+5088(SB), Y4, Y10
-	VFMADD213PD  tconstAVX2<>+5088(SB), Y5, Y11
-	VFMADD213PD  tconstAVX2<>+5120(SB), Y4, Y10
-	VFMADD213PD  tconstAVX2<>+5120(SB), Y5, Y11
-	VFMADD213PD  tconstAVX2<>+5152(SB), Y4, Y10
-	VFMADD213PD  tconstAVX2<>+5152(SB), Y5, Y11
-	VFMADD213PD  tconstAVX2<>+5184(SB), Y4, Y10
-	VFMADD213PD  tconstAVX2<>+5184(SB), Y5, Y11
-	VFMADD213PD  tconstAVX2<>+5216(SB), Y4, Y10
-	VFMADD213PD  tconstAVX2<>+5216(SB), Y5, Y11
+	VANDPD       tconstAVX2<>+2816(SB), Y2, Y4
+	VANDPD       tconstAVX2<>+2816(SB), Y1, Y5
+	VMINPD       tconstAVX2<>+5504(SB), Y4, Y4
+	VMINPD       tconstAVX2<>+5504(SB), Y5, Y5
+	VBROADCASTSD tconstAVX2<>+5536(SB), Y6
+	VBROADCASTSD tconstAVX2<>+5536(SB), Y7
+	VFMADD213PD  tconstAVX2<>+5568(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+5568(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+5600(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+5600(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+5632(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+5632(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+5664(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+5664(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+5696(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+5696(SB), Y5, Y7
+	VBROADCASTSD tconstAVX2<>+5728(SB), Y10
+	VBROADCASTSD tconstAVX2<>+5728(SB), Y11
+	VFMADD213PD  tconstAVX2<>+5760(SB), Y4, Y10
+	VFMADD213PD  tconstAVX2<>+5760(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+5792(SB), Y4, Y10
+	VFMADD213PD  tconstAVX2<>+5792(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+5824(SB), Y4, Y10
+	VFMADD213PD  tconstAVX2<>+5824(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+5856(SB), Y4, Y10
+	VFMADD213PD  tconstAVX2<>+5856(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+5888(SB), Y4, Y10
+	VFMADD213PD  tconstAVX2<>+5888(SB), Y5, Y11
 	VFMADD213PD  tconstAVX2<>+0(SB), Y4, Y10
 	VFMADD213PD  tconstAVX2<>+0(SB), Y5, Y11
 	VDIVPD       Y10, Y6, Y6
@@ -14297,33 +15411,33 @@ geluWideGradF32AVX2_loop:
 	VSUBPD       Y7, Y0, Y5
 	VBLENDVPD    Y2, Y6, Y4, Y4
 	VBLENDVPD    Y1, Y7, Y5, Y5
-	VMULPD       tconstAVX2<>+5248(SB), Y8, Y8
-	VMULPD       tconstAVX2<>+5248(SB), Y9, Y9
+	VMULPD       tconstAVX2<>+5920(SB), Y8, Y8
+	VMULPD       tconstAVX2<>+5920(SB), Y9, Y9
 	VFMADD231PD  Y8, Y2, Y4
 	VFMADD231PD  Y9, Y1, Y5
-	VSUBPD       tconstAVX2<>+5280(SB), Y2, Y2
-	VSUBPD       tconstAVX2<>+5280(SB), Y1, Y1
-	VANDPD       tconstAVX2<>+2464(SB), Y2, Y6
-	VANDPD       tconstAVX2<>+2464(SB), Y1, Y7
-	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y6, Y6
-	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y7, Y7
+	VSUBPD       tconstAVX2<>+5952(SB), Y2, Y2
+	VSUBPD       tconstAVX2<>+5952(SB), Y1, Y1
+	VANDPD       tconstAVX2<>+2816(SB), Y2, Y6
+	VANDPD       tconstAVX2<>+2816(SB), Y1, Y7
+	VCMPPD       $0x11, tconstAVX2<>+4192(SB), Y6, Y6
+	VCMPPD       $0x11, tconstAVX2<>+4192(SB), Y7, Y7
 	VORPD        Y6, Y7, Y8
 	VTESTPD      Y8, Y8
 	JZ           rootY11
-	VSUBPD       tconstAVX2<>+5312(SB), Y2, Y2
-	VSUBPD       tconstAVX2<>+5312(SB), Y1, Y1
-	VBROADCASTSD tconstAVX2<>+5344(SB), Y8
-	VBROADCASTSD tconstAVX2<>+5344(SB), Y9
-	VFMADD213PD  tconstAVX2<>+5376(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+5376(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+5408(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+5408(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+5440(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+5440(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+5472(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+5472(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+5504(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+5504(SB), Y1, Y9
+	VSUBPD       tconstAVX2<>+5984(SB), Y2, Y2
+	VSUBPD       tconstAVX2<>+5984(SB), Y1, Y1
+	VBROADCASTSD tconstAVX2<>+6016(SB), Y8
+	VBROADCASTSD tconstAVX2<>+6016(SB), Y9
+	VFMADD213PD  tconstAVX2<>+6048(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+6048(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+6080(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+6080(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+6112(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+6112(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+6144(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+6144(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+6176(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+6176(SB), Y1, Y9
 	VMULPD       Y2, Y8, Y8
 	VMULPD       Y1, Y9, Y9
 	VBLENDVPD    Y6, Y8, Y4, Y4
@@ -14369,41 +15483,41 @@ geluWideGradF32AVX2_tail:
 	JZ           geluWideGradF32AVX2_done
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
-	VPCMPGTD     tconstAVX2<>+5632(SB), Y1, Y1
+	VPCMPGTD     tconstAVX2<>+6304(SB), Y1, Y1
 	VMASKMOVPS   (CX), Y1, Y2
 	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
 	VMULPD       Y4, Y4, Y5
 	VMULPD       Y2, Y2, Y6
-	VMULPD       tconstAVX2<>+4800(SB), Y5, Y5
-	VMULPD       tconstAVX2<>+4800(SB), Y6, Y6
-	VMAXPD       tconstAVX2<>+640(SB), Y5, Y5
-	VMAXPD       tconstAVX2<>+640(SB), Y6, Y6
-	VMOVUPD      tconstAVX2<>+704(SB), Y7
-	VMOVUPD      tconstAVX2<>+704(SB), Y8
-	VFMADD231PD  tconstAVX2<>+736(SB), Y5, Y7
-	VFMADD231PD  tconstAVX2<>+736(SB), Y6, Y8
-	VSUBPD       tconstAVX2<>+704(SB), Y7, Y9
-	VSUBPD       tconstAVX2<>+704(SB), Y8, Y10
+	VMULPD       tconstAVX2<>+5472(SB), Y5, Y5
+	VMULPD       tconstAVX2<>+5472(SB), Y6, Y6
+	VMAXPD       tconstAVX2<>+960(SB), Y5, Y5
+	VMAXPD       tconstAVX2<>+960(SB), Y6, Y6
+	VMOVUPD      tconstAVX2<>+1024(SB), Y7
+	VMOVUPD      tconstAVX2<>+1024(SB), Y8
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y5, Y7
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y6, Y8
+	VSUBPD       tconstAVX2<>+1024(SB), Y7, Y9
+	VSUBPD       tconstAVX2<>+1024(SB), Y8, Y10
 	VMOVAPD      Y5, Y5
 	VMOVAPD      Y6, Y6
-	VFNMADD231PD tconstAVX2<>+768(SB), Y9, Y5
-	VFNMADD231PD tconstAVX2<>+768(SB), Y10, Y6
-	VFNMADD231PD tconstAVX2<>+800(SB), Y9, Y5
-	VFNMADD231PD tconstAVX2<>+800(SB), Y10, Y6
-	VBROADCASTSD tconstAVX2<>+832(SB), Y9
-	VBROADCASTSD tconstAVX2<>+832(SB), Y10
-	VFMADD213PD  tconstAVX2<>+864(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+864(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+896(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+896(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+928(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+928(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+960(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+960(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+992(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+992(SB), Y6, Y10
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y9, Y5
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y10, Y6
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y9, Y5
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y10, Y6
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y9
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y10
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y6, Y10
 	VMULPD       Y5, Y5, Y11
 	VMULPD       Y6, Y6, Y12
 	VFMADD213PD  Y5, Y11, Y9
@@ -14412,46 +15526,46 @@ geluWideGradF32AVX2_tail:
 	VPSUBD       Y5, Y7, Y7
 	VPSRAD       $0x01, Y8, Y6
 	VPSUBD       Y6, Y8, Y8
-	VPADDD       tconstAVX2<>+1024(SB), Y5, Y5
+	VPADDD       tconstAVX2<>+1344(SB), Y5, Y5
 	VPSLLQ       $0x34, Y5, Y5
-	VPADDD       tconstAVX2<>+1024(SB), Y6, Y6
+	VPADDD       tconstAVX2<>+1344(SB), Y6, Y6
 	VPSLLQ       $0x34, Y6, Y6
-	VPADDD       tconstAVX2<>+1024(SB), Y7, Y7
+	VPADDD       tconstAVX2<>+1344(SB), Y7, Y7
 	VPSLLQ       $0x34, Y7, Y7
-	VPADDD       tconstAVX2<>+1024(SB), Y8, Y8
+	VPADDD       tconstAVX2<>+1344(SB), Y8, Y8
 	VPSLLQ       $0x34, Y8, Y8
 	VFMADD213PD  Y5, Y5, Y9
 	VFMADD213PD  Y6, Y6, Y10
 	VMULPD       Y7, Y9, Y9
 	VMULPD       Y8, Y10, Y10
-	VANDPD       tconstAVX2<>+2464(SB), Y4, Y5
-	VANDPD       tconstAVX2<>+2464(SB), Y2, Y6
-	VMINPD       tconstAVX2<>+4832(SB), Y5, Y5
-	VMINPD       tconstAVX2<>+4832(SB), Y6, Y6
-	VBROADCASTSD tconstAVX2<>+4864(SB), Y7
-	VBROADCASTSD tconstAVX2<>+4864(SB), Y8
-	VFMADD213PD  tconstAVX2<>+4896(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+4896(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+4928(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+4928(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+4960(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+4960(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+4992(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+4992(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+5024(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+5024(SB), Y6, Y8
-	VBROADCASTSD tconstAVX2<>+5056(SB), Y11
-	VBROADCASTSD tconstAVX2<>+5056(SB), Y12
-	VFMADD213PD  tconstAVX2<>+5088(SB), Y5, Y11
-	VFMADD213PD  tconstAVX2<>+5088(SB), Y6, Y12
-	VFMADD213PD  tconstAVX2<>+5120(SB), Y5, Y11
-	VFMADD213PD  tconstAVX2<>+5120(SB), Y6, Y12
-	VFMADD213PD  tconstAVX2<>+5152(SB), Y5, Y11
-	VFMADD213PD  tconstAVX2<>+5152(SB), Y6, Y12
-	VFMADD213PD  tconstAVX2<>+5184(SB), Y5, Y11
-	VFMADD213PD  tconstAVX2<>+5184(SB), Y6, Y12
-	VFMADD213PD  tconstAVX2<>+5216(SB), Y5, Y11
-	VFMADD213PD  tconstAVX2<>+5216(SB), Y6, Y12
+	VANDPD       tconstAVX2<>+2816(SB), Y4, Y5
+	VANDPD       tconstAVX2<>+2816(SB), Y2, Y6
+	VMINPD       tconstAVX2<>+5504(SB), Y5, Y5
+	VMINPD       tconstAVX2<>+5504(SB), Y6, Y6
+	VBROADCASTSD tconstAVX2<>+5536(SB), Y7
+	VBROADCASTSD tconstAVX2<>+5536(SB), Y8
+	VFMADD213PD  tconstAVX2<>+5568(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+5568(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+5600(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+5600(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+5632(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+5632(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+5664(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+5664(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+5696(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+5696(SB), Y6, Y8
+	VBROADCASTSD tconstAVX2<>+5728(SB), Y11
+	VBROADCASTSD tconstAVX2<>+5728(SB), Y12
+	VFMADD213PD  tconstAVX2<>+5760(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+5760(SB), Y6, Y12
+	VFMADD213PD  tconstAVX2<>+5792(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+5792(SB), Y6, Y12
+	VFMADD213PD  tconstAVX2<>+5824(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+5824(SB), Y6, Y12
+	VFMADD213PD  tconstAVX2<>+5856(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+5856(SB), Y6, Y12
+	VFMADD213PD  tconstAVX2<>+5888(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+5888(SB), Y6, Y12
 	VFMADD213PD  tconstAVX2<>+0(SB), Y5, Y11
 	VFMADD213PD  tconstAVX2<>+0(SB), Y6, Y12
 	VDIVPD       Y11, Y7, Y7
@@ -14462,33 +15576,33 @@ geluWideGradF32AVX2_tail:
 	VSUBPD       Y8, Y0, Y0
 	VBLENDVPD    Y4, Y7, Y5, Y5
 	VBLENDVPD    Y2, Y8, Y0, Y0
-	VMULPD       tconstAVX2<>+5248(SB), Y9, Y9
-	VMULPD       tconstAVX2<>+5248(SB), Y10, Y10
+	VMULPD       tconstAVX2<>+5920(SB), Y9, Y9
+	VMULPD       tconstAVX2<>+5920(SB), Y10, Y10
 	VFMADD231PD  Y9, Y4, Y5
 	VFMADD231PD  Y10, Y2, Y0
-	VSUBPD       tconstAVX2<>+5280(SB), Y4, Y4
-	VSUBPD       tconstAVX2<>+5280(SB), Y2, Y2
-	VANDPD       tconstAVX2<>+2464(SB), Y4, Y6
-	VANDPD       tconstAVX2<>+2464(SB), Y2, Y7
-	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y6, Y6
-	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y7, Y7
+	VSUBPD       tconstAVX2<>+5952(SB), Y4, Y4
+	VSUBPD       tconstAVX2<>+5952(SB), Y2, Y2
+	VANDPD       tconstAVX2<>+2816(SB), Y4, Y6
+	VANDPD       tconstAVX2<>+2816(SB), Y2, Y7
+	VCMPPD       $0x11, tconstAVX2<>+4192(SB), Y6, Y6
+	VCMPPD       $0x11, tconstAVX2<>+4192(SB), Y7, Y7
 	VORPD        Y6, Y7, Y8
 	VTESTPD      Y8, Y8
 	JZ           rootY12
-	VSUBPD       tconstAVX2<>+5312(SB), Y4, Y4
-	VSUBPD       tconstAVX2<>+5312(SB), Y2, Y2
-	VBROADCASTSD tconstAVX2<>+5344(SB), Y8
-	VBROADCASTSD tconstAVX2<>+5344(SB), Y9
-	VFMADD213PD  tconstAVX2<>+5376(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+5376(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+5408(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+5408(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+5440(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+5440(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+5472(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+5472(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+5504(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+5504(SB), Y2, Y9
+	VSUBPD       tconstAVX2<>+5984(SB), Y4, Y4
+	VSUBPD       tconstAVX2<>+5984(SB), Y2, Y2
+	VBROADCASTSD tconstAVX2<>+6016(SB), Y8
+	VBROADCASTSD tconstAVX2<>+6016(SB), Y9
+	VFMADD213PD  tconstAVX2<>+6048(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+6048(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+6080(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+6080(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+6112(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+6112(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+6144(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+6144(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+6176(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+6176(SB), Y2, Y9
 	VMULPD       Y4, Y8, Y8
 	VMULPD       Y2, Y9, Y9
 	VBLENDVPD    Y6, Y8, Y5, Y5
@@ -14541,24 +15655,24 @@ geluTanhF32AVX2_loop:
 	CMPQ         DX, $0x00000008
 	JB           geluTanhF32AVX2_tail
 	VMOVUPS      (CX), Y0
-	VORPS        tconstAVX2<>+2400(SB), Y0, Y1
-	VMAXPS       tconstAVX2<>+5664(SB), Y1, Y1
+	VORPS        tconstAVX2<>+864(SB), Y0, Y1
+	VMAXPS       tconstAVX2<>+6336(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
 	VMOVAPS      Y2, Y3
 	VFMSUB231PS  Y1, Y1, Y3
-	VBROADCASTSS tconstAVX2<>+5696(SB), Y4
-	VFMADD231PS  tconstAVX2<>+5728(SB), Y2, Y4
+	VBROADCASTSS tconstAVX2<>+6368(SB), Y4
+	VFMADD231PS  tconstAVX2<>+6400(SB), Y2, Y4
 	VFNMADD213PS tconstAVX2<>+96(SB), Y1, Y4
-	VMULPS       tconstAVX2<>+5760(SB), Y2, Y5
+	VMULPS       tconstAVX2<>+6432(SB), Y2, Y5
 	VMOVAPS      Y5, Y6
-	VFMSUB231PS  tconstAVX2<>+5760(SB), Y2, Y6
-	VFMADD231PS  tconstAVX2<>+5792(SB), Y2, Y6
-	VFMADD231PS  tconstAVX2<>+5760(SB), Y3, Y6
-	VADDPS       tconstAVX2<>+5824(SB), Y6, Y6
-	VADDPS       tconstAVX2<>+5856(SB), Y5, Y2
-	VSUBPS       tconstAVX2<>+5856(SB), Y2, Y3
+	VFMSUB231PS  tconstAVX2<>+6432(SB), Y2, Y6
+	VFMADD231PS  tconstAVX2<>+6464(SB), Y2, Y6
+	VFMADD231PS  tconstAVX2<>+6432(SB), Y3, Y6
+	VADDPS       tconstAVX2<>+6496(SB), Y6, Y6
+	VADDPS       tconstAVX2<>+6528(SB), Y5, Y2
+	VSUBPS       tconstAVX2<>+6528(SB), Y2, Y3
 	VSUBPS       Y3, Y2, Y7
-	VSUBPS       tconstAVX2<>+5856(SB), Y7, Y7
+	VSUBPS       tconstAVX2<>+6528(SB), Y7, Y7
 	VSUBPS       Y3, Y5, Y3
 	VSUBPS       Y7, Y3, Y7
 	VADDPS       Y6, Y7, Y7
@@ -14581,15 +15695,15 @@ geluTanhF32AVX2_loop:
 	VFMADD231PS  Y2, Y6, Y5
 	VFMADD231PS  Y2, Y5, Y3
 	VPSUBD       tconstAVX2<>+96(SB), Y4, Y4
-	VPMAXSD      tconstAVX2<>+5888(SB), Y4, Y2
+	VPMAXSD      tconstAVX2<>+6560(SB), Y4, Y2
 	VPADDD       tconstAVX2<>+448(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VPSRAD       $0x01, Y4, Y5
 	VPSUBD       Y5, Y4, Y4
-	VPADDD       tconstAVX2<>+5920(SB), Y5, Y5
+	VPADDD       tconstAVX2<>+6592(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y1, Y5, Y5
-	VPADDD       tconstAVX2<>+5952(SB), Y4, Y4
+	VPADDD       tconstAVX2<>+6624(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
 	VADDPS       tconstAVX2<>+416(SB), Y3, Y1
 	VSUBPS       tconstAVX2<>+416(SB), Y1, Y6
@@ -14612,7 +15726,7 @@ geluTanhF32AVX2_loop:
 	VFMADD231PS  Y2, Y1, Y6
 	VADDPS       Y3, Y6, Y6
 	VMULPS       Y4, Y6, Y1
-	VORPS        tconstAVX2<>+2400(SB), Y1, Y1
+	VORPS        tconstAVX2<>+864(SB), Y1, Y1
 	VFMADD213PS  Y0, Y4, Y6
 	VBLENDVPS    Y0, Y1, Y6, Y1
 	VMOVUPS      (CX), Y0
@@ -14642,26 +15756,26 @@ geluTanhF32AVX2_tail:
 	JZ           geluTanhF32AVX2_done
 	VMOVQ        DX, X0
 	VPBROADCASTD X0, Y0
-	VPCMPGTD     tconstAVX2<>+5984(SB), Y0, Y0
+	VPCMPGTD     tconstAVX2<>+6656(SB), Y0, Y0
 	VMASKMOVPS   (CX), Y0, Y1
-	VORPS        tconstAVX2<>+2400(SB), Y1, Y2
-	VMAXPS       tconstAVX2<>+5664(SB), Y2, Y2
+	VORPS        tconstAVX2<>+864(SB), Y1, Y2
+	VMAXPS       tconstAVX2<>+6336(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
 	VMOVAPS      Y3, Y4
 	VFMSUB231PS  Y2, Y2, Y4
-	VBROADCASTSS tconstAVX2<>+5696(SB), Y5
-	VFMADD231PS  tconstAVX2<>+5728(SB), Y3, Y5
+	VBROADCASTSS tconstAVX2<>+6368(SB), Y5
+	VFMADD231PS  tconstAVX2<>+6400(SB), Y3, Y5
 	VFNMADD213PS tconstAVX2<>+96(SB), Y2, Y5
-	VMULPS       tconstAVX2<>+5760(SB), Y3, Y6
+	VMULPS       tconstAVX2<>+6432(SB), Y3, Y6
 	VMOVAPS      Y6, Y7
-	VFMSUB231PS  tconstAVX2<>+5760(SB), Y3, Y7
-	VFMADD231PS  tconstAVX2<>+5792(SB), Y3, Y7
-	VFMADD231PS  tconstAVX2<>+5760(SB), Y4, Y7
-	VADDPS       tconstAVX2<>+5824(SB), Y7, Y7
-	VADDPS       tconstAVX2<>+5856(SB), Y6, Y3
-	VSUBPS       tconstAVX2<>+5856(SB), Y3, Y4
+	VFMSUB231PS  tconstAVX2<>+6432(SB), Y3, Y7
+	VFMADD231PS  tconstAVX2<>+6464(SB), Y3, Y7
+	VFMADD231PS  tconstAVX2<>+6432(SB), Y4, Y7
+	VADDPS       tconstAVX2<>+6496(SB), Y7, Y7
+	VADDPS       tconstAVX2<>+6528(SB), Y6, Y3
+	VSUBPS       tconstAVX2<>+6528(SB), Y3, Y4
 	VSUBPS       Y4, Y3, Y8
-	VSUBPS       tconstAVX2<>+5856(SB), Y8, Y8
+	VSUBPS       tconstAVX2<>+6528(SB), Y8, Y8
 	VSUBPS       Y4, Y6, Y4
 	VSUBPS       Y8, Y4, Y8
 	VADDPS       Y7, Y8, Y8
@@ -14684,15 +15798,15 @@ geluTanhF32AVX2_tail:
 	VFMADD231PS  Y3, Y7, Y6
 	VFMADD231PS  Y3, Y6, Y4
 	VPSUBD       tconstAVX2<>+96(SB), Y5, Y5
-	VPMAXSD      tconstAVX2<>+5888(SB), Y5, Y3
+	VPMAXSD      tconstAVX2<>+6560(SB), Y5, Y3
 	VPADDD       tconstAVX2<>+448(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
 	VPSRAD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       tconstAVX2<>+5920(SB), Y6, Y6
+	VPADDD       tconstAVX2<>+6592(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
 	VMULPS       Y2, Y6, Y6
-	VPADDD       tconstAVX2<>+5952(SB), Y5, Y5
+	VPADDD       tconstAVX2<>+6624(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VADDPS       tconstAVX2<>+416(SB), Y4, Y2
 	VSUBPS       tconstAVX2<>+416(SB), Y2, Y7
@@ -14715,7 +15829,7 @@ geluTanhF32AVX2_tail:
 	VFMADD231PS  Y3, Y2, Y7
 	VADDPS       Y4, Y7, Y7
 	VMULPS       Y5, Y7, Y2
-	VORPS        tconstAVX2<>+2400(SB), Y2, Y2
+	VORPS        tconstAVX2<>+864(SB), Y2, Y2
 	VFMADD213PS  Y1, Y5, Y7
 	VBLENDVPS    Y1, Y2, Y7, Y2
 	VMASKMOVPS   (CX), Y0, Y1
@@ -14759,49 +15873,49 @@ geluTanhGradF32AVX2_loop:
 	VCVTPS2PD    X1, Y1
 	VMULPD       Y2, Y2, Y4
 	VMULPD       Y1, Y1, Y5
-	VMULPD       tconstAVX2<>+6016(SB), Y4, Y4
-	VMULPD       tconstAVX2<>+6016(SB), Y5, Y5
-	VADDPD       tconstAVX2<>+6048(SB), Y4, Y4
-	VADDPD       tconstAVX2<>+6048(SB), Y5, Y5
+	VMULPD       tconstAVX2<>+6688(SB), Y4, Y4
+	VMULPD       tconstAVX2<>+6688(SB), Y5, Y5
+	VADDPD       tconstAVX2<>+6720(SB), Y4, Y4
+	VADDPD       tconstAVX2<>+6720(SB), Y5, Y5
 	VMULPD       Y2, Y4, Y4
 	VMULPD       Y1, Y5, Y5
-	VMAXPD       tconstAVX2<>+6080(SB), Y4, Y4
-	VMAXPD       tconstAVX2<>+6080(SB), Y5, Y5
-	VMINPD       tconstAVX2<>+6112(SB), Y4, Y4
-	VMINPD       tconstAVX2<>+6112(SB), Y5, Y5
-	VXORPD       tconstAVX2<>+1120(SB), Y4, Y4
-	VXORPD       tconstAVX2<>+1120(SB), Y5, Y5
-	VMOVUPD      tconstAVX2<>+704(SB), Y6
-	VMOVUPD      tconstAVX2<>+704(SB), Y7
-	VFMADD231PD  tconstAVX2<>+736(SB), Y4, Y6
-	VFMADD231PD  tconstAVX2<>+736(SB), Y5, Y7
-	VSUBPD       tconstAVX2<>+704(SB), Y6, Y8
-	VSUBPD       tconstAVX2<>+704(SB), Y7, Y9
+	VMAXPD       tconstAVX2<>+6752(SB), Y4, Y4
+	VMAXPD       tconstAVX2<>+6752(SB), Y5, Y5
+	VMINPD       tconstAVX2<>+6784(SB), Y4, Y4
+	VMINPD       tconstAVX2<>+6784(SB), Y5, Y5
+	VXORPD       tconstAVX2<>+1504(SB), Y4, Y4
+	VXORPD       tconstAVX2<>+1504(SB), Y5, Y5
+	VMOVUPD      tconstAVX2<>+1024(SB), Y6
+	VMOVUPD      tconstAVX2<>+1024(SB), Y7
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y4, Y6
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y5, Y7
+	VSUBPD       tconstAVX2<>+1024(SB), Y6, Y8
+	VSUBPD       tconstAVX2<>+1024(SB), Y7, Y9
 	VMOVAPD      Y4, Y4
 	VMOVAPD      Y5, Y5
-	VFNMADD231PD tconstAVX2<>+768(SB), Y8, Y4
-	VFNMADD231PD tconstAVX2<>+768(SB), Y9, Y5
-	VFNMADD231PD tconstAVX2<>+800(SB), Y8, Y4
-	VFNMADD231PD tconstAVX2<>+800(SB), Y9, Y5
-	VBROADCASTSD tconstAVX2<>+832(SB), Y8
-	VBROADCASTSD tconstAVX2<>+832(SB), Y9
-	VFMADD213PD  tconstAVX2<>+864(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+864(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+896(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+896(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+928(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+928(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+960(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+960(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+992(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+992(SB), Y5, Y9
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y8, Y4
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y9, Y5
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y8, Y4
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y9, Y5
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y8
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y9
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y5, Y9
 	VMULPD       Y4, Y4, Y10
 	VMULPD       Y5, Y5, Y11
 	VFMADD213PD  Y4, Y10, Y8
 	VFMADD213PD  Y5, Y11, Y9
-	VPADDD       tconstAVX2<>+1024(SB), Y6, Y4
+	VPADDD       tconstAVX2<>+1344(SB), Y6, Y4
 	VPSLLQ       $0x34, Y4, Y4
-	VPADDD       tconstAVX2<>+1024(SB), Y7, Y5
+	VPADDD       tconstAVX2<>+1344(SB), Y7, Y5
 	VPSLLQ       $0x34, Y5, Y5
 	VFMADD213PD  Y4, Y4, Y8
 	VFMADD213PD  Y5, Y5, Y9
@@ -14811,10 +15925,10 @@ geluTanhGradF32AVX2_loop:
 	VDIVPD       Y5, Y0, Y5
 	VMULPD       Y2, Y2, Y6
 	VMULPD       Y1, Y1, Y7
-	VMULPD       tconstAVX2<>+6144(SB), Y6, Y6
-	VMULPD       tconstAVX2<>+6144(SB), Y7, Y7
-	VADDPD       tconstAVX2<>+6048(SB), Y6, Y6
-	VADDPD       tconstAVX2<>+6048(SB), Y7, Y7
+	VMULPD       tconstAVX2<>+6816(SB), Y6, Y6
+	VMULPD       tconstAVX2<>+6816(SB), Y7, Y7
+	VADDPD       tconstAVX2<>+6720(SB), Y6, Y6
+	VADDPD       tconstAVX2<>+6720(SB), Y7, Y7
 	VMULPD       Y2, Y6, Y6
 	VMULPD       Y1, Y7, Y7
 	VMULPD       Y4, Y8, Y8
@@ -14825,29 +15939,29 @@ geluTanhGradF32AVX2_loop:
 	VADDPD       Y0, Y7, Y7
 	VMULPD       Y4, Y6, Y6
 	VMULPD       Y5, Y7, Y7
-	VSUBPD       tconstAVX2<>+6176(SB), Y2, Y2
-	VSUBPD       tconstAVX2<>+6176(SB), Y1, Y1
-	VANDPD       tconstAVX2<>+2464(SB), Y2, Y4
-	VANDPD       tconstAVX2<>+2464(SB), Y1, Y5
-	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y4, Y4
-	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y5, Y5
+	VSUBPD       tconstAVX2<>+6848(SB), Y2, Y2
+	VSUBPD       tconstAVX2<>+6848(SB), Y1, Y1
+	VANDPD       tconstAVX2<>+2816(SB), Y2, Y4
+	VANDPD       tconstAVX2<>+2816(SB), Y1, Y5
+	VCMPPD       $0x11, tconstAVX2<>+4192(SB), Y4, Y4
+	VCMPPD       $0x11, tconstAVX2<>+4192(SB), Y5, Y5
 	VORPD        Y4, Y5, Y8
 	VTESTPD      Y8, Y8
 	JZ           rootY13
-	VSUBPD       tconstAVX2<>+6208(SB), Y2, Y2
-	VSUBPD       tconstAVX2<>+6208(SB), Y1, Y1
-	VBROADCASTSD tconstAVX2<>+6240(SB), Y8
-	VBROADCASTSD tconstAVX2<>+6240(SB), Y9
-	VFMADD213PD  tconstAVX2<>+6272(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+6272(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+6304(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+6304(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+6336(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+6336(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+6368(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+6368(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+6400(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+6400(SB), Y1, Y9
+	VSUBPD       tconstAVX2<>+6880(SB), Y2, Y2
+	VSUBPD       tconstAVX2<>+6880(SB), Y1, Y1
+	VBROADCASTSD tconstAVX2<>+6912(SB), Y8
+	VBROADCASTSD tconstAVX2<>+6912(SB), Y9
+	VFMADD213PD  tconstAVX2<>+6944(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+6944(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+6976(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+6976(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+7008(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+7008(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+7040(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+7040(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+7072(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+7072(SB), Y1, Y9
 	VMULPD       Y2, Y8, Y8
 	VMULPD       Y1, Y9, Y9
 	VBLENDVPD    Y4, Y8, Y6, Y6
@@ -14893,56 +16007,56 @@ geluTanhGradF32AVX2_tail:
 	JZ           geluTanhGradF32AVX2_done
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
-	VPCMPGTD     tconstAVX2<>+6432(SB), Y1, Y1
+	VPCMPGTD     tconstAVX2<>+7104(SB), Y1, Y1
 	VMASKMOVPS   (CX), Y1, Y2
 	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
 	VMULPD       Y4, Y4, Y5
 	VMULPD       Y2, Y2, Y6
-	VMULPD       tconstAVX2<>+6016(SB), Y5, Y5
-	VMULPD       tconstAVX2<>+6016(SB), Y6, Y6
-	VADDPD       tconstAVX2<>+6048(SB), Y5, Y5
-	VADDPD       tconstAVX2<>+6048(SB), Y6, Y6
+	VMULPD       tconstAVX2<>+6688(SB), Y5, Y5
+	VMULPD       tconstAVX2<>+6688(SB), Y6, Y6
+	VADDPD       tconstAVX2<>+6720(SB), Y5, Y5
+	VADDPD       tconstAVX2<>+6720(SB), Y6, Y6
 	VMULPD       Y4, Y5, Y5
 	VMULPD       Y2, Y6, Y6
-	VMAXPD       tconstAVX2<>+6080(SB), Y5, Y5
-	VMAXPD       tconstAVX2<>+6080(SB), Y6, Y6
-	VMINPD       tconstAVX2<>+6112(SB), Y5, Y5
-	VMINPD       tconstAVX2<>+6112(SB), Y6, Y6
-	VXORPD       tconstAVX2<>+1120(SB), Y5, Y5
-	VXORPD       tconstAVX2<>+1120(SB), Y6, Y6
-	VMOVUPD      tconstAVX2<>+704(SB), Y7
-	VMOVUPD      tconstAVX2<>+704(SB), Y8
-	VFMADD231PD  tconstAVX2<>+736(SB), Y5, Y7
-	VFMADD231PD  tconstAVX2<>+736(SB), Y6, Y8
-	VSUBPD       tconstAVX2<>+704(SB), Y7, Y9
-	VSUBPD       tconstAVX2<>+704(SB), Y8, Y10
+	VMAXPD       tconstAVX2<>+6752(SB), Y5, Y5
+	VMAXPD       tconstAVX2<>+6752(SB), Y6, Y6
+	VMINPD       tconstAVX2<>+6784(SB), Y5, Y5
+	VMINPD       tconstAVX2<>+6784(SB), Y6, Y6
+	VXORPD       tconstAVX2<>+1504(SB), Y5, Y5
+	VXORPD       tconstAVX2<>+1504(SB), Y6, Y6
+	VMOVUPD      tconstAVX2<>+1024(SB), Y7
+	VMOVUPD      tconstAVX2<>+1024(SB), Y8
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y5, Y7
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y6, Y8
+	VSUBPD       tconstAVX2<>+1024(SB), Y7, Y9
+	VSUBPD       tconstAVX2<>+1024(SB), Y8, Y10
 	VMOVAPD      Y5, Y5
 	VMOVAPD      Y6, Y6
-	VFNMADD231PD tconstAVX2<>+768(SB), Y9, Y5
-	VFNMADD231PD tconstAVX2<>+768(SB), Y10, Y6
-	VFNMADD231PD tconstAVX2<>+800(SB), Y9, Y5
-	VFNMADD231PD tconstAVX2<>+800(SB), Y10, Y6
-	VBROADCASTSD tconstAVX2<>+832(SB), Y9
-	VBROADCASTSD tconstAVX2<>+832(SB), Y10
-	VFMADD213PD  tconstAVX2<>+864(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+864(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+896(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+896(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+928(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+928(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+960(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+960(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+992(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+992(SB), Y6, Y10
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y9, Y5
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y10, Y6
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y9, Y5
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y10, Y6
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y9
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y10
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y6, Y10
 	VMULPD       Y5, Y5, Y11
 	VMULPD       Y6, Y6, Y12
 	VFMADD213PD  Y5, Y11, Y9
 	VFMADD213PD  Y6, Y12, Y10
-	VPADDD       tconstAVX2<>+1024(SB), Y7, Y5
+	VPADDD       tconstAVX2<>+1344(SB), Y7, Y5
 	VPSLLQ       $0x34, Y5, Y5
-	VPADDD       tconstAVX2<>+1024(SB), Y8, Y6
+	VPADDD       tconstAVX2<>+1344(SB), Y8, Y6
 	VPSLLQ       $0x34, Y6, Y6
 	VFMADD213PD  Y5, Y5, Y9
 	VFMADD213PD  Y6, Y6, Y10
@@ -14952,10 +16066,10 @@ geluTanhGradF32AVX2_tail:
 	VDIVPD       Y6, Y0, Y6
 	VMULPD       Y4, Y4, Y7
 	VMULPD       Y2, Y2, Y8
-	VMULPD       tconstAVX2<>+6144(SB), Y7, Y7
-	VMULPD       tconstAVX2<>+6144(SB), Y8, Y8
-	VADDPD       tconstAVX2<>+6048(SB), Y7, Y7
-	VADDPD       tconstAVX2<>+6048(SB), Y8, Y8
+	VMULPD       tconstAVX2<>+6816(SB), Y7, Y7
+	VMULPD       tconstAVX2<>+6816(SB), Y8, Y8
+	VADDPD       tconstAVX2<>+6720(SB), Y7, Y7
+	VADDPD       tconstAVX2<>+6720(SB), Y8, Y8
 	VMULPD       Y4, Y7, Y7
 	VMULPD       Y2, Y8, Y8
 	VMULPD       Y5, Y9, Y9
@@ -14966,29 +16080,29 @@ geluTanhGradF32AVX2_tail:
 	VADDPD       Y0, Y8, Y8
 	VMULPD       Y5, Y7, Y7
 	VMULPD       Y6, Y8, Y8
-	VSUBPD       tconstAVX2<>+6176(SB), Y4, Y0
-	VSUBPD       tconstAVX2<>+6176(SB), Y2, Y2
-	VANDPD       tconstAVX2<>+2464(SB), Y0, Y4
-	VANDPD       tconstAVX2<>+2464(SB), Y2, Y5
-	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y4, Y4
-	VCMPPD       $0x11, tconstAVX2<>+3520(SB), Y5, Y5
+	VSUBPD       tconstAVX2<>+6848(SB), Y4, Y0
+	VSUBPD       tconstAVX2<>+6848(SB), Y2, Y2
+	VANDPD       tconstAVX2<>+2816(SB), Y0, Y4
+	VANDPD       tconstAVX2<>+2816(SB), Y2, Y5
+	VCMPPD       $0x11, tconstAVX2<>+4192(SB), Y4, Y4
+	VCMPPD       $0x11, tconstAVX2<>+4192(SB), Y5, Y5
 	VORPD        Y4, Y5, Y6
 	VTESTPD      Y6, Y6
 	JZ           rootY14
-	VSUBPD       tconstAVX2<>+6208(SB), Y0, Y0
-	VSUBPD       tconstAVX2<>+6208(SB), Y2, Y2
-	VBROADCASTSD tconstAVX2<>+6240(SB), Y6
-	VBROADCASTSD tconstAVX2<>+6240(SB), Y9
-	VFMADD213PD  tconstAVX2<>+6272(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+6272(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+6304(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+6304(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+6336(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+6336(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+6368(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+6368(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+6400(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+6400(SB), Y2, Y9
+	VSUBPD       tconstAVX2<>+6880(SB), Y0, Y0
+	VSUBPD       tconstAVX2<>+6880(SB), Y2, Y2
+	VBROADCASTSD tconstAVX2<>+6912(SB), Y6
+	VBROADCASTSD tconstAVX2<>+6912(SB), Y9
+	VFMADD213PD  tconstAVX2<>+6944(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+6944(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+6976(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+6976(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+7008(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+7008(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+7040(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+7040(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+7072(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+7072(SB), Y2, Y9
 	VMULPD       Y0, Y6, Y6
 	VMULPD       Y2, Y9, Y9
 	VBLENDVPD    Y4, Y6, Y7, Y7
@@ -15046,49 +16160,49 @@ geluTanhWideF32AVX2_loop:
 	VCVTPS2PD    X1, Y1
 	VMULPD       Y2, Y2, Y4
 	VMULPD       Y1, Y1, Y5
-	VMULPD       tconstAVX2<>+6016(SB), Y4, Y4
-	VMULPD       tconstAVX2<>+6016(SB), Y5, Y5
-	VADDPD       tconstAVX2<>+6048(SB), Y4, Y4
-	VADDPD       tconstAVX2<>+6048(SB), Y5, Y5
+	VMULPD       tconstAVX2<>+6688(SB), Y4, Y4
+	VMULPD       tconstAVX2<>+6688(SB), Y5, Y5
+	VADDPD       tconstAVX2<>+6720(SB), Y4, Y4
+	VADDPD       tconstAVX2<>+6720(SB), Y5, Y5
 	VMULPD       Y2, Y4, Y4
 	VMULPD       Y1, Y5, Y5
-	VMAXPD       tconstAVX2<>+6080(SB), Y4, Y4
-	VMAXPD       tconstAVX2<>+6080(SB), Y5, Y5
-	VMINPD       tconstAVX2<>+6112(SB), Y4, Y4
-	VMINPD       tconstAVX2<>+6112(SB), Y5, Y5
-	VXORPD       tconstAVX2<>+1120(SB), Y4, Y4
-	VXORPD       tconstAVX2<>+1120(SB), Y5, Y5
-	VMOVUPD      tconstAVX2<>+704(SB), Y6
-	VMOVUPD      tconstAVX2<>+704(SB), Y7
-	VFMADD231PD  tconstAVX2<>+736(SB), Y4, Y6
-	VFMADD231PD  tconstAVX2<>+736(SB), Y5, Y7
-	VSUBPD       tconstAVX2<>+704(SB), Y6, Y8
-	VSUBPD       tconstAVX2<>+704(SB), Y7, Y9
+	VMAXPD       tconstAVX2<>+6752(SB), Y4, Y4
+	VMAXPD       tconstAVX2<>+6752(SB), Y5, Y5
+	VMINPD       tconstAVX2<>+6784(SB), Y4, Y4
+	VMINPD       tconstAVX2<>+6784(SB), Y5, Y5
+	VXORPD       tconstAVX2<>+1504(SB), Y4, Y4
+	VXORPD       tconstAVX2<>+1504(SB), Y5, Y5
+	VMOVUPD      tconstAVX2<>+1024(SB), Y6
+	VMOVUPD      tconstAVX2<>+1024(SB), Y7
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y4, Y6
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y5, Y7
+	VSUBPD       tconstAVX2<>+1024(SB), Y6, Y8
+	VSUBPD       tconstAVX2<>+1024(SB), Y7, Y9
 	VMOVAPD      Y4, Y4
 	VMOVAPD      Y5, Y5
-	VFNMADD231PD tconstAVX2<>+768(SB), Y8, Y4
-	VFNMADD231PD tconstAVX2<>+768(SB), Y9, Y5
-	VFNMADD231PD tconstAVX2<>+800(SB), Y8, Y4
-	VFNMADD231PD tconstAVX2<>+800(SB), Y9, Y5
-	VBROADCASTSD tconstAVX2<>+832(SB), Y8
-	VBROADCASTSD tconstAVX2<>+832(SB), Y9
-	VFMADD213PD  tconstAVX2<>+864(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+864(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+896(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+896(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+928(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+928(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+960(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+960(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+992(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+992(SB), Y5, Y9
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y8, Y4
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y9, Y5
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y8, Y4
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y9, Y5
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y8
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y9
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y5, Y9
 	VMULPD       Y4, Y4, Y10
 	VMULPD       Y5, Y5, Y11
 	VFMADD213PD  Y4, Y10, Y8
 	VFMADD213PD  Y5, Y11, Y9
-	VPADDD       tconstAVX2<>+1024(SB), Y6, Y4
+	VPADDD       tconstAVX2<>+1344(SB), Y6, Y4
 	VPSLLQ       $0x34, Y4, Y4
-	VPADDD       tconstAVX2<>+1024(SB), Y7, Y5
+	VPADDD       tconstAVX2<>+1344(SB), Y7, Y5
 	VPSLLQ       $0x34, Y5, Y5
 	VFMADD213PD  Y4, Y4, Y8
 	VFMADD213PD  Y5, Y5, Y9
@@ -15128,56 +16242,56 @@ geluTanhWideF32AVX2_tail:
 	JZ           geluTanhWideF32AVX2_done
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
-	VPCMPGTD     tconstAVX2<>+6464(SB), Y1, Y1
+	VPCMPGTD     tconstAVX2<>+7136(SB), Y1, Y1
 	VMASKMOVPS   (CX), Y1, Y2
 	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
 	VMULPD       Y4, Y4, Y5
 	VMULPD       Y2, Y2, Y6
-	VMULPD       tconstAVX2<>+6016(SB), Y5, Y5
-	VMULPD       tconstAVX2<>+6016(SB), Y6, Y6
-	VADDPD       tconstAVX2<>+6048(SB), Y5, Y5
-	VADDPD       tconstAVX2<>+6048(SB), Y6, Y6
+	VMULPD       tconstAVX2<>+6688(SB), Y5, Y5
+	VMULPD       tconstAVX2<>+6688(SB), Y6, Y6
+	VADDPD       tconstAVX2<>+6720(SB), Y5, Y5
+	VADDPD       tconstAVX2<>+6720(SB), Y6, Y6
 	VMULPD       Y4, Y5, Y5
 	VMULPD       Y2, Y6, Y6
-	VMAXPD       tconstAVX2<>+6080(SB), Y5, Y5
-	VMAXPD       tconstAVX2<>+6080(SB), Y6, Y6
-	VMINPD       tconstAVX2<>+6112(SB), Y5, Y5
-	VMINPD       tconstAVX2<>+6112(SB), Y6, Y6
-	VXORPD       tconstAVX2<>+1120(SB), Y5, Y5
-	VXORPD       tconstAVX2<>+1120(SB), Y6, Y6
-	VMOVUPD      tconstAVX2<>+704(SB), Y7
-	VMOVUPD      tconstAVX2<>+704(SB), Y8
-	VFMADD231PD  tconstAVX2<>+736(SB), Y5, Y7
-	VFMADD231PD  tconstAVX2<>+736(SB), Y6, Y8
-	VSUBPD       tconstAVX2<>+704(SB), Y7, Y9
-	VSUBPD       tconstAVX2<>+704(SB), Y8, Y10
+	VMAXPD       tconstAVX2<>+6752(SB), Y5, Y5
+	VMAXPD       tconstAVX2<>+6752(SB), Y6, Y6
+	VMINPD       tconstAVX2<>+6784(SB), Y5, Y5
+	VMINPD       tconstAVX2<>+6784(SB), Y6, Y6
+	VXORPD       tconstAVX2<>+1504(SB), Y5, Y5
+	VXORPD       tconstAVX2<>+1504(SB), Y6, Y6
+	VMOVUPD      tconstAVX2<>+1024(SB), Y7
+	VMOVUPD      tconstAVX2<>+1024(SB), Y8
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y5, Y7
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y6, Y8
+	VSUBPD       tconstAVX2<>+1024(SB), Y7, Y9
+	VSUBPD       tconstAVX2<>+1024(SB), Y8, Y10
 	VMOVAPD      Y5, Y5
 	VMOVAPD      Y6, Y6
-	VFNMADD231PD tconstAVX2<>+768(SB), Y9, Y5
-	VFNMADD231PD tconstAVX2<>+768(SB), Y10, Y6
-	VFNMADD231PD tconstAVX2<>+800(SB), Y9, Y5
-	VFNMADD231PD tconstAVX2<>+800(SB), Y10, Y6
-	VBROADCASTSD tconstAVX2<>+832(SB), Y9
-	VBROADCASTSD tconstAVX2<>+832(SB), Y10
-	VFMADD213PD  tconstAVX2<>+864(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+864(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+896(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+896(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+928(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+928(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+960(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+960(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+992(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+992(SB), Y6, Y10
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y9, Y5
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y10, Y6
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y9, Y5
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y10, Y6
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y9
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y10
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y6, Y10
 	VMULPD       Y5, Y5, Y11
 	VMULPD       Y6, Y6, Y12
 	VFMADD213PD  Y5, Y11, Y9
 	VFMADD213PD  Y6, Y12, Y10
-	VPADDD       tconstAVX2<>+1024(SB), Y7, Y5
+	VPADDD       tconstAVX2<>+1344(SB), Y7, Y5
 	VPSLLQ       $0x34, Y5, Y5
-	VPADDD       tconstAVX2<>+1024(SB), Y8, Y6
+	VPADDD       tconstAVX2<>+1344(SB), Y8, Y6
 	VPSLLQ       $0x34, Y6, Y6
 	VFMADD213PD  Y5, Y5, Y9
 	VFMADD213PD  Y6, Y6, Y10
@@ -15235,54 +16349,54 @@ geluF32AVX2Pairs_loop:
 	VPTEST       Y2, Y2
 	JNZ          geluF32AVX2Pairs_done
 	VANDPS       tconstAVX2<>+480(SB), Y0, Y2
-	VMINPS       tconstAVX2<>+3808(SB), Y2, Y2
+	VMINPS       tconstAVX2<>+4512(SB), Y2, Y2
 	VANDPS       tconstAVX2<>+480(SB), Y1, Y3
-	VMINPS       tconstAVX2<>+3808(SB), Y3, Y3
-	VBROADCASTSS tconstAVX2<>+3840(SB), Y4
-	VBROADCASTSS tconstAVX2<>+3840(SB), Y5
-	VFMADD213PS  tconstAVX2<>+3872(SB), Y2, Y4
-	VFMADD213PS  tconstAVX2<>+3872(SB), Y3, Y5
-	VFMADD213PS  tconstAVX2<>+3904(SB), Y2, Y4
-	VFMADD213PS  tconstAVX2<>+3904(SB), Y3, Y5
-	VFMADD213PS  tconstAVX2<>+3936(SB), Y2, Y4
-	VFMADD213PS  tconstAVX2<>+3936(SB), Y3, Y5
-	VFMADD213PS  tconstAVX2<>+3968(SB), Y2, Y4
-	VFMADD213PS  tconstAVX2<>+3968(SB), Y3, Y5
+	VMINPS       tconstAVX2<>+4512(SB), Y3, Y3
+	VBROADCASTSS tconstAVX2<>+4544(SB), Y4
+	VBROADCASTSS tconstAVX2<>+4544(SB), Y5
+	VFMADD213PS  tconstAVX2<>+4576(SB), Y2, Y4
+	VFMADD213PS  tconstAVX2<>+4576(SB), Y3, Y5
+	VFMADD213PS  tconstAVX2<>+4608(SB), Y2, Y4
+	VFMADD213PS  tconstAVX2<>+4608(SB), Y3, Y5
+	VFMADD213PS  tconstAVX2<>+4640(SB), Y2, Y4
+	VFMADD213PS  tconstAVX2<>+4640(SB), Y3, Y5
+	VFMADD213PS  tconstAVX2<>+4672(SB), Y2, Y4
+	VFMADD213PS  tconstAVX2<>+4672(SB), Y3, Y5
 	VFMADD213PS  tconstAVX2<>+416(SB), Y2, Y4
 	VFMADD213PS  tconstAVX2<>+416(SB), Y3, Y5
 	VBROADCASTSS tconstAVX2<>+416(SB), Y6
 	VDIVPS       Y4, Y6, Y6
 	VBROADCASTSS tconstAVX2<>+416(SB), Y4
 	VDIVPS       Y5, Y4, Y4
-	VBROADCASTSS tconstAVX2<>+4000(SB), Y5
-	VBROADCASTSS tconstAVX2<>+4000(SB), Y7
-	VFMADD213PS  tconstAVX2<>+4032(SB), Y2, Y5
-	VFMADD213PS  tconstAVX2<>+4032(SB), Y3, Y7
-	VFMADD213PS  tconstAVX2<>+4064(SB), Y2, Y5
-	VFMADD213PS  tconstAVX2<>+4064(SB), Y3, Y7
-	VFMADD213PS  tconstAVX2<>+4096(SB), Y2, Y5
-	VFMADD213PS  tconstAVX2<>+4096(SB), Y3, Y7
-	VFMADD213PS  tconstAVX2<>+4128(SB), Y2, Y5
-	VFMADD213PS  tconstAVX2<>+4128(SB), Y3, Y7
-	VFMADD213PS  tconstAVX2<>+4160(SB), Y2, Y5
-	VFMADD213PS  tconstAVX2<>+4160(SB), Y3, Y7
+	VBROADCASTSS tconstAVX2<>+4704(SB), Y5
+	VBROADCASTSS tconstAVX2<>+4704(SB), Y7
+	VFMADD213PS  tconstAVX2<>+4736(SB), Y2, Y5
+	VFMADD213PS  tconstAVX2<>+4736(SB), Y3, Y7
+	VFMADD213PS  tconstAVX2<>+4768(SB), Y2, Y5
+	VFMADD213PS  tconstAVX2<>+4768(SB), Y3, Y7
+	VFMADD213PS  tconstAVX2<>+4800(SB), Y2, Y5
+	VFMADD213PS  tconstAVX2<>+4800(SB), Y3, Y7
+	VFMADD213PS  tconstAVX2<>+4832(SB), Y2, Y5
+	VFMADD213PS  tconstAVX2<>+4832(SB), Y3, Y7
+	VFMADD213PS  tconstAVX2<>+4864(SB), Y2, Y5
+	VFMADD213PS  tconstAVX2<>+4864(SB), Y3, Y7
 	VMULPS       Y6, Y5, Y5
-	VADDPS       tconstAVX2<>+4192(SB), Y5, Y6
-	VBROADCASTSS tconstAVX2<>+4192(SB), Y8
+	VADDPS       tconstAVX2<>+4896(SB), Y5, Y6
+	VBROADCASTSS tconstAVX2<>+4896(SB), Y8
 	VSUBPS       Y6, Y8, Y8
 	VADDPS       Y5, Y8, Y8
-	VMAXPS       tconstAVX2<>+4224(SB), Y2, Y5
-	VMINPS       tconstAVX2<>+4224(SB), Y2, Y9
+	VMAXPS       tconstAVX2<>+4928(SB), Y2, Y5
+	VMINPS       tconstAVX2<>+4928(SB), Y2, Y9
 	VADDPS       Y9, Y5, Y10
 	VSUBPS       Y5, Y10, Y5
 	VSUBPS       Y5, Y9, Y5
 	VMULPS       Y4, Y7, Y7
-	VADDPS       tconstAVX2<>+4192(SB), Y7, Y4
-	VBROADCASTSS tconstAVX2<>+4192(SB), Y9
+	VADDPS       tconstAVX2<>+4896(SB), Y7, Y4
+	VBROADCASTSS tconstAVX2<>+4896(SB), Y9
 	VSUBPS       Y4, Y9, Y9
 	VADDPS       Y7, Y9, Y9
-	VMAXPS       tconstAVX2<>+4224(SB), Y3, Y7
-	VMINPS       tconstAVX2<>+4224(SB), Y3, Y11
+	VMAXPS       tconstAVX2<>+4928(SB), Y3, Y7
+	VMINPS       tconstAVX2<>+4928(SB), Y3, Y11
 	VADDPS       Y11, Y7, Y12
 	VSUBPS       Y7, Y12, Y7
 	VSUBPS       Y7, Y11, Y7
@@ -15300,13 +16414,13 @@ geluF32AVX2Pairs_loop:
 	VADDPS       Y9, Y4, Y4
 	VFNMADD231PS Y7, Y5, Y4
 	VMULPS       Y13, Y4, Y4
-	VANDPS       tconstAVX2<>+2400(SB), Y0, Y7
+	VANDPS       tconstAVX2<>+864(SB), Y0, Y7
 	VORPS        Y2, Y7, Y7
 	VMULPS       Y14, Y7, Y8
 	VMOVAPS      Y8, Y9
 	VFMSUB231PS  Y14, Y7, Y9
 	VFMADD231PS  Y6, Y7, Y9
-	VANDPS       tconstAVX2<>+2400(SB), Y1, Y6
+	VANDPS       tconstAVX2<>+864(SB), Y1, Y6
 	VORPS        Y3, Y6, Y6
 	VMULPS       Y5, Y6, Y7
 	VMOVAPS      Y7, Y10
@@ -15315,7 +16429,7 @@ geluF32AVX2Pairs_loop:
 	VMULPS       Y2, Y2, Y4
 	VMOVAPS      Y4, Y5
 	VFMSUB231PS  Y2, Y2, Y5
-	VMULPS       tconstAVX2<>+4256(SB), Y4, Y2
+	VMULPS       tconstAVX2<>+4960(SB), Y4, Y2
 	VBROADCASTSS tconstAVX2<>+96(SB), Y6
 	VFMADD231PS  tconstAVX2<>+128(SB), Y2, Y6
 	VSUBPS       tconstAVX2<>+96(SB), Y6, Y4
@@ -15326,7 +16440,7 @@ geluF32AVX2Pairs_loop:
 	VMULPS       Y3, Y3, Y2
 	VMOVAPS      Y2, Y4
 	VFMSUB231PS  Y3, Y3, Y4
-	VMULPS       tconstAVX2<>+4256(SB), Y2, Y2
+	VMULPS       tconstAVX2<>+4960(SB), Y2, Y2
 	VBROADCASTSS tconstAVX2<>+96(SB), Y11
 	VFMADD231PS  tconstAVX2<>+128(SB), Y2, Y11
 	VSUBPS       tconstAVX2<>+96(SB), Y11, Y3
@@ -15352,13 +16466,13 @@ geluF32AVX2Pairs_loop:
 	VFMADD213PS  Y10, Y2, Y10
 	VMOVAPS      Y0, Y12
 	VMOVAPS      Y1, Y13
-	VANDPS       tconstAVX2<>+2400(SB), Y8, Y14
+	VANDPS       tconstAVX2<>+864(SB), Y8, Y14
 	VMULPS       Y5, Y5, Y15
 	VMULPS       Y8, Y15, Y15
 	VFMADD231PS  Y3, Y15, Y9
 	VFMADD231PS  Y5, Y8, Y9
 	VADDPS       Y9, Y8, Y8
-	VANDPS       tconstAVX2<>+2400(SB), Y7, Y3
+	VANDPS       tconstAVX2<>+864(SB), Y7, Y3
 	VMULPS       Y2, Y2, Y5
 	VMULPS       Y7, Y5, Y5
 	VFMADD231PS  Y4, Y5, Y10
@@ -15418,7 +16532,7 @@ geluGradF32AVX2Pairs_loop:
 	VPOR         Y1, Y4, Y4
 	VMOVUPS      (BX), Y2
 	VANDPS       tconstAVX2<>+480(SB), Y2, Y1
-	VPCMPGTD     tconstAVX2<>+4768(SB), Y1, Y1
+	VPCMPGTD     tconstAVX2<>+928(SB), Y1, Y1
 	VPOR         Y1, Y4, Y4
 	VMOVUPS      32(CX), Y1
 	VANDPS       tconstAVX2<>+480(SB), Y1, Y5
@@ -15426,69 +16540,69 @@ geluGradF32AVX2Pairs_loop:
 	VPOR         Y5, Y4, Y4
 	VMOVUPS      32(BX), Y3
 	VANDPS       tconstAVX2<>+480(SB), Y3, Y5
-	VPCMPGTD     tconstAVX2<>+4768(SB), Y5, Y5
+	VPCMPGTD     tconstAVX2<>+928(SB), Y5, Y5
 	VPOR         Y5, Y4, Y4
 	VPTEST       Y4, Y4
 	JNZ          geluGradF32AVX2Pairs_done
 	VANDPS       tconstAVX2<>+480(SB), Y0, Y4
-	VMINPS       tconstAVX2<>+3808(SB), Y4, Y4
+	VMINPS       tconstAVX2<>+4512(SB), Y4, Y4
 	VANDPS       tconstAVX2<>+480(SB), Y1, Y5
-	VMINPS       tconstAVX2<>+3808(SB), Y5, Y5
-	VBROADCASTSS tconstAVX2<>+4320(SB), Y6
-	VBROADCASTSS tconstAVX2<>+4320(SB), Y7
-	VFMADD213PS  tconstAVX2<>+4352(SB), Y4, Y6
-	VFMADD213PS  tconstAVX2<>+4352(SB), Y5, Y7
-	VFMADD213PS  tconstAVX2<>+4384(SB), Y4, Y6
-	VFMADD213PS  tconstAVX2<>+4384(SB), Y5, Y7
-	VFMADD213PS  tconstAVX2<>+4416(SB), Y4, Y6
-	VFMADD213PS  tconstAVX2<>+4416(SB), Y5, Y7
-	VFMADD213PS  tconstAVX2<>+4448(SB), Y4, Y6
-	VFMADD213PS  tconstAVX2<>+4448(SB), Y5, Y7
-	VFMADD213PS  tconstAVX2<>+4480(SB), Y4, Y6
-	VFMADD213PS  tconstAVX2<>+4480(SB), Y5, Y7
+	VMINPS       tconstAVX2<>+4512(SB), Y5, Y5
+	VBROADCASTSS tconstAVX2<>+5024(SB), Y6
+	VBROADCASTSS tconstAVX2<>+5024(SB), Y7
+	VFMADD213PS  tconstAVX2<>+5056(SB), Y4, Y6
+	VFMADD213PS  tconstAVX2<>+5056(SB), Y5, Y7
+	VFMADD213PS  tconstAVX2<>+5088(SB), Y4, Y6
+	VFMADD213PS  tconstAVX2<>+5088(SB), Y5, Y7
+	VFMADD213PS  tconstAVX2<>+5120(SB), Y4, Y6
+	VFMADD213PS  tconstAVX2<>+5120(SB), Y5, Y7
+	VFMADD213PS  tconstAVX2<>+5152(SB), Y4, Y6
+	VFMADD213PS  tconstAVX2<>+5152(SB), Y5, Y7
+	VFMADD213PS  tconstAVX2<>+5184(SB), Y4, Y6
+	VFMADD213PS  tconstAVX2<>+5184(SB), Y5, Y7
 	VBROADCASTSS tconstAVX2<>+416(SB), Y8
 	VDIVPS       Y6, Y8, Y8
 	VBROADCASTSS tconstAVX2<>+416(SB), Y9
 	VDIVPS       Y7, Y9, Y9
-	VBROADCASTSS tconstAVX2<>+4512(SB), Y10
-	VBROADCASTSS tconstAVX2<>+4512(SB), Y11
-	VFMADD213PS  tconstAVX2<>+4544(SB), Y4, Y10
-	VFMADD213PS  tconstAVX2<>+4544(SB), Y5, Y11
-	VFMADD213PS  tconstAVX2<>+4576(SB), Y4, Y10
-	VFMADD213PS  tconstAVX2<>+4576(SB), Y5, Y11
-	VFMADD213PS  tconstAVX2<>+4608(SB), Y4, Y10
-	VFMADD213PS  tconstAVX2<>+4608(SB), Y5, Y11
-	VFMADD213PS  tconstAVX2<>+4640(SB), Y4, Y10
-	VFMADD213PS  tconstAVX2<>+4640(SB), Y5, Y11
+	VBROADCASTSS tconstAVX2<>+5216(SB), Y10
+	VBROADCASTSS tconstAVX2<>+5216(SB), Y11
+	VFMADD213PS  tconstAVX2<>+5248(SB), Y4, Y10
+	VFMADD213PS  tconstAVX2<>+5248(SB), Y5, Y11
+	VFMADD213PS  tconstAVX2<>+5280(SB), Y4, Y10
+	VFMADD213PS  tconstAVX2<>+5280(SB), Y5, Y11
+	VFMADD213PS  tconstAVX2<>+5312(SB), Y4, Y10
+	VFMADD213PS  tconstAVX2<>+5312(SB), Y5, Y11
+	VFMADD213PS  tconstAVX2<>+5344(SB), Y4, Y10
+	VFMADD213PS  tconstAVX2<>+5344(SB), Y5, Y11
 	VMULPS       Y8, Y10, Y12
 	VFNMADD231PS Y6, Y12, Y10
 	VMULPS       Y8, Y10, Y10
 	VMULPS       Y9, Y11, Y6
 	VFNMADD231PS Y7, Y6, Y11
 	VMULPS       Y9, Y11, Y11
-	VBROADCASTSS tconstAVX2<>+4672(SB), Y7
+	VBROADCASTSS tconstAVX2<>+5376(SB), Y7
 	VSUBPS       Y4, Y7, Y8
 	VSUBPS       Y7, Y8, Y9
 	VSUBPS       Y9, Y8, Y13
 	VSUBPS       Y13, Y7, Y13
 	VADDPS       Y9, Y4, Y9
 	VSUBPS       Y9, Y13, Y13
-	VADDPS       tconstAVX2<>+4704(SB), Y13, Y13
-	VBROADCASTSS tconstAVX2<>+4672(SB), Y7
+	VADDPS       tconstAVX2<>+5408(SB), Y13, Y13
+	VBROADCASTSS tconstAVX2<>+5376(SB), Y7
 	VSUBPS       Y5, Y7, Y9
 	VSUBPS       Y7, Y9, Y14
 	VSUBPS       Y14, Y9, Y15
 	VSUBPS       Y15, Y7, Y15
 	VADDPS       Y14, Y5, Y14
 	VSUBPS       Y14, Y15, Y15
-	VADDPS       tconstAVX2<>+4704(SB), Y15, Y15
-	VADDPS       tconstAVX2<>+4736(SB), Y12, Y7
-	VBROADCASTSS tconstAVX2<>+4736(SB), Y14
+	VADDPS       tconstAVX2<>+5408(SB), Y15, Y15
+	VADDPS       tconstAVX2<>+5440(SB), Y12, Y7
+	VBROADCASTSS tconstAVX2<>+5440(SB), Y14
 	VSUBPS       Y7, Y14, Y14
 	VADDPS       Y12, Y14, Y14
 	VADDPS       Y10, Y14, Y14
-	VADDPS       tconstAVX2<>+4736(SB), Y6, Y10
-	VBROADCASTSS tconstAVX2<>+4736(SB), Y12
+	VADDPS       tconstAVX2<>+5440(SB), Y6, Y10
+	VBROADCASTSS tconstAVX2<>+5440(SB), Y12
 	VSUBPS       Y10, Y12, Y12
 	VADDPS       Y6, Y12, Y12
 	VADDPS       Y11, Y12, Y12
@@ -15519,7 +16633,7 @@ geluGradF32AVX2Pairs_loop:
 	VMULPS       Y4, Y4, Y8
 	VMOVAPS      Y8, Y9
 	VFMSUB231PS  Y4, Y4, Y9
-	VMULPS       tconstAVX2<>+4256(SB), Y8, Y4
+	VMULPS       tconstAVX2<>+4960(SB), Y8, Y4
 	VBROADCASTSS tconstAVX2<>+96(SB), Y12
 	VFMADD231PS  tconstAVX2<>+128(SB), Y4, Y12
 	VSUBPS       tconstAVX2<>+96(SB), Y12, Y8
@@ -15530,7 +16644,7 @@ geluGradF32AVX2Pairs_loop:
 	VMULPS       Y5, Y5, Y4
 	VMOVAPS      Y4, Y8
 	VFMSUB231PS  Y5, Y5, Y8
-	VMULPS       tconstAVX2<>+4256(SB), Y4, Y4
+	VMULPS       tconstAVX2<>+4960(SB), Y4, Y4
 	VBROADCASTSS tconstAVX2<>+96(SB), Y13
 	VFMADD231PS  tconstAVX2<>+128(SB), Y4, Y13
 	VSUBPS       tconstAVX2<>+96(SB), Y13, Y5
@@ -15554,13 +16668,13 @@ geluGradF32AVX2Pairs_loop:
 	VPSUBD       tconstAVX2<>+96(SB), Y13, Y13
 	VMOVAPS      Y2, Y2
 	VMOVAPS      Y3, Y3
-	VANDPS       tconstAVX2<>+2400(SB), Y6, Y14
+	VANDPS       tconstAVX2<>+864(SB), Y6, Y14
 	VMULPS       Y9, Y9, Y15
 	VMULPS       Y6, Y15, Y15
 	VFMADD231PS  Y5, Y15, Y10
 	VFMADD231PS  Y9, Y6, Y10
 	VADDPS       Y10, Y6, Y6
-	VANDPS       tconstAVX2<>+2400(SB), Y7, Y5
+	VANDPS       tconstAVX2<>+864(SB), Y7, Y5
 	VMULPS       Y4, Y4, Y9
 	VMULPS       Y7, Y9, Y9
 	VFMADD231PS  Y8, Y9, Y11
@@ -15624,45 +16738,45 @@ geluTanhF32AVX2Pairs_loop:
 	VPOR         Y3, Y2, Y2
 	VPTEST       Y2, Y2
 	JNZ          geluTanhF32AVX2Pairs_done
-	VORPS        tconstAVX2<>+2400(SB), Y0, Y0
-	VMAXPS       tconstAVX2<>+5664(SB), Y0, Y0
-	VORPS        tconstAVX2<>+2400(SB), Y1, Y1
-	VMAXPS       tconstAVX2<>+5664(SB), Y1, Y1
+	VORPS        tconstAVX2<>+864(SB), Y0, Y0
+	VMAXPS       tconstAVX2<>+6336(SB), Y0, Y0
+	VORPS        tconstAVX2<>+864(SB), Y1, Y1
+	VMAXPS       tconstAVX2<>+6336(SB), Y1, Y1
 	VMULPS       Y0, Y0, Y2
 	VMOVAPS      Y2, Y4
 	VFMSUB231PS  Y0, Y0, Y4
 	VMULPS       Y1, Y1, Y3
 	VMOVAPS      Y3, Y5
 	VFMSUB231PS  Y1, Y1, Y5
-	VBROADCASTSS tconstAVX2<>+5696(SB), Y6
-	VFMADD231PS  tconstAVX2<>+5728(SB), Y2, Y6
+	VBROADCASTSS tconstAVX2<>+6368(SB), Y6
+	VFMADD231PS  tconstAVX2<>+6400(SB), Y2, Y6
 	VFNMADD213PS tconstAVX2<>+96(SB), Y0, Y6
-	VBROADCASTSS tconstAVX2<>+5696(SB), Y7
-	VFMADD231PS  tconstAVX2<>+5728(SB), Y3, Y7
+	VBROADCASTSS tconstAVX2<>+6368(SB), Y7
+	VFMADD231PS  tconstAVX2<>+6400(SB), Y3, Y7
 	VFNMADD213PS tconstAVX2<>+96(SB), Y1, Y7
-	VMULPS       tconstAVX2<>+5760(SB), Y2, Y8
+	VMULPS       tconstAVX2<>+6432(SB), Y2, Y8
 	VMOVAPS      Y8, Y9
-	VFMSUB231PS  tconstAVX2<>+5760(SB), Y2, Y9
-	VFMADD231PS  tconstAVX2<>+5792(SB), Y2, Y9
-	VFMADD231PS  tconstAVX2<>+5760(SB), Y4, Y9
-	VADDPS       tconstAVX2<>+5824(SB), Y9, Y9
-	VMULPS       tconstAVX2<>+5760(SB), Y3, Y2
+	VFMSUB231PS  tconstAVX2<>+6432(SB), Y2, Y9
+	VFMADD231PS  tconstAVX2<>+6464(SB), Y2, Y9
+	VFMADD231PS  tconstAVX2<>+6432(SB), Y4, Y9
+	VADDPS       tconstAVX2<>+6496(SB), Y9, Y9
+	VMULPS       tconstAVX2<>+6432(SB), Y3, Y2
 	VMOVAPS      Y2, Y4
-	VFMSUB231PS  tconstAVX2<>+5760(SB), Y3, Y4
-	VFMADD231PS  tconstAVX2<>+5792(SB), Y3, Y4
-	VFMADD231PS  tconstAVX2<>+5760(SB), Y5, Y4
-	VADDPS       tconstAVX2<>+5824(SB), Y4, Y4
-	VADDPS       tconstAVX2<>+5856(SB), Y8, Y3
-	VSUBPS       tconstAVX2<>+5856(SB), Y3, Y5
+	VFMSUB231PS  tconstAVX2<>+6432(SB), Y3, Y4
+	VFMADD231PS  tconstAVX2<>+6464(SB), Y3, Y4
+	VFMADD231PS  tconstAVX2<>+6432(SB), Y5, Y4
+	VADDPS       tconstAVX2<>+6496(SB), Y4, Y4
+	VADDPS       tconstAVX2<>+6528(SB), Y8, Y3
+	VSUBPS       tconstAVX2<>+6528(SB), Y3, Y5
 	VSUBPS       Y5, Y3, Y10
-	VSUBPS       tconstAVX2<>+5856(SB), Y10, Y10
+	VSUBPS       tconstAVX2<>+6528(SB), Y10, Y10
 	VSUBPS       Y5, Y8, Y5
 	VSUBPS       Y10, Y5, Y10
 	VADDPS       Y9, Y10, Y10
-	VADDPS       tconstAVX2<>+5856(SB), Y2, Y5
-	VSUBPS       tconstAVX2<>+5856(SB), Y5, Y8
+	VADDPS       tconstAVX2<>+6528(SB), Y2, Y5
+	VSUBPS       tconstAVX2<>+6528(SB), Y5, Y8
 	VSUBPS       Y8, Y5, Y9
-	VSUBPS       tconstAVX2<>+5856(SB), Y9, Y9
+	VSUBPS       tconstAVX2<>+6528(SB), Y9, Y9
 	VSUBPS       Y8, Y2, Y8
 	VSUBPS       Y9, Y8, Y9
 	VADDPS       Y4, Y9, Y9
@@ -15703,26 +16817,26 @@ geluTanhF32AVX2Pairs_loop:
 	VFMADD231PS  Y4, Y8, Y5
 	VFMADD231PS  Y4, Y5, Y3
 	VPSUBD       tconstAVX2<>+96(SB), Y6, Y6
-	VPMAXSD      tconstAVX2<>+5888(SB), Y6, Y4
+	VPMAXSD      tconstAVX2<>+6560(SB), Y6, Y4
 	VPADDD       tconstAVX2<>+448(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
 	VPSRAD       $0x01, Y6, Y5
 	VPSUBD       Y5, Y6, Y6
-	VPADDD       tconstAVX2<>+5920(SB), Y5, Y5
+	VPADDD       tconstAVX2<>+6592(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y0, Y5, Y5
-	VPADDD       tconstAVX2<>+5952(SB), Y6, Y6
+	VPADDD       tconstAVX2<>+6624(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
 	VPSUBD       tconstAVX2<>+96(SB), Y7, Y7
-	VPMAXSD      tconstAVX2<>+5888(SB), Y7, Y0
+	VPMAXSD      tconstAVX2<>+6560(SB), Y7, Y0
 	VPADDD       tconstAVX2<>+448(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VPSRAD       $0x01, Y7, Y8
 	VPSUBD       Y8, Y7, Y7
-	VPADDD       tconstAVX2<>+5920(SB), Y8, Y8
+	VPADDD       tconstAVX2<>+6592(SB), Y8, Y8
 	VPSLLD       $0x17, Y8, Y8
 	VMULPS       Y1, Y8, Y8
-	VPADDD       tconstAVX2<>+5952(SB), Y7, Y7
+	VPADDD       tconstAVX2<>+6624(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
 	VADDPS       tconstAVX2<>+416(SB), Y2, Y1
 	VSUBPS       tconstAVX2<>+416(SB), Y1, Y9
@@ -15766,12 +16880,12 @@ geluTanhF32AVX2Pairs_loop:
 	VADDPS       Y1, Y4, Y4
 	VMOVUPS      (CX), Y1
 	VMULPS       Y6, Y10, Y0
-	VORPS        tconstAVX2<>+2400(SB), Y0, Y0
+	VORPS        tconstAVX2<>+864(SB), Y0, Y0
 	VFMADD213PS  Y1, Y6, Y10
 	VBLENDVPS    Y1, Y0, Y10, Y0
 	VMOVUPS      32(CX), Y2
 	VMULPS       Y7, Y4, Y1
-	VORPS        tconstAVX2<>+2400(SB), Y1, Y1
+	VORPS        tconstAVX2<>+864(SB), Y1, Y1
 	VFMADD213PS  Y2, Y7, Y4
 	VBLENDVPS    Y2, Y1, Y4, Y1
 	VMOVUPS      Y0, (AX)
@@ -15867,736 +16981,820 @@ DATA tconstAVX2<>+608(SB)/8, $0x0000000100000000
 DATA tconstAVX2<>+616(SB)/8, $0x0000000300000002
 DATA tconstAVX2<>+624(SB)/8, $0x0000000500000004
 DATA tconstAVX2<>+632(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+640(SB)/8, $0xc08f400000000000
-DATA tconstAVX2<>+648(SB)/8, $0xc08f400000000000
-DATA tconstAVX2<>+656(SB)/8, $0xc08f400000000000
-DATA tconstAVX2<>+664(SB)/8, $0xc08f400000000000
-DATA tconstAVX2<>+672(SB)/8, $0x408f400000000000
-DATA tconstAVX2<>+680(SB)/8, $0x408f400000000000
-DATA tconstAVX2<>+688(SB)/8, $0x408f400000000000
-DATA tconstAVX2<>+696(SB)/8, $0x408f400000000000
-DATA tconstAVX2<>+704(SB)/8, $0x4338000000000000
-DATA tconstAVX2<>+712(SB)/8, $0x4338000000000000
-DATA tconstAVX2<>+720(SB)/8, $0x4338000000000000
-DATA tconstAVX2<>+728(SB)/8, $0x4338000000000000
-DATA tconstAVX2<>+736(SB)/8, $0x3ff71547652b82fe
-DATA tconstAVX2<>+744(SB)/8, $0x3ff71547652b82fe
-DATA tconstAVX2<>+752(SB)/8, $0x3ff71547652b82fe
-DATA tconstAVX2<>+760(SB)/8, $0x3ff71547652b82fe
-DATA tconstAVX2<>+768(SB)/8, $0x3fe62e42fee00000
-DATA tconstAVX2<>+776(SB)/8, $0x3fe62e42fee00000
-DATA tconstAVX2<>+784(SB)/8, $0x3fe62e42fee00000
-DATA tconstAVX2<>+792(SB)/8, $0x3fe62e42fee00000
-DATA tconstAVX2<>+800(SB)/8, $0x3dea39ef35793c76
-DATA tconstAVX2<>+808(SB)/8, $0x3dea39ef35793c76
-DATA tconstAVX2<>+816(SB)/8, $0x3dea39ef35793c76
-DATA tconstAVX2<>+824(SB)/8, $0x3dea39ef35793c76
-DATA tconstAVX2<>+832(SB)/8, $0x3f29f07f4b083f78
-DATA tconstAVX2<>+840(SB)/8, $0x3f29f07f4b083f78
-DATA tconstAVX2<>+848(SB)/8, $0x3f29f07f4b083f78
-DATA tconstAVX2<>+856(SB)/8, $0x3f29f07f4b083f78
-DATA tconstAVX2<>+864(SB)/8, $0x3f56d8dddd61d924
-DATA tconstAVX2<>+872(SB)/8, $0x3f56d8dddd61d924
-DATA tconstAVX2<>+880(SB)/8, $0x3f56d8dddd61d924
-DATA tconstAVX2<>+888(SB)/8, $0x3f56d8dddd61d924
-DATA tconstAVX2<>+896(SB)/8, $0x3f81112724e2b2fe
-DATA tconstAVX2<>+904(SB)/8, $0x3f81112724e2b2fe
-DATA tconstAVX2<>+912(SB)/8, $0x3f81112724e2b2fe
-DATA tconstAVX2<>+920(SB)/8, $0x3f81112724e2b2fe
-DATA tconstAVX2<>+928(SB)/8, $0x3fa55548ce016e7c
-DATA tconstAVX2<>+936(SB)/8, $0x3fa55548ce016e7c
-DATA tconstAVX2<>+944(SB)/8, $0x3fa55548ce016e7c
-DATA tconstAVX2<>+952(SB)/8, $0x3fa55548ce016e7c
-DATA tconstAVX2<>+960(SB)/8, $0x3fc555554415b861
-DATA tconstAVX2<>+968(SB)/8, $0x3fc555554415b861
-DATA tconstAVX2<>+976(SB)/8, $0x3fc555554415b861
-DATA tconstAVX2<>+984(SB)/8, $0x3fc555554415b861
-DATA tconstAVX2<>+992(SB)/8, $0x3fe0000003a86997
-DATA tconstAVX2<>+1000(SB)/8, $0x3fe0000003a86997
-DATA tconstAVX2<>+1008(SB)/8, $0x3fe0000003a86997
-DATA tconstAVX2<>+1016(SB)/8, $0x3fe0000003a86997
-DATA tconstAVX2<>+1024(SB)/8, $0x00000000000003ff
-DATA tconstAVX2<>+1032(SB)/8, $0x00000000000003ff
-DATA tconstAVX2<>+1040(SB)/8, $0x00000000000003ff
-DATA tconstAVX2<>+1048(SB)/8, $0x00000000000003ff
-DATA tconstAVX2<>+1056(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+1064(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+1072(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+1080(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+1088(SB)/8, $0x3fe6600000000000
-DATA tconstAVX2<>+1096(SB)/8, $0x3fe6600000000000
-DATA tconstAVX2<>+1104(SB)/8, $0x3fe6600000000000
-DATA tconstAVX2<>+1112(SB)/8, $0x3fe6600000000000
-DATA tconstAVX2<>+1120(SB)/8, $0x8000000000000000
-DATA tconstAVX2<>+1128(SB)/8, $0x8000000000000000
-DATA tconstAVX2<>+1136(SB)/8, $0x8000000000000000
-DATA tconstAVX2<>+1144(SB)/8, $0x8000000000000000
-DATA tconstAVX2<>+1152(SB)/8, $0x4330000000000000
-DATA tconstAVX2<>+1160(SB)/8, $0x4330000000000000
-DATA tconstAVX2<>+1168(SB)/8, $0x4330000000000000
-DATA tconstAVX2<>+1176(SB)/8, $0x4330000000000000
-DATA tconstAVX2<>+1184(SB)/8, $0x4330000000000800
-DATA tconstAVX2<>+1192(SB)/8, $0x4330000000000800
-DATA tconstAVX2<>+1200(SB)/8, $0x4330000000000800
-DATA tconstAVX2<>+1208(SB)/8, $0x4330000000000800
-DATA tconstAVX2<>+1216(SB)/8, $0xfff0000000000000
-DATA tconstAVX2<>+1224(SB)/8, $0xfff0000000000000
-DATA tconstAVX2<>+1232(SB)/8, $0xfff0000000000000
-DATA tconstAVX2<>+1240(SB)/8, $0xfff0000000000000
-DATA tconstAVX2<>+1248(SB)/8, $0x000000000000000f
-DATA tconstAVX2<>+1256(SB)/8, $0x000000000000000f
-DATA tconstAVX2<>+1264(SB)/8, $0x000000000000000f
-DATA tconstAVX2<>+1272(SB)/8, $0x000000000000000f
-DATA tconstAVX2<>+1280(SB)/8, $0x3ff661ec6a5122f9
-DATA tconstAVX2<>+1288(SB)/8, $0x3ff571ed3c506b3a
-DATA tconstAVX2<>+1296(SB)/8, $0x3ff49539e3b2d067
-DATA tconstAVX2<>+1304(SB)/8, $0x3ff3c995a47babe7
-DATA tconstAVX2<>+1312(SB)/8, $0x3ff30d190130d190
-DATA tconstAVX2<>+1320(SB)/8, $0x3ff25e22708092f1
-DATA tconstAVX2<>+1328(SB)/8, $0x3ff1bb4a4046ed29
-DATA tconstAVX2<>+1336(SB)/8, $0x3ff12358e75d3033
-DATA tconstAVX2<>+1344(SB)/8, $0x3ff0953f39010954
-DATA tconstAVX2<>+1352(SB)/8, $0x3ff0000000000000
-DATA tconstAVX2<>+1360(SB)/8, $0x3fee573ac901e574
-DATA tconstAVX2<>+1368(SB)/8, $0x3feca4b3055ee191
-DATA tconstAVX2<>+1376(SB)/8, $0x3feb2036406c80d9
-DATA tconstAVX2<>+1384(SB)/8, $0x3fe9c2d14ee4a102
-DATA tconstAVX2<>+1392(SB)/8, $0x3fe886e5f0abb04a
-DATA tconstAVX2<>+1400(SB)/8, $0x3fe767dce434a9b1
-DATA tconstAVX2<>+1408(SB)/8, $0xbfd57bf753c8d1fb
-DATA tconstAVX2<>+1416(SB)/8, $0xbfd2bef07cdc9355
-DATA tconstAVX2<>+1424(SB)/8, $0xbfd01eae5626c691
-DATA tconstAVX2<>+1432(SB)/8, $0xbfcb31d8575bce3b
-DATA tconstAVX2<>+1440(SB)/8, $0xbfc6574ebe8c1339
-DATA tconstAVX2<>+1448(SB)/8, $0xbfc1aa2b7e23f729
-DATA tconstAVX2<>+1456(SB)/8, $0xbfba4e7640b1bc38
-DATA tconstAVX2<>+1464(SB)/8, $0xbfb1973bd1465561
-DATA tconstAVX2<>+1472(SB)/8, $0xbfa252f32f8d1840
-DATA tconstAVX2<>+1480(SB)/8, $0x0000000000000000
-DATA tconstAVX2<>+1488(SB)/8, $0x3fab42dd711971b9
-DATA tconstAVX2<>+1496(SB)/8, $0x3fbc5e548f5bc743
-DATA tconstAVX2<>+1504(SB)/8, $0x3fc526e5e3a1b438
-DATA tconstAVX2<>+1512(SB)/8, $0x3fcbc286742d8cd4
-DATA tconstAVX2<>+1520(SB)/8, $0x3fd1058bf9ae4ad4
-DATA tconstAVX2<>+1528(SB)/8, $0x3fd404308686a7e4
-DATA tconstAVX2<>+1536(SB)/8, $0xffffffffffffffff
-DATA tconstAVX2<>+1544(SB)/8, $0xffffffffffffffff
-DATA tconstAVX2<>+1552(SB)/8, $0xffffffffffffffff
-DATA tconstAVX2<>+1560(SB)/8, $0xffffffffffffffff
-DATA tconstAVX2<>+1568(SB)/8, $0xbfc55b2eabd36199
-DATA tconstAVX2<>+1576(SB)/8, $0xbfc55b2eabd36199
-DATA tconstAVX2<>+1584(SB)/8, $0xbfc55b2eabd36199
-DATA tconstAVX2<>+1592(SB)/8, $0xbfc55b2eabd36199
-DATA tconstAVX2<>+1600(SB)/8, $0x3fc99f567725f7ba
-DATA tconstAVX2<>+1608(SB)/8, $0x3fc99f567725f7ba
-DATA tconstAVX2<>+1616(SB)/8, $0x3fc99f567725f7ba
-DATA tconstAVX2<>+1624(SB)/8, $0x3fc99f567725f7ba
-DATA tconstAVX2<>+1632(SB)/8, $0xbfcfffff6d4ccddd
-DATA tconstAVX2<>+1640(SB)/8, $0xbfcfffff6d4ccddd
-DATA tconstAVX2<>+1648(SB)/8, $0xbfcfffff6d4ccddd
-DATA tconstAVX2<>+1656(SB)/8, $0xbfcfffff6d4ccddd
-DATA tconstAVX2<>+1664(SB)/8, $0x3fd555552225c7d5
-DATA tconstAVX2<>+1672(SB)/8, $0x3fd555552225c7d5
-DATA tconstAVX2<>+1680(SB)/8, $0x3fd555552225c7d5
-DATA tconstAVX2<>+1688(SB)/8, $0x3fd555552225c7d5
-DATA tconstAVX2<>+1696(SB)/8, $0xbfe000000000b875
-DATA tconstAVX2<>+1704(SB)/8, $0xbfe000000000b875
-DATA tconstAVX2<>+1712(SB)/8, $0xbfe000000000b875
-DATA tconstAVX2<>+1720(SB)/8, $0xbfe000000000b875
-DATA tconstAVX2<>+1728(SB)/8, $0x3fe62e42fefa39ef
-DATA tconstAVX2<>+1736(SB)/8, $0x3fe62e42fefa39ef
-DATA tconstAVX2<>+1744(SB)/8, $0x3fe62e42fefa39ef
-DATA tconstAVX2<>+1752(SB)/8, $0x3fe62e42fefa39ef
-DATA tconstAVX2<>+1760(SB)/8, $0x0000000000000000
-DATA tconstAVX2<>+1768(SB)/8, $0x0000000000000000
-DATA tconstAVX2<>+1776(SB)/8, $0x0000000000000000
-DATA tconstAVX2<>+1784(SB)/8, $0x0000000000000000
-DATA tconstAVX2<>+1792(SB)/8, $0x7fc000007fc00000
-DATA tconstAVX2<>+1800(SB)/8, $0x7fc000007fc00000
-DATA tconstAVX2<>+1808(SB)/8, $0x7fc000007fc00000
-DATA tconstAVX2<>+1816(SB)/8, $0x7fc000007fc00000
-DATA tconstAVX2<>+1824(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+1832(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+1840(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+1848(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+1856(SB)/8, $0x3ff661ec6a5122f9
-DATA tconstAVX2<>+1864(SB)/8, $0x3ff571ed3c506b3a
-DATA tconstAVX2<>+1872(SB)/8, $0x3ff49539e3b2d067
-DATA tconstAVX2<>+1880(SB)/8, $0x3ff3c995a47babe7
-DATA tconstAVX2<>+1888(SB)/8, $0x3ff30d190130d190
-DATA tconstAVX2<>+1896(SB)/8, $0x3ff25e22708092f1
-DATA tconstAVX2<>+1904(SB)/8, $0x3ff1bb4a4046ed29
-DATA tconstAVX2<>+1912(SB)/8, $0x3ff12358e75d3033
-DATA tconstAVX2<>+1920(SB)/8, $0x3ff0953f39010954
-DATA tconstAVX2<>+1928(SB)/8, $0x3ff0000000000000
-DATA tconstAVX2<>+1936(SB)/8, $0x3fee573ac901e574
-DATA tconstAVX2<>+1944(SB)/8, $0x3feca4b3055ee191
-DATA tconstAVX2<>+1952(SB)/8, $0x3feb2036406c80d9
-DATA tconstAVX2<>+1960(SB)/8, $0x3fe9c2d14ee4a102
-DATA tconstAVX2<>+1968(SB)/8, $0x3fe886e5f0abb04a
-DATA tconstAVX2<>+1976(SB)/8, $0x3fe767dce434a9b1
-DATA tconstAVX2<>+1984(SB)/8, $0xbfd57bf753c8d1fb
-DATA tconstAVX2<>+1992(SB)/8, $0xbfd2bef07cdc9355
-DATA tconstAVX2<>+2000(SB)/8, $0xbfd01eae5626c691
-DATA tconstAVX2<>+2008(SB)/8, $0xbfcb31d8575bce3b
-DATA tconstAVX2<>+2016(SB)/8, $0xbfc6574ebe8c1339
-DATA tconstAVX2<>+2024(SB)/8, $0xbfc1aa2b7e23f729
-DATA tconstAVX2<>+2032(SB)/8, $0xbfba4e7640b1bc38
-DATA tconstAVX2<>+2040(SB)/8, $0xbfb1973bd1465561
-DATA tconstAVX2<>+2048(SB)/8, $0xbfa252f32f8d1840
-DATA tconstAVX2<>+2056(SB)/8, $0x0000000000000000
-DATA tconstAVX2<>+2064(SB)/8, $0x3fab42dd711971b9
-DATA tconstAVX2<>+2072(SB)/8, $0x3fbc5e548f5bc743
-DATA tconstAVX2<>+2080(SB)/8, $0x3fc526e5e3a1b438
-DATA tconstAVX2<>+2088(SB)/8, $0x3fcbc286742d8cd4
-DATA tconstAVX2<>+2096(SB)/8, $0x3fd1058bf9ae4ad4
-DATA tconstAVX2<>+2104(SB)/8, $0x3fd404308686a7e4
-DATA tconstAVX2<>+2112(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+2120(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+2128(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+2136(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+2144(SB)/8, $0x4120000041200000
-DATA tconstAVX2<>+2152(SB)/8, $0x4120000041200000
-DATA tconstAVX2<>+2160(SB)/8, $0x4120000041200000
-DATA tconstAVX2<>+2168(SB)/8, $0x4120000041200000
-DATA tconstAVX2<>+2176(SB)/8, $0x4000000040000000
-DATA tconstAVX2<>+2184(SB)/8, $0x4000000040000000
-DATA tconstAVX2<>+2192(SB)/8, $0x4000000040000000
-DATA tconstAVX2<>+2200(SB)/8, $0x4000000040000000
-DATA tconstAVX2<>+2208(SB)/8, $0xbbbaf0ccbbbaf0cc
-DATA tconstAVX2<>+2216(SB)/8, $0xbbbaf0ccbbbaf0cc
-DATA tconstAVX2<>+2224(SB)/8, $0xbbbaf0ccbbbaf0cc
-DATA tconstAVX2<>+2232(SB)/8, $0xbbbaf0ccbbbaf0cc
-DATA tconstAVX2<>+2240(SB)/8, $0x3ca913473ca91347
-DATA tconstAVX2<>+2248(SB)/8, $0x3ca913473ca91347
-DATA tconstAVX2<>+2256(SB)/8, $0x3ca913473ca91347
-DATA tconstAVX2<>+2264(SB)/8, $0x3ca913473ca91347
-DATA tconstAVX2<>+2272(SB)/8, $0xbd5c1e2cbd5c1e2c
-DATA tconstAVX2<>+2280(SB)/8, $0xbd5c1e2cbd5c1e2c
-DATA tconstAVX2<>+2288(SB)/8, $0xbd5c1e2cbd5c1e2c
-DATA tconstAVX2<>+2296(SB)/8, $0xbd5c1e2cbd5c1e2c
-DATA tconstAVX2<>+2304(SB)/8, $0x3e0883933e088393
-DATA tconstAVX2<>+2312(SB)/8, $0x3e0883933e088393
-DATA tconstAVX2<>+2320(SB)/8, $0x3e0883933e088393
-DATA tconstAVX2<>+2328(SB)/8, $0x3e0883933e088393
-DATA tconstAVX2<>+2336(SB)/8, $0xbeaaaa99beaaaa99
-DATA tconstAVX2<>+2344(SB)/8, $0xbeaaaa99beaaaa99
-DATA tconstAVX2<>+2352(SB)/8, $0xbeaaaa99beaaaa99
-DATA tconstAVX2<>+2360(SB)/8, $0xbeaaaa99beaaaa99
-DATA tconstAVX2<>+2368(SB)/8, $0x3f2000003f200000
-DATA tconstAVX2<>+2376(SB)/8, $0x3f2000003f200000
-DATA tconstAVX2<>+2384(SB)/8, $0x3f2000003f200000
-DATA tconstAVX2<>+2392(SB)/8, $0x3f2000003f200000
-DATA tconstAVX2<>+2400(SB)/8, $0x8000000080000000
-DATA tconstAVX2<>+2408(SB)/8, $0x8000000080000000
-DATA tconstAVX2<>+2416(SB)/8, $0x8000000080000000
-DATA tconstAVX2<>+2424(SB)/8, $0x8000000080000000
-DATA tconstAVX2<>+2432(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+2440(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+2448(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+2456(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+2464(SB)/8, $0x7fffffffffffffff
-DATA tconstAVX2<>+2472(SB)/8, $0x7fffffffffffffff
-DATA tconstAVX2<>+2480(SB)/8, $0x7fffffffffffffff
-DATA tconstAVX2<>+2488(SB)/8, $0x7fffffffffffffff
-DATA tconstAVX2<>+2496(SB)/8, $0x404e000000000000
-DATA tconstAVX2<>+2504(SB)/8, $0x404e000000000000
-DATA tconstAVX2<>+2512(SB)/8, $0x404e000000000000
-DATA tconstAVX2<>+2520(SB)/8, $0x404e000000000000
-DATA tconstAVX2<>+2528(SB)/8, $0x4000000000000000
-DATA tconstAVX2<>+2536(SB)/8, $0x4000000000000000
-DATA tconstAVX2<>+2544(SB)/8, $0x4000000000000000
-DATA tconstAVX2<>+2552(SB)/8, $0x4000000000000000
-DATA tconstAVX2<>+2560(SB)/8, $0x4010000000000000
-DATA tconstAVX2<>+2568(SB)/8, $0x4010000000000000
-DATA tconstAVX2<>+2576(SB)/8, $0x4010000000000000
-DATA tconstAVX2<>+2584(SB)/8, $0x4010000000000000
-DATA tconstAVX2<>+2592(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+2600(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+2608(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+2616(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+2624(SB)/8, $0x4018000000000000
-DATA tconstAVX2<>+2632(SB)/8, $0x4018000000000000
-DATA tconstAVX2<>+2640(SB)/8, $0x4018000000000000
-DATA tconstAVX2<>+2648(SB)/8, $0x4018000000000000
-DATA tconstAVX2<>+2656(SB)/8, $0x3f67913eedfa259d
-DATA tconstAVX2<>+2664(SB)/8, $0x3f67913eedfa259d
-DATA tconstAVX2<>+2672(SB)/8, $0x3f67913eedfa259d
-DATA tconstAVX2<>+2680(SB)/8, $0x3f67913eedfa259d
-DATA tconstAVX2<>+2688(SB)/8, $0x3fa138ac55b61065
-DATA tconstAVX2<>+2696(SB)/8, $0x3fa138ac55b61065
-DATA tconstAVX2<>+2704(SB)/8, $0x3fa138ac55b61065
-DATA tconstAVX2<>+2712(SB)/8, $0x3fa138ac55b61065
-DATA tconstAVX2<>+2720(SB)/8, $0x3fc7e99afd95f731
-DATA tconstAVX2<>+2728(SB)/8, $0x3fc7e99afd95f731
-DATA tconstAVX2<>+2736(SB)/8, $0x3fc7e99afd95f731
-DATA tconstAVX2<>+2744(SB)/8, $0x3fc7e99afd95f731
-DATA tconstAVX2<>+2752(SB)/8, $0x3fe3d5c025266e79
-DATA tconstAVX2<>+2760(SB)/8, $0x3fe3d5c025266e79
-DATA tconstAVX2<>+2768(SB)/8, $0x3fe3d5c025266e79
-DATA tconstAVX2<>+2776(SB)/8, $0x3fe3d5c025266e79
-DATA tconstAVX2<>+2784(SB)/8, $0x3ff4ae3953b4753e
-DATA tconstAVX2<>+2792(SB)/8, $0x3ff4ae3953b4753e
-DATA tconstAVX2<>+2800(SB)/8, $0x3ff4ae3953b4753e
-DATA tconstAVX2<>+2808(SB)/8, $0x3ff4ae3953b4753e
-DATA tconstAVX2<>+2816(SB)/8, $0x3ff9f557fb44e51b
-DATA tconstAVX2<>+2824(SB)/8, $0x3ff9f557fb44e51b
-DATA tconstAVX2<>+2832(SB)/8, $0x3ff9f557fb44e51b
-DATA tconstAVX2<>+2840(SB)/8, $0x3ff9f557fb44e51b
-DATA tconstAVX2<>+2848(SB)/8, $0x3ff000000000176a
-DATA tconstAVX2<>+2856(SB)/8, $0x3ff000000000176a
-DATA tconstAVX2<>+2864(SB)/8, $0x3ff000000000176a
-DATA tconstAVX2<>+2872(SB)/8, $0x3ff000000000176a
-DATA tconstAVX2<>+2880(SB)/8, $0x3f74e2d304755848
-DATA tconstAVX2<>+2888(SB)/8, $0x3f74e2d304755848
-DATA tconstAVX2<>+2896(SB)/8, $0x3f74e2d304755848
-DATA tconstAVX2<>+2904(SB)/8, $0x3f74e2d304755848
-DATA tconstAVX2<>+2912(SB)/8, $0x3fae862c9adb3a69
-DATA tconstAVX2<>+2920(SB)/8, $0x3fae862c9adb3a69
-DATA tconstAVX2<>+2928(SB)/8, $0x3fae862c9adb3a69
-DATA tconstAVX2<>+2936(SB)/8, $0x3fae862c9adb3a69
-DATA tconstAVX2<>+2944(SB)/8, $0x3fd55ae37d27c49e
-DATA tconstAVX2<>+2952(SB)/8, $0x3fd55ae37d27c49e
-DATA tconstAVX2<>+2960(SB)/8, $0x3fd55ae37d27c49e
-DATA tconstAVX2<>+2968(SB)/8, $0x3fd55ae37d27c49e
-DATA tconstAVX2<>+2976(SB)/8, $0x3ff20e324cc88254
-DATA tconstAVX2<>+2984(SB)/8, $0x3ff20e324cc88254
-DATA tconstAVX2<>+2992(SB)/8, $0x3ff20e324cc88254
-DATA tconstAVX2<>+3000(SB)/8, $0x3ff20e324cc88254
-DATA tconstAVX2<>+3008(SB)/8, $0x4003a165aac153fd
-DATA tconstAVX2<>+3016(SB)/8, $0x4003a165aac153fd
-DATA tconstAVX2<>+3024(SB)/8, $0x4003a165aac153fd
-DATA tconstAVX2<>+3032(SB)/8, $0x4003a165aac153fd
-DATA tconstAVX2<>+3040(SB)/8, $0x400b2bf0b282e60b
-DATA tconstAVX2<>+3048(SB)/8, $0x400b2bf0b282e60b
-DATA tconstAVX2<>+3056(SB)/8, $0x400b2bf0b282e60b
-DATA tconstAVX2<>+3064(SB)/8, $0x400b2bf0b282e60b
-DATA tconstAVX2<>+3072(SB)/8, $0x40060197a5cbaa5b
-DATA tconstAVX2<>+3080(SB)/8, $0x40060197a5cbaa5b
-DATA tconstAVX2<>+3088(SB)/8, $0x40060197a5cbaa5b
-DATA tconstAVX2<>+3096(SB)/8, $0x40060197a5cbaa5b
-DATA tconstAVX2<>+3104(SB)/8, $0xbf9b82ce31288b51
-DATA tconstAVX2<>+3112(SB)/8, $0xbf9b82ce31288b51
-DATA tconstAVX2<>+3120(SB)/8, $0xbf9b82ce31288b51
-DATA tconstAVX2<>+3128(SB)/8, $0xbf9b82ce31288b51
-DATA tconstAVX2<>+3136(SB)/8, $0x3fbce2f21a042be2
-DATA tconstAVX2<>+3144(SB)/8, $0x3fbce2f21a042be2
-DATA tconstAVX2<>+3152(SB)/8, $0x3fbce2f21a042be2
-DATA tconstAVX2<>+3160(SB)/8, $0x3fbce2f21a042be2
-DATA tconstAVX2<>+3168(SB)/8, $0xbfd812746b0379e7
-DATA tconstAVX2<>+3176(SB)/8, $0xbfd812746b0379e7
-DATA tconstAVX2<>+3184(SB)/8, $0xbfd812746b0379e7
-DATA tconstAVX2<>+3192(SB)/8, $0xbfd812746b0379e7
-DATA tconstAVX2<>+3200(SB)/8, $0x3ff20dd750429b6d
-DATA tconstAVX2<>+3208(SB)/8, $0x3ff20dd750429b6d
-DATA tconstAVX2<>+3216(SB)/8, $0x3ff20dd750429b6d
-DATA tconstAVX2<>+3224(SB)/8, $0x3ff20dd750429b6d
-DATA tconstAVX2<>+3232(SB)/8, $0x3fb0000000000000
-DATA tconstAVX2<>+3240(SB)/8, $0x3fb0000000000000
-DATA tconstAVX2<>+3248(SB)/8, $0x3fb0000000000000
-DATA tconstAVX2<>+3256(SB)/8, $0x3fb0000000000000
-DATA tconstAVX2<>+3264(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+3272(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+3280(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+3288(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+3296(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+3304(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+3312(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+3320(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+3328(SB)/8, $0xc072c00000000000
-DATA tconstAVX2<>+3336(SB)/8, $0xc072c00000000000
-DATA tconstAVX2<>+3344(SB)/8, $0xc072c00000000000
-DATA tconstAVX2<>+3352(SB)/8, $0xc072c00000000000
-DATA tconstAVX2<>+3360(SB)/8, $0x4072c00000000000
-DATA tconstAVX2<>+3368(SB)/8, $0x4072c00000000000
-DATA tconstAVX2<>+3376(SB)/8, $0x4072c00000000000
-DATA tconstAVX2<>+3384(SB)/8, $0x4072c00000000000
-DATA tconstAVX2<>+3392(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+3400(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+3408(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+3416(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+3424(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+3432(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+3440(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+3448(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+3456(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+3464(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+3472(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+3480(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+3488(SB)/8, $0xbff474973c84120b
-DATA tconstAVX2<>+3496(SB)/8, $0xbff474973c84120b
-DATA tconstAVX2<>+3504(SB)/8, $0xbff474973c84120b
-DATA tconstAVX2<>+3512(SB)/8, $0xbff474973c84120b
-DATA tconstAVX2<>+3520(SB)/8, $0x3fa0000000000000
-DATA tconstAVX2<>+3528(SB)/8, $0x3fa0000000000000
-DATA tconstAVX2<>+3536(SB)/8, $0x3fa0000000000000
-DATA tconstAVX2<>+3544(SB)/8, $0x3fa0000000000000
-DATA tconstAVX2<>+3552(SB)/8, $0xbc9f8d74bc9ac154
-DATA tconstAVX2<>+3560(SB)/8, $0xbc9f8d74bc9ac154
-DATA tconstAVX2<>+3568(SB)/8, $0xbc9f8d74bc9ac154
-DATA tconstAVX2<>+3576(SB)/8, $0xbc9f8d74bc9ac154
-DATA tconstAVX2<>+3584(SB)/8, $0x3f209c33e91274f8
-DATA tconstAVX2<>+3592(SB)/8, $0x3f209c33e91274f8
-DATA tconstAVX2<>+3600(SB)/8, $0x3f209c33e91274f8
-DATA tconstAVX2<>+3608(SB)/8, $0x3f209c33e91274f8
-DATA tconstAVX2<>+3616(SB)/8, $0xbf7b0e48cf3d4692
-DATA tconstAVX2<>+3624(SB)/8, $0xbf7b0e48cf3d4692
-DATA tconstAVX2<>+3632(SB)/8, $0xbf7b0e48cf3d4692
-DATA tconstAVX2<>+3640(SB)/8, $0xbf7b0e48cf3d4692
-DATA tconstAVX2<>+3648(SB)/8, $0xbf8f2d0e2edfc1e8
-DATA tconstAVX2<>+3656(SB)/8, $0xbf8f2d0e2edfc1e8
-DATA tconstAVX2<>+3664(SB)/8, $0xbf8f2d0e2edfc1e8
-DATA tconstAVX2<>+3672(SB)/8, $0xbf8f2d0e2edfc1e8
-DATA tconstAVX2<>+3680(SB)/8, $0x3f9353eb4fe11684
-DATA tconstAVX2<>+3688(SB)/8, $0x3f9353eb4fe11684
-DATA tconstAVX2<>+3696(SB)/8, $0x3f9353eb4fe11684
-DATA tconstAVX2<>+3704(SB)/8, $0x3f9353eb4fe11684
-DATA tconstAVX2<>+3712(SB)/8, $0x3fc2c563458cba1c
-DATA tconstAVX2<>+3720(SB)/8, $0x3fc2c563458cba1c
-DATA tconstAVX2<>+3728(SB)/8, $0x3fc2c563458cba1c
-DATA tconstAVX2<>+3736(SB)/8, $0x3fc2c563458cba1c
-DATA tconstAVX2<>+3744(SB)/8, $0x3fcbe141046055c3
-DATA tconstAVX2<>+3752(SB)/8, $0x3fcbe141046055c3
-DATA tconstAVX2<>+3760(SB)/8, $0x3fcbe141046055c3
-DATA tconstAVX2<>+3768(SB)/8, $0x3fcbe141046055c3
-DATA tconstAVX2<>+3776(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+3784(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+3792(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+3800(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+3808(SB)/8, $0x418c0000418c0000
-DATA tconstAVX2<>+3816(SB)/8, $0x418c0000418c0000
-DATA tconstAVX2<>+3824(SB)/8, $0x418c0000418c0000
-DATA tconstAVX2<>+3832(SB)/8, $0x418c0000418c0000
-DATA tconstAVX2<>+3840(SB)/8, $0x3c4dcdb63c4dcdb6
-DATA tconstAVX2<>+3848(SB)/8, $0x3c4dcdb63c4dcdb6
-DATA tconstAVX2<>+3856(SB)/8, $0x3c4dcdb63c4dcdb6
-DATA tconstAVX2<>+3864(SB)/8, $0x3c4dcdb63c4dcdb6
-DATA tconstAVX2<>+3872(SB)/8, $0x3deb89243deb8924
-DATA tconstAVX2<>+3880(SB)/8, $0x3deb89243deb8924
-DATA tconstAVX2<>+3888(SB)/8, $0x3deb89243deb8924
-DATA tconstAVX2<>+3896(SB)/8, $0x3deb89243deb8924
-DATA tconstAVX2<>+3904(SB)/8, $0x3f023aff3f023aff
-DATA tconstAVX2<>+3912(SB)/8, $0x3f023aff3f023aff
-DATA tconstAVX2<>+3920(SB)/8, $0x3f023aff3f023aff
-DATA tconstAVX2<>+3928(SB)/8, $0x3f023aff3f023aff
-DATA tconstAVX2<>+3936(SB)/8, $0x3fa174503fa17450
-DATA tconstAVX2<>+3944(SB)/8, $0x3fa174503fa17450
-DATA tconstAVX2<>+3952(SB)/8, $0x3fa174503fa17450
-DATA tconstAVX2<>+3960(SB)/8, $0x3fa174503fa17450
-DATA tconstAVX2<>+3968(SB)/8, $0x3fdb1c143fdb1c14
-DATA tconstAVX2<>+3976(SB)/8, $0x3fdb1c143fdb1c14
-DATA tconstAVX2<>+3984(SB)/8, $0x3fdb1c143fdb1c14
-DATA tconstAVX2<>+3992(SB)/8, $0x3fdb1c143fdb1c14
-DATA tconstAVX2<>+4000(SB)/8, $0xb9f8a661b9f8a661
-DATA tconstAVX2<>+4008(SB)/8, $0xb9f8a661b9f8a661
-DATA tconstAVX2<>+4016(SB)/8, $0xb9f8a661b9f8a661
-DATA tconstAVX2<>+4024(SB)/8, $0xb9f8a661b9f8a661
-DATA tconstAVX2<>+4032(SB)/8, $0xb9af86cfb9af86cf
-DATA tconstAVX2<>+4040(SB)/8, $0xb9af86cfb9af86cf
-DATA tconstAVX2<>+4048(SB)/8, $0xb9af86cfb9af86cf
-DATA tconstAVX2<>+4056(SB)/8, $0xb9af86cfb9af86cf
-DATA tconstAVX2<>+4064(SB)/8, $0x3c4d23593c4d2359
-DATA tconstAVX2<>+4072(SB)/8, $0x3c4d23593c4d2359
-DATA tconstAVX2<>+4080(SB)/8, $0x3c4d23593c4d2359
-DATA tconstAVX2<>+4088(SB)/8, $0x3c4d23593c4d2359
-DATA tconstAVX2<>+4096(SB)/8, $0x3d83c2563d83c256
-DATA tconstAVX2<>+4104(SB)/8, $0x3d83c2563d83c256
-DATA tconstAVX2<>+4112(SB)/8, $0x3d83c2563d83c256
-DATA tconstAVX2<>+4120(SB)/8, $0x3d83c2563d83c256
-DATA tconstAVX2<>+4128(SB)/8, $0x3df1b6463df1b646
-DATA tconstAVX2<>+4136(SB)/8, $0x3df1b6463df1b646
-DATA tconstAVX2<>+4144(SB)/8, $0x3df1b6463df1b646
-DATA tconstAVX2<>+4152(SB)/8, $0x3df1b6463df1b646
-DATA tconstAVX2<>+4160(SB)/8, $0xbd1652b8bd1652b8
-DATA tconstAVX2<>+4168(SB)/8, $0xbd1652b8bd1652b8
-DATA tconstAVX2<>+4176(SB)/8, $0xbd1652b8bd1652b8
-DATA tconstAVX2<>+4184(SB)/8, $0xbd1652b8bd1652b8
-DATA tconstAVX2<>+4192(SB)/8, $0x3edf97243edf9724
-DATA tconstAVX2<>+4200(SB)/8, $0x3edf97243edf9724
-DATA tconstAVX2<>+4208(SB)/8, $0x3edf97243edf9724
-DATA tconstAVX2<>+4216(SB)/8, $0x3edf97243edf9724
-DATA tconstAVX2<>+4224(SB)/8, $0x3f4ccccd3f4ccccd
-DATA tconstAVX2<>+4232(SB)/8, $0x3f4ccccd3f4ccccd
-DATA tconstAVX2<>+4240(SB)/8, $0x3f4ccccd3f4ccccd
-DATA tconstAVX2<>+4248(SB)/8, $0x3f4ccccd3f4ccccd
-DATA tconstAVX2<>+4256(SB)/8, $0xbf000000bf000000
-DATA tconstAVX2<>+4264(SB)/8, $0xbf000000bf000000
-DATA tconstAVX2<>+4272(SB)/8, $0xbf000000bf000000
-DATA tconstAVX2<>+4280(SB)/8, $0xbf000000bf000000
-DATA tconstAVX2<>+4288(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+4296(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+4304(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+4312(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+4320(SB)/8, $0x3c67149e3c67149e
-DATA tconstAVX2<>+4328(SB)/8, $0x3c67149e3c67149e
-DATA tconstAVX2<>+4336(SB)/8, $0x3c67149e3c67149e
-DATA tconstAVX2<>+4344(SB)/8, $0x3c67149e3c67149e
-DATA tconstAVX2<>+4352(SB)/8, $0x3e1b7c9d3e1b7c9d
-DATA tconstAVX2<>+4360(SB)/8, $0x3e1b7c9d3e1b7c9d
-DATA tconstAVX2<>+4368(SB)/8, $0x3e1b7c9d3e1b7c9d
-DATA tconstAVX2<>+4376(SB)/8, $0x3e1b7c9d3e1b7c9d
-DATA tconstAVX2<>+4384(SB)/8, $0x3f3e64833f3e6483
-DATA tconstAVX2<>+4392(SB)/8, $0x3f3e64833f3e6483
-DATA tconstAVX2<>+4400(SB)/8, $0x3f3e64833f3e6483
-DATA tconstAVX2<>+4408(SB)/8, $0x3f3e64833f3e6483
-DATA tconstAVX2<>+4416(SB)/8, $0x4000136140001361
-DATA tconstAVX2<>+4424(SB)/8, $0x4000136140001361
-DATA tconstAVX2<>+4432(SB)/8, $0x4000136140001361
-DATA tconstAVX2<>+4440(SB)/8, $0x4000136140001361
-DATA tconstAVX2<>+4448(SB)/8, $0x4039f3764039f376
-DATA tconstAVX2<>+4456(SB)/8, $0x4039f3764039f376
-DATA tconstAVX2<>+4464(SB)/8, $0x4039f3764039f376
-DATA tconstAVX2<>+4472(SB)/8, $0x4039f3764039f376
-DATA tconstAVX2<>+4480(SB)/8, $0x3fe65a103fe65a10
-DATA tconstAVX2<>+4488(SB)/8, $0x3fe65a103fe65a10
-DATA tconstAVX2<>+4496(SB)/8, $0x3fe65a103fe65a10
-DATA tconstAVX2<>+4504(SB)/8, $0x3fe65a103fe65a10
-DATA tconstAVX2<>+4512(SB)/8, $0x3b8a9cb83b8a9cb8
-DATA tconstAVX2<>+4520(SB)/8, $0x3b8a9cb83b8a9cb8
-DATA tconstAVX2<>+4528(SB)/8, $0x3b8a9cb83b8a9cb8
-DATA tconstAVX2<>+4536(SB)/8, $0x3b8a9cb83b8a9cb8
-DATA tconstAVX2<>+4544(SB)/8, $0x3d3082e93d3082e9
-DATA tconstAVX2<>+4552(SB)/8, $0x3d3082e93d3082e9
-DATA tconstAVX2<>+4560(SB)/8, $0x3d3082e93d3082e9
-DATA tconstAVX2<>+4568(SB)/8, $0x3d3082e93d3082e9
-DATA tconstAVX2<>+4576(SB)/8, $0x3e47937d3e47937d
-DATA tconstAVX2<>+4584(SB)/8, $0x3e47937d3e47937d
-DATA tconstAVX2<>+4592(SB)/8, $0x3e47937d3e47937d
-DATA tconstAVX2<>+4600(SB)/8, $0x3e47937d3e47937d
-DATA tconstAVX2<>+4608(SB)/8, $0x3ee922c73ee922c7
-DATA tconstAVX2<>+4616(SB)/8, $0x3ee922c73ee922c7
-DATA tconstAVX2<>+4624(SB)/8, $0x3ee922c73ee922c7
-DATA tconstAVX2<>+4632(SB)/8, $0x3ee922c73ee922c7
-DATA tconstAVX2<>+4640(SB)/8, $0x3ef538283ef53828
-DATA tconstAVX2<>+4648(SB)/8, $0x3ef538283ef53828
-DATA tconstAVX2<>+4656(SB)/8, $0x3ef538283ef53828
-DATA tconstAVX2<>+4664(SB)/8, $0x3ef538283ef53828
-DATA tconstAVX2<>+4672(SB)/8, $0x3f4075693f407569
-DATA tconstAVX2<>+4680(SB)/8, $0x3f4075693f407569
-DATA tconstAVX2<>+4688(SB)/8, $0x3f4075693f407569
-DATA tconstAVX2<>+4696(SB)/8, $0x3f4075693f407569
-DATA tconstAVX2<>+4704(SB)/8, $0xb2501feab2501fea
-DATA tconstAVX2<>+4712(SB)/8, $0xb2501feab2501fea
-DATA tconstAVX2<>+4720(SB)/8, $0xb2501feab2501fea
-DATA tconstAVX2<>+4728(SB)/8, $0xb2501feab2501fea
-DATA tconstAVX2<>+4736(SB)/8, $0x3ecc422a3ecc422a
-DATA tconstAVX2<>+4744(SB)/8, $0x3ecc422a3ecc422a
-DATA tconstAVX2<>+4752(SB)/8, $0x3ecc422a3ecc422a
-DATA tconstAVX2<>+4760(SB)/8, $0x3ecc422a3ecc422a
-DATA tconstAVX2<>+4768(SB)/8, $0x5f7fffff5f7fffff
-DATA tconstAVX2<>+4776(SB)/8, $0x5f7fffff5f7fffff
-DATA tconstAVX2<>+4784(SB)/8, $0x5f7fffff5f7fffff
-DATA tconstAVX2<>+4792(SB)/8, $0x5f7fffff5f7fffff
-DATA tconstAVX2<>+4800(SB)/8, $0xbfe0000000000000
-DATA tconstAVX2<>+4808(SB)/8, $0xbfe0000000000000
-DATA tconstAVX2<>+4816(SB)/8, $0xbfe0000000000000
-DATA tconstAVX2<>+4824(SB)/8, $0xbfe0000000000000
-DATA tconstAVX2<>+4832(SB)/8, $0x402f000000000000
-DATA tconstAVX2<>+4840(SB)/8, $0x402f000000000000
-DATA tconstAVX2<>+4848(SB)/8, $0x402f000000000000
-DATA tconstAVX2<>+4856(SB)/8, $0x402f000000000000
-DATA tconstAVX2<>+4864(SB)/8, $0x3f4dbd7540ce84f5
-DATA tconstAVX2<>+4872(SB)/8, $0x3f4dbd7540ce84f5
-DATA tconstAVX2<>+4880(SB)/8, $0x3f4dbd7540ce84f5
-DATA tconstAVX2<>+4888(SB)/8, $0x3f4dbd7540ce84f5
-DATA tconstAVX2<>+4896(SB)/8, $0x3f8832de90357e68
-DATA tconstAVX2<>+4904(SB)/8, $0x3f8832de90357e68
-DATA tconstAVX2<>+4912(SB)/8, $0x3f8832de90357e68
-DATA tconstAVX2<>+4920(SB)/8, $0x3f8832de90357e68
-DATA tconstAVX2<>+4928(SB)/8, $0x3fb2733eec1d7901
-DATA tconstAVX2<>+4936(SB)/8, $0x3fb2733eec1d7901
-DATA tconstAVX2<>+4944(SB)/8, $0x3fb2733eec1d7901
-DATA tconstAVX2<>+4952(SB)/8, $0x3fb2733eec1d7901
-DATA tconstAVX2<>+4960(SB)/8, $0x3fd026c5f2e9a2a3
-DATA tconstAVX2<>+4968(SB)/8, $0x3fd026c5f2e9a2a3
-DATA tconstAVX2<>+4976(SB)/8, $0x3fd026c5f2e9a2a3
-DATA tconstAVX2<>+4984(SB)/8, $0x3fd026c5f2e9a2a3
-DATA tconstAVX2<>+4992(SB)/8, $0x3fe04e3624095a21
-DATA tconstAVX2<>+5000(SB)/8, $0x3fe04e3624095a21
-DATA tconstAVX2<>+5008(SB)/8, $0x3fe04e3624095a21
-DATA tconstAVX2<>+5016(SB)/8, $0x3fe04e3624095a21
-DATA tconstAVX2<>+5024(SB)/8, $0x3fdffffffff2a146
-DATA tconstAVX2<>+5032(SB)/8, $0x3fdffffffff2a146
-DATA tconstAVX2<>+5040(SB)/8, $0x3fdffffffff2a146
-DATA tconstAVX2<>+5048(SB)/8, $0x3fdffffffff2a146
-DATA tconstAVX2<>+5056(SB)/8, $0x3f62a30841d77f67
-DATA tconstAVX2<>+5064(SB)/8, $0x3f62a30841d77f67
-DATA tconstAVX2<>+5072(SB)/8, $0x3f62a30841d77f67
-DATA tconstAVX2<>+5080(SB)/8, $0x3f62a30841d77f67
-DATA tconstAVX2<>+5088(SB)/8, $0x3f9e541301646181
-DATA tconstAVX2<>+5096(SB)/8, $0x3f9e541301646181
-DATA tconstAVX2<>+5104(SB)/8, $0x3f9e541301646181
-DATA tconstAVX2<>+5112(SB)/8, $0x3f9e541301646181
-DATA tconstAVX2<>+5120(SB)/8, $0x3fc76a6c8d5c2e62
-DATA tconstAVX2<>+5128(SB)/8, $0x3fc76a6c8d5c2e62
-DATA tconstAVX2<>+5136(SB)/8, $0x3fc76a6c8d5c2e62
-DATA tconstAVX2<>+5144(SB)/8, $0x3fc76a6c8d5c2e62
-DATA tconstAVX2<>+5152(SB)/8, $0x3fe5300acfa98dc4
-DATA tconstAVX2<>+5160(SB)/8, $0x3fe5300acfa98dc4
-DATA tconstAVX2<>+5168(SB)/8, $0x3fe5300acfa98dc4
-DATA tconstAVX2<>+5176(SB)/8, $0x3fe5300acfa98dc4
-DATA tconstAVX2<>+5184(SB)/8, $0x3ff74585497df942
-DATA tconstAVX2<>+5192(SB)/8, $0x3ff74585497df942
-DATA tconstAVX2<>+5200(SB)/8, $0x3ff74585497df942
-DATA tconstAVX2<>+5208(SB)/8, $0x3ff74585497df942
-DATA tconstAVX2<>+5216(SB)/8, $0x3ffd1258bb78bfbf
-DATA tconstAVX2<>+5224(SB)/8, $0x3ffd1258bb78bfbf
-DATA tconstAVX2<>+5232(SB)/8, $0x3ffd1258bb78bfbf
-DATA tconstAVX2<>+5240(SB)/8, $0x3ffd1258bb78bfbf
-DATA tconstAVX2<>+5248(SB)/8, $0x3fd9884533d43651
-DATA tconstAVX2<>+5256(SB)/8, $0x3fd9884533d43651
-DATA tconstAVX2<>+5264(SB)/8, $0x3fd9884533d43651
-DATA tconstAVX2<>+5272(SB)/8, $0x3fd9884533d43651
-DATA tconstAVX2<>+5280(SB)/8, $0xbfe80ead197f00b4
-DATA tconstAVX2<>+5288(SB)/8, $0xbfe80ead197f00b4
-DATA tconstAVX2<>+5296(SB)/8, $0xbfe80ead197f00b4
-DATA tconstAVX2<>+5304(SB)/8, $0xbfe80ead197f00b4
-DATA tconstAVX2<>+5312(SB)/8, $0x3c713e74c58cada8
-DATA tconstAVX2<>+5320(SB)/8, $0x3c713e74c58cada8
-DATA tconstAVX2<>+5328(SB)/8, $0x3c713e74c58cada8
-DATA tconstAVX2<>+5336(SB)/8, $0x3c713e74c58cada8
-DATA tconstAVX2<>+5344(SB)/8, $0x3f93e19df5b577d9
-DATA tconstAVX2<>+5352(SB)/8, $0x3f93e19df5b577d9
-DATA tconstAVX2<>+5360(SB)/8, $0x3f93e19df5b577d9
-DATA tconstAVX2<>+5368(SB)/8, $0x3f93e19df5b577d9
-DATA tconstAVX2<>+5376(SB)/8, $0xbf8e3d0becedc4ce
-DATA tconstAVX2<>+5384(SB)/8, $0xbf8e3d0becedc4ce
-DATA tconstAVX2<>+5392(SB)/8, $0xbf8e3d0becedc4ce
-DATA tconstAVX2<>+5400(SB)/8, $0xbf8e3d0becedc4ce
-DATA tconstAVX2<>+5408(SB)/8, $0xbfbd2fa4ac53b847
-DATA tconstAVX2<>+5416(SB)/8, $0xbfbd2fa4ac53b847
-DATA tconstAVX2<>+5424(SB)/8, $0xbfbd2fa4ac53b847
-DATA tconstAVX2<>+5432(SB)/8, $0xbfbd2fa4ac53b847
-DATA tconstAVX2<>+5440(SB)/8, $0xbf92a2efc588f630
-DATA tconstAVX2<>+5448(SB)/8, $0xbf92a2efc588f630
-DATA tconstAVX2<>+5456(SB)/8, $0xbf92a2efc588f630
-DATA tconstAVX2<>+5464(SB)/8, $0xbf92a2efc588f630
-DATA tconstAVX2<>+5472(SB)/8, $0x3fd8d9a941ddf61a
-DATA tconstAVX2<>+5480(SB)/8, $0x3fd8d9a941ddf61a
-DATA tconstAVX2<>+5488(SB)/8, $0x3fd8d9a941ddf61a
-DATA tconstAVX2<>+5496(SB)/8, $0x3fd8d9a941ddf61a
-DATA tconstAVX2<>+5504(SB)/8, $0x3fdb9d98fa5a3b5f
-DATA tconstAVX2<>+5512(SB)/8, $0x3fdb9d98fa5a3b5f
-DATA tconstAVX2<>+5520(SB)/8, $0x3fdb9d98fa5a3b5f
-DATA tconstAVX2<>+5528(SB)/8, $0x3fdb9d98fa5a3b5f
-DATA tconstAVX2<>+5536(SB)/8, $0xbf407569bf407569
-DATA tconstAVX2<>+5544(SB)/8, $0xbf407569bf407569
-DATA tconstAVX2<>+5552(SB)/8, $0xbf407569bf407569
-DATA tconstAVX2<>+5560(SB)/8, $0xbf407569bf407569
-DATA tconstAVX2<>+5568(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+5576(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+5584(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+5592(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+5600(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+5608(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+5616(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+5624(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+5632(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+5640(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+5648(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+5656(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+5664(SB)/8, $0xc1380000c1380000
-DATA tconstAVX2<>+5672(SB)/8, $0xc1380000c1380000
-DATA tconstAVX2<>+5680(SB)/8, $0xc1380000c1380000
-DATA tconstAVX2<>+5688(SB)/8, $0xc1380000c1380000
-DATA tconstAVX2<>+5696(SB)/8, $0xc0135761c0135761
-DATA tconstAVX2<>+5704(SB)/8, $0xc0135761c0135761
-DATA tconstAVX2<>+5712(SB)/8, $0xc0135761c0135761
-DATA tconstAVX2<>+5720(SB)/8, $0xc0135761c0135761
-DATA tconstAVX2<>+5728(SB)/8, $0xbdd2d3e8bdd2d3e8
-DATA tconstAVX2<>+5736(SB)/8, $0xbdd2d3e8bdd2d3e8
-DATA tconstAVX2<>+5744(SB)/8, $0xbdd2d3e8bdd2d3e8
-DATA tconstAVX2<>+5752(SB)/8, $0xbdd2d3e8bdd2d3e8
-DATA tconstAVX2<>+5760(SB)/8, $0x3d9222793d922279
-DATA tconstAVX2<>+5768(SB)/8, $0x3d9222793d922279
-DATA tconstAVX2<>+5776(SB)/8, $0x3d9222793d922279
-DATA tconstAVX2<>+5784(SB)/8, $0x3d9222793d922279
-DATA tconstAVX2<>+5792(SB)/8, $0x3124d8b53124d8b5
-DATA tconstAVX2<>+5800(SB)/8, $0x3124d8b53124d8b5
-DATA tconstAVX2<>+5808(SB)/8, $0x3124d8b53124d8b5
-DATA tconstAVX2<>+5816(SB)/8, $0x3124d8b53124d8b5
-DATA tconstAVX2<>+5824(SB)/8, $0xb342bc9bb342bc9b
-DATA tconstAVX2<>+5832(SB)/8, $0xb342bc9bb342bc9b
-DATA tconstAVX2<>+5840(SB)/8, $0xb342bc9bb342bc9b
-DATA tconstAVX2<>+5848(SB)/8, $0xb342bc9bb342bc9b
-DATA tconstAVX2<>+5856(SB)/8, $0x3fcc422a3fcc422a
-DATA tconstAVX2<>+5864(SB)/8, $0x3fcc422a3fcc422a
-DATA tconstAVX2<>+5872(SB)/8, $0x3fcc422a3fcc422a
-DATA tconstAVX2<>+5880(SB)/8, $0x3fcc422a3fcc422a
-DATA tconstAVX2<>+5888(SB)/8, $0xffffff81ffffff81
-DATA tconstAVX2<>+5896(SB)/8, $0xffffff81ffffff81
-DATA tconstAVX2<>+5904(SB)/8, $0xffffff81ffffff81
-DATA tconstAVX2<>+5912(SB)/8, $0xffffff81ffffff81
-DATA tconstAVX2<>+5920(SB)/8, $0x0000009700000097
-DATA tconstAVX2<>+5928(SB)/8, $0x0000009700000097
-DATA tconstAVX2<>+5936(SB)/8, $0x0000009700000097
-DATA tconstAVX2<>+5944(SB)/8, $0x0000009700000097
-DATA tconstAVX2<>+5952(SB)/8, $0x0000006700000067
-DATA tconstAVX2<>+5960(SB)/8, $0x0000006700000067
-DATA tconstAVX2<>+5968(SB)/8, $0x0000006700000067
-DATA tconstAVX2<>+5976(SB)/8, $0x0000006700000067
-DATA tconstAVX2<>+5984(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+5992(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+6000(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+6008(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+6016(SB)/8, $0x3fb2444f2a4d8b4b
-DATA tconstAVX2<>+6024(SB)/8, $0x3fb2444f2a4d8b4b
-DATA tconstAVX2<>+6032(SB)/8, $0x3fb2444f2a4d8b4b
-DATA tconstAVX2<>+6040(SB)/8, $0x3fb2444f2a4d8b4b
-DATA tconstAVX2<>+6048(SB)/8, $0x3ff9884533d43651
-DATA tconstAVX2<>+6056(SB)/8, $0x3ff9884533d43651
-DATA tconstAVX2<>+6064(SB)/8, $0x3ff9884533d43651
-DATA tconstAVX2<>+6072(SB)/8, $0x3ff9884533d43651
-DATA tconstAVX2<>+6080(SB)/8, $0xc082c00000000000
-DATA tconstAVX2<>+6088(SB)/8, $0xc082c00000000000
-DATA tconstAVX2<>+6096(SB)/8, $0xc082c00000000000
-DATA tconstAVX2<>+6104(SB)/8, $0xc082c00000000000
-DATA tconstAVX2<>+6112(SB)/8, $0x4082c00000000000
-DATA tconstAVX2<>+6120(SB)/8, $0x4082c00000000000
-DATA tconstAVX2<>+6128(SB)/8, $0x4082c00000000000
-DATA tconstAVX2<>+6136(SB)/8, $0x4082c00000000000
-DATA tconstAVX2<>+6144(SB)/8, $0x3fcb6676bf7450f1
-DATA tconstAVX2<>+6152(SB)/8, $0x3fcb6676bf7450f1
-DATA tconstAVX2<>+6160(SB)/8, $0x3fcb6676bf7450f1
-DATA tconstAVX2<>+6168(SB)/8, $0x3fcb6676bf7450f1
-DATA tconstAVX2<>+6176(SB)/8, $0xbfe81429f9e97e4c
-DATA tconstAVX2<>+6184(SB)/8, $0xbfe81429f9e97e4c
-DATA tconstAVX2<>+6192(SB)/8, $0xbfe81429f9e97e4c
-DATA tconstAVX2<>+6200(SB)/8, $0xbfe81429f9e97e4c
-DATA tconstAVX2<>+6208(SB)/8, $0xbc8406439d087aa4
-DATA tconstAVX2<>+6216(SB)/8, $0xbc8406439d087aa4
-DATA tconstAVX2<>+6224(SB)/8, $0xbc8406439d087aa4
-DATA tconstAVX2<>+6232(SB)/8, $0xbc8406439d087aa4
-DATA tconstAVX2<>+6240(SB)/8, $0x3f9425c340df544f
-DATA tconstAVX2<>+6248(SB)/8, $0x3f9425c340df544f
-DATA tconstAVX2<>+6256(SB)/8, $0x3f9425c340df544f
-DATA tconstAVX2<>+6264(SB)/8, $0x3f9425c340df544f
-DATA tconstAVX2<>+6272(SB)/8, $0xbf9102a32c446f4b
-DATA tconstAVX2<>+6280(SB)/8, $0xbf9102a32c446f4b
-DATA tconstAVX2<>+6288(SB)/8, $0xbf9102a32c446f4b
-DATA tconstAVX2<>+6296(SB)/8, $0xbf9102a32c446f4b
-DATA tconstAVX2<>+6304(SB)/8, $0xbfbd2b771ca8099c
-DATA tconstAVX2<>+6312(SB)/8, $0xbfbd2b771ca8099c
-DATA tconstAVX2<>+6320(SB)/8, $0xbfbd2b771ca8099c
-DATA tconstAVX2<>+6328(SB)/8, $0xbfbd2b771ca8099c
-DATA tconstAVX2<>+6336(SB)/8, $0xbf9029618f5332b0
-DATA tconstAVX2<>+6344(SB)/8, $0xbf9029618f5332b0
-DATA tconstAVX2<>+6352(SB)/8, $0xbf9029618f5332b0
-DATA tconstAVX2<>+6360(SB)/8, $0xbf9029618f5332b0
-DATA tconstAVX2<>+6368(SB)/8, $0x3fd8cd1a2b2fb18d
-DATA tconstAVX2<>+6376(SB)/8, $0x3fd8cd1a2b2fb18d
-DATA tconstAVX2<>+6384(SB)/8, $0x3fd8cd1a2b2fb18d
-DATA tconstAVX2<>+6392(SB)/8, $0x3fd8cd1a2b2fb18d
-DATA tconstAVX2<>+6400(SB)/8, $0x3fdb8bacd2c97656
-DATA tconstAVX2<>+6408(SB)/8, $0x3fdb8bacd2c97656
-DATA tconstAVX2<>+6416(SB)/8, $0x3fdb8bacd2c97656
-DATA tconstAVX2<>+6424(SB)/8, $0x3fdb8bacd2c97656
-DATA tconstAVX2<>+6432(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+6440(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+6448(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+6456(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+6464(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+6472(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+6480(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+6488(SB)/8, $0x0000000700000006
-GLOBL tconstAVX2<>(SB), RODATA|NOPTR, $6496
+DATA tconstAVX2<>+640(SB)/8, $0xc3160000c3160000
+DATA tconstAVX2<>+648(SB)/8, $0xc3160000c3160000
+DATA tconstAVX2<>+656(SB)/8, $0xc3160000c3160000
+DATA tconstAVX2<>+664(SB)/8, $0xc3160000c3160000
+DATA tconstAVX2<>+672(SB)/8, $0x4342000043420000
+DATA tconstAVX2<>+680(SB)/8, $0x4342000043420000
+DATA tconstAVX2<>+688(SB)/8, $0x4342000043420000
+DATA tconstAVX2<>+696(SB)/8, $0x4342000043420000
+DATA tconstAVX2<>+704(SB)/8, $0x42b0000042b00000
+DATA tconstAVX2<>+712(SB)/8, $0x42b0000042b00000
+DATA tconstAVX2<>+720(SB)/8, $0x42b0000042b00000
+DATA tconstAVX2<>+728(SB)/8, $0x42b0000042b00000
+DATA tconstAVX2<>+736(SB)/8, $0x5f8000005f800000
+DATA tconstAVX2<>+744(SB)/8, $0x5f8000005f800000
+DATA tconstAVX2<>+752(SB)/8, $0x5f8000005f800000
+DATA tconstAVX2<>+760(SB)/8, $0x5f8000005f800000
+DATA tconstAVX2<>+768(SB)/8, $0x0000004000000040
+DATA tconstAVX2<>+776(SB)/8, $0x0000004000000040
+DATA tconstAVX2<>+784(SB)/8, $0x0000004000000040
+DATA tconstAVX2<>+792(SB)/8, $0x0000004000000040
+DATA tconstAVX2<>+800(SB)/8, $0x0000000100000001
+DATA tconstAVX2<>+808(SB)/8, $0x0000000100000001
+DATA tconstAVX2<>+816(SB)/8, $0x0000000100000001
+DATA tconstAVX2<>+824(SB)/8, $0x0000000100000001
+DATA tconstAVX2<>+832(SB)/8, $0xff7fffffff7fffff
+DATA tconstAVX2<>+840(SB)/8, $0xff7fffffff7fffff
+DATA tconstAVX2<>+848(SB)/8, $0xff7fffffff7fffff
+DATA tconstAVX2<>+856(SB)/8, $0xff7fffffff7fffff
+DATA tconstAVX2<>+864(SB)/8, $0x8000000080000000
+DATA tconstAVX2<>+872(SB)/8, $0x8000000080000000
+DATA tconstAVX2<>+880(SB)/8, $0x8000000080000000
+DATA tconstAVX2<>+888(SB)/8, $0x8000000080000000
+DATA tconstAVX2<>+896(SB)/8, $0x4431721844317218
+DATA tconstAVX2<>+904(SB)/8, $0x4431721844317218
+DATA tconstAVX2<>+912(SB)/8, $0x4431721844317218
+DATA tconstAVX2<>+920(SB)/8, $0x4431721844317218
+DATA tconstAVX2<>+928(SB)/8, $0x5f7fffff5f7fffff
+DATA tconstAVX2<>+936(SB)/8, $0x5f7fffff5f7fffff
+DATA tconstAVX2<>+944(SB)/8, $0x5f7fffff5f7fffff
+DATA tconstAVX2<>+952(SB)/8, $0x5f7fffff5f7fffff
+DATA tconstAVX2<>+960(SB)/8, $0xc08f400000000000
+DATA tconstAVX2<>+968(SB)/8, $0xc08f400000000000
+DATA tconstAVX2<>+976(SB)/8, $0xc08f400000000000
+DATA tconstAVX2<>+984(SB)/8, $0xc08f400000000000
+DATA tconstAVX2<>+992(SB)/8, $0x408f400000000000
+DATA tconstAVX2<>+1000(SB)/8, $0x408f400000000000
+DATA tconstAVX2<>+1008(SB)/8, $0x408f400000000000
+DATA tconstAVX2<>+1016(SB)/8, $0x408f400000000000
+DATA tconstAVX2<>+1024(SB)/8, $0x4338000000000000
+DATA tconstAVX2<>+1032(SB)/8, $0x4338000000000000
+DATA tconstAVX2<>+1040(SB)/8, $0x4338000000000000
+DATA tconstAVX2<>+1048(SB)/8, $0x4338000000000000
+DATA tconstAVX2<>+1056(SB)/8, $0x3ff71547652b82fe
+DATA tconstAVX2<>+1064(SB)/8, $0x3ff71547652b82fe
+DATA tconstAVX2<>+1072(SB)/8, $0x3ff71547652b82fe
+DATA tconstAVX2<>+1080(SB)/8, $0x3ff71547652b82fe
+DATA tconstAVX2<>+1088(SB)/8, $0x3fe62e42fee00000
+DATA tconstAVX2<>+1096(SB)/8, $0x3fe62e42fee00000
+DATA tconstAVX2<>+1104(SB)/8, $0x3fe62e42fee00000
+DATA tconstAVX2<>+1112(SB)/8, $0x3fe62e42fee00000
+DATA tconstAVX2<>+1120(SB)/8, $0x3dea39ef35793c76
+DATA tconstAVX2<>+1128(SB)/8, $0x3dea39ef35793c76
+DATA tconstAVX2<>+1136(SB)/8, $0x3dea39ef35793c76
+DATA tconstAVX2<>+1144(SB)/8, $0x3dea39ef35793c76
+DATA tconstAVX2<>+1152(SB)/8, $0x3f29f07f4b083f78
+DATA tconstAVX2<>+1160(SB)/8, $0x3f29f07f4b083f78
+DATA tconstAVX2<>+1168(SB)/8, $0x3f29f07f4b083f78
+DATA tconstAVX2<>+1176(SB)/8, $0x3f29f07f4b083f78
+DATA tconstAVX2<>+1184(SB)/8, $0x3f56d8dddd61d924
+DATA tconstAVX2<>+1192(SB)/8, $0x3f56d8dddd61d924
+DATA tconstAVX2<>+1200(SB)/8, $0x3f56d8dddd61d924
+DATA tconstAVX2<>+1208(SB)/8, $0x3f56d8dddd61d924
+DATA tconstAVX2<>+1216(SB)/8, $0x3f81112724e2b2fe
+DATA tconstAVX2<>+1224(SB)/8, $0x3f81112724e2b2fe
+DATA tconstAVX2<>+1232(SB)/8, $0x3f81112724e2b2fe
+DATA tconstAVX2<>+1240(SB)/8, $0x3f81112724e2b2fe
+DATA tconstAVX2<>+1248(SB)/8, $0x3fa55548ce016e7c
+DATA tconstAVX2<>+1256(SB)/8, $0x3fa55548ce016e7c
+DATA tconstAVX2<>+1264(SB)/8, $0x3fa55548ce016e7c
+DATA tconstAVX2<>+1272(SB)/8, $0x3fa55548ce016e7c
+DATA tconstAVX2<>+1280(SB)/8, $0x3fc555554415b861
+DATA tconstAVX2<>+1288(SB)/8, $0x3fc555554415b861
+DATA tconstAVX2<>+1296(SB)/8, $0x3fc555554415b861
+DATA tconstAVX2<>+1304(SB)/8, $0x3fc555554415b861
+DATA tconstAVX2<>+1312(SB)/8, $0x3fe0000003a86997
+DATA tconstAVX2<>+1320(SB)/8, $0x3fe0000003a86997
+DATA tconstAVX2<>+1328(SB)/8, $0x3fe0000003a86997
+DATA tconstAVX2<>+1336(SB)/8, $0x3fe0000003a86997
+DATA tconstAVX2<>+1344(SB)/8, $0x00000000000003ff
+DATA tconstAVX2<>+1352(SB)/8, $0x00000000000003ff
+DATA tconstAVX2<>+1360(SB)/8, $0x00000000000003ff
+DATA tconstAVX2<>+1368(SB)/8, $0x00000000000003ff
+DATA tconstAVX2<>+1376(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+1384(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+1392(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+1400(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+1408(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+1416(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+1424(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+1432(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+1440(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+1448(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+1456(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+1464(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+1472(SB)/8, $0x3fe6600000000000
+DATA tconstAVX2<>+1480(SB)/8, $0x3fe6600000000000
+DATA tconstAVX2<>+1488(SB)/8, $0x3fe6600000000000
+DATA tconstAVX2<>+1496(SB)/8, $0x3fe6600000000000
+DATA tconstAVX2<>+1504(SB)/8, $0x8000000000000000
+DATA tconstAVX2<>+1512(SB)/8, $0x8000000000000000
+DATA tconstAVX2<>+1520(SB)/8, $0x8000000000000000
+DATA tconstAVX2<>+1528(SB)/8, $0x8000000000000000
+DATA tconstAVX2<>+1536(SB)/8, $0x4330000000000000
+DATA tconstAVX2<>+1544(SB)/8, $0x4330000000000000
+DATA tconstAVX2<>+1552(SB)/8, $0x4330000000000000
+DATA tconstAVX2<>+1560(SB)/8, $0x4330000000000000
+DATA tconstAVX2<>+1568(SB)/8, $0x4330000000000800
+DATA tconstAVX2<>+1576(SB)/8, $0x4330000000000800
+DATA tconstAVX2<>+1584(SB)/8, $0x4330000000000800
+DATA tconstAVX2<>+1592(SB)/8, $0x4330000000000800
+DATA tconstAVX2<>+1600(SB)/8, $0xfff0000000000000
+DATA tconstAVX2<>+1608(SB)/8, $0xfff0000000000000
+DATA tconstAVX2<>+1616(SB)/8, $0xfff0000000000000
+DATA tconstAVX2<>+1624(SB)/8, $0xfff0000000000000
+DATA tconstAVX2<>+1632(SB)/8, $0x000000000000000f
+DATA tconstAVX2<>+1640(SB)/8, $0x000000000000000f
+DATA tconstAVX2<>+1648(SB)/8, $0x000000000000000f
+DATA tconstAVX2<>+1656(SB)/8, $0x000000000000000f
+DATA tconstAVX2<>+1664(SB)/8, $0x3ff661ec6a5122f9
+DATA tconstAVX2<>+1672(SB)/8, $0x3ff571ed3c506b3a
+DATA tconstAVX2<>+1680(SB)/8, $0x3ff49539e3b2d067
+DATA tconstAVX2<>+1688(SB)/8, $0x3ff3c995a47babe7
+DATA tconstAVX2<>+1696(SB)/8, $0x3ff30d190130d190
+DATA tconstAVX2<>+1704(SB)/8, $0x3ff25e22708092f1
+DATA tconstAVX2<>+1712(SB)/8, $0x3ff1bb4a4046ed29
+DATA tconstAVX2<>+1720(SB)/8, $0x3ff12358e75d3033
+DATA tconstAVX2<>+1728(SB)/8, $0x3ff0953f39010954
+DATA tconstAVX2<>+1736(SB)/8, $0x3ff0000000000000
+DATA tconstAVX2<>+1744(SB)/8, $0x3fee573ac901e574
+DATA tconstAVX2<>+1752(SB)/8, $0x3feca4b3055ee191
+DATA tconstAVX2<>+1760(SB)/8, $0x3feb2036406c80d9
+DATA tconstAVX2<>+1768(SB)/8, $0x3fe9c2d14ee4a102
+DATA tconstAVX2<>+1776(SB)/8, $0x3fe886e5f0abb04a
+DATA tconstAVX2<>+1784(SB)/8, $0x3fe767dce434a9b1
+DATA tconstAVX2<>+1792(SB)/8, $0xbfd57bf753c8d1fb
+DATA tconstAVX2<>+1800(SB)/8, $0xbfd2bef07cdc9355
+DATA tconstAVX2<>+1808(SB)/8, $0xbfd01eae5626c691
+DATA tconstAVX2<>+1816(SB)/8, $0xbfcb31d8575bce3b
+DATA tconstAVX2<>+1824(SB)/8, $0xbfc6574ebe8c1339
+DATA tconstAVX2<>+1832(SB)/8, $0xbfc1aa2b7e23f729
+DATA tconstAVX2<>+1840(SB)/8, $0xbfba4e7640b1bc38
+DATA tconstAVX2<>+1848(SB)/8, $0xbfb1973bd1465561
+DATA tconstAVX2<>+1856(SB)/8, $0xbfa252f32f8d1840
+DATA tconstAVX2<>+1864(SB)/8, $0x0000000000000000
+DATA tconstAVX2<>+1872(SB)/8, $0x3fab42dd711971b9
+DATA tconstAVX2<>+1880(SB)/8, $0x3fbc5e548f5bc743
+DATA tconstAVX2<>+1888(SB)/8, $0x3fc526e5e3a1b438
+DATA tconstAVX2<>+1896(SB)/8, $0x3fcbc286742d8cd4
+DATA tconstAVX2<>+1904(SB)/8, $0x3fd1058bf9ae4ad4
+DATA tconstAVX2<>+1912(SB)/8, $0x3fd404308686a7e4
+DATA tconstAVX2<>+1920(SB)/8, $0xffffffffffffffff
+DATA tconstAVX2<>+1928(SB)/8, $0xffffffffffffffff
+DATA tconstAVX2<>+1936(SB)/8, $0xffffffffffffffff
+DATA tconstAVX2<>+1944(SB)/8, $0xffffffffffffffff
+DATA tconstAVX2<>+1952(SB)/8, $0xbfc55b2eabd36199
+DATA tconstAVX2<>+1960(SB)/8, $0xbfc55b2eabd36199
+DATA tconstAVX2<>+1968(SB)/8, $0xbfc55b2eabd36199
+DATA tconstAVX2<>+1976(SB)/8, $0xbfc55b2eabd36199
+DATA tconstAVX2<>+1984(SB)/8, $0x3fc99f567725f7ba
+DATA tconstAVX2<>+1992(SB)/8, $0x3fc99f567725f7ba
+DATA tconstAVX2<>+2000(SB)/8, $0x3fc99f567725f7ba
+DATA tconstAVX2<>+2008(SB)/8, $0x3fc99f567725f7ba
+DATA tconstAVX2<>+2016(SB)/8, $0xbfcfffff6d4ccddd
+DATA tconstAVX2<>+2024(SB)/8, $0xbfcfffff6d4ccddd
+DATA tconstAVX2<>+2032(SB)/8, $0xbfcfffff6d4ccddd
+DATA tconstAVX2<>+2040(SB)/8, $0xbfcfffff6d4ccddd
+DATA tconstAVX2<>+2048(SB)/8, $0x3fd555552225c7d5
+DATA tconstAVX2<>+2056(SB)/8, $0x3fd555552225c7d5
+DATA tconstAVX2<>+2064(SB)/8, $0x3fd555552225c7d5
+DATA tconstAVX2<>+2072(SB)/8, $0x3fd555552225c7d5
+DATA tconstAVX2<>+2080(SB)/8, $0xbfe000000000b875
+DATA tconstAVX2<>+2088(SB)/8, $0xbfe000000000b875
+DATA tconstAVX2<>+2096(SB)/8, $0xbfe000000000b875
+DATA tconstAVX2<>+2104(SB)/8, $0xbfe000000000b875
+DATA tconstAVX2<>+2112(SB)/8, $0x3fe62e42fefa39ef
+DATA tconstAVX2<>+2120(SB)/8, $0x3fe62e42fefa39ef
+DATA tconstAVX2<>+2128(SB)/8, $0x3fe62e42fefa39ef
+DATA tconstAVX2<>+2136(SB)/8, $0x3fe62e42fefa39ef
+DATA tconstAVX2<>+2144(SB)/8, $0x0000000000000000
+DATA tconstAVX2<>+2152(SB)/8, $0x0000000000000000
+DATA tconstAVX2<>+2160(SB)/8, $0x0000000000000000
+DATA tconstAVX2<>+2168(SB)/8, $0x0000000000000000
+DATA tconstAVX2<>+2176(SB)/8, $0x7fc000007fc00000
+DATA tconstAVX2<>+2184(SB)/8, $0x7fc000007fc00000
+DATA tconstAVX2<>+2192(SB)/8, $0x7fc000007fc00000
+DATA tconstAVX2<>+2200(SB)/8, $0x7fc000007fc00000
+DATA tconstAVX2<>+2208(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+2216(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+2224(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+2232(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+2240(SB)/8, $0x3ff661ec6a5122f9
+DATA tconstAVX2<>+2248(SB)/8, $0x3ff571ed3c506b3a
+DATA tconstAVX2<>+2256(SB)/8, $0x3ff49539e3b2d067
+DATA tconstAVX2<>+2264(SB)/8, $0x3ff3c995a47babe7
+DATA tconstAVX2<>+2272(SB)/8, $0x3ff30d190130d190
+DATA tconstAVX2<>+2280(SB)/8, $0x3ff25e22708092f1
+DATA tconstAVX2<>+2288(SB)/8, $0x3ff1bb4a4046ed29
+DATA tconstAVX2<>+2296(SB)/8, $0x3ff12358e75d3033
+DATA tconstAVX2<>+2304(SB)/8, $0x3ff0953f39010954
+DATA tconstAVX2<>+2312(SB)/8, $0x3ff0000000000000
+DATA tconstAVX2<>+2320(SB)/8, $0x3fee573ac901e574
+DATA tconstAVX2<>+2328(SB)/8, $0x3feca4b3055ee191
+DATA tconstAVX2<>+2336(SB)/8, $0x3feb2036406c80d9
+DATA tconstAVX2<>+2344(SB)/8, $0x3fe9c2d14ee4a102
+DATA tconstAVX2<>+2352(SB)/8, $0x3fe886e5f0abb04a
+DATA tconstAVX2<>+2360(SB)/8, $0x3fe767dce434a9b1
+DATA tconstAVX2<>+2368(SB)/8, $0xbfd57bf753c8d1fb
+DATA tconstAVX2<>+2376(SB)/8, $0xbfd2bef07cdc9355
+DATA tconstAVX2<>+2384(SB)/8, $0xbfd01eae5626c691
+DATA tconstAVX2<>+2392(SB)/8, $0xbfcb31d8575bce3b
+DATA tconstAVX2<>+2400(SB)/8, $0xbfc6574ebe8c1339
+DATA tconstAVX2<>+2408(SB)/8, $0xbfc1aa2b7e23f729
+DATA tconstAVX2<>+2416(SB)/8, $0xbfba4e7640b1bc38
+DATA tconstAVX2<>+2424(SB)/8, $0xbfb1973bd1465561
+DATA tconstAVX2<>+2432(SB)/8, $0xbfa252f32f8d1840
+DATA tconstAVX2<>+2440(SB)/8, $0x0000000000000000
+DATA tconstAVX2<>+2448(SB)/8, $0x3fab42dd711971b9
+DATA tconstAVX2<>+2456(SB)/8, $0x3fbc5e548f5bc743
+DATA tconstAVX2<>+2464(SB)/8, $0x3fc526e5e3a1b438
+DATA tconstAVX2<>+2472(SB)/8, $0x3fcbc286742d8cd4
+DATA tconstAVX2<>+2480(SB)/8, $0x3fd1058bf9ae4ad4
+DATA tconstAVX2<>+2488(SB)/8, $0x3fd404308686a7e4
+DATA tconstAVX2<>+2496(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+2504(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+2512(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+2520(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+2528(SB)/8, $0x4120000041200000
+DATA tconstAVX2<>+2536(SB)/8, $0x4120000041200000
+DATA tconstAVX2<>+2544(SB)/8, $0x4120000041200000
+DATA tconstAVX2<>+2552(SB)/8, $0x4120000041200000
+DATA tconstAVX2<>+2560(SB)/8, $0x4000000040000000
+DATA tconstAVX2<>+2568(SB)/8, $0x4000000040000000
+DATA tconstAVX2<>+2576(SB)/8, $0x4000000040000000
+DATA tconstAVX2<>+2584(SB)/8, $0x4000000040000000
+DATA tconstAVX2<>+2592(SB)/8, $0xbbbaf0ccbbbaf0cc
+DATA tconstAVX2<>+2600(SB)/8, $0xbbbaf0ccbbbaf0cc
+DATA tconstAVX2<>+2608(SB)/8, $0xbbbaf0ccbbbaf0cc
+DATA tconstAVX2<>+2616(SB)/8, $0xbbbaf0ccbbbaf0cc
+DATA tconstAVX2<>+2624(SB)/8, $0x3ca913473ca91347
+DATA tconstAVX2<>+2632(SB)/8, $0x3ca913473ca91347
+DATA tconstAVX2<>+2640(SB)/8, $0x3ca913473ca91347
+DATA tconstAVX2<>+2648(SB)/8, $0x3ca913473ca91347
+DATA tconstAVX2<>+2656(SB)/8, $0xbd5c1e2cbd5c1e2c
+DATA tconstAVX2<>+2664(SB)/8, $0xbd5c1e2cbd5c1e2c
+DATA tconstAVX2<>+2672(SB)/8, $0xbd5c1e2cbd5c1e2c
+DATA tconstAVX2<>+2680(SB)/8, $0xbd5c1e2cbd5c1e2c
+DATA tconstAVX2<>+2688(SB)/8, $0x3e0883933e088393
+DATA tconstAVX2<>+2696(SB)/8, $0x3e0883933e088393
+DATA tconstAVX2<>+2704(SB)/8, $0x3e0883933e088393
+DATA tconstAVX2<>+2712(SB)/8, $0x3e0883933e088393
+DATA tconstAVX2<>+2720(SB)/8, $0xbeaaaa99beaaaa99
+DATA tconstAVX2<>+2728(SB)/8, $0xbeaaaa99beaaaa99
+DATA tconstAVX2<>+2736(SB)/8, $0xbeaaaa99beaaaa99
+DATA tconstAVX2<>+2744(SB)/8, $0xbeaaaa99beaaaa99
+DATA tconstAVX2<>+2752(SB)/8, $0x3f2000003f200000
+DATA tconstAVX2<>+2760(SB)/8, $0x3f2000003f200000
+DATA tconstAVX2<>+2768(SB)/8, $0x3f2000003f200000
+DATA tconstAVX2<>+2776(SB)/8, $0x3f2000003f200000
+DATA tconstAVX2<>+2784(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+2792(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+2800(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+2808(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+2816(SB)/8, $0x7fffffffffffffff
+DATA tconstAVX2<>+2824(SB)/8, $0x7fffffffffffffff
+DATA tconstAVX2<>+2832(SB)/8, $0x7fffffffffffffff
+DATA tconstAVX2<>+2840(SB)/8, $0x7fffffffffffffff
+DATA tconstAVX2<>+2848(SB)/8, $0x404e000000000000
+DATA tconstAVX2<>+2856(SB)/8, $0x404e000000000000
+DATA tconstAVX2<>+2864(SB)/8, $0x404e000000000000
+DATA tconstAVX2<>+2872(SB)/8, $0x404e000000000000
+DATA tconstAVX2<>+2880(SB)/8, $0x4000000000000000
+DATA tconstAVX2<>+2888(SB)/8, $0x4000000000000000
+DATA tconstAVX2<>+2896(SB)/8, $0x4000000000000000
+DATA tconstAVX2<>+2904(SB)/8, $0x4000000000000000
+DATA tconstAVX2<>+2912(SB)/8, $0x4010000000000000
+DATA tconstAVX2<>+2920(SB)/8, $0x4010000000000000
+DATA tconstAVX2<>+2928(SB)/8, $0x4010000000000000
+DATA tconstAVX2<>+2936(SB)/8, $0x4010000000000000
+DATA tconstAVX2<>+2944(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+2952(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+2960(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+2968(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+2976(SB)/8, $0x4018000000000000
+DATA tconstAVX2<>+2984(SB)/8, $0x4018000000000000
+DATA tconstAVX2<>+2992(SB)/8, $0x4018000000000000
+DATA tconstAVX2<>+3000(SB)/8, $0x4018000000000000
+DATA tconstAVX2<>+3008(SB)/8, $0x3f67913eedfa259d
+DATA tconstAVX2<>+3016(SB)/8, $0x3f67913eedfa259d
+DATA tconstAVX2<>+3024(SB)/8, $0x3f67913eedfa259d
+DATA tconstAVX2<>+3032(SB)/8, $0x3f67913eedfa259d
+DATA tconstAVX2<>+3040(SB)/8, $0x3fa138ac55b61065
+DATA tconstAVX2<>+3048(SB)/8, $0x3fa138ac55b61065
+DATA tconstAVX2<>+3056(SB)/8, $0x3fa138ac55b61065
+DATA tconstAVX2<>+3064(SB)/8, $0x3fa138ac55b61065
+DATA tconstAVX2<>+3072(SB)/8, $0x3fc7e99afd95f731
+DATA tconstAVX2<>+3080(SB)/8, $0x3fc7e99afd95f731
+DATA tconstAVX2<>+3088(SB)/8, $0x3fc7e99afd95f731
+DATA tconstAVX2<>+3096(SB)/8, $0x3fc7e99afd95f731
+DATA tconstAVX2<>+3104(SB)/8, $0x3fe3d5c025266e79
+DATA tconstAVX2<>+3112(SB)/8, $0x3fe3d5c025266e79
+DATA tconstAVX2<>+3120(SB)/8, $0x3fe3d5c025266e79
+DATA tconstAVX2<>+3128(SB)/8, $0x3fe3d5c025266e79
+DATA tconstAVX2<>+3136(SB)/8, $0x3ff4ae3953b4753e
+DATA tconstAVX2<>+3144(SB)/8, $0x3ff4ae3953b4753e
+DATA tconstAVX2<>+3152(SB)/8, $0x3ff4ae3953b4753e
+DATA tconstAVX2<>+3160(SB)/8, $0x3ff4ae3953b4753e
+DATA tconstAVX2<>+3168(SB)/8, $0x3ff9f557fb44e51b
+DATA tconstAVX2<>+3176(SB)/8, $0x3ff9f557fb44e51b
+DATA tconstAVX2<>+3184(SB)/8, $0x3ff9f557fb44e51b
+DATA tconstAVX2<>+3192(SB)/8, $0x3ff9f557fb44e51b
+DATA tconstAVX2<>+3200(SB)/8, $0x3ff000000000176a
+DATA tconstAVX2<>+3208(SB)/8, $0x3ff000000000176a
+DATA tconstAVX2<>+3216(SB)/8, $0x3ff000000000176a
+DATA tconstAVX2<>+3224(SB)/8, $0x3ff000000000176a
+DATA tconstAVX2<>+3232(SB)/8, $0x3f74e2d304755848
+DATA tconstAVX2<>+3240(SB)/8, $0x3f74e2d304755848
+DATA tconstAVX2<>+3248(SB)/8, $0x3f74e2d304755848
+DATA tconstAVX2<>+3256(SB)/8, $0x3f74e2d304755848
+DATA tconstAVX2<>+3264(SB)/8, $0x3fae862c9adb3a69
+DATA tconstAVX2<>+3272(SB)/8, $0x3fae862c9adb3a69
+DATA tconstAVX2<>+3280(SB)/8, $0x3fae862c9adb3a69
+DATA tconstAVX2<>+3288(SB)/8, $0x3fae862c9adb3a69
+DATA tconstAVX2<>+3296(SB)/8, $0x3fd55ae37d27c49e
+DATA tconstAVX2<>+3304(SB)/8, $0x3fd55ae37d27c49e
+DATA tconstAVX2<>+3312(SB)/8, $0x3fd55ae37d27c49e
+DATA tconstAVX2<>+3320(SB)/8, $0x3fd55ae37d27c49e
+DATA tconstAVX2<>+3328(SB)/8, $0x3ff20e324cc88254
+DATA tconstAVX2<>+3336(SB)/8, $0x3ff20e324cc88254
+DATA tconstAVX2<>+3344(SB)/8, $0x3ff20e324cc88254
+DATA tconstAVX2<>+3352(SB)/8, $0x3ff20e324cc88254
+DATA tconstAVX2<>+3360(SB)/8, $0x4003a165aac153fd
+DATA tconstAVX2<>+3368(SB)/8, $0x4003a165aac153fd
+DATA tconstAVX2<>+3376(SB)/8, $0x4003a165aac153fd
+DATA tconstAVX2<>+3384(SB)/8, $0x4003a165aac153fd
+DATA tconstAVX2<>+3392(SB)/8, $0x400b2bf0b282e60b
+DATA tconstAVX2<>+3400(SB)/8, $0x400b2bf0b282e60b
+DATA tconstAVX2<>+3408(SB)/8, $0x400b2bf0b282e60b
+DATA tconstAVX2<>+3416(SB)/8, $0x400b2bf0b282e60b
+DATA tconstAVX2<>+3424(SB)/8, $0x40060197a5cbaa5b
+DATA tconstAVX2<>+3432(SB)/8, $0x40060197a5cbaa5b
+DATA tconstAVX2<>+3440(SB)/8, $0x40060197a5cbaa5b
+DATA tconstAVX2<>+3448(SB)/8, $0x40060197a5cbaa5b
+DATA tconstAVX2<>+3456(SB)/8, $0xbf9b82ce31288b51
+DATA tconstAVX2<>+3464(SB)/8, $0xbf9b82ce31288b51
+DATA tconstAVX2<>+3472(SB)/8, $0xbf9b82ce31288b51
+DATA tconstAVX2<>+3480(SB)/8, $0xbf9b82ce31288b51
+DATA tconstAVX2<>+3488(SB)/8, $0x3fbce2f21a042be2
+DATA tconstAVX2<>+3496(SB)/8, $0x3fbce2f21a042be2
+DATA tconstAVX2<>+3504(SB)/8, $0x3fbce2f21a042be2
+DATA tconstAVX2<>+3512(SB)/8, $0x3fbce2f21a042be2
+DATA tconstAVX2<>+3520(SB)/8, $0xbfd812746b0379e7
+DATA tconstAVX2<>+3528(SB)/8, $0xbfd812746b0379e7
+DATA tconstAVX2<>+3536(SB)/8, $0xbfd812746b0379e7
+DATA tconstAVX2<>+3544(SB)/8, $0xbfd812746b0379e7
+DATA tconstAVX2<>+3552(SB)/8, $0x3ff20dd750429b6d
+DATA tconstAVX2<>+3560(SB)/8, $0x3ff20dd750429b6d
+DATA tconstAVX2<>+3568(SB)/8, $0x3ff20dd750429b6d
+DATA tconstAVX2<>+3576(SB)/8, $0x3ff20dd750429b6d
+DATA tconstAVX2<>+3584(SB)/8, $0x3fb0000000000000
+DATA tconstAVX2<>+3592(SB)/8, $0x3fb0000000000000
+DATA tconstAVX2<>+3600(SB)/8, $0x3fb0000000000000
+DATA tconstAVX2<>+3608(SB)/8, $0x3fb0000000000000
+DATA tconstAVX2<>+3616(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+3624(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+3632(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+3640(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+3648(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+3656(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+3664(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+3672(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+3680(SB)/8, $0xc2dc0000c2dc0000
+DATA tconstAVX2<>+3688(SB)/8, $0xc2dc0000c2dc0000
+DATA tconstAVX2<>+3696(SB)/8, $0xc2dc0000c2dc0000
+DATA tconstAVX2<>+3704(SB)/8, $0xc2dc0000c2dc0000
+DATA tconstAVX2<>+3712(SB)/8, $0x41c0000041c00000
+DATA tconstAVX2<>+3720(SB)/8, $0x41c0000041c00000
+DATA tconstAVX2<>+3728(SB)/8, $0x41c0000041c00000
+DATA tconstAVX2<>+3736(SB)/8, $0x41c0000041c00000
+DATA tconstAVX2<>+3744(SB)/8, $0xb950395fb950395f
+DATA tconstAVX2<>+3752(SB)/8, $0xb950395fb950395f
+DATA tconstAVX2<>+3760(SB)/8, $0xb950395fb950395f
+DATA tconstAVX2<>+3768(SB)/8, $0xb950395fb950395f
+DATA tconstAVX2<>+3776(SB)/8, $0xbc0888a6bc0888a6
+DATA tconstAVX2<>+3784(SB)/8, $0xbc0888a6bc0888a6
+DATA tconstAVX2<>+3792(SB)/8, $0xbc0888a6bc0888a6
+DATA tconstAVX2<>+3800(SB)/8, $0xbc0888a6bc0888a6
+DATA tconstAVX2<>+3808(SB)/8, $0xbe2aaaabbe2aaaab
+DATA tconstAVX2<>+3816(SB)/8, $0xbe2aaaabbe2aaaab
+DATA tconstAVX2<>+3824(SB)/8, $0xbe2aaaabbe2aaaab
+DATA tconstAVX2<>+3832(SB)/8, $0xbe2aaaabbe2aaaab
+DATA tconstAVX2<>+3840(SB)/8, $0x000000a7000000a7
+DATA tconstAVX2<>+3848(SB)/8, $0x000000a7000000a7
+DATA tconstAVX2<>+3856(SB)/8, $0x000000a7000000a7
+DATA tconstAVX2<>+3864(SB)/8, $0x000000a7000000a7
+DATA tconstAVX2<>+3872(SB)/8, $0x2b8000002b800000
+DATA tconstAVX2<>+3880(SB)/8, $0x2b8000002b800000
+DATA tconstAVX2<>+3888(SB)/8, $0x2b8000002b800000
+DATA tconstAVX2<>+3896(SB)/8, $0x2b8000002b800000
+DATA tconstAVX2<>+3904(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+3912(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+3920(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+3928(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+3936(SB)/8, $0x4316000043160000
+DATA tconstAVX2<>+3944(SB)/8, $0x4316000043160000
+DATA tconstAVX2<>+3952(SB)/8, $0x4316000043160000
+DATA tconstAVX2<>+3960(SB)/8, $0x4316000043160000
+DATA tconstAVX2<>+3968(SB)/8, $0xc072c00000000000
+DATA tconstAVX2<>+3976(SB)/8, $0xc072c00000000000
+DATA tconstAVX2<>+3984(SB)/8, $0xc072c00000000000
+DATA tconstAVX2<>+3992(SB)/8, $0xc072c00000000000
+DATA tconstAVX2<>+4000(SB)/8, $0x4072c00000000000
+DATA tconstAVX2<>+4008(SB)/8, $0x4072c00000000000
+DATA tconstAVX2<>+4016(SB)/8, $0x4072c00000000000
+DATA tconstAVX2<>+4024(SB)/8, $0x4072c00000000000
+DATA tconstAVX2<>+4032(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+4040(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+4048(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+4056(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+4064(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+4072(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+4080(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+4088(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+4096(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+4104(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+4112(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+4120(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+4128(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+4136(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+4144(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+4152(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+4160(SB)/8, $0xbff474973c84120b
+DATA tconstAVX2<>+4168(SB)/8, $0xbff474973c84120b
+DATA tconstAVX2<>+4176(SB)/8, $0xbff474973c84120b
+DATA tconstAVX2<>+4184(SB)/8, $0xbff474973c84120b
+DATA tconstAVX2<>+4192(SB)/8, $0x3fa0000000000000
+DATA tconstAVX2<>+4200(SB)/8, $0x3fa0000000000000
+DATA tconstAVX2<>+4208(SB)/8, $0x3fa0000000000000
+DATA tconstAVX2<>+4216(SB)/8, $0x3fa0000000000000
+DATA tconstAVX2<>+4224(SB)/8, $0xbc9f8d74bc9ac154
+DATA tconstAVX2<>+4232(SB)/8, $0xbc9f8d74bc9ac154
+DATA tconstAVX2<>+4240(SB)/8, $0xbc9f8d74bc9ac154
+DATA tconstAVX2<>+4248(SB)/8, $0xbc9f8d74bc9ac154
+DATA tconstAVX2<>+4256(SB)/8, $0x3f209c33e91274f8
+DATA tconstAVX2<>+4264(SB)/8, $0x3f209c33e91274f8
+DATA tconstAVX2<>+4272(SB)/8, $0x3f209c33e91274f8
+DATA tconstAVX2<>+4280(SB)/8, $0x3f209c33e91274f8
+DATA tconstAVX2<>+4288(SB)/8, $0xbf7b0e48cf3d4692
+DATA tconstAVX2<>+4296(SB)/8, $0xbf7b0e48cf3d4692
+DATA tconstAVX2<>+4304(SB)/8, $0xbf7b0e48cf3d4692
+DATA tconstAVX2<>+4312(SB)/8, $0xbf7b0e48cf3d4692
+DATA tconstAVX2<>+4320(SB)/8, $0xbf8f2d0e2edfc1e8
+DATA tconstAVX2<>+4328(SB)/8, $0xbf8f2d0e2edfc1e8
+DATA tconstAVX2<>+4336(SB)/8, $0xbf8f2d0e2edfc1e8
+DATA tconstAVX2<>+4344(SB)/8, $0xbf8f2d0e2edfc1e8
+DATA tconstAVX2<>+4352(SB)/8, $0x3f9353eb4fe11684
+DATA tconstAVX2<>+4360(SB)/8, $0x3f9353eb4fe11684
+DATA tconstAVX2<>+4368(SB)/8, $0x3f9353eb4fe11684
+DATA tconstAVX2<>+4376(SB)/8, $0x3f9353eb4fe11684
+DATA tconstAVX2<>+4384(SB)/8, $0x3fc2c563458cba1c
+DATA tconstAVX2<>+4392(SB)/8, $0x3fc2c563458cba1c
+DATA tconstAVX2<>+4400(SB)/8, $0x3fc2c563458cba1c
+DATA tconstAVX2<>+4408(SB)/8, $0x3fc2c563458cba1c
+DATA tconstAVX2<>+4416(SB)/8, $0x3fcbe141046055c3
+DATA tconstAVX2<>+4424(SB)/8, $0x3fcbe141046055c3
+DATA tconstAVX2<>+4432(SB)/8, $0x3fcbe141046055c3
+DATA tconstAVX2<>+4440(SB)/8, $0x3fcbe141046055c3
+DATA tconstAVX2<>+4448(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+4456(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+4464(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+4472(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+4480(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+4488(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+4496(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+4504(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+4512(SB)/8, $0x418c0000418c0000
+DATA tconstAVX2<>+4520(SB)/8, $0x418c0000418c0000
+DATA tconstAVX2<>+4528(SB)/8, $0x418c0000418c0000
+DATA tconstAVX2<>+4536(SB)/8, $0x418c0000418c0000
+DATA tconstAVX2<>+4544(SB)/8, $0x3c4dcdb63c4dcdb6
+DATA tconstAVX2<>+4552(SB)/8, $0x3c4dcdb63c4dcdb6
+DATA tconstAVX2<>+4560(SB)/8, $0x3c4dcdb63c4dcdb6
+DATA tconstAVX2<>+4568(SB)/8, $0x3c4dcdb63c4dcdb6
+DATA tconstAVX2<>+4576(SB)/8, $0x3deb89243deb8924
+DATA tconstAVX2<>+4584(SB)/8, $0x3deb89243deb8924
+DATA tconstAVX2<>+4592(SB)/8, $0x3deb89243deb8924
+DATA tconstAVX2<>+4600(SB)/8, $0x3deb89243deb8924
+DATA tconstAVX2<>+4608(SB)/8, $0x3f023aff3f023aff
+DATA tconstAVX2<>+4616(SB)/8, $0x3f023aff3f023aff
+DATA tconstAVX2<>+4624(SB)/8, $0x3f023aff3f023aff
+DATA tconstAVX2<>+4632(SB)/8, $0x3f023aff3f023aff
+DATA tconstAVX2<>+4640(SB)/8, $0x3fa174503fa17450
+DATA tconstAVX2<>+4648(SB)/8, $0x3fa174503fa17450
+DATA tconstAVX2<>+4656(SB)/8, $0x3fa174503fa17450
+DATA tconstAVX2<>+4664(SB)/8, $0x3fa174503fa17450
+DATA tconstAVX2<>+4672(SB)/8, $0x3fdb1c143fdb1c14
+DATA tconstAVX2<>+4680(SB)/8, $0x3fdb1c143fdb1c14
+DATA tconstAVX2<>+4688(SB)/8, $0x3fdb1c143fdb1c14
+DATA tconstAVX2<>+4696(SB)/8, $0x3fdb1c143fdb1c14
+DATA tconstAVX2<>+4704(SB)/8, $0xb9f8a661b9f8a661
+DATA tconstAVX2<>+4712(SB)/8, $0xb9f8a661b9f8a661
+DATA tconstAVX2<>+4720(SB)/8, $0xb9f8a661b9f8a661
+DATA tconstAVX2<>+4728(SB)/8, $0xb9f8a661b9f8a661
+DATA tconstAVX2<>+4736(SB)/8, $0xb9af86cfb9af86cf
+DATA tconstAVX2<>+4744(SB)/8, $0xb9af86cfb9af86cf
+DATA tconstAVX2<>+4752(SB)/8, $0xb9af86cfb9af86cf
+DATA tconstAVX2<>+4760(SB)/8, $0xb9af86cfb9af86cf
+DATA tconstAVX2<>+4768(SB)/8, $0x3c4d23593c4d2359
+DATA tconstAVX2<>+4776(SB)/8, $0x3c4d23593c4d2359
+DATA tconstAVX2<>+4784(SB)/8, $0x3c4d23593c4d2359
+DATA tconstAVX2<>+4792(SB)/8, $0x3c4d23593c4d2359
+DATA tconstAVX2<>+4800(SB)/8, $0x3d83c2563d83c256
+DATA tconstAVX2<>+4808(SB)/8, $0x3d83c2563d83c256
+DATA tconstAVX2<>+4816(SB)/8, $0x3d83c2563d83c256
+DATA tconstAVX2<>+4824(SB)/8, $0x3d83c2563d83c256
+DATA tconstAVX2<>+4832(SB)/8, $0x3df1b6463df1b646
+DATA tconstAVX2<>+4840(SB)/8, $0x3df1b6463df1b646
+DATA tconstAVX2<>+4848(SB)/8, $0x3df1b6463df1b646
+DATA tconstAVX2<>+4856(SB)/8, $0x3df1b6463df1b646
+DATA tconstAVX2<>+4864(SB)/8, $0xbd1652b8bd1652b8
+DATA tconstAVX2<>+4872(SB)/8, $0xbd1652b8bd1652b8
+DATA tconstAVX2<>+4880(SB)/8, $0xbd1652b8bd1652b8
+DATA tconstAVX2<>+4888(SB)/8, $0xbd1652b8bd1652b8
+DATA tconstAVX2<>+4896(SB)/8, $0x3edf97243edf9724
+DATA tconstAVX2<>+4904(SB)/8, $0x3edf97243edf9724
+DATA tconstAVX2<>+4912(SB)/8, $0x3edf97243edf9724
+DATA tconstAVX2<>+4920(SB)/8, $0x3edf97243edf9724
+DATA tconstAVX2<>+4928(SB)/8, $0x3f4ccccd3f4ccccd
+DATA tconstAVX2<>+4936(SB)/8, $0x3f4ccccd3f4ccccd
+DATA tconstAVX2<>+4944(SB)/8, $0x3f4ccccd3f4ccccd
+DATA tconstAVX2<>+4952(SB)/8, $0x3f4ccccd3f4ccccd
+DATA tconstAVX2<>+4960(SB)/8, $0xbf000000bf000000
+DATA tconstAVX2<>+4968(SB)/8, $0xbf000000bf000000
+DATA tconstAVX2<>+4976(SB)/8, $0xbf000000bf000000
+DATA tconstAVX2<>+4984(SB)/8, $0xbf000000bf000000
+DATA tconstAVX2<>+4992(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+5000(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+5008(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+5016(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+5024(SB)/8, $0x3c67149e3c67149e
+DATA tconstAVX2<>+5032(SB)/8, $0x3c67149e3c67149e
+DATA tconstAVX2<>+5040(SB)/8, $0x3c67149e3c67149e
+DATA tconstAVX2<>+5048(SB)/8, $0x3c67149e3c67149e
+DATA tconstAVX2<>+5056(SB)/8, $0x3e1b7c9d3e1b7c9d
+DATA tconstAVX2<>+5064(SB)/8, $0x3e1b7c9d3e1b7c9d
+DATA tconstAVX2<>+5072(SB)/8, $0x3e1b7c9d3e1b7c9d
+DATA tconstAVX2<>+5080(SB)/8, $0x3e1b7c9d3e1b7c9d
+DATA tconstAVX2<>+5088(SB)/8, $0x3f3e64833f3e6483
+DATA tconstAVX2<>+5096(SB)/8, $0x3f3e64833f3e6483
+DATA tconstAVX2<>+5104(SB)/8, $0x3f3e64833f3e6483
+DATA tconstAVX2<>+5112(SB)/8, $0x3f3e64833f3e6483
+DATA tconstAVX2<>+5120(SB)/8, $0x4000136140001361
+DATA tconstAVX2<>+5128(SB)/8, $0x4000136140001361
+DATA tconstAVX2<>+5136(SB)/8, $0x4000136140001361
+DATA tconstAVX2<>+5144(SB)/8, $0x4000136140001361
+DATA tconstAVX2<>+5152(SB)/8, $0x4039f3764039f376
+DATA tconstAVX2<>+5160(SB)/8, $0x4039f3764039f376
+DATA tconstAVX2<>+5168(SB)/8, $0x4039f3764039f376
+DATA tconstAVX2<>+5176(SB)/8, $0x4039f3764039f376
+DATA tconstAVX2<>+5184(SB)/8, $0x3fe65a103fe65a10
+DATA tconstAVX2<>+5192(SB)/8, $0x3fe65a103fe65a10
+DATA tconstAVX2<>+5200(SB)/8, $0x3fe65a103fe65a10
+DATA tconstAVX2<>+5208(SB)/8, $0x3fe65a103fe65a10
+DATA tconstAVX2<>+5216(SB)/8, $0x3b8a9cb83b8a9cb8
+DATA tconstAVX2<>+5224(SB)/8, $0x3b8a9cb83b8a9cb8
+DATA tconstAVX2<>+5232(SB)/8, $0x3b8a9cb83b8a9cb8
+DATA tconstAVX2<>+5240(SB)/8, $0x3b8a9cb83b8a9cb8
+DATA tconstAVX2<>+5248(SB)/8, $0x3d3082e93d3082e9
+DATA tconstAVX2<>+5256(SB)/8, $0x3d3082e93d3082e9
+DATA tconstAVX2<>+5264(SB)/8, $0x3d3082e93d3082e9
+DATA tconstAVX2<>+5272(SB)/8, $0x3d3082e93d3082e9
+DATA tconstAVX2<>+5280(SB)/8, $0x3e47937d3e47937d
+DATA tconstAVX2<>+5288(SB)/8, $0x3e47937d3e47937d
+DATA tconstAVX2<>+5296(SB)/8, $0x3e47937d3e47937d
+DATA tconstAVX2<>+5304(SB)/8, $0x3e47937d3e47937d
+DATA tconstAVX2<>+5312(SB)/8, $0x3ee922c73ee922c7
+DATA tconstAVX2<>+5320(SB)/8, $0x3ee922c73ee922c7
+DATA tconstAVX2<>+5328(SB)/8, $0x3ee922c73ee922c7
+DATA tconstAVX2<>+5336(SB)/8, $0x3ee922c73ee922c7
+DATA tconstAVX2<>+5344(SB)/8, $0x3ef538283ef53828
+DATA tconstAVX2<>+5352(SB)/8, $0x3ef538283ef53828
+DATA tconstAVX2<>+5360(SB)/8, $0x3ef538283ef53828
+DATA tconstAVX2<>+5368(SB)/8, $0x3ef538283ef53828
+DATA tconstAVX2<>+5376(SB)/8, $0x3f4075693f407569
+DATA tconstAVX2<>+5384(SB)/8, $0x3f4075693f407569
+DATA tconstAVX2<>+5392(SB)/8, $0x3f4075693f407569
+DATA tconstAVX2<>+5400(SB)/8, $0x3f4075693f407569
+DATA tconstAVX2<>+5408(SB)/8, $0xb2501feab2501fea
+DATA tconstAVX2<>+5416(SB)/8, $0xb2501feab2501fea
+DATA tconstAVX2<>+5424(SB)/8, $0xb2501feab2501fea
+DATA tconstAVX2<>+5432(SB)/8, $0xb2501feab2501fea
+DATA tconstAVX2<>+5440(SB)/8, $0x3ecc422a3ecc422a
+DATA tconstAVX2<>+5448(SB)/8, $0x3ecc422a3ecc422a
+DATA tconstAVX2<>+5456(SB)/8, $0x3ecc422a3ecc422a
+DATA tconstAVX2<>+5464(SB)/8, $0x3ecc422a3ecc422a
+DATA tconstAVX2<>+5472(SB)/8, $0xbfe0000000000000
+DATA tconstAVX2<>+5480(SB)/8, $0xbfe0000000000000
+DATA tconstAVX2<>+5488(SB)/8, $0xbfe0000000000000
+DATA tconstAVX2<>+5496(SB)/8, $0xbfe0000000000000
+DATA tconstAVX2<>+5504(SB)/8, $0x402f000000000000
+DATA tconstAVX2<>+5512(SB)/8, $0x402f000000000000
+DATA tconstAVX2<>+5520(SB)/8, $0x402f000000000000
+DATA tconstAVX2<>+5528(SB)/8, $0x402f000000000000
+DATA tconstAVX2<>+5536(SB)/8, $0x3f4dbd7540ce84f5
+DATA tconstAVX2<>+5544(SB)/8, $0x3f4dbd7540ce84f5
+DATA tconstAVX2<>+5552(SB)/8, $0x3f4dbd7540ce84f5
+DATA tconstAVX2<>+5560(SB)/8, $0x3f4dbd7540ce84f5
+DATA tconstAVX2<>+5568(SB)/8, $0x3f8832de90357e68
+DATA tconstAVX2<>+5576(SB)/8, $0x3f8832de90357e68
+DATA tconstAVX2<>+5584(SB)/8, $0x3f8832de90357e68
+DATA tconstAVX2<>+5592(SB)/8, $0x3f8832de90357e68
+DATA tconstAVX2<>+5600(SB)/8, $0x3fb2733eec1d7901
+DATA tconstAVX2<>+5608(SB)/8, $0x3fb2733eec1d7901
+DATA tconstAVX2<>+5616(SB)/8, $0x3fb2733eec1d7901
+DATA tconstAVX2<>+5624(SB)/8, $0x3fb2733eec1d7901
+DATA tconstAVX2<>+5632(SB)/8, $0x3fd026c5f2e9a2a3
+DATA tconstAVX2<>+5640(SB)/8, $0x3fd026c5f2e9a2a3
+DATA tconstAVX2<>+5648(SB)/8, $0x3fd026c5f2e9a2a3
+DATA tconstAVX2<>+5656(SB)/8, $0x3fd026c5f2e9a2a3
+DATA tconstAVX2<>+5664(SB)/8, $0x3fe04e3624095a21
+DATA tconstAVX2<>+5672(SB)/8, $0x3fe04e3624095a21
+DATA tconstAVX2<>+5680(SB)/8, $0x3fe04e3624095a21
+DATA tconstAVX2<>+5688(SB)/8, $0x3fe04e3624095a21
+DATA tconstAVX2<>+5696(SB)/8, $0x3fdffffffff2a146
+DATA tconstAVX2<>+5704(SB)/8, $0x3fdffffffff2a146
+DATA tconstAVX2<>+5712(SB)/8, $0x3fdffffffff2a146
+DATA tconstAVX2<>+5720(SB)/8, $0x3fdffffffff2a146
+DATA tconstAVX2<>+5728(SB)/8, $0x3f62a30841d77f67
+DATA tconstAVX2<>+5736(SB)/8, $0x3f62a30841d77f67
+DATA tconstAVX2<>+5744(SB)/8, $0x3f62a30841d77f67
+DATA tconstAVX2<>+5752(SB)/8, $0x3f62a30841d77f67
+DATA tconstAVX2<>+5760(SB)/8, $0x3f9e541301646181
+DATA tconstAVX2<>+5768(SB)/8, $0x3f9e541301646181
+DATA tconstAVX2<>+5776(SB)/8, $0x3f9e541301646181
+DATA tconstAVX2<>+5784(SB)/8, $0x3f9e541301646181
+DATA tconstAVX2<>+5792(SB)/8, $0x3fc76a6c8d5c2e62
+DATA tconstAVX2<>+5800(SB)/8, $0x3fc76a6c8d5c2e62
+DATA tconstAVX2<>+5808(SB)/8, $0x3fc76a6c8d5c2e62
+DATA tconstAVX2<>+5816(SB)/8, $0x3fc76a6c8d5c2e62
+DATA tconstAVX2<>+5824(SB)/8, $0x3fe5300acfa98dc4
+DATA tconstAVX2<>+5832(SB)/8, $0x3fe5300acfa98dc4
+DATA tconstAVX2<>+5840(SB)/8, $0x3fe5300acfa98dc4
+DATA tconstAVX2<>+5848(SB)/8, $0x3fe5300acfa98dc4
+DATA tconstAVX2<>+5856(SB)/8, $0x3ff74585497df942
+DATA tconstAVX2<>+5864(SB)/8, $0x3ff74585497df942
+DATA tconstAVX2<>+5872(SB)/8, $0x3ff74585497df942
+DATA tconstAVX2<>+5880(SB)/8, $0x3ff74585497df942
+DATA tconstAVX2<>+5888(SB)/8, $0x3ffd1258bb78bfbf
+DATA tconstAVX2<>+5896(SB)/8, $0x3ffd1258bb78bfbf
+DATA tconstAVX2<>+5904(SB)/8, $0x3ffd1258bb78bfbf
+DATA tconstAVX2<>+5912(SB)/8, $0x3ffd1258bb78bfbf
+DATA tconstAVX2<>+5920(SB)/8, $0x3fd9884533d43651
+DATA tconstAVX2<>+5928(SB)/8, $0x3fd9884533d43651
+DATA tconstAVX2<>+5936(SB)/8, $0x3fd9884533d43651
+DATA tconstAVX2<>+5944(SB)/8, $0x3fd9884533d43651
+DATA tconstAVX2<>+5952(SB)/8, $0xbfe80ead197f00b4
+DATA tconstAVX2<>+5960(SB)/8, $0xbfe80ead197f00b4
+DATA tconstAVX2<>+5968(SB)/8, $0xbfe80ead197f00b4
+DATA tconstAVX2<>+5976(SB)/8, $0xbfe80ead197f00b4
+DATA tconstAVX2<>+5984(SB)/8, $0x3c713e74c58cada8
+DATA tconstAVX2<>+5992(SB)/8, $0x3c713e74c58cada8
+DATA tconstAVX2<>+6000(SB)/8, $0x3c713e74c58cada8
+DATA tconstAVX2<>+6008(SB)/8, $0x3c713e74c58cada8
+DATA tconstAVX2<>+6016(SB)/8, $0x3f93e19df5b577d9
+DATA tconstAVX2<>+6024(SB)/8, $0x3f93e19df5b577d9
+DATA tconstAVX2<>+6032(SB)/8, $0x3f93e19df5b577d9
+DATA tconstAVX2<>+6040(SB)/8, $0x3f93e19df5b577d9
+DATA tconstAVX2<>+6048(SB)/8, $0xbf8e3d0becedc4ce
+DATA tconstAVX2<>+6056(SB)/8, $0xbf8e3d0becedc4ce
+DATA tconstAVX2<>+6064(SB)/8, $0xbf8e3d0becedc4ce
+DATA tconstAVX2<>+6072(SB)/8, $0xbf8e3d0becedc4ce
+DATA tconstAVX2<>+6080(SB)/8, $0xbfbd2fa4ac53b847
+DATA tconstAVX2<>+6088(SB)/8, $0xbfbd2fa4ac53b847
+DATA tconstAVX2<>+6096(SB)/8, $0xbfbd2fa4ac53b847
+DATA tconstAVX2<>+6104(SB)/8, $0xbfbd2fa4ac53b847
+DATA tconstAVX2<>+6112(SB)/8, $0xbf92a2efc588f630
+DATA tconstAVX2<>+6120(SB)/8, $0xbf92a2efc588f630
+DATA tconstAVX2<>+6128(SB)/8, $0xbf92a2efc588f630
+DATA tconstAVX2<>+6136(SB)/8, $0xbf92a2efc588f630
+DATA tconstAVX2<>+6144(SB)/8, $0x3fd8d9a941ddf61a
+DATA tconstAVX2<>+6152(SB)/8, $0x3fd8d9a941ddf61a
+DATA tconstAVX2<>+6160(SB)/8, $0x3fd8d9a941ddf61a
+DATA tconstAVX2<>+6168(SB)/8, $0x3fd8d9a941ddf61a
+DATA tconstAVX2<>+6176(SB)/8, $0x3fdb9d98fa5a3b5f
+DATA tconstAVX2<>+6184(SB)/8, $0x3fdb9d98fa5a3b5f
+DATA tconstAVX2<>+6192(SB)/8, $0x3fdb9d98fa5a3b5f
+DATA tconstAVX2<>+6200(SB)/8, $0x3fdb9d98fa5a3b5f
+DATA tconstAVX2<>+6208(SB)/8, $0xbf407569bf407569
+DATA tconstAVX2<>+6216(SB)/8, $0xbf407569bf407569
+DATA tconstAVX2<>+6224(SB)/8, $0xbf407569bf407569
+DATA tconstAVX2<>+6232(SB)/8, $0xbf407569bf407569
+DATA tconstAVX2<>+6240(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+6248(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+6256(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+6264(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+6272(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+6280(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+6288(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+6296(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+6304(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+6312(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+6320(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+6328(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+6336(SB)/8, $0xc1380000c1380000
+DATA tconstAVX2<>+6344(SB)/8, $0xc1380000c1380000
+DATA tconstAVX2<>+6352(SB)/8, $0xc1380000c1380000
+DATA tconstAVX2<>+6360(SB)/8, $0xc1380000c1380000
+DATA tconstAVX2<>+6368(SB)/8, $0xc0135761c0135761
+DATA tconstAVX2<>+6376(SB)/8, $0xc0135761c0135761
+DATA tconstAVX2<>+6384(SB)/8, $0xc0135761c0135761
+DATA tconstAVX2<>+6392(SB)/8, $0xc0135761c0135761
+DATA tconstAVX2<>+6400(SB)/8, $0xbdd2d3e8bdd2d3e8
+DATA tconstAVX2<>+6408(SB)/8, $0xbdd2d3e8bdd2d3e8
+DATA tconstAVX2<>+6416(SB)/8, $0xbdd2d3e8bdd2d3e8
+DATA tconstAVX2<>+6424(SB)/8, $0xbdd2d3e8bdd2d3e8
+DATA tconstAVX2<>+6432(SB)/8, $0x3d9222793d922279
+DATA tconstAVX2<>+6440(SB)/8, $0x3d9222793d922279
+DATA tconstAVX2<>+6448(SB)/8, $0x3d9222793d922279
+DATA tconstAVX2<>+6456(SB)/8, $0x3d9222793d922279
+DATA tconstAVX2<>+6464(SB)/8, $0x3124d8b53124d8b5
+DATA tconstAVX2<>+6472(SB)/8, $0x3124d8b53124d8b5
+DATA tconstAVX2<>+6480(SB)/8, $0x3124d8b53124d8b5
+DATA tconstAVX2<>+6488(SB)/8, $0x3124d8b53124d8b5
+DATA tconstAVX2<>+6496(SB)/8, $0xb342bc9bb342bc9b
+DATA tconstAVX2<>+6504(SB)/8, $0xb342bc9bb342bc9b
+DATA tconstAVX2<>+6512(SB)/8, $0xb342bc9bb342bc9b
+DATA tconstAVX2<>+6520(SB)/8, $0xb342bc9bb342bc9b
+DATA tconstAVX2<>+6528(SB)/8, $0x3fcc422a3fcc422a
+DATA tconstAVX2<>+6536(SB)/8, $0x3fcc422a3fcc422a
+DATA tconstAVX2<>+6544(SB)/8, $0x3fcc422a3fcc422a
+DATA tconstAVX2<>+6552(SB)/8, $0x3fcc422a3fcc422a
+DATA tconstAVX2<>+6560(SB)/8, $0xffffff81ffffff81
+DATA tconstAVX2<>+6568(SB)/8, $0xffffff81ffffff81
+DATA tconstAVX2<>+6576(SB)/8, $0xffffff81ffffff81
+DATA tconstAVX2<>+6584(SB)/8, $0xffffff81ffffff81
+DATA tconstAVX2<>+6592(SB)/8, $0x0000009700000097
+DATA tconstAVX2<>+6600(SB)/8, $0x0000009700000097
+DATA tconstAVX2<>+6608(SB)/8, $0x0000009700000097
+DATA tconstAVX2<>+6616(SB)/8, $0x0000009700000097
+DATA tconstAVX2<>+6624(SB)/8, $0x0000006700000067
+DATA tconstAVX2<>+6632(SB)/8, $0x0000006700000067
+DATA tconstAVX2<>+6640(SB)/8, $0x0000006700000067
+DATA tconstAVX2<>+6648(SB)/8, $0x0000006700000067
+DATA tconstAVX2<>+6656(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+6664(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+6672(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+6680(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+6688(SB)/8, $0x3fb2444f2a4d8b4b
+DATA tconstAVX2<>+6696(SB)/8, $0x3fb2444f2a4d8b4b
+DATA tconstAVX2<>+6704(SB)/8, $0x3fb2444f2a4d8b4b
+DATA tconstAVX2<>+6712(SB)/8, $0x3fb2444f2a4d8b4b
+DATA tconstAVX2<>+6720(SB)/8, $0x3ff9884533d43651
+DATA tconstAVX2<>+6728(SB)/8, $0x3ff9884533d43651
+DATA tconstAVX2<>+6736(SB)/8, $0x3ff9884533d43651
+DATA tconstAVX2<>+6744(SB)/8, $0x3ff9884533d43651
+DATA tconstAVX2<>+6752(SB)/8, $0xc082c00000000000
+DATA tconstAVX2<>+6760(SB)/8, $0xc082c00000000000
+DATA tconstAVX2<>+6768(SB)/8, $0xc082c00000000000
+DATA tconstAVX2<>+6776(SB)/8, $0xc082c00000000000
+DATA tconstAVX2<>+6784(SB)/8, $0x4082c00000000000
+DATA tconstAVX2<>+6792(SB)/8, $0x4082c00000000000
+DATA tconstAVX2<>+6800(SB)/8, $0x4082c00000000000
+DATA tconstAVX2<>+6808(SB)/8, $0x4082c00000000000
+DATA tconstAVX2<>+6816(SB)/8, $0x3fcb6676bf7450f1
+DATA tconstAVX2<>+6824(SB)/8, $0x3fcb6676bf7450f1
+DATA tconstAVX2<>+6832(SB)/8, $0x3fcb6676bf7450f1
+DATA tconstAVX2<>+6840(SB)/8, $0x3fcb6676bf7450f1
+DATA tconstAVX2<>+6848(SB)/8, $0xbfe81429f9e97e4c
+DATA tconstAVX2<>+6856(SB)/8, $0xbfe81429f9e97e4c
+DATA tconstAVX2<>+6864(SB)/8, $0xbfe81429f9e97e4c
+DATA tconstAVX2<>+6872(SB)/8, $0xbfe81429f9e97e4c
+DATA tconstAVX2<>+6880(SB)/8, $0xbc8406439d087aa4
+DATA tconstAVX2<>+6888(SB)/8, $0xbc8406439d087aa4
+DATA tconstAVX2<>+6896(SB)/8, $0xbc8406439d087aa4
+DATA tconstAVX2<>+6904(SB)/8, $0xbc8406439d087aa4
+DATA tconstAVX2<>+6912(SB)/8, $0x3f9425c340df544f
+DATA tconstAVX2<>+6920(SB)/8, $0x3f9425c340df544f
+DATA tconstAVX2<>+6928(SB)/8, $0x3f9425c340df544f
+DATA tconstAVX2<>+6936(SB)/8, $0x3f9425c340df544f
+DATA tconstAVX2<>+6944(SB)/8, $0xbf9102a32c446f4b
+DATA tconstAVX2<>+6952(SB)/8, $0xbf9102a32c446f4b
+DATA tconstAVX2<>+6960(SB)/8, $0xbf9102a32c446f4b
+DATA tconstAVX2<>+6968(SB)/8, $0xbf9102a32c446f4b
+DATA tconstAVX2<>+6976(SB)/8, $0xbfbd2b771ca8099c
+DATA tconstAVX2<>+6984(SB)/8, $0xbfbd2b771ca8099c
+DATA tconstAVX2<>+6992(SB)/8, $0xbfbd2b771ca8099c
+DATA tconstAVX2<>+7000(SB)/8, $0xbfbd2b771ca8099c
+DATA tconstAVX2<>+7008(SB)/8, $0xbf9029618f5332b0
+DATA tconstAVX2<>+7016(SB)/8, $0xbf9029618f5332b0
+DATA tconstAVX2<>+7024(SB)/8, $0xbf9029618f5332b0
+DATA tconstAVX2<>+7032(SB)/8, $0xbf9029618f5332b0
+DATA tconstAVX2<>+7040(SB)/8, $0x3fd8cd1a2b2fb18d
+DATA tconstAVX2<>+7048(SB)/8, $0x3fd8cd1a2b2fb18d
+DATA tconstAVX2<>+7056(SB)/8, $0x3fd8cd1a2b2fb18d
+DATA tconstAVX2<>+7064(SB)/8, $0x3fd8cd1a2b2fb18d
+DATA tconstAVX2<>+7072(SB)/8, $0x3fdb8bacd2c97656
+DATA tconstAVX2<>+7080(SB)/8, $0x3fdb8bacd2c97656
+DATA tconstAVX2<>+7088(SB)/8, $0x3fdb8bacd2c97656
+DATA tconstAVX2<>+7096(SB)/8, $0x3fdb8bacd2c97656
+DATA tconstAVX2<>+7104(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+7112(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+7120(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+7128(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+7136(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+7144(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+7152(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+7160(SB)/8, $0x0000000700000006
+GLOBL tconstAVX2<>(SB), RODATA|NOPTR, $7168

@@ -42,26 +42,33 @@ var transcendentalAsm = map[backends.UnaryOp]transcendentalKernelSet{
 }
 
 // transcendentalAVX2 lists the AVX2 kernels: in float64 but for exp and
-// tanh forward (as with AVX-512) and GELU forward and backward (sixteen
-// lanes an iteration: transcendental_gelu32_amd64.go).
-// GELU-tanh forward is in float32 too (transcendental_gelutanh32_amd64.go).
+// tanh forward (as with AVX-512), sigmoid forward and backward, SiLU
+// forward, exp backward, GELU forward and backward (sixteen lanes an
+// iteration: transcendental_gelu32_amd64.go) and GELU-tanh forward
+// (transcendental_gelutanh32_amd64.go).
 var transcendentalAVX2 = map[backends.UnaryOp]transcendentalKernelSet{
-	backends.Exp:      {expF32AVX2, expGradF32AVX2, true, false},
+	backends.Exp:      {expF32AVX2, expGradF32AVX2, true, true},
 	backends.Log:      {logF32AVX2, logGradF32AVX2, false, false},
 	backends.Tanh:     {tanhF32AVX2, tanhGradF32AVX2, true, false},
 	backends.Erf:      {erfF32AVX2, erfGradF32AVX2, false, false},
-	backends.Sigmoid:  {sigmoidF32AVX2, sigmoidGradF32AVX2, false, false},
-	backends.Silu:     {siluF32AVX2, siluGradF32AVX2, false, false},
+	backends.Sigmoid:  {sigmoidF32AVX2, sigmoidGradF32AVX2, true, true},
+	backends.Silu:     {siluF32AVX2, siluGradF32AVX2, true, false},
 	backends.Gelu:     {geluF32AVX2Paired, geluGradF32AVX2Paired, true, true},
 	backends.GeluTanh: {geluTanhF32AVX2Paired, geluTanhGradF32AVX2, true, false},
 }
 
 // transcendentalAVX2Wide lists the AVX2 kernels in float64 of the ops
-// where float32 ones replaced them (GELU's), for the tests and benchmarks
-// to compare with (f32Kernel.wideF, wideDF).
+// where float32 ones replaced some, for the tests and benchmarks to
+// compare with (f32Kernel.wideF, wideDF; a kernel that stays in float64
+// is listed as itself).
 var transcendentalAVX2Wide = map[backends.UnaryOp]transcendentalKernelSet{
 	backends.Gelu:     {geluWideF32AVX2, geluWideGradF32AVX2, false, false},
-	backends.GeluTanh: {geluTanhWideF32AVX2, geluTanhGradF32AVX2, false, false}, // the backward is float64 already
+	backends.GeluTanh: {geluTanhWideF32AVX2, geluTanhGradF32AVX2, false, false},
+	// sigmoid, SiLU, exp (asm/gen/transcendental_act32.go; exp's forward
+	// kernel here is the float64 one, which no table uses otherwise)
+	backends.Sigmoid: {sigmoidWideF32AVX2, sigmoidWideGradF32AVX2, false, false},
+	backends.Silu:    {siluWideF32AVX2, siluGradF32AVX2, false, false},
+	backends.Exp:     {expWideF32AVX2, expWideGradF32AVX2, false, false},
 }
 
 func init() {

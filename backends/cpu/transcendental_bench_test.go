@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/kiln-ml/kiln/backends"
 )
@@ -43,7 +44,7 @@ func normalView(be *Backend, seed uint64, abs bool, shape ...int) backends.View 
 // written per second (8 bytes an element forward, 12 backward), and
 // elements per CPU-second, steadier when other processes share the cores.
 func BenchmarkActivation(b *testing.B) {
-	useWideGelu()
+	useWideKernels()
 	shape := []int{64 * 256, 1024}
 	n := shape[0] * shape[1]
 	for _, c := range benchActivationOps {
@@ -75,24 +76,29 @@ func BenchmarkActivation(b *testing.B) {
 	}
 }
 
-// useWideGelu switches GELU back to its float64 AVX2 kernels
-// (f32Kernel.wideF, wideDF: those its float32 kernels replaced) where
-// KILN_GELU_WIDE is set, the forward one alone where it is "fwd", so that
-// one test binary measures both, run after run:
+// useWideKernels switches the ops with float32 AVX2 kernels back to their
+// float64 ones (f32Kernel.wideF, wideDF: GELU's, GELU-tanh's forward,
+// sigmoid's, SiLU's forward, exp's backward, and with it exp's forward,
+// which was in float32 before them too) where KILN_ACT_WIDE is set, or
+// GELU's alone where KILN_GELU_WIDE is set (its forward alone where that
+// is "fwd"), so that one test binary measures both, run after run:
 //
 //	go test -c -o cpu.test ./backends/cpu/
-//	for i in 1 2 3 4; do for w in "" fwd 1; do KILN_GELU_WIDE=$w ./cpu.test -test.run xxx -test.bench 'GeluStep|Activation/op=gelu/' -test.benchtime 20x; done; done
+//	for i in 1 2 3 4; do for w in "" 1; do KILN_ACT_WIDE=$w ./cpu.test -test.run xxx -test.bench 'GeluStep|Activation/op=(gelu|gelu_tanh|sigmoid|silu|exp)/' -test.benchtime 20x; done; done
 //
 // It is called from the benchmarks that go through the backend, once: it
 // changes the kernel table the whole package uses.
-func useWideGelu() {
-	w := os.Getenv("KILN_GELU_WIDE")
-	if w == "" {
+func useWideKernels() {
+	all, gelu := os.Getenv("KILN_ACT_WIDE") != "", os.Getenv("KILN_GELU_WIDE")
+	if !all && gelu == "" {
 		return
 	}
-	if k := f32Kernels[backends.Gelu]; k.wideF != nil {
+	for op, k := range f32Kernels {
+		if k.wideF == nil || !(all || op == backends.Gelu) {
+			continue
+		}
 		k.vecF, k.vecF32 = k.wideF, false
-		if w != "fwd" {
+		if all || gelu != "fwd" {
 			k.vecDF, k.vecDF32 = k.wideDF, false
 		}
 	}
@@ -102,7 +108,7 @@ func useWideGelu() {
 // float32 tensor, as one layer of a GPT-style training step does them, on 1
 // and 2 worker goroutines; make bench-compare sets it against PyTorch.
 func BenchmarkGeluStep(b *testing.B) {
-	useWideGelu()
+	useWideKernels()
 	shape := []int{64 * 256, 1024}
 	n := shape[0] * shape[1]
 	for _, threads := range []int{1, 2} {
@@ -134,8 +140,8 @@ func BenchmarkGeluStep(b *testing.B) {
 // forward and backward, on 16384 standard normal values (in cache), in
 // every implementation this machine runs (transcendentalImpls: "go" the
 // portable loops, "vec" the vector kernels, "alt" the AVX2 ones on an
-// AVX-512 machine, "wide" GELU's float64 AVX2 kernels, the backward one
-// replaced by a float32 one), so that they compare in one run.
+// AVX-512 machine, "wide" the float64 AVX2 kernels that float32 ones
+// replaced: f32Kernel.wideF, wideDF), so that they compare in one run.
 func BenchmarkTranscendentalKernels(b *testing.B) {
 	const n = 1 << 14
 	be := New(1)
@@ -166,6 +172,50 @@ func BenchmarkTranscendentalKernels(b *testing.B) {
 					}
 				})
 			}
+		}
+	}
+}
+
+// BenchmarkTranscendentalWide compares, in cache (16384 standard normal
+// values, one core), each vector kernel that computes in float32 with the
+// float64 AVX2 kernel it replaced (f32Kernel.wideF, wideDF), interleaved:
+// every iteration runs both once and times each, and the fastest call of
+// each counts (a machine shared with other processes preempts some calls;
+// the fastest are those it did not). It reports both rates and their ratio
+// (vec/wide).
+func BenchmarkTranscendentalWide(b *testing.B) {
+	const n = 1 << 14
+	be := New(1)
+	for _, c := range benchActivationOps {
+		k := f32Kernels[c.op]
+		if k.wideF == nil {
+			continue
+		}
+		x := buf(normalView(be, 1, c.op == backends.Log, n)).f32()
+		g := buf(normalView(be, 2, false, n)).f32()
+		o := make([]float32, n)
+		for _, dir := range []string{"fwd", "bwd"} {
+			vec, wide := func() { k.vecF(o, x) }, func() { k.wideF(o, x) }
+			in32 := k.vecF32
+			if dir == "bwd" {
+				vec, wide, in32 = func() { k.vecDF(o, x, g) }, func() { k.wideDF(o, x, g) }, k.vecDF32
+			}
+			if !in32 {
+				continue
+			}
+			b.Run(fmt.Sprintf("op=%s/dir=%s", c.name, dir), func(b *testing.B) {
+				tv, tw := time.Hour, time.Hour
+				for b.Loop() {
+					t0 := time.Now()
+					vec()
+					t1 := time.Now()
+					wide()
+					tv, tw = min(tv, t1.Sub(t0)), min(tw, time.Since(t1))
+				}
+				b.ReportMetric(n/tv.Seconds()/1e9, "vec-Gelem/s")
+				b.ReportMetric(n/tw.Seconds()/1e9, "wide-Gelem/s")
+				b.ReportMetric(tw.Seconds()/tv.Seconds(), "vec/wide")
+			})
 		}
 	}
 }

@@ -278,21 +278,3 @@ func TestGeluTanhF32ForwardKernelMatchesModel(t *testing.T) {
 		t.Skip("no float32 GELU-tanh forward kernel on this machine")
 	}
 }
-
-// init switches GELU-tanh forward back to its float64 AVX2 kernel
-// (f32Kernel.wideF) where KILN_GELUTANH_WIDE is set, so that one test
-// binary measures both, run after run:
-//
-//	go test -c -o cpu.test ./backends/cpu/
-//	for i in 1 2 3 4; do for w in "" 1; do KILN_GELUTANH_WIDE=$w ./cpu.test -test.run xxx -test.bench 'Activation/op=gelu_tanh/dir=fwd' -test.benchtime 20x; done; done
-//
-// (It runs after transcendental_amd64.go's init, which sets the kernels:
-// the test files' init functions come after the package's.)
-func init() {
-	if os.Getenv("KILN_GELUTANH_WIDE") == "" {
-		return
-	}
-	if k := f32Kernels[backends.GeluTanh]; k.wideF != nil {
-		k.vecF, k.vecF32 = k.wideF, false
-	}
-}

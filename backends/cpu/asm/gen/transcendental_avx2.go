@@ -312,7 +312,7 @@ func transcendentalKernelY(f tfunc) {
 			Label(wide)
 		}
 		mk := YMM()
-		if f.grad32 != nil {
+		if f.grad32 != nil && !act32Grad(f.name) {
 			// g ±Inf or NaN (the float32 body's two-term products give
 			// NaN there): g with the derivative's sign, negative below
 			// its zero at -a0
@@ -387,6 +387,9 @@ func transcendentalKernelsAVX2() {
 	defer func() { ymmMode, tconst = false, tconst512 }()
 	fwd32 := map[string]func(VecVirtual) VecVirtual{"exp": exp32Y, "tanh": tanh32Y, "gelu": gelu32F}
 	fwd32["geluTanh"] = geluTanh32F // transcendental_gelutanh32.go
+	for name, f := range act32Fwd { // sigmoid and SiLU (transcendental_act32.go)
+		fwd32[name] = f
+	}
 	for _, o := range transcendentalOps() {
 		fn := o.name + "F32AVX2"
 		in, body32 := "float64", (func(*tkernel, VecVirtual) VecVirtual)(nil)
@@ -401,6 +404,9 @@ func transcendentalKernelsAVX2() {
 		ing, grad32 := "float64", (func(x, g VecVirtual) VecVirtual)(nil)
 		if o.name == "gelu" {
 			ing, grad32 = "float32", gelu32DF
+		}
+		if f := act32Bwd[o.name]; f != nil {
+			ing, grad32 = "float32", f
 		}
 		transcendentalKernelY(tfunc{
 			name: gn, bwd: true, body: o.bwd, grad32: grad32,
@@ -423,6 +429,7 @@ func transcendentalKernelsAVX2() {
 				doc: fmt.Sprintf("geluTanhWideF32AVX2 sets dst[i] = geluTanh(x[i]) for i < n in float64 (AVX2+FMA), as %s did before it computed in float32: kept to compare with in the tests and benchmarks.", fn),
 			})
 		}
+		act32WideKernels(o)
 	}
 	geluPairKernelsAVX2()
 	geluTanhPairKernelAVX2()
