@@ -31,7 +31,8 @@ import (
 // same results.
 // They keep exp's overflow to +Inf and its denormal results (rounded
 // once), tanh(x) = x for tiny x, ±0, and the saturation to ±1 from 9.01.
-// Their backward kernels, and the portable loops of both, stay in float64.
+// Their backward kernels (but exp's on AVX2, below), and the portable
+// loops of both, stay in float64.
 //
 // GELU's AVX2 backward kernel (erf form) computes in float32 too, eight
 // lanes a vector (asm/gen/transcendental_gelu32.go; the AVX-512 kernels
@@ -101,9 +102,10 @@ import (
 // 0.95, 1.10 and 1.93); on one Zen 3 core in cache they are 1.38, 1.16
 // and 1.17 times as fast as the float64 kernels, which stay as
 // f32Kernel.wideF and wideDF. Lanes with |g| ≥ 2^64, ±Inf or NaN take
-// the float64 body (the float64 kernel's bits). SiLU's backward stays in float64: near its derivative's zero
-// (x ≈ -1.2785) the float32 exponential's 2^-26.5 error is not small
-// against the result, and would need a polynomial in x - x0 there.
+// the float64 body (the float64 kernel's bits). SiLU's backward stays in
+// float64: near its derivative's zero (x ≈ -1.2785) the float32
+// exponential's 2^-26.5 error is not small against the result, and would
+// need a polynomial in x - x0 there.
 //
 // exp's AVX2 backward kernel computes in float32 as well: g·e^x =
 // g·2^n·(1 + p) with exp's float32 reduction, fma(g, p, g) rounded once
