@@ -5,19 +5,26 @@ package cpu
 import "unsafe"
 
 // geluF32AVX2Paired is geluF32AVX2 with the same results bit for bit,
-// sixteen lanes an iteration: geluF32AVX2Pairs computes each block of
-// sixteen whose inputs are all finite, two blocks of eight interleaved, and
-// geluF32AVX2 the rest (a block with ±Inf or NaN, and the last n mod 16).
-func geluF32AVX2Paired(dst, x *float32, n int, sp *[2]float32) {
-	for n > 0 {
-		k := geluF32AVX2Pairs(dst, x, n)
-		m := min(n-k, 16)
-		if m == 0 {
-			return
-		}
-		geluF32AVX2(f32At(dst, k), f32At(x, k), m, sp)
-		if n -= k + m; n > 0 {
-			dst, x = f32At(dst, k+m), f32At(x, k+m)
+// sixteen lanes an iteration (pairedF32).
+var geluF32AVX2Paired = pairedF32(geluF32AVX2Pairs, geluF32AVX2)
+
+// pairedF32 returns a forward kernel with one's results bit for bit,
+// sixteen lanes an iteration: pairs computes each block of sixteen whose
+// inputs are all finite, two blocks of eight interleaved, and returns how
+// many elements it did; one computes the rest (a block with ±Inf or NaN,
+// and the last n mod 16).
+func pairedF32(pairs func(dst, x *float32, n int) int, one func(dst, x *float32, n int, sp *[2]float32)) func(dst, x *float32, n int, sp *[2]float32) {
+	return func(dst, x *float32, n int, sp *[2]float32) {
+		for n > 0 {
+			k := pairs(dst, x, n)
+			m := min(n-k, 16)
+			if m == 0 {
+				return
+			}
+			one(f32At(dst, k), f32At(x, k), m, sp)
+			if n -= k + m; n > 0 {
+				dst, x = f32At(dst, k+m), f32At(x, k+m)
+			}
 		}
 	}
 }
