@@ -353,56 +353,68 @@ func geluPairKernelsAVX2() {
 		if bwd {
 			name, sig, what = "geluGradF32AVX2Pairs", "func(dst, x, grad *float32, n int) int", "grad[i]·gelu'(x[i])"
 		}
-		TEXT(name, NOSPLIT, sig)
-		Pragma("noescape")
-		Doc(fmt.Sprintf("%s sets dst[i] = %s (AVX2+FMA, in float32) for i < k, sixteen at a time, and returns k: a multiple of 16, at most n, that stops before the first sixteen with a lane it does not cover (x ±Inf or NaN%s).", name, what, map[bool]string{false: "", true: ", |grad| ≥ 2^64"}[bwd]))
-		dst, x, n := Load(Param("dst"), GP64()), Load(Param("x"), GP64()), Load(Param("n"), GP64())
-		var g Register
-		if bwd {
-			g = Load(Param("grad"), GP64())
-		}
-		k := GP64()
-		XORQ(k, k)
-		Label(name + "_loop")
-		CMPQ(n, U32(16))
-		JB(LabelRef(name + "_done"))
-		xs, gs, spc := newLanes(2), newLanes(2), YMM()
-		VPXOR(spc, spc, spc)
-		for i := range xs {
-			VMOVUPS(Mem{Base: x, Disp: 32 * i}, xs[i])
-			a := YMM()
-			VANDPS(tconst.u32(0x7fffffff), xs[i], a)
-			VPCMPGTD(tconst.u32(0x7f7fffff), a, a) // |x| beyond the finite
-			VPOR(a, spc, spc)
+		doc := fmt.Sprintf("%s sets dst[i] = %s (AVX2+FMA, in float32) for i < k, sixteen at a time, and returns k: a multiple of 16, at most n, that stops before the first sixteen with a lane it does not cover (x ±Inf or NaN%s).", name, what, map[bool]string{false: "", true: ", |grad| ≥ 2^64"}[bwd])
+		pairKernelAVX2(name, sig, doc, bwd, func(xs, gs lanes, _ Register) lanes {
 			if bwd {
-				VMOVUPS(Mem{Base: g, Disp: 32 * i}, gs[i])
-				VANDPS(tconst.u32(0x7fffffff), gs[i], a)
-				VPCMPGTD(tconst.u32(0x5f7fffff), a, a) // |g| ≥ 2^64, ±Inf, NaN
-				VPOR(a, spc, spc)
+				return gelu32DFN(xs, gs)
 			}
-		}
-		VPTEST(spc, spc)
-		JNZ(LabelRef(name + "_done"))
-		var res lanes
-		if bwd {
-			res = gelu32DFN(xs, gs)
-		} else {
-			res = gelu32FN(xs)
-		}
-		for i := range res {
-			VMOVUPS(res[i], Mem{Base: dst, Disp: 32 * i})
-		}
-		ADDQ(U32(64), x)
-		ADDQ(U32(64), dst)
-		if bwd {
-			ADDQ(U32(64), g)
-		}
-		ADDQ(U32(16), k)
-		SUBQ(U32(16), n)
-		JMP(LabelRef(name + "_loop"))
-		Label(name + "_done")
-		Store(k, ReturnIndex(0))
-		VZEROUPPER()
-		RET()
+			return gelu32FN(xs)
+		})
 	}
+}
+
+// pairKernelAVX2 generates a kernel name (Go signature sig, doc comment
+// doc) that runs body on two blocks of eight lanes at a time, sixteen
+// elements an iteration, and stops before the first sixteen with x ±Inf or
+// NaN or, with bwd, |grad| ≥ 2^64 (or ±Inf, NaN), and before the last n
+// mod 16, returning how many elements it did. body gets the blocks of x
+// (and of grad with bwd) and the register pointing at this iteration's x,
+// for bodies that reload x rather than hold it.
+func pairKernelAVX2(name, sig, doc string, bwd bool, body func(xs, gs lanes, x Register) lanes) {
+	TEXT(name, NOSPLIT, sig)
+	Pragma("noescape")
+	Doc(doc)
+	dst, x, n := Load(Param("dst"), GP64()), Load(Param("x"), GP64()), Load(Param("n"), GP64())
+	var g Register
+	if bwd {
+		g = Load(Param("grad"), GP64())
+	}
+	k := GP64()
+	XORQ(k, k)
+	Label(name + "_loop")
+	CMPQ(n, U32(16))
+	JB(LabelRef(name + "_done"))
+	xs, gs, spc := newLanes(2), newLanes(2), YMM()
+	VPXOR(spc, spc, spc)
+	for i := range xs {
+		VMOVUPS(Mem{Base: x, Disp: 32 * i}, xs[i])
+		a := YMM()
+		VANDPS(tconst.u32(0x7fffffff), xs[i], a)
+		VPCMPGTD(tconst.u32(0x7f7fffff), a, a) // |x| beyond the finite
+		VPOR(a, spc, spc)
+		if bwd {
+			VMOVUPS(Mem{Base: g, Disp: 32 * i}, gs[i])
+			VANDPS(tconst.u32(0x7fffffff), gs[i], a)
+			VPCMPGTD(tconst.u32(0x5f7fffff), a, a) // |g| ≥ 2^64, ±Inf, NaN
+			VPOR(a, spc, spc)
+		}
+	}
+	VPTEST(spc, spc)
+	JNZ(LabelRef(name + "_done"))
+	res := body(xs, gs, x)
+	for i := range res {
+		VMOVUPS(res[i], Mem{Base: dst, Disp: 32 * i})
+	}
+	ADDQ(U32(64), x)
+	ADDQ(U32(64), dst)
+	if bwd {
+		ADDQ(U32(64), g)
+	}
+	ADDQ(U32(16), k)
+	SUBQ(U32(16), n)
+	JMP(LabelRef(name + "_loop"))
+	Label(name + "_done")
+	Store(k, ReturnIndex(0))
+	VZEROUPPER()
+	RET()
 }

@@ -202,41 +202,13 @@ func geluTanh32FN(xs lanes, reload func(i int) VecVirtual) lanes {
 // the results are its bit for bit.
 func geluTanhPairKernelAVX2() {
 	name := "geluTanhF32AVX2Pairs"
-	TEXT(name, NOSPLIT, "func(dst, x *float32, n int) int")
-	Pragma("noescape")
-	Doc(name + " sets dst[i] = geluTanh(x[i]) (AVX2+FMA, in float32) for i < k, sixteen at a time, and returns k: a multiple of 16, at most n, that stops before the first sixteen with x ±Inf or NaN.")
-	dst, x, n := Load(Param("dst"), GP64()), Load(Param("x"), GP64()), Load(Param("n"), GP64())
-	k := GP64()
-	XORQ(k, k)
-	Label(name + "_loop")
-	CMPQ(n, U32(16))
-	JB(LabelRef(name + "_done"))
-	xs, spc := newLanes(2), YMM()
-	VPXOR(spc, spc, spc)
-	for i := range xs {
-		VMOVUPS(Mem{Base: x, Disp: 32 * i}, xs[i])
-		a := YMM()
-		VANDPS(tconst.u32(0x7fffffff), xs[i], a)
-		VPCMPGTD(tconst.u32(0x7f7fffff), a, a) // |x| beyond the finite
-		VPOR(a, spc, spc)
-	}
-	VPTEST(spc, spc)
-	JNZ(LabelRef(name + "_done"))
-	res := geluTanh32FN(xs, func(i int) VecVirtual {
-		v := YMM()
-		VMOVUPS(Mem{Base: x, Disp: 32 * i}, v)
-		return v
-	})
-	for i := range res {
-		VMOVUPS(res[i], Mem{Base: dst, Disp: 32 * i})
-	}
-	ADDQ(U32(64), x)
-	ADDQ(U32(64), dst)
-	ADDQ(U32(16), k)
-	SUBQ(U32(16), n)
-	JMP(LabelRef(name + "_loop"))
-	Label(name + "_done")
-	Store(k, ReturnIndex(0))
-	VZEROUPPER()
-	RET()
+	pairKernelAVX2(name, "func(dst, x *float32, n int) int",
+		name+" sets dst[i] = geluTanh(x[i]) (AVX2+FMA, in float32) for i < k, sixteen at a time, and returns k: a multiple of 16, at most n, that stops before the first sixteen with x ±Inf or NaN.",
+		false, func(xs, _ lanes, x Register) lanes {
+			return geluTanh32FN(xs, func(i int) VecVirtual {
+				v := YMM()
+				VMOVUPS(Mem{Base: x, Disp: 32 * i}, v)
+				return v
+			})
+		})
 }
