@@ -42,6 +42,14 @@ var loadCases = []loadCase{
 		out := allocView(be, backends.Float32, n)
 		return func() { be.Binary(backends.Add, out, x, y) }, 12 * n / 1e9
 	}},
+	{"add16M", "GB/s", func(be *Backend) (func(), float64) {
+		// bench_compare's stream row: memory-bound, one core near the
+		// machine's bandwidth, so a second thread adds little
+		const n = 1 << 24
+		x, y := randView(be, backends.Float32, 1, n), randView(be, backends.Float32, 2, n)
+		out := allocView(be, backends.Float32, n)
+		return func() { be.Binary(backends.Add, out, x, y) }, 12 * n / 1e9
+	}},
 	{"cnnstep", "img/s", cnnStep},
 }
 

@@ -44,6 +44,23 @@ import (
 // returns to parallel within a hundred or so calls, while one whose tries
 // stall tries again only as its credit grows back.
 //
+// The caller's chunks overstate the serial time where the workers compete
+// for something they share: memory bandwidth above all. A stream over
+// buffers larger than the caches (an add of 16M floats) runs near the
+// machine's bandwidth on one core, so in a parallel run each worker's
+// chunks take up to twice as long as alone, and the estimate calls a job
+// that gains nothing a speed-up of two; beside a busy process, the stalls
+// of a descheduled helper then go unnoticed while they make two threads
+// slower than one. So each site also keeps the wall time of its serial
+// runs (solo): every serial run, every job no helper took, and, while the
+// site runs in parallel, one of its jobs in calibrateEvery, from the
+// calibrateFirst-th on, run serially on purpose to measure it (the first
+// waits for a site to recur: where more sites come and go than the tuner
+// holds, a site pushed out before it is measured does not cost a serial
+// run). The ratio, and the cost of a try, are taken against the lower of
+// the two serial times. Calibration costs a site that gains from sharing
+// 1/calibrateEvery of that gain, and every new site one serial run.
+//
 // Results never depend on the choice: a serial run goes through the same
 // chunks in order.
 
@@ -66,11 +83,13 @@ const exploreShare = 128
 // by 1/2^parShift a sample, tries included, and a serial site's credit
 // toward tries is at most maxCredit times its serial time.
 const (
-	one         = 1024
-	serialAbove = one * 21 / 20
-	maxStall    = 128
-	parShift    = 6
-	maxCredit   = 8
+	calibrateFirst = 16
+	calibrateEvery = 1024
+	one            = 1024
+	serialAbove    = one * 21 / 20
+	maxStall       = 128
+	parShift       = 6
+	maxCredit      = 8
 )
 
 type tuner struct{ sites [tunerSites]site }
@@ -84,6 +103,8 @@ type site struct {
 	est    atomic.Int64 // ns, moving average of the same runs' serial estimates; 0: unknown
 	ser    atomic.Int64 // ns, moving average of the serial time (measured, or estimated in parallel runs); 0: unknown
 	credit atomic.Int64 // ns earned toward trying parallel again
+	solo   atomic.Int64 // ns, moving average of serial runs' wall times (measured only); 0: unknown
+	jobs   atomic.Int64 // jobs the site chose parallel for, for calibration
 }
 
 // siteKey combines a call site's code (or runner type), the job's size and
@@ -118,22 +139,37 @@ func (t *tuner) site(key uint64) *site {
 	b.est.Store(a.est.Load())
 	b.ser.Store(a.ser.Load())
 	b.credit.Store(a.credit.Load())
+	b.solo.Store(a.solo.Load())
+	b.jobs.Store(a.jobs.Load())
 	a.key.Store(key)
 	a.par.Store(0)
 	a.est.Store(0)
 	a.ser.Store(0)
 	a.credit.Store(0)
+	a.solo.Store(0)
+	a.jobs.Store(0)
 	return a
 }
 
-// ratio returns the site's parallel wall time over its serial estimate
-// (one = 1024), or 0 while unknown.
+// ratio returns the site's parallel wall time over its serial time (one =
+// 1024): the lower of the estimate from the caller's chunks and the
+// measured serial runs. It is 0 while unknown.
 func (s *site) ratio() int64 {
 	e := s.est.Load()
 	if e <= 0 {
 		return 0
 	}
+	if o := s.solo.Load(); o > 0 && !calibBlind.Load() {
+		e = min(e, o)
+	}
 	return s.par.Load() * one / e
+}
+
+// calibrate reports whether a job that the site chose to run in parallel
+// (not a try) runs serially instead, to measure the serial time (see
+// solo): its calibrateFirst-th such job, then one in calibrateEvery.
+func (s *site) calibrate() bool {
+	return s.jobs.Add(1)%calibrateEvery == calibrateFirst
 }
 
 // choose reports whether the next job of s runs in parallel, and whether
@@ -164,12 +200,16 @@ func (s *site) recordParallel(elapsed, estimate time.Duration, try bool) {
 		return
 	}
 	e := min(max(int64(elapsed), 1), maxStall*int64(estimate))
+	q := int64(estimate) // the serial time: the lower of the estimate and the measured one
+	if o := s.solo.Load(); o > 0 && !calibBlind.Load() {
+		q = min(q, o)
+	}
 	if try {
-		s.credit.Add(-max(e-int64(estimate), 0))
+		s.credit.Add(-max(e-q, 0))
 	}
 	follow(&s.par, e, parShift)
 	follow(&s.est, int64(estimate), parShift)
-	average(&s.ser, int64(estimate), 3)
+	average(&s.ser, q, 3)
 }
 
 // follow moves the moving average v toward x by 1/2^shift (to x when v is
@@ -185,7 +225,9 @@ func follow(v *atomic.Int64, x int64, shift uint) {
 
 // recordSerial adds a serial run that took elapsed.
 func (s *site) recordSerial(elapsed time.Duration) {
-	average(&s.ser, max(int64(elapsed), 1), 3)
+	e := max(int64(elapsed), 1)
+	average(&s.ser, e, 3)
+	average(&s.solo, e, 2)
 }
 
 // average moves the moving average v toward x, bounded to 8 times v, by
