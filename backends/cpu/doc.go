@@ -35,6 +35,7 @@
 // its maximum error measured over every float32 input (exp and tanh
 // forward; on AVX2 also GELU, sigmoid, GELU-tanh's and SiLU's forward,
 // exp's backward: 0.94 to 1.92 ulp). Float64 keeps the definitions.
+// On AVX2 log's forward computes in float32 as well: within 0.78 ulp.
 //
 // Reductions accumulate floats in float64 and integers in int64; reduce.go
 // documents the order of operations. Max and Min propagate NaN and order

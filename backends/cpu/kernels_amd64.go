@@ -396,7 +396,7 @@ func expWideF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
 //go:noescape
 func expWideGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
 
-// logF32AVX2 sets dst[i] = log(x[i]) for i < n (AVX2+FMA, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+// logF32AVX2 sets dst[i] = log(x[i]) for i < n (AVX2+FMA, in float32), and sp[0], sp[1] where x[i] is +Inf, -Inf.
 //
 //go:noescape
 func logF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
@@ -405,6 +405,16 @@ func logF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
 //
 //go:noescape
 func logGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+
+// logF32AVX2Pairs sets dst[i] = log(x[i]) (AVX2+FMA, in float32) for i < k, sixteen at a time, and returns k: a multiple of 16, at most n, that stops before the first sixteen with an x that is not positive and finite.
+//
+//go:noescape
+func logF32AVX2Pairs(dst *float32, x *float32, n int) int
+
+// logWideF32AVX2 sets dst[i] = log(x[i]) for i < n in float64 (AVX2+FMA), and sp[0], sp[1] where x[i] is +Inf, -Inf: the kernel before the float32 one, kept to compare with in the tests and benchmarks.
+//
+//go:noescape
+func logWideF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
 
 // tanhF32AVX2 sets dst[i] = tanh(x[i]) for i < n (AVX2+FMA, in float32), and sp[0], sp[1] where x[i] is +Inf, -Inf.
 //

@@ -117,6 +117,21 @@ import (
 // float64's range, it gives g·(+Inf), NaN for g = 0, as the float64
 // kernel does.
 //
+// log's AVX2 forward kernel computes in float32 too, eight lanes a vector,
+// sixteen an iteration where no lane is special, and no table
+// (asm/gen/transcendental_log32.go): x = 2^k·m with m in [√½, √2)
+// (denormals scaled by 2^23 first), f = m - 1 exact, log(1+f) = f +
+// f²·P(f) with P of degree 8, and k·ln2 + f exact in two terms, so that
+// one rounding is the large error and x near 1 keeps its relative
+// accuracy. Over every positive float32 its model measures at most 0.7757
+// ulp (at x ≈ 1.27991; TestLog32ModelExhaustive; TestTranscendentalULP
+// holds it to 0.78); on one Zen 3 core it is 2.9 times as fast as the
+// float64 kernel in cache (1.63 against 0.56 Gelem/s) and 2.6 times at
+// 16M elements (1.42 against 0.54), which stays as f32Kernel.wideF.
+// Zeros, negatives, ±Inf and NaN give the float64 kernel's results. The
+// backward, g/x, stays in float64 (in cache faster than the forward's
+// float32 kernel: 2.0 Gelem/s).
+//
 // In the float64 kernels every value is computed in float64 and rounded
 // once to float32, with approximations whose error is far below a float32
 // ulp (2^-33 relative or better): the result is within about 0.52 ulp of
@@ -165,7 +180,8 @@ import (
 // a polynomial of degree 7, and builds its power of two in the exponent
 // field (in two factors where the argument can exceed ±700, so that it
 // still overflows and underflows as VSCALEFPD does); log reads its tables
-// with gathers; masks are ymm compares and blends; a partial last
+// with gathers (the float64 forward kernel, kept to compare with);
+// masks are ymm compares and blends; a partial last
 // iteration uses masked loads and stores (VMASKMOVPS). On one core of a
 // Zen 3, in cache, they are 4 to 35 times as fast as the Go loops (GELU
 // forward, in float64, 0.4 against 0.04 Gelem/s). On AVX-512 machines the

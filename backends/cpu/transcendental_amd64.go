@@ -48,7 +48,7 @@ var transcendentalAsm = map[backends.UnaryOp]transcendentalKernelSet{
 // (transcendental_gelutanh32_amd64.go).
 var transcendentalAVX2 = map[backends.UnaryOp]transcendentalKernelSet{
 	backends.Exp:      {expF32AVX2, expGradF32AVX2, true, true},
-	backends.Log:      {logF32AVX2, logGradF32AVX2, false, false},
+	backends.Log:      {logF32AVX2Paired, logGradF32AVX2, true, false}, // forward in float32: asm/gen/transcendental_log32.go
 	backends.Tanh:     {tanhF32AVX2, tanhGradF32AVX2, true, false},
 	backends.Erf:      {erfF32AVX2, erfGradF32AVX2, false, false},
 	backends.Sigmoid:  {sigmoidF32AVX2, sigmoidGradF32AVX2, true, true},
@@ -69,6 +69,7 @@ var transcendentalAVX2Wide = map[backends.UnaryOp]transcendentalKernelSet{
 	backends.Sigmoid: {sigmoidWideF32AVX2, sigmoidWideGradF32AVX2, false, false},
 	backends.Silu:    {siluWideF32AVX2, siluGradF32AVX2, false, false},
 	backends.Exp:     {expWideF32AVX2, expWideGradF32AVX2, false, false},
+	backends.Log:     {logWideF32AVX2, logGradF32AVX2, false, false}, // asm/gen/transcendental_log32.go
 }
 
 func init() {

@@ -387,6 +387,7 @@ func transcendentalKernelsAVX2() {
 	defer func() { ymmMode, tconst = false, tconst512 }()
 	fwd32 := map[string]func(VecVirtual) VecVirtual{"exp": exp32Y, "tanh": tanh32Y, "gelu": gelu32F}
 	fwd32["geluTanh"] = geluTanh32F // transcendental_gelutanh32.go
+	fwd32["log"] = log32Y           // transcendental_log32.go
 	for name, f := range act32Fwd { // sigmoid and SiLU (transcendental_act32.go)
 		fwd32[name] = f
 	}
@@ -430,6 +431,7 @@ func transcendentalKernelsAVX2() {
 			})
 		}
 		act32WideKernels(o)
+		log32Kernels(o)
 	}
 	geluPairKernelsAVX2()
 	geluTanhPairKernelAVX2()
