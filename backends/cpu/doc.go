@@ -34,8 +34,8 @@
 // kernels compute in float32 instead, 1.1 to 2.4 times as fast, each with
 // its maximum error measured over every float32 input (exp and tanh
 // forward; on AVX2 also GELU, sigmoid, GELU-tanh's and SiLU's forward,
-// exp's backward: 0.94 to 1.92 ulp). Float64 keeps the definitions.
-// On AVX2 log's forward computes in float32 as well: within 0.78 ulp.
+// exp's and tanh's backward: 0.94 to 1.92 ulp; log's forward: 0.78 ulp).
+// Float64 keeps the definitions.
 //
 // Reductions accumulate floats in float64 and integers in int64; reduce.go
 // documents the order of operations. Max and Min propagate NaN and order
@@ -85,7 +85,8 @@
 // algorithms eight floats an iteration in four-double YMM lanes
 // (asm/gen/transcendental_avx2.go), with the same error bounds, but for
 // the kernels computed in float32, eight lanes a vector (sixteen an
-// iteration for GELU's and GELU-tanh's). Elsewhere
+// iteration for GELU's, GELU-tanh's, sigmoid's and SiLU's forward, and
+// sigmoid's, exp's and tanh's backward). Elsewhere
 // and with -tags purego, Go loops over the math package, as accurate and
 // about as fast as the definitions.
 //

@@ -421,10 +421,20 @@ func logWideF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
 //go:noescape
 func tanhF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
 
-// tanhGradF32AVX2 sets dst[i] = grad[i]·tanh'(x[i]) for i < n (AVX2+FMA, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.
+// tanhGradF32AVX2 sets dst[i] = grad[i]·tanh'(x[i]) for i < n (AVX2+FMA, in float32), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.
 //
 //go:noescape
 func tanhGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+
+// tanhWideF32AVX2 sets dst[i] = tanh(x[i]) for i < n in float64 (AVX2+FMA), and sp[0], sp[1] where x[i] is +Inf, -Inf: the kernel before the float32 one, kept to compare with in the tests and benchmarks.
+//
+//go:noescape
+func tanhWideF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
+
+// tanhWideGradF32AVX2 sets dst[i] = grad[i]·tanh'(x[i]) for i < n in float64 (AVX2+FMA), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf: the kernel before the float32 one, kept to compare with in the tests and benchmarks.
+//
+//go:noescape
+func tanhWideGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
 
 // erfF32AVX2 sets dst[i] = erf(x[i]) for i < n (AVX2+FMA, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.
 //
@@ -515,6 +525,31 @@ func geluF32AVX2Pairs(dst *float32, x *float32, n int) int
 //
 //go:noescape
 func geluGradF32AVX2Pairs(dst *float32, x *float32, grad *float32, n int) int
+
+// sigmoidF32AVX2Pairs sets dst[i] = sigmoid(x[i]) (AVX2+FMA, in float32) for i < k, sixteen at a time, and returns k: a multiple of 16, at most n, that stops before the first sixteen with x ±Inf or NaN.
+//
+//go:noescape
+func sigmoidF32AVX2Pairs(dst *float32, x *float32, n int) int
+
+// siluF32AVX2Pairs sets dst[i] = silu(x[i]) (AVX2+FMA, in float32) for i < k, sixteen at a time, and returns k: a multiple of 16, at most n, that stops before the first sixteen with x ±Inf or NaN.
+//
+//go:noescape
+func siluF32AVX2Pairs(dst *float32, x *float32, n int) int
+
+// sigmoidGradF32AVX2Pairs sets dst[i] = grad[i]·sigmoid'(x[i]) (AVX2+FMA, in float32) for i < k, sixteen at a time, and returns k: a multiple of 16, at most n, that stops before the first sixteen with x ±Inf or NaN or |grad| ≥ 2^64.
+//
+//go:noescape
+func sigmoidGradF32AVX2Pairs(dst *float32, x *float32, grad *float32, n int) int
+
+// expGradF32AVX2Pairs sets dst[i] = grad[i]·exp'(x[i]) (AVX2+FMA, in float32) for i < k, sixteen at a time, and returns k: a multiple of 16, at most n, that stops before the first sixteen with x ±Inf or NaN or |grad| ≥ 2^64.
+//
+//go:noescape
+func expGradF32AVX2Pairs(dst *float32, x *float32, grad *float32, n int) int
+
+// tanhGradF32AVX2Pairs sets dst[i] = grad[i]·tanh'(x[i]) (AVX2+FMA, in float32) for i < k, sixteen at a time, and returns k: a multiple of 16, at most n, that stops before the first sixteen with x ±Inf or NaN or |grad| ≥ 2^64.
+//
+//go:noescape
+func tanhGradF32AVX2Pairs(dst *float32, x *float32, grad *float32, n int) int
 
 // geluTanhF32AVX2Pairs sets dst[i] = geluTanh(x[i]) (AVX2+FMA, in float32) for i < k, sixteen at a time, and returns k: a multiple of 16, at most n, that stops before the first sixteen with x ±Inf or NaN.
 //

@@ -12499,13 +12499,84 @@ tanhGradF32AVX2_loop:
 	CMPQ         DX, $0x00000008
 	JB           tanhGradF32AVX2_tail
 	VMOVUPS      (CX), Y1
+	VMOVUPS      (BX), Y2
+	VADDPS       Y1, Y1, Y1
+	VMULPS       tconstAVX2<>+3392(SB), Y2, Y4
+	VANDPS       tconstAVX2<>+480(SB), Y1, Y1
+	VMINPS       tconstAVX2<>+3424(SB), Y1, Y1
+	VBROADCASTSS tconstAVX2<>+96(SB), Y5
+	VFNMADD231PS tconstAVX2<>+128(SB), Y1, Y5
+	VSUBPS       tconstAVX2<>+96(SB), Y5, Y6
+	VXORPS       tconstAVX2<>+864(SB), Y1, Y1
+	VFNMADD231PS tconstAVX2<>+160(SB), Y6, Y1
+	VFNMADD231PS tconstAVX2<>+192(SB), Y6, Y1
+	VBROADCASTSS tconstAVX2<>+224(SB), Y6
+	VFMADD213PS  tconstAVX2<>+256(SB), Y1, Y6
+	VFMADD213PS  tconstAVX2<>+288(SB), Y1, Y6
+	VFMADD213PS  tconstAVX2<>+320(SB), Y1, Y6
+	VFMADD213PS  tconstAVX2<>+352(SB), Y1, Y6
+	VFMADD213PS  tconstAVX2<>+384(SB), Y1, Y6
+	VMULPS       Y1, Y1, Y7
+	VFMADD213PS  Y1, Y7, Y6
+	VPSUBD       tconstAVX2<>+96(SB), Y5, Y5
+	VPSRAD       $0x01, Y5, Y1
+	VPSUBD       Y1, Y5, Y5
+	VPADDD       tconstAVX2<>+448(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VPADDD       tconstAVX2<>+448(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y5, Y1, Y7
+	VMOVAPS      Y7, Y8
+	VFMADD231PS  Y6, Y7, Y8
+	VSUBPS       Y8, Y7, Y9
+	VFMADD231PS  Y6, Y7, Y9
+	VADDPS       tconstAVX2<>+416(SB), Y8, Y10
+	VSUBPS       tconstAVX2<>+416(SB), Y10, Y7
+	VSUBPS       Y7, Y8, Y8
+	VADDPS       Y9, Y8, Y8
+	VBROADCASTSS tconstAVX2<>+416(SB), Y7
+	VDIVPS       Y10, Y7, Y9
+	VFNMADD231PS Y10, Y9, Y7
+	VFNMADD231PS Y8, Y9, Y7
+	VMULPS       Y7, Y9, Y7
+	VMULPS       Y9, Y9, Y8
+	VMOVAPS      Y8, Y10
+	VFMSUB231PS  Y9, Y9, Y10
+	VADDPS       Y9, Y9, Y9
+	VFMADD231PS  Y7, Y9, Y10
+	VMOVAPS      Y10, Y7
+	VFMADD231PS  Y6, Y10, Y7
+	VFMADD231PS  Y6, Y8, Y7
+	VMULPS       Y8, Y4, Y6
+	VMOVAPS      Y6, Y9
+	VFMSUB231PS  Y8, Y4, Y9
+	VFMADD231PS  Y7, Y4, Y9
+	VADDPS       Y9, Y6, Y6
+	VMULPS       Y1, Y6, Y6
+	VMULPS       Y5, Y6, Y6
+	VANDPS       tconstAVX2<>+864(SB), Y4, Y1
+	VORPS        Y1, Y6, Y6
+	VMOVUPS      (CX), Y1
+	VANDPS       tconstAVX2<>+480(SB), Y1, Y4
+	VPCMPGTD     tconstAVX2<>+512(SB), Y4, Y5
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y7
+	VPCMPGTD     tconstAVX2<>+928(SB), Y7, Y7
+	VPOR         Y7, Y5, Y5
+	VPTEST       Y5, Y5
+	JZ           tanhGradF32AVX2_store
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y5
+	VPCMPGTD     tconstAVX2<>+928(SB), Y5, Y5
+	VPTEST       Y5, Y5
+	JZ           tanhGradF32AVX2_wide
+	VMOVUPS      Y6, (AX)
+	VMOVUPS      (CX), Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VANDPD       tconstAVX2<>+3392(SB), Y2, Y2
-	VANDPD       tconstAVX2<>+3392(SB), Y1, Y1
-	VMINPD       tconstAVX2<>+3424(SB), Y2, Y2
-	VMINPD       tconstAVX2<>+3424(SB), Y1, Y1
+	VANDPD       tconstAVX2<>+3456(SB), Y2, Y2
+	VANDPD       tconstAVX2<>+3456(SB), Y1, Y1
+	VMINPD       tconstAVX2<>+3488(SB), Y2, Y2
+	VMINPD       tconstAVX2<>+3488(SB), Y1, Y1
 	VADDPD       Y2, Y2, Y2
 	VADDPD       Y1, Y1, Y1
 	VMOVUPD      tconstAVX2<>+1024(SB), Y4
@@ -12544,44 +12615,48 @@ tanhGradF32AVX2_loop:
 	VSUBPD       Y0, Y2, Y5
 	VFMADD213PD  Y4, Y1, Y6
 	VFMADD213PD  Y5, Y2, Y7
-	VADDPD       tconstAVX2<>+3456(SB), Y6, Y1
-	VADDPD       tconstAVX2<>+3456(SB), Y7, Y2
+	VADDPD       tconstAVX2<>+3520(SB), Y6, Y1
+	VADDPD       tconstAVX2<>+3520(SB), Y7, Y2
 	VMULPD       Y1, Y1, Y1
 	VMULPD       Y2, Y2, Y2
 	VADDPD       Y0, Y6, Y6
 	VADDPD       Y0, Y7, Y7
-	VMULPD       tconstAVX2<>+3488(SB), Y6, Y6
-	VMULPD       tconstAVX2<>+3488(SB), Y7, Y7
+	VMULPD       tconstAVX2<>+3552(SB), Y6, Y6
+	VMULPD       tconstAVX2<>+3552(SB), Y7, Y7
 	VDIVPD       Y1, Y6, Y6
 	VDIVPD       Y2, Y7, Y7
 	VMOVUPS      (BX), Y1
 	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X3
-	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VMULPD       Y2, Y6, Y6
-	VMULPD       Y4, Y7, Y7
+	VMULPD       Y1, Y7, Y7
 	VCVTPD2PSY   Y6, X3
-	VCVTPD2PSY   Y7, X2
-	VINSERTF128  $0x01, X2, Y3, Y2
-	VMOVUPS      (CX), Y4
-	VANDPS       tconstAVX2<>+480(SB), Y4, Y5
-	VPCMPGTD     tconstAVX2<>+512(SB), Y5, Y6
-	VPTEST       Y6, Y6
-	JZ           tanhGradF32AVX2_store
+	VCVTPD2PSY   Y7, X1
+	VINSERTF128  $0x01, X1, Y3, Y7
+	VMOVUPS      (AX), Y6
+	VMOVUPS      (CX), Y1
+	VANDPS       tconstAVX2<>+480(SB), Y1, Y4
+	VMOVUPS      (BX), Y2
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y5
+	VPCMPGTD     tconstAVX2<>+928(SB), Y5, Y5
+	VBLENDVPS    Y5, Y7, Y6, Y6
+
+tanhGradF32AVX2_wide:
 	VBROADCASTSS (SI), Y7
-	VMULPS       Y1, Y7, Y7
-	VPCMPEQD     tconstAVX2<>+544(SB), Y4, Y6
-	VBLENDVPS    Y6, Y7, Y2, Y2
+	VMULPS       Y2, Y7, Y7
+	VPCMPEQD     tconstAVX2<>+544(SB), Y1, Y5
+	VBLENDVPS    Y5, Y7, Y6, Y6
 	VBROADCASTSS 4(SI), Y7
-	VMULPS       Y1, Y7, Y7
-	VPCMPEQD     tconstAVX2<>+576(SB), Y4, Y6
-	VBLENDVPS    Y6, Y7, Y2, Y2
-	VPCMPGTD     tconstAVX2<>+544(SB), Y5, Y6
-	VADDPS       Y4, Y4, Y1
-	VBLENDVPS    Y6, Y1, Y2, Y2
+	VMULPS       Y2, Y7, Y7
+	VPCMPEQD     tconstAVX2<>+576(SB), Y1, Y5
+	VBLENDVPS    Y5, Y7, Y6, Y6
+	VPCMPGTD     tconstAVX2<>+544(SB), Y4, Y5
+	VADDPS       Y1, Y1, Y1
+	VBLENDVPS    Y5, Y1, Y6, Y6
 
 tanhGradF32AVX2_store:
-	VMOVUPS Y2, (AX)
+	VMOVUPS Y6, (AX)
 	ADDQ    $0x00000020, CX
 	ADDQ    $0x00000020, AX
 	ADDQ    $0x00000020, BX
@@ -12593,15 +12668,86 @@ tanhGradF32AVX2_tail:
 	JZ           tanhGradF32AVX2_done
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
-	VPCMPGTD     tconstAVX2<>+3520(SB), Y1, Y1
+	VPCMPGTD     tconstAVX2<>+3584(SB), Y1, Y1
+	VMASKMOVPS   (CX), Y1, Y2
+	VMASKMOVPS   (BX), Y1, Y4
+	VADDPS       Y2, Y2, Y2
+	VMULPS       tconstAVX2<>+3392(SB), Y4, Y5
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y2
+	VMINPS       tconstAVX2<>+3424(SB), Y2, Y2
+	VBROADCASTSS tconstAVX2<>+96(SB), Y6
+	VFNMADD231PS tconstAVX2<>+128(SB), Y2, Y6
+	VSUBPS       tconstAVX2<>+96(SB), Y6, Y7
+	VXORPS       tconstAVX2<>+864(SB), Y2, Y2
+	VFNMADD231PS tconstAVX2<>+160(SB), Y7, Y2
+	VFNMADD231PS tconstAVX2<>+192(SB), Y7, Y2
+	VBROADCASTSS tconstAVX2<>+224(SB), Y7
+	VFMADD213PS  tconstAVX2<>+256(SB), Y2, Y7
+	VFMADD213PS  tconstAVX2<>+288(SB), Y2, Y7
+	VFMADD213PS  tconstAVX2<>+320(SB), Y2, Y7
+	VFMADD213PS  tconstAVX2<>+352(SB), Y2, Y7
+	VFMADD213PS  tconstAVX2<>+384(SB), Y2, Y7
+	VMULPS       Y2, Y2, Y8
+	VFMADD213PS  Y2, Y8, Y7
+	VPSUBD       tconstAVX2<>+96(SB), Y6, Y6
+	VPSRAD       $0x01, Y6, Y2
+	VPSUBD       Y2, Y6, Y6
+	VPADDD       tconstAVX2<>+448(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VPADDD       tconstAVX2<>+448(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y6, Y2, Y8
+	VMOVAPS      Y8, Y9
+	VFMADD231PS  Y7, Y8, Y9
+	VSUBPS       Y9, Y8, Y10
+	VFMADD231PS  Y7, Y8, Y10
+	VADDPS       tconstAVX2<>+416(SB), Y9, Y11
+	VSUBPS       tconstAVX2<>+416(SB), Y11, Y8
+	VSUBPS       Y8, Y9, Y9
+	VADDPS       Y10, Y9, Y9
+	VBROADCASTSS tconstAVX2<>+416(SB), Y8
+	VDIVPS       Y11, Y8, Y10
+	VFNMADD231PS Y11, Y10, Y8
+	VFNMADD231PS Y9, Y10, Y8
+	VMULPS       Y8, Y10, Y8
+	VMULPS       Y10, Y10, Y9
+	VMOVAPS      Y9, Y11
+	VFMSUB231PS  Y10, Y10, Y11
+	VADDPS       Y10, Y10, Y10
+	VFMADD231PS  Y8, Y10, Y11
+	VMOVAPS      Y11, Y8
+	VFMADD231PS  Y7, Y11, Y8
+	VFMADD231PS  Y7, Y9, Y8
+	VMULPS       Y9, Y5, Y7
+	VMOVAPS      Y7, Y10
+	VFMSUB231PS  Y9, Y5, Y10
+	VFMADD231PS  Y8, Y5, Y10
+	VADDPS       Y10, Y7, Y7
+	VMULPS       Y2, Y7, Y7
+	VMULPS       Y6, Y7, Y7
+	VANDPS       tconstAVX2<>+864(SB), Y5, Y2
+	VORPS        Y2, Y7, Y7
+	VMASKMOVPS   (CX), Y1, Y2
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y5
+	VPCMPGTD     tconstAVX2<>+512(SB), Y5, Y6
+	VANDPS       tconstAVX2<>+480(SB), Y4, Y8
+	VPCMPGTD     tconstAVX2<>+928(SB), Y8, Y8
+	VPOR         Y8, Y6, Y6
+	VPTEST       Y6, Y6
+	JZ           tanhGradF32AVX2_store_tail
+	VANDPS       tconstAVX2<>+480(SB), Y4, Y6
+	VPCMPGTD     tconstAVX2<>+928(SB), Y6, Y6
+	VPTEST       Y6, Y6
+	JZ           tanhGradF32AVX2_wide_tail
+	VMASKMOVPS   Y7, Y1, (AX)
 	VMASKMOVPS   (CX), Y1, Y2
 	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VANDPD       tconstAVX2<>+3392(SB), Y4, Y4
-	VANDPD       tconstAVX2<>+3392(SB), Y2, Y2
-	VMINPD       tconstAVX2<>+3424(SB), Y4, Y4
-	VMINPD       tconstAVX2<>+3424(SB), Y2, Y2
+	VANDPD       tconstAVX2<>+3456(SB), Y4, Y4
+	VANDPD       tconstAVX2<>+3456(SB), Y2, Y2
+	VMINPD       tconstAVX2<>+3488(SB), Y4, Y4
+	VMINPD       tconstAVX2<>+3488(SB), Y2, Y2
 	VADDPD       Y4, Y4, Y4
 	VADDPD       Y2, Y2, Y2
 	VMOVUPD      tconstAVX2<>+1024(SB), Y5
@@ -12640,14 +12786,386 @@ tanhGradF32AVX2_tail:
 	VSUBPD       Y0, Y4, Y6
 	VFMADD213PD  Y5, Y2, Y7
 	VFMADD213PD  Y6, Y4, Y8
-	VADDPD       tconstAVX2<>+3456(SB), Y7, Y2
-	VADDPD       tconstAVX2<>+3456(SB), Y8, Y4
+	VADDPD       tconstAVX2<>+3520(SB), Y7, Y2
+	VADDPD       tconstAVX2<>+3520(SB), Y8, Y4
 	VMULPD       Y2, Y2, Y2
 	VMULPD       Y4, Y4, Y4
 	VADDPD       Y0, Y7, Y7
 	VADDPD       Y0, Y8, Y8
-	VMULPD       tconstAVX2<>+3488(SB), Y7, Y7
-	VMULPD       tconstAVX2<>+3488(SB), Y8, Y8
+	VMULPD       tconstAVX2<>+3552(SB), Y7, Y7
+	VMULPD       tconstAVX2<>+3552(SB), Y8, Y8
+	VDIVPD       Y2, Y7, Y7
+	VDIVPD       Y4, Y8, Y8
+	VMASKMOVPS   (BX), Y1, Y0
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VMULPD       Y2, Y7, Y7
+	VMULPD       Y0, Y8, Y8
+	VCVTPD2PSY   Y7, X3
+	VCVTPD2PSY   Y8, X0
+	VINSERTF128  $0x01, X0, Y3, Y0
+	VMOVUPS      (AX), Y7
+	VMOVUPS      (CX), Y2
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y5
+	VMOVUPS      (BX), Y4
+	VANDPS       tconstAVX2<>+480(SB), Y4, Y6
+	VPCMPGTD     tconstAVX2<>+928(SB), Y6, Y6
+	VBLENDVPS    Y6, Y0, Y7, Y7
+
+tanhGradF32AVX2_wide_tail:
+	VBROADCASTSS (SI), Y3
+	VMULPS       Y4, Y3, Y3
+	VPCMPEQD     tconstAVX2<>+544(SB), Y2, Y0
+	VBLENDVPS    Y0, Y3, Y7, Y7
+	VBROADCASTSS 4(SI), Y3
+	VMULPS       Y4, Y3, Y3
+	VPCMPEQD     tconstAVX2<>+576(SB), Y2, Y0
+	VBLENDVPS    Y0, Y3, Y7, Y7
+	VPCMPGTD     tconstAVX2<>+544(SB), Y5, Y0
+	VADDPS       Y2, Y2, Y2
+	VBLENDVPS    Y0, Y2, Y7, Y7
+
+tanhGradF32AVX2_store_tail:
+	VMASKMOVPS Y7, Y1, (AX)
+
+tanhGradF32AVX2_done:
+	VZEROUPPER
+	RET
+
+// func tanhWideF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tanhWideF32AVX2(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVQ         sp+24(FP), BX
+	VBROADCASTSD tconstAVX2<>+0(SB), Y0
+
+tanhWideF32AVX2_loop:
+	CMPQ         DX, $0x00000008
+	JB           tanhWideF32AVX2_tail
+	VMOVUPS      (CX), Y1
+	VANDPS       tconstAVX2<>+480(SB), Y1, Y1
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VMINPD       tconstAVX2<>+3488(SB), Y2, Y2
+	VMINPD       tconstAVX2<>+3488(SB), Y1, Y1
+	VADDPD       Y2, Y2, Y2
+	VADDPD       Y1, Y1, Y1
+	VMOVUPD      tconstAVX2<>+1024(SB), Y4
+	VMOVUPD      tconstAVX2<>+1024(SB), Y5
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y2, Y4
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y1, Y5
+	VSUBPD       tconstAVX2<>+1024(SB), Y4, Y6
+	VSUBPD       tconstAVX2<>+1024(SB), Y5, Y7
+	VMOVAPD      Y2, Y2
+	VMOVAPD      Y1, Y1
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y6, Y2
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y7, Y1
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y6, Y2
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y7, Y1
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y6
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y7
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y1, Y7
+	VMULPD       Y2, Y2, Y8
+	VMULPD       Y1, Y1, Y9
+	VFMADD213PD  Y2, Y8, Y6
+	VFMADD213PD  Y1, Y9, Y7
+	VPADDD       tconstAVX2<>+1344(SB), Y4, Y1
+	VPSLLQ       $0x34, Y1, Y1
+	VPADDD       tconstAVX2<>+1344(SB), Y5, Y2
+	VPSLLQ       $0x34, Y2, Y2
+	VSUBPD       Y0, Y1, Y4
+	VSUBPD       Y0, Y2, Y5
+	VFMADD213PD  Y4, Y1, Y6
+	VFMADD213PD  Y5, Y2, Y7
+	VADDPD       tconstAVX2<>+3520(SB), Y6, Y1
+	VADDPD       tconstAVX2<>+3520(SB), Y7, Y2
+	VDIVPD       Y1, Y6, Y6
+	VDIVPD       Y2, Y7, Y7
+	VCVTPD2PSY   Y6, X3
+	VCVTPD2PSY   Y7, X1
+	VINSERTF128  $0x01, X1, Y3, Y1
+	VMOVUPS      (CX), Y2
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y4
+	VANDPS       tconstAVX2<>+864(SB), Y2, Y5
+	VORPS        Y5, Y1, Y1
+	VPCMPGTD     tconstAVX2<>+512(SB), Y4, Y5
+	VPTEST       Y5, Y5
+	JZ           tanhWideF32AVX2_store
+	VBROADCASTSS (BX), Y6
+	VPCMPEQD     tconstAVX2<>+544(SB), Y2, Y5
+	VBLENDVPS    Y5, Y6, Y1, Y1
+	VBROADCASTSS 4(BX), Y6
+	VPCMPEQD     tconstAVX2<>+576(SB), Y2, Y5
+	VBLENDVPS    Y5, Y6, Y1, Y1
+	VPCMPGTD     tconstAVX2<>+544(SB), Y4, Y5
+	VADDPS       Y2, Y2, Y2
+	VBLENDVPS    Y5, Y2, Y1, Y1
+
+tanhWideF32AVX2_store:
+	VMOVUPS Y1, (AX)
+	ADDQ    $0x00000020, CX
+	ADDQ    $0x00000020, AX
+	SUBQ    $0x00000008, DX
+	JMP     tanhWideF32AVX2_loop
+
+tanhWideF32AVX2_tail:
+	TESTQ        DX, DX
+	JZ           tanhWideF32AVX2_done
+	VMOVQ        DX, X1
+	VPBROADCASTD X1, Y1
+	VPCMPGTD     tconstAVX2<>+3616(SB), Y1, Y1
+	VMASKMOVPS   (CX), Y1, Y2
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y2
+	VCVTPS2PD    X2, Y4
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VMINPD       tconstAVX2<>+3488(SB), Y4, Y4
+	VMINPD       tconstAVX2<>+3488(SB), Y2, Y2
+	VADDPD       Y4, Y4, Y4
+	VADDPD       Y2, Y2, Y2
+	VMOVUPD      tconstAVX2<>+1024(SB), Y5
+	VMOVUPD      tconstAVX2<>+1024(SB), Y6
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y4, Y5
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y2, Y6
+	VSUBPD       tconstAVX2<>+1024(SB), Y5, Y7
+	VSUBPD       tconstAVX2<>+1024(SB), Y6, Y8
+	VMOVAPD      Y4, Y4
+	VMOVAPD      Y2, Y2
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y7, Y4
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y8, Y2
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y7, Y4
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y8, Y2
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y7
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y8
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y2, Y8
+	VMULPD       Y4, Y4, Y9
+	VMULPD       Y2, Y2, Y10
+	VFMADD213PD  Y4, Y9, Y7
+	VFMADD213PD  Y2, Y10, Y8
+	VPADDD       tconstAVX2<>+1344(SB), Y5, Y2
+	VPSLLQ       $0x34, Y2, Y2
+	VPADDD       tconstAVX2<>+1344(SB), Y6, Y4
+	VPSLLQ       $0x34, Y4, Y4
+	VSUBPD       Y0, Y2, Y5
+	VSUBPD       Y0, Y4, Y0
+	VFMADD213PD  Y5, Y2, Y7
+	VFMADD213PD  Y0, Y4, Y8
+	VADDPD       tconstAVX2<>+3520(SB), Y7, Y0
+	VADDPD       tconstAVX2<>+3520(SB), Y8, Y2
+	VDIVPD       Y0, Y7, Y7
+	VDIVPD       Y2, Y8, Y8
+	VCVTPD2PSY   Y7, X3
+	VCVTPD2PSY   Y8, X0
+	VINSERTF128  $0x01, X0, Y3, Y0
+	VMASKMOVPS   (CX), Y1, Y2
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y3
+	VANDPS       tconstAVX2<>+864(SB), Y2, Y4
+	VORPS        Y4, Y0, Y0
+	VPCMPGTD     tconstAVX2<>+512(SB), Y3, Y4
+	VPTEST       Y4, Y4
+	JZ           tanhWideF32AVX2_store_tail
+	VBROADCASTSS (BX), Y5
+	VPCMPEQD     tconstAVX2<>+544(SB), Y2, Y4
+	VBLENDVPS    Y4, Y5, Y0, Y0
+	VBROADCASTSS 4(BX), Y5
+	VPCMPEQD     tconstAVX2<>+576(SB), Y2, Y4
+	VBLENDVPS    Y4, Y5, Y0, Y0
+	VPCMPGTD     tconstAVX2<>+544(SB), Y3, Y4
+	VADDPS       Y2, Y2, Y2
+	VBLENDVPS    Y4, Y2, Y0, Y0
+
+tanhWideF32AVX2_store_tail:
+	VMASKMOVPS Y0, Y1, (AX)
+
+tanhWideF32AVX2_done:
+	VZEROUPPER
+	RET
+
+// func tanhWideGradF32AVX2(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tanhWideGradF32AVX2(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         grad+16(FP), BX
+	MOVQ         sp+32(FP), SI
+	VBROADCASTSD tconstAVX2<>+0(SB), Y0
+
+tanhWideGradF32AVX2_loop:
+	CMPQ         DX, $0x00000008
+	JB           tanhWideGradF32AVX2_tail
+	VMOVUPS      (CX), Y1
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VANDPD       tconstAVX2<>+3456(SB), Y2, Y2
+	VANDPD       tconstAVX2<>+3456(SB), Y1, Y1
+	VMINPD       tconstAVX2<>+3488(SB), Y2, Y2
+	VMINPD       tconstAVX2<>+3488(SB), Y1, Y1
+	VADDPD       Y2, Y2, Y2
+	VADDPD       Y1, Y1, Y1
+	VMOVUPD      tconstAVX2<>+1024(SB), Y4
+	VMOVUPD      tconstAVX2<>+1024(SB), Y5
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y2, Y4
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y1, Y5
+	VSUBPD       tconstAVX2<>+1024(SB), Y4, Y6
+	VSUBPD       tconstAVX2<>+1024(SB), Y5, Y7
+	VMOVAPD      Y2, Y2
+	VMOVAPD      Y1, Y1
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y6, Y2
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y7, Y1
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y6, Y2
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y7, Y1
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y6
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y7
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y1, Y7
+	VMULPD       Y2, Y2, Y8
+	VMULPD       Y1, Y1, Y9
+	VFMADD213PD  Y2, Y8, Y6
+	VFMADD213PD  Y1, Y9, Y7
+	VPADDD       tconstAVX2<>+1344(SB), Y4, Y1
+	VPSLLQ       $0x34, Y1, Y1
+	VPADDD       tconstAVX2<>+1344(SB), Y5, Y2
+	VPSLLQ       $0x34, Y2, Y2
+	VSUBPD       Y0, Y1, Y4
+	VSUBPD       Y0, Y2, Y5
+	VFMADD213PD  Y4, Y1, Y6
+	VFMADD213PD  Y5, Y2, Y7
+	VADDPD       tconstAVX2<>+3520(SB), Y6, Y1
+	VADDPD       tconstAVX2<>+3520(SB), Y7, Y2
+	VMULPD       Y1, Y1, Y1
+	VMULPD       Y2, Y2, Y2
+	VADDPD       Y0, Y6, Y6
+	VADDPD       Y0, Y7, Y7
+	VMULPD       tconstAVX2<>+3552(SB), Y6, Y6
+	VMULPD       tconstAVX2<>+3552(SB), Y7, Y7
+	VDIVPD       Y1, Y6, Y6
+	VDIVPD       Y2, Y7, Y7
+	VMOVUPS      (BX), Y1
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X3
+	VCVTPS2PD    X3, Y4
+	VMULPD       Y2, Y6, Y6
+	VMULPD       Y4, Y7, Y7
+	VCVTPD2PSY   Y6, X3
+	VCVTPD2PSY   Y7, X2
+	VINSERTF128  $0x01, X2, Y3, Y2
+	VMOVUPS      (CX), Y4
+	VANDPS       tconstAVX2<>+480(SB), Y4, Y5
+	VPCMPGTD     tconstAVX2<>+512(SB), Y5, Y6
+	VPTEST       Y6, Y6
+	JZ           tanhWideGradF32AVX2_store
+	VBROADCASTSS (SI), Y7
+	VMULPS       Y1, Y7, Y7
+	VPCMPEQD     tconstAVX2<>+544(SB), Y4, Y6
+	VBLENDVPS    Y6, Y7, Y2, Y2
+	VBROADCASTSS 4(SI), Y7
+	VMULPS       Y1, Y7, Y7
+	VPCMPEQD     tconstAVX2<>+576(SB), Y4, Y6
+	VBLENDVPS    Y6, Y7, Y2, Y2
+	VPCMPGTD     tconstAVX2<>+544(SB), Y5, Y6
+	VADDPS       Y4, Y4, Y1
+	VBLENDVPS    Y6, Y1, Y2, Y2
+
+tanhWideGradF32AVX2_store:
+	VMOVUPS Y2, (AX)
+	ADDQ    $0x00000020, CX
+	ADDQ    $0x00000020, AX
+	ADDQ    $0x00000020, BX
+	SUBQ    $0x00000008, DX
+	JMP     tanhWideGradF32AVX2_loop
+
+tanhWideGradF32AVX2_tail:
+	TESTQ        DX, DX
+	JZ           tanhWideGradF32AVX2_done
+	VMOVQ        DX, X1
+	VPBROADCASTD X1, Y1
+	VPCMPGTD     tconstAVX2<>+3648(SB), Y1, Y1
+	VMASKMOVPS   (CX), Y1, Y2
+	VCVTPS2PD    X2, Y4
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VANDPD       tconstAVX2<>+3456(SB), Y4, Y4
+	VANDPD       tconstAVX2<>+3456(SB), Y2, Y2
+	VMINPD       tconstAVX2<>+3488(SB), Y4, Y4
+	VMINPD       tconstAVX2<>+3488(SB), Y2, Y2
+	VADDPD       Y4, Y4, Y4
+	VADDPD       Y2, Y2, Y2
+	VMOVUPD      tconstAVX2<>+1024(SB), Y5
+	VMOVUPD      tconstAVX2<>+1024(SB), Y6
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y4, Y5
+	VFMADD231PD  tconstAVX2<>+1056(SB), Y2, Y6
+	VSUBPD       tconstAVX2<>+1024(SB), Y5, Y7
+	VSUBPD       tconstAVX2<>+1024(SB), Y6, Y8
+	VMOVAPD      Y4, Y4
+	VMOVAPD      Y2, Y2
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y7, Y4
+	VFNMADD231PD tconstAVX2<>+1088(SB), Y8, Y2
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y7, Y4
+	VFNMADD231PD tconstAVX2<>+1120(SB), Y8, Y2
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y7
+	VBROADCASTSD tconstAVX2<>+1152(SB), Y8
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1184(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1216(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1248(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1280(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y4, Y7
+	VFMADD213PD  tconstAVX2<>+1312(SB), Y2, Y8
+	VMULPD       Y4, Y4, Y9
+	VMULPD       Y2, Y2, Y10
+	VFMADD213PD  Y4, Y9, Y7
+	VFMADD213PD  Y2, Y10, Y8
+	VPADDD       tconstAVX2<>+1344(SB), Y5, Y2
+	VPSLLQ       $0x34, Y2, Y2
+	VPADDD       tconstAVX2<>+1344(SB), Y6, Y4
+	VPSLLQ       $0x34, Y4, Y4
+	VSUBPD       Y0, Y2, Y5
+	VSUBPD       Y0, Y4, Y6
+	VFMADD213PD  Y5, Y2, Y7
+	VFMADD213PD  Y6, Y4, Y8
+	VADDPD       tconstAVX2<>+3520(SB), Y7, Y2
+	VADDPD       tconstAVX2<>+3520(SB), Y8, Y4
+	VMULPD       Y2, Y2, Y2
+	VMULPD       Y4, Y4, Y4
+	VADDPD       Y0, Y7, Y7
+	VADDPD       Y0, Y8, Y8
+	VMULPD       tconstAVX2<>+3552(SB), Y7, Y7
+	VMULPD       tconstAVX2<>+3552(SB), Y8, Y8
 	VDIVPD       Y2, Y7, Y7
 	VDIVPD       Y4, Y8, Y8
 	VMASKMOVPS   (BX), Y1, Y0
@@ -12663,7 +13181,7 @@ tanhGradF32AVX2_tail:
 	VANDPS       tconstAVX2<>+480(SB), Y3, Y4
 	VPCMPGTD     tconstAVX2<>+512(SB), Y4, Y5
 	VPTEST       Y5, Y5
-	JZ           tanhGradF32AVX2_store_tail
+	JZ           tanhWideGradF32AVX2_store_tail
 	VBROADCASTSS (SI), Y6
 	VMULPS       Y0, Y6, Y6
 	VPCMPEQD     tconstAVX2<>+544(SB), Y3, Y5
@@ -12676,10 +13194,10 @@ tanhGradF32AVX2_tail:
 	VADDPS       Y3, Y3, Y0
 	VBLENDVPS    Y5, Y0, Y2, Y2
 
-tanhGradF32AVX2_store_tail:
+tanhWideGradF32AVX2_store_tail:
 	VMASKMOVPS Y2, Y1, (AX)
 
-tanhGradF32AVX2_done:
+tanhWideGradF32AVX2_done:
 	VZEROUPPER
 	RET
 
@@ -12700,8 +13218,8 @@ erfF32AVX2_loop:
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMINPD       tconstAVX2<>+3552(SB), Y2, Y4
-	VMINPD       tconstAVX2<>+3552(SB), Y1, Y5
+	VMINPD       tconstAVX2<>+3680(SB), Y2, Y4
+	VMINPD       tconstAVX2<>+3680(SB), Y1, Y5
 	VMULPD       Y4, Y4, Y6
 	VMULPD       Y5, Y5, Y7
 	VXORPD       tconstAVX2<>+2176(SB), Y6, Y6
@@ -12740,34 +13258,34 @@ erfF32AVX2_loop:
 	VPSLLQ       $0x34, Y7, Y7
 	VFMADD213PD  Y6, Y6, Y10
 	VFMADD213PD  Y7, Y7, Y11
-	VBROADCASTSD tconstAVX2<>+3584(SB), Y6
-	VBROADCASTSD tconstAVX2<>+3584(SB), Y7
-	VFMADD213PD  tconstAVX2<>+3616(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+3616(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+3648(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+3648(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+3680(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+3680(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+3712(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+3712(SB), Y5, Y7
+	VBROADCASTSD tconstAVX2<>+3712(SB), Y6
+	VBROADCASTSD tconstAVX2<>+3712(SB), Y7
 	VFMADD213PD  tconstAVX2<>+3744(SB), Y4, Y6
 	VFMADD213PD  tconstAVX2<>+3744(SB), Y5, Y7
 	VFMADD213PD  tconstAVX2<>+3776(SB), Y4, Y6
 	VFMADD213PD  tconstAVX2<>+3776(SB), Y5, Y7
-	VBROADCASTSD tconstAVX2<>+3808(SB), Y8
-	VBROADCASTSD tconstAVX2<>+3808(SB), Y9
-	VFMADD213PD  tconstAVX2<>+3840(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+3840(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+3872(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+3872(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+3904(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+3904(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+3936(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+3936(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+3808(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+3808(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+3840(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+3840(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+3872(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+3872(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+3904(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+3904(SB), Y5, Y7
+	VBROADCASTSD tconstAVX2<>+3936(SB), Y8
+	VBROADCASTSD tconstAVX2<>+3936(SB), Y9
 	VFMADD213PD  tconstAVX2<>+3968(SB), Y4, Y8
 	VFMADD213PD  tconstAVX2<>+3968(SB), Y5, Y9
 	VFMADD213PD  tconstAVX2<>+4000(SB), Y4, Y8
 	VFMADD213PD  tconstAVX2<>+4000(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+4032(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+4032(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+4064(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+4064(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+4096(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+4096(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+4128(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+4128(SB), Y5, Y9
 	VFMADD213PD  tconstAVX2<>+0(SB), Y4, Y8
 	VFMADD213PD  tconstAVX2<>+0(SB), Y5, Y9
 	VDIVPD       Y8, Y6, Y6
@@ -12778,19 +13296,19 @@ erfF32AVX2_loop:
 	VSUBPD       Y7, Y0, Y5
 	VMULPD       Y2, Y2, Y6
 	VMULPD       Y1, Y1, Y7
-	VBROADCASTSD tconstAVX2<>+4032(SB), Y8
-	VBROADCASTSD tconstAVX2<>+4032(SB), Y9
-	VFMADD213PD  tconstAVX2<>+4064(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+4064(SB), Y7, Y9
-	VFMADD213PD  tconstAVX2<>+4096(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+4096(SB), Y7, Y9
-	VFMADD213PD  tconstAVX2<>+4128(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+4128(SB), Y7, Y9
+	VBROADCASTSD tconstAVX2<>+4160(SB), Y8
+	VBROADCASTSD tconstAVX2<>+4160(SB), Y9
+	VFMADD213PD  tconstAVX2<>+4192(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+4192(SB), Y7, Y9
+	VFMADD213PD  tconstAVX2<>+4224(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+4224(SB), Y7, Y9
+	VFMADD213PD  tconstAVX2<>+4256(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+4256(SB), Y7, Y9
 	VMULPD       Y2, Y8, Y8
 	VMULPD       Y1, Y9, Y9
-	VCMPPD       $0x11, tconstAVX2<>+4160(SB), Y2, Y2
+	VCMPPD       $0x11, tconstAVX2<>+4288(SB), Y2, Y2
 	VBLENDVPD    Y2, Y8, Y4, Y4
-	VCMPPD       $0x11, tconstAVX2<>+4160(SB), Y1, Y1
+	VCMPPD       $0x11, tconstAVX2<>+4288(SB), Y1, Y1
 	VBLENDVPD    Y1, Y9, Y5, Y5
 	VCVTPD2PSY   Y4, X3
 	VCVTPD2PSY   Y5, X1
@@ -12824,14 +13342,14 @@ erfF32AVX2_tail:
 	JZ           erfF32AVX2_done
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
-	VPCMPGTD     tconstAVX2<>+4192(SB), Y1, Y1
+	VPCMPGTD     tconstAVX2<>+4320(SB), Y1, Y1
 	VMASKMOVPS   (CX), Y1, Y2
 	VANDPS       tconstAVX2<>+480(SB), Y2, Y2
 	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VMINPD       tconstAVX2<>+3552(SB), Y4, Y5
-	VMINPD       tconstAVX2<>+3552(SB), Y2, Y6
+	VMINPD       tconstAVX2<>+3680(SB), Y4, Y5
+	VMINPD       tconstAVX2<>+3680(SB), Y2, Y6
 	VMULPD       Y5, Y5, Y7
 	VMULPD       Y6, Y6, Y8
 	VXORPD       tconstAVX2<>+2176(SB), Y7, Y7
@@ -12870,34 +13388,34 @@ erfF32AVX2_tail:
 	VPSLLQ       $0x34, Y8, Y8
 	VFMADD213PD  Y7, Y7, Y11
 	VFMADD213PD  Y8, Y8, Y12
-	VBROADCASTSD tconstAVX2<>+3584(SB), Y7
-	VBROADCASTSD tconstAVX2<>+3584(SB), Y8
-	VFMADD213PD  tconstAVX2<>+3616(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+3616(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+3648(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+3648(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+3680(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+3680(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+3712(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+3712(SB), Y6, Y8
+	VBROADCASTSD tconstAVX2<>+3712(SB), Y7
+	VBROADCASTSD tconstAVX2<>+3712(SB), Y8
 	VFMADD213PD  tconstAVX2<>+3744(SB), Y5, Y7
 	VFMADD213PD  tconstAVX2<>+3744(SB), Y6, Y8
 	VFMADD213PD  tconstAVX2<>+3776(SB), Y5, Y7
 	VFMADD213PD  tconstAVX2<>+3776(SB), Y6, Y8
-	VBROADCASTSD tconstAVX2<>+3808(SB), Y9
-	VBROADCASTSD tconstAVX2<>+3808(SB), Y10
-	VFMADD213PD  tconstAVX2<>+3840(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+3840(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+3872(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+3872(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+3904(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+3904(SB), Y6, Y10
-	VFMADD213PD  tconstAVX2<>+3936(SB), Y5, Y9
-	VFMADD213PD  tconstAVX2<>+3936(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+3808(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+3808(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+3840(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+3840(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+3872(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+3872(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+3904(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+3904(SB), Y6, Y8
+	VBROADCASTSD tconstAVX2<>+3936(SB), Y9
+	VBROADCASTSD tconstAVX2<>+3936(SB), Y10
 	VFMADD213PD  tconstAVX2<>+3968(SB), Y5, Y9
 	VFMADD213PD  tconstAVX2<>+3968(SB), Y6, Y10
 	VFMADD213PD  tconstAVX2<>+4000(SB), Y5, Y9
 	VFMADD213PD  tconstAVX2<>+4000(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+4032(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+4032(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+4064(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+4064(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+4096(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+4096(SB), Y6, Y10
+	VFMADD213PD  tconstAVX2<>+4128(SB), Y5, Y9
+	VFMADD213PD  tconstAVX2<>+4128(SB), Y6, Y10
 	VFMADD213PD  tconstAVX2<>+0(SB), Y5, Y9
 	VFMADD213PD  tconstAVX2<>+0(SB), Y6, Y10
 	VDIVPD       Y9, Y7, Y7
@@ -12908,19 +13426,19 @@ erfF32AVX2_tail:
 	VSUBPD       Y8, Y0, Y0
 	VMULPD       Y4, Y4, Y6
 	VMULPD       Y2, Y2, Y7
-	VBROADCASTSD tconstAVX2<>+4032(SB), Y8
-	VBROADCASTSD tconstAVX2<>+4032(SB), Y9
-	VFMADD213PD  tconstAVX2<>+4064(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+4064(SB), Y7, Y9
-	VFMADD213PD  tconstAVX2<>+4096(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+4096(SB), Y7, Y9
-	VFMADD213PD  tconstAVX2<>+4128(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+4128(SB), Y7, Y9
+	VBROADCASTSD tconstAVX2<>+4160(SB), Y8
+	VBROADCASTSD tconstAVX2<>+4160(SB), Y9
+	VFMADD213PD  tconstAVX2<>+4192(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+4192(SB), Y7, Y9
+	VFMADD213PD  tconstAVX2<>+4224(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+4224(SB), Y7, Y9
+	VFMADD213PD  tconstAVX2<>+4256(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+4256(SB), Y7, Y9
 	VMULPD       Y4, Y8, Y8
 	VMULPD       Y2, Y9, Y9
-	VCMPPD       $0x11, tconstAVX2<>+4160(SB), Y4, Y4
+	VCMPPD       $0x11, tconstAVX2<>+4288(SB), Y4, Y4
 	VBLENDVPD    Y4, Y8, Y5, Y5
-	VCMPPD       $0x11, tconstAVX2<>+4160(SB), Y2, Y2
+	VCMPPD       $0x11, tconstAVX2<>+4288(SB), Y2, Y2
 	VBLENDVPD    Y2, Y9, Y0, Y0
 	VCVTPD2PSY   Y5, X3
 	VCVTPD2PSY   Y0, X0
@@ -13018,8 +13536,8 @@ erfGradF32AVX2_loop:
 	VFMADD213PD  Y2, Y2, Y6
 	VMULPD       Y3, Y5, Y5
 	VMULPD       Y4, Y6, Y6
-	VMULPD       tconstAVX2<>+4128(SB), Y5, Y5
-	VMULPD       tconstAVX2<>+4128(SB), Y6, Y6
+	VMULPD       tconstAVX2<>+4256(SB), Y5, Y5
+	VMULPD       tconstAVX2<>+4256(SB), Y6, Y6
 	VMOVUPS      (BX), Y0
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X1
@@ -13059,7 +13577,7 @@ erfGradF32AVX2_tail:
 	JZ           erfGradF32AVX2_done
 	VMOVQ        DX, X0
 	VPBROADCASTD X0, Y0
-	VPCMPGTD     tconstAVX2<>+4224(SB), Y0, Y0
+	VPCMPGTD     tconstAVX2<>+4352(SB), Y0, Y0
 	VMASKMOVPS   (CX), Y0, Y2
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X1
@@ -13116,8 +13634,8 @@ erfGradF32AVX2_tail:
 	VFMADD213PD  Y3, Y3, Y7
 	VMULPD       Y4, Y6, Y6
 	VMULPD       Y5, Y7, Y7
-	VMULPD       tconstAVX2<>+4128(SB), Y6, Y6
-	VMULPD       tconstAVX2<>+4128(SB), Y7, Y7
+	VMULPD       tconstAVX2<>+4256(SB), Y6, Y6
+	VMULPD       tconstAVX2<>+4256(SB), Y7, Y7
 	VMASKMOVPS   (BX), Y0, Y2
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X1
@@ -13164,25 +13682,25 @@ sigmoidF32AVX2_loop:
 	CMPQ         DX, $0x00000008
 	JB           sigmoidF32AVX2_tail
 	VMOVUPS      (CX), Y0
-	VMAXPS       tconstAVX2<>+4256(SB), Y0, Y0
-	VMINPS       tconstAVX2<>+4288(SB), Y0, Y0
+	VMAXPS       tconstAVX2<>+4384(SB), Y0, Y0
+	VMINPS       tconstAVX2<>+4416(SB), Y0, Y0
 	VBROADCASTSS tconstAVX2<>+96(SB), Y1
 	VFMADD231PS  tconstAVX2<>+128(SB), Y0, Y1
 	VSUBPS       tconstAVX2<>+96(SB), Y1, Y2
 	VMOVAPS      Y0, Y0
 	VFNMADD231PS tconstAVX2<>+160(SB), Y2, Y0
 	VFNMADD231PS tconstAVX2<>+192(SB), Y2, Y0
-	VBROADCASTSS tconstAVX2<>+4320(SB), Y3
+	VBROADCASTSS tconstAVX2<>+4448(SB), Y3
 	VFMADD213PS  tconstAVX2<>+256(SB), Y0, Y3
-	VFMADD213PS  tconstAVX2<>+4352(SB), Y0, Y3
+	VFMADD213PS  tconstAVX2<>+4480(SB), Y0, Y3
 	VFMADD213PS  tconstAVX2<>+320(SB), Y0, Y3
-	VFMADD213PS  tconstAVX2<>+4384(SB), Y0, Y3
+	VFMADD213PS  tconstAVX2<>+4512(SB), Y0, Y3
 	VFMADD213PS  tconstAVX2<>+384(SB), Y0, Y3
 	VMULPS       Y0, Y0, Y2
 	VFMSUB213PS  Y0, Y2, Y3
-	VPADDD       tconstAVX2<>+4416(SB), Y1, Y1
+	VPADDD       tconstAVX2<>+4544(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       tconstAVX2<>+4448(SB), Y1, Y0
+	VMULPS       tconstAVX2<>+4576(SB), Y1, Y0
 	VADDPS       tconstAVX2<>+416(SB), Y0, Y4
 	VSUBPS       tconstAVX2<>+416(SB), Y4, Y2
 	VSUBPS       Y2, Y0, Y0
@@ -13197,7 +13715,7 @@ sigmoidF32AVX2_loop:
 	VMULPS       Y4, Y0, Y0
 	VADDPS       Y0, Y4, Y4
 	VMULPS       Y1, Y4, Y4
-	VMULPS       tconstAVX2<>+4448(SB), Y4, Y4
+	VMULPS       tconstAVX2<>+4576(SB), Y4, Y4
 	VMOVUPS      (CX), Y0
 	VANDPS       tconstAVX2<>+480(SB), Y0, Y1
 	VPCMPGTD     tconstAVX2<>+512(SB), Y1, Y2
@@ -13225,27 +13743,27 @@ sigmoidF32AVX2_tail:
 	JZ           sigmoidF32AVX2_done
 	VMOVQ        DX, X0
 	VPBROADCASTD X0, Y0
-	VPCMPGTD     tconstAVX2<>+4480(SB), Y0, Y0
+	VPCMPGTD     tconstAVX2<>+4608(SB), Y0, Y0
 	VMASKMOVPS   (CX), Y0, Y1
-	VMAXPS       tconstAVX2<>+4256(SB), Y1, Y1
-	VMINPS       tconstAVX2<>+4288(SB), Y1, Y1
+	VMAXPS       tconstAVX2<>+4384(SB), Y1, Y1
+	VMINPS       tconstAVX2<>+4416(SB), Y1, Y1
 	VBROADCASTSS tconstAVX2<>+96(SB), Y2
 	VFMADD231PS  tconstAVX2<>+128(SB), Y1, Y2
 	VSUBPS       tconstAVX2<>+96(SB), Y2, Y3
 	VMOVAPS      Y1, Y1
 	VFNMADD231PS tconstAVX2<>+160(SB), Y3, Y1
 	VFNMADD231PS tconstAVX2<>+192(SB), Y3, Y1
-	VBROADCASTSS tconstAVX2<>+4320(SB), Y4
+	VBROADCASTSS tconstAVX2<>+4448(SB), Y4
 	VFMADD213PS  tconstAVX2<>+256(SB), Y1, Y4
-	VFMADD213PS  tconstAVX2<>+4352(SB), Y1, Y4
+	VFMADD213PS  tconstAVX2<>+4480(SB), Y1, Y4
 	VFMADD213PS  tconstAVX2<>+320(SB), Y1, Y4
-	VFMADD213PS  tconstAVX2<>+4384(SB), Y1, Y4
+	VFMADD213PS  tconstAVX2<>+4512(SB), Y1, Y4
 	VFMADD213PS  tconstAVX2<>+384(SB), Y1, Y4
 	VMULPS       Y1, Y1, Y3
 	VFMSUB213PS  Y1, Y3, Y4
-	VPADDD       tconstAVX2<>+4416(SB), Y2, Y2
+	VPADDD       tconstAVX2<>+4544(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       tconstAVX2<>+4448(SB), Y2, Y1
+	VMULPS       tconstAVX2<>+4576(SB), Y2, Y1
 	VADDPS       tconstAVX2<>+416(SB), Y1, Y5
 	VSUBPS       tconstAVX2<>+416(SB), Y5, Y3
 	VSUBPS       Y3, Y1, Y1
@@ -13260,7 +13778,7 @@ sigmoidF32AVX2_tail:
 	VMULPS       Y5, Y1, Y1
 	VADDPS       Y1, Y5, Y5
 	VMULPS       Y2, Y5, Y5
-	VMULPS       tconstAVX2<>+4448(SB), Y5, Y5
+	VMULPS       tconstAVX2<>+4576(SB), Y5, Y5
 	VMASKMOVPS   (CX), Y0, Y1
 	VANDPS       tconstAVX2<>+480(SB), Y1, Y2
 	VPCMPGTD     tconstAVX2<>+512(SB), Y2, Y3
@@ -13299,7 +13817,7 @@ sigmoidGradF32AVX2_loop:
 	VMOVUPS      (CX), Y1
 	VMOVUPS      (BX), Y2
 	VANDPS       tconstAVX2<>+480(SB), Y1, Y1
-	VMINPS       tconstAVX2<>+4512(SB), Y1, Y1
+	VMINPS       tconstAVX2<>+3424(SB), Y1, Y1
 	VBROADCASTSS tconstAVX2<>+96(SB), Y4
 	VFNMADD231PS tconstAVX2<>+128(SB), Y1, Y4
 	VSUBPS       tconstAVX2<>+96(SB), Y4, Y5
@@ -13369,10 +13887,10 @@ sigmoidGradF32AVX2_loop:
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMAXPD       tconstAVX2<>+4544(SB), Y2, Y2
-	VMAXPD       tconstAVX2<>+4544(SB), Y1, Y1
-	VMINPD       tconstAVX2<>+4576(SB), Y2, Y2
-	VMINPD       tconstAVX2<>+4576(SB), Y1, Y1
+	VMAXPD       tconstAVX2<>+4640(SB), Y2, Y2
+	VMAXPD       tconstAVX2<>+4640(SB), Y1, Y1
+	VMINPD       tconstAVX2<>+4672(SB), Y2, Y2
+	VMINPD       tconstAVX2<>+4672(SB), Y1, Y1
 	VXORPD       tconstAVX2<>+2176(SB), Y2, Y2
 	VXORPD       tconstAVX2<>+2176(SB), Y1, Y1
 	VMOVUPD      tconstAVX2<>+1024(SB), Y4
@@ -13460,11 +13978,11 @@ sigmoidGradF32AVX2_tail:
 	JZ           sigmoidGradF32AVX2_done
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
-	VPCMPGTD     tconstAVX2<>+4608(SB), Y1, Y1
+	VPCMPGTD     tconstAVX2<>+4704(SB), Y1, Y1
 	VMASKMOVPS   (CX), Y1, Y2
 	VMASKMOVPS   (BX), Y1, Y4
 	VANDPS       tconstAVX2<>+480(SB), Y2, Y2
-	VMINPS       tconstAVX2<>+4512(SB), Y2, Y2
+	VMINPS       tconstAVX2<>+3424(SB), Y2, Y2
 	VBROADCASTSS tconstAVX2<>+96(SB), Y5
 	VFNMADD231PS tconstAVX2<>+128(SB), Y2, Y5
 	VSUBPS       tconstAVX2<>+96(SB), Y5, Y6
@@ -13534,10 +14052,10 @@ sigmoidGradF32AVX2_tail:
 	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VMAXPD       tconstAVX2<>+4544(SB), Y4, Y4
-	VMAXPD       tconstAVX2<>+4544(SB), Y2, Y2
-	VMINPD       tconstAVX2<>+4576(SB), Y4, Y4
-	VMINPD       tconstAVX2<>+4576(SB), Y2, Y2
+	VMAXPD       tconstAVX2<>+4640(SB), Y4, Y4
+	VMAXPD       tconstAVX2<>+4640(SB), Y2, Y2
+	VMINPD       tconstAVX2<>+4672(SB), Y4, Y4
+	VMINPD       tconstAVX2<>+4672(SB), Y2, Y2
 	VXORPD       tconstAVX2<>+2176(SB), Y4, Y4
 	VXORPD       tconstAVX2<>+2176(SB), Y2, Y2
 	VMOVUPD      tconstAVX2<>+1024(SB), Y5
@@ -13635,10 +14153,10 @@ sigmoidWideF32AVX2_loop:
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMAXPD       tconstAVX2<>+4544(SB), Y2, Y2
-	VMAXPD       tconstAVX2<>+4544(SB), Y1, Y1
-	VMINPD       tconstAVX2<>+4576(SB), Y2, Y2
-	VMINPD       tconstAVX2<>+4576(SB), Y1, Y1
+	VMAXPD       tconstAVX2<>+4640(SB), Y2, Y2
+	VMAXPD       tconstAVX2<>+4640(SB), Y1, Y1
+	VMINPD       tconstAVX2<>+4672(SB), Y2, Y2
+	VMINPD       tconstAVX2<>+4672(SB), Y1, Y1
 	VXORPD       tconstAVX2<>+2176(SB), Y2, Y2
 	VXORPD       tconstAVX2<>+2176(SB), Y1, Y1
 	VMOVUPD      tconstAVX2<>+1024(SB), Y4
@@ -13709,15 +14227,15 @@ sigmoidWideF32AVX2_tail:
 	JZ           sigmoidWideF32AVX2_done
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
-	VPCMPGTD     tconstAVX2<>+4640(SB), Y1, Y1
+	VPCMPGTD     tconstAVX2<>+4736(SB), Y1, Y1
 	VMASKMOVPS   (CX), Y1, Y2
 	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VMAXPD       tconstAVX2<>+4544(SB), Y4, Y4
-	VMAXPD       tconstAVX2<>+4544(SB), Y2, Y2
-	VMINPD       tconstAVX2<>+4576(SB), Y4, Y4
-	VMINPD       tconstAVX2<>+4576(SB), Y2, Y2
+	VMAXPD       tconstAVX2<>+4640(SB), Y4, Y4
+	VMAXPD       tconstAVX2<>+4640(SB), Y2, Y2
+	VMINPD       tconstAVX2<>+4672(SB), Y4, Y4
+	VMINPD       tconstAVX2<>+4672(SB), Y2, Y2
 	VXORPD       tconstAVX2<>+2176(SB), Y4, Y4
 	VXORPD       tconstAVX2<>+2176(SB), Y2, Y2
 	VMOVUPD      tconstAVX2<>+1024(SB), Y5
@@ -13800,10 +14318,10 @@ sigmoidWideGradF32AVX2_loop:
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMAXPD       tconstAVX2<>+4544(SB), Y2, Y2
-	VMAXPD       tconstAVX2<>+4544(SB), Y1, Y1
-	VMINPD       tconstAVX2<>+4576(SB), Y2, Y2
-	VMINPD       tconstAVX2<>+4576(SB), Y1, Y1
+	VMAXPD       tconstAVX2<>+4640(SB), Y2, Y2
+	VMAXPD       tconstAVX2<>+4640(SB), Y1, Y1
+	VMINPD       tconstAVX2<>+4672(SB), Y2, Y2
+	VMINPD       tconstAVX2<>+4672(SB), Y1, Y1
 	VXORPD       tconstAVX2<>+2176(SB), Y2, Y2
 	VXORPD       tconstAVX2<>+2176(SB), Y1, Y1
 	VMOVUPD      tconstAVX2<>+1024(SB), Y4
@@ -13887,15 +14405,15 @@ sigmoidWideGradF32AVX2_tail:
 	JZ           sigmoidWideGradF32AVX2_done
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
-	VPCMPGTD     tconstAVX2<>+4672(SB), Y1, Y1
+	VPCMPGTD     tconstAVX2<>+4768(SB), Y1, Y1
 	VMASKMOVPS   (CX), Y1, Y2
 	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VMAXPD       tconstAVX2<>+4544(SB), Y4, Y4
-	VMAXPD       tconstAVX2<>+4544(SB), Y2, Y2
-	VMINPD       tconstAVX2<>+4576(SB), Y4, Y4
-	VMINPD       tconstAVX2<>+4576(SB), Y2, Y2
+	VMAXPD       tconstAVX2<>+4640(SB), Y4, Y4
+	VMAXPD       tconstAVX2<>+4640(SB), Y2, Y2
+	VMINPD       tconstAVX2<>+4672(SB), Y4, Y4
+	VMINPD       tconstAVX2<>+4672(SB), Y2, Y2
 	VXORPD       tconstAVX2<>+2176(SB), Y4, Y4
 	VXORPD       tconstAVX2<>+2176(SB), Y2, Y2
 	VMOVUPD      tconstAVX2<>+1024(SB), Y5
@@ -13986,25 +14504,25 @@ siluF32AVX2_loop:
 	CMPQ         DX, $0x00000008
 	JB           siluF32AVX2_tail
 	VMOVUPS      (CX), Y0
-	VMAXPS       tconstAVX2<>+4256(SB), Y0, Y1
-	VMINPS       tconstAVX2<>+4288(SB), Y1, Y1
+	VMAXPS       tconstAVX2<>+4384(SB), Y0, Y1
+	VMINPS       tconstAVX2<>+4416(SB), Y1, Y1
 	VBROADCASTSS tconstAVX2<>+96(SB), Y2
 	VFMADD231PS  tconstAVX2<>+128(SB), Y1, Y2
 	VSUBPS       tconstAVX2<>+96(SB), Y2, Y3
 	VMOVAPS      Y1, Y4
 	VFNMADD231PS tconstAVX2<>+160(SB), Y3, Y4
 	VFNMADD231PS tconstAVX2<>+192(SB), Y3, Y4
-	VBROADCASTSS tconstAVX2<>+4320(SB), Y5
+	VBROADCASTSS tconstAVX2<>+4448(SB), Y5
 	VFMADD213PS  tconstAVX2<>+256(SB), Y4, Y5
-	VFMADD213PS  tconstAVX2<>+4352(SB), Y4, Y5
+	VFMADD213PS  tconstAVX2<>+4480(SB), Y4, Y5
 	VFMADD213PS  tconstAVX2<>+320(SB), Y4, Y5
-	VFMADD213PS  tconstAVX2<>+4384(SB), Y4, Y5
+	VFMADD213PS  tconstAVX2<>+4512(SB), Y4, Y5
 	VFMADD213PS  tconstAVX2<>+384(SB), Y4, Y5
 	VMULPS       Y4, Y4, Y3
 	VFMSUB213PS  Y4, Y3, Y5
-	VPADDD       tconstAVX2<>+4416(SB), Y2, Y2
+	VPADDD       tconstAVX2<>+4544(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       tconstAVX2<>+4448(SB), Y2, Y4
+	VMULPS       tconstAVX2<>+4576(SB), Y2, Y4
 	VADDPS       tconstAVX2<>+416(SB), Y4, Y6
 	VSUBPS       tconstAVX2<>+416(SB), Y6, Y3
 	VSUBPS       Y3, Y4, Y4
@@ -14023,8 +14541,8 @@ siluF32AVX2_loop:
 	VFMADD231PS  Y4, Y1, Y5
 	VADDPS       Y5, Y3, Y3
 	VMULPS       Y2, Y3, Y3
-	VMULPS       tconstAVX2<>+4448(SB), Y3, Y3
-	VCMPPS       $0x1e, tconstAVX2<>+4288(SB), Y0, Y1
+	VMULPS       tconstAVX2<>+4576(SB), Y3, Y3
+	VCMPPS       $0x1e, tconstAVX2<>+4416(SB), Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VANDPS       tconstAVX2<>+864(SB), Y0, Y1
 	VORPS        Y1, Y3, Y3
@@ -14055,27 +14573,27 @@ siluF32AVX2_tail:
 	JZ           siluF32AVX2_done
 	VMOVQ        DX, X0
 	VPBROADCASTD X0, Y0
-	VPCMPGTD     tconstAVX2<>+4704(SB), Y0, Y0
+	VPCMPGTD     tconstAVX2<>+4800(SB), Y0, Y0
 	VMASKMOVPS   (CX), Y0, Y1
-	VMAXPS       tconstAVX2<>+4256(SB), Y1, Y2
-	VMINPS       tconstAVX2<>+4288(SB), Y2, Y2
+	VMAXPS       tconstAVX2<>+4384(SB), Y1, Y2
+	VMINPS       tconstAVX2<>+4416(SB), Y2, Y2
 	VBROADCASTSS tconstAVX2<>+96(SB), Y3
 	VFMADD231PS  tconstAVX2<>+128(SB), Y2, Y3
 	VSUBPS       tconstAVX2<>+96(SB), Y3, Y4
 	VMOVAPS      Y2, Y5
 	VFNMADD231PS tconstAVX2<>+160(SB), Y4, Y5
 	VFNMADD231PS tconstAVX2<>+192(SB), Y4, Y5
-	VBROADCASTSS tconstAVX2<>+4320(SB), Y6
+	VBROADCASTSS tconstAVX2<>+4448(SB), Y6
 	VFMADD213PS  tconstAVX2<>+256(SB), Y5, Y6
-	VFMADD213PS  tconstAVX2<>+4352(SB), Y5, Y6
+	VFMADD213PS  tconstAVX2<>+4480(SB), Y5, Y6
 	VFMADD213PS  tconstAVX2<>+320(SB), Y5, Y6
-	VFMADD213PS  tconstAVX2<>+4384(SB), Y5, Y6
+	VFMADD213PS  tconstAVX2<>+4512(SB), Y5, Y6
 	VFMADD213PS  tconstAVX2<>+384(SB), Y5, Y6
 	VMULPS       Y5, Y5, Y4
 	VFMSUB213PS  Y5, Y4, Y6
-	VPADDD       tconstAVX2<>+4416(SB), Y3, Y3
+	VPADDD       tconstAVX2<>+4544(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       tconstAVX2<>+4448(SB), Y3, Y5
+	VMULPS       tconstAVX2<>+4576(SB), Y3, Y5
 	VADDPS       tconstAVX2<>+416(SB), Y5, Y7
 	VSUBPS       tconstAVX2<>+416(SB), Y7, Y4
 	VSUBPS       Y4, Y5, Y5
@@ -14094,8 +14612,8 @@ siluF32AVX2_tail:
 	VFMADD231PS  Y5, Y2, Y6
 	VADDPS       Y6, Y4, Y4
 	VMULPS       Y3, Y4, Y4
-	VMULPS       tconstAVX2<>+4448(SB), Y4, Y4
-	VCMPPS       $0x1e, tconstAVX2<>+4288(SB), Y1, Y2
+	VMULPS       tconstAVX2<>+4576(SB), Y4, Y4
+	VCMPPS       $0x1e, tconstAVX2<>+4416(SB), Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 	VANDPS       tconstAVX2<>+864(SB), Y1, Y2
 	VORPS        Y2, Y4, Y4
@@ -14138,10 +14656,10 @@ siluGradF32AVX2_loop:
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMAXPD       tconstAVX2<>+4544(SB), Y2, Y4
-	VMAXPD       tconstAVX2<>+4544(SB), Y1, Y5
-	VMINPD       tconstAVX2<>+4576(SB), Y4, Y4
-	VMINPD       tconstAVX2<>+4576(SB), Y5, Y5
+	VMAXPD       tconstAVX2<>+4640(SB), Y2, Y4
+	VMAXPD       tconstAVX2<>+4640(SB), Y1, Y5
+	VMINPD       tconstAVX2<>+4672(SB), Y4, Y4
+	VMINPD       tconstAVX2<>+4672(SB), Y5, Y5
 	VXORPD       tconstAVX2<>+2176(SB), Y4, Y4
 	VXORPD       tconstAVX2<>+2176(SB), Y5, Y5
 	VMOVUPD      tconstAVX2<>+1024(SB), Y6
@@ -14190,29 +14708,29 @@ siluGradF32AVX2_loop:
 	VADDPD       Y0, Y9, Y9
 	VMULPD       Y4, Y8, Y8
 	VMULPD       Y5, Y9, Y9
-	VSUBPD       tconstAVX2<>+4736(SB), Y2, Y2
-	VSUBPD       tconstAVX2<>+4736(SB), Y1, Y1
-	VANDPD       tconstAVX2<>+3392(SB), Y2, Y4
-	VANDPD       tconstAVX2<>+3392(SB), Y1, Y5
-	VCMPPD       $0x11, tconstAVX2<>+4768(SB), Y4, Y4
-	VCMPPD       $0x11, tconstAVX2<>+4768(SB), Y5, Y5
+	VSUBPD       tconstAVX2<>+4832(SB), Y2, Y2
+	VSUBPD       tconstAVX2<>+4832(SB), Y1, Y1
+	VANDPD       tconstAVX2<>+3456(SB), Y2, Y4
+	VANDPD       tconstAVX2<>+3456(SB), Y1, Y5
+	VCMPPD       $0x11, tconstAVX2<>+4864(SB), Y4, Y4
+	VCMPPD       $0x11, tconstAVX2<>+4864(SB), Y5, Y5
 	VORPD        Y4, Y5, Y6
 	VTESTPD      Y6, Y6
 	JZ           rootY7
-	VSUBPD       tconstAVX2<>+4800(SB), Y2, Y2
-	VSUBPD       tconstAVX2<>+4800(SB), Y1, Y1
-	VBROADCASTSD tconstAVX2<>+4832(SB), Y6
-	VBROADCASTSD tconstAVX2<>+4832(SB), Y7
-	VFMADD213PD  tconstAVX2<>+4864(SB), Y2, Y6
-	VFMADD213PD  tconstAVX2<>+4864(SB), Y1, Y7
-	VFMADD213PD  tconstAVX2<>+4896(SB), Y2, Y6
-	VFMADD213PD  tconstAVX2<>+4896(SB), Y1, Y7
-	VFMADD213PD  tconstAVX2<>+4928(SB), Y2, Y6
-	VFMADD213PD  tconstAVX2<>+4928(SB), Y1, Y7
+	VSUBPD       tconstAVX2<>+4896(SB), Y2, Y2
+	VSUBPD       tconstAVX2<>+4896(SB), Y1, Y1
+	VBROADCASTSD tconstAVX2<>+4928(SB), Y6
+	VBROADCASTSD tconstAVX2<>+4928(SB), Y7
 	VFMADD213PD  tconstAVX2<>+4960(SB), Y2, Y6
 	VFMADD213PD  tconstAVX2<>+4960(SB), Y1, Y7
 	VFMADD213PD  tconstAVX2<>+4992(SB), Y2, Y6
 	VFMADD213PD  tconstAVX2<>+4992(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+5024(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+5024(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+5056(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+5056(SB), Y1, Y7
+	VFMADD213PD  tconstAVX2<>+5088(SB), Y2, Y6
+	VFMADD213PD  tconstAVX2<>+5088(SB), Y1, Y7
 	VMULPD       Y2, Y6, Y6
 	VMULPD       Y1, Y7, Y7
 	VBLENDVPD    Y4, Y6, Y8, Y8
@@ -14258,15 +14776,15 @@ siluGradF32AVX2_tail:
 	JZ           siluGradF32AVX2_done
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
-	VPCMPGTD     tconstAVX2<>+5024(SB), Y1, Y1
+	VPCMPGTD     tconstAVX2<>+5120(SB), Y1, Y1
 	VMASKMOVPS   (CX), Y1, Y2
 	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VMAXPD       tconstAVX2<>+4544(SB), Y4, Y5
-	VMAXPD       tconstAVX2<>+4544(SB), Y2, Y6
-	VMINPD       tconstAVX2<>+4576(SB), Y5, Y5
-	VMINPD       tconstAVX2<>+4576(SB), Y6, Y6
+	VMAXPD       tconstAVX2<>+4640(SB), Y4, Y5
+	VMAXPD       tconstAVX2<>+4640(SB), Y2, Y6
+	VMINPD       tconstAVX2<>+4672(SB), Y5, Y5
+	VMINPD       tconstAVX2<>+4672(SB), Y6, Y6
 	VXORPD       tconstAVX2<>+2176(SB), Y5, Y5
 	VXORPD       tconstAVX2<>+2176(SB), Y6, Y6
 	VMOVUPD      tconstAVX2<>+1024(SB), Y7
@@ -14315,29 +14833,29 @@ siluGradF32AVX2_tail:
 	VADDPD       Y0, Y10, Y10
 	VMULPD       Y5, Y9, Y9
 	VMULPD       Y6, Y10, Y10
-	VSUBPD       tconstAVX2<>+4736(SB), Y4, Y0
-	VSUBPD       tconstAVX2<>+4736(SB), Y2, Y2
-	VANDPD       tconstAVX2<>+3392(SB), Y0, Y4
-	VANDPD       tconstAVX2<>+3392(SB), Y2, Y5
-	VCMPPD       $0x11, tconstAVX2<>+4768(SB), Y4, Y4
-	VCMPPD       $0x11, tconstAVX2<>+4768(SB), Y5, Y5
+	VSUBPD       tconstAVX2<>+4832(SB), Y4, Y0
+	VSUBPD       tconstAVX2<>+4832(SB), Y2, Y2
+	VANDPD       tconstAVX2<>+3456(SB), Y0, Y4
+	VANDPD       tconstAVX2<>+3456(SB), Y2, Y5
+	VCMPPD       $0x11, tconstAVX2<>+4864(SB), Y4, Y4
+	VCMPPD       $0x11, tconstAVX2<>+4864(SB), Y5, Y5
 	VORPD        Y4, Y5, Y6
 	VTESTPD      Y6, Y6
 	JZ           rootY8
-	VSUBPD       tconstAVX2<>+4800(SB), Y0, Y0
-	VSUBPD       tconstAVX2<>+4800(SB), Y2, Y2
-	VBROADCASTSD tconstAVX2<>+4832(SB), Y6
-	VBROADCASTSD tconstAVX2<>+4832(SB), Y7
-	VFMADD213PD  tconstAVX2<>+4864(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+4864(SB), Y2, Y7
-	VFMADD213PD  tconstAVX2<>+4896(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+4896(SB), Y2, Y7
-	VFMADD213PD  tconstAVX2<>+4928(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+4928(SB), Y2, Y7
+	VSUBPD       tconstAVX2<>+4896(SB), Y0, Y0
+	VSUBPD       tconstAVX2<>+4896(SB), Y2, Y2
+	VBROADCASTSD tconstAVX2<>+4928(SB), Y6
+	VBROADCASTSD tconstAVX2<>+4928(SB), Y7
 	VFMADD213PD  tconstAVX2<>+4960(SB), Y0, Y6
 	VFMADD213PD  tconstAVX2<>+4960(SB), Y2, Y7
 	VFMADD213PD  tconstAVX2<>+4992(SB), Y0, Y6
 	VFMADD213PD  tconstAVX2<>+4992(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+5024(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+5024(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+5056(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+5056(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+5088(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+5088(SB), Y2, Y7
 	VMULPD       Y0, Y6, Y6
 	VMULPD       Y2, Y7, Y7
 	VBLENDVPD    Y4, Y6, Y9, Y9
@@ -14393,10 +14911,10 @@ siluWideF32AVX2_loop:
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMAXPD       tconstAVX2<>+4544(SB), Y2, Y4
-	VMAXPD       tconstAVX2<>+4544(SB), Y1, Y5
-	VMINPD       tconstAVX2<>+4576(SB), Y4, Y4
-	VMINPD       tconstAVX2<>+4576(SB), Y5, Y5
+	VMAXPD       tconstAVX2<>+4640(SB), Y2, Y4
+	VMAXPD       tconstAVX2<>+4640(SB), Y1, Y5
+	VMINPD       tconstAVX2<>+4672(SB), Y4, Y4
+	VMINPD       tconstAVX2<>+4672(SB), Y5, Y5
 	VXORPD       tconstAVX2<>+2176(SB), Y4, Y4
 	VXORPD       tconstAVX2<>+2176(SB), Y5, Y5
 	VMOVUPD      tconstAVX2<>+1024(SB), Y6
@@ -14469,15 +14987,15 @@ siluWideF32AVX2_tail:
 	JZ           siluWideF32AVX2_done
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
-	VPCMPGTD     tconstAVX2<>+5056(SB), Y1, Y1
+	VPCMPGTD     tconstAVX2<>+5152(SB), Y1, Y1
 	VMASKMOVPS   (CX), Y1, Y2
 	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VMAXPD       tconstAVX2<>+4544(SB), Y4, Y5
-	VMAXPD       tconstAVX2<>+4544(SB), Y2, Y6
-	VMINPD       tconstAVX2<>+4576(SB), Y5, Y5
-	VMINPD       tconstAVX2<>+4576(SB), Y6, Y6
+	VMAXPD       tconstAVX2<>+4640(SB), Y4, Y5
+	VMAXPD       tconstAVX2<>+4640(SB), Y2, Y6
+	VMINPD       tconstAVX2<>+4672(SB), Y5, Y5
+	VMINPD       tconstAVX2<>+4672(SB), Y6, Y6
 	VXORPD       tconstAVX2<>+2176(SB), Y5, Y5
 	VXORPD       tconstAVX2<>+2176(SB), Y6, Y6
 	VMOVUPD      tconstAVX2<>+1024(SB), Y7
@@ -14559,28 +15077,28 @@ geluF32AVX2_loop:
 	JB           geluF32AVX2_tail
 	VMOVUPS      (CX), Y0
 	VANDPS       tconstAVX2<>+480(SB), Y0, Y1
-	VMINPS       tconstAVX2<>+5088(SB), Y1, Y1
-	VBROADCASTSS tconstAVX2<>+5120(SB), Y2
-	VFMADD213PS  tconstAVX2<>+5152(SB), Y1, Y2
-	VFMADD213PS  tconstAVX2<>+5184(SB), Y1, Y2
-	VFMADD213PS  tconstAVX2<>+5216(SB), Y1, Y2
+	VMINPS       tconstAVX2<>+5184(SB), Y1, Y1
+	VBROADCASTSS tconstAVX2<>+5216(SB), Y2
 	VFMADD213PS  tconstAVX2<>+5248(SB), Y1, Y2
+	VFMADD213PS  tconstAVX2<>+5280(SB), Y1, Y2
+	VFMADD213PS  tconstAVX2<>+5312(SB), Y1, Y2
+	VFMADD213PS  tconstAVX2<>+5344(SB), Y1, Y2
 	VFMADD213PS  tconstAVX2<>+416(SB), Y1, Y2
 	VBROADCASTSS tconstAVX2<>+416(SB), Y3
 	VDIVPS       Y2, Y3, Y3
-	VBROADCASTSS tconstAVX2<>+5280(SB), Y2
-	VFMADD213PS  tconstAVX2<>+5312(SB), Y1, Y2
-	VFMADD213PS  tconstAVX2<>+5344(SB), Y1, Y2
-	VFMADD213PS  tconstAVX2<>+5376(SB), Y1, Y2
+	VBROADCASTSS tconstAVX2<>+5376(SB), Y2
 	VFMADD213PS  tconstAVX2<>+5408(SB), Y1, Y2
 	VFMADD213PS  tconstAVX2<>+5440(SB), Y1, Y2
+	VFMADD213PS  tconstAVX2<>+5472(SB), Y1, Y2
+	VFMADD213PS  tconstAVX2<>+5504(SB), Y1, Y2
+	VFMADD213PS  tconstAVX2<>+5536(SB), Y1, Y2
 	VMULPS       Y3, Y2, Y2
-	VADDPS       tconstAVX2<>+5472(SB), Y2, Y3
-	VBROADCASTSS tconstAVX2<>+5472(SB), Y4
+	VADDPS       tconstAVX2<>+5568(SB), Y2, Y3
+	VBROADCASTSS tconstAVX2<>+5568(SB), Y4
 	VSUBPS       Y3, Y4, Y4
 	VADDPS       Y2, Y4, Y4
-	VMAXPS       tconstAVX2<>+5504(SB), Y1, Y2
-	VMINPS       tconstAVX2<>+5504(SB), Y1, Y5
+	VMAXPS       tconstAVX2<>+5600(SB), Y1, Y2
+	VMINPS       tconstAVX2<>+5600(SB), Y1, Y5
 	VADDPS       Y5, Y2, Y6
 	VSUBPS       Y2, Y6, Y2
 	VSUBPS       Y2, Y5, Y2
@@ -14600,7 +15118,7 @@ geluF32AVX2_loop:
 	VMULPS       Y1, Y1, Y2
 	VMOVAPS      Y2, Y3
 	VFMSUB231PS  Y1, Y1, Y3
-	VMULPS       tconstAVX2<>+5536(SB), Y2, Y1
+	VMULPS       tconstAVX2<>+5632(SB), Y2, Y1
 	VBROADCASTSS tconstAVX2<>+96(SB), Y6
 	VFMADD231PS  tconstAVX2<>+128(SB), Y1, Y6
 	VSUBPS       tconstAVX2<>+96(SB), Y6, Y2
@@ -14661,31 +15179,31 @@ geluF32AVX2_tail:
 	JZ           geluF32AVX2_done
 	VMOVQ        DX, X0
 	VPBROADCASTD X0, Y0
-	VPCMPGTD     tconstAVX2<>+5568(SB), Y0, Y0
+	VPCMPGTD     tconstAVX2<>+5664(SB), Y0, Y0
 	VMASKMOVPS   (CX), Y0, Y1
 	VANDPS       tconstAVX2<>+480(SB), Y1, Y2
-	VMINPS       tconstAVX2<>+5088(SB), Y2, Y2
-	VBROADCASTSS tconstAVX2<>+5120(SB), Y3
-	VFMADD213PS  tconstAVX2<>+5152(SB), Y2, Y3
-	VFMADD213PS  tconstAVX2<>+5184(SB), Y2, Y3
-	VFMADD213PS  tconstAVX2<>+5216(SB), Y2, Y3
+	VMINPS       tconstAVX2<>+5184(SB), Y2, Y2
+	VBROADCASTSS tconstAVX2<>+5216(SB), Y3
 	VFMADD213PS  tconstAVX2<>+5248(SB), Y2, Y3
+	VFMADD213PS  tconstAVX2<>+5280(SB), Y2, Y3
+	VFMADD213PS  tconstAVX2<>+5312(SB), Y2, Y3
+	VFMADD213PS  tconstAVX2<>+5344(SB), Y2, Y3
 	VFMADD213PS  tconstAVX2<>+416(SB), Y2, Y3
 	VBROADCASTSS tconstAVX2<>+416(SB), Y4
 	VDIVPS       Y3, Y4, Y4
-	VBROADCASTSS tconstAVX2<>+5280(SB), Y3
-	VFMADD213PS  tconstAVX2<>+5312(SB), Y2, Y3
-	VFMADD213PS  tconstAVX2<>+5344(SB), Y2, Y3
-	VFMADD213PS  tconstAVX2<>+5376(SB), Y2, Y3
+	VBROADCASTSS tconstAVX2<>+5376(SB), Y3
 	VFMADD213PS  tconstAVX2<>+5408(SB), Y2, Y3
 	VFMADD213PS  tconstAVX2<>+5440(SB), Y2, Y3
+	VFMADD213PS  tconstAVX2<>+5472(SB), Y2, Y3
+	VFMADD213PS  tconstAVX2<>+5504(SB), Y2, Y3
+	VFMADD213PS  tconstAVX2<>+5536(SB), Y2, Y3
 	VMULPS       Y4, Y3, Y3
-	VADDPS       tconstAVX2<>+5472(SB), Y3, Y4
-	VBROADCASTSS tconstAVX2<>+5472(SB), Y5
+	VADDPS       tconstAVX2<>+5568(SB), Y3, Y4
+	VBROADCASTSS tconstAVX2<>+5568(SB), Y5
 	VSUBPS       Y4, Y5, Y5
 	VADDPS       Y3, Y5, Y5
-	VMAXPS       tconstAVX2<>+5504(SB), Y2, Y3
-	VMINPS       tconstAVX2<>+5504(SB), Y2, Y6
+	VMAXPS       tconstAVX2<>+5600(SB), Y2, Y3
+	VMINPS       tconstAVX2<>+5600(SB), Y2, Y6
 	VADDPS       Y6, Y3, Y7
 	VSUBPS       Y3, Y7, Y3
 	VSUBPS       Y3, Y6, Y3
@@ -14705,7 +15223,7 @@ geluF32AVX2_tail:
 	VMULPS       Y2, Y2, Y3
 	VMOVAPS      Y3, Y4
 	VFMSUB231PS  Y2, Y2, Y4
-	VMULPS       tconstAVX2<>+5536(SB), Y3, Y2
+	VMULPS       tconstAVX2<>+5632(SB), Y3, Y2
 	VBROADCASTSS tconstAVX2<>+96(SB), Y7
 	VFMADD231PS  tconstAVX2<>+128(SB), Y2, Y7
 	VSUBPS       tconstAVX2<>+96(SB), Y7, Y3
@@ -14777,33 +15295,33 @@ geluGradF32AVX2_loop:
 	VMOVUPS      (CX), Y1
 	VMOVUPS      (BX), Y2
 	VANDPS       tconstAVX2<>+480(SB), Y1, Y3
-	VMINPS       tconstAVX2<>+5088(SB), Y3, Y3
-	VBROADCASTSS tconstAVX2<>+5600(SB), Y4
-	VFMADD213PS  tconstAVX2<>+5632(SB), Y3, Y4
-	VFMADD213PS  tconstAVX2<>+5664(SB), Y3, Y4
-	VFMADD213PS  tconstAVX2<>+5696(SB), Y3, Y4
+	VMINPS       tconstAVX2<>+5184(SB), Y3, Y3
+	VBROADCASTSS tconstAVX2<>+5696(SB), Y4
 	VFMADD213PS  tconstAVX2<>+5728(SB), Y3, Y4
 	VFMADD213PS  tconstAVX2<>+5760(SB), Y3, Y4
+	VFMADD213PS  tconstAVX2<>+5792(SB), Y3, Y4
+	VFMADD213PS  tconstAVX2<>+5824(SB), Y3, Y4
+	VFMADD213PS  tconstAVX2<>+5856(SB), Y3, Y4
 	VBROADCASTSS tconstAVX2<>+416(SB), Y5
 	VDIVPS       Y4, Y5, Y5
-	VBROADCASTSS tconstAVX2<>+5792(SB), Y6
-	VFMADD213PS  tconstAVX2<>+5824(SB), Y3, Y6
-	VFMADD213PS  tconstAVX2<>+5856(SB), Y3, Y6
-	VFMADD213PS  tconstAVX2<>+5888(SB), Y3, Y6
+	VBROADCASTSS tconstAVX2<>+5888(SB), Y6
 	VFMADD213PS  tconstAVX2<>+5920(SB), Y3, Y6
+	VFMADD213PS  tconstAVX2<>+5952(SB), Y3, Y6
+	VFMADD213PS  tconstAVX2<>+5984(SB), Y3, Y6
+	VFMADD213PS  tconstAVX2<>+6016(SB), Y3, Y6
 	VMULPS       Y5, Y6, Y7
 	VFNMADD231PS Y4, Y7, Y6
 	VMULPS       Y5, Y6, Y6
-	VBROADCASTSS tconstAVX2<>+5952(SB), Y4
+	VBROADCASTSS tconstAVX2<>+6048(SB), Y4
 	VSUBPS       Y3, Y4, Y5
 	VSUBPS       Y4, Y5, Y9
 	VSUBPS       Y9, Y5, Y10
 	VSUBPS       Y10, Y4, Y10
 	VADDPS       Y9, Y3, Y9
 	VSUBPS       Y9, Y10, Y10
-	VADDPS       tconstAVX2<>+5984(SB), Y10, Y10
-	VADDPS       tconstAVX2<>+6016(SB), Y7, Y4
-	VBROADCASTSS tconstAVX2<>+6016(SB), Y9
+	VADDPS       tconstAVX2<>+6080(SB), Y10, Y10
+	VADDPS       tconstAVX2<>+6112(SB), Y7, Y4
+	VBROADCASTSS tconstAVX2<>+6112(SB), Y9
 	VSUBPS       Y4, Y9, Y9
 	VADDPS       Y7, Y9, Y9
 	VADDPS       Y6, Y9, Y9
@@ -14822,7 +15340,7 @@ geluGradF32AVX2_loop:
 	VMULPS       Y3, Y3, Y4
 	VMOVAPS      Y4, Y7
 	VFMSUB231PS  Y3, Y3, Y7
-	VMULPS       tconstAVX2<>+5536(SB), Y4, Y3
+	VMULPS       tconstAVX2<>+5632(SB), Y4, Y3
 	VBROADCASTSS tconstAVX2<>+96(SB), Y9
 	VFMADD231PS  tconstAVX2<>+128(SB), Y3, Y9
 	VSUBPS       tconstAVX2<>+96(SB), Y9, Y4
@@ -14874,8 +15392,8 @@ geluGradF32AVX2_loop:
 	VCVTPS2PD    X1, Y1
 	VMULPD       Y2, Y2, Y3
 	VMULPD       Y1, Y1, Y4
-	VMULPD       tconstAVX2<>+6048(SB), Y3, Y3
-	VMULPD       tconstAVX2<>+6048(SB), Y4, Y4
+	VMULPD       tconstAVX2<>+6144(SB), Y3, Y3
+	VMULPD       tconstAVX2<>+6144(SB), Y4, Y4
 	VMAXPD       tconstAVX2<>+960(SB), Y3, Y3
 	VMAXPD       tconstAVX2<>+960(SB), Y4, Y4
 	VMOVUPD      tconstAVX2<>+1024(SB), Y5
@@ -14922,34 +15440,34 @@ geluGradF32AVX2_loop:
 	VFMADD213PD  Y4, Y4, Y9
 	VMULPD       Y5, Y7, Y7
 	VMULPD       Y6, Y9, Y9
-	VANDPD       tconstAVX2<>+3392(SB), Y2, Y3
-	VANDPD       tconstAVX2<>+3392(SB), Y1, Y4
-	VMINPD       tconstAVX2<>+6080(SB), Y3, Y3
-	VMINPD       tconstAVX2<>+6080(SB), Y4, Y4
-	VBROADCASTSD tconstAVX2<>+6112(SB), Y5
-	VBROADCASTSD tconstAVX2<>+6112(SB), Y6
-	VFMADD213PD  tconstAVX2<>+6144(SB), Y3, Y5
-	VFMADD213PD  tconstAVX2<>+6144(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+6176(SB), Y3, Y5
-	VFMADD213PD  tconstAVX2<>+6176(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+6208(SB), Y3, Y5
-	VFMADD213PD  tconstAVX2<>+6208(SB), Y4, Y6
+	VANDPD       tconstAVX2<>+3456(SB), Y2, Y3
+	VANDPD       tconstAVX2<>+3456(SB), Y1, Y4
+	VMINPD       tconstAVX2<>+6176(SB), Y3, Y3
+	VMINPD       tconstAVX2<>+6176(SB), Y4, Y4
+	VBROADCASTSD tconstAVX2<>+6208(SB), Y5
+	VBROADCASTSD tconstAVX2<>+6208(SB), Y6
 	VFMADD213PD  tconstAVX2<>+6240(SB), Y3, Y5
 	VFMADD213PD  tconstAVX2<>+6240(SB), Y4, Y6
 	VFMADD213PD  tconstAVX2<>+6272(SB), Y3, Y5
 	VFMADD213PD  tconstAVX2<>+6272(SB), Y4, Y6
-	VBROADCASTSD tconstAVX2<>+6304(SB), Y10
-	VBROADCASTSD tconstAVX2<>+6304(SB), Y11
-	VFMADD213PD  tconstAVX2<>+6336(SB), Y3, Y10
-	VFMADD213PD  tconstAVX2<>+6336(SB), Y4, Y11
-	VFMADD213PD  tconstAVX2<>+6368(SB), Y3, Y10
-	VFMADD213PD  tconstAVX2<>+6368(SB), Y4, Y11
-	VFMADD213PD  tconstAVX2<>+6400(SB), Y3, Y10
-	VFMADD213PD  tconstAVX2<>+6400(SB), Y4, Y11
+	VFMADD213PD  tconstAVX2<>+6304(SB), Y3, Y5
+	VFMADD213PD  tconstAVX2<>+6304(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+6336(SB), Y3, Y5
+	VFMADD213PD  tconstAVX2<>+6336(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+6368(SB), Y3, Y5
+	VFMADD213PD  tconstAVX2<>+6368(SB), Y4, Y6
+	VBROADCASTSD tconstAVX2<>+6400(SB), Y10
+	VBROADCASTSD tconstAVX2<>+6400(SB), Y11
 	VFMADD213PD  tconstAVX2<>+6432(SB), Y3, Y10
 	VFMADD213PD  tconstAVX2<>+6432(SB), Y4, Y11
 	VFMADD213PD  tconstAVX2<>+6464(SB), Y3, Y10
 	VFMADD213PD  tconstAVX2<>+6464(SB), Y4, Y11
+	VFMADD213PD  tconstAVX2<>+6496(SB), Y3, Y10
+	VFMADD213PD  tconstAVX2<>+6496(SB), Y4, Y11
+	VFMADD213PD  tconstAVX2<>+6528(SB), Y3, Y10
+	VFMADD213PD  tconstAVX2<>+6528(SB), Y4, Y11
+	VFMADD213PD  tconstAVX2<>+6560(SB), Y3, Y10
+	VFMADD213PD  tconstAVX2<>+6560(SB), Y4, Y11
 	VFMADD213PD  tconstAVX2<>+0(SB), Y3, Y10
 	VFMADD213PD  tconstAVX2<>+0(SB), Y4, Y11
 	VDIVPD       Y10, Y5, Y5
@@ -14960,33 +15478,33 @@ geluGradF32AVX2_loop:
 	VSUBPD       Y6, Y0, Y4
 	VBLENDVPD    Y2, Y5, Y3, Y3
 	VBLENDVPD    Y1, Y6, Y4, Y4
-	VMULPD       tconstAVX2<>+6496(SB), Y7, Y7
-	VMULPD       tconstAVX2<>+6496(SB), Y9, Y9
+	VMULPD       tconstAVX2<>+6592(SB), Y7, Y7
+	VMULPD       tconstAVX2<>+6592(SB), Y9, Y9
 	VFMADD231PD  Y7, Y2, Y3
 	VFMADD231PD  Y9, Y1, Y4
-	VSUBPD       tconstAVX2<>+6528(SB), Y2, Y2
-	VSUBPD       tconstAVX2<>+6528(SB), Y1, Y1
-	VANDPD       tconstAVX2<>+3392(SB), Y2, Y5
-	VANDPD       tconstAVX2<>+3392(SB), Y1, Y6
-	VCMPPD       $0x11, tconstAVX2<>+4768(SB), Y5, Y5
-	VCMPPD       $0x11, tconstAVX2<>+4768(SB), Y6, Y6
+	VSUBPD       tconstAVX2<>+6624(SB), Y2, Y2
+	VSUBPD       tconstAVX2<>+6624(SB), Y1, Y1
+	VANDPD       tconstAVX2<>+3456(SB), Y2, Y5
+	VANDPD       tconstAVX2<>+3456(SB), Y1, Y6
+	VCMPPD       $0x11, tconstAVX2<>+4864(SB), Y5, Y5
+	VCMPPD       $0x11, tconstAVX2<>+4864(SB), Y6, Y6
 	VORPD        Y5, Y6, Y7
 	VTESTPD      Y7, Y7
 	JZ           rootY9
-	VSUBPD       tconstAVX2<>+6560(SB), Y2, Y2
-	VSUBPD       tconstAVX2<>+6560(SB), Y1, Y1
-	VBROADCASTSD tconstAVX2<>+6592(SB), Y7
-	VBROADCASTSD tconstAVX2<>+6592(SB), Y9
-	VFMADD213PD  tconstAVX2<>+6624(SB), Y2, Y7
-	VFMADD213PD  tconstAVX2<>+6624(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+6656(SB), Y2, Y7
-	VFMADD213PD  tconstAVX2<>+6656(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+6688(SB), Y2, Y7
-	VFMADD213PD  tconstAVX2<>+6688(SB), Y1, Y9
+	VSUBPD       tconstAVX2<>+6656(SB), Y2, Y2
+	VSUBPD       tconstAVX2<>+6656(SB), Y1, Y1
+	VBROADCASTSD tconstAVX2<>+6688(SB), Y7
+	VBROADCASTSD tconstAVX2<>+6688(SB), Y9
 	VFMADD213PD  tconstAVX2<>+6720(SB), Y2, Y7
 	VFMADD213PD  tconstAVX2<>+6720(SB), Y1, Y9
 	VFMADD213PD  tconstAVX2<>+6752(SB), Y2, Y7
 	VFMADD213PD  tconstAVX2<>+6752(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+6784(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+6784(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+6816(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+6816(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+6848(SB), Y2, Y7
+	VFMADD213PD  tconstAVX2<>+6848(SB), Y1, Y9
 	VMULPD       Y2, Y7, Y7
 	VMULPD       Y1, Y9, Y9
 	VBLENDVPD    Y5, Y7, Y3, Y3
@@ -15011,7 +15529,7 @@ rootY9:
 	VBLENDVPS    Y4, Y5, Y7, Y7
 
 geluGradF32AVX2_wide:
-	VCMPPS       $0x11, tconstAVX2<>+6784(SB), Y1, Y5
+	VCMPPS       $0x11, tconstAVX2<>+6880(SB), Y1, Y5
 	VANDPS       tconstAVX2<>+864(SB), Y5, Y5
 	VXORPS       Y2, Y5, Y5
 	VANDPS       tconstAVX2<>+480(SB), Y2, Y4
@@ -15042,37 +15560,37 @@ geluGradF32AVX2_tail:
 	JZ           geluGradF32AVX2_done
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
-	VPCMPGTD     tconstAVX2<>+6816(SB), Y1, Y1
+	VPCMPGTD     tconstAVX2<>+6912(SB), Y1, Y1
 	VMASKMOVPS   (CX), Y1, Y2
 	VMASKMOVPS   (BX), Y1, Y3
 	VANDPS       tconstAVX2<>+480(SB), Y2, Y4
-	VMINPS       tconstAVX2<>+5088(SB), Y4, Y4
-	VBROADCASTSS tconstAVX2<>+5600(SB), Y5
-	VFMADD213PS  tconstAVX2<>+5632(SB), Y4, Y5
-	VFMADD213PS  tconstAVX2<>+5664(SB), Y4, Y5
-	VFMADD213PS  tconstAVX2<>+5696(SB), Y4, Y5
+	VMINPS       tconstAVX2<>+5184(SB), Y4, Y4
+	VBROADCASTSS tconstAVX2<>+5696(SB), Y5
 	VFMADD213PS  tconstAVX2<>+5728(SB), Y4, Y5
 	VFMADD213PS  tconstAVX2<>+5760(SB), Y4, Y5
+	VFMADD213PS  tconstAVX2<>+5792(SB), Y4, Y5
+	VFMADD213PS  tconstAVX2<>+5824(SB), Y4, Y5
+	VFMADD213PS  tconstAVX2<>+5856(SB), Y4, Y5
 	VBROADCASTSS tconstAVX2<>+416(SB), Y6
 	VDIVPS       Y5, Y6, Y6
-	VBROADCASTSS tconstAVX2<>+5792(SB), Y7
-	VFMADD213PS  tconstAVX2<>+5824(SB), Y4, Y7
-	VFMADD213PS  tconstAVX2<>+5856(SB), Y4, Y7
-	VFMADD213PS  tconstAVX2<>+5888(SB), Y4, Y7
+	VBROADCASTSS tconstAVX2<>+5888(SB), Y7
 	VFMADD213PS  tconstAVX2<>+5920(SB), Y4, Y7
+	VFMADD213PS  tconstAVX2<>+5952(SB), Y4, Y7
+	VFMADD213PS  tconstAVX2<>+5984(SB), Y4, Y7
+	VFMADD213PS  tconstAVX2<>+6016(SB), Y4, Y7
 	VMULPS       Y6, Y7, Y9
 	VFNMADD231PS Y5, Y9, Y7
 	VMULPS       Y6, Y7, Y7
-	VBROADCASTSS tconstAVX2<>+5952(SB), Y5
+	VBROADCASTSS tconstAVX2<>+6048(SB), Y5
 	VSUBPS       Y4, Y5, Y6
 	VSUBPS       Y5, Y6, Y10
 	VSUBPS       Y10, Y6, Y11
 	VSUBPS       Y11, Y5, Y11
 	VADDPS       Y10, Y4, Y10
 	VSUBPS       Y10, Y11, Y11
-	VADDPS       tconstAVX2<>+5984(SB), Y11, Y11
-	VADDPS       tconstAVX2<>+6016(SB), Y9, Y5
-	VBROADCASTSS tconstAVX2<>+6016(SB), Y10
+	VADDPS       tconstAVX2<>+6080(SB), Y11, Y11
+	VADDPS       tconstAVX2<>+6112(SB), Y9, Y5
+	VBROADCASTSS tconstAVX2<>+6112(SB), Y10
 	VSUBPS       Y5, Y10, Y10
 	VADDPS       Y9, Y10, Y10
 	VADDPS       Y7, Y10, Y10
@@ -15091,7 +15609,7 @@ geluGradF32AVX2_tail:
 	VMULPS       Y4, Y4, Y5
 	VMOVAPS      Y5, Y9
 	VFMSUB231PS  Y4, Y4, Y9
-	VMULPS       tconstAVX2<>+5536(SB), Y5, Y4
+	VMULPS       tconstAVX2<>+5632(SB), Y5, Y4
 	VBROADCASTSS tconstAVX2<>+96(SB), Y10
 	VFMADD231PS  tconstAVX2<>+128(SB), Y4, Y10
 	VSUBPS       tconstAVX2<>+96(SB), Y10, Y5
@@ -15143,8 +15661,8 @@ geluGradF32AVX2_tail:
 	VCVTPS2PD    X2, Y2
 	VMULPD       Y3, Y3, Y4
 	VMULPD       Y2, Y2, Y5
-	VMULPD       tconstAVX2<>+6048(SB), Y4, Y4
-	VMULPD       tconstAVX2<>+6048(SB), Y5, Y5
+	VMULPD       tconstAVX2<>+6144(SB), Y4, Y4
+	VMULPD       tconstAVX2<>+6144(SB), Y5, Y5
 	VMAXPD       tconstAVX2<>+960(SB), Y4, Y4
 	VMAXPD       tconstAVX2<>+960(SB), Y5, Y5
 	VMOVUPD      tconstAVX2<>+1024(SB), Y6
@@ -15191,34 +15709,34 @@ geluGradF32AVX2_tail:
 	VFMADD213PD  Y5, Y5, Y10
 	VMULPD       Y6, Y9, Y9
 	VMULPD       Y7, Y10, Y10
-	VANDPD       tconstAVX2<>+3392(SB), Y3, Y4
-	VANDPD       tconstAVX2<>+3392(SB), Y2, Y5
-	VMINPD       tconstAVX2<>+6080(SB), Y4, Y4
-	VMINPD       tconstAVX2<>+6080(SB), Y5, Y5
-	VBROADCASTSD tconstAVX2<>+6112(SB), Y6
-	VBROADCASTSD tconstAVX2<>+6112(SB), Y7
-	VFMADD213PD  tconstAVX2<>+6144(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+6144(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+6176(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+6176(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+6208(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+6208(SB), Y5, Y7
+	VANDPD       tconstAVX2<>+3456(SB), Y3, Y4
+	VANDPD       tconstAVX2<>+3456(SB), Y2, Y5
+	VMINPD       tconstAVX2<>+6176(SB), Y4, Y4
+	VMINPD       tconstAVX2<>+6176(SB), Y5, Y5
+	VBROADCASTSD tconstAVX2<>+6208(SB), Y6
+	VBROADCASTSD tconstAVX2<>+6208(SB), Y7
 	VFMADD213PD  tconstAVX2<>+6240(SB), Y4, Y6
 	VFMADD213PD  tconstAVX2<>+6240(SB), Y5, Y7
 	VFMADD213PD  tconstAVX2<>+6272(SB), Y4, Y6
 	VFMADD213PD  tconstAVX2<>+6272(SB), Y5, Y7
-	VBROADCASTSD tconstAVX2<>+6304(SB), Y11
-	VBROADCASTSD tconstAVX2<>+6304(SB), Y12
-	VFMADD213PD  tconstAVX2<>+6336(SB), Y4, Y11
-	VFMADD213PD  tconstAVX2<>+6336(SB), Y5, Y12
-	VFMADD213PD  tconstAVX2<>+6368(SB), Y4, Y11
-	VFMADD213PD  tconstAVX2<>+6368(SB), Y5, Y12
-	VFMADD213PD  tconstAVX2<>+6400(SB), Y4, Y11
-	VFMADD213PD  tconstAVX2<>+6400(SB), Y5, Y12
+	VFMADD213PD  tconstAVX2<>+6304(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+6304(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+6336(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+6336(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+6368(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+6368(SB), Y5, Y7
+	VBROADCASTSD tconstAVX2<>+6400(SB), Y11
+	VBROADCASTSD tconstAVX2<>+6400(SB), Y12
 	VFMADD213PD  tconstAVX2<>+6432(SB), Y4, Y11
 	VFMADD213PD  tconstAVX2<>+6432(SB), Y5, Y12
 	VFMADD213PD  tconstAVX2<>+6464(SB), Y4, Y11
 	VFMADD213PD  tconstAVX2<>+6464(SB), Y5, Y12
+	VFMADD213PD  tconstAVX2<>+6496(SB), Y4, Y11
+	VFMADD213PD  tconstAVX2<>+6496(SB), Y5, Y12
+	VFMADD213PD  tconstAVX2<>+6528(SB), Y4, Y11
+	VFMADD213PD  tconstAVX2<>+6528(SB), Y5, Y12
+	VFMADD213PD  tconstAVX2<>+6560(SB), Y4, Y11
+	VFMADD213PD  tconstAVX2<>+6560(SB), Y5, Y12
 	VFMADD213PD  tconstAVX2<>+0(SB), Y4, Y11
 	VFMADD213PD  tconstAVX2<>+0(SB), Y5, Y12
 	VDIVPD       Y11, Y6, Y6
@@ -15229,33 +15747,33 @@ geluGradF32AVX2_tail:
 	VSUBPD       Y7, Y0, Y0
 	VBLENDVPD    Y3, Y6, Y4, Y4
 	VBLENDVPD    Y2, Y7, Y0, Y0
-	VMULPD       tconstAVX2<>+6496(SB), Y9, Y9
-	VMULPD       tconstAVX2<>+6496(SB), Y10, Y10
+	VMULPD       tconstAVX2<>+6592(SB), Y9, Y9
+	VMULPD       tconstAVX2<>+6592(SB), Y10, Y10
 	VFMADD231PD  Y9, Y3, Y4
 	VFMADD231PD  Y10, Y2, Y0
-	VSUBPD       tconstAVX2<>+6528(SB), Y3, Y3
-	VSUBPD       tconstAVX2<>+6528(SB), Y2, Y2
-	VANDPD       tconstAVX2<>+3392(SB), Y3, Y5
-	VANDPD       tconstAVX2<>+3392(SB), Y2, Y6
-	VCMPPD       $0x11, tconstAVX2<>+4768(SB), Y5, Y5
-	VCMPPD       $0x11, tconstAVX2<>+4768(SB), Y6, Y6
+	VSUBPD       tconstAVX2<>+6624(SB), Y3, Y3
+	VSUBPD       tconstAVX2<>+6624(SB), Y2, Y2
+	VANDPD       tconstAVX2<>+3456(SB), Y3, Y5
+	VANDPD       tconstAVX2<>+3456(SB), Y2, Y6
+	VCMPPD       $0x11, tconstAVX2<>+4864(SB), Y5, Y5
+	VCMPPD       $0x11, tconstAVX2<>+4864(SB), Y6, Y6
 	VORPD        Y5, Y6, Y7
 	VTESTPD      Y7, Y7
 	JZ           rootY10
-	VSUBPD       tconstAVX2<>+6560(SB), Y3, Y3
-	VSUBPD       tconstAVX2<>+6560(SB), Y2, Y2
-	VBROADCASTSD tconstAVX2<>+6592(SB), Y7
-	VBROADCASTSD tconstAVX2<>+6592(SB), Y9
-	VFMADD213PD  tconstAVX2<>+6624(SB), Y3, Y7
-	VFMADD213PD  tconstAVX2<>+6624(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+6656(SB), Y3, Y7
-	VFMADD213PD  tconstAVX2<>+6656(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+6688(SB), Y3, Y7
-	VFMADD213PD  tconstAVX2<>+6688(SB), Y2, Y9
+	VSUBPD       tconstAVX2<>+6656(SB), Y3, Y3
+	VSUBPD       tconstAVX2<>+6656(SB), Y2, Y2
+	VBROADCASTSD tconstAVX2<>+6688(SB), Y7
+	VBROADCASTSD tconstAVX2<>+6688(SB), Y9
 	VFMADD213PD  tconstAVX2<>+6720(SB), Y3, Y7
 	VFMADD213PD  tconstAVX2<>+6720(SB), Y2, Y9
 	VFMADD213PD  tconstAVX2<>+6752(SB), Y3, Y7
 	VFMADD213PD  tconstAVX2<>+6752(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+6784(SB), Y3, Y7
+	VFMADD213PD  tconstAVX2<>+6784(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+6816(SB), Y3, Y7
+	VFMADD213PD  tconstAVX2<>+6816(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+6848(SB), Y3, Y7
+	VFMADD213PD  tconstAVX2<>+6848(SB), Y2, Y9
 	VMULPD       Y3, Y7, Y7
 	VMULPD       Y2, Y9, Y9
 	VBLENDVPD    Y5, Y7, Y4, Y4
@@ -15280,7 +15798,7 @@ rootY10:
 	VBLENDVPS    Y5, Y0, Y9, Y9
 
 geluGradF32AVX2_wide_tail:
-	VCMPPS       $0x11, tconstAVX2<>+6784(SB), Y2, Y5
+	VCMPPS       $0x11, tconstAVX2<>+6880(SB), Y2, Y5
 	VANDPS       tconstAVX2<>+864(SB), Y5, Y5
 	VXORPS       Y3, Y5, Y5
 	VANDPS       tconstAVX2<>+480(SB), Y3, Y0
@@ -15323,8 +15841,8 @@ geluWideF32AVX2_loop:
 	VCVTPS2PD    X1, Y1
 	VMULPD       Y2, Y2, Y4
 	VMULPD       Y1, Y1, Y5
-	VMULPD       tconstAVX2<>+6048(SB), Y4, Y4
-	VMULPD       tconstAVX2<>+6048(SB), Y5, Y5
+	VMULPD       tconstAVX2<>+6144(SB), Y4, Y4
+	VMULPD       tconstAVX2<>+6144(SB), Y5, Y5
 	VMAXPD       tconstAVX2<>+960(SB), Y4, Y4
 	VMAXPD       tconstAVX2<>+960(SB), Y5, Y5
 	VMOVUPD      tconstAVX2<>+1024(SB), Y6
@@ -15371,34 +15889,34 @@ geluWideF32AVX2_loop:
 	VFMADD213PD  Y5, Y5, Y9
 	VMULPD       Y6, Y8, Y8
 	VMULPD       Y7, Y9, Y9
-	VANDPD       tconstAVX2<>+3392(SB), Y2, Y4
-	VANDPD       tconstAVX2<>+3392(SB), Y1, Y5
-	VMINPD       tconstAVX2<>+6080(SB), Y4, Y4
-	VMINPD       tconstAVX2<>+6080(SB), Y5, Y5
-	VBROADCASTSD tconstAVX2<>+6112(SB), Y6
-	VBROADCASTSD tconstAVX2<>+6112(SB), Y7
-	VFMADD213PD  tconstAVX2<>+6144(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+6144(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+6176(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+6176(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+6208(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+6208(SB), Y5, Y7
+	VANDPD       tconstAVX2<>+3456(SB), Y2, Y4
+	VANDPD       tconstAVX2<>+3456(SB), Y1, Y5
+	VMINPD       tconstAVX2<>+6176(SB), Y4, Y4
+	VMINPD       tconstAVX2<>+6176(SB), Y5, Y5
+	VBROADCASTSD tconstAVX2<>+6208(SB), Y6
+	VBROADCASTSD tconstAVX2<>+6208(SB), Y7
 	VFMADD213PD  tconstAVX2<>+6240(SB), Y4, Y6
 	VFMADD213PD  tconstAVX2<>+6240(SB), Y5, Y7
 	VFMADD213PD  tconstAVX2<>+6272(SB), Y4, Y6
 	VFMADD213PD  tconstAVX2<>+6272(SB), Y5, Y7
-	VBROADCASTSD tconstAVX2<>+6304(SB), Y10
-	VBROADCASTSD tconstAVX2<>+6304(SB), Y11
-	VFMADD213PD  tconstAVX2<>+6336(SB), Y4, Y10
-	VFMADD213PD  tconstAVX2<>+6336(SB), Y5, Y11
-	VFMADD213PD  tconstAVX2<>+6368(SB), Y4, Y10
-	VFMADD213PD  tconstAVX2<>+6368(SB), Y5, Y11
-	VFMADD213PD  tconstAVX2<>+6400(SB), Y4, Y10
-	VFMADD213PD  tconstAVX2<>+6400(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+6304(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+6304(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+6336(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+6336(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+6368(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+6368(SB), Y5, Y7
+	VBROADCASTSD tconstAVX2<>+6400(SB), Y10
+	VBROADCASTSD tconstAVX2<>+6400(SB), Y11
 	VFMADD213PD  tconstAVX2<>+6432(SB), Y4, Y10
 	VFMADD213PD  tconstAVX2<>+6432(SB), Y5, Y11
 	VFMADD213PD  tconstAVX2<>+6464(SB), Y4, Y10
 	VFMADD213PD  tconstAVX2<>+6464(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+6496(SB), Y4, Y10
+	VFMADD213PD  tconstAVX2<>+6496(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+6528(SB), Y4, Y10
+	VFMADD213PD  tconstAVX2<>+6528(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+6560(SB), Y4, Y10
+	VFMADD213PD  tconstAVX2<>+6560(SB), Y5, Y11
 	VFMADD213PD  tconstAVX2<>+0(SB), Y4, Y10
 	VFMADD213PD  tconstAVX2<>+0(SB), Y5, Y11
 	VDIVPD       Y10, Y6, Y6
@@ -15441,15 +15959,15 @@ geluWideF32AVX2_tail:
 	JZ           geluWideF32AVX2_done
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
-	VPCMPGTD     tconstAVX2<>+6848(SB), Y1, Y1
+	VPCMPGTD     tconstAVX2<>+6944(SB), Y1, Y1
 	VMASKMOVPS   (CX), Y1, Y2
 	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
 	VMULPD       Y4, Y4, Y5
 	VMULPD       Y2, Y2, Y6
-	VMULPD       tconstAVX2<>+6048(SB), Y5, Y5
-	VMULPD       tconstAVX2<>+6048(SB), Y6, Y6
+	VMULPD       tconstAVX2<>+6144(SB), Y5, Y5
+	VMULPD       tconstAVX2<>+6144(SB), Y6, Y6
 	VMAXPD       tconstAVX2<>+960(SB), Y5, Y5
 	VMAXPD       tconstAVX2<>+960(SB), Y6, Y6
 	VMOVUPD      tconstAVX2<>+1024(SB), Y7
@@ -15496,34 +16014,34 @@ geluWideF32AVX2_tail:
 	VFMADD213PD  Y6, Y6, Y10
 	VMULPD       Y7, Y9, Y9
 	VMULPD       Y8, Y10, Y10
-	VANDPD       tconstAVX2<>+3392(SB), Y4, Y5
-	VANDPD       tconstAVX2<>+3392(SB), Y2, Y6
-	VMINPD       tconstAVX2<>+6080(SB), Y5, Y5
-	VMINPD       tconstAVX2<>+6080(SB), Y6, Y6
-	VBROADCASTSD tconstAVX2<>+6112(SB), Y7
-	VBROADCASTSD tconstAVX2<>+6112(SB), Y8
-	VFMADD213PD  tconstAVX2<>+6144(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+6144(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+6176(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+6176(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+6208(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+6208(SB), Y6, Y8
+	VANDPD       tconstAVX2<>+3456(SB), Y4, Y5
+	VANDPD       tconstAVX2<>+3456(SB), Y2, Y6
+	VMINPD       tconstAVX2<>+6176(SB), Y5, Y5
+	VMINPD       tconstAVX2<>+6176(SB), Y6, Y6
+	VBROADCASTSD tconstAVX2<>+6208(SB), Y7
+	VBROADCASTSD tconstAVX2<>+6208(SB), Y8
 	VFMADD213PD  tconstAVX2<>+6240(SB), Y5, Y7
 	VFMADD213PD  tconstAVX2<>+6240(SB), Y6, Y8
 	VFMADD213PD  tconstAVX2<>+6272(SB), Y5, Y7
 	VFMADD213PD  tconstAVX2<>+6272(SB), Y6, Y8
-	VBROADCASTSD tconstAVX2<>+6304(SB), Y11
-	VBROADCASTSD tconstAVX2<>+6304(SB), Y12
-	VFMADD213PD  tconstAVX2<>+6336(SB), Y5, Y11
-	VFMADD213PD  tconstAVX2<>+6336(SB), Y6, Y12
-	VFMADD213PD  tconstAVX2<>+6368(SB), Y5, Y11
-	VFMADD213PD  tconstAVX2<>+6368(SB), Y6, Y12
-	VFMADD213PD  tconstAVX2<>+6400(SB), Y5, Y11
-	VFMADD213PD  tconstAVX2<>+6400(SB), Y6, Y12
+	VFMADD213PD  tconstAVX2<>+6304(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+6304(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+6336(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+6336(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+6368(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+6368(SB), Y6, Y8
+	VBROADCASTSD tconstAVX2<>+6400(SB), Y11
+	VBROADCASTSD tconstAVX2<>+6400(SB), Y12
 	VFMADD213PD  tconstAVX2<>+6432(SB), Y5, Y11
 	VFMADD213PD  tconstAVX2<>+6432(SB), Y6, Y12
 	VFMADD213PD  tconstAVX2<>+6464(SB), Y5, Y11
 	VFMADD213PD  tconstAVX2<>+6464(SB), Y6, Y12
+	VFMADD213PD  tconstAVX2<>+6496(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+6496(SB), Y6, Y12
+	VFMADD213PD  tconstAVX2<>+6528(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+6528(SB), Y6, Y12
+	VFMADD213PD  tconstAVX2<>+6560(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+6560(SB), Y6, Y12
 	VFMADD213PD  tconstAVX2<>+0(SB), Y5, Y11
 	VFMADD213PD  tconstAVX2<>+0(SB), Y6, Y12
 	VDIVPD       Y11, Y7, Y7
@@ -15580,8 +16098,8 @@ geluWideGradF32AVX2_loop:
 	VCVTPS2PD    X1, Y1
 	VMULPD       Y2, Y2, Y4
 	VMULPD       Y1, Y1, Y5
-	VMULPD       tconstAVX2<>+6048(SB), Y4, Y4
-	VMULPD       tconstAVX2<>+6048(SB), Y5, Y5
+	VMULPD       tconstAVX2<>+6144(SB), Y4, Y4
+	VMULPD       tconstAVX2<>+6144(SB), Y5, Y5
 	VMAXPD       tconstAVX2<>+960(SB), Y4, Y4
 	VMAXPD       tconstAVX2<>+960(SB), Y5, Y5
 	VMOVUPD      tconstAVX2<>+1024(SB), Y6
@@ -15628,34 +16146,34 @@ geluWideGradF32AVX2_loop:
 	VFMADD213PD  Y5, Y5, Y9
 	VMULPD       Y6, Y8, Y8
 	VMULPD       Y7, Y9, Y9
-	VANDPD       tconstAVX2<>+3392(SB), Y2, Y4
-	VANDPD       tconstAVX2<>+3392(SB), Y1, Y5
-	VMINPD       tconstAVX2<>+6080(SB), Y4, Y4
-	VMINPD       tconstAVX2<>+6080(SB), Y5, Y5
-	VBROADCASTSD tconstAVX2<>+6112(SB), Y6
-	VBROADCASTSD tconstAVX2<>+6112(SB), Y7
-	VFMADD213PD  tconstAVX2<>+6144(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+6144(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+6176(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+6176(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+6208(SB), Y4, Y6
-	VFMADD213PD  tconstAVX2<>+6208(SB), Y5, Y7
+	VANDPD       tconstAVX2<>+3456(SB), Y2, Y4
+	VANDPD       tconstAVX2<>+3456(SB), Y1, Y5
+	VMINPD       tconstAVX2<>+6176(SB), Y4, Y4
+	VMINPD       tconstAVX2<>+6176(SB), Y5, Y5
+	VBROADCASTSD tconstAVX2<>+6208(SB), Y6
+	VBROADCASTSD tconstAVX2<>+6208(SB), Y7
 	VFMADD213PD  tconstAVX2<>+6240(SB), Y4, Y6
 	VFMADD213PD  tconstAVX2<>+6240(SB), Y5, Y7
 	VFMADD213PD  tconstAVX2<>+6272(SB), Y4, Y6
 	VFMADD213PD  tconstAVX2<>+6272(SB), Y5, Y7
-	VBROADCASTSD tconstAVX2<>+6304(SB), Y10
-	VBROADCASTSD tconstAVX2<>+6304(SB), Y11
-	VFMADD213PD  tconstAVX2<>+6336(SB), Y4, Y10
-	VFMADD213PD  tconstAVX2<>+6336(SB), Y5, Y11
-	VFMADD213PD  tconstAVX2<>+6368(SB), Y4, Y10
-	VFMADD213PD  tconstAVX2<>+6368(SB), Y5, Y11
-	VFMADD213PD  tconstAVX2<>+6400(SB), Y4, Y10
-	VFMADD213PD  tconstAVX2<>+6400(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+6304(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+6304(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+6336(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+6336(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+6368(SB), Y4, Y6
+	VFMADD213PD  tconstAVX2<>+6368(SB), Y5, Y7
+	VBROADCASTSD tconstAVX2<>+6400(SB), Y10
+	VBROADCASTSD tconstAVX2<>+6400(SB), Y11
 	VFMADD213PD  tconstAVX2<>+6432(SB), Y4, Y10
 	VFMADD213PD  tconstAVX2<>+6432(SB), Y5, Y11
 	VFMADD213PD  tconstAVX2<>+6464(SB), Y4, Y10
 	VFMADD213PD  tconstAVX2<>+6464(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+6496(SB), Y4, Y10
+	VFMADD213PD  tconstAVX2<>+6496(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+6528(SB), Y4, Y10
+	VFMADD213PD  tconstAVX2<>+6528(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+6560(SB), Y4, Y10
+	VFMADD213PD  tconstAVX2<>+6560(SB), Y5, Y11
 	VFMADD213PD  tconstAVX2<>+0(SB), Y4, Y10
 	VFMADD213PD  tconstAVX2<>+0(SB), Y5, Y11
 	VDIVPD       Y10, Y6, Y6
@@ -15666,33 +16184,33 @@ geluWideGradF32AVX2_loop:
 	VSUBPD       Y7, Y0, Y5
 	VBLENDVPD    Y2, Y6, Y4, Y4
 	VBLENDVPD    Y1, Y7, Y5, Y5
-	VMULPD       tconstAVX2<>+6496(SB), Y8, Y8
-	VMULPD       tconstAVX2<>+6496(SB), Y9, Y9
+	VMULPD       tconstAVX2<>+6592(SB), Y8, Y8
+	VMULPD       tconstAVX2<>+6592(SB), Y9, Y9
 	VFMADD231PD  Y8, Y2, Y4
 	VFMADD231PD  Y9, Y1, Y5
-	VSUBPD       tconstAVX2<>+6528(SB), Y2, Y2
-	VSUBPD       tconstAVX2<>+6528(SB), Y1, Y1
-	VANDPD       tconstAVX2<>+3392(SB), Y2, Y6
-	VANDPD       tconstAVX2<>+3392(SB), Y1, Y7
-	VCMPPD       $0x11, tconstAVX2<>+4768(SB), Y6, Y6
-	VCMPPD       $0x11, tconstAVX2<>+4768(SB), Y7, Y7
+	VSUBPD       tconstAVX2<>+6624(SB), Y2, Y2
+	VSUBPD       tconstAVX2<>+6624(SB), Y1, Y1
+	VANDPD       tconstAVX2<>+3456(SB), Y2, Y6
+	VANDPD       tconstAVX2<>+3456(SB), Y1, Y7
+	VCMPPD       $0x11, tconstAVX2<>+4864(SB), Y6, Y6
+	VCMPPD       $0x11, tconstAVX2<>+4864(SB), Y7, Y7
 	VORPD        Y6, Y7, Y8
 	VTESTPD      Y8, Y8
 	JZ           rootY11
-	VSUBPD       tconstAVX2<>+6560(SB), Y2, Y2
-	VSUBPD       tconstAVX2<>+6560(SB), Y1, Y1
-	VBROADCASTSD tconstAVX2<>+6592(SB), Y8
-	VBROADCASTSD tconstAVX2<>+6592(SB), Y9
-	VFMADD213PD  tconstAVX2<>+6624(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+6624(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+6656(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+6656(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+6688(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+6688(SB), Y1, Y9
+	VSUBPD       tconstAVX2<>+6656(SB), Y2, Y2
+	VSUBPD       tconstAVX2<>+6656(SB), Y1, Y1
+	VBROADCASTSD tconstAVX2<>+6688(SB), Y8
+	VBROADCASTSD tconstAVX2<>+6688(SB), Y9
 	VFMADD213PD  tconstAVX2<>+6720(SB), Y2, Y8
 	VFMADD213PD  tconstAVX2<>+6720(SB), Y1, Y9
 	VFMADD213PD  tconstAVX2<>+6752(SB), Y2, Y8
 	VFMADD213PD  tconstAVX2<>+6752(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+6784(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+6784(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+6816(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+6816(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+6848(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+6848(SB), Y1, Y9
 	VMULPD       Y2, Y8, Y8
 	VMULPD       Y1, Y9, Y9
 	VBLENDVPD    Y6, Y8, Y4, Y4
@@ -15738,15 +16256,15 @@ geluWideGradF32AVX2_tail:
 	JZ           geluWideGradF32AVX2_done
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
-	VPCMPGTD     tconstAVX2<>+6880(SB), Y1, Y1
+	VPCMPGTD     tconstAVX2<>+6976(SB), Y1, Y1
 	VMASKMOVPS   (CX), Y1, Y2
 	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
 	VMULPD       Y4, Y4, Y5
 	VMULPD       Y2, Y2, Y6
-	VMULPD       tconstAVX2<>+6048(SB), Y5, Y5
-	VMULPD       tconstAVX2<>+6048(SB), Y6, Y6
+	VMULPD       tconstAVX2<>+6144(SB), Y5, Y5
+	VMULPD       tconstAVX2<>+6144(SB), Y6, Y6
 	VMAXPD       tconstAVX2<>+960(SB), Y5, Y5
 	VMAXPD       tconstAVX2<>+960(SB), Y6, Y6
 	VMOVUPD      tconstAVX2<>+1024(SB), Y7
@@ -15793,34 +16311,34 @@ geluWideGradF32AVX2_tail:
 	VFMADD213PD  Y6, Y6, Y10
 	VMULPD       Y7, Y9, Y9
 	VMULPD       Y8, Y10, Y10
-	VANDPD       tconstAVX2<>+3392(SB), Y4, Y5
-	VANDPD       tconstAVX2<>+3392(SB), Y2, Y6
-	VMINPD       tconstAVX2<>+6080(SB), Y5, Y5
-	VMINPD       tconstAVX2<>+6080(SB), Y6, Y6
-	VBROADCASTSD tconstAVX2<>+6112(SB), Y7
-	VBROADCASTSD tconstAVX2<>+6112(SB), Y8
-	VFMADD213PD  tconstAVX2<>+6144(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+6144(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+6176(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+6176(SB), Y6, Y8
-	VFMADD213PD  tconstAVX2<>+6208(SB), Y5, Y7
-	VFMADD213PD  tconstAVX2<>+6208(SB), Y6, Y8
+	VANDPD       tconstAVX2<>+3456(SB), Y4, Y5
+	VANDPD       tconstAVX2<>+3456(SB), Y2, Y6
+	VMINPD       tconstAVX2<>+6176(SB), Y5, Y5
+	VMINPD       tconstAVX2<>+6176(SB), Y6, Y6
+	VBROADCASTSD tconstAVX2<>+6208(SB), Y7
+	VBROADCASTSD tconstAVX2<>+6208(SB), Y8
 	VFMADD213PD  tconstAVX2<>+6240(SB), Y5, Y7
 	VFMADD213PD  tconstAVX2<>+6240(SB), Y6, Y8
 	VFMADD213PD  tconstAVX2<>+6272(SB), Y5, Y7
 	VFMADD213PD  tconstAVX2<>+6272(SB), Y6, Y8
-	VBROADCASTSD tconstAVX2<>+6304(SB), Y11
-	VBROADCASTSD tconstAVX2<>+6304(SB), Y12
-	VFMADD213PD  tconstAVX2<>+6336(SB), Y5, Y11
-	VFMADD213PD  tconstAVX2<>+6336(SB), Y6, Y12
-	VFMADD213PD  tconstAVX2<>+6368(SB), Y5, Y11
-	VFMADD213PD  tconstAVX2<>+6368(SB), Y6, Y12
-	VFMADD213PD  tconstAVX2<>+6400(SB), Y5, Y11
-	VFMADD213PD  tconstAVX2<>+6400(SB), Y6, Y12
+	VFMADD213PD  tconstAVX2<>+6304(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+6304(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+6336(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+6336(SB), Y6, Y8
+	VFMADD213PD  tconstAVX2<>+6368(SB), Y5, Y7
+	VFMADD213PD  tconstAVX2<>+6368(SB), Y6, Y8
+	VBROADCASTSD tconstAVX2<>+6400(SB), Y11
+	VBROADCASTSD tconstAVX2<>+6400(SB), Y12
 	VFMADD213PD  tconstAVX2<>+6432(SB), Y5, Y11
 	VFMADD213PD  tconstAVX2<>+6432(SB), Y6, Y12
 	VFMADD213PD  tconstAVX2<>+6464(SB), Y5, Y11
 	VFMADD213PD  tconstAVX2<>+6464(SB), Y6, Y12
+	VFMADD213PD  tconstAVX2<>+6496(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+6496(SB), Y6, Y12
+	VFMADD213PD  tconstAVX2<>+6528(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+6528(SB), Y6, Y12
+	VFMADD213PD  tconstAVX2<>+6560(SB), Y5, Y11
+	VFMADD213PD  tconstAVX2<>+6560(SB), Y6, Y12
 	VFMADD213PD  tconstAVX2<>+0(SB), Y5, Y11
 	VFMADD213PD  tconstAVX2<>+0(SB), Y6, Y12
 	VDIVPD       Y11, Y7, Y7
@@ -15831,33 +16349,33 @@ geluWideGradF32AVX2_tail:
 	VSUBPD       Y8, Y0, Y0
 	VBLENDVPD    Y4, Y7, Y5, Y5
 	VBLENDVPD    Y2, Y8, Y0, Y0
-	VMULPD       tconstAVX2<>+6496(SB), Y9, Y9
-	VMULPD       tconstAVX2<>+6496(SB), Y10, Y10
+	VMULPD       tconstAVX2<>+6592(SB), Y9, Y9
+	VMULPD       tconstAVX2<>+6592(SB), Y10, Y10
 	VFMADD231PD  Y9, Y4, Y5
 	VFMADD231PD  Y10, Y2, Y0
-	VSUBPD       tconstAVX2<>+6528(SB), Y4, Y4
-	VSUBPD       tconstAVX2<>+6528(SB), Y2, Y2
-	VANDPD       tconstAVX2<>+3392(SB), Y4, Y6
-	VANDPD       tconstAVX2<>+3392(SB), Y2, Y7
-	VCMPPD       $0x11, tconstAVX2<>+4768(SB), Y6, Y6
-	VCMPPD       $0x11, tconstAVX2<>+4768(SB), Y7, Y7
+	VSUBPD       tconstAVX2<>+6624(SB), Y4, Y4
+	VSUBPD       tconstAVX2<>+6624(SB), Y2, Y2
+	VANDPD       tconstAVX2<>+3456(SB), Y4, Y6
+	VANDPD       tconstAVX2<>+3456(SB), Y2, Y7
+	VCMPPD       $0x11, tconstAVX2<>+4864(SB), Y6, Y6
+	VCMPPD       $0x11, tconstAVX2<>+4864(SB), Y7, Y7
 	VORPD        Y6, Y7, Y8
 	VTESTPD      Y8, Y8
 	JZ           rootY12
-	VSUBPD       tconstAVX2<>+6560(SB), Y4, Y4
-	VSUBPD       tconstAVX2<>+6560(SB), Y2, Y2
-	VBROADCASTSD tconstAVX2<>+6592(SB), Y8
-	VBROADCASTSD tconstAVX2<>+6592(SB), Y9
-	VFMADD213PD  tconstAVX2<>+6624(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+6624(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+6656(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+6656(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+6688(SB), Y4, Y8
-	VFMADD213PD  tconstAVX2<>+6688(SB), Y2, Y9
+	VSUBPD       tconstAVX2<>+6656(SB), Y4, Y4
+	VSUBPD       tconstAVX2<>+6656(SB), Y2, Y2
+	VBROADCASTSD tconstAVX2<>+6688(SB), Y8
+	VBROADCASTSD tconstAVX2<>+6688(SB), Y9
 	VFMADD213PD  tconstAVX2<>+6720(SB), Y4, Y8
 	VFMADD213PD  tconstAVX2<>+6720(SB), Y2, Y9
 	VFMADD213PD  tconstAVX2<>+6752(SB), Y4, Y8
 	VFMADD213PD  tconstAVX2<>+6752(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+6784(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+6784(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+6816(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+6816(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+6848(SB), Y4, Y8
+	VFMADD213PD  tconstAVX2<>+6848(SB), Y2, Y9
 	VMULPD       Y4, Y8, Y8
 	VMULPD       Y2, Y9, Y9
 	VBLENDVPD    Y6, Y8, Y5, Y5
@@ -15911,23 +16429,23 @@ geluTanhF32AVX2_loop:
 	JB           geluTanhF32AVX2_tail
 	VMOVUPS      (CX), Y0
 	VORPS        tconstAVX2<>+864(SB), Y0, Y1
-	VMAXPS       tconstAVX2<>+6912(SB), Y1, Y1
+	VMAXPS       tconstAVX2<>+7008(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
 	VMOVAPS      Y2, Y3
 	VFMSUB231PS  Y1, Y1, Y3
-	VBROADCASTSS tconstAVX2<>+6944(SB), Y4
-	VFMADD231PS  tconstAVX2<>+6976(SB), Y2, Y4
+	VBROADCASTSS tconstAVX2<>+7040(SB), Y4
+	VFMADD231PS  tconstAVX2<>+7072(SB), Y2, Y4
 	VFNMADD213PS tconstAVX2<>+96(SB), Y1, Y4
-	VMULPS       tconstAVX2<>+7008(SB), Y2, Y5
+	VMULPS       tconstAVX2<>+7104(SB), Y2, Y5
 	VMOVAPS      Y5, Y6
-	VFMSUB231PS  tconstAVX2<>+7008(SB), Y2, Y6
-	VFMADD231PS  tconstAVX2<>+7040(SB), Y2, Y6
-	VFMADD231PS  tconstAVX2<>+7008(SB), Y3, Y6
-	VADDPS       tconstAVX2<>+7072(SB), Y6, Y6
-	VADDPS       tconstAVX2<>+7104(SB), Y5, Y2
-	VSUBPS       tconstAVX2<>+7104(SB), Y2, Y3
+	VFMSUB231PS  tconstAVX2<>+7104(SB), Y2, Y6
+	VFMADD231PS  tconstAVX2<>+7136(SB), Y2, Y6
+	VFMADD231PS  tconstAVX2<>+7104(SB), Y3, Y6
+	VADDPS       tconstAVX2<>+7168(SB), Y6, Y6
+	VADDPS       tconstAVX2<>+7200(SB), Y5, Y2
+	VSUBPS       tconstAVX2<>+7200(SB), Y2, Y3
 	VSUBPS       Y3, Y2, Y7
-	VSUBPS       tconstAVX2<>+7104(SB), Y7, Y7
+	VSUBPS       tconstAVX2<>+7200(SB), Y7, Y7
 	VSUBPS       Y3, Y5, Y3
 	VSUBPS       Y7, Y3, Y7
 	VADDPS       Y6, Y7, Y7
@@ -15950,15 +16468,15 @@ geluTanhF32AVX2_loop:
 	VFMADD231PS  Y2, Y6, Y5
 	VFMADD231PS  Y2, Y5, Y3
 	VPSUBD       tconstAVX2<>+96(SB), Y4, Y4
-	VPMAXSD      tconstAVX2<>+7136(SB), Y4, Y2
+	VPMAXSD      tconstAVX2<>+7232(SB), Y4, Y2
 	VPADDD       tconstAVX2<>+448(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VPSRAD       $0x01, Y4, Y5
 	VPSUBD       Y5, Y4, Y4
-	VPADDD       tconstAVX2<>+7168(SB), Y5, Y5
+	VPADDD       tconstAVX2<>+7264(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y1, Y5, Y5
-	VPADDD       tconstAVX2<>+7200(SB), Y4, Y4
+	VPADDD       tconstAVX2<>+7296(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
 	VADDPS       tconstAVX2<>+416(SB), Y3, Y1
 	VSUBPS       tconstAVX2<>+416(SB), Y1, Y6
@@ -16011,26 +16529,26 @@ geluTanhF32AVX2_tail:
 	JZ           geluTanhF32AVX2_done
 	VMOVQ        DX, X0
 	VPBROADCASTD X0, Y0
-	VPCMPGTD     tconstAVX2<>+7232(SB), Y0, Y0
+	VPCMPGTD     tconstAVX2<>+7328(SB), Y0, Y0
 	VMASKMOVPS   (CX), Y0, Y1
 	VORPS        tconstAVX2<>+864(SB), Y1, Y2
-	VMAXPS       tconstAVX2<>+6912(SB), Y2, Y2
+	VMAXPS       tconstAVX2<>+7008(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
 	VMOVAPS      Y3, Y4
 	VFMSUB231PS  Y2, Y2, Y4
-	VBROADCASTSS tconstAVX2<>+6944(SB), Y5
-	VFMADD231PS  tconstAVX2<>+6976(SB), Y3, Y5
+	VBROADCASTSS tconstAVX2<>+7040(SB), Y5
+	VFMADD231PS  tconstAVX2<>+7072(SB), Y3, Y5
 	VFNMADD213PS tconstAVX2<>+96(SB), Y2, Y5
-	VMULPS       tconstAVX2<>+7008(SB), Y3, Y6
+	VMULPS       tconstAVX2<>+7104(SB), Y3, Y6
 	VMOVAPS      Y6, Y7
-	VFMSUB231PS  tconstAVX2<>+7008(SB), Y3, Y7
-	VFMADD231PS  tconstAVX2<>+7040(SB), Y3, Y7
-	VFMADD231PS  tconstAVX2<>+7008(SB), Y4, Y7
-	VADDPS       tconstAVX2<>+7072(SB), Y7, Y7
-	VADDPS       tconstAVX2<>+7104(SB), Y6, Y3
-	VSUBPS       tconstAVX2<>+7104(SB), Y3, Y4
+	VFMSUB231PS  tconstAVX2<>+7104(SB), Y3, Y7
+	VFMADD231PS  tconstAVX2<>+7136(SB), Y3, Y7
+	VFMADD231PS  tconstAVX2<>+7104(SB), Y4, Y7
+	VADDPS       tconstAVX2<>+7168(SB), Y7, Y7
+	VADDPS       tconstAVX2<>+7200(SB), Y6, Y3
+	VSUBPS       tconstAVX2<>+7200(SB), Y3, Y4
 	VSUBPS       Y4, Y3, Y8
-	VSUBPS       tconstAVX2<>+7104(SB), Y8, Y8
+	VSUBPS       tconstAVX2<>+7200(SB), Y8, Y8
 	VSUBPS       Y4, Y6, Y4
 	VSUBPS       Y8, Y4, Y8
 	VADDPS       Y7, Y8, Y8
@@ -16053,15 +16571,15 @@ geluTanhF32AVX2_tail:
 	VFMADD231PS  Y3, Y7, Y6
 	VFMADD231PS  Y3, Y6, Y4
 	VPSUBD       tconstAVX2<>+96(SB), Y5, Y5
-	VPMAXSD      tconstAVX2<>+7136(SB), Y5, Y3
+	VPMAXSD      tconstAVX2<>+7232(SB), Y5, Y3
 	VPADDD       tconstAVX2<>+448(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
 	VPSRAD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       tconstAVX2<>+7168(SB), Y6, Y6
+	VPADDD       tconstAVX2<>+7264(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
 	VMULPS       Y2, Y6, Y6
-	VPADDD       tconstAVX2<>+7200(SB), Y5, Y5
+	VPADDD       tconstAVX2<>+7296(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VADDPS       tconstAVX2<>+416(SB), Y4, Y2
 	VSUBPS       tconstAVX2<>+416(SB), Y2, Y7
@@ -16128,16 +16646,16 @@ geluTanhGradF32AVX2_loop:
 	VCVTPS2PD    X1, Y1
 	VMULPD       Y2, Y2, Y4
 	VMULPD       Y1, Y1, Y5
-	VMULPD       tconstAVX2<>+7264(SB), Y4, Y4
-	VMULPD       tconstAVX2<>+7264(SB), Y5, Y5
-	VADDPD       tconstAVX2<>+7296(SB), Y4, Y4
-	VADDPD       tconstAVX2<>+7296(SB), Y5, Y5
+	VMULPD       tconstAVX2<>+7360(SB), Y4, Y4
+	VMULPD       tconstAVX2<>+7360(SB), Y5, Y5
+	VADDPD       tconstAVX2<>+7392(SB), Y4, Y4
+	VADDPD       tconstAVX2<>+7392(SB), Y5, Y5
 	VMULPD       Y2, Y4, Y4
 	VMULPD       Y1, Y5, Y5
-	VMAXPD       tconstAVX2<>+7328(SB), Y4, Y4
-	VMAXPD       tconstAVX2<>+7328(SB), Y5, Y5
-	VMINPD       tconstAVX2<>+7360(SB), Y4, Y4
-	VMINPD       tconstAVX2<>+7360(SB), Y5, Y5
+	VMAXPD       tconstAVX2<>+7424(SB), Y4, Y4
+	VMAXPD       tconstAVX2<>+7424(SB), Y5, Y5
+	VMINPD       tconstAVX2<>+7456(SB), Y4, Y4
+	VMINPD       tconstAVX2<>+7456(SB), Y5, Y5
 	VXORPD       tconstAVX2<>+2176(SB), Y4, Y4
 	VXORPD       tconstAVX2<>+2176(SB), Y5, Y5
 	VMOVUPD      tconstAVX2<>+1024(SB), Y6
@@ -16180,10 +16698,10 @@ geluTanhGradF32AVX2_loop:
 	VDIVPD       Y5, Y0, Y5
 	VMULPD       Y2, Y2, Y6
 	VMULPD       Y1, Y1, Y7
-	VMULPD       tconstAVX2<>+7392(SB), Y6, Y6
-	VMULPD       tconstAVX2<>+7392(SB), Y7, Y7
-	VADDPD       tconstAVX2<>+7296(SB), Y6, Y6
-	VADDPD       tconstAVX2<>+7296(SB), Y7, Y7
+	VMULPD       tconstAVX2<>+7488(SB), Y6, Y6
+	VMULPD       tconstAVX2<>+7488(SB), Y7, Y7
+	VADDPD       tconstAVX2<>+7392(SB), Y6, Y6
+	VADDPD       tconstAVX2<>+7392(SB), Y7, Y7
 	VMULPD       Y2, Y6, Y6
 	VMULPD       Y1, Y7, Y7
 	VMULPD       Y4, Y8, Y8
@@ -16194,29 +16712,29 @@ geluTanhGradF32AVX2_loop:
 	VADDPD       Y0, Y7, Y7
 	VMULPD       Y4, Y6, Y6
 	VMULPD       Y5, Y7, Y7
-	VSUBPD       tconstAVX2<>+7424(SB), Y2, Y2
-	VSUBPD       tconstAVX2<>+7424(SB), Y1, Y1
-	VANDPD       tconstAVX2<>+3392(SB), Y2, Y4
-	VANDPD       tconstAVX2<>+3392(SB), Y1, Y5
-	VCMPPD       $0x11, tconstAVX2<>+4768(SB), Y4, Y4
-	VCMPPD       $0x11, tconstAVX2<>+4768(SB), Y5, Y5
+	VSUBPD       tconstAVX2<>+7520(SB), Y2, Y2
+	VSUBPD       tconstAVX2<>+7520(SB), Y1, Y1
+	VANDPD       tconstAVX2<>+3456(SB), Y2, Y4
+	VANDPD       tconstAVX2<>+3456(SB), Y1, Y5
+	VCMPPD       $0x11, tconstAVX2<>+4864(SB), Y4, Y4
+	VCMPPD       $0x11, tconstAVX2<>+4864(SB), Y5, Y5
 	VORPD        Y4, Y5, Y8
 	VTESTPD      Y8, Y8
 	JZ           rootY13
-	VSUBPD       tconstAVX2<>+7456(SB), Y2, Y2
-	VSUBPD       tconstAVX2<>+7456(SB), Y1, Y1
-	VBROADCASTSD tconstAVX2<>+7488(SB), Y8
-	VBROADCASTSD tconstAVX2<>+7488(SB), Y9
-	VFMADD213PD  tconstAVX2<>+7520(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+7520(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+7552(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+7552(SB), Y1, Y9
-	VFMADD213PD  tconstAVX2<>+7584(SB), Y2, Y8
-	VFMADD213PD  tconstAVX2<>+7584(SB), Y1, Y9
+	VSUBPD       tconstAVX2<>+7552(SB), Y2, Y2
+	VSUBPD       tconstAVX2<>+7552(SB), Y1, Y1
+	VBROADCASTSD tconstAVX2<>+7584(SB), Y8
+	VBROADCASTSD tconstAVX2<>+7584(SB), Y9
 	VFMADD213PD  tconstAVX2<>+7616(SB), Y2, Y8
 	VFMADD213PD  tconstAVX2<>+7616(SB), Y1, Y9
 	VFMADD213PD  tconstAVX2<>+7648(SB), Y2, Y8
 	VFMADD213PD  tconstAVX2<>+7648(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+7680(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+7680(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+7712(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+7712(SB), Y1, Y9
+	VFMADD213PD  tconstAVX2<>+7744(SB), Y2, Y8
+	VFMADD213PD  tconstAVX2<>+7744(SB), Y1, Y9
 	VMULPD       Y2, Y8, Y8
 	VMULPD       Y1, Y9, Y9
 	VBLENDVPD    Y4, Y8, Y6, Y6
@@ -16262,23 +16780,23 @@ geluTanhGradF32AVX2_tail:
 	JZ           geluTanhGradF32AVX2_done
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
-	VPCMPGTD     tconstAVX2<>+7680(SB), Y1, Y1
+	VPCMPGTD     tconstAVX2<>+7776(SB), Y1, Y1
 	VMASKMOVPS   (CX), Y1, Y2
 	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
 	VMULPD       Y4, Y4, Y5
 	VMULPD       Y2, Y2, Y6
-	VMULPD       tconstAVX2<>+7264(SB), Y5, Y5
-	VMULPD       tconstAVX2<>+7264(SB), Y6, Y6
-	VADDPD       tconstAVX2<>+7296(SB), Y5, Y5
-	VADDPD       tconstAVX2<>+7296(SB), Y6, Y6
+	VMULPD       tconstAVX2<>+7360(SB), Y5, Y5
+	VMULPD       tconstAVX2<>+7360(SB), Y6, Y6
+	VADDPD       tconstAVX2<>+7392(SB), Y5, Y5
+	VADDPD       tconstAVX2<>+7392(SB), Y6, Y6
 	VMULPD       Y4, Y5, Y5
 	VMULPD       Y2, Y6, Y6
-	VMAXPD       tconstAVX2<>+7328(SB), Y5, Y5
-	VMAXPD       tconstAVX2<>+7328(SB), Y6, Y6
-	VMINPD       tconstAVX2<>+7360(SB), Y5, Y5
-	VMINPD       tconstAVX2<>+7360(SB), Y6, Y6
+	VMAXPD       tconstAVX2<>+7424(SB), Y5, Y5
+	VMAXPD       tconstAVX2<>+7424(SB), Y6, Y6
+	VMINPD       tconstAVX2<>+7456(SB), Y5, Y5
+	VMINPD       tconstAVX2<>+7456(SB), Y6, Y6
 	VXORPD       tconstAVX2<>+2176(SB), Y5, Y5
 	VXORPD       tconstAVX2<>+2176(SB), Y6, Y6
 	VMOVUPD      tconstAVX2<>+1024(SB), Y7
@@ -16321,10 +16839,10 @@ geluTanhGradF32AVX2_tail:
 	VDIVPD       Y6, Y0, Y6
 	VMULPD       Y4, Y4, Y7
 	VMULPD       Y2, Y2, Y8
-	VMULPD       tconstAVX2<>+7392(SB), Y7, Y7
-	VMULPD       tconstAVX2<>+7392(SB), Y8, Y8
-	VADDPD       tconstAVX2<>+7296(SB), Y7, Y7
-	VADDPD       tconstAVX2<>+7296(SB), Y8, Y8
+	VMULPD       tconstAVX2<>+7488(SB), Y7, Y7
+	VMULPD       tconstAVX2<>+7488(SB), Y8, Y8
+	VADDPD       tconstAVX2<>+7392(SB), Y7, Y7
+	VADDPD       tconstAVX2<>+7392(SB), Y8, Y8
 	VMULPD       Y4, Y7, Y7
 	VMULPD       Y2, Y8, Y8
 	VMULPD       Y5, Y9, Y9
@@ -16335,29 +16853,29 @@ geluTanhGradF32AVX2_tail:
 	VADDPD       Y0, Y8, Y8
 	VMULPD       Y5, Y7, Y7
 	VMULPD       Y6, Y8, Y8
-	VSUBPD       tconstAVX2<>+7424(SB), Y4, Y0
-	VSUBPD       tconstAVX2<>+7424(SB), Y2, Y2
-	VANDPD       tconstAVX2<>+3392(SB), Y0, Y4
-	VANDPD       tconstAVX2<>+3392(SB), Y2, Y5
-	VCMPPD       $0x11, tconstAVX2<>+4768(SB), Y4, Y4
-	VCMPPD       $0x11, tconstAVX2<>+4768(SB), Y5, Y5
+	VSUBPD       tconstAVX2<>+7520(SB), Y4, Y0
+	VSUBPD       tconstAVX2<>+7520(SB), Y2, Y2
+	VANDPD       tconstAVX2<>+3456(SB), Y0, Y4
+	VANDPD       tconstAVX2<>+3456(SB), Y2, Y5
+	VCMPPD       $0x11, tconstAVX2<>+4864(SB), Y4, Y4
+	VCMPPD       $0x11, tconstAVX2<>+4864(SB), Y5, Y5
 	VORPD        Y4, Y5, Y6
 	VTESTPD      Y6, Y6
 	JZ           rootY14
-	VSUBPD       tconstAVX2<>+7456(SB), Y0, Y0
-	VSUBPD       tconstAVX2<>+7456(SB), Y2, Y2
-	VBROADCASTSD tconstAVX2<>+7488(SB), Y6
-	VBROADCASTSD tconstAVX2<>+7488(SB), Y9
-	VFMADD213PD  tconstAVX2<>+7520(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+7520(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+7552(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+7552(SB), Y2, Y9
-	VFMADD213PD  tconstAVX2<>+7584(SB), Y0, Y6
-	VFMADD213PD  tconstAVX2<>+7584(SB), Y2, Y9
+	VSUBPD       tconstAVX2<>+7552(SB), Y0, Y0
+	VSUBPD       tconstAVX2<>+7552(SB), Y2, Y2
+	VBROADCASTSD tconstAVX2<>+7584(SB), Y6
+	VBROADCASTSD tconstAVX2<>+7584(SB), Y9
 	VFMADD213PD  tconstAVX2<>+7616(SB), Y0, Y6
 	VFMADD213PD  tconstAVX2<>+7616(SB), Y2, Y9
 	VFMADD213PD  tconstAVX2<>+7648(SB), Y0, Y6
 	VFMADD213PD  tconstAVX2<>+7648(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+7680(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+7680(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+7712(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+7712(SB), Y2, Y9
+	VFMADD213PD  tconstAVX2<>+7744(SB), Y0, Y6
+	VFMADD213PD  tconstAVX2<>+7744(SB), Y2, Y9
 	VMULPD       Y0, Y6, Y6
 	VMULPD       Y2, Y9, Y9
 	VBLENDVPD    Y4, Y6, Y7, Y7
@@ -16415,16 +16933,16 @@ geluTanhWideF32AVX2_loop:
 	VCVTPS2PD    X1, Y1
 	VMULPD       Y2, Y2, Y4
 	VMULPD       Y1, Y1, Y5
-	VMULPD       tconstAVX2<>+7264(SB), Y4, Y4
-	VMULPD       tconstAVX2<>+7264(SB), Y5, Y5
-	VADDPD       tconstAVX2<>+7296(SB), Y4, Y4
-	VADDPD       tconstAVX2<>+7296(SB), Y5, Y5
+	VMULPD       tconstAVX2<>+7360(SB), Y4, Y4
+	VMULPD       tconstAVX2<>+7360(SB), Y5, Y5
+	VADDPD       tconstAVX2<>+7392(SB), Y4, Y4
+	VADDPD       tconstAVX2<>+7392(SB), Y5, Y5
 	VMULPD       Y2, Y4, Y4
 	VMULPD       Y1, Y5, Y5
-	VMAXPD       tconstAVX2<>+7328(SB), Y4, Y4
-	VMAXPD       tconstAVX2<>+7328(SB), Y5, Y5
-	VMINPD       tconstAVX2<>+7360(SB), Y4, Y4
-	VMINPD       tconstAVX2<>+7360(SB), Y5, Y5
+	VMAXPD       tconstAVX2<>+7424(SB), Y4, Y4
+	VMAXPD       tconstAVX2<>+7424(SB), Y5, Y5
+	VMINPD       tconstAVX2<>+7456(SB), Y4, Y4
+	VMINPD       tconstAVX2<>+7456(SB), Y5, Y5
 	VXORPD       tconstAVX2<>+2176(SB), Y4, Y4
 	VXORPD       tconstAVX2<>+2176(SB), Y5, Y5
 	VMOVUPD      tconstAVX2<>+1024(SB), Y6
@@ -16497,23 +17015,23 @@ geluTanhWideF32AVX2_tail:
 	JZ           geluTanhWideF32AVX2_done
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
-	VPCMPGTD     tconstAVX2<>+7712(SB), Y1, Y1
+	VPCMPGTD     tconstAVX2<>+7808(SB), Y1, Y1
 	VMASKMOVPS   (CX), Y1, Y2
 	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
 	VMULPD       Y4, Y4, Y5
 	VMULPD       Y2, Y2, Y6
-	VMULPD       tconstAVX2<>+7264(SB), Y5, Y5
-	VMULPD       tconstAVX2<>+7264(SB), Y6, Y6
-	VADDPD       tconstAVX2<>+7296(SB), Y5, Y5
-	VADDPD       tconstAVX2<>+7296(SB), Y6, Y6
+	VMULPD       tconstAVX2<>+7360(SB), Y5, Y5
+	VMULPD       tconstAVX2<>+7360(SB), Y6, Y6
+	VADDPD       tconstAVX2<>+7392(SB), Y5, Y5
+	VADDPD       tconstAVX2<>+7392(SB), Y6, Y6
 	VMULPD       Y4, Y5, Y5
 	VMULPD       Y2, Y6, Y6
-	VMAXPD       tconstAVX2<>+7328(SB), Y5, Y5
-	VMAXPD       tconstAVX2<>+7328(SB), Y6, Y6
-	VMINPD       tconstAVX2<>+7360(SB), Y5, Y5
-	VMINPD       tconstAVX2<>+7360(SB), Y6, Y6
+	VMAXPD       tconstAVX2<>+7424(SB), Y5, Y5
+	VMAXPD       tconstAVX2<>+7424(SB), Y6, Y6
+	VMINPD       tconstAVX2<>+7456(SB), Y5, Y5
+	VMINPD       tconstAVX2<>+7456(SB), Y6, Y6
 	VXORPD       tconstAVX2<>+2176(SB), Y5, Y5
 	VXORPD       tconstAVX2<>+2176(SB), Y6, Y6
 	VMOVUPD      tconstAVX2<>+1024(SB), Y7
@@ -16604,54 +17122,54 @@ geluF32AVX2Pairs_loop:
 	VPTEST       Y2, Y2
 	JNZ          geluF32AVX2Pairs_done
 	VANDPS       tconstAVX2<>+480(SB), Y0, Y2
-	VMINPS       tconstAVX2<>+5088(SB), Y2, Y2
+	VMINPS       tconstAVX2<>+5184(SB), Y2, Y2
 	VANDPS       tconstAVX2<>+480(SB), Y1, Y3
-	VMINPS       tconstAVX2<>+5088(SB), Y3, Y3
-	VBROADCASTSS tconstAVX2<>+5120(SB), Y4
-	VBROADCASTSS tconstAVX2<>+5120(SB), Y5
-	VFMADD213PS  tconstAVX2<>+5152(SB), Y2, Y4
-	VFMADD213PS  tconstAVX2<>+5152(SB), Y3, Y5
-	VFMADD213PS  tconstAVX2<>+5184(SB), Y2, Y4
-	VFMADD213PS  tconstAVX2<>+5184(SB), Y3, Y5
-	VFMADD213PS  tconstAVX2<>+5216(SB), Y2, Y4
-	VFMADD213PS  tconstAVX2<>+5216(SB), Y3, Y5
+	VMINPS       tconstAVX2<>+5184(SB), Y3, Y3
+	VBROADCASTSS tconstAVX2<>+5216(SB), Y4
+	VBROADCASTSS tconstAVX2<>+5216(SB), Y5
 	VFMADD213PS  tconstAVX2<>+5248(SB), Y2, Y4
 	VFMADD213PS  tconstAVX2<>+5248(SB), Y3, Y5
+	VFMADD213PS  tconstAVX2<>+5280(SB), Y2, Y4
+	VFMADD213PS  tconstAVX2<>+5280(SB), Y3, Y5
+	VFMADD213PS  tconstAVX2<>+5312(SB), Y2, Y4
+	VFMADD213PS  tconstAVX2<>+5312(SB), Y3, Y5
+	VFMADD213PS  tconstAVX2<>+5344(SB), Y2, Y4
+	VFMADD213PS  tconstAVX2<>+5344(SB), Y3, Y5
 	VFMADD213PS  tconstAVX2<>+416(SB), Y2, Y4
 	VFMADD213PS  tconstAVX2<>+416(SB), Y3, Y5
 	VBROADCASTSS tconstAVX2<>+416(SB), Y6
 	VDIVPS       Y4, Y6, Y6
 	VBROADCASTSS tconstAVX2<>+416(SB), Y4
 	VDIVPS       Y5, Y4, Y4
-	VBROADCASTSS tconstAVX2<>+5280(SB), Y5
-	VBROADCASTSS tconstAVX2<>+5280(SB), Y7
-	VFMADD213PS  tconstAVX2<>+5312(SB), Y2, Y5
-	VFMADD213PS  tconstAVX2<>+5312(SB), Y3, Y7
-	VFMADD213PS  tconstAVX2<>+5344(SB), Y2, Y5
-	VFMADD213PS  tconstAVX2<>+5344(SB), Y3, Y7
-	VFMADD213PS  tconstAVX2<>+5376(SB), Y2, Y5
-	VFMADD213PS  tconstAVX2<>+5376(SB), Y3, Y7
+	VBROADCASTSS tconstAVX2<>+5376(SB), Y5
+	VBROADCASTSS tconstAVX2<>+5376(SB), Y7
 	VFMADD213PS  tconstAVX2<>+5408(SB), Y2, Y5
 	VFMADD213PS  tconstAVX2<>+5408(SB), Y3, Y7
 	VFMADD213PS  tconstAVX2<>+5440(SB), Y2, Y5
 	VFMADD213PS  tconstAVX2<>+5440(SB), Y3, Y7
+	VFMADD213PS  tconstAVX2<>+5472(SB), Y2, Y5
+	VFMADD213PS  tconstAVX2<>+5472(SB), Y3, Y7
+	VFMADD213PS  tconstAVX2<>+5504(SB), Y2, Y5
+	VFMADD213PS  tconstAVX2<>+5504(SB), Y3, Y7
+	VFMADD213PS  tconstAVX2<>+5536(SB), Y2, Y5
+	VFMADD213PS  tconstAVX2<>+5536(SB), Y3, Y7
 	VMULPS       Y6, Y5, Y5
-	VADDPS       tconstAVX2<>+5472(SB), Y5, Y6
-	VBROADCASTSS tconstAVX2<>+5472(SB), Y8
+	VADDPS       tconstAVX2<>+5568(SB), Y5, Y6
+	VBROADCASTSS tconstAVX2<>+5568(SB), Y8
 	VSUBPS       Y6, Y8, Y8
 	VADDPS       Y5, Y8, Y8
-	VMAXPS       tconstAVX2<>+5504(SB), Y2, Y5
-	VMINPS       tconstAVX2<>+5504(SB), Y2, Y9
+	VMAXPS       tconstAVX2<>+5600(SB), Y2, Y5
+	VMINPS       tconstAVX2<>+5600(SB), Y2, Y9
 	VADDPS       Y9, Y5, Y10
 	VSUBPS       Y5, Y10, Y5
 	VSUBPS       Y5, Y9, Y5
 	VMULPS       Y4, Y7, Y7
-	VADDPS       tconstAVX2<>+5472(SB), Y7, Y4
-	VBROADCASTSS tconstAVX2<>+5472(SB), Y9
+	VADDPS       tconstAVX2<>+5568(SB), Y7, Y4
+	VBROADCASTSS tconstAVX2<>+5568(SB), Y9
 	VSUBPS       Y4, Y9, Y9
 	VADDPS       Y7, Y9, Y9
-	VMAXPS       tconstAVX2<>+5504(SB), Y3, Y7
-	VMINPS       tconstAVX2<>+5504(SB), Y3, Y11
+	VMAXPS       tconstAVX2<>+5600(SB), Y3, Y7
+	VMINPS       tconstAVX2<>+5600(SB), Y3, Y11
 	VADDPS       Y11, Y7, Y12
 	VSUBPS       Y7, Y12, Y7
 	VSUBPS       Y7, Y11, Y7
@@ -16684,7 +17202,7 @@ geluF32AVX2Pairs_loop:
 	VMULPS       Y2, Y2, Y4
 	VMOVAPS      Y4, Y5
 	VFMSUB231PS  Y2, Y2, Y5
-	VMULPS       tconstAVX2<>+5536(SB), Y4, Y2
+	VMULPS       tconstAVX2<>+5632(SB), Y4, Y2
 	VBROADCASTSS tconstAVX2<>+96(SB), Y6
 	VFMADD231PS  tconstAVX2<>+128(SB), Y2, Y6
 	VSUBPS       tconstAVX2<>+96(SB), Y6, Y4
@@ -16695,7 +17213,7 @@ geluF32AVX2Pairs_loop:
 	VMULPS       Y3, Y3, Y2
 	VMOVAPS      Y2, Y4
 	VFMSUB231PS  Y3, Y3, Y4
-	VMULPS       tconstAVX2<>+5536(SB), Y2, Y2
+	VMULPS       tconstAVX2<>+5632(SB), Y2, Y2
 	VBROADCASTSS tconstAVX2<>+96(SB), Y11
 	VFMADD231PS  tconstAVX2<>+128(SB), Y2, Y11
 	VSUBPS       tconstAVX2<>+96(SB), Y11, Y3
@@ -16800,64 +17318,64 @@ geluGradF32AVX2Pairs_loop:
 	VPTEST       Y4, Y4
 	JNZ          geluGradF32AVX2Pairs_done
 	VANDPS       tconstAVX2<>+480(SB), Y0, Y4
-	VMINPS       tconstAVX2<>+5088(SB), Y4, Y4
+	VMINPS       tconstAVX2<>+5184(SB), Y4, Y4
 	VANDPS       tconstAVX2<>+480(SB), Y1, Y5
-	VMINPS       tconstAVX2<>+5088(SB), Y5, Y5
-	VBROADCASTSS tconstAVX2<>+5600(SB), Y6
-	VBROADCASTSS tconstAVX2<>+5600(SB), Y7
-	VFMADD213PS  tconstAVX2<>+5632(SB), Y4, Y6
-	VFMADD213PS  tconstAVX2<>+5632(SB), Y5, Y7
-	VFMADD213PS  tconstAVX2<>+5664(SB), Y4, Y6
-	VFMADD213PS  tconstAVX2<>+5664(SB), Y5, Y7
-	VFMADD213PS  tconstAVX2<>+5696(SB), Y4, Y6
-	VFMADD213PS  tconstAVX2<>+5696(SB), Y5, Y7
+	VMINPS       tconstAVX2<>+5184(SB), Y5, Y5
+	VBROADCASTSS tconstAVX2<>+5696(SB), Y6
+	VBROADCASTSS tconstAVX2<>+5696(SB), Y7
 	VFMADD213PS  tconstAVX2<>+5728(SB), Y4, Y6
 	VFMADD213PS  tconstAVX2<>+5728(SB), Y5, Y7
 	VFMADD213PS  tconstAVX2<>+5760(SB), Y4, Y6
 	VFMADD213PS  tconstAVX2<>+5760(SB), Y5, Y7
+	VFMADD213PS  tconstAVX2<>+5792(SB), Y4, Y6
+	VFMADD213PS  tconstAVX2<>+5792(SB), Y5, Y7
+	VFMADD213PS  tconstAVX2<>+5824(SB), Y4, Y6
+	VFMADD213PS  tconstAVX2<>+5824(SB), Y5, Y7
+	VFMADD213PS  tconstAVX2<>+5856(SB), Y4, Y6
+	VFMADD213PS  tconstAVX2<>+5856(SB), Y5, Y7
 	VBROADCASTSS tconstAVX2<>+416(SB), Y8
 	VDIVPS       Y6, Y8, Y8
 	VBROADCASTSS tconstAVX2<>+416(SB), Y9
 	VDIVPS       Y7, Y9, Y9
-	VBROADCASTSS tconstAVX2<>+5792(SB), Y10
-	VBROADCASTSS tconstAVX2<>+5792(SB), Y11
-	VFMADD213PS  tconstAVX2<>+5824(SB), Y4, Y10
-	VFMADD213PS  tconstAVX2<>+5824(SB), Y5, Y11
-	VFMADD213PS  tconstAVX2<>+5856(SB), Y4, Y10
-	VFMADD213PS  tconstAVX2<>+5856(SB), Y5, Y11
-	VFMADD213PS  tconstAVX2<>+5888(SB), Y4, Y10
-	VFMADD213PS  tconstAVX2<>+5888(SB), Y5, Y11
+	VBROADCASTSS tconstAVX2<>+5888(SB), Y10
+	VBROADCASTSS tconstAVX2<>+5888(SB), Y11
 	VFMADD213PS  tconstAVX2<>+5920(SB), Y4, Y10
 	VFMADD213PS  tconstAVX2<>+5920(SB), Y5, Y11
+	VFMADD213PS  tconstAVX2<>+5952(SB), Y4, Y10
+	VFMADD213PS  tconstAVX2<>+5952(SB), Y5, Y11
+	VFMADD213PS  tconstAVX2<>+5984(SB), Y4, Y10
+	VFMADD213PS  tconstAVX2<>+5984(SB), Y5, Y11
+	VFMADD213PS  tconstAVX2<>+6016(SB), Y4, Y10
+	VFMADD213PS  tconstAVX2<>+6016(SB), Y5, Y11
 	VMULPS       Y8, Y10, Y12
 	VFNMADD231PS Y6, Y12, Y10
 	VMULPS       Y8, Y10, Y10
 	VMULPS       Y9, Y11, Y6
 	VFNMADD231PS Y7, Y6, Y11
 	VMULPS       Y9, Y11, Y11
-	VBROADCASTSS tconstAVX2<>+5952(SB), Y7
+	VBROADCASTSS tconstAVX2<>+6048(SB), Y7
 	VSUBPS       Y4, Y7, Y8
 	VSUBPS       Y7, Y8, Y9
 	VSUBPS       Y9, Y8, Y13
 	VSUBPS       Y13, Y7, Y13
 	VADDPS       Y9, Y4, Y9
 	VSUBPS       Y9, Y13, Y13
-	VADDPS       tconstAVX2<>+5984(SB), Y13, Y13
-	VBROADCASTSS tconstAVX2<>+5952(SB), Y7
+	VADDPS       tconstAVX2<>+6080(SB), Y13, Y13
+	VBROADCASTSS tconstAVX2<>+6048(SB), Y7
 	VSUBPS       Y5, Y7, Y9
 	VSUBPS       Y7, Y9, Y14
 	VSUBPS       Y14, Y9, Y15
 	VSUBPS       Y15, Y7, Y15
 	VADDPS       Y14, Y5, Y14
 	VSUBPS       Y14, Y15, Y15
-	VADDPS       tconstAVX2<>+5984(SB), Y15, Y15
-	VADDPS       tconstAVX2<>+6016(SB), Y12, Y7
-	VBROADCASTSS tconstAVX2<>+6016(SB), Y14
+	VADDPS       tconstAVX2<>+6080(SB), Y15, Y15
+	VADDPS       tconstAVX2<>+6112(SB), Y12, Y7
+	VBROADCASTSS tconstAVX2<>+6112(SB), Y14
 	VSUBPS       Y7, Y14, Y14
 	VADDPS       Y12, Y14, Y14
 	VADDPS       Y10, Y14, Y14
-	VADDPS       tconstAVX2<>+6016(SB), Y6, Y10
-	VBROADCASTSS tconstAVX2<>+6016(SB), Y12
+	VADDPS       tconstAVX2<>+6112(SB), Y6, Y10
+	VBROADCASTSS tconstAVX2<>+6112(SB), Y12
 	VSUBPS       Y10, Y12, Y12
 	VADDPS       Y6, Y12, Y12
 	VADDPS       Y11, Y12, Y12
@@ -16888,7 +17406,7 @@ geluGradF32AVX2Pairs_loop:
 	VMULPS       Y4, Y4, Y8
 	VMOVAPS      Y8, Y9
 	VFMSUB231PS  Y4, Y4, Y9
-	VMULPS       tconstAVX2<>+5536(SB), Y8, Y4
+	VMULPS       tconstAVX2<>+5632(SB), Y8, Y4
 	VBROADCASTSS tconstAVX2<>+96(SB), Y12
 	VFMADD231PS  tconstAVX2<>+128(SB), Y4, Y12
 	VSUBPS       tconstAVX2<>+96(SB), Y12, Y8
@@ -16899,7 +17417,7 @@ geluGradF32AVX2Pairs_loop:
 	VMULPS       Y5, Y5, Y4
 	VMOVAPS      Y4, Y8
 	VFMSUB231PS  Y5, Y5, Y8
-	VMULPS       tconstAVX2<>+5536(SB), Y4, Y4
+	VMULPS       tconstAVX2<>+5632(SB), Y4, Y4
 	VBROADCASTSS tconstAVX2<>+96(SB), Y13
 	VFMADD231PS  tconstAVX2<>+128(SB), Y4, Y13
 	VSUBPS       tconstAVX2<>+96(SB), Y13, Y5
@@ -16971,6 +17489,681 @@ geluGradF32AVX2Pairs_done:
 	VZEROUPPER
 	RET
 
+// func sigmoidF32AVX2Pairs(dst *float32, x *float32, n int) int
+// Requires: AVX, AVX2, FMA3
+TEXT ·sigmoidF32AVX2Pairs(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ n+16(FP), DX
+	XORQ BX, BX
+
+sigmoidF32AVX2Pairs_loop:
+	CMPQ         DX, $0x00000010
+	JB           sigmoidF32AVX2Pairs_done
+	VPXOR        Y2, Y2, Y2
+	VMOVUPS      (CX), Y0
+	VANDPS       tconstAVX2<>+480(SB), Y0, Y1
+	VPCMPGTD     tconstAVX2<>+512(SB), Y1, Y1
+	VPOR         Y1, Y2, Y2
+	VMOVUPS      32(CX), Y1
+	VANDPS       tconstAVX2<>+480(SB), Y1, Y3
+	VPCMPGTD     tconstAVX2<>+512(SB), Y3, Y3
+	VPOR         Y3, Y2, Y2
+	VPTEST       Y2, Y2
+	JNZ          sigmoidF32AVX2Pairs_done
+	VMAXPS       tconstAVX2<>+4384(SB), Y0, Y0
+	VMINPS       tconstAVX2<>+4416(SB), Y0, Y0
+	VMAXPS       tconstAVX2<>+4384(SB), Y1, Y1
+	VMINPS       tconstAVX2<>+4416(SB), Y1, Y1
+	VBROADCASTSS tconstAVX2<>+96(SB), Y2
+	VFMADD231PS  tconstAVX2<>+128(SB), Y0, Y2
+	VSUBPS       tconstAVX2<>+96(SB), Y2, Y4
+	VBROADCASTSS tconstAVX2<>+96(SB), Y3
+	VFMADD231PS  tconstAVX2<>+128(SB), Y1, Y3
+	VSUBPS       tconstAVX2<>+96(SB), Y3, Y5
+	VMOVAPS      Y0, Y0
+	VFNMADD231PS tconstAVX2<>+160(SB), Y4, Y0
+	VFNMADD231PS tconstAVX2<>+192(SB), Y4, Y0
+	VMOVAPS      Y1, Y4
+	VFNMADD231PS tconstAVX2<>+160(SB), Y5, Y4
+	VFNMADD231PS tconstAVX2<>+192(SB), Y5, Y4
+	VBROADCASTSS tconstAVX2<>+4448(SB), Y1
+	VBROADCASTSS tconstAVX2<>+4448(SB), Y6
+	VFMADD213PS  tconstAVX2<>+256(SB), Y0, Y1
+	VFMADD213PS  tconstAVX2<>+256(SB), Y4, Y6
+	VFMADD213PS  tconstAVX2<>+4480(SB), Y0, Y1
+	VFMADD213PS  tconstAVX2<>+4480(SB), Y4, Y6
+	VFMADD213PS  tconstAVX2<>+320(SB), Y0, Y1
+	VFMADD213PS  tconstAVX2<>+320(SB), Y4, Y6
+	VFMADD213PS  tconstAVX2<>+4512(SB), Y0, Y1
+	VFMADD213PS  tconstAVX2<>+4512(SB), Y4, Y6
+	VFMADD213PS  tconstAVX2<>+384(SB), Y0, Y1
+	VFMADD213PS  tconstAVX2<>+384(SB), Y4, Y6
+	VMULPS       Y0, Y0, Y5
+	VFMSUB213PS  Y0, Y5, Y1
+	VPADDD       tconstAVX2<>+4544(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       tconstAVX2<>+4576(SB), Y2, Y0
+	VMULPS       Y4, Y4, Y5
+	VFMSUB213PS  Y4, Y5, Y6
+	VPADDD       tconstAVX2<>+4544(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       tconstAVX2<>+4576(SB), Y3, Y7
+	VADDPS       tconstAVX2<>+416(SB), Y0, Y8
+	VSUBPS       tconstAVX2<>+416(SB), Y8, Y4
+	VSUBPS       Y4, Y0, Y0
+	VADDPS       tconstAVX2<>+416(SB), Y7, Y4
+	VSUBPS       tconstAVX2<>+416(SB), Y4, Y5
+	VSUBPS       Y5, Y7, Y7
+	VADDPS       Y1, Y8, Y5
+	VSUBPS       Y8, Y5, Y8
+	VSUBPS       Y8, Y1, Y1
+	VADDPS       Y0, Y1, Y1
+	VADDPS       Y6, Y4, Y0
+	VSUBPS       Y4, Y0, Y4
+	VSUBPS       Y4, Y6, Y6
+	VADDPS       Y7, Y6, Y6
+	VBROADCASTSS tconstAVX2<>+416(SB), Y4
+	VDIVPS       Y5, Y4, Y8
+	VBROADCASTSS tconstAVX2<>+416(SB), Y7
+	VDIVPS       Y0, Y7, Y9
+	VFNMADD231PS Y5, Y8, Y4
+	VFNMADD231PS Y1, Y8, Y4
+	VMULPS       Y8, Y4, Y4
+	VFNMADD231PS Y0, Y9, Y7
+	VFNMADD231PS Y6, Y9, Y7
+	VMULPS       Y9, Y7, Y7
+	VADDPS       Y4, Y8, Y8
+	VMULPS       Y2, Y8, Y8
+	VMULPS       tconstAVX2<>+4576(SB), Y8, Y8
+	VADDPS       Y7, Y9, Y9
+	VMULPS       Y3, Y9, Y9
+	VMULPS       tconstAVX2<>+4576(SB), Y9, Y9
+	VMOVUPS      Y8, (AX)
+	VMOVUPS      Y9, 32(AX)
+	ADDQ         $0x00000040, CX
+	ADDQ         $0x00000040, AX
+	ADDQ         $0x00000010, BX
+	SUBQ         $0x00000010, DX
+	JMP          sigmoidF32AVX2Pairs_loop
+
+sigmoidF32AVX2Pairs_done:
+	MOVQ BX, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func siluF32AVX2Pairs(dst *float32, x *float32, n int) int
+// Requires: AVX, AVX2, FMA3
+TEXT ·siluF32AVX2Pairs(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ n+16(FP), DX
+	XORQ BX, BX
+
+siluF32AVX2Pairs_loop:
+	CMPQ         DX, $0x00000010
+	JB           siluF32AVX2Pairs_done
+	VPXOR        Y2, Y2, Y2
+	VMOVUPS      (CX), Y0
+	VANDPS       tconstAVX2<>+480(SB), Y0, Y1
+	VPCMPGTD     tconstAVX2<>+512(SB), Y1, Y1
+	VPOR         Y1, Y2, Y2
+	VMOVUPS      32(CX), Y1
+	VANDPS       tconstAVX2<>+480(SB), Y1, Y3
+	VPCMPGTD     tconstAVX2<>+512(SB), Y3, Y3
+	VPOR         Y3, Y2, Y2
+	VPTEST       Y2, Y2
+	JNZ          siluF32AVX2Pairs_done
+	VMAXPS       tconstAVX2<>+4384(SB), Y0, Y2
+	VMINPS       tconstAVX2<>+4416(SB), Y2, Y2
+	VMAXPS       tconstAVX2<>+4384(SB), Y1, Y3
+	VMINPS       tconstAVX2<>+4416(SB), Y3, Y3
+	VBROADCASTSS tconstAVX2<>+96(SB), Y4
+	VFMADD231PS  tconstAVX2<>+128(SB), Y2, Y4
+	VSUBPS       tconstAVX2<>+96(SB), Y4, Y6
+	VBROADCASTSS tconstAVX2<>+96(SB), Y5
+	VFMADD231PS  tconstAVX2<>+128(SB), Y3, Y5
+	VSUBPS       tconstAVX2<>+96(SB), Y5, Y7
+	VMOVAPS      Y2, Y8
+	VFNMADD231PS tconstAVX2<>+160(SB), Y6, Y8
+	VFNMADD231PS tconstAVX2<>+192(SB), Y6, Y8
+	VMOVAPS      Y3, Y6
+	VFNMADD231PS tconstAVX2<>+160(SB), Y7, Y6
+	VFNMADD231PS tconstAVX2<>+192(SB), Y7, Y6
+	VBROADCASTSS tconstAVX2<>+4448(SB), Y9
+	VBROADCASTSS tconstAVX2<>+4448(SB), Y10
+	VFMADD213PS  tconstAVX2<>+256(SB), Y8, Y9
+	VFMADD213PS  tconstAVX2<>+256(SB), Y6, Y10
+	VFMADD213PS  tconstAVX2<>+4480(SB), Y8, Y9
+	VFMADD213PS  tconstAVX2<>+4480(SB), Y6, Y10
+	VFMADD213PS  tconstAVX2<>+320(SB), Y8, Y9
+	VFMADD213PS  tconstAVX2<>+320(SB), Y6, Y10
+	VFMADD213PS  tconstAVX2<>+4512(SB), Y8, Y9
+	VFMADD213PS  tconstAVX2<>+4512(SB), Y6, Y10
+	VFMADD213PS  tconstAVX2<>+384(SB), Y8, Y9
+	VFMADD213PS  tconstAVX2<>+384(SB), Y6, Y10
+	VMULPS       Y8, Y8, Y7
+	VFMSUB213PS  Y8, Y7, Y9
+	VPADDD       tconstAVX2<>+4544(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       tconstAVX2<>+4576(SB), Y4, Y8
+	VMULPS       Y6, Y6, Y7
+	VFMSUB213PS  Y6, Y7, Y10
+	VPADDD       tconstAVX2<>+4544(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       tconstAVX2<>+4576(SB), Y5, Y11
+	VADDPS       tconstAVX2<>+416(SB), Y8, Y12
+	VSUBPS       tconstAVX2<>+416(SB), Y12, Y6
+	VSUBPS       Y6, Y8, Y8
+	VADDPS       tconstAVX2<>+416(SB), Y11, Y6
+	VSUBPS       tconstAVX2<>+416(SB), Y6, Y7
+	VSUBPS       Y7, Y11, Y11
+	VADDPS       Y9, Y12, Y7
+	VSUBPS       Y12, Y7, Y12
+	VSUBPS       Y12, Y9, Y9
+	VADDPS       Y8, Y9, Y9
+	VADDPS       Y10, Y6, Y8
+	VSUBPS       Y6, Y8, Y6
+	VSUBPS       Y6, Y10, Y10
+	VADDPS       Y11, Y10, Y10
+	VBROADCASTSS tconstAVX2<>+416(SB), Y6
+	VDIVPS       Y7, Y6, Y12
+	VBROADCASTSS tconstAVX2<>+416(SB), Y11
+	VDIVPS       Y8, Y11, Y13
+	VFNMADD231PS Y7, Y12, Y6
+	VFNMADD231PS Y9, Y12, Y6
+	VMULPS       Y12, Y6, Y6
+	VFNMADD231PS Y8, Y13, Y11
+	VFNMADD231PS Y10, Y13, Y11
+	VMULPS       Y13, Y11, Y11
+	VMULPS       Y12, Y2, Y7
+	VMOVAPS      Y7, Y8
+	VFMSUB231PS  Y12, Y2, Y8
+	VFMADD231PS  Y6, Y2, Y8
+	VADDPS       Y8, Y7, Y7
+	VMULPS       Y13, Y3, Y2
+	VMOVAPS      Y2, Y6
+	VFMSUB231PS  Y13, Y3, Y6
+	VFMADD231PS  Y11, Y3, Y6
+	VADDPS       Y6, Y2, Y2
+	VMULPS       Y4, Y7, Y7
+	VMULPS       tconstAVX2<>+4576(SB), Y7, Y7
+	VCMPPS       $0x1e, tconstAVX2<>+4416(SB), Y0, Y3
+	VBLENDVPS    Y3, Y0, Y7, Y7
+	VANDPS       tconstAVX2<>+864(SB), Y0, Y3
+	VORPS        Y3, Y7, Y7
+	VMULPS       Y5, Y2, Y2
+	VMULPS       tconstAVX2<>+4576(SB), Y2, Y2
+	VCMPPS       $0x1e, tconstAVX2<>+4416(SB), Y1, Y0
+	VBLENDVPS    Y0, Y1, Y2, Y2
+	VANDPS       tconstAVX2<>+864(SB), Y1, Y0
+	VORPS        Y0, Y2, Y2
+	VMOVUPS      Y7, (AX)
+	VMOVUPS      Y2, 32(AX)
+	ADDQ         $0x00000040, CX
+	ADDQ         $0x00000040, AX
+	ADDQ         $0x00000010, BX
+	SUBQ         $0x00000010, DX
+	JMP          siluF32AVX2Pairs_loop
+
+siluF32AVX2Pairs_done:
+	MOVQ BX, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func sigmoidGradF32AVX2Pairs(dst *float32, x *float32, grad *float32, n int) int
+// Requires: AVX, AVX2, FMA3
+TEXT ·sigmoidGradF32AVX2Pairs(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ n+24(FP), DX
+	MOVQ grad+16(FP), BX
+	XORQ SI, SI
+
+sigmoidGradF32AVX2Pairs_loop:
+	CMPQ         DX, $0x00000010
+	JB           sigmoidGradF32AVX2Pairs_done
+	VPXOR        Y4, Y4, Y4
+	VMOVUPS      (CX), Y0
+	VANDPS       tconstAVX2<>+480(SB), Y0, Y1
+	VPCMPGTD     tconstAVX2<>+512(SB), Y1, Y1
+	VPOR         Y1, Y4, Y4
+	VMOVUPS      (BX), Y2
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y1
+	VPCMPGTD     tconstAVX2<>+928(SB), Y1, Y1
+	VPOR         Y1, Y4, Y4
+	VMOVUPS      32(CX), Y1
+	VANDPS       tconstAVX2<>+480(SB), Y1, Y5
+	VPCMPGTD     tconstAVX2<>+512(SB), Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VMOVUPS      32(BX), Y3
+	VANDPS       tconstAVX2<>+480(SB), Y3, Y5
+	VPCMPGTD     tconstAVX2<>+928(SB), Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPTEST       Y4, Y4
+	JNZ          sigmoidGradF32AVX2Pairs_done
+	VANDPS       tconstAVX2<>+480(SB), Y0, Y0
+	VMINPS       tconstAVX2<>+3424(SB), Y0, Y0
+	VBROADCASTSS tconstAVX2<>+96(SB), Y4
+	VFNMADD231PS tconstAVX2<>+128(SB), Y0, Y4
+	VANDPS       tconstAVX2<>+480(SB), Y1, Y1
+	VMINPS       tconstAVX2<>+3424(SB), Y1, Y1
+	VBROADCASTSS tconstAVX2<>+96(SB), Y5
+	VFNMADD231PS tconstAVX2<>+128(SB), Y1, Y5
+	VSUBPS       tconstAVX2<>+96(SB), Y4, Y6
+	VXORPS       tconstAVX2<>+864(SB), Y0, Y0
+	VFNMADD231PS tconstAVX2<>+160(SB), Y6, Y0
+	VFNMADD231PS tconstAVX2<>+192(SB), Y6, Y0
+	VSUBPS       tconstAVX2<>+96(SB), Y5, Y6
+	VXORPS       tconstAVX2<>+864(SB), Y1, Y1
+	VFNMADD231PS tconstAVX2<>+160(SB), Y6, Y1
+	VFNMADD231PS tconstAVX2<>+192(SB), Y6, Y1
+	VBROADCASTSS tconstAVX2<>+224(SB), Y6
+	VBROADCASTSS tconstAVX2<>+224(SB), Y7
+	VFMADD213PS  tconstAVX2<>+256(SB), Y0, Y6
+	VFMADD213PS  tconstAVX2<>+256(SB), Y1, Y7
+	VFMADD213PS  tconstAVX2<>+288(SB), Y0, Y6
+	VFMADD213PS  tconstAVX2<>+288(SB), Y1, Y7
+	VFMADD213PS  tconstAVX2<>+320(SB), Y0, Y6
+	VFMADD213PS  tconstAVX2<>+320(SB), Y1, Y7
+	VFMADD213PS  tconstAVX2<>+352(SB), Y0, Y6
+	VFMADD213PS  tconstAVX2<>+352(SB), Y1, Y7
+	VFMADD213PS  tconstAVX2<>+384(SB), Y0, Y6
+	VFMADD213PS  tconstAVX2<>+384(SB), Y1, Y7
+	VMULPS       Y0, Y0, Y8
+	VFMADD213PS  Y0, Y8, Y6
+	VPSUBD       tconstAVX2<>+96(SB), Y4, Y4
+	VPSRAD       $0x01, Y4, Y8
+	VPSUBD       Y8, Y4, Y4
+	VPADDD       tconstAVX2<>+448(SB), Y8, Y8
+	VPSLLD       $0x17, Y8, Y8
+	VPADDD       tconstAVX2<>+448(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y1, Y1, Y0
+	VFMADD213PS  Y1, Y0, Y7
+	VPSUBD       tconstAVX2<>+96(SB), Y5, Y5
+	VPSRAD       $0x01, Y5, Y0
+	VPSUBD       Y0, Y5, Y5
+	VPADDD       tconstAVX2<>+448(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VPADDD       tconstAVX2<>+448(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y4, Y8, Y1
+	VMOVAPS      Y1, Y9
+	VFMADD231PS  Y6, Y1, Y9
+	VSUBPS       Y9, Y1, Y11
+	VFMADD231PS  Y6, Y1, Y11
+	VMULPS       Y5, Y0, Y1
+	VMOVAPS      Y1, Y10
+	VFMADD231PS  Y7, Y1, Y10
+	VSUBPS       Y10, Y1, Y12
+	VFMADD231PS  Y7, Y1, Y12
+	VADDPS       tconstAVX2<>+416(SB), Y9, Y13
+	VSUBPS       tconstAVX2<>+416(SB), Y13, Y1
+	VSUBPS       Y1, Y9, Y9
+	VADDPS       Y11, Y9, Y9
+	VADDPS       tconstAVX2<>+416(SB), Y10, Y11
+	VSUBPS       tconstAVX2<>+416(SB), Y11, Y1
+	VSUBPS       Y1, Y10, Y10
+	VADDPS       Y12, Y10, Y10
+	VBROADCASTSS tconstAVX2<>+416(SB), Y1
+	VDIVPS       Y13, Y1, Y14
+	VBROADCASTSS tconstAVX2<>+416(SB), Y12
+	VDIVPS       Y11, Y12, Y15
+	VFNMADD231PS Y13, Y14, Y1
+	VFNMADD231PS Y9, Y14, Y1
+	VMULPS       Y1, Y14, Y1
+	VFNMADD231PS Y11, Y15, Y12
+	VFNMADD231PS Y10, Y15, Y12
+	VMULPS       Y12, Y15, Y9
+	VMULPS       Y14, Y14, Y10
+	VMOVAPS      Y10, Y11
+	VFMSUB231PS  Y14, Y14, Y11
+	VADDPS       Y14, Y14, Y14
+	VFMADD231PS  Y1, Y14, Y11
+	VMULPS       Y15, Y15, Y1
+	VMOVAPS      Y1, Y12
+	VFMSUB231PS  Y15, Y15, Y12
+	VADDPS       Y15, Y15, Y15
+	VFMADD231PS  Y9, Y15, Y12
+	VMOVAPS      Y11, Y9
+	VFMADD231PS  Y6, Y11, Y9
+	VFMADD231PS  Y6, Y10, Y9
+	VMOVAPS      Y12, Y6
+	VFMADD231PS  Y7, Y12, Y6
+	VFMADD231PS  Y7, Y1, Y6
+	VMULPS       Y10, Y2, Y7
+	VMOVAPS      Y7, Y11
+	VFMSUB231PS  Y10, Y2, Y11
+	VFMADD231PS  Y9, Y2, Y11
+	VADDPS       Y11, Y7, Y7
+	VMULPS       Y1, Y3, Y9
+	VMOVAPS      Y9, Y10
+	VFMSUB231PS  Y1, Y3, Y10
+	VFMADD231PS  Y6, Y3, Y10
+	VADDPS       Y10, Y9, Y9
+	VMULPS       Y8, Y7, Y7
+	VMULPS       Y4, Y7, Y7
+	VMULPS       Y0, Y9, Y9
+	VMULPS       Y5, Y9, Y9
+	VANDPS       tconstAVX2<>+864(SB), Y2, Y0
+	VORPS        Y0, Y7, Y7
+	VANDPS       tconstAVX2<>+864(SB), Y3, Y0
+	VORPS        Y0, Y9, Y9
+	VMOVUPS      Y7, (AX)
+	VMOVUPS      Y9, 32(AX)
+	ADDQ         $0x00000040, CX
+	ADDQ         $0x00000040, AX
+	ADDQ         $0x00000040, BX
+	ADDQ         $0x00000010, SI
+	SUBQ         $0x00000010, DX
+	JMP          sigmoidGradF32AVX2Pairs_loop
+
+sigmoidGradF32AVX2Pairs_done:
+	MOVQ SI, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func expGradF32AVX2Pairs(dst *float32, x *float32, grad *float32, n int) int
+// Requires: AVX, AVX2, FMA3
+TEXT ·expGradF32AVX2Pairs(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ n+24(FP), DX
+	MOVQ grad+16(FP), BX
+	XORQ SI, SI
+
+expGradF32AVX2Pairs_loop:
+	CMPQ         DX, $0x00000010
+	JB           expGradF32AVX2Pairs_done
+	VPXOR        Y4, Y4, Y4
+	VMOVUPS      (CX), Y0
+	VANDPS       tconstAVX2<>+480(SB), Y0, Y1
+	VPCMPGTD     tconstAVX2<>+512(SB), Y1, Y1
+	VPOR         Y1, Y4, Y4
+	VMOVUPS      (BX), Y2
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y1
+	VPCMPGTD     tconstAVX2<>+928(SB), Y1, Y1
+	VPOR         Y1, Y4, Y4
+	VMOVUPS      32(CX), Y1
+	VANDPS       tconstAVX2<>+480(SB), Y1, Y5
+	VPCMPGTD     tconstAVX2<>+512(SB), Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VMOVUPS      32(BX), Y3
+	VANDPS       tconstAVX2<>+480(SB), Y3, Y5
+	VPCMPGTD     tconstAVX2<>+928(SB), Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPTEST       Y4, Y4
+	JNZ          expGradF32AVX2Pairs_done
+	VMAXPS       tconstAVX2<>+640(SB), Y0, Y4
+	VMINPS       tconstAVX2<>+672(SB), Y4, Y4
+	VBROADCASTSS tconstAVX2<>+96(SB), Y6
+	VFMADD231PS  tconstAVX2<>+128(SB), Y4, Y6
+	VMAXPS       tconstAVX2<>+640(SB), Y1, Y5
+	VMINPS       tconstAVX2<>+672(SB), Y5, Y5
+	VBROADCASTSS tconstAVX2<>+96(SB), Y7
+	VFMADD231PS  tconstAVX2<>+128(SB), Y5, Y7
+	VSUBPS       tconstAVX2<>+96(SB), Y6, Y8
+	VMOVAPS      Y4, Y9
+	VFNMADD231PS tconstAVX2<>+160(SB), Y8, Y9
+	VFNMADD231PS tconstAVX2<>+192(SB), Y8, Y9
+	VSUBPS       tconstAVX2<>+96(SB), Y7, Y8
+	VMOVAPS      Y5, Y10
+	VFNMADD231PS tconstAVX2<>+160(SB), Y8, Y10
+	VFNMADD231PS tconstAVX2<>+192(SB), Y8, Y10
+	VBROADCASTSS tconstAVX2<>+224(SB), Y11
+	VBROADCASTSS tconstAVX2<>+224(SB), Y12
+	VFMADD213PS  tconstAVX2<>+256(SB), Y9, Y11
+	VFMADD213PS  tconstAVX2<>+256(SB), Y10, Y12
+	VFMADD213PS  tconstAVX2<>+288(SB), Y9, Y11
+	VFMADD213PS  tconstAVX2<>+288(SB), Y10, Y12
+	VFMADD213PS  tconstAVX2<>+320(SB), Y9, Y11
+	VFMADD213PS  tconstAVX2<>+320(SB), Y10, Y12
+	VFMADD213PS  tconstAVX2<>+352(SB), Y9, Y11
+	VFMADD213PS  tconstAVX2<>+352(SB), Y10, Y12
+	VFMADD213PS  tconstAVX2<>+384(SB), Y9, Y11
+	VFMADD213PS  tconstAVX2<>+384(SB), Y10, Y12
+	VMULPS       Y9, Y9, Y8
+	VFMADD213PS  Y9, Y8, Y11
+	VMULPS       Y10, Y10, Y8
+	VFMADD213PS  Y10, Y8, Y12
+	VCMPPS       $0x1e, tconstAVX2<>+704(SB), Y4, Y4
+	VBROADCASTSS tconstAVX2<>+416(SB), Y8
+	VBLENDVPS    Y4, tconstAVX2<>+736(SB), Y8, Y8
+	VMULPS       Y2, Y8, Y8
+	VPSUBD       tconstAVX2<>+96(SB), Y6, Y6
+	VANDPS       tconstAVX2<>+768(SB), Y4, Y4
+	VPSUBD       Y4, Y6, Y6
+	VCMPPS       $0x1e, tconstAVX2<>+704(SB), Y5, Y4
+	VBROADCASTSS tconstAVX2<>+416(SB), Y9
+	VBLENDVPS    Y4, tconstAVX2<>+736(SB), Y9, Y9
+	VMULPS       Y3, Y9, Y9
+	VPSUBD       tconstAVX2<>+96(SB), Y7, Y7
+	VANDPS       tconstAVX2<>+768(SB), Y4, Y4
+	VPSUBD       Y4, Y7, Y7
+	VPXOR        Y4, Y4, Y4
+	VPSUBD       tconstAVX2<>+800(SB), Y6, Y5
+	VPMAXSD      Y4, Y5, Y5
+	VPMINSD      tconstAVX2<>+448(SB), Y5, Y5
+	VPSUBD       Y5, Y6, Y6
+	VPADDD       tconstAVX2<>+448(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y5, Y8, Y8
+	VPXOR        Y4, Y4, Y4
+	VPSUBD       tconstAVX2<>+800(SB), Y7, Y5
+	VPMAXSD      Y4, Y5, Y5
+	VPMINSD      tconstAVX2<>+448(SB), Y5, Y5
+	VPSUBD       Y5, Y7, Y7
+	VPADDD       tconstAVX2<>+448(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y5, Y9, Y9
+	VMINPS       tconstAVX2<>+512(SB), Y8, Y8
+	VMAXPS       tconstAVX2<>+832(SB), Y8, Y8
+	VMOVAPS      Y8, Y5
+	VFMADD231PS  Y11, Y8, Y5
+	VMINPS       tconstAVX2<>+512(SB), Y9, Y9
+	VMAXPS       tconstAVX2<>+832(SB), Y9, Y9
+	VMOVAPS      Y9, Y10
+	VFMADD231PS  Y12, Y9, Y10
+	VPSRAD       $0x01, Y6, Y4
+	VPSUBD       Y4, Y6, Y6
+	VPADDD       tconstAVX2<>+448(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y4, Y5, Y5
+	VPADDD       tconstAVX2<>+448(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y6, Y5, Y5
+	VPSRAD       $0x01, Y7, Y4
+	VPSUBD       Y4, Y7, Y7
+	VPADDD       tconstAVX2<>+448(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y4, Y10, Y10
+	VPADDD       tconstAVX2<>+448(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VMULPS       Y7, Y10, Y10
+	VANDPS       tconstAVX2<>+864(SB), Y2, Y8
+	VORPS        Y8, Y5, Y5
+	VCMPPS       $0x1d, tconstAVX2<>+896(SB), Y0, Y4
+	VBROADCASTSS tconstAVX2<>+544(SB), Y8
+	VMULPS       Y2, Y8, Y8
+	VBLENDVPS    Y4, Y8, Y5, Y5
+	VANDPS       tconstAVX2<>+864(SB), Y3, Y9
+	VORPS        Y9, Y10, Y10
+	VCMPPS       $0x1d, tconstAVX2<>+896(SB), Y1, Y4
+	VBROADCASTSS tconstAVX2<>+544(SB), Y9
+	VMULPS       Y3, Y9, Y9
+	VBLENDVPS    Y4, Y9, Y10, Y10
+	VMOVUPS      Y5, (AX)
+	VMOVUPS      Y10, 32(AX)
+	ADDQ         $0x00000040, CX
+	ADDQ         $0x00000040, AX
+	ADDQ         $0x00000040, BX
+	ADDQ         $0x00000010, SI
+	SUBQ         $0x00000010, DX
+	JMP          expGradF32AVX2Pairs_loop
+
+expGradF32AVX2Pairs_done:
+	MOVQ SI, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func tanhGradF32AVX2Pairs(dst *float32, x *float32, grad *float32, n int) int
+// Requires: AVX, AVX2, FMA3
+TEXT ·tanhGradF32AVX2Pairs(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ n+24(FP), DX
+	MOVQ grad+16(FP), BX
+	XORQ SI, SI
+
+tanhGradF32AVX2Pairs_loop:
+	CMPQ         DX, $0x00000010
+	JB           tanhGradF32AVX2Pairs_done
+	VPXOR        Y4, Y4, Y4
+	VMOVUPS      (CX), Y0
+	VANDPS       tconstAVX2<>+480(SB), Y0, Y1
+	VPCMPGTD     tconstAVX2<>+512(SB), Y1, Y1
+	VPOR         Y1, Y4, Y4
+	VMOVUPS      (BX), Y2
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y1
+	VPCMPGTD     tconstAVX2<>+928(SB), Y1, Y1
+	VPOR         Y1, Y4, Y4
+	VMOVUPS      32(CX), Y1
+	VANDPS       tconstAVX2<>+480(SB), Y1, Y5
+	VPCMPGTD     tconstAVX2<>+512(SB), Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VMOVUPS      32(BX), Y3
+	VANDPS       tconstAVX2<>+480(SB), Y3, Y5
+	VPCMPGTD     tconstAVX2<>+928(SB), Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPTEST       Y4, Y4
+	JNZ          tanhGradF32AVX2Pairs_done
+	VADDPS       Y0, Y0, Y0
+	VMULPS       tconstAVX2<>+3392(SB), Y2, Y2
+	VADDPS       Y1, Y1, Y1
+	VMULPS       tconstAVX2<>+3392(SB), Y3, Y3
+	VANDPS       tconstAVX2<>+480(SB), Y0, Y0
+	VMINPS       tconstAVX2<>+3424(SB), Y0, Y0
+	VBROADCASTSS tconstAVX2<>+96(SB), Y4
+	VFNMADD231PS tconstAVX2<>+128(SB), Y0, Y4
+	VANDPS       tconstAVX2<>+480(SB), Y1, Y1
+	VMINPS       tconstAVX2<>+3424(SB), Y1, Y1
+	VBROADCASTSS tconstAVX2<>+96(SB), Y5
+	VFNMADD231PS tconstAVX2<>+128(SB), Y1, Y5
+	VSUBPS       tconstAVX2<>+96(SB), Y4, Y6
+	VXORPS       tconstAVX2<>+864(SB), Y0, Y0
+	VFNMADD231PS tconstAVX2<>+160(SB), Y6, Y0
+	VFNMADD231PS tconstAVX2<>+192(SB), Y6, Y0
+	VSUBPS       tconstAVX2<>+96(SB), Y5, Y6
+	VXORPS       tconstAVX2<>+864(SB), Y1, Y1
+	VFNMADD231PS tconstAVX2<>+160(SB), Y6, Y1
+	VFNMADD231PS tconstAVX2<>+192(SB), Y6, Y1
+	VBROADCASTSS tconstAVX2<>+224(SB), Y6
+	VBROADCASTSS tconstAVX2<>+224(SB), Y7
+	VFMADD213PS  tconstAVX2<>+256(SB), Y0, Y6
+	VFMADD213PS  tconstAVX2<>+256(SB), Y1, Y7
+	VFMADD213PS  tconstAVX2<>+288(SB), Y0, Y6
+	VFMADD213PS  tconstAVX2<>+288(SB), Y1, Y7
+	VFMADD213PS  tconstAVX2<>+320(SB), Y0, Y6
+	VFMADD213PS  tconstAVX2<>+320(SB), Y1, Y7
+	VFMADD213PS  tconstAVX2<>+352(SB), Y0, Y6
+	VFMADD213PS  tconstAVX2<>+352(SB), Y1, Y7
+	VFMADD213PS  tconstAVX2<>+384(SB), Y0, Y6
+	VFMADD213PS  tconstAVX2<>+384(SB), Y1, Y7
+	VMULPS       Y0, Y0, Y8
+	VFMADD213PS  Y0, Y8, Y6
+	VPSUBD       tconstAVX2<>+96(SB), Y4, Y4
+	VPSRAD       $0x01, Y4, Y8
+	VPSUBD       Y8, Y4, Y4
+	VPADDD       tconstAVX2<>+448(SB), Y8, Y8
+	VPSLLD       $0x17, Y8, Y8
+	VPADDD       tconstAVX2<>+448(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y1, Y1, Y0
+	VFMADD213PS  Y1, Y0, Y7
+	VPSUBD       tconstAVX2<>+96(SB), Y5, Y5
+	VPSRAD       $0x01, Y5, Y0
+	VPSUBD       Y0, Y5, Y5
+	VPADDD       tconstAVX2<>+448(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VPADDD       tconstAVX2<>+448(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y4, Y8, Y1
+	VMOVAPS      Y1, Y9
+	VFMADD231PS  Y6, Y1, Y9
+	VSUBPS       Y9, Y1, Y11
+	VFMADD231PS  Y6, Y1, Y11
+	VMULPS       Y5, Y0, Y1
+	VMOVAPS      Y1, Y10
+	VFMADD231PS  Y7, Y1, Y10
+	VSUBPS       Y10, Y1, Y12
+	VFMADD231PS  Y7, Y1, Y12
+	VADDPS       tconstAVX2<>+416(SB), Y9, Y13
+	VSUBPS       tconstAVX2<>+416(SB), Y13, Y1
+	VSUBPS       Y1, Y9, Y9
+	VADDPS       Y11, Y9, Y9
+	VADDPS       tconstAVX2<>+416(SB), Y10, Y11
+	VSUBPS       tconstAVX2<>+416(SB), Y11, Y1
+	VSUBPS       Y1, Y10, Y10
+	VADDPS       Y12, Y10, Y10
+	VBROADCASTSS tconstAVX2<>+416(SB), Y1
+	VDIVPS       Y13, Y1, Y14
+	VBROADCASTSS tconstAVX2<>+416(SB), Y12
+	VDIVPS       Y11, Y12, Y15
+	VFNMADD231PS Y13, Y14, Y1
+	VFNMADD231PS Y9, Y14, Y1
+	VMULPS       Y1, Y14, Y1
+	VFNMADD231PS Y11, Y15, Y12
+	VFNMADD231PS Y10, Y15, Y12
+	VMULPS       Y12, Y15, Y9
+	VMULPS       Y14, Y14, Y10
+	VMOVAPS      Y10, Y11
+	VFMSUB231PS  Y14, Y14, Y11
+	VADDPS       Y14, Y14, Y14
+	VFMADD231PS  Y1, Y14, Y11
+	VMULPS       Y15, Y15, Y1
+	VMOVAPS      Y1, Y12
+	VFMSUB231PS  Y15, Y15, Y12
+	VADDPS       Y15, Y15, Y15
+	VFMADD231PS  Y9, Y15, Y12
+	VMOVAPS      Y11, Y9
+	VFMADD231PS  Y6, Y11, Y9
+	VFMADD231PS  Y6, Y10, Y9
+	VMOVAPS      Y12, Y6
+	VFMADD231PS  Y7, Y12, Y6
+	VFMADD231PS  Y7, Y1, Y6
+	VMULPS       Y10, Y2, Y7
+	VMOVAPS      Y7, Y11
+	VFMSUB231PS  Y10, Y2, Y11
+	VFMADD231PS  Y9, Y2, Y11
+	VADDPS       Y11, Y7, Y7
+	VMULPS       Y1, Y3, Y9
+	VMOVAPS      Y9, Y10
+	VFMSUB231PS  Y1, Y3, Y10
+	VFMADD231PS  Y6, Y3, Y10
+	VADDPS       Y10, Y9, Y9
+	VMULPS       Y8, Y7, Y7
+	VMULPS       Y4, Y7, Y7
+	VMULPS       Y0, Y9, Y9
+	VMULPS       Y5, Y9, Y9
+	VANDPS       tconstAVX2<>+864(SB), Y2, Y0
+	VORPS        Y0, Y7, Y7
+	VANDPS       tconstAVX2<>+864(SB), Y3, Y0
+	VORPS        Y0, Y9, Y9
+	VMOVUPS      Y7, (AX)
+	VMOVUPS      Y9, 32(AX)
+	ADDQ         $0x00000040, CX
+	ADDQ         $0x00000040, AX
+	ADDQ         $0x00000040, BX
+	ADDQ         $0x00000010, SI
+	SUBQ         $0x00000010, DX
+	JMP          tanhGradF32AVX2Pairs_loop
+
+tanhGradF32AVX2Pairs_done:
+	MOVQ SI, ret+32(FP)
+	VZEROUPPER
+	RET
+
 // func geluTanhF32AVX2Pairs(dst *float32, x *float32, n int) int
 // Requires: AVX, AVX2, FMA3
 TEXT ·geluTanhF32AVX2Pairs(SB), NOSPLIT, $0-32
@@ -16994,44 +18187,44 @@ geluTanhF32AVX2Pairs_loop:
 	VPTEST       Y2, Y2
 	JNZ          geluTanhF32AVX2Pairs_done
 	VORPS        tconstAVX2<>+864(SB), Y0, Y0
-	VMAXPS       tconstAVX2<>+6912(SB), Y0, Y0
+	VMAXPS       tconstAVX2<>+7008(SB), Y0, Y0
 	VORPS        tconstAVX2<>+864(SB), Y1, Y1
-	VMAXPS       tconstAVX2<>+6912(SB), Y1, Y1
+	VMAXPS       tconstAVX2<>+7008(SB), Y1, Y1
 	VMULPS       Y0, Y0, Y2
 	VMOVAPS      Y2, Y4
 	VFMSUB231PS  Y0, Y0, Y4
 	VMULPS       Y1, Y1, Y3
 	VMOVAPS      Y3, Y5
 	VFMSUB231PS  Y1, Y1, Y5
-	VBROADCASTSS tconstAVX2<>+6944(SB), Y6
-	VFMADD231PS  tconstAVX2<>+6976(SB), Y2, Y6
+	VBROADCASTSS tconstAVX2<>+7040(SB), Y6
+	VFMADD231PS  tconstAVX2<>+7072(SB), Y2, Y6
 	VFNMADD213PS tconstAVX2<>+96(SB), Y0, Y6
-	VBROADCASTSS tconstAVX2<>+6944(SB), Y7
-	VFMADD231PS  tconstAVX2<>+6976(SB), Y3, Y7
+	VBROADCASTSS tconstAVX2<>+7040(SB), Y7
+	VFMADD231PS  tconstAVX2<>+7072(SB), Y3, Y7
 	VFNMADD213PS tconstAVX2<>+96(SB), Y1, Y7
-	VMULPS       tconstAVX2<>+7008(SB), Y2, Y8
+	VMULPS       tconstAVX2<>+7104(SB), Y2, Y8
 	VMOVAPS      Y8, Y9
-	VFMSUB231PS  tconstAVX2<>+7008(SB), Y2, Y9
-	VFMADD231PS  tconstAVX2<>+7040(SB), Y2, Y9
-	VFMADD231PS  tconstAVX2<>+7008(SB), Y4, Y9
-	VADDPS       tconstAVX2<>+7072(SB), Y9, Y9
-	VMULPS       tconstAVX2<>+7008(SB), Y3, Y2
+	VFMSUB231PS  tconstAVX2<>+7104(SB), Y2, Y9
+	VFMADD231PS  tconstAVX2<>+7136(SB), Y2, Y9
+	VFMADD231PS  tconstAVX2<>+7104(SB), Y4, Y9
+	VADDPS       tconstAVX2<>+7168(SB), Y9, Y9
+	VMULPS       tconstAVX2<>+7104(SB), Y3, Y2
 	VMOVAPS      Y2, Y4
-	VFMSUB231PS  tconstAVX2<>+7008(SB), Y3, Y4
-	VFMADD231PS  tconstAVX2<>+7040(SB), Y3, Y4
-	VFMADD231PS  tconstAVX2<>+7008(SB), Y5, Y4
-	VADDPS       tconstAVX2<>+7072(SB), Y4, Y4
-	VADDPS       tconstAVX2<>+7104(SB), Y8, Y3
-	VSUBPS       tconstAVX2<>+7104(SB), Y3, Y5
+	VFMSUB231PS  tconstAVX2<>+7104(SB), Y3, Y4
+	VFMADD231PS  tconstAVX2<>+7136(SB), Y3, Y4
+	VFMADD231PS  tconstAVX2<>+7104(SB), Y5, Y4
+	VADDPS       tconstAVX2<>+7168(SB), Y4, Y4
+	VADDPS       tconstAVX2<>+7200(SB), Y8, Y3
+	VSUBPS       tconstAVX2<>+7200(SB), Y3, Y5
 	VSUBPS       Y5, Y3, Y10
-	VSUBPS       tconstAVX2<>+7104(SB), Y10, Y10
+	VSUBPS       tconstAVX2<>+7200(SB), Y10, Y10
 	VSUBPS       Y5, Y8, Y5
 	VSUBPS       Y10, Y5, Y10
 	VADDPS       Y9, Y10, Y10
-	VADDPS       tconstAVX2<>+7104(SB), Y2, Y5
-	VSUBPS       tconstAVX2<>+7104(SB), Y5, Y8
+	VADDPS       tconstAVX2<>+7200(SB), Y2, Y5
+	VSUBPS       tconstAVX2<>+7200(SB), Y5, Y8
 	VSUBPS       Y8, Y5, Y9
-	VSUBPS       tconstAVX2<>+7104(SB), Y9, Y9
+	VSUBPS       tconstAVX2<>+7200(SB), Y9, Y9
 	VSUBPS       Y8, Y2, Y8
 	VSUBPS       Y9, Y8, Y9
 	VADDPS       Y4, Y9, Y9
@@ -17072,26 +18265,26 @@ geluTanhF32AVX2Pairs_loop:
 	VFMADD231PS  Y4, Y8, Y5
 	VFMADD231PS  Y4, Y5, Y3
 	VPSUBD       tconstAVX2<>+96(SB), Y6, Y6
-	VPMAXSD      tconstAVX2<>+7136(SB), Y6, Y4
+	VPMAXSD      tconstAVX2<>+7232(SB), Y6, Y4
 	VPADDD       tconstAVX2<>+448(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
 	VPSRAD       $0x01, Y6, Y5
 	VPSUBD       Y5, Y6, Y6
-	VPADDD       tconstAVX2<>+7168(SB), Y5, Y5
+	VPADDD       tconstAVX2<>+7264(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y0, Y5, Y5
-	VPADDD       tconstAVX2<>+7200(SB), Y6, Y6
+	VPADDD       tconstAVX2<>+7296(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
 	VPSUBD       tconstAVX2<>+96(SB), Y7, Y7
-	VPMAXSD      tconstAVX2<>+7136(SB), Y7, Y0
+	VPMAXSD      tconstAVX2<>+7232(SB), Y7, Y0
 	VPADDD       tconstAVX2<>+448(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VPSRAD       $0x01, Y7, Y8
 	VPSUBD       Y8, Y7, Y7
-	VPADDD       tconstAVX2<>+7168(SB), Y8, Y8
+	VPADDD       tconstAVX2<>+7264(SB), Y8, Y8
 	VPSLLD       $0x17, Y8, Y8
 	VMULPS       Y1, Y8, Y8
-	VPADDD       tconstAVX2<>+7200(SB), Y7, Y7
+	VPADDD       tconstAVX2<>+7296(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
 	VADDPS       tconstAVX2<>+416(SB), Y2, Y1
 	VSUBPS       tconstAVX2<>+416(SB), Y1, Y9
@@ -17580,548 +18773,560 @@ DATA tconstAVX2<>+3360(SB)/8, $0x0000000100000000
 DATA tconstAVX2<>+3368(SB)/8, $0x0000000300000002
 DATA tconstAVX2<>+3376(SB)/8, $0x0000000500000004
 DATA tconstAVX2<>+3384(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+3392(SB)/8, $0x7fffffffffffffff
-DATA tconstAVX2<>+3400(SB)/8, $0x7fffffffffffffff
-DATA tconstAVX2<>+3408(SB)/8, $0x7fffffffffffffff
-DATA tconstAVX2<>+3416(SB)/8, $0x7fffffffffffffff
-DATA tconstAVX2<>+3424(SB)/8, $0x404e000000000000
-DATA tconstAVX2<>+3432(SB)/8, $0x404e000000000000
-DATA tconstAVX2<>+3440(SB)/8, $0x404e000000000000
-DATA tconstAVX2<>+3448(SB)/8, $0x404e000000000000
-DATA tconstAVX2<>+3456(SB)/8, $0x4000000000000000
-DATA tconstAVX2<>+3464(SB)/8, $0x4000000000000000
-DATA tconstAVX2<>+3472(SB)/8, $0x4000000000000000
-DATA tconstAVX2<>+3480(SB)/8, $0x4000000000000000
-DATA tconstAVX2<>+3488(SB)/8, $0x4010000000000000
-DATA tconstAVX2<>+3496(SB)/8, $0x4010000000000000
-DATA tconstAVX2<>+3504(SB)/8, $0x4010000000000000
-DATA tconstAVX2<>+3512(SB)/8, $0x4010000000000000
-DATA tconstAVX2<>+3520(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+3528(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+3536(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+3544(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+3552(SB)/8, $0x4018000000000000
-DATA tconstAVX2<>+3560(SB)/8, $0x4018000000000000
-DATA tconstAVX2<>+3568(SB)/8, $0x4018000000000000
-DATA tconstAVX2<>+3576(SB)/8, $0x4018000000000000
-DATA tconstAVX2<>+3584(SB)/8, $0x3f67913eedfa259d
-DATA tconstAVX2<>+3592(SB)/8, $0x3f67913eedfa259d
-DATA tconstAVX2<>+3600(SB)/8, $0x3f67913eedfa259d
-DATA tconstAVX2<>+3608(SB)/8, $0x3f67913eedfa259d
-DATA tconstAVX2<>+3616(SB)/8, $0x3fa138ac55b61065
-DATA tconstAVX2<>+3624(SB)/8, $0x3fa138ac55b61065
-DATA tconstAVX2<>+3632(SB)/8, $0x3fa138ac55b61065
-DATA tconstAVX2<>+3640(SB)/8, $0x3fa138ac55b61065
-DATA tconstAVX2<>+3648(SB)/8, $0x3fc7e99afd95f731
-DATA tconstAVX2<>+3656(SB)/8, $0x3fc7e99afd95f731
-DATA tconstAVX2<>+3664(SB)/8, $0x3fc7e99afd95f731
-DATA tconstAVX2<>+3672(SB)/8, $0x3fc7e99afd95f731
-DATA tconstAVX2<>+3680(SB)/8, $0x3fe3d5c025266e79
-DATA tconstAVX2<>+3688(SB)/8, $0x3fe3d5c025266e79
-DATA tconstAVX2<>+3696(SB)/8, $0x3fe3d5c025266e79
-DATA tconstAVX2<>+3704(SB)/8, $0x3fe3d5c025266e79
-DATA tconstAVX2<>+3712(SB)/8, $0x3ff4ae3953b4753e
-DATA tconstAVX2<>+3720(SB)/8, $0x3ff4ae3953b4753e
-DATA tconstAVX2<>+3728(SB)/8, $0x3ff4ae3953b4753e
-DATA tconstAVX2<>+3736(SB)/8, $0x3ff4ae3953b4753e
-DATA tconstAVX2<>+3744(SB)/8, $0x3ff9f557fb44e51b
-DATA tconstAVX2<>+3752(SB)/8, $0x3ff9f557fb44e51b
-DATA tconstAVX2<>+3760(SB)/8, $0x3ff9f557fb44e51b
-DATA tconstAVX2<>+3768(SB)/8, $0x3ff9f557fb44e51b
-DATA tconstAVX2<>+3776(SB)/8, $0x3ff000000000176a
-DATA tconstAVX2<>+3784(SB)/8, $0x3ff000000000176a
-DATA tconstAVX2<>+3792(SB)/8, $0x3ff000000000176a
-DATA tconstAVX2<>+3800(SB)/8, $0x3ff000000000176a
-DATA tconstAVX2<>+3808(SB)/8, $0x3f74e2d304755848
-DATA tconstAVX2<>+3816(SB)/8, $0x3f74e2d304755848
-DATA tconstAVX2<>+3824(SB)/8, $0x3f74e2d304755848
-DATA tconstAVX2<>+3832(SB)/8, $0x3f74e2d304755848
-DATA tconstAVX2<>+3840(SB)/8, $0x3fae862c9adb3a69
-DATA tconstAVX2<>+3848(SB)/8, $0x3fae862c9adb3a69
-DATA tconstAVX2<>+3856(SB)/8, $0x3fae862c9adb3a69
-DATA tconstAVX2<>+3864(SB)/8, $0x3fae862c9adb3a69
-DATA tconstAVX2<>+3872(SB)/8, $0x3fd55ae37d27c49e
-DATA tconstAVX2<>+3880(SB)/8, $0x3fd55ae37d27c49e
-DATA tconstAVX2<>+3888(SB)/8, $0x3fd55ae37d27c49e
-DATA tconstAVX2<>+3896(SB)/8, $0x3fd55ae37d27c49e
-DATA tconstAVX2<>+3904(SB)/8, $0x3ff20e324cc88254
-DATA tconstAVX2<>+3912(SB)/8, $0x3ff20e324cc88254
-DATA tconstAVX2<>+3920(SB)/8, $0x3ff20e324cc88254
-DATA tconstAVX2<>+3928(SB)/8, $0x3ff20e324cc88254
-DATA tconstAVX2<>+3936(SB)/8, $0x4003a165aac153fd
-DATA tconstAVX2<>+3944(SB)/8, $0x4003a165aac153fd
-DATA tconstAVX2<>+3952(SB)/8, $0x4003a165aac153fd
-DATA tconstAVX2<>+3960(SB)/8, $0x4003a165aac153fd
-DATA tconstAVX2<>+3968(SB)/8, $0x400b2bf0b282e60b
-DATA tconstAVX2<>+3976(SB)/8, $0x400b2bf0b282e60b
-DATA tconstAVX2<>+3984(SB)/8, $0x400b2bf0b282e60b
-DATA tconstAVX2<>+3992(SB)/8, $0x400b2bf0b282e60b
-DATA tconstAVX2<>+4000(SB)/8, $0x40060197a5cbaa5b
-DATA tconstAVX2<>+4008(SB)/8, $0x40060197a5cbaa5b
-DATA tconstAVX2<>+4016(SB)/8, $0x40060197a5cbaa5b
-DATA tconstAVX2<>+4024(SB)/8, $0x40060197a5cbaa5b
-DATA tconstAVX2<>+4032(SB)/8, $0xbf9b82ce31288b51
-DATA tconstAVX2<>+4040(SB)/8, $0xbf9b82ce31288b51
-DATA tconstAVX2<>+4048(SB)/8, $0xbf9b82ce31288b51
-DATA tconstAVX2<>+4056(SB)/8, $0xbf9b82ce31288b51
-DATA tconstAVX2<>+4064(SB)/8, $0x3fbce2f21a042be2
-DATA tconstAVX2<>+4072(SB)/8, $0x3fbce2f21a042be2
-DATA tconstAVX2<>+4080(SB)/8, $0x3fbce2f21a042be2
-DATA tconstAVX2<>+4088(SB)/8, $0x3fbce2f21a042be2
-DATA tconstAVX2<>+4096(SB)/8, $0xbfd812746b0379e7
-DATA tconstAVX2<>+4104(SB)/8, $0xbfd812746b0379e7
-DATA tconstAVX2<>+4112(SB)/8, $0xbfd812746b0379e7
-DATA tconstAVX2<>+4120(SB)/8, $0xbfd812746b0379e7
-DATA tconstAVX2<>+4128(SB)/8, $0x3ff20dd750429b6d
-DATA tconstAVX2<>+4136(SB)/8, $0x3ff20dd750429b6d
-DATA tconstAVX2<>+4144(SB)/8, $0x3ff20dd750429b6d
-DATA tconstAVX2<>+4152(SB)/8, $0x3ff20dd750429b6d
-DATA tconstAVX2<>+4160(SB)/8, $0x3fb0000000000000
-DATA tconstAVX2<>+4168(SB)/8, $0x3fb0000000000000
-DATA tconstAVX2<>+4176(SB)/8, $0x3fb0000000000000
-DATA tconstAVX2<>+4184(SB)/8, $0x3fb0000000000000
-DATA tconstAVX2<>+4192(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+4200(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+4208(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+4216(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+4224(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+4232(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+4240(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+4248(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+4256(SB)/8, $0xc2dc0000c2dc0000
-DATA tconstAVX2<>+4264(SB)/8, $0xc2dc0000c2dc0000
-DATA tconstAVX2<>+4272(SB)/8, $0xc2dc0000c2dc0000
-DATA tconstAVX2<>+4280(SB)/8, $0xc2dc0000c2dc0000
-DATA tconstAVX2<>+4288(SB)/8, $0x41c0000041c00000
-DATA tconstAVX2<>+4296(SB)/8, $0x41c0000041c00000
-DATA tconstAVX2<>+4304(SB)/8, $0x41c0000041c00000
-DATA tconstAVX2<>+4312(SB)/8, $0x41c0000041c00000
-DATA tconstAVX2<>+4320(SB)/8, $0xb950395fb950395f
-DATA tconstAVX2<>+4328(SB)/8, $0xb950395fb950395f
-DATA tconstAVX2<>+4336(SB)/8, $0xb950395fb950395f
-DATA tconstAVX2<>+4344(SB)/8, $0xb950395fb950395f
-DATA tconstAVX2<>+4352(SB)/8, $0xbc0888a6bc0888a6
-DATA tconstAVX2<>+4360(SB)/8, $0xbc0888a6bc0888a6
-DATA tconstAVX2<>+4368(SB)/8, $0xbc0888a6bc0888a6
-DATA tconstAVX2<>+4376(SB)/8, $0xbc0888a6bc0888a6
-DATA tconstAVX2<>+4384(SB)/8, $0xbe2aaaabbe2aaaab
-DATA tconstAVX2<>+4392(SB)/8, $0xbe2aaaabbe2aaaab
-DATA tconstAVX2<>+4400(SB)/8, $0xbe2aaaabbe2aaaab
-DATA tconstAVX2<>+4408(SB)/8, $0xbe2aaaabbe2aaaab
-DATA tconstAVX2<>+4416(SB)/8, $0x000000a7000000a7
-DATA tconstAVX2<>+4424(SB)/8, $0x000000a7000000a7
-DATA tconstAVX2<>+4432(SB)/8, $0x000000a7000000a7
-DATA tconstAVX2<>+4440(SB)/8, $0x000000a7000000a7
-DATA tconstAVX2<>+4448(SB)/8, $0x2b8000002b800000
-DATA tconstAVX2<>+4456(SB)/8, $0x2b8000002b800000
-DATA tconstAVX2<>+4464(SB)/8, $0x2b8000002b800000
-DATA tconstAVX2<>+4472(SB)/8, $0x2b8000002b800000
-DATA tconstAVX2<>+4480(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+4488(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+4496(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+4504(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+4512(SB)/8, $0x4316000043160000
-DATA tconstAVX2<>+4520(SB)/8, $0x4316000043160000
-DATA tconstAVX2<>+4528(SB)/8, $0x4316000043160000
-DATA tconstAVX2<>+4536(SB)/8, $0x4316000043160000
-DATA tconstAVX2<>+4544(SB)/8, $0xc072c00000000000
-DATA tconstAVX2<>+4552(SB)/8, $0xc072c00000000000
-DATA tconstAVX2<>+4560(SB)/8, $0xc072c00000000000
-DATA tconstAVX2<>+4568(SB)/8, $0xc072c00000000000
-DATA tconstAVX2<>+4576(SB)/8, $0x4072c00000000000
-DATA tconstAVX2<>+4584(SB)/8, $0x4072c00000000000
-DATA tconstAVX2<>+4592(SB)/8, $0x4072c00000000000
-DATA tconstAVX2<>+4600(SB)/8, $0x4072c00000000000
+DATA tconstAVX2<>+3392(SB)/8, $0x4080000040800000
+DATA tconstAVX2<>+3400(SB)/8, $0x4080000040800000
+DATA tconstAVX2<>+3408(SB)/8, $0x4080000040800000
+DATA tconstAVX2<>+3416(SB)/8, $0x4080000040800000
+DATA tconstAVX2<>+3424(SB)/8, $0x4316000043160000
+DATA tconstAVX2<>+3432(SB)/8, $0x4316000043160000
+DATA tconstAVX2<>+3440(SB)/8, $0x4316000043160000
+DATA tconstAVX2<>+3448(SB)/8, $0x4316000043160000
+DATA tconstAVX2<>+3456(SB)/8, $0x7fffffffffffffff
+DATA tconstAVX2<>+3464(SB)/8, $0x7fffffffffffffff
+DATA tconstAVX2<>+3472(SB)/8, $0x7fffffffffffffff
+DATA tconstAVX2<>+3480(SB)/8, $0x7fffffffffffffff
+DATA tconstAVX2<>+3488(SB)/8, $0x404e000000000000
+DATA tconstAVX2<>+3496(SB)/8, $0x404e000000000000
+DATA tconstAVX2<>+3504(SB)/8, $0x404e000000000000
+DATA tconstAVX2<>+3512(SB)/8, $0x404e000000000000
+DATA tconstAVX2<>+3520(SB)/8, $0x4000000000000000
+DATA tconstAVX2<>+3528(SB)/8, $0x4000000000000000
+DATA tconstAVX2<>+3536(SB)/8, $0x4000000000000000
+DATA tconstAVX2<>+3544(SB)/8, $0x4000000000000000
+DATA tconstAVX2<>+3552(SB)/8, $0x4010000000000000
+DATA tconstAVX2<>+3560(SB)/8, $0x4010000000000000
+DATA tconstAVX2<>+3568(SB)/8, $0x4010000000000000
+DATA tconstAVX2<>+3576(SB)/8, $0x4010000000000000
+DATA tconstAVX2<>+3584(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+3592(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+3600(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+3608(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+3616(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+3624(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+3632(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+3640(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+3648(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+3656(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+3664(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+3672(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+3680(SB)/8, $0x4018000000000000
+DATA tconstAVX2<>+3688(SB)/8, $0x4018000000000000
+DATA tconstAVX2<>+3696(SB)/8, $0x4018000000000000
+DATA tconstAVX2<>+3704(SB)/8, $0x4018000000000000
+DATA tconstAVX2<>+3712(SB)/8, $0x3f67913eedfa259d
+DATA tconstAVX2<>+3720(SB)/8, $0x3f67913eedfa259d
+DATA tconstAVX2<>+3728(SB)/8, $0x3f67913eedfa259d
+DATA tconstAVX2<>+3736(SB)/8, $0x3f67913eedfa259d
+DATA tconstAVX2<>+3744(SB)/8, $0x3fa138ac55b61065
+DATA tconstAVX2<>+3752(SB)/8, $0x3fa138ac55b61065
+DATA tconstAVX2<>+3760(SB)/8, $0x3fa138ac55b61065
+DATA tconstAVX2<>+3768(SB)/8, $0x3fa138ac55b61065
+DATA tconstAVX2<>+3776(SB)/8, $0x3fc7e99afd95f731
+DATA tconstAVX2<>+3784(SB)/8, $0x3fc7e99afd95f731
+DATA tconstAVX2<>+3792(SB)/8, $0x3fc7e99afd95f731
+DATA tconstAVX2<>+3800(SB)/8, $0x3fc7e99afd95f731
+DATA tconstAVX2<>+3808(SB)/8, $0x3fe3d5c025266e79
+DATA tconstAVX2<>+3816(SB)/8, $0x3fe3d5c025266e79
+DATA tconstAVX2<>+3824(SB)/8, $0x3fe3d5c025266e79
+DATA tconstAVX2<>+3832(SB)/8, $0x3fe3d5c025266e79
+DATA tconstAVX2<>+3840(SB)/8, $0x3ff4ae3953b4753e
+DATA tconstAVX2<>+3848(SB)/8, $0x3ff4ae3953b4753e
+DATA tconstAVX2<>+3856(SB)/8, $0x3ff4ae3953b4753e
+DATA tconstAVX2<>+3864(SB)/8, $0x3ff4ae3953b4753e
+DATA tconstAVX2<>+3872(SB)/8, $0x3ff9f557fb44e51b
+DATA tconstAVX2<>+3880(SB)/8, $0x3ff9f557fb44e51b
+DATA tconstAVX2<>+3888(SB)/8, $0x3ff9f557fb44e51b
+DATA tconstAVX2<>+3896(SB)/8, $0x3ff9f557fb44e51b
+DATA tconstAVX2<>+3904(SB)/8, $0x3ff000000000176a
+DATA tconstAVX2<>+3912(SB)/8, $0x3ff000000000176a
+DATA tconstAVX2<>+3920(SB)/8, $0x3ff000000000176a
+DATA tconstAVX2<>+3928(SB)/8, $0x3ff000000000176a
+DATA tconstAVX2<>+3936(SB)/8, $0x3f74e2d304755848
+DATA tconstAVX2<>+3944(SB)/8, $0x3f74e2d304755848
+DATA tconstAVX2<>+3952(SB)/8, $0x3f74e2d304755848
+DATA tconstAVX2<>+3960(SB)/8, $0x3f74e2d304755848
+DATA tconstAVX2<>+3968(SB)/8, $0x3fae862c9adb3a69
+DATA tconstAVX2<>+3976(SB)/8, $0x3fae862c9adb3a69
+DATA tconstAVX2<>+3984(SB)/8, $0x3fae862c9adb3a69
+DATA tconstAVX2<>+3992(SB)/8, $0x3fae862c9adb3a69
+DATA tconstAVX2<>+4000(SB)/8, $0x3fd55ae37d27c49e
+DATA tconstAVX2<>+4008(SB)/8, $0x3fd55ae37d27c49e
+DATA tconstAVX2<>+4016(SB)/8, $0x3fd55ae37d27c49e
+DATA tconstAVX2<>+4024(SB)/8, $0x3fd55ae37d27c49e
+DATA tconstAVX2<>+4032(SB)/8, $0x3ff20e324cc88254
+DATA tconstAVX2<>+4040(SB)/8, $0x3ff20e324cc88254
+DATA tconstAVX2<>+4048(SB)/8, $0x3ff20e324cc88254
+DATA tconstAVX2<>+4056(SB)/8, $0x3ff20e324cc88254
+DATA tconstAVX2<>+4064(SB)/8, $0x4003a165aac153fd
+DATA tconstAVX2<>+4072(SB)/8, $0x4003a165aac153fd
+DATA tconstAVX2<>+4080(SB)/8, $0x4003a165aac153fd
+DATA tconstAVX2<>+4088(SB)/8, $0x4003a165aac153fd
+DATA tconstAVX2<>+4096(SB)/8, $0x400b2bf0b282e60b
+DATA tconstAVX2<>+4104(SB)/8, $0x400b2bf0b282e60b
+DATA tconstAVX2<>+4112(SB)/8, $0x400b2bf0b282e60b
+DATA tconstAVX2<>+4120(SB)/8, $0x400b2bf0b282e60b
+DATA tconstAVX2<>+4128(SB)/8, $0x40060197a5cbaa5b
+DATA tconstAVX2<>+4136(SB)/8, $0x40060197a5cbaa5b
+DATA tconstAVX2<>+4144(SB)/8, $0x40060197a5cbaa5b
+DATA tconstAVX2<>+4152(SB)/8, $0x40060197a5cbaa5b
+DATA tconstAVX2<>+4160(SB)/8, $0xbf9b82ce31288b51
+DATA tconstAVX2<>+4168(SB)/8, $0xbf9b82ce31288b51
+DATA tconstAVX2<>+4176(SB)/8, $0xbf9b82ce31288b51
+DATA tconstAVX2<>+4184(SB)/8, $0xbf9b82ce31288b51
+DATA tconstAVX2<>+4192(SB)/8, $0x3fbce2f21a042be2
+DATA tconstAVX2<>+4200(SB)/8, $0x3fbce2f21a042be2
+DATA tconstAVX2<>+4208(SB)/8, $0x3fbce2f21a042be2
+DATA tconstAVX2<>+4216(SB)/8, $0x3fbce2f21a042be2
+DATA tconstAVX2<>+4224(SB)/8, $0xbfd812746b0379e7
+DATA tconstAVX2<>+4232(SB)/8, $0xbfd812746b0379e7
+DATA tconstAVX2<>+4240(SB)/8, $0xbfd812746b0379e7
+DATA tconstAVX2<>+4248(SB)/8, $0xbfd812746b0379e7
+DATA tconstAVX2<>+4256(SB)/8, $0x3ff20dd750429b6d
+DATA tconstAVX2<>+4264(SB)/8, $0x3ff20dd750429b6d
+DATA tconstAVX2<>+4272(SB)/8, $0x3ff20dd750429b6d
+DATA tconstAVX2<>+4280(SB)/8, $0x3ff20dd750429b6d
+DATA tconstAVX2<>+4288(SB)/8, $0x3fb0000000000000
+DATA tconstAVX2<>+4296(SB)/8, $0x3fb0000000000000
+DATA tconstAVX2<>+4304(SB)/8, $0x3fb0000000000000
+DATA tconstAVX2<>+4312(SB)/8, $0x3fb0000000000000
+DATA tconstAVX2<>+4320(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+4328(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+4336(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+4344(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+4352(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+4360(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+4368(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+4376(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+4384(SB)/8, $0xc2dc0000c2dc0000
+DATA tconstAVX2<>+4392(SB)/8, $0xc2dc0000c2dc0000
+DATA tconstAVX2<>+4400(SB)/8, $0xc2dc0000c2dc0000
+DATA tconstAVX2<>+4408(SB)/8, $0xc2dc0000c2dc0000
+DATA tconstAVX2<>+4416(SB)/8, $0x41c0000041c00000
+DATA tconstAVX2<>+4424(SB)/8, $0x41c0000041c00000
+DATA tconstAVX2<>+4432(SB)/8, $0x41c0000041c00000
+DATA tconstAVX2<>+4440(SB)/8, $0x41c0000041c00000
+DATA tconstAVX2<>+4448(SB)/8, $0xb950395fb950395f
+DATA tconstAVX2<>+4456(SB)/8, $0xb950395fb950395f
+DATA tconstAVX2<>+4464(SB)/8, $0xb950395fb950395f
+DATA tconstAVX2<>+4472(SB)/8, $0xb950395fb950395f
+DATA tconstAVX2<>+4480(SB)/8, $0xbc0888a6bc0888a6
+DATA tconstAVX2<>+4488(SB)/8, $0xbc0888a6bc0888a6
+DATA tconstAVX2<>+4496(SB)/8, $0xbc0888a6bc0888a6
+DATA tconstAVX2<>+4504(SB)/8, $0xbc0888a6bc0888a6
+DATA tconstAVX2<>+4512(SB)/8, $0xbe2aaaabbe2aaaab
+DATA tconstAVX2<>+4520(SB)/8, $0xbe2aaaabbe2aaaab
+DATA tconstAVX2<>+4528(SB)/8, $0xbe2aaaabbe2aaaab
+DATA tconstAVX2<>+4536(SB)/8, $0xbe2aaaabbe2aaaab
+DATA tconstAVX2<>+4544(SB)/8, $0x000000a7000000a7
+DATA tconstAVX2<>+4552(SB)/8, $0x000000a7000000a7
+DATA tconstAVX2<>+4560(SB)/8, $0x000000a7000000a7
+DATA tconstAVX2<>+4568(SB)/8, $0x000000a7000000a7
+DATA tconstAVX2<>+4576(SB)/8, $0x2b8000002b800000
+DATA tconstAVX2<>+4584(SB)/8, $0x2b8000002b800000
+DATA tconstAVX2<>+4592(SB)/8, $0x2b8000002b800000
+DATA tconstAVX2<>+4600(SB)/8, $0x2b8000002b800000
 DATA tconstAVX2<>+4608(SB)/8, $0x0000000100000000
 DATA tconstAVX2<>+4616(SB)/8, $0x0000000300000002
 DATA tconstAVX2<>+4624(SB)/8, $0x0000000500000004
 DATA tconstAVX2<>+4632(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+4640(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+4648(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+4656(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+4664(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+4672(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+4680(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+4688(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+4696(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+4640(SB)/8, $0xc072c00000000000
+DATA tconstAVX2<>+4648(SB)/8, $0xc072c00000000000
+DATA tconstAVX2<>+4656(SB)/8, $0xc072c00000000000
+DATA tconstAVX2<>+4664(SB)/8, $0xc072c00000000000
+DATA tconstAVX2<>+4672(SB)/8, $0x4072c00000000000
+DATA tconstAVX2<>+4680(SB)/8, $0x4072c00000000000
+DATA tconstAVX2<>+4688(SB)/8, $0x4072c00000000000
+DATA tconstAVX2<>+4696(SB)/8, $0x4072c00000000000
 DATA tconstAVX2<>+4704(SB)/8, $0x0000000100000000
 DATA tconstAVX2<>+4712(SB)/8, $0x0000000300000002
 DATA tconstAVX2<>+4720(SB)/8, $0x0000000500000004
 DATA tconstAVX2<>+4728(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+4736(SB)/8, $0xbff474973c84120b
-DATA tconstAVX2<>+4744(SB)/8, $0xbff474973c84120b
-DATA tconstAVX2<>+4752(SB)/8, $0xbff474973c84120b
-DATA tconstAVX2<>+4760(SB)/8, $0xbff474973c84120b
-DATA tconstAVX2<>+4768(SB)/8, $0x3fa0000000000000
-DATA tconstAVX2<>+4776(SB)/8, $0x3fa0000000000000
-DATA tconstAVX2<>+4784(SB)/8, $0x3fa0000000000000
-DATA tconstAVX2<>+4792(SB)/8, $0x3fa0000000000000
-DATA tconstAVX2<>+4800(SB)/8, $0xbc9f8d74bc9ac154
-DATA tconstAVX2<>+4808(SB)/8, $0xbc9f8d74bc9ac154
-DATA tconstAVX2<>+4816(SB)/8, $0xbc9f8d74bc9ac154
-DATA tconstAVX2<>+4824(SB)/8, $0xbc9f8d74bc9ac154
-DATA tconstAVX2<>+4832(SB)/8, $0x3f209c33e91274f8
-DATA tconstAVX2<>+4840(SB)/8, $0x3f209c33e91274f8
-DATA tconstAVX2<>+4848(SB)/8, $0x3f209c33e91274f8
-DATA tconstAVX2<>+4856(SB)/8, $0x3f209c33e91274f8
-DATA tconstAVX2<>+4864(SB)/8, $0xbf7b0e48cf3d4692
-DATA tconstAVX2<>+4872(SB)/8, $0xbf7b0e48cf3d4692
-DATA tconstAVX2<>+4880(SB)/8, $0xbf7b0e48cf3d4692
-DATA tconstAVX2<>+4888(SB)/8, $0xbf7b0e48cf3d4692
-DATA tconstAVX2<>+4896(SB)/8, $0xbf8f2d0e2edfc1e8
-DATA tconstAVX2<>+4904(SB)/8, $0xbf8f2d0e2edfc1e8
-DATA tconstAVX2<>+4912(SB)/8, $0xbf8f2d0e2edfc1e8
-DATA tconstAVX2<>+4920(SB)/8, $0xbf8f2d0e2edfc1e8
-DATA tconstAVX2<>+4928(SB)/8, $0x3f9353eb4fe11684
-DATA tconstAVX2<>+4936(SB)/8, $0x3f9353eb4fe11684
-DATA tconstAVX2<>+4944(SB)/8, $0x3f9353eb4fe11684
-DATA tconstAVX2<>+4952(SB)/8, $0x3f9353eb4fe11684
-DATA tconstAVX2<>+4960(SB)/8, $0x3fc2c563458cba1c
-DATA tconstAVX2<>+4968(SB)/8, $0x3fc2c563458cba1c
-DATA tconstAVX2<>+4976(SB)/8, $0x3fc2c563458cba1c
-DATA tconstAVX2<>+4984(SB)/8, $0x3fc2c563458cba1c
-DATA tconstAVX2<>+4992(SB)/8, $0x3fcbe141046055c3
-DATA tconstAVX2<>+5000(SB)/8, $0x3fcbe141046055c3
-DATA tconstAVX2<>+5008(SB)/8, $0x3fcbe141046055c3
-DATA tconstAVX2<>+5016(SB)/8, $0x3fcbe141046055c3
-DATA tconstAVX2<>+5024(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+5032(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+5040(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+5048(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+5056(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+5064(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+5072(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+5080(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+5088(SB)/8, $0x418c0000418c0000
-DATA tconstAVX2<>+5096(SB)/8, $0x418c0000418c0000
-DATA tconstAVX2<>+5104(SB)/8, $0x418c0000418c0000
-DATA tconstAVX2<>+5112(SB)/8, $0x418c0000418c0000
-DATA tconstAVX2<>+5120(SB)/8, $0x3c4dcdb63c4dcdb6
-DATA tconstAVX2<>+5128(SB)/8, $0x3c4dcdb63c4dcdb6
-DATA tconstAVX2<>+5136(SB)/8, $0x3c4dcdb63c4dcdb6
-DATA tconstAVX2<>+5144(SB)/8, $0x3c4dcdb63c4dcdb6
-DATA tconstAVX2<>+5152(SB)/8, $0x3deb89243deb8924
-DATA tconstAVX2<>+5160(SB)/8, $0x3deb89243deb8924
-DATA tconstAVX2<>+5168(SB)/8, $0x3deb89243deb8924
-DATA tconstAVX2<>+5176(SB)/8, $0x3deb89243deb8924
-DATA tconstAVX2<>+5184(SB)/8, $0x3f023aff3f023aff
-DATA tconstAVX2<>+5192(SB)/8, $0x3f023aff3f023aff
-DATA tconstAVX2<>+5200(SB)/8, $0x3f023aff3f023aff
-DATA tconstAVX2<>+5208(SB)/8, $0x3f023aff3f023aff
-DATA tconstAVX2<>+5216(SB)/8, $0x3fa174503fa17450
-DATA tconstAVX2<>+5224(SB)/8, $0x3fa174503fa17450
-DATA tconstAVX2<>+5232(SB)/8, $0x3fa174503fa17450
-DATA tconstAVX2<>+5240(SB)/8, $0x3fa174503fa17450
-DATA tconstAVX2<>+5248(SB)/8, $0x3fdb1c143fdb1c14
-DATA tconstAVX2<>+5256(SB)/8, $0x3fdb1c143fdb1c14
-DATA tconstAVX2<>+5264(SB)/8, $0x3fdb1c143fdb1c14
-DATA tconstAVX2<>+5272(SB)/8, $0x3fdb1c143fdb1c14
-DATA tconstAVX2<>+5280(SB)/8, $0xb9f8a661b9f8a661
-DATA tconstAVX2<>+5288(SB)/8, $0xb9f8a661b9f8a661
-DATA tconstAVX2<>+5296(SB)/8, $0xb9f8a661b9f8a661
-DATA tconstAVX2<>+5304(SB)/8, $0xb9f8a661b9f8a661
-DATA tconstAVX2<>+5312(SB)/8, $0xb9af86cfb9af86cf
-DATA tconstAVX2<>+5320(SB)/8, $0xb9af86cfb9af86cf
-DATA tconstAVX2<>+5328(SB)/8, $0xb9af86cfb9af86cf
-DATA tconstAVX2<>+5336(SB)/8, $0xb9af86cfb9af86cf
-DATA tconstAVX2<>+5344(SB)/8, $0x3c4d23593c4d2359
-DATA tconstAVX2<>+5352(SB)/8, $0x3c4d23593c4d2359
-DATA tconstAVX2<>+5360(SB)/8, $0x3c4d23593c4d2359
-DATA tconstAVX2<>+5368(SB)/8, $0x3c4d23593c4d2359
-DATA tconstAVX2<>+5376(SB)/8, $0x3d83c2563d83c256
-DATA tconstAVX2<>+5384(SB)/8, $0x3d83c2563d83c256
-DATA tconstAVX2<>+5392(SB)/8, $0x3d83c2563d83c256
-DATA tconstAVX2<>+5400(SB)/8, $0x3d83c2563d83c256
-DATA tconstAVX2<>+5408(SB)/8, $0x3df1b6463df1b646
-DATA tconstAVX2<>+5416(SB)/8, $0x3df1b6463df1b646
-DATA tconstAVX2<>+5424(SB)/8, $0x3df1b6463df1b646
-DATA tconstAVX2<>+5432(SB)/8, $0x3df1b6463df1b646
-DATA tconstAVX2<>+5440(SB)/8, $0xbd1652b8bd1652b8
-DATA tconstAVX2<>+5448(SB)/8, $0xbd1652b8bd1652b8
-DATA tconstAVX2<>+5456(SB)/8, $0xbd1652b8bd1652b8
-DATA tconstAVX2<>+5464(SB)/8, $0xbd1652b8bd1652b8
-DATA tconstAVX2<>+5472(SB)/8, $0x3edf97243edf9724
-DATA tconstAVX2<>+5480(SB)/8, $0x3edf97243edf9724
-DATA tconstAVX2<>+5488(SB)/8, $0x3edf97243edf9724
-DATA tconstAVX2<>+5496(SB)/8, $0x3edf97243edf9724
-DATA tconstAVX2<>+5504(SB)/8, $0x3f4ccccd3f4ccccd
-DATA tconstAVX2<>+5512(SB)/8, $0x3f4ccccd3f4ccccd
-DATA tconstAVX2<>+5520(SB)/8, $0x3f4ccccd3f4ccccd
-DATA tconstAVX2<>+5528(SB)/8, $0x3f4ccccd3f4ccccd
-DATA tconstAVX2<>+5536(SB)/8, $0xbf000000bf000000
-DATA tconstAVX2<>+5544(SB)/8, $0xbf000000bf000000
-DATA tconstAVX2<>+5552(SB)/8, $0xbf000000bf000000
-DATA tconstAVX2<>+5560(SB)/8, $0xbf000000bf000000
-DATA tconstAVX2<>+5568(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+5576(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+5584(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+5592(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+5600(SB)/8, $0x3c67149e3c67149e
-DATA tconstAVX2<>+5608(SB)/8, $0x3c67149e3c67149e
-DATA tconstAVX2<>+5616(SB)/8, $0x3c67149e3c67149e
-DATA tconstAVX2<>+5624(SB)/8, $0x3c67149e3c67149e
-DATA tconstAVX2<>+5632(SB)/8, $0x3e1b7c9d3e1b7c9d
-DATA tconstAVX2<>+5640(SB)/8, $0x3e1b7c9d3e1b7c9d
-DATA tconstAVX2<>+5648(SB)/8, $0x3e1b7c9d3e1b7c9d
-DATA tconstAVX2<>+5656(SB)/8, $0x3e1b7c9d3e1b7c9d
-DATA tconstAVX2<>+5664(SB)/8, $0x3f3e64833f3e6483
-DATA tconstAVX2<>+5672(SB)/8, $0x3f3e64833f3e6483
-DATA tconstAVX2<>+5680(SB)/8, $0x3f3e64833f3e6483
-DATA tconstAVX2<>+5688(SB)/8, $0x3f3e64833f3e6483
-DATA tconstAVX2<>+5696(SB)/8, $0x4000136140001361
-DATA tconstAVX2<>+5704(SB)/8, $0x4000136140001361
-DATA tconstAVX2<>+5712(SB)/8, $0x4000136140001361
-DATA tconstAVX2<>+5720(SB)/8, $0x4000136140001361
-DATA tconstAVX2<>+5728(SB)/8, $0x4039f3764039f376
-DATA tconstAVX2<>+5736(SB)/8, $0x4039f3764039f376
-DATA tconstAVX2<>+5744(SB)/8, $0x4039f3764039f376
-DATA tconstAVX2<>+5752(SB)/8, $0x4039f3764039f376
-DATA tconstAVX2<>+5760(SB)/8, $0x3fe65a103fe65a10
-DATA tconstAVX2<>+5768(SB)/8, $0x3fe65a103fe65a10
-DATA tconstAVX2<>+5776(SB)/8, $0x3fe65a103fe65a10
-DATA tconstAVX2<>+5784(SB)/8, $0x3fe65a103fe65a10
-DATA tconstAVX2<>+5792(SB)/8, $0x3b8a9cb83b8a9cb8
-DATA tconstAVX2<>+5800(SB)/8, $0x3b8a9cb83b8a9cb8
-DATA tconstAVX2<>+5808(SB)/8, $0x3b8a9cb83b8a9cb8
-DATA tconstAVX2<>+5816(SB)/8, $0x3b8a9cb83b8a9cb8
-DATA tconstAVX2<>+5824(SB)/8, $0x3d3082e93d3082e9
-DATA tconstAVX2<>+5832(SB)/8, $0x3d3082e93d3082e9
-DATA tconstAVX2<>+5840(SB)/8, $0x3d3082e93d3082e9
-DATA tconstAVX2<>+5848(SB)/8, $0x3d3082e93d3082e9
-DATA tconstAVX2<>+5856(SB)/8, $0x3e47937d3e47937d
-DATA tconstAVX2<>+5864(SB)/8, $0x3e47937d3e47937d
-DATA tconstAVX2<>+5872(SB)/8, $0x3e47937d3e47937d
-DATA tconstAVX2<>+5880(SB)/8, $0x3e47937d3e47937d
-DATA tconstAVX2<>+5888(SB)/8, $0x3ee922c73ee922c7
-DATA tconstAVX2<>+5896(SB)/8, $0x3ee922c73ee922c7
-DATA tconstAVX2<>+5904(SB)/8, $0x3ee922c73ee922c7
-DATA tconstAVX2<>+5912(SB)/8, $0x3ee922c73ee922c7
-DATA tconstAVX2<>+5920(SB)/8, $0x3ef538283ef53828
-DATA tconstAVX2<>+5928(SB)/8, $0x3ef538283ef53828
-DATA tconstAVX2<>+5936(SB)/8, $0x3ef538283ef53828
-DATA tconstAVX2<>+5944(SB)/8, $0x3ef538283ef53828
-DATA tconstAVX2<>+5952(SB)/8, $0x3f4075693f407569
-DATA tconstAVX2<>+5960(SB)/8, $0x3f4075693f407569
-DATA tconstAVX2<>+5968(SB)/8, $0x3f4075693f407569
-DATA tconstAVX2<>+5976(SB)/8, $0x3f4075693f407569
-DATA tconstAVX2<>+5984(SB)/8, $0xb2501feab2501fea
-DATA tconstAVX2<>+5992(SB)/8, $0xb2501feab2501fea
-DATA tconstAVX2<>+6000(SB)/8, $0xb2501feab2501fea
-DATA tconstAVX2<>+6008(SB)/8, $0xb2501feab2501fea
-DATA tconstAVX2<>+6016(SB)/8, $0x3ecc422a3ecc422a
-DATA tconstAVX2<>+6024(SB)/8, $0x3ecc422a3ecc422a
-DATA tconstAVX2<>+6032(SB)/8, $0x3ecc422a3ecc422a
-DATA tconstAVX2<>+6040(SB)/8, $0x3ecc422a3ecc422a
-DATA tconstAVX2<>+6048(SB)/8, $0xbfe0000000000000
-DATA tconstAVX2<>+6056(SB)/8, $0xbfe0000000000000
-DATA tconstAVX2<>+6064(SB)/8, $0xbfe0000000000000
-DATA tconstAVX2<>+6072(SB)/8, $0xbfe0000000000000
-DATA tconstAVX2<>+6080(SB)/8, $0x402f000000000000
-DATA tconstAVX2<>+6088(SB)/8, $0x402f000000000000
-DATA tconstAVX2<>+6096(SB)/8, $0x402f000000000000
-DATA tconstAVX2<>+6104(SB)/8, $0x402f000000000000
-DATA tconstAVX2<>+6112(SB)/8, $0x3f4dbd7540ce84f5
-DATA tconstAVX2<>+6120(SB)/8, $0x3f4dbd7540ce84f5
-DATA tconstAVX2<>+6128(SB)/8, $0x3f4dbd7540ce84f5
-DATA tconstAVX2<>+6136(SB)/8, $0x3f4dbd7540ce84f5
-DATA tconstAVX2<>+6144(SB)/8, $0x3f8832de90357e68
-DATA tconstAVX2<>+6152(SB)/8, $0x3f8832de90357e68
-DATA tconstAVX2<>+6160(SB)/8, $0x3f8832de90357e68
-DATA tconstAVX2<>+6168(SB)/8, $0x3f8832de90357e68
-DATA tconstAVX2<>+6176(SB)/8, $0x3fb2733eec1d7901
-DATA tconstAVX2<>+6184(SB)/8, $0x3fb2733eec1d7901
-DATA tconstAVX2<>+6192(SB)/8, $0x3fb2733eec1d7901
-DATA tconstAVX2<>+6200(SB)/8, $0x3fb2733eec1d7901
-DATA tconstAVX2<>+6208(SB)/8, $0x3fd026c5f2e9a2a3
-DATA tconstAVX2<>+6216(SB)/8, $0x3fd026c5f2e9a2a3
-DATA tconstAVX2<>+6224(SB)/8, $0x3fd026c5f2e9a2a3
-DATA tconstAVX2<>+6232(SB)/8, $0x3fd026c5f2e9a2a3
-DATA tconstAVX2<>+6240(SB)/8, $0x3fe04e3624095a21
-DATA tconstAVX2<>+6248(SB)/8, $0x3fe04e3624095a21
-DATA tconstAVX2<>+6256(SB)/8, $0x3fe04e3624095a21
-DATA tconstAVX2<>+6264(SB)/8, $0x3fe04e3624095a21
-DATA tconstAVX2<>+6272(SB)/8, $0x3fdffffffff2a146
-DATA tconstAVX2<>+6280(SB)/8, $0x3fdffffffff2a146
-DATA tconstAVX2<>+6288(SB)/8, $0x3fdffffffff2a146
-DATA tconstAVX2<>+6296(SB)/8, $0x3fdffffffff2a146
-DATA tconstAVX2<>+6304(SB)/8, $0x3f62a30841d77f67
-DATA tconstAVX2<>+6312(SB)/8, $0x3f62a30841d77f67
-DATA tconstAVX2<>+6320(SB)/8, $0x3f62a30841d77f67
-DATA tconstAVX2<>+6328(SB)/8, $0x3f62a30841d77f67
-DATA tconstAVX2<>+6336(SB)/8, $0x3f9e541301646181
-DATA tconstAVX2<>+6344(SB)/8, $0x3f9e541301646181
-DATA tconstAVX2<>+6352(SB)/8, $0x3f9e541301646181
-DATA tconstAVX2<>+6360(SB)/8, $0x3f9e541301646181
-DATA tconstAVX2<>+6368(SB)/8, $0x3fc76a6c8d5c2e62
-DATA tconstAVX2<>+6376(SB)/8, $0x3fc76a6c8d5c2e62
-DATA tconstAVX2<>+6384(SB)/8, $0x3fc76a6c8d5c2e62
-DATA tconstAVX2<>+6392(SB)/8, $0x3fc76a6c8d5c2e62
-DATA tconstAVX2<>+6400(SB)/8, $0x3fe5300acfa98dc4
-DATA tconstAVX2<>+6408(SB)/8, $0x3fe5300acfa98dc4
-DATA tconstAVX2<>+6416(SB)/8, $0x3fe5300acfa98dc4
-DATA tconstAVX2<>+6424(SB)/8, $0x3fe5300acfa98dc4
-DATA tconstAVX2<>+6432(SB)/8, $0x3ff74585497df942
-DATA tconstAVX2<>+6440(SB)/8, $0x3ff74585497df942
-DATA tconstAVX2<>+6448(SB)/8, $0x3ff74585497df942
-DATA tconstAVX2<>+6456(SB)/8, $0x3ff74585497df942
-DATA tconstAVX2<>+6464(SB)/8, $0x3ffd1258bb78bfbf
-DATA tconstAVX2<>+6472(SB)/8, $0x3ffd1258bb78bfbf
-DATA tconstAVX2<>+6480(SB)/8, $0x3ffd1258bb78bfbf
-DATA tconstAVX2<>+6488(SB)/8, $0x3ffd1258bb78bfbf
-DATA tconstAVX2<>+6496(SB)/8, $0x3fd9884533d43651
-DATA tconstAVX2<>+6504(SB)/8, $0x3fd9884533d43651
-DATA tconstAVX2<>+6512(SB)/8, $0x3fd9884533d43651
-DATA tconstAVX2<>+6520(SB)/8, $0x3fd9884533d43651
-DATA tconstAVX2<>+6528(SB)/8, $0xbfe80ead197f00b4
-DATA tconstAVX2<>+6536(SB)/8, $0xbfe80ead197f00b4
-DATA tconstAVX2<>+6544(SB)/8, $0xbfe80ead197f00b4
-DATA tconstAVX2<>+6552(SB)/8, $0xbfe80ead197f00b4
-DATA tconstAVX2<>+6560(SB)/8, $0x3c713e74c58cada8
-DATA tconstAVX2<>+6568(SB)/8, $0x3c713e74c58cada8
-DATA tconstAVX2<>+6576(SB)/8, $0x3c713e74c58cada8
-DATA tconstAVX2<>+6584(SB)/8, $0x3c713e74c58cada8
-DATA tconstAVX2<>+6592(SB)/8, $0x3f93e19df5b577d9
-DATA tconstAVX2<>+6600(SB)/8, $0x3f93e19df5b577d9
-DATA tconstAVX2<>+6608(SB)/8, $0x3f93e19df5b577d9
-DATA tconstAVX2<>+6616(SB)/8, $0x3f93e19df5b577d9
-DATA tconstAVX2<>+6624(SB)/8, $0xbf8e3d0becedc4ce
-DATA tconstAVX2<>+6632(SB)/8, $0xbf8e3d0becedc4ce
-DATA tconstAVX2<>+6640(SB)/8, $0xbf8e3d0becedc4ce
-DATA tconstAVX2<>+6648(SB)/8, $0xbf8e3d0becedc4ce
-DATA tconstAVX2<>+6656(SB)/8, $0xbfbd2fa4ac53b847
-DATA tconstAVX2<>+6664(SB)/8, $0xbfbd2fa4ac53b847
-DATA tconstAVX2<>+6672(SB)/8, $0xbfbd2fa4ac53b847
-DATA tconstAVX2<>+6680(SB)/8, $0xbfbd2fa4ac53b847
-DATA tconstAVX2<>+6688(SB)/8, $0xbf92a2efc588f630
-DATA tconstAVX2<>+6696(SB)/8, $0xbf92a2efc588f630
-DATA tconstAVX2<>+6704(SB)/8, $0xbf92a2efc588f630
-DATA tconstAVX2<>+6712(SB)/8, $0xbf92a2efc588f630
-DATA tconstAVX2<>+6720(SB)/8, $0x3fd8d9a941ddf61a
-DATA tconstAVX2<>+6728(SB)/8, $0x3fd8d9a941ddf61a
-DATA tconstAVX2<>+6736(SB)/8, $0x3fd8d9a941ddf61a
-DATA tconstAVX2<>+6744(SB)/8, $0x3fd8d9a941ddf61a
-DATA tconstAVX2<>+6752(SB)/8, $0x3fdb9d98fa5a3b5f
-DATA tconstAVX2<>+6760(SB)/8, $0x3fdb9d98fa5a3b5f
-DATA tconstAVX2<>+6768(SB)/8, $0x3fdb9d98fa5a3b5f
-DATA tconstAVX2<>+6776(SB)/8, $0x3fdb9d98fa5a3b5f
-DATA tconstAVX2<>+6784(SB)/8, $0xbf407569bf407569
-DATA tconstAVX2<>+6792(SB)/8, $0xbf407569bf407569
-DATA tconstAVX2<>+6800(SB)/8, $0xbf407569bf407569
-DATA tconstAVX2<>+6808(SB)/8, $0xbf407569bf407569
-DATA tconstAVX2<>+6816(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+6824(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+6832(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+6840(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+6848(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+6856(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+6864(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+6872(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+6880(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+6888(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+6896(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+6904(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+6912(SB)/8, $0xc1380000c1380000
-DATA tconstAVX2<>+6920(SB)/8, $0xc1380000c1380000
-DATA tconstAVX2<>+6928(SB)/8, $0xc1380000c1380000
-DATA tconstAVX2<>+6936(SB)/8, $0xc1380000c1380000
-DATA tconstAVX2<>+6944(SB)/8, $0xc0135761c0135761
-DATA tconstAVX2<>+6952(SB)/8, $0xc0135761c0135761
-DATA tconstAVX2<>+6960(SB)/8, $0xc0135761c0135761
-DATA tconstAVX2<>+6968(SB)/8, $0xc0135761c0135761
-DATA tconstAVX2<>+6976(SB)/8, $0xbdd2d3e8bdd2d3e8
-DATA tconstAVX2<>+6984(SB)/8, $0xbdd2d3e8bdd2d3e8
-DATA tconstAVX2<>+6992(SB)/8, $0xbdd2d3e8bdd2d3e8
-DATA tconstAVX2<>+7000(SB)/8, $0xbdd2d3e8bdd2d3e8
-DATA tconstAVX2<>+7008(SB)/8, $0x3d9222793d922279
-DATA tconstAVX2<>+7016(SB)/8, $0x3d9222793d922279
-DATA tconstAVX2<>+7024(SB)/8, $0x3d9222793d922279
-DATA tconstAVX2<>+7032(SB)/8, $0x3d9222793d922279
-DATA tconstAVX2<>+7040(SB)/8, $0x3124d8b53124d8b5
-DATA tconstAVX2<>+7048(SB)/8, $0x3124d8b53124d8b5
-DATA tconstAVX2<>+7056(SB)/8, $0x3124d8b53124d8b5
-DATA tconstAVX2<>+7064(SB)/8, $0x3124d8b53124d8b5
-DATA tconstAVX2<>+7072(SB)/8, $0xb342bc9bb342bc9b
-DATA tconstAVX2<>+7080(SB)/8, $0xb342bc9bb342bc9b
-DATA tconstAVX2<>+7088(SB)/8, $0xb342bc9bb342bc9b
-DATA tconstAVX2<>+7096(SB)/8, $0xb342bc9bb342bc9b
-DATA tconstAVX2<>+7104(SB)/8, $0x3fcc422a3fcc422a
-DATA tconstAVX2<>+7112(SB)/8, $0x3fcc422a3fcc422a
-DATA tconstAVX2<>+7120(SB)/8, $0x3fcc422a3fcc422a
-DATA tconstAVX2<>+7128(SB)/8, $0x3fcc422a3fcc422a
-DATA tconstAVX2<>+7136(SB)/8, $0xffffff81ffffff81
-DATA tconstAVX2<>+7144(SB)/8, $0xffffff81ffffff81
-DATA tconstAVX2<>+7152(SB)/8, $0xffffff81ffffff81
-DATA tconstAVX2<>+7160(SB)/8, $0xffffff81ffffff81
-DATA tconstAVX2<>+7168(SB)/8, $0x0000009700000097
-DATA tconstAVX2<>+7176(SB)/8, $0x0000009700000097
-DATA tconstAVX2<>+7184(SB)/8, $0x0000009700000097
-DATA tconstAVX2<>+7192(SB)/8, $0x0000009700000097
-DATA tconstAVX2<>+7200(SB)/8, $0x0000006700000067
-DATA tconstAVX2<>+7208(SB)/8, $0x0000006700000067
-DATA tconstAVX2<>+7216(SB)/8, $0x0000006700000067
-DATA tconstAVX2<>+7224(SB)/8, $0x0000006700000067
-DATA tconstAVX2<>+7232(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+7240(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+7248(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+7256(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+7264(SB)/8, $0x3fb2444f2a4d8b4b
-DATA tconstAVX2<>+7272(SB)/8, $0x3fb2444f2a4d8b4b
-DATA tconstAVX2<>+7280(SB)/8, $0x3fb2444f2a4d8b4b
-DATA tconstAVX2<>+7288(SB)/8, $0x3fb2444f2a4d8b4b
-DATA tconstAVX2<>+7296(SB)/8, $0x3ff9884533d43651
-DATA tconstAVX2<>+7304(SB)/8, $0x3ff9884533d43651
-DATA tconstAVX2<>+7312(SB)/8, $0x3ff9884533d43651
-DATA tconstAVX2<>+7320(SB)/8, $0x3ff9884533d43651
-DATA tconstAVX2<>+7328(SB)/8, $0xc082c00000000000
-DATA tconstAVX2<>+7336(SB)/8, $0xc082c00000000000
-DATA tconstAVX2<>+7344(SB)/8, $0xc082c00000000000
-DATA tconstAVX2<>+7352(SB)/8, $0xc082c00000000000
-DATA tconstAVX2<>+7360(SB)/8, $0x4082c00000000000
-DATA tconstAVX2<>+7368(SB)/8, $0x4082c00000000000
-DATA tconstAVX2<>+7376(SB)/8, $0x4082c00000000000
-DATA tconstAVX2<>+7384(SB)/8, $0x4082c00000000000
-DATA tconstAVX2<>+7392(SB)/8, $0x3fcb6676bf7450f1
-DATA tconstAVX2<>+7400(SB)/8, $0x3fcb6676bf7450f1
-DATA tconstAVX2<>+7408(SB)/8, $0x3fcb6676bf7450f1
-DATA tconstAVX2<>+7416(SB)/8, $0x3fcb6676bf7450f1
-DATA tconstAVX2<>+7424(SB)/8, $0xbfe81429f9e97e4c
-DATA tconstAVX2<>+7432(SB)/8, $0xbfe81429f9e97e4c
-DATA tconstAVX2<>+7440(SB)/8, $0xbfe81429f9e97e4c
-DATA tconstAVX2<>+7448(SB)/8, $0xbfe81429f9e97e4c
-DATA tconstAVX2<>+7456(SB)/8, $0xbc8406439d087aa4
-DATA tconstAVX2<>+7464(SB)/8, $0xbc8406439d087aa4
-DATA tconstAVX2<>+7472(SB)/8, $0xbc8406439d087aa4
-DATA tconstAVX2<>+7480(SB)/8, $0xbc8406439d087aa4
-DATA tconstAVX2<>+7488(SB)/8, $0x3f9425c340df544f
-DATA tconstAVX2<>+7496(SB)/8, $0x3f9425c340df544f
-DATA tconstAVX2<>+7504(SB)/8, $0x3f9425c340df544f
-DATA tconstAVX2<>+7512(SB)/8, $0x3f9425c340df544f
-DATA tconstAVX2<>+7520(SB)/8, $0xbf9102a32c446f4b
-DATA tconstAVX2<>+7528(SB)/8, $0xbf9102a32c446f4b
-DATA tconstAVX2<>+7536(SB)/8, $0xbf9102a32c446f4b
-DATA tconstAVX2<>+7544(SB)/8, $0xbf9102a32c446f4b
-DATA tconstAVX2<>+7552(SB)/8, $0xbfbd2b771ca8099c
-DATA tconstAVX2<>+7560(SB)/8, $0xbfbd2b771ca8099c
-DATA tconstAVX2<>+7568(SB)/8, $0xbfbd2b771ca8099c
-DATA tconstAVX2<>+7576(SB)/8, $0xbfbd2b771ca8099c
-DATA tconstAVX2<>+7584(SB)/8, $0xbf9029618f5332b0
-DATA tconstAVX2<>+7592(SB)/8, $0xbf9029618f5332b0
-DATA tconstAVX2<>+7600(SB)/8, $0xbf9029618f5332b0
-DATA tconstAVX2<>+7608(SB)/8, $0xbf9029618f5332b0
-DATA tconstAVX2<>+7616(SB)/8, $0x3fd8cd1a2b2fb18d
-DATA tconstAVX2<>+7624(SB)/8, $0x3fd8cd1a2b2fb18d
-DATA tconstAVX2<>+7632(SB)/8, $0x3fd8cd1a2b2fb18d
-DATA tconstAVX2<>+7640(SB)/8, $0x3fd8cd1a2b2fb18d
-DATA tconstAVX2<>+7648(SB)/8, $0x3fdb8bacd2c97656
-DATA tconstAVX2<>+7656(SB)/8, $0x3fdb8bacd2c97656
-DATA tconstAVX2<>+7664(SB)/8, $0x3fdb8bacd2c97656
-DATA tconstAVX2<>+7672(SB)/8, $0x3fdb8bacd2c97656
-DATA tconstAVX2<>+7680(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+7688(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+7696(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+7704(SB)/8, $0x0000000700000006
-DATA tconstAVX2<>+7712(SB)/8, $0x0000000100000000
-DATA tconstAVX2<>+7720(SB)/8, $0x0000000300000002
-DATA tconstAVX2<>+7728(SB)/8, $0x0000000500000004
-DATA tconstAVX2<>+7736(SB)/8, $0x0000000700000006
-GLOBL tconstAVX2<>(SB), RODATA|NOPTR, $7744
+DATA tconstAVX2<>+4736(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+4744(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+4752(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+4760(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+4768(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+4776(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+4784(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+4792(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+4800(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+4808(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+4816(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+4824(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+4832(SB)/8, $0xbff474973c84120b
+DATA tconstAVX2<>+4840(SB)/8, $0xbff474973c84120b
+DATA tconstAVX2<>+4848(SB)/8, $0xbff474973c84120b
+DATA tconstAVX2<>+4856(SB)/8, $0xbff474973c84120b
+DATA tconstAVX2<>+4864(SB)/8, $0x3fa0000000000000
+DATA tconstAVX2<>+4872(SB)/8, $0x3fa0000000000000
+DATA tconstAVX2<>+4880(SB)/8, $0x3fa0000000000000
+DATA tconstAVX2<>+4888(SB)/8, $0x3fa0000000000000
+DATA tconstAVX2<>+4896(SB)/8, $0xbc9f8d74bc9ac154
+DATA tconstAVX2<>+4904(SB)/8, $0xbc9f8d74bc9ac154
+DATA tconstAVX2<>+4912(SB)/8, $0xbc9f8d74bc9ac154
+DATA tconstAVX2<>+4920(SB)/8, $0xbc9f8d74bc9ac154
+DATA tconstAVX2<>+4928(SB)/8, $0x3f209c33e91274f8
+DATA tconstAVX2<>+4936(SB)/8, $0x3f209c33e91274f8
+DATA tconstAVX2<>+4944(SB)/8, $0x3f209c33e91274f8
+DATA tconstAVX2<>+4952(SB)/8, $0x3f209c33e91274f8
+DATA tconstAVX2<>+4960(SB)/8, $0xbf7b0e48cf3d4692
+DATA tconstAVX2<>+4968(SB)/8, $0xbf7b0e48cf3d4692
+DATA tconstAVX2<>+4976(SB)/8, $0xbf7b0e48cf3d4692
+DATA tconstAVX2<>+4984(SB)/8, $0xbf7b0e48cf3d4692
+DATA tconstAVX2<>+4992(SB)/8, $0xbf8f2d0e2edfc1e8
+DATA tconstAVX2<>+5000(SB)/8, $0xbf8f2d0e2edfc1e8
+DATA tconstAVX2<>+5008(SB)/8, $0xbf8f2d0e2edfc1e8
+DATA tconstAVX2<>+5016(SB)/8, $0xbf8f2d0e2edfc1e8
+DATA tconstAVX2<>+5024(SB)/8, $0x3f9353eb4fe11684
+DATA tconstAVX2<>+5032(SB)/8, $0x3f9353eb4fe11684
+DATA tconstAVX2<>+5040(SB)/8, $0x3f9353eb4fe11684
+DATA tconstAVX2<>+5048(SB)/8, $0x3f9353eb4fe11684
+DATA tconstAVX2<>+5056(SB)/8, $0x3fc2c563458cba1c
+DATA tconstAVX2<>+5064(SB)/8, $0x3fc2c563458cba1c
+DATA tconstAVX2<>+5072(SB)/8, $0x3fc2c563458cba1c
+DATA tconstAVX2<>+5080(SB)/8, $0x3fc2c563458cba1c
+DATA tconstAVX2<>+5088(SB)/8, $0x3fcbe141046055c3
+DATA tconstAVX2<>+5096(SB)/8, $0x3fcbe141046055c3
+DATA tconstAVX2<>+5104(SB)/8, $0x3fcbe141046055c3
+DATA tconstAVX2<>+5112(SB)/8, $0x3fcbe141046055c3
+DATA tconstAVX2<>+5120(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+5128(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+5136(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+5144(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+5152(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+5160(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+5168(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+5176(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+5184(SB)/8, $0x418c0000418c0000
+DATA tconstAVX2<>+5192(SB)/8, $0x418c0000418c0000
+DATA tconstAVX2<>+5200(SB)/8, $0x418c0000418c0000
+DATA tconstAVX2<>+5208(SB)/8, $0x418c0000418c0000
+DATA tconstAVX2<>+5216(SB)/8, $0x3c4dcdb63c4dcdb6
+DATA tconstAVX2<>+5224(SB)/8, $0x3c4dcdb63c4dcdb6
+DATA tconstAVX2<>+5232(SB)/8, $0x3c4dcdb63c4dcdb6
+DATA tconstAVX2<>+5240(SB)/8, $0x3c4dcdb63c4dcdb6
+DATA tconstAVX2<>+5248(SB)/8, $0x3deb89243deb8924
+DATA tconstAVX2<>+5256(SB)/8, $0x3deb89243deb8924
+DATA tconstAVX2<>+5264(SB)/8, $0x3deb89243deb8924
+DATA tconstAVX2<>+5272(SB)/8, $0x3deb89243deb8924
+DATA tconstAVX2<>+5280(SB)/8, $0x3f023aff3f023aff
+DATA tconstAVX2<>+5288(SB)/8, $0x3f023aff3f023aff
+DATA tconstAVX2<>+5296(SB)/8, $0x3f023aff3f023aff
+DATA tconstAVX2<>+5304(SB)/8, $0x3f023aff3f023aff
+DATA tconstAVX2<>+5312(SB)/8, $0x3fa174503fa17450
+DATA tconstAVX2<>+5320(SB)/8, $0x3fa174503fa17450
+DATA tconstAVX2<>+5328(SB)/8, $0x3fa174503fa17450
+DATA tconstAVX2<>+5336(SB)/8, $0x3fa174503fa17450
+DATA tconstAVX2<>+5344(SB)/8, $0x3fdb1c143fdb1c14
+DATA tconstAVX2<>+5352(SB)/8, $0x3fdb1c143fdb1c14
+DATA tconstAVX2<>+5360(SB)/8, $0x3fdb1c143fdb1c14
+DATA tconstAVX2<>+5368(SB)/8, $0x3fdb1c143fdb1c14
+DATA tconstAVX2<>+5376(SB)/8, $0xb9f8a661b9f8a661
+DATA tconstAVX2<>+5384(SB)/8, $0xb9f8a661b9f8a661
+DATA tconstAVX2<>+5392(SB)/8, $0xb9f8a661b9f8a661
+DATA tconstAVX2<>+5400(SB)/8, $0xb9f8a661b9f8a661
+DATA tconstAVX2<>+5408(SB)/8, $0xb9af86cfb9af86cf
+DATA tconstAVX2<>+5416(SB)/8, $0xb9af86cfb9af86cf
+DATA tconstAVX2<>+5424(SB)/8, $0xb9af86cfb9af86cf
+DATA tconstAVX2<>+5432(SB)/8, $0xb9af86cfb9af86cf
+DATA tconstAVX2<>+5440(SB)/8, $0x3c4d23593c4d2359
+DATA tconstAVX2<>+5448(SB)/8, $0x3c4d23593c4d2359
+DATA tconstAVX2<>+5456(SB)/8, $0x3c4d23593c4d2359
+DATA tconstAVX2<>+5464(SB)/8, $0x3c4d23593c4d2359
+DATA tconstAVX2<>+5472(SB)/8, $0x3d83c2563d83c256
+DATA tconstAVX2<>+5480(SB)/8, $0x3d83c2563d83c256
+DATA tconstAVX2<>+5488(SB)/8, $0x3d83c2563d83c256
+DATA tconstAVX2<>+5496(SB)/8, $0x3d83c2563d83c256
+DATA tconstAVX2<>+5504(SB)/8, $0x3df1b6463df1b646
+DATA tconstAVX2<>+5512(SB)/8, $0x3df1b6463df1b646
+DATA tconstAVX2<>+5520(SB)/8, $0x3df1b6463df1b646
+DATA tconstAVX2<>+5528(SB)/8, $0x3df1b6463df1b646
+DATA tconstAVX2<>+5536(SB)/8, $0xbd1652b8bd1652b8
+DATA tconstAVX2<>+5544(SB)/8, $0xbd1652b8bd1652b8
+DATA tconstAVX2<>+5552(SB)/8, $0xbd1652b8bd1652b8
+DATA tconstAVX2<>+5560(SB)/8, $0xbd1652b8bd1652b8
+DATA tconstAVX2<>+5568(SB)/8, $0x3edf97243edf9724
+DATA tconstAVX2<>+5576(SB)/8, $0x3edf97243edf9724
+DATA tconstAVX2<>+5584(SB)/8, $0x3edf97243edf9724
+DATA tconstAVX2<>+5592(SB)/8, $0x3edf97243edf9724
+DATA tconstAVX2<>+5600(SB)/8, $0x3f4ccccd3f4ccccd
+DATA tconstAVX2<>+5608(SB)/8, $0x3f4ccccd3f4ccccd
+DATA tconstAVX2<>+5616(SB)/8, $0x3f4ccccd3f4ccccd
+DATA tconstAVX2<>+5624(SB)/8, $0x3f4ccccd3f4ccccd
+DATA tconstAVX2<>+5632(SB)/8, $0xbf000000bf000000
+DATA tconstAVX2<>+5640(SB)/8, $0xbf000000bf000000
+DATA tconstAVX2<>+5648(SB)/8, $0xbf000000bf000000
+DATA tconstAVX2<>+5656(SB)/8, $0xbf000000bf000000
+DATA tconstAVX2<>+5664(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+5672(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+5680(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+5688(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+5696(SB)/8, $0x3c67149e3c67149e
+DATA tconstAVX2<>+5704(SB)/8, $0x3c67149e3c67149e
+DATA tconstAVX2<>+5712(SB)/8, $0x3c67149e3c67149e
+DATA tconstAVX2<>+5720(SB)/8, $0x3c67149e3c67149e
+DATA tconstAVX2<>+5728(SB)/8, $0x3e1b7c9d3e1b7c9d
+DATA tconstAVX2<>+5736(SB)/8, $0x3e1b7c9d3e1b7c9d
+DATA tconstAVX2<>+5744(SB)/8, $0x3e1b7c9d3e1b7c9d
+DATA tconstAVX2<>+5752(SB)/8, $0x3e1b7c9d3e1b7c9d
+DATA tconstAVX2<>+5760(SB)/8, $0x3f3e64833f3e6483
+DATA tconstAVX2<>+5768(SB)/8, $0x3f3e64833f3e6483
+DATA tconstAVX2<>+5776(SB)/8, $0x3f3e64833f3e6483
+DATA tconstAVX2<>+5784(SB)/8, $0x3f3e64833f3e6483
+DATA tconstAVX2<>+5792(SB)/8, $0x4000136140001361
+DATA tconstAVX2<>+5800(SB)/8, $0x4000136140001361
+DATA tconstAVX2<>+5808(SB)/8, $0x4000136140001361
+DATA tconstAVX2<>+5816(SB)/8, $0x4000136140001361
+DATA tconstAVX2<>+5824(SB)/8, $0x4039f3764039f376
+DATA tconstAVX2<>+5832(SB)/8, $0x4039f3764039f376
+DATA tconstAVX2<>+5840(SB)/8, $0x4039f3764039f376
+DATA tconstAVX2<>+5848(SB)/8, $0x4039f3764039f376
+DATA tconstAVX2<>+5856(SB)/8, $0x3fe65a103fe65a10
+DATA tconstAVX2<>+5864(SB)/8, $0x3fe65a103fe65a10
+DATA tconstAVX2<>+5872(SB)/8, $0x3fe65a103fe65a10
+DATA tconstAVX2<>+5880(SB)/8, $0x3fe65a103fe65a10
+DATA tconstAVX2<>+5888(SB)/8, $0x3b8a9cb83b8a9cb8
+DATA tconstAVX2<>+5896(SB)/8, $0x3b8a9cb83b8a9cb8
+DATA tconstAVX2<>+5904(SB)/8, $0x3b8a9cb83b8a9cb8
+DATA tconstAVX2<>+5912(SB)/8, $0x3b8a9cb83b8a9cb8
+DATA tconstAVX2<>+5920(SB)/8, $0x3d3082e93d3082e9
+DATA tconstAVX2<>+5928(SB)/8, $0x3d3082e93d3082e9
+DATA tconstAVX2<>+5936(SB)/8, $0x3d3082e93d3082e9
+DATA tconstAVX2<>+5944(SB)/8, $0x3d3082e93d3082e9
+DATA tconstAVX2<>+5952(SB)/8, $0x3e47937d3e47937d
+DATA tconstAVX2<>+5960(SB)/8, $0x3e47937d3e47937d
+DATA tconstAVX2<>+5968(SB)/8, $0x3e47937d3e47937d
+DATA tconstAVX2<>+5976(SB)/8, $0x3e47937d3e47937d
+DATA tconstAVX2<>+5984(SB)/8, $0x3ee922c73ee922c7
+DATA tconstAVX2<>+5992(SB)/8, $0x3ee922c73ee922c7
+DATA tconstAVX2<>+6000(SB)/8, $0x3ee922c73ee922c7
+DATA tconstAVX2<>+6008(SB)/8, $0x3ee922c73ee922c7
+DATA tconstAVX2<>+6016(SB)/8, $0x3ef538283ef53828
+DATA tconstAVX2<>+6024(SB)/8, $0x3ef538283ef53828
+DATA tconstAVX2<>+6032(SB)/8, $0x3ef538283ef53828
+DATA tconstAVX2<>+6040(SB)/8, $0x3ef538283ef53828
+DATA tconstAVX2<>+6048(SB)/8, $0x3f4075693f407569
+DATA tconstAVX2<>+6056(SB)/8, $0x3f4075693f407569
+DATA tconstAVX2<>+6064(SB)/8, $0x3f4075693f407569
+DATA tconstAVX2<>+6072(SB)/8, $0x3f4075693f407569
+DATA tconstAVX2<>+6080(SB)/8, $0xb2501feab2501fea
+DATA tconstAVX2<>+6088(SB)/8, $0xb2501feab2501fea
+DATA tconstAVX2<>+6096(SB)/8, $0xb2501feab2501fea
+DATA tconstAVX2<>+6104(SB)/8, $0xb2501feab2501fea
+DATA tconstAVX2<>+6112(SB)/8, $0x3ecc422a3ecc422a
+DATA tconstAVX2<>+6120(SB)/8, $0x3ecc422a3ecc422a
+DATA tconstAVX2<>+6128(SB)/8, $0x3ecc422a3ecc422a
+DATA tconstAVX2<>+6136(SB)/8, $0x3ecc422a3ecc422a
+DATA tconstAVX2<>+6144(SB)/8, $0xbfe0000000000000
+DATA tconstAVX2<>+6152(SB)/8, $0xbfe0000000000000
+DATA tconstAVX2<>+6160(SB)/8, $0xbfe0000000000000
+DATA tconstAVX2<>+6168(SB)/8, $0xbfe0000000000000
+DATA tconstAVX2<>+6176(SB)/8, $0x402f000000000000
+DATA tconstAVX2<>+6184(SB)/8, $0x402f000000000000
+DATA tconstAVX2<>+6192(SB)/8, $0x402f000000000000
+DATA tconstAVX2<>+6200(SB)/8, $0x402f000000000000
+DATA tconstAVX2<>+6208(SB)/8, $0x3f4dbd7540ce84f5
+DATA tconstAVX2<>+6216(SB)/8, $0x3f4dbd7540ce84f5
+DATA tconstAVX2<>+6224(SB)/8, $0x3f4dbd7540ce84f5
+DATA tconstAVX2<>+6232(SB)/8, $0x3f4dbd7540ce84f5
+DATA tconstAVX2<>+6240(SB)/8, $0x3f8832de90357e68
+DATA tconstAVX2<>+6248(SB)/8, $0x3f8832de90357e68
+DATA tconstAVX2<>+6256(SB)/8, $0x3f8832de90357e68
+DATA tconstAVX2<>+6264(SB)/8, $0x3f8832de90357e68
+DATA tconstAVX2<>+6272(SB)/8, $0x3fb2733eec1d7901
+DATA tconstAVX2<>+6280(SB)/8, $0x3fb2733eec1d7901
+DATA tconstAVX2<>+6288(SB)/8, $0x3fb2733eec1d7901
+DATA tconstAVX2<>+6296(SB)/8, $0x3fb2733eec1d7901
+DATA tconstAVX2<>+6304(SB)/8, $0x3fd026c5f2e9a2a3
+DATA tconstAVX2<>+6312(SB)/8, $0x3fd026c5f2e9a2a3
+DATA tconstAVX2<>+6320(SB)/8, $0x3fd026c5f2e9a2a3
+DATA tconstAVX2<>+6328(SB)/8, $0x3fd026c5f2e9a2a3
+DATA tconstAVX2<>+6336(SB)/8, $0x3fe04e3624095a21
+DATA tconstAVX2<>+6344(SB)/8, $0x3fe04e3624095a21
+DATA tconstAVX2<>+6352(SB)/8, $0x3fe04e3624095a21
+DATA tconstAVX2<>+6360(SB)/8, $0x3fe04e3624095a21
+DATA tconstAVX2<>+6368(SB)/8, $0x3fdffffffff2a146
+DATA tconstAVX2<>+6376(SB)/8, $0x3fdffffffff2a146
+DATA tconstAVX2<>+6384(SB)/8, $0x3fdffffffff2a146
+DATA tconstAVX2<>+6392(SB)/8, $0x3fdffffffff2a146
+DATA tconstAVX2<>+6400(SB)/8, $0x3f62a30841d77f67
+DATA tconstAVX2<>+6408(SB)/8, $0x3f62a30841d77f67
+DATA tconstAVX2<>+6416(SB)/8, $0x3f62a30841d77f67
+DATA tconstAVX2<>+6424(SB)/8, $0x3f62a30841d77f67
+DATA tconstAVX2<>+6432(SB)/8, $0x3f9e541301646181
+DATA tconstAVX2<>+6440(SB)/8, $0x3f9e541301646181
+DATA tconstAVX2<>+6448(SB)/8, $0x3f9e541301646181
+DATA tconstAVX2<>+6456(SB)/8, $0x3f9e541301646181
+DATA tconstAVX2<>+6464(SB)/8, $0x3fc76a6c8d5c2e62
+DATA tconstAVX2<>+6472(SB)/8, $0x3fc76a6c8d5c2e62
+DATA tconstAVX2<>+6480(SB)/8, $0x3fc76a6c8d5c2e62
+DATA tconstAVX2<>+6488(SB)/8, $0x3fc76a6c8d5c2e62
+DATA tconstAVX2<>+6496(SB)/8, $0x3fe5300acfa98dc4
+DATA tconstAVX2<>+6504(SB)/8, $0x3fe5300acfa98dc4
+DATA tconstAVX2<>+6512(SB)/8, $0x3fe5300acfa98dc4
+DATA tconstAVX2<>+6520(SB)/8, $0x3fe5300acfa98dc4
+DATA tconstAVX2<>+6528(SB)/8, $0x3ff74585497df942
+DATA tconstAVX2<>+6536(SB)/8, $0x3ff74585497df942
+DATA tconstAVX2<>+6544(SB)/8, $0x3ff74585497df942
+DATA tconstAVX2<>+6552(SB)/8, $0x3ff74585497df942
+DATA tconstAVX2<>+6560(SB)/8, $0x3ffd1258bb78bfbf
+DATA tconstAVX2<>+6568(SB)/8, $0x3ffd1258bb78bfbf
+DATA tconstAVX2<>+6576(SB)/8, $0x3ffd1258bb78bfbf
+DATA tconstAVX2<>+6584(SB)/8, $0x3ffd1258bb78bfbf
+DATA tconstAVX2<>+6592(SB)/8, $0x3fd9884533d43651
+DATA tconstAVX2<>+6600(SB)/8, $0x3fd9884533d43651
+DATA tconstAVX2<>+6608(SB)/8, $0x3fd9884533d43651
+DATA tconstAVX2<>+6616(SB)/8, $0x3fd9884533d43651
+DATA tconstAVX2<>+6624(SB)/8, $0xbfe80ead197f00b4
+DATA tconstAVX2<>+6632(SB)/8, $0xbfe80ead197f00b4
+DATA tconstAVX2<>+6640(SB)/8, $0xbfe80ead197f00b4
+DATA tconstAVX2<>+6648(SB)/8, $0xbfe80ead197f00b4
+DATA tconstAVX2<>+6656(SB)/8, $0x3c713e74c58cada8
+DATA tconstAVX2<>+6664(SB)/8, $0x3c713e74c58cada8
+DATA tconstAVX2<>+6672(SB)/8, $0x3c713e74c58cada8
+DATA tconstAVX2<>+6680(SB)/8, $0x3c713e74c58cada8
+DATA tconstAVX2<>+6688(SB)/8, $0x3f93e19df5b577d9
+DATA tconstAVX2<>+6696(SB)/8, $0x3f93e19df5b577d9
+DATA tconstAVX2<>+6704(SB)/8, $0x3f93e19df5b577d9
+DATA tconstAVX2<>+6712(SB)/8, $0x3f93e19df5b577d9
+DATA tconstAVX2<>+6720(SB)/8, $0xbf8e3d0becedc4ce
+DATA tconstAVX2<>+6728(SB)/8, $0xbf8e3d0becedc4ce
+DATA tconstAVX2<>+6736(SB)/8, $0xbf8e3d0becedc4ce
+DATA tconstAVX2<>+6744(SB)/8, $0xbf8e3d0becedc4ce
+DATA tconstAVX2<>+6752(SB)/8, $0xbfbd2fa4ac53b847
+DATA tconstAVX2<>+6760(SB)/8, $0xbfbd2fa4ac53b847
+DATA tconstAVX2<>+6768(SB)/8, $0xbfbd2fa4ac53b847
+DATA tconstAVX2<>+6776(SB)/8, $0xbfbd2fa4ac53b847
+DATA tconstAVX2<>+6784(SB)/8, $0xbf92a2efc588f630
+DATA tconstAVX2<>+6792(SB)/8, $0xbf92a2efc588f630
+DATA tconstAVX2<>+6800(SB)/8, $0xbf92a2efc588f630
+DATA tconstAVX2<>+6808(SB)/8, $0xbf92a2efc588f630
+DATA tconstAVX2<>+6816(SB)/8, $0x3fd8d9a941ddf61a
+DATA tconstAVX2<>+6824(SB)/8, $0x3fd8d9a941ddf61a
+DATA tconstAVX2<>+6832(SB)/8, $0x3fd8d9a941ddf61a
+DATA tconstAVX2<>+6840(SB)/8, $0x3fd8d9a941ddf61a
+DATA tconstAVX2<>+6848(SB)/8, $0x3fdb9d98fa5a3b5f
+DATA tconstAVX2<>+6856(SB)/8, $0x3fdb9d98fa5a3b5f
+DATA tconstAVX2<>+6864(SB)/8, $0x3fdb9d98fa5a3b5f
+DATA tconstAVX2<>+6872(SB)/8, $0x3fdb9d98fa5a3b5f
+DATA tconstAVX2<>+6880(SB)/8, $0xbf407569bf407569
+DATA tconstAVX2<>+6888(SB)/8, $0xbf407569bf407569
+DATA tconstAVX2<>+6896(SB)/8, $0xbf407569bf407569
+DATA tconstAVX2<>+6904(SB)/8, $0xbf407569bf407569
+DATA tconstAVX2<>+6912(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+6920(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+6928(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+6936(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+6944(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+6952(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+6960(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+6968(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+6976(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+6984(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+6992(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+7000(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+7008(SB)/8, $0xc1380000c1380000
+DATA tconstAVX2<>+7016(SB)/8, $0xc1380000c1380000
+DATA tconstAVX2<>+7024(SB)/8, $0xc1380000c1380000
+DATA tconstAVX2<>+7032(SB)/8, $0xc1380000c1380000
+DATA tconstAVX2<>+7040(SB)/8, $0xc0135761c0135761
+DATA tconstAVX2<>+7048(SB)/8, $0xc0135761c0135761
+DATA tconstAVX2<>+7056(SB)/8, $0xc0135761c0135761
+DATA tconstAVX2<>+7064(SB)/8, $0xc0135761c0135761
+DATA tconstAVX2<>+7072(SB)/8, $0xbdd2d3e8bdd2d3e8
+DATA tconstAVX2<>+7080(SB)/8, $0xbdd2d3e8bdd2d3e8
+DATA tconstAVX2<>+7088(SB)/8, $0xbdd2d3e8bdd2d3e8
+DATA tconstAVX2<>+7096(SB)/8, $0xbdd2d3e8bdd2d3e8
+DATA tconstAVX2<>+7104(SB)/8, $0x3d9222793d922279
+DATA tconstAVX2<>+7112(SB)/8, $0x3d9222793d922279
+DATA tconstAVX2<>+7120(SB)/8, $0x3d9222793d922279
+DATA tconstAVX2<>+7128(SB)/8, $0x3d9222793d922279
+DATA tconstAVX2<>+7136(SB)/8, $0x3124d8b53124d8b5
+DATA tconstAVX2<>+7144(SB)/8, $0x3124d8b53124d8b5
+DATA tconstAVX2<>+7152(SB)/8, $0x3124d8b53124d8b5
+DATA tconstAVX2<>+7160(SB)/8, $0x3124d8b53124d8b5
+DATA tconstAVX2<>+7168(SB)/8, $0xb342bc9bb342bc9b
+DATA tconstAVX2<>+7176(SB)/8, $0xb342bc9bb342bc9b
+DATA tconstAVX2<>+7184(SB)/8, $0xb342bc9bb342bc9b
+DATA tconstAVX2<>+7192(SB)/8, $0xb342bc9bb342bc9b
+DATA tconstAVX2<>+7200(SB)/8, $0x3fcc422a3fcc422a
+DATA tconstAVX2<>+7208(SB)/8, $0x3fcc422a3fcc422a
+DATA tconstAVX2<>+7216(SB)/8, $0x3fcc422a3fcc422a
+DATA tconstAVX2<>+7224(SB)/8, $0x3fcc422a3fcc422a
+DATA tconstAVX2<>+7232(SB)/8, $0xffffff81ffffff81
+DATA tconstAVX2<>+7240(SB)/8, $0xffffff81ffffff81
+DATA tconstAVX2<>+7248(SB)/8, $0xffffff81ffffff81
+DATA tconstAVX2<>+7256(SB)/8, $0xffffff81ffffff81
+DATA tconstAVX2<>+7264(SB)/8, $0x0000009700000097
+DATA tconstAVX2<>+7272(SB)/8, $0x0000009700000097
+DATA tconstAVX2<>+7280(SB)/8, $0x0000009700000097
+DATA tconstAVX2<>+7288(SB)/8, $0x0000009700000097
+DATA tconstAVX2<>+7296(SB)/8, $0x0000006700000067
+DATA tconstAVX2<>+7304(SB)/8, $0x0000006700000067
+DATA tconstAVX2<>+7312(SB)/8, $0x0000006700000067
+DATA tconstAVX2<>+7320(SB)/8, $0x0000006700000067
+DATA tconstAVX2<>+7328(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+7336(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+7344(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+7352(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+7360(SB)/8, $0x3fb2444f2a4d8b4b
+DATA tconstAVX2<>+7368(SB)/8, $0x3fb2444f2a4d8b4b
+DATA tconstAVX2<>+7376(SB)/8, $0x3fb2444f2a4d8b4b
+DATA tconstAVX2<>+7384(SB)/8, $0x3fb2444f2a4d8b4b
+DATA tconstAVX2<>+7392(SB)/8, $0x3ff9884533d43651
+DATA tconstAVX2<>+7400(SB)/8, $0x3ff9884533d43651
+DATA tconstAVX2<>+7408(SB)/8, $0x3ff9884533d43651
+DATA tconstAVX2<>+7416(SB)/8, $0x3ff9884533d43651
+DATA tconstAVX2<>+7424(SB)/8, $0xc082c00000000000
+DATA tconstAVX2<>+7432(SB)/8, $0xc082c00000000000
+DATA tconstAVX2<>+7440(SB)/8, $0xc082c00000000000
+DATA tconstAVX2<>+7448(SB)/8, $0xc082c00000000000
+DATA tconstAVX2<>+7456(SB)/8, $0x4082c00000000000
+DATA tconstAVX2<>+7464(SB)/8, $0x4082c00000000000
+DATA tconstAVX2<>+7472(SB)/8, $0x4082c00000000000
+DATA tconstAVX2<>+7480(SB)/8, $0x4082c00000000000
+DATA tconstAVX2<>+7488(SB)/8, $0x3fcb6676bf7450f1
+DATA tconstAVX2<>+7496(SB)/8, $0x3fcb6676bf7450f1
+DATA tconstAVX2<>+7504(SB)/8, $0x3fcb6676bf7450f1
+DATA tconstAVX2<>+7512(SB)/8, $0x3fcb6676bf7450f1
+DATA tconstAVX2<>+7520(SB)/8, $0xbfe81429f9e97e4c
+DATA tconstAVX2<>+7528(SB)/8, $0xbfe81429f9e97e4c
+DATA tconstAVX2<>+7536(SB)/8, $0xbfe81429f9e97e4c
+DATA tconstAVX2<>+7544(SB)/8, $0xbfe81429f9e97e4c
+DATA tconstAVX2<>+7552(SB)/8, $0xbc8406439d087aa4
+DATA tconstAVX2<>+7560(SB)/8, $0xbc8406439d087aa4
+DATA tconstAVX2<>+7568(SB)/8, $0xbc8406439d087aa4
+DATA tconstAVX2<>+7576(SB)/8, $0xbc8406439d087aa4
+DATA tconstAVX2<>+7584(SB)/8, $0x3f9425c340df544f
+DATA tconstAVX2<>+7592(SB)/8, $0x3f9425c340df544f
+DATA tconstAVX2<>+7600(SB)/8, $0x3f9425c340df544f
+DATA tconstAVX2<>+7608(SB)/8, $0x3f9425c340df544f
+DATA tconstAVX2<>+7616(SB)/8, $0xbf9102a32c446f4b
+DATA tconstAVX2<>+7624(SB)/8, $0xbf9102a32c446f4b
+DATA tconstAVX2<>+7632(SB)/8, $0xbf9102a32c446f4b
+DATA tconstAVX2<>+7640(SB)/8, $0xbf9102a32c446f4b
+DATA tconstAVX2<>+7648(SB)/8, $0xbfbd2b771ca8099c
+DATA tconstAVX2<>+7656(SB)/8, $0xbfbd2b771ca8099c
+DATA tconstAVX2<>+7664(SB)/8, $0xbfbd2b771ca8099c
+DATA tconstAVX2<>+7672(SB)/8, $0xbfbd2b771ca8099c
+DATA tconstAVX2<>+7680(SB)/8, $0xbf9029618f5332b0
+DATA tconstAVX2<>+7688(SB)/8, $0xbf9029618f5332b0
+DATA tconstAVX2<>+7696(SB)/8, $0xbf9029618f5332b0
+DATA tconstAVX2<>+7704(SB)/8, $0xbf9029618f5332b0
+DATA tconstAVX2<>+7712(SB)/8, $0x3fd8cd1a2b2fb18d
+DATA tconstAVX2<>+7720(SB)/8, $0x3fd8cd1a2b2fb18d
+DATA tconstAVX2<>+7728(SB)/8, $0x3fd8cd1a2b2fb18d
+DATA tconstAVX2<>+7736(SB)/8, $0x3fd8cd1a2b2fb18d
+DATA tconstAVX2<>+7744(SB)/8, $0x3fdb8bacd2c97656
+DATA tconstAVX2<>+7752(SB)/8, $0x3fdb8bacd2c97656
+DATA tconstAVX2<>+7760(SB)/8, $0x3fdb8bacd2c97656
+DATA tconstAVX2<>+7768(SB)/8, $0x3fdb8bacd2c97656
+DATA tconstAVX2<>+7776(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+7784(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+7792(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+7800(SB)/8, $0x0000000700000006
+DATA tconstAVX2<>+7808(SB)/8, $0x0000000100000000
+DATA tconstAVX2<>+7816(SB)/8, $0x0000000300000002
+DATA tconstAVX2<>+7824(SB)/8, $0x0000000500000004
+DATA tconstAVX2<>+7832(SB)/8, $0x0000000700000006
+GLOBL tconstAVX2<>(SB), RODATA|NOPTR, $7840

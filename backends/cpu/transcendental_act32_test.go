@@ -11,9 +11,9 @@ import (
 	"github.com/kiln-ml/kiln/backends"
 )
 
-// Sigmoid (forward and backward), SiLU (forward) and exp (backward:
-// expGradF32Model) in float32 (asm/gen/transcendental_act32.go, the AVX2
-// kernels): the same steps and
+// Sigmoid (forward and backward), SiLU (forward), exp (backward:
+// expGradF32Model) and tanh (backward: tanhGradF32Model) in float32
+// (asm/gen/transcendental_act32.go, the AVX2 kernels): the same steps and
 // constants in scalar Go, which the kernels equal bit for bit
 // (TestAct32KernelsMatchModel) and whose error is measured over every
 // float32 (TestAct32ModelsExhaustive). The forward kernels: act32FwdParts
@@ -72,6 +72,13 @@ func sigmoidGradF32Model(x, g float32) float32 {
 	yl := fma32(g, rest, fma32(g, q2, -y))
 	return orSign((y+yl)*h*t, g) // g's sign where the sum is 0: g = -0
 }
+
+// tanhGradF32Model is g·tanh'(x) as the float32 tanh backward kernel
+// (asm/gen/transcendental_act32.go's tanh32DY) computes it (finite x, |g| <
+// 2^64): (4g)·σ'(2x), sigmoid's model on exact arguments (2x is +Inf for
+// |x| > MaxFloat32/2, which act32Parts's clamp takes as any |2x| >
+// act32Clamp).
+func tanhGradF32Model(x, g float32) float32 { return sigmoidGradF32Model(x+x, 4*g) }
 
 // expGradF32Parts returns n and p with e^x ≈ 2^n·(1 + p) as the float32
 // exp backward kernel computes them (before g's scaling by 2^64 above
@@ -133,6 +140,7 @@ var act32Models = []struct {
 	{backends.Sigmoid, "f'", sigmoidGradF32Model},
 	{backends.Silu, "f", func(x, _ float32) float32 { return siluF32FwdModel(x) }},
 	{backends.Exp, "f'", expGradF32Model},
+	{backends.Tanh, "f'", tanhGradF32Model},
 }
 
 // act32Ref is the float64 reference of op in direction dir at x.
@@ -158,7 +166,9 @@ func act32HardInputs() []float32 {
 			float32(math.Ldexp(r.Float64()*2-1, -r.IntN(150))),
 			math.Float32frombits(r.Uint32()&0x807fffff)) // denormals
 	}
-	for _, c := range []float32{act32Clamp, act32FwdLo, act32FwdHi, 17, 16.6, 88.7, 103.9, 87.3, exp32DLo, exp32DHi, exp32DBig, 192} {
+	for _, c := range []float32{act32Clamp, act32FwdLo, act32FwdHi, 17, 16.6, 88.7, 103.9, 87.3, exp32DLo, exp32DHi, exp32DBig, 192,
+		act32Clamp / 2, 44, 1e-19, math.MaxFloat32 / 2, math.MaxFloat32} { // tanh's: 2x at the clamp, tanh' denormal, x² underflowing, 2x overflowing
+
 		x := c
 		for range 2000 {
 			xs = append(xs, x, -x)
@@ -241,6 +251,7 @@ func TestAct32ModelsExhaustive(t *testing.T) {
 	if os.Getenv("KILN_ACT32_EXHAUSTIVE") == "" {
 		t.Skip("set KILN_ACT32_EXHAUSTIVE=1 to run over every float32")
 	}
+	models := act32Models[:4] // sigmoid, SiLU, exp (tanh's: TestTanhGradF32ModelExhaustive)
 	type worst struct {
 		e float64
 		x float32
@@ -250,7 +261,7 @@ func TestAct32ModelsExhaustive(t *testing.T) {
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			m := make([]worst, len(act32Models)+2)
+			m := make([]worst, len(models)+2)
 			for u := uint64(w); u < 1<<32; u += uint64(workers) {
 				x := math.Float32frombits(uint32(u))
 				if x != x || math.IsInf(float64(x), 0) {
@@ -267,7 +278,7 @@ func TestAct32ModelsExhaustive(t *testing.T) {
 					sig = sn
 				}
 				want := [4]float64{sig, sp * sn, xd * sig, math.Exp(xd)}
-				for i, md := range act32Models {
+				for i, md := range models {
 					if e := ulpError(md.f(x, 1), want[i]); e > m[i].e {
 						m[i] = worst{e, x}
 					}
@@ -296,7 +307,7 @@ func TestAct32ModelsExhaustive(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	for i, md := range act32Models {
+	for i, md := range models {
 		var m worst
 		for _, r := range res {
 			if r[i].e > m.e {
@@ -316,7 +327,7 @@ func TestAct32ModelsExhaustive(t *testing.T) {
 	for i, op := range []backends.UnaryOp{backends.Sigmoid, backends.Exp} {
 		var m worst
 		for _, r := range res {
-			if w := r[len(act32Models)+i]; w.e > m.e {
+			if w := r[len(models)+i]; w.e > m.e {
 				m = w
 			}
 		}
@@ -328,9 +339,44 @@ func TestAct32ModelsExhaustive(t *testing.T) {
 	}
 }
 
-// The bounds of the float32 sigmoid, SiLU and exp kernels (AVX2), entered in
-// float32ForwardULP and float32BackwardULP, from TestAct32ModelsExhaustive
-// (every float32 input, g = 1), rounded up:
+// TestTanhGradF32ModelExhaustive runs the float32 tanh backward model
+// over every finite float32 x where KILN_ACT32_EXHAUSTIVE is set:
+//
+//	KILN_ACT32_EXHAUSTIVE=1 go test -run TanhGradF32ModelExhaustive -v -timeout 1h ./backends/cpu/
+//
+// with g = 1, and bounds the error for every g (|g| < 2^64, the result
+// normal) as TestAct32ModelsExhaustive does sigmoid's: the final rounding,
+// the relative error before it (the same for every g) and the rounding of
+// the low part g multiplies. The reference is 4e/(1 + e)², e = e^(-2|x|).
+func TestTanhGradF32ModelExhaustive(t *testing.T) {
+	if os.Getenv("KILN_ACT32_EXHAUSTIVE") == "" {
+		t.Skip("set KILN_ACT32_EXHAUSTIVE=1 to run over every float32")
+	}
+	ref := func(x float32) float64 {
+		e := math.Exp(-2 * math.Abs(float64(x)))
+		return 4 * e / ((1 + e) * (1 + e))
+	}
+	w, at := worstOverFloat32(func(x float32) float64 { return ulpError(tanhGradF32Model(x, 1), ref(x)) })
+	t.Logf("every float32: tanh f' max %.4f ulp at x = %g (%#x)", w, at, math.Float32bits(at))
+	wg, atg := worstOverFloat32(func(x float32) float64 {
+		if math.Abs(float64(x)) > act32Clamp/2 {
+			return 0 // g·tanh'(x) is 0 for |g| < 2^64
+		}
+		h, t, q2, rest := sigmoidGradF32Parts(x + x)
+		v := 4 * (float64(q2) + float64(rest)) * float64(h) * float64(t)
+		want := ref(x)
+		return 0.5 + 0x1p24*math.Abs(v-want)/want + math.Abs(float64(rest)/(float64(q2)+float64(rest)))
+	})
+	t.Logf("every float32, every g: tanh g·f' within %.4f ulp (largest at x = %g)", wg, atg)
+	if b := float32BackwardULP[backends.Tanh]; w > b || wg > b {
+		t.Errorf("tanh f': %.4f ulp, g·f' %.4f (bound %g)", w, wg, b)
+	}
+}
+
+// The bounds of the float32 sigmoid, SiLU, exp and tanh kernels (AVX2),
+// entered in float32ForwardULP and float32BackwardULP, from
+// TestAct32ModelsExhaustive and TestTanhGradF32ModelExhaustive (every
+// float32 input, g = 1), rounded up:
 //
 //   - σ: at most 0.9437 ulp (x = -15.600485);
 //   - x·σ(x): at most 1.0962 ulp (x = -91.16953);
@@ -345,11 +391,16 @@ func TestAct32ModelsExhaustive(t *testing.T) {
 //     2^-126/e^x·2) it rounds on the denormals' grid before the last
 //     factor 2^(n - that): 1.2311 ulp measured with g = 1e-44 (TestAct32Models),
 //     the bound here.
+//   - tanh' = 4σ'(2x), sigmoid's steps on exact arguments: at most 1.2113
+//     ulp (x = 2.9430575, 2x = sigmoid's worst), and for every g within
+//     1.9216 ulp (x = 2.9447217), TestTanhGradF32ModelExhaustive (13
+//     minutes on two busy cores).
 const (
 	sigmoid32ULP     = 0.95
 	silu32ULP        = 1.10
 	sigmoid32GradULP = 1.93
 	exp32GradULP     = 1.24
+	tanh32GradULP    = 1.93
 )
 
 func init() {
@@ -357,6 +408,7 @@ func init() {
 	float32ForwardULP[backends.Silu] = silu32ULP
 	float32BackwardULP[backends.Sigmoid] = sigmoid32GradULP
 	float32BackwardULP[backends.Exp] = exp32GradULP
+	float32BackwardULP[backends.Tanh] = tanh32GradULP
 }
 
 // act32Clamp: beyond |x| = 150, g·σ'(x) (|g| < 2^64) is 0 in float32;
@@ -442,17 +494,17 @@ func TestAct32KernelsMatchModel(t *testing.T) {
 }
 
 // TestAct32KernelSpecialGradients: where |g| ≥ 2^64, ±Inf or NaN (beyond
-// the float32 body's range) the float32 sigmoid backward kernels give the
-// float64 kernel's bits, in whole blocks and in tails, x = ±Inf and NaN
-// included, and the other lanes of the same blocks the bits they have
-// without such a g beside them.
+// the float32 body's range) the float32 sigmoid, exp and tanh backward
+// kernels give the float64 kernel's bits, in whole blocks and in tails, x
+// = ±Inf and NaN included, and the other lanes of the same blocks the bits
+// they have without such a g beside them.
 func TestAct32KernelSpecialGradients(t *testing.T) {
 	inf := float32(math.Inf(1))
 	special := []float32{0x1p64, -0x1p64, 1e20, -3e25, 1.5e37, -3.4028235e38, inf, -inf, float32(math.NaN())}
 	xsSpecial := []float32{inf, -inf, float32(math.NaN()), 0, float32(math.Copysign(0, -1)), 1e-40, 200, -200}
 	r := rand.New(rand.NewPCG(45, 46))
 	ran := false
-	for _, op := range []backends.UnaryOp{backends.Sigmoid, backends.Exp} {
+	for _, op := range []backends.UnaryOp{backends.Sigmoid, backends.Exp, backends.Tanh} {
 		k := f32Kernels[op]
 		for name, im := range act32KernelImpls(op) {
 			if !im.d32 || k.wideDF == nil {

@@ -43,16 +43,19 @@ var transcendentalAsm = map[backends.UnaryOp]transcendentalKernelSet{
 
 // transcendentalAVX2 lists the AVX2 kernels: in float64 but for exp and
 // tanh forward (as with AVX-512), sigmoid forward and backward, SiLU
-// forward, exp backward, GELU forward and backward (sixteen lanes an
-// iteration: transcendental_gelu32_amd64.go) and GELU-tanh forward
-// (transcendental_gelutanh32_amd64.go).
+// forward, exp and tanh backward (sixteen lanes an iteration:
+// transcendental_act32_amd64.go), log forward
+// (transcendental_log32_amd64.go), GELU forward and backward
+// (transcendental_gelu32_amd64.go) and GELU-tanh forward
+// (transcendental_gelutanh32_amd64.go). Erf, log's backward and SiLU's
+// and GELU-tanh's backward stay in float64.
 var transcendentalAVX2 = map[backends.UnaryOp]transcendentalKernelSet{
-	backends.Exp:      {expF32AVX2, expGradF32AVX2, true, true},
-	backends.Log:      {logF32AVX2Paired, logGradF32AVX2, true, false}, // forward in float32: asm/gen/transcendental_log32.go
-	backends.Tanh:     {tanhF32AVX2, tanhGradF32AVX2, true, false},
+	backends.Exp:      {expF32AVX2, expGradF32AVX2Paired, true, true},
+	backends.Log:      {logF32AVX2Paired, logGradF32AVX2, true, false},
+	backends.Tanh:     {tanhF32AVX2, tanhGradF32AVX2Paired, true, true},
 	backends.Erf:      {erfF32AVX2, erfGradF32AVX2, false, false},
-	backends.Sigmoid:  {sigmoidF32AVX2, sigmoidGradF32AVX2, true, true},
-	backends.Silu:     {siluF32AVX2, siluGradF32AVX2, true, false},
+	backends.Sigmoid:  {sigmoidF32AVX2Paired, sigmoidGradF32AVX2Paired, true, true},
+	backends.Silu:     {siluF32AVX2Paired, siluGradF32AVX2, true, false},
 	backends.Gelu:     {geluF32AVX2Paired, geluGradF32AVX2Paired, true, true},
 	backends.GeluTanh: {geluTanhF32AVX2Paired, geluTanhGradF32AVX2, true, false},
 }
@@ -64,11 +67,13 @@ var transcendentalAVX2 = map[backends.UnaryOp]transcendentalKernelSet{
 var transcendentalAVX2Wide = map[backends.UnaryOp]transcendentalKernelSet{
 	backends.Gelu:     {geluWideF32AVX2, geluWideGradF32AVX2, false, false},
 	backends.GeluTanh: {geluTanhWideF32AVX2, geluTanhGradF32AVX2, false, false},
-	// sigmoid, SiLU, exp (asm/gen/transcendental_act32.go; exp's forward
-	// kernel here is the float64 one, which no table uses otherwise)
+	// sigmoid, SiLU, exp, tanh (asm/gen/transcendental_act32.go; exp's and
+	// tanh's forward kernels here are float64 ones, which no table uses
+	// otherwise)
 	backends.Sigmoid: {sigmoidWideF32AVX2, sigmoidWideGradF32AVX2, false, false},
 	backends.Silu:    {siluWideF32AVX2, siluGradF32AVX2, false, false},
 	backends.Exp:     {expWideF32AVX2, expWideGradF32AVX2, false, false},
+	backends.Tanh:    {tanhWideF32AVX2, tanhWideGradF32AVX2, false, false},
 	backends.Log:     {logWideF32AVX2, logGradF32AVX2, false, false}, // asm/gen/transcendental_log32.go
 }
 

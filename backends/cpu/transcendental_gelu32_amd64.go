@@ -32,16 +32,23 @@ func pairedF32(pairs func(dst, x *float32, n int) int, one func(dst, x *float32,
 // geluGradF32AVX2Paired is geluGradF32AVX2 with the same results bit for
 // bit, sixteen lanes an iteration, as geluF32AVX2Paired: the blocks with x
 // ±Inf or NaN or a |g| ≥ 2^64 go to geluGradF32AVX2.
-func geluGradF32AVX2Paired(dst, x, grad *float32, n int, sp *[2]float32) {
-	for n > 0 {
-		k := geluGradF32AVX2Pairs(dst, x, grad, n)
-		m := min(n-k, 16)
-		if m == 0 {
-			return
-		}
-		geluGradF32AVX2(f32At(dst, k), f32At(x, k), f32At(grad, k), m, sp)
-		if n -= k + m; n > 0 {
-			dst, x, grad = f32At(dst, k+m), f32At(x, k+m), f32At(grad, k+m)
+var geluGradF32AVX2Paired = pairedGradF32(geluGradF32AVX2Pairs, geluGradF32AVX2)
+
+// pairedGradF32 is pairedF32 for a backward kernel: pairs stops before
+// the blocks of sixteen with x ±Inf or NaN or a |g| ≥ 2^64, which one
+// computes.
+func pairedGradF32(pairs func(dst, x, grad *float32, n int) int, one func(dst, x, grad *float32, n int, sp *[2]float32)) func(dst, x, grad *float32, n int, sp *[2]float32) {
+	return func(dst, x, grad *float32, n int, sp *[2]float32) {
+		for n > 0 {
+			k := pairs(dst, x, grad, n)
+			m := min(n-k, 16)
+			if m == 0 {
+				return
+			}
+			one(f32At(dst, k), f32At(x, k), f32At(grad, k), m, sp)
+			if n -= k + m; n > 0 {
+				dst, x, grad = f32At(dst, k+m), f32At(x, k+m), f32At(grad, k+m)
+			}
 		}
 	}
 }

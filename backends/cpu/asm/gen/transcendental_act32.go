@@ -10,17 +10,23 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-// Sigmoid's forward and backward, SiLU's forward and exp's backward
-// computed in float32 for AVX2, eight lanes a ymm vector instead of the
-// float64 kernels' four, each within 2 ulp of the exact value over every
-// float32 x
+// Sigmoid's forward and backward, SiLU's forward, exp's backward and
+// tanh's backward computed in float32 for AVX2, eight lanes a ymm vector
+// instead of the float64 kernels' four, each within 2 ulp of the exact
+// value over every float32 x
 // (backends/cpu/transcendental_act32_test.go has the same steps in scalar
 // Go with the same constants, measures them over every float32 and checks
 // the kernels against them bit for bit). The float64 kernels stay, as
 // "wide" ones (sigmoidWideF32AVX2, …), for the tests and benchmarks to
-// compare with. exp's backward: exp32DY below. SiLU's backward stays in float64: near its derivative's
-// zero (x ≈ -1.2785) the float32 exponential's 2^-26.5 error is not small
-// against the result.
+// compare with. exp's backward: exp32DY below; tanh's: sigmoid's body on
+// 2x and 4g (tanh32DY). The bodies are written as steps over a block of
+// one or more vectors (eachLane): the template's kernels run them on one,
+// act32PairKernelsAVX2's on two interleaved, sixteen lanes an iteration.
+// SiLU's backward stays in float64: near its derivative's zero (x ≈
+// -1.2785) the float32 exponential's 2^-26.5 error is not small against
+// the result, and elsewhere σ'·(d - a) compounds σ''s own error (a model
+// with a polynomial window around the zero measured up to 1.67 ulp at x =
+// -6.58 and 2.8 just outside the window).
 //
 // Forward, with x clamped to [act32FwdLo, act32FwdHi]: e^(-x) = 2^-m·E, E
 // = 1 + p (exp32's reduction, and its polynomial for e^(-r)), so σ(x) =
@@ -71,240 +77,319 @@ var exp32Neg = func() []float32 {
 	return c
 }()
 
-// act32 holds the backward's parts for eight lanes: h = 2^(n>>1), t =
-// 2^(n - n>>1), p, q and c.
-type act32 struct{ h, t, p, q, c VecVirtual }
-
-// act32Parts computes act32's parts for the eight x in xs.
-func act32Parts(xs VecVirtual) act32 {
-	var v act32
-	a := YMM()
-	VANDPS(tconst.u32(0x7fffffff), xs, a)
-	VMINPS(f32c(act32Clamp), a, a)
-	t := YMM()
-	VBROADCASTSS(f32c(exp32Magic), t)
-	VFNMADD231PS(f32c(log2e32), a, t) // t = magic - a·log2e: n in the low bits
-	n := YMM()
-	VSUBPS(f32c(exp32Magic), t, n)
-	r := YMM()
-	VXORPS(tconst.u32(0x80000000), a, r)
-	VFNMADD231PS(f32c(ln2Hi32), n, r) // r = -a - n·ln2Hi, exact
-	VFNMADD231PS(f32c(ln2Lo32), n, r)
-	v.p = poly32Y(r, exp32P)
-	r2 := YMM()
-	VMULPS(r, r, r2)
-	VFMADD213PS(r, r2, v.p)        // p = r²·P + r
-	VPSUBD(f32c(exp32Magic), t, t) // n as an integer
-	v.h = YMM()
-	VPSRAD(U8(1), t, v.h)
-	VPSUBD(v.h, t, t)
-	for _, s := range []VecVirtual{v.h, t} {
-		VPADDD(tconst.u32(127), s, s)
-		VPSLLD(U8(23), s, s)
+// eachLane runs step for every vector of a block, i = 0, 1, …: the bodies
+// below are written as such steps, so that on a block of two vectors
+// (act32PairKernelsAVX2) the two dependent chains interleave and fill each
+// other's latencies, and on one vector they are the eight-lane kernel's
+// instructions in order.
+func eachLane(v lanes, step func(i int)) {
+	for i := range v {
+		step(i)
 	}
+}
+
+// act32 holds the backward's parts for a block: h = 2^(n>>1), t = 2^(n -
+// n>>1), p, q and c.
+type act32 struct{ h, t, p, q, c lanes }
+
+// act32Parts computes act32's parts for the x in xs.
+func act32Parts(xs lanes) act32 {
+	k := len(xs)
+	var v act32
+	a, t, n, r := newLanes(k), newLanes(k), newLanes(k), newLanes(k)
+	eachLane(xs, func(i int) {
+		VANDPS(tconst.u32(0x7fffffff), xs[i], a[i])
+		VMINPS(f32c(act32Clamp), a[i], a[i])
+		VBROADCASTSS(f32c(exp32Magic), t[i])
+		VFNMADD231PS(f32c(log2e32), a[i], t[i]) // t = magic - a·log2e: n in the low bits
+	})
+	eachLane(xs, func(i int) {
+		VSUBPS(f32c(exp32Magic), t[i], n[i])
+		VXORPS(tconst.u32(0x80000000), a[i], r[i])
+		VFNMADD231PS(f32c(ln2Hi32), n[i], r[i]) // r = -a - n·ln2Hi, exact
+		VFNMADD231PS(f32c(ln2Lo32), n[i], r[i])
+	})
+	v.p = poly32N(r, exp32P)
+	r2 := newLanes(k)
+	v.h = newLanes(k)
+	eachLane(xs, func(i int) {
+		VMULPS(r[i], r[i], r2[i])
+		VFMADD213PS(r[i], r2[i], v.p[i])     // p = r²·P + r
+		VPSUBD(f32c(exp32Magic), t[i], t[i]) // n as an integer
+		VPSRAD(U8(1), t[i], v.h[i])
+		VPSUBD(v.h[i], t[i], t[i])
+		for _, s := range []VecVirtual{v.h[i], t[i]} {
+			VPADDD(tconst.u32(127), s, s)
+			VPSLLD(U8(23), s, s)
+		}
+	})
 	v.t = t
-	s := YMM()
-	VMULPS(t, v.h, s) // 2^n rounded: 0 or a denormal where it is far below d's ulp
-	eh := copyY(s)
-	VFMADD231PS(v.p, s, eh) // s·E rounded
-	el := YMM()
-	VSUBPS(eh, s, el)       // exact (Sterbenz: E in [0.7, 1.5])
-	VFMADD231PS(v.p, s, el) // s·E - eh, exact
-	dh := YMM()
-	VADDPS(f32c(1), eh, dh)
-	VSUBPS(f32c(1), dh, s)
-	VSUBPS(s, eh, eh)
-	VADDPS(el, eh, eh) // dl
-	one := YMM()
-	VBROADCASTSS(f32c(1), one)
-	v.q = YMM()
-	VDIVPS(dh, one, v.q)
-	VFNMADD231PS(dh, v.q, one) // 1 - q·dh, exact
-	VFNMADD231PS(eh, v.q, one) // - q·dl
-	v.c = YMM()
-	VMULPS(one, v.q, v.c)
+	s, eh, el, dh := newLanes(k), newLanes(k), newLanes(k), newLanes(k)
+	eachLane(xs, func(i int) {
+		VMULPS(t[i], v.h[i], s[i]) // 2^n rounded: 0 or a denormal where it is far below d's ulp
+		VMOVAPS(s[i], eh[i])
+		VFMADD231PS(v.p[i], s[i], eh[i]) // s·E rounded
+		VSUBPS(eh[i], s[i], el[i])       // exact (Sterbenz: E in [0.7, 1.5])
+		VFMADD231PS(v.p[i], s[i], el[i]) // s·E - eh, exact
+	})
+	eachLane(xs, func(i int) {
+		VADDPS(f32c(1), eh[i], dh[i])
+		VSUBPS(f32c(1), dh[i], s[i])
+		VSUBPS(s[i], eh[i], eh[i])
+		VADDPS(el[i], eh[i], eh[i]) // dl
+	})
+	one := newLanes(k)
+	v.q, v.c = newLanes(k), newLanes(k)
+	eachLane(xs, func(i int) {
+		VBROADCASTSS(f32c(1), one[i])
+		VDIVPS(dh[i], one[i], v.q[i])
+	})
+	eachLane(xs, func(i int) {
+		VFNMADD231PS(dh[i], v.q[i], one[i]) // 1 - q·dh, exact
+		VFNMADD231PS(eh[i], v.q[i], one[i]) // - q·dl
+		VMULPS(one[i], v.q[i], v.c[i])
+	})
 	return v
 }
 
 // scale returns u·h·t, the first product exact, the second rounded once.
-func (v act32) scale(u VecVirtual) VecVirtual {
-	VMULPS(v.h, u, u)
-	VMULPS(v.t, u, u)
+func (v act32) scale(u lanes) lanes {
+	eachLane(u, func(i int) {
+		VMULPS(v.h[i], u[i], u[i])
+		VMULPS(v.t[i], u[i], u[i])
+	})
 	return u
 }
 
 // twoProd returns a·bh + (a·bh - rounded + a·bl), rounded once: a·(bh +
 // bl) with a·bh exact in two terms.
-func twoProd(a, bh, bl VecVirtual) VecVirtual {
-	y := YMM()
-	VMULPS(bh, a, y)
-	lo := copyY(y)
-	fmsub231(bh, a, lo) // a·bh - y, exact
-	VFMADD231PS(bl, a, lo)
-	VADDPS(lo, y, y)
+func twoProd(a, bh, bl lanes) lanes {
+	y, lo := newLanes(len(a)), newLanes(len(a))
+	eachLane(a, func(i int) {
+		VMULPS(bh[i], a[i], y[i])
+		VMOVAPS(y[i], lo[i])
+		fmsub231(bh[i], a[i], lo[i]) // a·bh - y, exact
+		VFMADD231PS(bl[i], a[i], lo[i])
+		VADDPS(lo[i], y[i], y[i])
+	})
 	return y
 }
 
 // act32FwdParts returns, for x clamped to [act32FwdLo, act32FwdHi], y, yl and
 // sb with σ(x) ≈ (y + yl)·sb·2^-act32FwdBias, sb = 2^(m+act32FwdBias).
-func act32FwdParts(xc VecVirtual) (y, yl, sb VecVirtual) {
-	t := YMM()
-	VBROADCASTSS(f32c(exp32Magic), t)
-	VFMADD231PS(f32c(log2e32), xc, t) // t = x·log2e + magic: m in the low bits
-	n := YMM()
-	VSUBPS(f32c(exp32Magic), t, n)
-	r := copyY(xc)
-	VFNMADD231PS(f32c(ln2Hi32), n, r) // r = x - m·ln2Hi, exact
-	VFNMADD231PS(f32c(ln2Lo32), n, r)
-	p := poly32Y(r, exp32Neg)
-	r2 := YMM()
-	VMULPS(r, r, r2)
-	VFMSUB213PS(r, r2, p) // p = r²·P - r = e^(-r) - 1
-	// 2^(m+bias) from t's low bits, shifted into the exponent field (m +
-	// 127 + bias is in [1, 254] for the clamped x)
+func act32FwdParts(xc lanes) (y, yl, sb lanes) {
+	k := len(xc)
+	t, n, r := newLanes(k), newLanes(k), newLanes(k)
+	eachLane(xc, func(i int) {
+		VBROADCASTSS(f32c(exp32Magic), t[i])
+		VFMADD231PS(f32c(log2e32), xc[i], t[i]) // t = x·log2e + magic: m in the low bits
+		VSUBPS(f32c(exp32Magic), t[i], n[i])
+	})
+	eachLane(xc, func(i int) {
+		VMOVAPS(xc[i], r[i])
+		VFNMADD231PS(f32c(ln2Hi32), n[i], r[i]) // r = x - m·ln2Hi, exact
+		VFNMADD231PS(f32c(ln2Lo32), n[i], r[i])
+	})
+	p := poly32N(r, exp32Neg)
+	r2, s, b := newLanes(k), newLanes(k), newLanes(k)
 	sb = t
-	VPADDD(tconst.u32(127+act32FwdBias), sb, sb)
-	VPSLLD(U8(23), sb, sb)
-	s := YMM()
-	VMULPS(f32c(act32FwdUnbias), sb, s) // 2^m: 0 or a denormal where it no longer counts
-	b := YMM()
-	VADDPS(f32c(1), s, b)
-	VSUBPS(f32c(1), b, n)
-	VSUBPS(n, s, s) // bl: 1 + 2^m = b + bl (Fast2Sum)
-	dh := YMM()
-	VADDPS(p, b, dh)
-	VSUBPS(b, dh, b)
-	VSUBPS(b, p, p)
-	VADDPS(s, p, p) // dl: 1 + 2^m + p = dh + dl
-	one := YMM()
-	VBROADCASTSS(f32c(1), one)
-	y = YMM()
-	VDIVPS(dh, one, y)
-	VFNMADD231PS(dh, y, one) // 1 - y·dh, exact
-	VFNMADD231PS(p, y, one)  // - y·dl
-	yl = one
-	VMULPS(y, yl, yl)
-	return y, yl, sb
+	eachLane(xc, func(i int) {
+		VMULPS(r[i], r[i], r2[i])
+		VFMSUB213PS(r[i], r2[i], p[i]) // p = r²·P - r = e^(-r) - 1
+		// 2^(m+bias) from t's low bits, shifted into the exponent field
+		// (m + 127 + bias is in [1, 254] for the clamped x)
+		VPADDD(tconst.u32(127+act32FwdBias), sb[i], sb[i])
+		VPSLLD(U8(23), sb[i], sb[i])
+		VMULPS(f32c(act32FwdUnbias), sb[i], s[i]) // 2^m: 0 or a denormal where it no longer counts
+	})
+	eachLane(xc, func(i int) {
+		VADDPS(f32c(1), s[i], b[i])
+		VSUBPS(f32c(1), b[i], n[i])
+		VSUBPS(n[i], s[i], s[i]) // bl: 1 + 2^m = b + bl (Fast2Sum)
+	})
+	dh, one := newLanes(k), newLanes(k)
+	eachLane(xc, func(i int) {
+		VADDPS(p[i], b[i], dh[i])
+		VSUBPS(b[i], dh[i], b[i])
+		VSUBPS(b[i], p[i], p[i])
+		VADDPS(s[i], p[i], p[i]) // dl: 1 + 2^m + p = dh + dl
+	})
+	y = newLanes(k)
+	eachLane(xc, func(i int) {
+		VBROADCASTSS(f32c(1), one[i])
+		VDIVPS(dh[i], one[i], y[i])
+	})
+	eachLane(xc, func(i int) {
+		VFNMADD231PS(dh[i], y[i], one[i]) // 1 - y·dh, exact
+		VFNMADD231PS(p[i], y[i], one[i])  // - y·dl
+		VMULPS(y[i], one[i], one[i])
+	})
+	return y, one, sb
 }
 
 // clampFwd returns x clamped to [act32FwdLo, act32FwdHi].
-func clampFwd(xs VecVirtual) VecVirtual {
-	xc := YMM()
-	VMAXPS(f32c(act32FwdLo), xs, xc)
-	VMINPS(f32c(act32FwdHi), xc, xc)
+func clampFwd(xs lanes) lanes {
+	xc := newLanes(len(xs))
+	eachLane(xs, func(i int) {
+		VMAXPS(f32c(act32FwdLo), xs[i], xc[i])
+		VMINPS(f32c(act32FwdHi), xc[i], xc[i])
+	})
 	return xc
 }
 
-// sigmoid32Y is sigmoid's float32 forward body.
-func sigmoid32Y(xs VecVirtual) VecVirtual {
+// sigmoid32Y is sigmoid's float32 forward body on a block.
+func sigmoid32Y(xs lanes) lanes {
 	y, yl, sb := act32FwdParts(clampFwd(xs))
-	VADDPS(yl, y, y)
-	VMULPS(sb, y, y) // exact
-	VMULPS(f32c(act32FwdUnbias), y, y)
+	eachLane(xs, func(i int) {
+		VADDPS(yl[i], y[i], y[i])
+		VMULPS(sb[i], y[i], y[i]) // exact
+		VMULPS(f32c(act32FwdUnbias), y[i], y[i])
+	})
 	return y
 }
 
-// silu32Y is SiLU's float32 forward body: x·(y + yl) as a two-term
-// product, x itself above act32FwdHi.
-func silu32Y(xs VecVirtual) VecVirtual {
+// silu32Y is SiLU's float32 forward body on a block: x·(y + yl) as a
+// two-term product, x itself above act32FwdHi.
+func silu32Y(xs lanes) lanes {
 	xc := clampFwd(xs)
 	y, yl, sb := act32FwdParts(xc)
 	u := twoProd(xc, y, yl)
-	VMULPS(sb, u, u) // exact
-	VMULPS(f32c(act32FwdUnbias), u, u)
-	big := YMM()
-	VCMPPS(U8(0x1e), f32c(act32FwdHi), xs, big) // x > act32FwdHi (GT_OQ)
-	VBLENDVPS(big, xs, u, u)
-	VANDPS(tconst.u32(0x80000000), xs, big)
-	VORPS(big, u, u) // -0 at x = -0
+	big := newLanes(len(xs))
+	eachLane(xs, func(i int) {
+		VMULPS(sb[i], u[i], u[i]) // exact
+		VMULPS(f32c(act32FwdUnbias), u[i], u[i])
+		VCMPPS(U8(0x1e), f32c(act32FwdHi), xs[i], big[i]) // x > act32FwdHi (GT_OQ)
+		VBLENDVPS(big[i], xs[i], u[i], u[i])
+		VANDPS(tconst.u32(0x80000000), xs[i], big[i])
+		VORPS(big[i], u[i], u[i]) // -0 at x = -0
+	})
 	return u
 }
 
-// sigmoid32DY is sigmoid's float32 backward body: g·σ'(x) = g·2^n·E·(q +
-// c)², (q + c)² = q² + (q²lo + 2qc) with q² exact in two terms.
-func sigmoid32DY(xs, gs VecVirtual) VecVirtual {
+// sigmoid32DY is sigmoid's float32 backward body on a block: g·σ'(x) =
+// g·2^n·E·(q + c)², (q + c)² = q² + (q²lo + 2qc) with q² exact in two
+// terms.
+func sigmoid32DY(xs, gs lanes) lanes {
 	v := act32Parts(xs)
-	q2 := YMM()
-	VMULPS(v.q, v.q, q2)
-	zl := copyY(q2)
-	fmsub231(v.q, v.q, zl) // q·q - q2, exact
-	VADDPS(v.q, v.q, v.q)
-	VFMADD231PS(v.c, v.q, zl) // + 2qc
-	rest := copyY(zl)
-	VFMADD231PS(v.p, zl, rest) // zl + zl·p
-	VFMADD231PS(v.p, q2, rest) // + q2·p
+	k := len(xs)
+	q2, zl, rest := newLanes(k), newLanes(k), newLanes(k)
+	eachLane(xs, func(i int) {
+		VMULPS(v.q[i], v.q[i], q2[i])
+		VMOVAPS(q2[i], zl[i])
+		fmsub231(v.q[i], v.q[i], zl[i]) // q·q - q2, exact
+		VADDPS(v.q[i], v.q[i], v.q[i])
+		VFMADD231PS(v.c[i], v.q[i], zl[i]) // + 2qc
+	})
+	eachLane(xs, func(i int) {
+		VMOVAPS(zl[i], rest[i])
+		VFMADD231PS(v.p[i], zl[i], rest[i]) // zl + zl·p
+		VFMADD231PS(v.p[i], q2[i], rest[i]) // + q2·p
+	})
 	u := v.scale(twoProd(gs, q2, rest))
-	sg := YMM()
-	VANDPS(tconst.u32(0x80000000), gs, sg)
-	VORPS(sg, u, u) // g's sign where the sum is 0: g = -0
+	sg := newLanes(k)
+	eachLane(xs, func(i int) {
+		VANDPS(tconst.u32(0x80000000), gs[i], sg[i])
+		VORPS(sg[i], u[i], u[i]) // g's sign where the sum is 0: g = -0
+	})
 	return u
 }
 
-// exp32DY is exp's float32 backward body: g·e^x = g·2^n·(1 + p) with
-// exp32's reduction and polynomial, g·(1 + p) = fma(g, p, g) rounded once,
-// 2^n applied as 2^(n>>1) (exact) and 2^(n - n>>1) (one rounding, into the
-// denormals too, or to ±Inf), and where n > 0 g·2^min(n - 1, 127) first
-// (exact), so that a tiny g keeps its digits. x is clamped to [exp32DLo,
-// exp32DHi], beyond which g·e^x is 0 or ±Inf for every |g| < 2^64; where
-// x > exp32DBig, g is scaled by 2^64 first (exact, denormal g included)
-// and n lowered by 64, so both factors stay in range.
-func exp32DY(xs, gs VecVirtual) VecVirtual {
-	xc := YMM()
-	VMAXPS(f32c(exp32DLo), xs, xc)
-	VMINPS(f32c(exp32DHi), xc, xc)
-	t := YMM()
-	VBROADCASTSS(f32c(exp32Magic), t)
-	VFMADD231PS(f32c(log2e32), xc, t) // t = x·log2e + magic: n in the low bits
-	n := YMM()
-	VSUBPS(f32c(exp32Magic), t, n)
-	r := copyY(xc)
-	VFNMADD231PS(f32c(ln2Hi32), n, r) // r = x - n·ln2Hi, exact
-	VFNMADD231PS(f32c(ln2Lo32), n, r)
-	p := poly32Y(r, exp32P)
-	VMULPS(r, r, n)
-	VFMADD213PS(r, n, p) // p = r²·P + r
-	big := YMM()
-	VCMPPS(U8(0x1e), f32c(exp32DBig), xc, big) // x > exp32DBig (GT_OQ)
-	sc := YMM()
-	VBROADCASTSS(f32c(1), sc)
-	VBLENDVPS(big, f32c(0x1p64), sc, sc)
-	VMULPS(gs, sc, sc)             // g, or g·2^64
-	VPSUBD(f32c(exp32Magic), t, t) // n as an integer
-	VANDPS(tconst.u32(64), big, big)
-	VPSUBD(big, t, t)
+// tanh32DY is tanh's float32 backward body on a block: g·tanh'(x) =
+// (4g)·σ'(2x), sigmoid32DY's body on 2x and 4g, both exact (tanh'(x) =
+// 4/(e^x + e^-x)² and σ'(y) = 1/(e^(y/2) + e^(-y/2))²), so the same
+// bounds. 2x is +Inf for |x| > MaxFloat32/2, which act32Parts's clamp takes
+// as it takes any |2x| > act32Clamp; |4g| < 2^66 for the |g| < 2^64 the
+// body gets (the template sends larger ones, by the original g, to the
+// float64 body), and 2^66·σ'(act32Clamp) < 2^-150 rounds to 0 as the clamp
+// requires.
+func tanh32DY(xs, gs lanes) lanes {
+	x2, g4 := newLanes(len(xs)), newLanes(len(xs))
+	eachLane(xs, func(i int) {
+		VADDPS(xs[i], xs[i], x2[i])
+		VMULPS(f32c(4), gs[i], g4[i])
+	})
+	return sigmoid32DY(x2, g4)
+}
+
+// exp32DY is exp's float32 backward body on a block: g·e^x = g·2^n·(1 +
+// p) with exp32's reduction and polynomial, g·(1 + p) = fma(g, p, g)
+// rounded once, 2^n applied as 2^(n>>1) (exact) and 2^(n - n>>1) (one
+// rounding, into the denormals too, or to ±Inf), and where n > 0
+// g·2^min(n - 1, 127) first (exact), so that a tiny g keeps its digits. x
+// is clamped to [exp32DLo, exp32DHi], beyond which g·e^x is 0 or ±Inf for
+// every |g| < 2^64; where x > exp32DBig, g is scaled by 2^64 first (exact,
+// denormal g included) and n lowered by 64, so both factors stay in range.
+func exp32DY(xs, gs lanes) lanes {
+	k := len(xs)
+	xc, t, n, r := newLanes(k), newLanes(k), newLanes(k), newLanes(k)
+	eachLane(xs, func(i int) {
+		VMAXPS(f32c(exp32DLo), xs[i], xc[i])
+		VMINPS(f32c(exp32DHi), xc[i], xc[i])
+		VBROADCASTSS(f32c(exp32Magic), t[i])
+		VFMADD231PS(f32c(log2e32), xc[i], t[i]) // t = x·log2e + magic: n in the low bits
+	})
+	eachLane(xs, func(i int) {
+		VSUBPS(f32c(exp32Magic), t[i], n[i])
+		VMOVAPS(xc[i], r[i])
+		VFNMADD231PS(f32c(ln2Hi32), n[i], r[i]) // r = x - n·ln2Hi, exact
+		VFNMADD231PS(f32c(ln2Lo32), n[i], r[i])
+	})
+	p := poly32N(r, exp32P)
+	big, sc := newLanes(k), newLanes(k)
+	eachLane(xs, func(i int) {
+		VMULPS(r[i], r[i], n[i])
+		VFMADD213PS(r[i], n[i], p[i]) // p = r²·P + r
+	})
+	eachLane(xs, func(i int) {
+		VCMPPS(U8(0x1e), f32c(exp32DBig), xc[i], big[i]) // x > exp32DBig (GT_OQ)
+		VBROADCASTSS(f32c(1), sc[i])
+		VBLENDVPS(big[i], f32c(0x1p64), sc[i], sc[i])
+		VMULPS(gs[i], sc[i], sc[i])          // g, or g·2^64
+		VPSUBD(f32c(exp32Magic), t[i], t[i]) // n as an integer
+		VANDPS(tconst.u32(64), big[i], big[i])
+		VPSUBD(big[i], t[i], t[i])
+	})
 	// where n > 0, g takes 2^min(n - 1, 127) before the product (exact: a
 	// denormal g keeps its digits), the rest (at least 2) after
-	zero, pre := YMM(), YMM()
-	VPXOR(zero, zero, zero)
-	VPSUBD(tconst.u32(1), t, pre)
-	VPMAXSD(zero, pre, pre)
-	VPMINSD(tconst.u32(127), pre, pre)
-	VPSUBD(pre, t, t)
-	VPADDD(tconst.u32(127), pre, pre)
-	VPSLLD(U8(23), pre, pre)
-	VMULPS(pre, sc, sc)
+	zero, pre := newLanes(k), newLanes(k)
+	eachLane(xs, func(i int) {
+		VPXOR(zero[i], zero[i], zero[i])
+		VPSUBD(tconst.u32(1), t[i], pre[i])
+		VPMAXSD(zero[i], pre[i], pre[i])
+		VPMINSD(tconst.u32(127), pre[i], pre[i])
+		VPSUBD(pre[i], t[i], t[i])
+		VPADDD(tconst.u32(127), pre[i], pre[i])
+		VPSLLD(U8(23), pre[i], pre[i])
+		VMULPS(pre[i], sc[i], sc[i])
+	})
 	// an overflow there is one of the result too (2^n ≥ 2 with it), but
 	// fma(Inf, p, Inf) is NaN for p < 0: ±MaxFloat32 instead
-	VMINPS(f32c(math.MaxFloat32), sc, sc)
-	VMAXPS(f32c(-math.MaxFloat32), sc, sc)
-	u := copyY(sc)
-	VFMADD231PS(p, sc, u) // g·p + g
-	h := YMM()
-	VPSRAD(U8(1), t, h)
-	VPSUBD(h, t, t)
-	for _, f := range []VecVirtual{h, t} {
-		VPADDD(tconst.u32(127), f, f)
-		VPSLLD(U8(23), f, f)
-		VMULPS(f, u, u)
-	}
-	VANDPS(tconst.u32(0x80000000), gs, sc)
-	VORPS(sc, u, u) // g's sign where the product is 0 (g = ±0, or -0 underflowing)
-	// g·(+Inf) from where e^x overflows in float64, as the float64 kernel
-	// gives (NaN for g = 0)
-	VCMPPS(U8(0x1d), f32c(math.Float32frombits(exp32DOverflow)), xs, big) // GE_OQ
-	VBROADCASTSS(f32c(float32(math.Inf(1))), sc)
-	VMULPS(gs, sc, sc)
-	VBLENDVPS(big, sc, u, u)
+	u, h := newLanes(k), newLanes(k)
+	eachLane(xs, func(i int) {
+		VMINPS(f32c(math.MaxFloat32), sc[i], sc[i])
+		VMAXPS(f32c(-math.MaxFloat32), sc[i], sc[i])
+		VMOVAPS(sc[i], u[i])
+		VFMADD231PS(p[i], sc[i], u[i]) // g·p + g
+	})
+	eachLane(xs, func(i int) {
+		VPSRAD(U8(1), t[i], h[i])
+		VPSUBD(h[i], t[i], t[i])
+		for _, f := range []VecVirtual{h[i], t[i]} {
+			VPADDD(tconst.u32(127), f, f)
+			VPSLLD(U8(23), f, f)
+			VMULPS(f, u[i], u[i])
+		}
+	})
+	eachLane(xs, func(i int) {
+		VANDPS(tconst.u32(0x80000000), gs[i], sc[i])
+		VORPS(sc[i], u[i], u[i]) // g's sign where the product is 0 (g = ±0, or -0 underflowing)
+		// g·(+Inf) from where e^x overflows in float64, as the float64
+		// kernel gives (NaN for g = 0)
+		VCMPPS(U8(0x1d), f32c(math.Float32frombits(exp32DOverflow)), xs[i], big[i]) // GE_OQ
+		VBROADCASTSS(f32c(float32(math.Inf(1))), sc[i])
+		VMULPS(gs[i], sc[i], sc[i])
+		VBLENDVPS(big[i], sc[i], u[i], u[i])
+	})
 	return u
 }
 
@@ -321,8 +406,8 @@ const (
 
 // act32Fwd and act32Bwd are the float32 bodies by op.
 var (
-	act32Fwd = map[string]func(VecVirtual) VecVirtual{"sigmoid": sigmoid32Y, "silu": silu32Y}
-	act32Bwd = map[string]func(x, g VecVirtual) VecVirtual{"sigmoid": sigmoid32DY, "exp": exp32DY}
+	act32Fwd = map[string]func(lanes) lanes{"sigmoid": sigmoid32Y, "silu": silu32Y}
+	act32Bwd = map[string]func(x, g lanes) lanes{"sigmoid": sigmoid32DY, "exp": exp32DY, "tanh": tanh32DY}
 )
 
 // act32Grad reports whether the backward kernel name is one of act32Bwd's:
@@ -334,10 +419,11 @@ func act32Grad(name string) bool {
 // act32WideKernels generates the float64 AVX2 kernels of op o that
 // act32's float32 ones replaced, to compare with (tests and benchmarks):
 // sigmoidWideF32AVX2, sigmoidWideGradF32AVX2, siluWideF32AVX2,
-// expWideGradF32AVX2, and expWideF32AVX2 (exp's forward was in float32
-// already; the wide set is in float64 throughout).
+// expWideGradF32AVX2, tanhWideGradF32AVX2, and expWideF32AVX2 and
+// tanhWideF32AVX2 (exp's and tanh's forward were in float32 already; the
+// wide set is in float64 throughout).
 func act32WideKernels(o top) {
-	if act32Fwd[o.name] != nil || o.name == "exp" {
+	if act32Fwd[o.name] != nil || o.name == "exp" || o.name == "tanh" {
 		fn := o.name + "WideF32AVX2"
 		transcendentalKernelY(tfunc{
 			name: fn, abs: o.abs, body: o.fwd,
@@ -353,9 +439,26 @@ func act32WideKernels(o top) {
 	}
 }
 
-// copyY returns a new ymm register holding v.
-func copyY(v VecVirtual) VecVirtual {
-	c := YMM()
-	VMOVAPS(v, c)
-	return c
+// act32PairKernelsAVX2 generates the sixteen-lane forms of the float32
+// kernels: sigmoidF32AVX2Pairs, siluF32AVX2Pairs, sigmoidGradF32AVX2Pairs
+// and expGradF32AVX2Pairs, the bodies on two blocks of eight an iteration,
+// interleaved step by step (eachLane). One block is a latency-bound chain
+// (a division, then multiply-adds each waiting on the last); two fill the
+// FMA units: on a Zen 3 1.12–1.27 times the eight-lane kernels'
+// throughput in cache, 1.08–1.23 at 16M. Like geluPairKernelsAVX2's, they
+// stop before the first sixteen with a lane the bodies do not cover (x
+// ±Inf or NaN, |g| ≥ 2^64) and before the last n mod 16, and the
+// eight-lane kernels do the rest (transcendental_act32_amd64.go), so the
+// results are theirs bit for bit.
+func act32PairKernelsAVX2() {
+	for _, name := range []string{"sigmoid", "silu"} {
+		f, fn := act32Fwd[name], name+"F32AVX2Pairs"
+		doc := fmt.Sprintf("%s sets dst[i] = %s(x[i]) (AVX2+FMA, in float32) for i < k, sixteen at a time, and returns k: a multiple of 16, at most n, that stops before the first sixteen with x ±Inf or NaN.", fn, name)
+		pairKernelAVX2(fn, "func(dst, x *float32, n int) int", doc, false, func(xs, _ lanes, _ Register) lanes { return f(xs) })
+	}
+	for _, name := range []string{"sigmoid", "exp", "tanh"} {
+		f, fn := act32Bwd[name], name+"GradF32AVX2Pairs"
+		doc := fmt.Sprintf("%s sets dst[i] = grad[i]·%s'(x[i]) (AVX2+FMA, in float32) for i < k, sixteen at a time, and returns k: a multiple of 16, at most n, that stops before the first sixteen with x ±Inf or NaN or |grad| ≥ 2^64.", fn, name)
+		pairKernelAVX2(fn, "func(dst, x, grad *float32, n int) int", doc, true, func(xs, gs lanes, _ Register) lanes { return f(xs, gs) })
+	}
 }

@@ -389,7 +389,7 @@ func transcendentalKernelsAVX2() {
 	fwd32["geluTanh"] = geluTanh32F // transcendental_gelutanh32.go
 	fwd32["log"] = log32Y           // transcendental_log32.go
 	for name, f := range act32Fwd { // sigmoid and SiLU (transcendental_act32.go)
-		fwd32[name] = f
+		fwd32[name] = func(x VecVirtual) VecVirtual { return f(lanes{x})[0] }
 	}
 	for _, o := range transcendentalOps() {
 		fn := o.name + "F32AVX2"
@@ -407,7 +407,7 @@ func transcendentalKernelsAVX2() {
 			ing, grad32 = "float32", gelu32DF
 		}
 		if f := act32Bwd[o.name]; f != nil {
-			ing, grad32 = "float32", f
+			ing, grad32 = "float32", func(x, g VecVirtual) VecVirtual { return f(lanes{x}, lanes{g})[0] }
 		}
 		transcendentalKernelY(tfunc{
 			name: gn, bwd: true, body: o.bwd, grad32: grad32,
@@ -434,6 +434,7 @@ func transcendentalKernelsAVX2() {
 		log32Kernels(o)
 	}
 	geluPairKernelsAVX2()
+	act32PairKernelsAVX2()
 	geluTanhPairKernelAVX2()
 	tconst.emit()
 }

@@ -195,3 +195,10 @@ func log32PairKernel() {
 	VZEROUPPER()
 	RET()
 }
+
+// copyY returns a new register holding v.
+func copyY(v VecVirtual) VecVirtual {
+	c := YMM()
+	VMOVAPS(v, c)
+	return c
+}
