@@ -50,6 +50,14 @@ var loadCases = []loadCase{
 		out := allocView(be, backends.Float32, n)
 		return func() { be.Binary(backends.Add, out, x, y) }, 12 * n / 1e9
 	}},
+	{"exp16M", "Gelem/s", func(be *Backend) (func(), float64) {
+		// bench_compare's activation rows: compute-bound, a second thread
+		// nearly doubles it
+		const n = 1 << 24
+		x := randView(be, backends.Float32, 1, n)
+		out := allocView(be, backends.Float32, n)
+		return func() { be.Unary(backends.Exp, out, x, 0, 0) }, n / 1e9
+	}},
 	{"cnnstep", "img/s", cnnStep},
 }
 

@@ -57,8 +57,8 @@ import (
 // calibrateFirst-th on, run serially on purpose to measure it (the first
 // waits for a site to recur: where more sites come and go than the tuner
 // holds, a site pushed out before it is measured does not cost a serial
-// run). The ratio, and the cost of a try, are taken against the lower of
-// the two serial times. Calibration costs a site that gains from sharing
+// run). The estimate is then divided by how much it overstated those
+// serial runs of late, in the ratio and in the cost of a try. Calibration costs a site that gains from sharing
 // 1/calibrateEvery of that gain, and every new site one serial run.
 //
 // Results never depend on the choice: a serial run goes through the same
@@ -103,7 +103,8 @@ type site struct {
 	est    atomic.Int64 // ns, moving average of the same runs' serial estimates; 0: unknown
 	ser    atomic.Int64 // ns, moving average of the serial time (measured, or estimated in parallel runs); 0: unknown
 	credit atomic.Int64 // ns earned toward trying parallel again
-	solo   atomic.Int64 // ns, moving average of serial runs' wall times (measured only); 0: unknown
+	solo   atomic.Int64 // ns, short moving average of serial runs' wall times (measured only); 0: unknown
+	recent atomic.Int64 // ns, short moving average of parallel runs' serial estimates, to compare with solo; 0: unknown
 	jobs   atomic.Int64 // jobs the site chose parallel for, for calibration
 }
 
@@ -140,6 +141,7 @@ func (t *tuner) site(key uint64) *site {
 	b.ser.Store(a.ser.Load())
 	b.credit.Store(a.credit.Load())
 	b.solo.Store(a.solo.Load())
+	b.recent.Store(a.recent.Load())
 	b.jobs.Store(a.jobs.Load())
 	a.key.Store(key)
 	a.par.Store(0)
@@ -147,22 +149,35 @@ func (t *tuner) site(key uint64) *site {
 	a.ser.Store(0)
 	a.credit.Store(0)
 	a.solo.Store(0)
+	a.recent.Store(0)
 	a.jobs.Store(0)
 	return a
 }
 
 // ratio returns the site's parallel wall time over its serial time (one =
-// 1024): the lower of the estimate from the caller's chunks and the
-// measured serial runs. It is 0 while unknown.
+// 1024): over the estimate from the caller's chunks, corrected by how much
+// that estimate overstates the measured serial runs (see inflation). It
+// is 0 while unknown.
 func (s *site) ratio() int64 {
 	e := s.est.Load()
 	if e <= 0 {
 		return 0
 	}
-	if o := s.solo.Load(); o > 0 && !calibBlind.Load() {
-		e = min(e, o)
+	return s.par.Load() * s.inflation() / e
+}
+
+// inflation returns how much the caller's-chunks estimate of lately
+// overstates the serial runs of lately (one = 1024; at least one, and one
+// while either is unknown). Both are short averages, so that they compare
+// runs of the same time; par and est are long ones whose ratio is sound
+// but whose values still carry the site's first runs (page faults, a
+// helper's wake-up), so neither can be set against solo directly.
+func (s *site) inflation() int64 {
+	o, r := s.solo.Load(), s.recent.Load()
+	if o <= 0 || r <= 0 || calibBlind.Load() {
+		return one
 	}
-	return s.par.Load() * one / e
+	return max(one, r*one/o)
 }
 
 // calibrate reports whether a job that the site chose to run in parallel
@@ -200,10 +215,8 @@ func (s *site) recordParallel(elapsed, estimate time.Duration, try bool) {
 		return
 	}
 	e := min(max(int64(elapsed), 1), maxStall*int64(estimate))
-	q := int64(estimate) // the serial time: the lower of the estimate and the measured one
-	if o := s.solo.Load(); o > 0 && !calibBlind.Load() {
-		q = min(q, o)
-	}
+	average(&s.recent, int64(estimate), 2)
+	q := int64(estimate) * one / s.inflation() // the serial time, corrected
 	if try {
 		s.credit.Add(-max(e-q, 0))
 	}
