@@ -45,12 +45,9 @@ import (
 //   - Serial when sharing does not pay. For each call site and size, a
 //     tuner (sched_tuner.go) measures in every parallel job its wall time
 //     against the time the caller's own chunks say it would have taken
-//     alone (and against its serial runs, measured now and then: the
-//     caller's chunks run slow when the helpers compete with it for
-//     memory bandwidth), and runs the site serially while sharing costs
-//     more than it saves (a job too small for a hand-off, helpers
-//     descheduled in their chunks), trying parallel again now and then at
-//     a bounded cost.
+//     alone, and runs the site serially while sharing costs more than it
+//     saves (a job too small for a hand-off, helpers descheduled in their
+//     chunks), trying parallel again now and then at a bounded cost.
 //   - Alone, the cheaper way. A job whose caller runs every chunk itself
 //     (the tuner chose serial, or no helper was free or worth waking) runs
 //     in one piece where its runner has a cheaper form for one goroutine
@@ -299,12 +296,6 @@ func (p *pool) helper(s *helperSlot) {
 func (j *job) onCallersCPU() bool {
 	return j.cpu >= 0 && !placeBlind.Load() && currentCPU() == j.cpu
 }
-
-// calibBlind turns off the tuner's calibration runs and its use of
-// measured serial times (see solo in sched_tuner.go), so that the load
-// harness (pool_busy_test.go) can measure the pool with and without them,
-// interleaved in one run.
-var calibBlind atomic.Bool
 
 // placeBlind turns off the rules that keep helpers off their caller's
 // core (onCallersCPU, and the share of wake-ups landing there in
@@ -638,13 +629,6 @@ func (p *pool) dispatch(n, grain, chunks int, fn func(lo, hi int), r runner, key
 	st := poolStats.Load()
 	if st != nil {
 		st.jobs.Add(1)
-	}
-	calib := par && !try && p.forced == 0 && !calibBlind.Load() && site.calibrate()
-	if calib {
-		par = false
-		if st != nil {
-			st.calibrated.Add(1)
-		}
 	}
 	if !par {
 		serialRun(n, grain, fn, r)

@@ -61,8 +61,7 @@ func BenchmarkPoolBusy(b *testing.B) {
 // rules that weigh the measured wake-up time (latencyBlind); "prev",
 // without the rules for a quiet machine (quietBlind) and with the strips'
 // shared operand packed before them (packLazily off); "serial", every job
-// on the caller; "nocal", without the tuner's calibration runs and
-// measured serial times (calibBlind). It alternates them in slices of 50 ms, 8
+// on the caller. It alternates them in slices of 50 ms, 8
 // slices per round (KILN_POOL_LOAD_ROUNDS, default 5), beside whatever
 // load the machine has, and logs each one's rate against 1 worker's and
 // the pool's counters (pool_stats.go). KILN_POOL_SPARE=1 makes the pools
@@ -91,13 +90,11 @@ func TestPoolBusyTable(t *testing.T) {
 	defer latencyBlind.Store(latencyBlind.Load())
 	defer placeBlind.Store(placeBlind.Load())
 	defer quietBlind.Store(quietBlind.Load())
-	defer calibBlind.Store(calibBlind.Load())
 	defer func(old bool) { packLazily = old }(packLazily)
 	blind := func(variant string) {
 		latencyBlind.Store(variant == "blind")
 		placeBlind.Store(variant == "old" || variant == "blind")
 		quietBlind.Store(variant == "prev")
-		calibBlind.Store(variant == "nocal")
 		packLazily = variant != "prev"
 	}
 	for _, c := range loadCases {

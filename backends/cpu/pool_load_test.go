@@ -43,16 +43,14 @@ var loadCases = []loadCase{
 		return func() { be.Binary(backends.Add, out, x, y) }, 12 * n / 1e9
 	}},
 	{"add16M", "GB/s", func(be *Backend) (func(), float64) {
-		// bench_compare's stream row: memory-bound, one core near the
-		// machine's bandwidth, so a second thread adds little
+		// bench_compare's stream rows: memory-bound
 		const n = 1 << 24
 		x, y := randView(be, backends.Float32, 1, n), randView(be, backends.Float32, 2, n)
 		out := allocView(be, backends.Float32, n)
 		return func() { be.Binary(backends.Add, out, x, y) }, 12 * n / 1e9
 	}},
 	{"exp16M", "Gelem/s", func(be *Backend) (func(), float64) {
-		// bench_compare's activation rows: compute-bound, a second thread
-		// nearly doubles it
+		// bench_compare's activation rows: compute-bound
 		const n = 1 << 24
 		x := randView(be, backends.Float32, 1, n)
 		out := allocView(be, backends.Float32, n)

@@ -16,8 +16,7 @@ var poolStats atomic.Pointer[poolCounters]
 // poolCounters are the counts and times (ns) of poolStats.
 type poolCounters struct {
 	jobs       atomic.Int64 // dispatches of several chunks
-	serial     atomic.Int64 // run serially by the tuner's choice (calibration runs included)
-	calibrated atomic.Int64 // run serially to measure the serial time (site.calibrate)
+	serial     atomic.Int64 // run serially by the tuner's choice
 	tries      atomic.Int64 // parallel tries of a serial site
 	alone      atomic.Int64 // parallel, but no helper took the job
 	woken      atomic.Int64 // parked helpers handed a job
@@ -38,8 +37,8 @@ type poolCounters struct {
 // String formats the counters on one line.
 func (c *poolCounters) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "jobs %d serial %d (calibration %d) tries %d alone %d woken %d helped %d late %d shared %d join spun %d slept %d long %d wait %v",
-		c.jobs.Load(), c.serial.Load(), c.calibrated.Load(), c.tries.Load(), c.alone.Load(), c.woken.Load(), c.helped.Load(), c.late.Load(), c.shared.Load(),
+	fmt.Fprintf(&b, "jobs %d serial %d tries %d alone %d woken %d helped %d late %d shared %d join spun %d slept %d long %d wait %v",
+		c.jobs.Load(), c.serial.Load(), c.tries.Load(), c.alone.Load(), c.woken.Load(), c.helped.Load(), c.late.Load(), c.shared.Load(),
 		c.joinSpun.Load(), c.joinSlept.Load(), c.joinLong.Load(), time.Duration(c.joinWait.Load()))
 	if e := c.parEst.Load(); e > 0 {
 		fmt.Fprintf(&b, " par wall/est %.2f", float64(c.parWall.Load())/float64(e))

@@ -509,60 +509,6 @@ func TestTunerWeighsStalls(t *testing.T) {
 	}
 }
 
-// TestTunerCalibrates drives a site as dispatch does, calibration runs
-// included, for a job that gains nothing from sharing while the caller's
-// chunks, slowed by the helper competing for memory bandwidth, estimate
-// the serial time at twice what it is (a stream over buffers larger than
-// the caches). Parallel runs take 10% longer than serial ones (a helper
-// descheduled now and then): the measured serial time must turn the site
-// serial, as the estimate alone does not (checked with calibBlind). A
-// site that gains (parallel in 55% of the serial time) stays parallel,
-// running serially only for its calibration runs.
-func TestTunerCalibrates(t *testing.T) {
-	defer calibBlind.Store(calibBlind.Load())
-	const serial = time.Millisecond
-	type counts struct{ parallel, tries, calibrations int }
-	drive := func(key uint64, calls int, parallelTakes time.Duration) (c counts) {
-		var tu tuner
-		s := tu.site(key)
-		for range calls {
-			par, try := s.choose()
-			if par && !try && !calibBlind.Load() && s.calibrate() {
-				c.calibrations++
-				par = false
-			}
-			if !par {
-				s.recordSerial(serial)
-				continue
-			}
-			if try {
-				c.tries++
-			} else {
-				c.parallel++
-			}
-			s.recordParallel(parallelTakes, 2*serial, try)
-		}
-		return c
-	}
-	const calls = 5000
-	calibBlind.Store(true)
-	if c := drive(siteKey(7, 100, 1, 0), calls, serial*11/10); c.parallel < calls*9/10 {
-		t.Fatalf("without calibration: parallel %d of %d times; want nearly all (the estimate says sharing gains)", c.parallel, calls)
-	}
-	calibBlind.Store(false)
-	// serial after the calibration, trying parallel again
-	// at a cost (0.1 ms a try) of about 1/exploreShare of the run time
-	c := drive(siteKey(7, 100, 1, 0), calls, serial*11/10)
-	if maxTries := calls * 10 / exploreShare * 5 / 4; c.parallel > calibrateFirst || c.calibrations != 1 || c.tries > maxTries {
-		t.Errorf("a job 10%% slower shared: parallel %d times, tries %d, calibration runs %d of %d calls; want at most %d parallel (before the calibration), at most %d tries, 1 calibration run",
-			c.parallel, c.tries, c.calibrations, calls, calibrateFirst, maxTries)
-	}
-	c = drive(siteKey(8, 100, 1, 0), calls, serial*55/100)
-	if want := (calls-calibrateFirst)/calibrateEvery + 1; c.calibrations != want || c.parallel != calls-want || c.tries != 0 {
-		t.Errorf("a job that gains: parallel %d of %d times, %d tries, %d calibration runs; want all parallel but %d calibration runs", c.parallel, calls, c.tries, c.calibrations, want)
-	}
-}
-
 // TestTunerSitesKeepApart checks that keys in one set of the site table do
 // not erase each other's measurements while two of them are in use.
 func TestTunerSitesKeepApart(t *testing.T) {

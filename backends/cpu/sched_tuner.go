@@ -44,23 +44,6 @@ import (
 // returns to parallel within a hundred or so calls, while one whose tries
 // stall tries again only as its credit grows back.
 //
-// The caller's chunks overstate the serial time where the workers compete
-// for something they share: memory bandwidth above all. A stream over
-// buffers larger than the caches (an add of 16M floats) runs near the
-// machine's bandwidth on one core, so in a parallel run each worker's
-// chunks take up to twice as long as alone, and the estimate calls a job
-// that gains nothing a speed-up of two; beside a busy process, the stalls
-// of a descheduled helper then go unnoticed while they make two threads
-// slower than one. So each site also keeps the wall time of its serial
-// runs (solo): every serial run, every job no helper took, and, while the
-// site runs in parallel, one of its jobs in calibrateEvery, from the
-// calibrateFirst-th on, run serially on purpose to measure it (the first
-// waits for a site to recur: where more sites come and go than the tuner
-// holds, a site pushed out before it is measured does not cost a serial
-// run). The estimate is then divided by how much it overstated those
-// serial runs of late, in the ratio and in the cost of a try. Calibration costs a site that gains from sharing
-// 1/calibrateEvery of that gain, and every new site one serial run.
-//
 // Results never depend on the choice: a serial run goes through the same
 // chunks in order.
 
@@ -83,13 +66,11 @@ const exploreShare = 128
 // by 1/2^parShift a sample, tries included, and a serial site's credit
 // toward tries is at most maxCredit times its serial time.
 const (
-	calibrateFirst = 16
-	calibrateEvery = 1024
-	one            = 1024
-	serialAbove    = one * 21 / 20
-	maxStall       = 128
-	parShift       = 6
-	maxCredit      = 8
+	one         = 1024
+	serialAbove = one * 21 / 20
+	maxStall    = 128
+	parShift    = 6
+	maxCredit   = 8
 )
 
 type tuner struct{ sites [tunerSites]site }
@@ -103,9 +84,6 @@ type site struct {
 	est    atomic.Int64 // ns, moving average of the same runs' serial estimates; 0: unknown
 	ser    atomic.Int64 // ns, moving average of the serial time (measured, or estimated in parallel runs); 0: unknown
 	credit atomic.Int64 // ns earned toward trying parallel again
-	solo   atomic.Int64 // ns, short moving average of serial runs' wall times (measured only); 0: unknown
-	recent atomic.Int64 // ns, short moving average of parallel runs' serial estimates, to compare with solo; 0: unknown
-	jobs   atomic.Int64 // jobs the site chose parallel for, for calibration
 }
 
 // siteKey combines a call site's code (or runner type), the job's size and
@@ -140,51 +118,22 @@ func (t *tuner) site(key uint64) *site {
 	b.est.Store(a.est.Load())
 	b.ser.Store(a.ser.Load())
 	b.credit.Store(a.credit.Load())
-	b.solo.Store(a.solo.Load())
-	b.recent.Store(a.recent.Load())
-	b.jobs.Store(a.jobs.Load())
 	a.key.Store(key)
 	a.par.Store(0)
 	a.est.Store(0)
 	a.ser.Store(0)
 	a.credit.Store(0)
-	a.solo.Store(0)
-	a.recent.Store(0)
-	a.jobs.Store(0)
 	return a
 }
 
-// ratio returns the site's parallel wall time over its serial time (one =
-// 1024): over the estimate from the caller's chunks, corrected by how much
-// that estimate overstates the measured serial runs (see inflation). It
-// is 0 while unknown.
+// ratio returns the site's parallel wall time over its serial estimate
+// (one = 1024), or 0 while unknown.
 func (s *site) ratio() int64 {
 	e := s.est.Load()
 	if e <= 0 {
 		return 0
 	}
-	return s.par.Load() * s.inflation() / e
-}
-
-// inflation returns how much the caller's-chunks estimate of lately
-// overstates the serial runs of lately (one = 1024; at least one, and one
-// while either is unknown). Both are short averages, so that they compare
-// runs of the same time; par and est are long ones whose ratio is sound
-// but whose values still carry the site's first runs (page faults, a
-// helper's wake-up), so neither can be set against solo directly.
-func (s *site) inflation() int64 {
-	o, r := s.solo.Load(), s.recent.Load()
-	if o <= 0 || r <= 0 || calibBlind.Load() {
-		return one
-	}
-	return max(one, r*one/o)
-}
-
-// calibrate reports whether a job that the site chose to run in parallel
-// (not a try) runs serially instead, to measure the serial time (see
-// solo): its calibrateFirst-th such job, then one in calibrateEvery.
-func (s *site) calibrate() bool {
-	return s.jobs.Add(1)%calibrateEvery == calibrateFirst
+	return s.par.Load() * one / e
 }
 
 // choose reports whether the next job of s runs in parallel, and whether
@@ -215,14 +164,12 @@ func (s *site) recordParallel(elapsed, estimate time.Duration, try bool) {
 		return
 	}
 	e := min(max(int64(elapsed), 1), maxStall*int64(estimate))
-	average(&s.recent, int64(estimate), 2)
-	q := int64(estimate) * one / s.inflation() // the serial time, corrected
 	if try {
-		s.credit.Add(-max(e-q, 0))
+		s.credit.Add(-max(e-int64(estimate), 0))
 	}
 	follow(&s.par, e, parShift)
 	follow(&s.est, int64(estimate), parShift)
-	average(&s.ser, q, 3)
+	average(&s.ser, int64(estimate), 3)
 }
 
 // follow moves the moving average v toward x by 1/2^shift (to x when v is
@@ -238,9 +185,7 @@ func follow(v *atomic.Int64, x int64, shift uint) {
 
 // recordSerial adds a serial run that took elapsed.
 func (s *site) recordSerial(elapsed time.Duration) {
-	e := max(int64(elapsed), 1)
-	average(&s.ser, e, 3)
-	average(&s.solo, e, 2)
+	average(&s.ser, max(int64(elapsed), 1), 3)
 }
 
 // average moves the moving average v toward x, bounded to 8 times v, by
