@@ -371,6 +371,18 @@ func geluPairKernelsAVX2() {
 // (and of grad with bwd) and the register pointing at this iteration's x,
 // for bodies that reload x rather than hold it.
 func pairKernelAVX2(name, sig, doc string, bwd bool, body func(xs, gs lanes, x Register) lanes) {
+	pairKernelAVX2Special(name, sig, doc, bwd, func(x VecVirtual) VecVirtual {
+		a := YMM()
+		VANDPS(tconst.u32(0x7fffffff), x, a)
+		VPCMPGTD(tconst.u32(0x7f7fffff), a, a) // |x| beyond the finite
+		return a
+	}, body)
+}
+
+// pairKernelAVX2Special is pairKernelAVX2 with the lanes of x that it
+// leaves to the eight-lane kernel told by special (all ones in those
+// lanes) instead of ±Inf and NaN.
+func pairKernelAVX2Special(name, sig, doc string, bwd bool, special func(x VecVirtual) VecVirtual, body func(xs, gs lanes, x Register) lanes) {
 	TEXT(name, NOSPLIT, sig)
 	Pragma("noescape")
 	Doc(doc)
@@ -388,9 +400,7 @@ func pairKernelAVX2(name, sig, doc string, bwd bool, body func(xs, gs lanes, x R
 	VPXOR(spc, spc, spc)
 	for i := range xs {
 		VMOVUPS(Mem{Base: x, Disp: 32 * i}, xs[i])
-		a := YMM()
-		VANDPS(tconst.u32(0x7fffffff), xs[i], a)
-		VPCMPGTD(tconst.u32(0x7f7fffff), a, a) // |x| beyond the finite
+		a := special(xs[i])
 		VPOR(a, spc, spc)
 		if bwd {
 			VMOVUPS(Mem{Base: g, Disp: 32 * i}, gs[i])

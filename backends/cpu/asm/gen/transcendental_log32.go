@@ -156,44 +156,23 @@ func log32Kernels(o top) {
 // bit for bit.
 func log32PairKernel() {
 	const name = "logF32AVX2Pairs"
-	TEXT(name, NOSPLIT, "func(dst, x *float32, n int) int")
-	Pragma("noescape")
-	Doc(name + " sets dst[i] = log(x[i]) (AVX2+FMA, in float32) for i < k, sixteen at a time, and returns k: a multiple of 16, at most n, that stops before the first sixteen with an x that is not positive and finite.")
-	dst, x, n := Load(Param("dst"), GP64()), Load(Param("x"), GP64()), Load(Param("n"), GP64())
-	k := GP64()
-	XORQ(k, k)
-	Label(name + "_loop")
-	CMPQ(n, U32(16))
-	JB(LabelRef(name + "_done"))
-	xs, spc := newLanes(2), YMM()
-	for i := range xs {
-		VMOVUPS(Mem{Base: x, Disp: 32 * i}, xs[i])
-		// bits + 0x7fffffff is (bits - 1) with its sign bit flipped, so
-		// the signed compare is the unsigned one of bits - 1: 0 and
-		// negatives wrap above, +Inf and NaN are above
-		a := YMM()
-		VPADDD(tconst.u32(0x7fffffff), xs[i], a)
-		VPCMPGTD(tconst.u32(0x7f7ffffe^0x80000000), a, a)
-		if i == 0 {
-			spc = a
-		} else {
-			VPOR(a, spc, spc)
-		}
-	}
-	VPTEST(spc, spc)
-	JNZ(LabelRef(name + "_done"))
-	for i := range xs {
-		VMOVUPS(log32Y(xs[i]), Mem{Base: dst, Disp: 32 * i})
-	}
-	ADDQ(U32(64), x)
-	ADDQ(U32(64), dst)
-	ADDQ(U32(16), k)
-	SUBQ(U32(16), n)
-	JMP(LabelRef(name + "_loop"))
-	Label(name + "_done")
-	Store(k, ReturnIndex(0))
-	VZEROUPPER()
-	RET()
+	pairKernelAVX2Special(name, "func(dst, x *float32, n int) int",
+		name+" sets dst[i] = log(x[i]) (AVX2+FMA, in float32) for i < k, sixteen at a time, and returns k: a multiple of 16, at most n, that stops before the first sixteen with an x that is not positive and finite.",
+		false, func(x VecVirtual) VecVirtual {
+			// bits + 0x7fffffff is (bits - 1) with its sign bit flipped, so
+			// the signed compare is the unsigned one of bits - 1: 0 and
+			// negatives wrap above, +Inf and NaN are above
+			a := YMM()
+			VPADDD(tconst.u32(0x7fffffff), x, a)
+			VPCMPGTD(tconst.u32(0x7f7ffffe^0x80000000), a, a)
+			return a
+		}, func(xs, _ lanes, _ Register) lanes {
+			res := make(lanes, len(xs))
+			for i := range xs {
+				res[i] = log32Y(xs[i])
+			}
+			return res
+		})
 }
 
 // copyY returns a new register holding v.
