@@ -10,9 +10,9 @@ import (
 	"time"
 )
 
-// act32Paired lists the sixteen-lane kernels (transcendental_act32_amd64.go)
-// with the eight-lane ones whose bits they must give, and the scale of the
-// inputs they are tested and measured on.
+// act32Paired lists the sixteen-lane kernels (transcendental_act32_amd64.go,
+// and GELU's and GELU-tanh's) with the eight-lane ones whose bits they
+// must give, and the scale of the inputs they are tested and measured on.
 var act32Paired = []struct {
 	name        string
 	single, two func(dst, x *float32, n int, sp *[2]float32)
@@ -25,10 +25,13 @@ var act32Paired = []struct {
 	{name: "sigmoid bwd", singleDF: sigmoidGradF32AVX2, twoDF: sigmoidGradF32AVX2Paired, scale: 8},
 	{name: "exp bwd", singleDF: expGradF32AVX2, twoDF: expGradF32AVX2Paired, scale: 30},
 	{name: "tanh bwd", singleDF: tanhGradF32AVX2, twoDF: tanhGradF32AVX2Paired, scale: 8},
+	{name: "gelu fwd", single: geluF32AVX2, two: geluF32AVX2Paired, scale: 3},
+	{name: "gelu bwd", singleDF: geluGradF32AVX2, twoDF: geluGradF32AVX2Paired, scale: 3},
+	{name: "gelu_tanh fwd", single: geluTanhF32AVX2, two: geluTanhF32AVX2Paired, scale: 3},
 }
 
-// TestAct32PairedKernels: the sixteen-lane sigmoid, SiLU, exp and tanh kernels
-// give the bits of the template's eight-lane ones at every length to 70
+// TestAct32PairedKernels: the sixteen-lane sigmoid, SiLU, exp, tanh, GELU
+// and GELU-tanh kernels give the bits of the template's eight-lane ones at every length to 70
 // and at 1001, with ±Inf, NaN and (backward) huge g in some blocks (which
 // they hand to the eight-lane ones), and write nothing past n.
 func TestAct32PairedKernels(t *testing.T) {
@@ -78,8 +81,8 @@ func TestAct32PairedKernels(t *testing.T) {
 	}
 }
 
-// BenchmarkAct32Paired compares the sixteen-lane sigmoid, SiLU and exp
-// kernels with the eight-lane ones, on one core, in cache (16K values)
+// BenchmarkAct32Paired compares the sixteen-lane sigmoid, SiLU, exp, tanh,
+// GELU and GELU-tanh kernels with the eight-lane ones, on one core, in cache (16K values)
 // and not (16M), interleaved: every iteration runs both once and times
 // each, and the fastest call of each counts (a shared machine preempts
 // some calls; the fastest are those it did not):
