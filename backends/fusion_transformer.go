@@ -116,3 +116,27 @@ type LinearFusion interface {
 	// MatmulBias overwrites out with x·w + bias.
 	MatmulBias(out, x, w, bias View)
 }
+
+// LinearActFusion is an optional interface for a linear layer followed by
+// an activation, out = op(x·w + bias), with the product's operands as in
+// LinearFusion and out and pre [M, N] contiguous of the same dtype. pre
+// receives x·w + bias, bit for bit MatmulBias, and out op(pre), bit for bit
+// Unary(op) of pre: the activation runs on each block of rows of the
+// product while it is still in cache instead of in a pass of its own. pre
+// is kept because the gradient is UnaryGrad(op) of it. The ops are Relu,
+// Gelu, GeluTanh, Silu, Sigmoid and Tanh (IsLinearAct); any other is
+// refused as a bad shape is.
+type LinearActFusion interface {
+	// MatmulBiasAct overwrites pre with x·w + bias and out with op(pre).
+	MatmulBiasAct(out, pre, x, w, bias View, op UnaryOp)
+}
+
+// IsLinearAct reports whether LinearActFusion accepts op: the activations
+// without parameters that commonly follow a linear layer.
+func IsLinearAct(op UnaryOp) bool {
+	switch op {
+	case Relu, Gelu, GeluTanh, Silu, Sigmoid, Tanh:
+		return true
+	}
+	return false
+}

@@ -111,6 +111,31 @@ func activate(x *tensor.Tensor, activation string) *tensor.Tensor {
 	return x.Relu()
 }
 
+// fuseFeedForward lets the feed-forward block compute its first linear
+// layer and activation in one fused call (tensor.LinearActivation, the
+// same bits); benchmarks turn it off to compare.
+var fuseFeedForward = true
+
+// linearActivate returns activate(l.Forward(x), activation), through
+// tensor.LinearActivation when fuseFeedForward is set.
+func linearActivate(l *Linear, x *tensor.Tensor, activation string) *tensor.Tensor {
+	if !fuseFeedForward {
+		return activate(l.Forward(x), activation)
+	}
+	if activation != "gelu" {
+		activation = "relu"
+	}
+	in := l.Weight.Dim(1)
+	if x.Dims() == 0 || x.Dim(-1) != in {
+		shapeError("Linear", "expects input [..., %d], got %v", in, x.Shape())
+	}
+	var b *tensor.Tensor
+	if l.Bias != nil {
+		b = l.Bias.Tensor
+	}
+	return tensor.LinearActivation(x, l.Weight.Tensor, b, activation)
+}
+
 // checkSequence panics unless x (what names it) is a sequence of dModel
 // features, batched ([seq, N, dModel] or [N, seq, dModel]) or not.
 func checkSequence(layer, what, seq string, x *tensor.Tensor, dModel int, batchFirst bool) {
@@ -219,7 +244,7 @@ func (l *TransformerEncoderLayer) selfAttention(x *tensor.Tensor, m EncoderMasks
 }
 
 func (l *TransformerEncoderLayer) feedForward(x *tensor.Tensor) *tensor.Tensor {
-	h := l.Dropout.Forward(activate(l.Linear1.Forward(x), l.Activation))
+	h := l.Dropout.Forward(linearActivate(l.Linear1, x, l.Activation))
 	return l.Dropout2.Forward(l.Linear2.Forward(h))
 }
 
@@ -415,7 +440,7 @@ func (l *TransformerDecoderLayer) crossAttention(x, memory *tensor.Tensor, m Dec
 }
 
 func (l *TransformerDecoderLayer) feedForward(x *tensor.Tensor) *tensor.Tensor {
-	h := l.Dropout.Forward(activate(l.Linear1.Forward(x), l.Activation))
+	h := l.Dropout.Forward(linearActivate(l.Linear1, x, l.Activation))
 	return l.Dropout3.Forward(l.Linear2.Forward(h))
 }
 

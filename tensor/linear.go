@@ -29,12 +29,7 @@ func Linear(x, weight, bias *Tensor) *Tensor {
 	} else if in, ok := autocastInputs(x, weight); ok {
 		return Linear(in[0], in[1], nil)
 	}
-	inputs := []*Tensor{x, weight}
-	if bias != nil {
-		inputs = append(inputs, bias)
-	}
 	linearCheck(op, x, weight, bias)
-	out, in := weight.shape[0], weight.shape[1]
 	y, fused := linearFused(op, x, weight, bias)
 	if !fused {
 		wt := weight.transposeView(0, 1)
@@ -46,6 +41,17 @@ func Linear(x, weight, bias *Tensor) *Tensor {
 			y = yb
 		}
 	}
+	return recordLinear(op, x, weight, bias, y)
+}
+
+// recordLinear records y = x·weightᵀ + bias (bias may be nil), computed
+// by Linear or LinearActivation, as a "linear" node with its backward.
+func recordLinear(op string, x, weight, bias, y *Tensor) *Tensor {
+	inputs := []*Tensor{x, weight}
+	if bias != nil {
+		inputs = append(inputs, bias)
+	}
+	out, in := weight.shape[0], weight.shape[1]
 	attrs := map[string]any{"in_features": in, "out_features": out, "bias": bias != nil}
 	return record("linear", attrs, y, inputs, func(g *Tensor) []*Tensor {
 		grads := make([]*Tensor, len(inputs))

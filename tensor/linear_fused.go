@@ -1,6 +1,8 @@
 package tensor
 
 import (
+	"sync/atomic"
+
 	"github.com/kiln-ml/kiln/backends"
 )
 
@@ -48,3 +50,67 @@ func linearEpilogue(op string, x, weight, bias *Tensor, dtype DType, kernel func
 	kernel(yv, xv, wv, bc.view())
 	return y, true
 }
+
+// LinearActivation returns activation(Linear(x, weight, bias)), a linear
+// layer followed by one of the activations "relu", "gelu", "gelu_tanh",
+// "silu", "sigmoid" or "tanh" (Relu, Gelu, GeluTanh, Silu, Sigmoid, Tanh),
+// bit for bit as those two calls give it, gradients included. It is the
+// same two graph nodes ("linear", then the activation's), but where the
+// backend has a fused kernel for them (backends.LinearActFusion: the CPU
+// backend applies the activation to each block of rows of the product
+// while it is still in cache) both results come from one call. It panics
+// as Linear does, and with ErrArgument for another activation.
+func LinearActivation(x, weight, bias *Tensor, activation string) *Tensor {
+	const op = "LinearActivation"
+	u, ok := linearActivations[activation]
+	if !ok {
+		fail(op, ErrArgument, "activation %q: want relu, gelu, gelu_tanh, silu, sigmoid or tanh", activation)
+	}
+	if pre, out, ok := linearActFused(op, x, weight, bias, u); ok {
+		pre = recordLinear(op, x, weight, bias, pre)
+		out = record(backends.UnaryOps[u].Name, nil, out, []*Tensor{pre}, func(g *Tensor) []*Tensor {
+			return []*Tensor{castGrad(rawUnaryGrad(op, u, pre, g, 0, 0), pre)}
+		})
+		if out.node == nil {
+			pre.Release() // nothing holds it: no backward will read it
+		}
+		return out
+	}
+	return Linear(x, weight, bias).unaryOp(op, u, 0, 0)
+}
+
+// linearActivations are LinearActivation's activations by name (their
+// UnaryOps names, PyTorch's).
+var linearActivations = map[string]backends.UnaryOp{
+	"relu": backends.Relu, "gelu": backends.Gelu, "gelu_tanh": backends.GeluTanh,
+	"silu": backends.Silu, "sigmoid": backends.Sigmoid, "tanh": backends.Tanh,
+}
+
+// linearActFused computes pre = x·wᵀ + bias and out = u(pre) in one call
+// of the backend's fused kernel (backends.LinearActFusion), or reports
+// false where it does not apply: where linearFused does not, under
+// autocast (Linear converts the inputs then), or when fusing is turned
+// off (linearActUnfused).
+func linearActFused(op string, x, weight, bias *Tensor, u backends.UnaryOp) (pre, out *Tensor, ok bool) {
+	if linearActUnfused.Load() || composeOnly.Load() || bias == nil || (x.dtype != Float32 && x.dtype != Float64) ||
+		weight.dtype != x.dtype || bias.dtype != x.dtype || x.dev.casting || weight.dev.casting || bias.dev.casting {
+		return nil, nil, false
+	}
+	f, ok := x.backend().(backends.LinearActFusion)
+	if !ok || !backends.IsLinearAct(u) {
+		return nil, nil, false
+	}
+	linearCheck(op, x, weight, bias)
+	pre, ok = linearEpilogue(op, x, weight, bias, x.dtype, func(pv, xv, wv, bv backends.View) {
+		shape := append(append([]int(nil), x.shape[:len(x.shape)-1]...), weight.shape[0])
+		out = newTensor(op, x.dev, x.dtype, shape)
+		ov := out.view()
+		ov.Shape, ov.Strides = pv.Shape, pv.Strides
+		f.MatmulBiasAct(ov, pv, xv, wv, bv, u)
+	})
+	return pre, out, ok
+}
+
+// linearActUnfused turns LinearActivation's fused kernel off: tests and
+// benchmarks compare with the two ops it fuses.
+var linearActUnfused atomic.Bool

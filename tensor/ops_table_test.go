@@ -206,6 +206,9 @@ var probes = map[string]func(x *tensor.Tensor) any{
 	"Interpolate": func(x *tensor.Tensor) any {
 		return tensor.Interpolate(x.Unsqueeze(0), tensor.InterpolateConfig{Size: []int{6, 8}, Mode: "bilinear"})
 	},
+	"LinearActivation": func(x *tensor.Tensor) any {
+		return tensor.LinearActivation(x, x.Select(0, 0), x.Select(0, 1).Select(1, 0), "gelu")
+	},
 	"Linear": func(x *tensor.Tensor) any {
 		return tensor.Linear(x, x.Select(0, 0), x.Select(0, 1).Select(1, 0))
 	},

@@ -115,6 +115,9 @@
 // norm_amd64.s) where the CPU has it, the same steps in AVX2 where it has
 // only that (attention_avx2_amd64.s, norm_avx2_amd64.s), Go loops
 // elsewhere and with -tags purego.
+// MatmulBiasAct (linear.go) follows the product with a bias by an activation: each
+// block of rows of the result goes through the activation's row kernel, the
+// one Unary runs, as soon as the block's last tile is complete.
 //
 // Convolutions unfold a chunk of samples and multiply (fused_conv.go); on
 // CPUs with AVX2 but no AVX-512, float32 layers whose channel counts fill

@@ -288,6 +288,16 @@ func (b *Backend) MatmulBias(out, x, w, bias backends.View) {
 	}
 }
 
+// MatmulBiasAct implements backends.LinearActFusion by forwarding, after
+// the group.
+func (b *Backend) MatmulBiasAct(out, pre, x, w, bias backends.View, op backends.UnaryOp) {
+	b.beforeFused()
+	defer b.mu.Unlock()
+	if f, ok := wrapped[backends.LinearActFusion](b, "linear act", "fused linear activation"); ok {
+		f.MatmulBiasAct(b.real(out), b.real(pre), b.real(x), b.real(w), b.real(bias), op)
+	}
+}
+
 // The interfaces a Backend serves (by forwarding to the wrapped backend).
 var (
 	_ backends.Backend            = (*Backend)(nil)
@@ -301,4 +311,5 @@ var (
 	_ backends.NormFusion         = (*Backend)(nil)
 	_ backends.EmbeddingFusion    = (*Backend)(nil)
 	_ backends.LinearFusion       = (*Backend)(nil)
+	_ backends.LinearActFusion    = (*Backend)(nil)
 )

@@ -123,3 +123,12 @@ func (s *Backend) MatmulBias(out, x, w, bias backends.View) {
 		})
 	}
 }
+
+// MatmulBiasAct implements backends.LinearActFusion by forwarding.
+func (s *Backend) MatmulBiasAct(out, pre, x, w, bias backends.View, op backends.UnaryOp) {
+	if f, ok := wrapped[backends.LinearActFusion](s, "matmul bias act", "fused linear activation"); ok {
+		s.enqueue("matmul bias act", []backends.View{out, pre, x, w, bias}, func(vs []backends.View) {
+			f.MatmulBiasAct(vs[0], vs[1], vs[2], vs[3], vs[4], op)
+		})
+	}
+}

@@ -76,6 +76,7 @@ func init() {
 		"Int64":                  reflect.ValueOf(backends.Int64),
 		"Int8":                   reflect.ValueOf(backends.Int8),
 		"IsInf":                  reflect.ValueOf(backends.IsInf),
+		"IsLinearAct":            reflect.ValueOf(backends.IsLinearAct),
 		"IsNaN":                  reflect.ValueOf(backends.IsNaN),
 		"Le":                     reflect.ValueOf(backends.Le),
 		"LeakyRelu":              reflect.ValueOf(backends.LeakyRelu),
@@ -160,6 +161,7 @@ func init() {
 		"GroupKind":          reflect.ValueOf((*backends.GroupKind)(nil)),
 		"GroupOp":            reflect.ValueOf((*backends.GroupOp)(nil)),
 		"GroupValue":         reflect.ValueOf((*backends.GroupValue)(nil)),
+		"LinearActFusion":    reflect.ValueOf((*backends.LinearActFusion)(nil)),
 		"LinearFusion":       reflect.ValueOf((*backends.LinearFusion)(nil)),
 		"MemoryStats":        reflect.ValueOf((*backends.MemoryStats)(nil)),
 		"MultiAdamFusion":    reflect.ValueOf((*backends.MultiAdamFusion)(nil)),
@@ -185,6 +187,7 @@ func init() {
 		"_EmbeddingFusion":    reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_EmbeddingFusion)(nil)),
 		"_Fusion":             reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_Fusion)(nil)),
 		"_GroupCompiler":      reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_GroupCompiler)(nil)),
+		"_LinearActFusion":    reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_LinearActFusion)(nil)),
 		"_LinearFusion":       reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_LinearFusion)(nil)),
 		"_MultiAdamFusion":    reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_MultiAdamFusion)(nil)),
 		"_NormFusion":         reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_NormFusion)(nil)),
@@ -432,6 +435,16 @@ type _github_com_kiln_ml_kiln_backends_GroupCompiler struct {
 
 func (W _github_com_kiln_ml_kiln_backends_GroupCompiler) RunGroup(g *backends.ElementwiseGroup) (ok bool) {
 	return W.WRunGroup(g)
+}
+
+// _github_com_kiln_ml_kiln_backends_LinearActFusion is an interface wrapper for LinearActFusion type
+type _github_com_kiln_ml_kiln_backends_LinearActFusion struct {
+	IValue         interface{}
+	WMatmulBiasAct func(out backends.View, pre backends.View, x backends.View, w backends.View, bias backends.View, op backends.UnaryOp)
+}
+
+func (W _github_com_kiln_ml_kiln_backends_LinearActFusion) MatmulBiasAct(out backends.View, pre backends.View, x backends.View, w backends.View, bias backends.View, op backends.UnaryOp) {
+	W.WMatmulBiasAct(out, pre, x, w, bias, op)
 }
 
 // _github_com_kiln_ml_kiln_backends_LinearFusion is an interface wrapper for LinearFusion type

@@ -87,6 +87,7 @@ func init() {
 		"Int8":                      reflect.ValueOf(tensor.Int8),
 		"Interpolate":               reflect.ValueOf(tensor.Interpolate),
 		"Linear":                    reflect.ValueOf(tensor.Linear),
+		"LinearActivation":          reflect.ValueOf(tensor.LinearActivation),
 		"Linspace":                  reflect.ValueOf(tensor.Linspace),
 		"LinspaceOf":                reflect.ValueOf(tensor.LinspaceOf),
 		"MaxPool1d":                 reflect.ValueOf(tensor.MaxPool1d),
