@@ -18,7 +18,7 @@ import (
 // step of each, and the ratio of the medians (unfused ÷ fused: above 1,
 // fusing gains).
 func BenchmarkGPTTrainStepFusedFFN(b *testing.B) {
-	defer nn.SetFuseFeedForward(true)
+	defer nn.SetFuseFeedForward(true)()
 	for _, c := range gptSizes {
 		b.Run(c.name(), func(b *testing.B) {
 			tr := newGPTTrainer(tensor.CPU(), c, 1)
@@ -65,7 +65,7 @@ func BenchmarkGPTTrainStepFusedFFN(b *testing.B) {
 // feed-forward block's first layer and activation fused and not, for both
 // activations.
 func TestTransformerFusedFeedForward(t *testing.T) {
-	defer nn.SetFuseFeedForward(true)
+	defer nn.SetFuseFeedForward(true)()
 	testutil.ForEachDevice(t, func(t *testing.T, dev tensor.Device) {
 		ad := dev.Autodiff()
 		for _, act := range []string{"relu", "gelu"} {

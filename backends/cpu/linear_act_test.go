@@ -158,48 +158,53 @@ func TestMatmulBiasActRefuses(t *testing.T) {
 }
 
 // BenchmarkLinearAct times a GPT feed-forward block's first layer,
-// Linear(256 → 1024) then GELU on [2048, 256] float32, fused
+// Linear(256 → 1024) then GELU (or ReLU) on [2048, 256] float32, fused
 // (MatmulBiasAct) and unfused (MatmulBias then Unary) alternately in every
 // iteration, so that both meet the same machine, and reports the best time
 // of each and their ratio (unfused ÷ fused: above 1, fusing gains).
 func BenchmarkLinearAct(b *testing.B) {
 	const m, k, n = 2048, 256, 1024
-	for _, workers := range []int{1, 2} {
-		b.Run(fmt.Sprintf("threads=%d", workers), func(b *testing.B) {
-			be := New(workers)
-			x := randView(be, backends.Float32, 1, m, k)
-			scaleView(x, 1.0/16)
-			w := randView(be, backends.Float32, 2, n, k)
-			w.Shape, w.Strides = []int{k, n}, []int{1, k}
-			bias := randView(be, backends.Float32, 3, n)
-			out, pre := allocView(be, backends.Float32, m, n), allocView(be, backends.Float32, m, n)
-			defer func() { fuseLinearAct = true }()
-			run := func(fused bool) time.Duration {
-				fuseLinearAct = fused
-				start := time.Now()
-				be.MatmulBiasAct(out, pre, x, w, bias, backends.Gelu)
-				return time.Since(start)
-			}
-			run(true)
-			run(false)
-			best := [2]time.Duration{time.Hour, time.Hour}
-			b.ResetTimer()
-			for i := range b.N {
-				for _, fused := range []bool{i%2 == 0, i%2 != 0} { // alternate which goes first
-					slot := 0
-					if !fused {
-						slot = 1
-					}
-					best[slot] = min(best[slot], run(fused))
+	for _, c := range []struct {
+		name string
+		op   backends.UnaryOp
+	}{{"gelu", backends.Gelu}, {"relu", backends.Relu}} {
+		for _, workers := range []int{1, 2} {
+			b.Run(fmt.Sprintf("op=%s/threads=%d", c.name, workers), func(b *testing.B) {
+				be := New(workers)
+				x := randView(be, backends.Float32, 1, m, k)
+				scaleView(x, 1.0/16)
+				w := randView(be, backends.Float32, 2, n, k)
+				w.Shape, w.Strides = []int{k, n}, []int{1, k}
+				bias := randView(be, backends.Float32, 3, n)
+				out, pre := allocView(be, backends.Float32, m, n), allocView(be, backends.Float32, m, n)
+				defer func() { fuseLinearAct = true }()
+				run := func(fused bool) time.Duration {
+					fuseLinearAct = fused
+					start := time.Now()
+					be.MatmulBiasAct(out, pre, x, w, bias, c.op)
+					return time.Since(start)
 				}
-			}
-			b.StopTimer()
-			flops := 2.0 * m * n * k
-			b.ReportMetric(best[0].Seconds()*1e3, "fused-ms")
-			b.ReportMetric(best[1].Seconds()*1e3, "unfused-ms")
-			b.ReportMetric(flops/best[0].Seconds()/1e9, "fused-GFLOP/s")
-			b.ReportMetric(best[1].Seconds()/best[0].Seconds(), "unfused/fused")
-			b.ReportMetric(0, "ns/op")
-		})
+				run(true)
+				run(false)
+				best := [2]time.Duration{time.Hour, time.Hour}
+				b.ResetTimer()
+				for i := range b.N {
+					for _, fused := range []bool{i%2 == 0, i%2 != 0} { // alternate which goes first
+						slot := 0
+						if !fused {
+							slot = 1
+						}
+						best[slot] = min(best[slot], run(fused))
+					}
+				}
+				b.StopTimer()
+				flops := 2.0 * m * n * k
+				b.ReportMetric(best[0].Seconds()*1e3, "fused-ms")
+				b.ReportMetric(best[1].Seconds()*1e3, "unfused-ms")
+				b.ReportMetric(flops/best[0].Seconds()/1e9, "fused-GFLOP/s")
+				b.ReportMetric(best[1].Seconds()/best[0].Seconds(), "unfused/fused")
+				b.ReportMetric(0, "ns/op")
+			})
+		}
 	}
 }
