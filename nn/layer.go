@@ -78,15 +78,21 @@ func convert(t *tensor.Tensor, dtype tensor.DType) *tensor.Tensor {
 // Forward applies the layer to x [..., In], giving [..., Out]. It panics
 // with a *tensor.Error naming the layer when x's last dimension is not In.
 func (l *Linear) Forward(x *tensor.Tensor) *tensor.Tensor {
+	w, b := l.operands(x)
+	return tensor.Linear(x, w, b)
+}
+
+// operands checks that x has the layer's input features and returns the
+// weight and the bias (nil without one).
+func (l *Linear) operands(x *tensor.Tensor) (w, b *tensor.Tensor) {
 	in := l.Weight.Dim(1)
 	if x.Dims() == 0 || x.Dim(-1) != in {
 		shapeError("Linear", "expects input [..., %d], got %v", in, x.Shape())
 	}
-	var b *tensor.Tensor
 	if l.Bias != nil {
 		b = l.Bias.Tensor
 	}
-	return tensor.Linear(x, l.Weight.Tensor, b)
+	return l.Weight.Tensor, b
 }
 
 // LayerNormConfig configures a LayerNorm; the zero value is PyTorch's default.

@@ -131,15 +131,8 @@ func linearActivate(l *Linear, x *tensor.Tensor, activation string) *tensor.Tens
 	if !fuseFeedForward[activation] {
 		return activate(l.Forward(x), activation)
 	}
-	in := l.Weight.Dim(1)
-	if x.Dims() == 0 || x.Dim(-1) != in {
-		shapeError("Linear", "expects input [..., %d], got %v", in, x.Shape())
-	}
-	var b *tensor.Tensor
-	if l.Bias != nil {
-		b = l.Bias.Tensor
-	}
-	return tensor.LinearActivation(x, l.Weight.Tensor, b, activation)
+	w, b := l.operands(x)
+	return tensor.LinearActivation(x, w, b, activation)
 }
 
 // checkSequence panics unless x (what names it) is a sequence of dModel
