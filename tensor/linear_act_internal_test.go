@@ -2,9 +2,10 @@ package tensor
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 	"time"
+
+	"github.com/kiln-ml/kiln/internal/benchpair"
 )
 
 // BenchmarkLinearActivation times a GPT feed-forward block's first layer,
@@ -33,29 +34,7 @@ func BenchmarkLinearActivation(b *testing.B) {
 				})
 				return time.Since(start)
 			}
-			run(true)
-			run(false)
-			var times [2][]time.Duration
-			b.ResetTimer()
-			for i := range b.N {
-				for _, fused := range []bool{i%2 == 0, i%2 != 0} {
-					slot := 0
-					if !fused {
-						slot = 1
-					}
-					times[slot] = append(times[slot], run(fused))
-				}
-			}
-			b.StopTimer()
-			var med [2]float64
-			for slot, name := range []string{"fused", "unfused"} {
-				slices.Sort(times[slot])
-				med[slot] = times[slot][len(times[slot])/2].Seconds() * 1e3
-				b.ReportMetric(times[slot][0].Seconds()*1e3, name+"-best-ms")
-				b.ReportMetric(med[slot], name+"-median-ms")
-			}
-			b.ReportMetric(med[1]/med[0], "unfused/fused")
-			b.ReportMetric(0, "ns/op")
+			benchpair.Run(b, "fused", "unfused", 1, run)
 		})
 	}
 }
