@@ -66,6 +66,7 @@ func LinearActivation(x, weight, bias *Tensor, activation string) *Tensor {
 	if !ok {
 		fail(op, ErrArgument, "activation %q: want relu, gelu, gelu_tanh, silu, sigmoid or tanh", activation)
 	}
+	linearCheck(op, x, weight, bias) // errors name LinearActivation on every path
 	if pre, out, ok := linearActFused(op, x, weight, bias, u); ok {
 		pre = recordLinear(op, x, weight, bias, pre)
 		out = record(backends.UnaryOps[u].Name, nil, out, []*Tensor{pre}, func(g *Tensor) []*Tensor {
@@ -86,7 +87,8 @@ var linearActivations = map[string]backends.UnaryOp{
 	"silu": backends.Silu, "sigmoid": backends.Sigmoid, "tanh": backends.Tanh,
 }
 
-// linearActFused computes pre = x·wᵀ + bias and out = u(pre) in one call
+// linearActFused computes pre = x·wᵀ + bias and out = u(pre) (inputs that
+// linearCheck passed) in one call
 // of the backend's fused kernel (backends.LinearActFusion), or reports
 // false where it does not apply: where linearFused does not, under
 // autocast (Linear converts the inputs then), or when fusing is turned
@@ -100,7 +102,6 @@ func linearActFused(op string, x, weight, bias *Tensor, u backends.UnaryOp) (pre
 	if !ok || !backends.IsLinearAct(u) {
 		return nil, nil, false
 	}
-	linearCheck(op, x, weight, bias)
 	pre, ok = linearEpilogue(op, x, weight, bias, x.dtype, func(pv, xv, wv, bv backends.View) {
 		shape := append(append([]int(nil), x.shape[:len(x.shape)-1]...), weight.shape[0])
 		out = newTensor(op, x.dev, x.dtype, shape)
