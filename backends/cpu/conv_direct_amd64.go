@@ -5,10 +5,15 @@ package cpu
 // convDirectUsable: the direct convolution's AVX2 kernels run on this CPU.
 var convDirectUsable = hasAVX2
 
-// convDirectKernels: the direct convolution is chosen here, only where the
-// AVX-512 kernels are not (those machines keep their GEMM and dot-tile
-// paths); tests set convDirectForce to run it on an AVX-512 machine too.
-var convDirectKernels = convDirectUsable && !hasAVX512
+// convDirectKernels: the direct convolution (and with it the tap path,
+// useConvTaps) is chosen here: on AVX2 machines, and on those whose AVX-512
+// runs at AVX2's FMA rate (avx512HalfWidth). On a Zen 4, ResNet-18's and
+// the MNIST CNN's convolutions ran 0.82-2.9x the GEMM path's speed on
+// these paths (the weight gradients 1.4-2.9x; BenchmarkResNetConvs,
+// paths gemm and new). Machines with full-width AVX-512 keep their GEMM
+// and dot-tile paths (not measured against these: no such machine was at
+// hand); tests set convDirectForce to run the direct path there too.
+var convDirectKernels = convDirectUsable && (!hasAVX512 || avx512HalfWidth)
 
 // convTile6x16AVX2 computes a 6×16 tile of a direct convolution's output
 // (conv_direct_amd64.s): for i < 6 and j < 16,

@@ -18,6 +18,11 @@ var (
 	hasAVX512BF16 = hasAVX512 && cpuid.CPU.Supports(cpuid.AVX512BF16)
 	// hasDotTile: dotTile4x4F32 runs here
 	hasDotTile = hasAVX512 && hasBMI2
+	// avx512HalfWidth: AVX-512 runs on 256-bit units, two passes a zmm
+	// instruction (AMD family 19h: Zen 4; Zen 3, the same family, has no
+	// AVX-512), so the AVX2 kernels' FMA rate is the AVX-512 ones'. Intel's
+	// server cores and Zen 5 (family 1Ah) execute zmm instructions whole.
+	avx512HalfWidth = hasAVX512 && cpuid.CPU.VendorID == cpuid.AMD && cpuid.CPU.Family == 0x19
 
 	// the first usable kernel of each list is the default
 	asmKernelsF32 = []kernel[float32]{
