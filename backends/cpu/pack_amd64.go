@@ -23,17 +23,29 @@ func packRows6F32(dst, src *float32, ss, cn, np, ds int)
 //go:noescape
 func packRows16F32(dst, src *float32, ss, cn, np, ds int)
 
+// packRows32F32 is packRows6F32 for 32-column panels (AVX), those of
+// the AVX-512 kernels.
+//
+//go:noescape
+func packRows32F32(dst, src *float32, ss, cn, np, ds int)
+
+// packRows8F32 is packRows6F32 for 8-row panels (AVX), the AVX-512 8×32
+// kernel's A panels.
+//
+//go:noescape
+func packRows8F32(dst, src *float32, ss, cn, np, ds int)
+
 // packAVX2 enables packPanels and the 6-row transpose in packTransposed;
 // tests and benchmarks turn it off to compare with the generic loops.
 var packAVX2 = true
 
 // packPanels packs np full panels of w lines of cn contiguous elements
 // (panel p's line c at off + p·w + c·cs of s) into d, for float32 and the
-// AVX2 kernel's panel widths (6 and 16), and reports false where it has no
-// loop for them.
+// panel widths of the AVX2 kernel (6 and 16) and of the AVX-512 ones (8
+// and 32), and reports false where it has no loop for them.
 func packPanels[T float](d, s []T, off, cs, cn, w, np int) bool {
 	df, ok := any(d).([]float32)
-	if !ok || !hasAVX2 || !packAVX2 || cn == 0 || np == 0 || (w != 6 && w != 16) {
+	if !ok || !hasAVX2 || !packAVX2 || cn == 0 || np == 0 || (w != 6 && w != 8 && w != 16 && w != 32) {
 		return false
 	}
 	sf := any(s).([]float32)
@@ -41,15 +53,23 @@ func packPanels[T float](d, s []T, off, cs, cn, w, np int) bool {
 	last := off + (cn-1)*cs // cs may be negative
 	_, _, _, _ = sf[off], sf[off+np*w-1], sf[last], sf[last+np*w-1]
 	g := 8 // panels moved per source line: 192 or 256 bytes, a few cache lines
-	if w == 16 {
+	switch w {
+	case 16:
 		g = 4
+	case 32:
+		g = 2
 	}
 	for p := 0; p < np; p += g {
 		n := min(g, np-p)
-		if w == 6 {
+		switch w {
+		case 6:
 			packRows6F32(&df[p*cn*w], &sf[off+p*w], cs, cn, n, cn*w)
-		} else {
+		case 8:
+			packRows8F32(&df[p*cn*w], &sf[off+p*w], cs, cn, n, cn*w)
+		case 16:
 			packRows16F32(&df[p*cn*w], &sf[off+p*w], cs, cn, n, cn*w)
+		default:
+			packRows32F32(&df[p*cn*w], &sf[off+p*w], cs, cn, n, cn*w)
 		}
 	}
 	return true

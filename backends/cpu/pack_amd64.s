@@ -152,3 +152,81 @@ r16panel:
 
 r16done:
 	RET
+
+// func packRows32F32(dst, src *float32, ss, cn, np, ds int)
+TEXT ·packRows32F32(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ ss+16(FP), R8
+	MOVQ cn+24(FP), CX
+	MOVQ np+32(FP), R9
+	MOVQ ds+40(FP), R10
+	SHLQ $2, R8
+	SHLQ $2, R10
+	TESTQ CX, CX
+	JZ    r32done
+	TESTQ R9, R9
+	JZ    r32done
+
+r32line:
+	MOVQ SI, R12
+	MOVQ DI, R13
+	MOVQ R9, R11
+
+r32panel:
+	VMOVUPS (R12), Y0
+	VMOVUPS 32(R12), Y1
+	VMOVUPS 64(R12), Y2
+	VMOVUPS 96(R12), Y3
+	VMOVUPS Y0, (R13)
+	VMOVUPS Y1, 32(R13)
+	VMOVUPS Y2, 64(R13)
+	VMOVUPS Y3, 96(R13)
+	ADDQ    $128, R12
+	ADDQ    R10, R13
+	DECQ    R11
+	JNZ     r32panel
+	ADDQ    R8, SI
+	ADDQ    $128, DI
+	DECQ    CX
+	JNZ     r32line
+	VZEROUPPER
+
+r32done:
+	RET
+
+// func packRows8F32(dst, src *float32, ss, cn, np, ds int)
+TEXT ·packRows8F32(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ ss+16(FP), R8
+	MOVQ cn+24(FP), CX
+	MOVQ np+32(FP), R9
+	MOVQ ds+40(FP), R10
+	SHLQ $2, R8
+	SHLQ $2, R10
+	TESTQ CX, CX
+	JZ    r8done
+	TESTQ R9, R9
+	JZ    r8done
+
+r8line:
+	MOVQ SI, R12
+	MOVQ DI, R13
+	MOVQ R9, R11
+
+r8panel:
+	VMOVUPS (R12), Y0
+	VMOVUPS Y0, (R13)
+	ADDQ    $32, R12
+	ADDQ    R10, R13
+	DECQ    R11
+	JNZ     r8panel
+	ADDQ    R8, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     r8line
+	VZEROUPPER
+
+r8done:
+	RET

@@ -37,9 +37,55 @@ func TestMatmulAVX2Blocking(t *testing.T) {
 	runMatmulCases(t, New(2), []backends.DType{backends.Float32}, "avx2-blocking")
 }
 
+// packPanels (the assembly row moves for 6-, 8-, 16- and 32-wide panels)
+// packs what the generic loops pack: full and partial panels, a line
+// count that is not a multiple of anything, from an offset, with the line
+// stride positive and negative.
+func TestPackPanelsMatchesGeneric(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2")
+	}
+	defer func() { packAVX2 = true }()
+	const ld = 300
+	src := make([]float32, ld*40)
+	for i := range src {
+		src[i] = float32(i) + 0.5
+	}
+	tmp := make([]float32, 64)
+	for _, w := range []int{6, 8, 16, 32} {
+		for _, rn := range []int{1, w - 1, w, 2*w + 3, 5 * w} {
+			for _, cn := range []int{1, 7, 33} {
+				for _, neg := range []bool{false, true} {
+					m := matSrc[float32]{s: src, off: 2, rs: 1, cs: ld}
+					if neg {
+						m.off, m.cs = 2+(cn-1)*ld, -ld
+					}
+					var got, want []float32
+					for _, fast := range []bool{false, true} {
+						packAVX2 = fast
+						dst := make([]float32, roundUp(rn, w)*cn)
+						pack(dst, m, 1, rn, 0, cn, w, tmp)
+						if fast {
+							got = dst
+						} else {
+							want = dst
+						}
+					}
+					for i := range want {
+						if got[i] != want[i] {
+							t.Fatalf("w=%d rows=%d lines=%d negative stride %v: element %d is %v, want %v", w, rn, cn, neg, i, got[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // BenchmarkPackPanels measures packing a 256-deep block of 1020 rows of a
 // 2048×1024 float32 operand into the AVX2 kernel's 6-row A panels and
-// 16-column B panels, from either layout, with the generic Go loops and
+// 16-column B panels and the AVX-512 8×32 kernel's panels, from either
+// layout, with the generic Go loops and
 // with the assembly ones (run with -count to compare them interleaved).
 func BenchmarkPackPanels(b *testing.B) {
 	const m, k = 2048, 1024
@@ -49,7 +95,7 @@ func BenchmarkPackPanels(b *testing.B) {
 	}
 	tmp := make([]float32, k)
 	rn, cn := 1020, 256
-	for _, w := range []int{6, 16} {
+	for _, w := range []int{6, 8, 16, 32} {
 		for _, l := range []struct {
 			name string
 			mat  matSrc[float32]
