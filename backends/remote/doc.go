@@ -36,8 +36,8 @@
 // failure is charged to the session whose calls caused it.
 //
 // What it does not do: of the optional fused interfaces, only
-// CrossEntropyFusion, AdamFusion, MultiAdamFusion, LinearFusion and
-// SGDFusion are forwarded (see Fused); for the others (backends.Fusion,
+// CrossEntropyFusion, AdamFusion, MultiAdamFusion, LinearFusion,
+// LinearActFusion and SGDFusion are forwarded (see Fused); for the others (backends.Fusion,
 // ConvFusion, AttentionFusion, NormFusion, EmbeddingFusion,
 // BatchNormFusion) package
 // tensor composes the operations from primitives (results are the same;

@@ -17,6 +17,7 @@ const (
 	capMultiAdam
 	capLinear
 	capSGD
+	capLinearAct
 
 	capAll = capCrossEntropy | capAdam | capMultiAdam | capLinear | capSGD
 )
@@ -29,6 +30,7 @@ const (
 	opAdamSteps
 	opMatmulBias
 	opSGDStep
+	opMatmulBiasAct
 )
 
 // maxMultiAdam bounds the entries of one AdamSteps call a server decodes.
@@ -52,13 +54,19 @@ func capabilities(b backends.Backend) uint64 {
 	if _, ok := b.(backends.SGDFusion); ok {
 		c |= capSGD
 	}
+	if _, ok := b.(backends.LinearActFusion); ok {
+		c |= capLinearAct
+	}
 	return c
 }
 
 // Fused is a remote backend whose server offers the fused interfaces
 // backends.CrossEntropyFusion, AdamFusion, MultiAdamFusion, LinearFusion
 // and SGDFusion; it forwards them. Backend.Decorated returns one when the
-// server's device has them all.
+// server's device has them all. It also implements
+// backends.LinearActFusion: forwarded where the server's device offers it
+// (the CPU backend does), else composed of MatmulBias and Unary, the same
+// results in two calls.
 type Fused struct{ *Backend }
 
 // Decorated returns c as a backends.Backend that also implements every
@@ -185,7 +193,30 @@ func (f *Fused) MatmulBias(out, x, w, bias backends.View) {
 	f.send("MatmulBias", matmulWork(out, x), func(e *encoder) error { e.op(opMatmulBias); return f.views(e, out, x, w, bias) })
 }
 
+// MatmulBiasAct implements backends.LinearActFusion: one call where the
+// server's device offers it, else MatmulBias then Unary (the interface
+// promises those bits), with an op it does not accept refused alike.
+func (f *Fused) MatmulBiasAct(out, pre, x, w, bias backends.View, op backends.UnaryOp) {
+	if !backends.IsLinearAct(op) {
+		f.send("MatmulBiasAct", 0, func(*encoder) error {
+			return fmt.Errorf("%s is not an activation a linear layer fuses", op)
+		})
+		return
+	}
+	if f.caps&capLinearAct == 0 {
+		f.MatmulBias(pre, x, w, bias)
+		f.Unary(op, out, pre, 0, 0)
+		return
+	}
+	f.send("MatmulBiasAct", matmulWork(pre, x), func(e *encoder) error {
+		e.op(opMatmulBiasAct)
+		e.op(byte(op))
+		return f.views(e, out, pre, x, w, bias)
+	})
+}
+
 var (
+	_ backends.LinearActFusion    = (*Fused)(nil)
 	_ backends.CrossEntropyFusion = (*Fused)(nil)
 	_ backends.AdamFusion         = (*Fused)(nil)
 	_ backends.MultiAdamFusion    = (*Fused)(nil)
@@ -235,6 +266,10 @@ func (ss *session) fusedCall(op byte, d *decoder, v func() backends.View, ok *bo
 	case opMatmulBias:
 		out, x, w, bias := v(), v(), v(), v()
 		run(capLinear, "MatmulBias", func() { b.(backends.LinearFusion).MatmulBias(out, x, w, bias) })
+	case opMatmulBiasAct:
+		u := backends.UnaryOp(d.byte1())
+		out, pre, x, w, bias := v(), v(), v(), v(), v()
+		run(capLinearAct, "MatmulBiasAct", func() { b.(backends.LinearActFusion).MatmulBiasAct(out, pre, x, w, bias, u) })
 	default:
 		return false
 	}
