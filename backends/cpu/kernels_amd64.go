@@ -321,10 +321,15 @@ func logGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]flo
 //go:noescape
 func tanhF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
 
-// tanhGradF32AVX512 sets dst[i] = grad[i]·tanh'(x[i]) for i < n (AVX-512, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.
+// tanhWideGradF32AVX512 sets dst[i] = grad[i]·tanh'(x[i]) for i < n (AVX-512, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf: tanhGradF32AVX512 computes in float32, this one stays to compare with and for its lanes with a huge grad[i].
 //
 //go:noescape
-func tanhGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+func tanhWideGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+
+// tanhWideF32AVX512 sets dst[i] = tanh(x[i]) for i < n (AVX-512, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf: tanhF32AVX512 computes in float32, this one stays to compare with in the tests and benchmarks.
+//
+//go:noescape
+func tanhWideF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
 
 // erfF32AVX512 sets dst[i] = erf(x[i]) for i < n (AVX-512, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.
 //
@@ -336,35 +341,35 @@ func erfF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
 //go:noescape
 func erfGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
 
-// sigmoidF32AVX512 sets dst[i] = sigmoid(x[i]) for i < n (AVX-512, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+// sigmoidWideF32AVX512 sets dst[i] = sigmoid(x[i]) for i < n (AVX-512, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf: sigmoidF32AVX512 computes in float32, this one stays to compare with.
 //
 //go:noescape
-func sigmoidF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
+func sigmoidWideF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
 
-// sigmoidGradF32AVX512 sets dst[i] = grad[i]·sigmoid'(x[i]) for i < n (AVX-512, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.
+// sigmoidWideGradF32AVX512 sets dst[i] = grad[i]·sigmoid'(x[i]) for i < n (AVX-512, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf: sigmoidGradF32AVX512 computes in float32, this one stays to compare with and for its lanes with a huge grad[i].
 //
 //go:noescape
-func sigmoidGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+func sigmoidWideGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
 
-// siluF32AVX512 sets dst[i] = silu(x[i]) for i < n (AVX-512, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+// siluWideF32AVX512 sets dst[i] = silu(x[i]) for i < n (AVX-512, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf: siluF32AVX512 computes in float32, this one stays to compare with.
 //
 //go:noescape
-func siluF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
+func siluWideF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
 
 // siluGradF32AVX512 sets dst[i] = grad[i]·silu'(x[i]) for i < n (AVX-512, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.
 //
 //go:noescape
 func siluGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
 
-// geluF32AVX512 sets dst[i] = gelu(x[i]) for i < n (AVX-512, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+// geluWideF32AVX512 sets dst[i] = gelu(x[i]) for i < n (AVX-512, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf: geluF32AVX512 computes in float32, this one stays to compare with.
 //
 //go:noescape
-func geluF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
+func geluWideF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
 
-// geluGradF32AVX512 sets dst[i] = grad[i]·gelu'(x[i]) for i < n (AVX-512, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.
+// geluWideGradF32AVX512 sets dst[i] = grad[i]·gelu'(x[i]) for i < n (AVX-512, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf: geluGradF32AVX512 computes in float32, this one stays to compare with and for its lanes with a huge grad[i].
 //
 //go:noescape
-func geluGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+func geluWideGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
 
 // geluTanhF32AVX512 sets dst[i] = geluTanh(x[i]) for i < n (AVX-512, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf.
 //
@@ -555,3 +560,63 @@ func tanhGradF32AVX2Pairs(dst *float32, x *float32, grad *float32, n int) int
 //
 //go:noescape
 func geluTanhF32AVX2Pairs(dst *float32, x *float32, n int) int
+
+// tanhGradF32AVX512 sets dst[i] = grad[i]·tanh'(x[i]) for i < n (AVX-512, in float32: the AVX2 kernel's steps, sixteen lanes a vector), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf; lanes with |grad[i]| ≥ 2^64 take tanhWideGradF32AVX512's float64 body.
+//
+//go:noescape
+func tanhGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+
+// tanhGradF32AVX512Pairs sets dst[i] = grad[i]·tanh'(x[i]) (AVX-512, in float32) for i < k, thirty-two at a time, and returns k: a multiple of 32, at most n, that stops before the first thirty-two with x ±Inf or NaN or |grad| ≥ 2^64.
+//
+//go:noescape
+func tanhGradF32AVX512Pairs(dst *float32, x *float32, grad *float32, n int) int
+
+// sigmoidF32AVX512 sets dst[i] = sigmoid(x[i]) for i < n (AVX-512, in float32: the AVX2 kernel's steps, sixteen lanes a vector), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func sigmoidF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
+
+// sigmoidF32AVX512Pairs sets dst[i] = sigmoid(x[i]) (AVX-512, in float32) for i < k, thirty-two at a time, and returns k: a multiple of 32, at most n, that stops before the first thirty-two with x ±Inf or NaN.
+//
+//go:noescape
+func sigmoidF32AVX512Pairs(dst *float32, x *float32, n int) int
+
+// sigmoidGradF32AVX512 sets dst[i] = grad[i]·sigmoid'(x[i]) for i < n (AVX-512, in float32: the AVX2 kernel's steps, sixteen lanes a vector), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf; lanes with |grad[i]| ≥ 2^64 take sigmoidWideGradF32AVX512's float64 body.
+//
+//go:noescape
+func sigmoidGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+
+// sigmoidGradF32AVX512Pairs sets dst[i] = grad[i]·sigmoid'(x[i]) (AVX-512, in float32) for i < k, thirty-two at a time, and returns k: a multiple of 32, at most n, that stops before the first thirty-two with x ±Inf or NaN or |grad| ≥ 2^64.
+//
+//go:noescape
+func sigmoidGradF32AVX512Pairs(dst *float32, x *float32, grad *float32, n int) int
+
+// siluF32AVX512 sets dst[i] = silu(x[i]) for i < n (AVX-512, in float32: the AVX2 kernel's steps, sixteen lanes a vector), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func siluF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
+
+// siluF32AVX512Pairs sets dst[i] = silu(x[i]) (AVX-512, in float32) for i < k, thirty-two at a time, and returns k: a multiple of 32, at most n, that stops before the first thirty-two with x ±Inf or NaN.
+//
+//go:noescape
+func siluF32AVX512Pairs(dst *float32, x *float32, n int) int
+
+// geluF32AVX512 sets dst[i] = gelu(x[i]) for i < n (AVX-512, in float32: the AVX2 kernel's steps, sixteen lanes a vector), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+//
+//go:noescape
+func geluF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
+
+// geluF32AVX512Pairs sets dst[i] = gelu(x[i]) (AVX-512, in float32) for i < k, thirty-two at a time, and returns k: a multiple of 32, at most n, that stops before the first thirty-two with x ±Inf or NaN.
+//
+//go:noescape
+func geluF32AVX512Pairs(dst *float32, x *float32, n int) int
+
+// geluGradF32AVX512 sets dst[i] = grad[i]·gelu'(x[i]) for i < n (AVX-512, in float32: the AVX2 kernel's steps, sixteen lanes a vector), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf; lanes with |grad[i]| ≥ 2^64 take geluWideGradF32AVX512's float64 body.
+//
+//go:noescape
+func geluGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+
+// geluGradF32AVX512Pairs sets dst[i] = grad[i]·gelu'(x[i]) (AVX-512, in float32) for i < k, thirty-two at a time, and returns k: a multiple of 32, at most n, that stops before the first thirty-two with x ±Inf or NaN or |grad| ≥ 2^64.
+//
+//go:noescape
+func geluGradF32AVX512Pairs(dst *float32, x *float32, grad *float32, n int) int

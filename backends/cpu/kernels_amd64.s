@@ -8376,9 +8376,9 @@ tanhF32AVX512_done:
 	VZEROUPPER
 	RET
 
-// func tanhGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+// func tanhWideGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
 // Requires: AVX, AVX512DQ, AVX512F, BMI2
-TEXT ·tanhGradF32AVX512(SB), NOSPLIT, $0-40
+TEXT ·tanhWideGradF32AVX512(SB), NOSPLIT, $0-40
 	MOVQ         dst+0(FP), AX
 	MOVQ         x+8(FP), CX
 	MOVQ         n+24(FP), DX
@@ -8389,9 +8389,9 @@ TEXT ·tanhGradF32AVX512(SB), NOSPLIT, $0-40
 	VMOVUPD      tconst<>+736(SB), Z2
 	VMOVUPD      tconst<>+800(SB), Z3
 
-tanhGradF32AVX512_loop:
+tanhWideGradF32AVX512_loop:
 	CMPQ              DX, $0x00000010
-	JB                tanhGradF32AVX512_tail
+	JB                tanhWideGradF32AVX512_tail
 	VMOVUPS           (CX), Z4
 	VMOVUPS           (BX), Z5
 	VCVTPS2PD         Y4, Z6
@@ -8457,7 +8457,7 @@ tanhGradF32AVX512_loop:
 	VINSERTF32X8      $0x01, Y6, Z8, Z6
 	VFPCLASSPSZ       $0x99, Z4, K1
 	KORTESTW          K1, K1
-	JZ                tanhGradF32AVX512_store
+	JZ                tanhWideGradF32AVX512_store
 	VFPCLASSPSZ       $0x08, Z4, K1
 	VMULPS.BCST       (SI), Z5, K1, Z6
 	VFPCLASSPSZ       $0x10, Z4, K1
@@ -8465,17 +8465,17 @@ tanhGradF32AVX512_loop:
 	VFPCLASSPSZ       $0x81, Z4, K1
 	VADDPS            Z4, Z4, K1, Z6
 
-tanhGradF32AVX512_store:
+tanhWideGradF32AVX512_store:
 	VMOVUPS Z6, (AX)
 	ADDQ    $0x00000040, CX
 	ADDQ    $0x00000040, AX
 	ADDQ    $0x00000040, BX
 	SUBQ    $0x00000010, DX
-	JMP     tanhGradF32AVX512_loop
+	JMP     tanhWideGradF32AVX512_loop
 
-tanhGradF32AVX512_tail:
+tanhWideGradF32AVX512_tail:
 	TESTQ             DX, DX
-	JZ                tanhGradF32AVX512_done
+	JZ                tanhWideGradF32AVX512_done
 	MOVL              $0x0000ffff, DI
 	BZHIL             DX, DI, DX
 	KMOVW             DX, K1
@@ -8544,7 +8544,7 @@ tanhGradF32AVX512_tail:
 	VINSERTF32X8      $0x01, Y0, Z8, Z0
 	VFPCLASSPSZ       $0x99, Z4, K2
 	KORTESTW          K2, K2
-	JZ                tanhGradF32AVX512_store_tail
+	JZ                tanhWideGradF32AVX512_store_tail
 	VFPCLASSPSZ       $0x08, Z4, K2
 	VMULPS.BCST       (SI), Z5, K2, Z0
 	VFPCLASSPSZ       $0x10, Z4, K2
@@ -8552,10 +8552,167 @@ tanhGradF32AVX512_tail:
 	VFPCLASSPSZ       $0x81, Z4, K2
 	VADDPS            Z4, Z4, K2, Z0
 
-tanhGradF32AVX512_store_tail:
+tanhWideGradF32AVX512_store_tail:
 	VMOVUPS Z0, K1, (AX)
 
-tanhGradF32AVX512_done:
+tanhWideGradF32AVX512_done:
+	VZEROUPPER
+	RET
+
+// func tanhWideF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
+// Requires: AVX, AVX512DQ, AVX512F, BMI2
+TEXT ·tanhWideF32AVX512(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVQ         sp+24(FP), BX
+	VBROADCASTSD tconst<>+104(SB), Z0
+	VBROADCASTSD tconst<>+112(SB), Z1
+	VMOVUPD      tconst<>+928(SB), Z2
+	VMOVUPD      tconst<>+992(SB), Z3
+
+tanhWideF32AVX512_loop:
+	CMPQ              DX, $0x00000010
+	JB                tanhWideF32AVX512_tail
+	VMOVUPS           (CX), Z4
+	VANDPS.BCST       tconst<>+656(SB), Z4, Z5
+	VCVTPS2PD         Y5, Z6
+	VEXTRACTF32X8     $0x01, Z5, Y5
+	VCVTPS2PD         Y5, Z5
+	VMINPD.BCST       tconst<>+872(SB), Z6, Z6
+	VMINPD.BCST       tconst<>+872(SB), Z5, Z5
+	VADDPD            Z6, Z6, Z6
+	VADDPD            Z5, Z5, Z5
+	VMOVAPD           Z1, Z8
+	VMOVAPD           Z1, Z9
+	VFMADD231PD.BCST  tconst<>+264(SB), Z6, Z8
+	VFMADD231PD.BCST  tconst<>+264(SB), Z5, Z9
+	VSUBPD            Z1, Z8, Z10
+	VSUBPD            Z1, Z9, Z11
+	VMOVAPD           Z6, Z6
+	VMOVAPD           Z5, Z5
+	VFNMADD231PD.BCST tconst<>+272(SB), Z10, Z6
+	VFNMADD231PD.BCST tconst<>+272(SB), Z11, Z5
+	VFNMADD231PD.BCST tconst<>+280(SB), Z10, Z6
+	VFNMADD231PD.BCST tconst<>+280(SB), Z11, Z5
+	VBROADCASTSD      tconst<>+880(SB), Z12
+	VBROADCASTSD      tconst<>+880(SB), Z13
+	VFMADD213PD.BCST  tconst<>+888(SB), Z6, Z12
+	VFMADD213PD.BCST  tconst<>+888(SB), Z5, Z13
+	VFMADD213PD.BCST  tconst<>+896(SB), Z6, Z12
+	VFMADD213PD.BCST  tconst<>+896(SB), Z5, Z13
+	VFMADD213PD.BCST  tconst<>+904(SB), Z6, Z12
+	VFMADD213PD.BCST  tconst<>+904(SB), Z5, Z13
+	VMULPD            Z6, Z6, Z14
+	VMULPD            Z5, Z5, Z15
+	VFMADD213PD       Z6, Z14, Z12
+	VFMADD213PD       Z5, Z15, Z13
+	VPERMI2PD         Z3, Z2, Z8
+	VPERMI2PD         Z3, Z2, Z9
+	VMULPD.BCST       tconst<>+312(SB), Z10, Z10
+	VMULPD.BCST       tconst<>+312(SB), Z11, Z11
+	VSCALEFPD         Z10, Z8, Z5
+	VSCALEFPD         Z11, Z9, Z6
+	VSUBPD            Z0, Z5, Z8
+	VSUBPD            Z0, Z6, Z9
+	VFMADD213PD       Z8, Z5, Z12
+	VFMADD213PD       Z9, Z6, Z13
+	VADDPD.BCST       tconst<>+912(SB), Z12, Z5
+	VADDPD.BCST       tconst<>+912(SB), Z13, Z6
+	VDIVPD            Z5, Z12, Z12
+	VDIVPD            Z6, Z13, Z13
+	VCVTPD2PS         Z12, Y7
+	VCVTPD2PS         Z13, Y5
+	VINSERTF32X8      $0x01, Y5, Z7, Z5
+	VPTERNLOGD.BCST   $0xd8, tconst<>+728(SB), Z4, Z5
+	VFPCLASSPSZ       $0x99, Z4, K1
+	KORTESTW          K1, K1
+	JZ                tanhWideF32AVX512_store
+	VFPCLASSPSZ       $0x08, Z4, K1
+	VBROADCASTSS      (BX), K1, Z5
+	VFPCLASSPSZ       $0x10, Z4, K1
+	VBROADCASTSS      4(BX), K1, Z5
+	VFPCLASSPSZ       $0x81, Z4, K1
+	VADDPS            Z4, Z4, K1, Z5
+
+tanhWideF32AVX512_store:
+	VMOVUPS Z5, (AX)
+	ADDQ    $0x00000040, CX
+	ADDQ    $0x00000040, AX
+	SUBQ    $0x00000010, DX
+	JMP     tanhWideF32AVX512_loop
+
+tanhWideF32AVX512_tail:
+	TESTQ             DX, DX
+	JZ                tanhWideF32AVX512_done
+	MOVL              $0x0000ffff, SI
+	BZHIL             DX, SI, DX
+	KMOVW             DX, K1
+	VMOVUPS.Z         (CX), K1, Z4
+	VANDPS.BCST       tconst<>+656(SB), Z4, Z5
+	VCVTPS2PD         Y5, Z6
+	VEXTRACTF32X8     $0x01, Z5, Y5
+	VCVTPS2PD         Y5, Z5
+	VMINPD.BCST       tconst<>+872(SB), Z6, Z6
+	VMINPD.BCST       tconst<>+872(SB), Z5, Z5
+	VADDPD            Z6, Z6, Z6
+	VADDPD            Z5, Z5, Z5
+	VMOVAPD           Z1, Z8
+	VMOVAPD           Z1, Z9
+	VFMADD231PD.BCST  tconst<>+264(SB), Z6, Z8
+	VFMADD231PD.BCST  tconst<>+264(SB), Z5, Z9
+	VSUBPD            Z1, Z8, Z10
+	VSUBPD            Z1, Z9, Z1
+	VMOVAPD           Z6, Z6
+	VMOVAPD           Z5, Z5
+	VFNMADD231PD.BCST tconst<>+272(SB), Z10, Z6
+	VFNMADD231PD.BCST tconst<>+272(SB), Z1, Z5
+	VFNMADD231PD.BCST tconst<>+280(SB), Z10, Z6
+	VFNMADD231PD.BCST tconst<>+280(SB), Z1, Z5
+	VBROADCASTSD      tconst<>+880(SB), Z11
+	VBROADCASTSD      tconst<>+880(SB), Z12
+	VFMADD213PD.BCST  tconst<>+888(SB), Z6, Z11
+	VFMADD213PD.BCST  tconst<>+888(SB), Z5, Z12
+	VFMADD213PD.BCST  tconst<>+896(SB), Z6, Z11
+	VFMADD213PD.BCST  tconst<>+896(SB), Z5, Z12
+	VFMADD213PD.BCST  tconst<>+904(SB), Z6, Z11
+	VFMADD213PD.BCST  tconst<>+904(SB), Z5, Z12
+	VMULPD            Z6, Z6, Z13
+	VMULPD            Z5, Z5, Z14
+	VFMADD213PD       Z6, Z13, Z11
+	VFMADD213PD       Z5, Z14, Z12
+	VPERMI2PD         Z3, Z2, Z8
+	VPERMI2PD         Z3, Z2, Z9
+	VMULPD.BCST       tconst<>+312(SB), Z10, Z10
+	VMULPD.BCST       tconst<>+312(SB), Z1, Z1
+	VSCALEFPD         Z10, Z8, Z2
+	VSCALEFPD         Z1, Z9, Z1
+	VSUBPD            Z0, Z2, Z3
+	VSUBPD            Z0, Z1, Z0
+	VFMADD213PD       Z3, Z2, Z11
+	VFMADD213PD       Z0, Z1, Z12
+	VADDPD.BCST       tconst<>+912(SB), Z11, Z0
+	VADDPD.BCST       tconst<>+912(SB), Z12, Z1
+	VDIVPD            Z0, Z11, Z11
+	VDIVPD            Z1, Z12, Z12
+	VCVTPD2PS         Z11, Y7
+	VCVTPD2PS         Z12, Y0
+	VINSERTF32X8      $0x01, Y0, Z7, Z0
+	VPTERNLOGD.BCST   $0xd8, tconst<>+728(SB), Z4, Z0
+	VFPCLASSPSZ       $0x99, Z4, K2
+	KORTESTW          K2, K2
+	JZ                tanhWideF32AVX512_store_tail
+	VFPCLASSPSZ       $0x08, Z4, K2
+	VBROADCASTSS      (BX), K2, Z0
+	VFPCLASSPSZ       $0x10, Z4, K2
+	VBROADCASTSS      4(BX), K2, Z0
+	VFPCLASSPSZ       $0x81, Z4, K2
+	VADDPS            Z4, Z4, K2, Z0
+
+tanhWideF32AVX512_store_tail:
+	VMOVUPS Z0, K1, (AX)
+
+tanhWideF32AVX512_done:
 	VZEROUPPER
 	RET
 
@@ -8568,8 +8725,8 @@ TEXT ·erfF32AVX512(SB), NOSPLIT, $0-32
 	MOVQ         sp+24(FP), BX
 	VBROADCASTSD tconst<>+104(SB), Z0
 	VBROADCASTSD tconst<>+112(SB), Z1
-	VMOVUPD      tconst<>+928(SB), Z2
-	VMOVUPD      tconst<>+992(SB), Z3
+	VMOVUPD      tconst<>+1056(SB), Z2
+	VMOVUPD      tconst<>+1120(SB), Z3
 
 erfF32AVX512_loop:
 	CMPQ              DX, $0x00000010
@@ -8579,12 +8736,12 @@ erfF32AVX512_loop:
 	VCVTPS2PD         Y5, Z6
 	VEXTRACTF32X8     $0x01, Z5, Y5
 	VCVTPS2PD         Y5, Z5
-	VMINPD.BCST       tconst<>+1056(SB), Z6, Z8
-	VMINPD.BCST       tconst<>+1056(SB), Z5, Z9
+	VMINPD.BCST       tconst<>+1184(SB), Z6, Z8
+	VMINPD.BCST       tconst<>+1184(SB), Z5, Z9
 	VMULPD            Z8, Z8, Z10
 	VMULPD            Z9, Z9, Z11
-	VXORPD.BCST       tconst<>+1064(SB), Z10, Z10
-	VXORPD.BCST       tconst<>+1064(SB), Z11, Z11
+	VXORPD.BCST       tconst<>+1192(SB), Z10, Z10
+	VXORPD.BCST       tconst<>+1192(SB), Z11, Z11
 	VMOVAPD           Z1, Z12
 	VMOVAPD           Z1, Z13
 	VFMADD231PD.BCST  tconst<>+264(SB), Z10, Z12
@@ -8615,34 +8772,34 @@ erfF32AVX512_loop:
 	VFMADD213PD       Z13, Z13, Z17
 	VSCALEFPD         Z14, Z16, Z10
 	VSCALEFPD         Z15, Z17, Z11
-	VBROADCASTSD      tconst<>+1072(SB), Z12
-	VBROADCASTSD      tconst<>+1072(SB), Z13
-	VFMADD213PD.BCST  tconst<>+1080(SB), Z8, Z12
-	VFMADD213PD.BCST  tconst<>+1080(SB), Z9, Z13
-	VFMADD213PD.BCST  tconst<>+1088(SB), Z8, Z12
-	VFMADD213PD.BCST  tconst<>+1088(SB), Z9, Z13
-	VFMADD213PD.BCST  tconst<>+1096(SB), Z8, Z12
-	VFMADD213PD.BCST  tconst<>+1096(SB), Z9, Z13
-	VFMADD213PD.BCST  tconst<>+1104(SB), Z8, Z12
-	VFMADD213PD.BCST  tconst<>+1104(SB), Z9, Z13
-	VFMADD213PD.BCST  tconst<>+1112(SB), Z8, Z12
-	VFMADD213PD.BCST  tconst<>+1112(SB), Z9, Z13
-	VFMADD213PD.BCST  tconst<>+1120(SB), Z8, Z12
-	VFMADD213PD.BCST  tconst<>+1120(SB), Z9, Z13
-	VBROADCASTSD      tconst<>+1128(SB), Z14
-	VBROADCASTSD      tconst<>+1128(SB), Z15
-	VFMADD213PD.BCST  tconst<>+1136(SB), Z8, Z14
-	VFMADD213PD.BCST  tconst<>+1136(SB), Z9, Z15
-	VFMADD213PD.BCST  tconst<>+1144(SB), Z8, Z14
-	VFMADD213PD.BCST  tconst<>+1144(SB), Z9, Z15
-	VFMADD213PD.BCST  tconst<>+1152(SB), Z8, Z14
-	VFMADD213PD.BCST  tconst<>+1152(SB), Z9, Z15
-	VFMADD213PD.BCST  tconst<>+1160(SB), Z8, Z14
-	VFMADD213PD.BCST  tconst<>+1160(SB), Z9, Z15
-	VFMADD213PD.BCST  tconst<>+1168(SB), Z8, Z14
-	VFMADD213PD.BCST  tconst<>+1168(SB), Z9, Z15
-	VFMADD213PD.BCST  tconst<>+1176(SB), Z8, Z14
-	VFMADD213PD.BCST  tconst<>+1176(SB), Z9, Z15
+	VBROADCASTSD      tconst<>+1200(SB), Z12
+	VBROADCASTSD      tconst<>+1200(SB), Z13
+	VFMADD213PD.BCST  tconst<>+1208(SB), Z8, Z12
+	VFMADD213PD.BCST  tconst<>+1208(SB), Z9, Z13
+	VFMADD213PD.BCST  tconst<>+1216(SB), Z8, Z12
+	VFMADD213PD.BCST  tconst<>+1216(SB), Z9, Z13
+	VFMADD213PD.BCST  tconst<>+1224(SB), Z8, Z12
+	VFMADD213PD.BCST  tconst<>+1224(SB), Z9, Z13
+	VFMADD213PD.BCST  tconst<>+1232(SB), Z8, Z12
+	VFMADD213PD.BCST  tconst<>+1232(SB), Z9, Z13
+	VFMADD213PD.BCST  tconst<>+1240(SB), Z8, Z12
+	VFMADD213PD.BCST  tconst<>+1240(SB), Z9, Z13
+	VFMADD213PD.BCST  tconst<>+1248(SB), Z8, Z12
+	VFMADD213PD.BCST  tconst<>+1248(SB), Z9, Z13
+	VBROADCASTSD      tconst<>+1256(SB), Z14
+	VBROADCASTSD      tconst<>+1256(SB), Z15
+	VFMADD213PD.BCST  tconst<>+1264(SB), Z8, Z14
+	VFMADD213PD.BCST  tconst<>+1264(SB), Z9, Z15
+	VFMADD213PD.BCST  tconst<>+1272(SB), Z8, Z14
+	VFMADD213PD.BCST  tconst<>+1272(SB), Z9, Z15
+	VFMADD213PD.BCST  tconst<>+1280(SB), Z8, Z14
+	VFMADD213PD.BCST  tconst<>+1280(SB), Z9, Z15
+	VFMADD213PD.BCST  tconst<>+1288(SB), Z8, Z14
+	VFMADD213PD.BCST  tconst<>+1288(SB), Z9, Z15
+	VFMADD213PD.BCST  tconst<>+1296(SB), Z8, Z14
+	VFMADD213PD.BCST  tconst<>+1296(SB), Z9, Z15
+	VFMADD213PD.BCST  tconst<>+1304(SB), Z8, Z14
+	VFMADD213PD.BCST  tconst<>+1304(SB), Z9, Z15
 	VFMADD213PD.BCST  tconst<>+104(SB), Z8, Z14
 	VFMADD213PD.BCST  tconst<>+104(SB), Z9, Z15
 	VDIVPD            Z14, Z12, Z12
@@ -8653,14 +8810,14 @@ erfF32AVX512_loop:
 	VSUBPD            Z13, Z0, Z9
 	VMULPD            Z6, Z6, Z10
 	VMULPD            Z5, Z5, Z11
-	VBROADCASTSD      tconst<>+1184(SB), Z12
-	VBROADCASTSD      tconst<>+1184(SB), Z13
-	VFMADD213PD.BCST  tconst<>+1192(SB), Z10, Z12
-	VFMADD213PD.BCST  tconst<>+1192(SB), Z11, Z13
-	VFMADD213PD.BCST  tconst<>+1200(SB), Z10, Z12
-	VFMADD213PD.BCST  tconst<>+1200(SB), Z11, Z13
-	VFMADD213PD.BCST  tconst<>+1208(SB), Z10, Z12
-	VFMADD213PD.BCST  tconst<>+1208(SB), Z11, Z13
+	VBROADCASTSD      tconst<>+1312(SB), Z12
+	VBROADCASTSD      tconst<>+1312(SB), Z13
+	VFMADD213PD.BCST  tconst<>+1320(SB), Z10, Z12
+	VFMADD213PD.BCST  tconst<>+1320(SB), Z11, Z13
+	VFMADD213PD.BCST  tconst<>+1328(SB), Z10, Z12
+	VFMADD213PD.BCST  tconst<>+1328(SB), Z11, Z13
+	VFMADD213PD.BCST  tconst<>+1336(SB), Z10, Z12
+	VFMADD213PD.BCST  tconst<>+1336(SB), Z11, Z13
 	VMULPD            Z6, Z12, Z12
 	VMULPD            Z5, Z13, Z13
 	VCMPPD.BCST       $0x11, tconst<>+312(SB), Z6, K1
@@ -8699,12 +8856,12 @@ erfF32AVX512_tail:
 	VCVTPS2PD         Y5, Z6
 	VEXTRACTF32X8     $0x01, Z5, Y5
 	VCVTPS2PD         Y5, Z5
-	VMINPD.BCST       tconst<>+1056(SB), Z6, Z8
-	VMINPD.BCST       tconst<>+1056(SB), Z5, Z9
+	VMINPD.BCST       tconst<>+1184(SB), Z6, Z8
+	VMINPD.BCST       tconst<>+1184(SB), Z5, Z9
 	VMULPD            Z8, Z8, Z10
 	VMULPD            Z9, Z9, Z11
-	VXORPD.BCST       tconst<>+1064(SB), Z10, Z10
-	VXORPD.BCST       tconst<>+1064(SB), Z11, Z11
+	VXORPD.BCST       tconst<>+1192(SB), Z10, Z10
+	VXORPD.BCST       tconst<>+1192(SB), Z11, Z11
 	VMOVAPD           Z1, Z12
 	VMOVAPD           Z1, Z13
 	VFMADD231PD.BCST  tconst<>+264(SB), Z10, Z12
@@ -8735,34 +8892,34 @@ erfF32AVX512_tail:
 	VFMADD213PD       Z13, Z13, Z16
 	VSCALEFPD         Z14, Z15, Z2
 	VSCALEFPD         Z1, Z16, Z1
-	VBROADCASTSD      tconst<>+1072(SB), Z3
-	VBROADCASTSD      tconst<>+1072(SB), Z10
-	VFMADD213PD.BCST  tconst<>+1080(SB), Z8, Z3
-	VFMADD213PD.BCST  tconst<>+1080(SB), Z9, Z10
-	VFMADD213PD.BCST  tconst<>+1088(SB), Z8, Z3
-	VFMADD213PD.BCST  tconst<>+1088(SB), Z9, Z10
-	VFMADD213PD.BCST  tconst<>+1096(SB), Z8, Z3
-	VFMADD213PD.BCST  tconst<>+1096(SB), Z9, Z10
-	VFMADD213PD.BCST  tconst<>+1104(SB), Z8, Z3
-	VFMADD213PD.BCST  tconst<>+1104(SB), Z9, Z10
-	VFMADD213PD.BCST  tconst<>+1112(SB), Z8, Z3
-	VFMADD213PD.BCST  tconst<>+1112(SB), Z9, Z10
-	VFMADD213PD.BCST  tconst<>+1120(SB), Z8, Z3
-	VFMADD213PD.BCST  tconst<>+1120(SB), Z9, Z10
-	VBROADCASTSD      tconst<>+1128(SB), Z11
-	VBROADCASTSD      tconst<>+1128(SB), Z12
-	VFMADD213PD.BCST  tconst<>+1136(SB), Z8, Z11
-	VFMADD213PD.BCST  tconst<>+1136(SB), Z9, Z12
-	VFMADD213PD.BCST  tconst<>+1144(SB), Z8, Z11
-	VFMADD213PD.BCST  tconst<>+1144(SB), Z9, Z12
-	VFMADD213PD.BCST  tconst<>+1152(SB), Z8, Z11
-	VFMADD213PD.BCST  tconst<>+1152(SB), Z9, Z12
-	VFMADD213PD.BCST  tconst<>+1160(SB), Z8, Z11
-	VFMADD213PD.BCST  tconst<>+1160(SB), Z9, Z12
-	VFMADD213PD.BCST  tconst<>+1168(SB), Z8, Z11
-	VFMADD213PD.BCST  tconst<>+1168(SB), Z9, Z12
-	VFMADD213PD.BCST  tconst<>+1176(SB), Z8, Z11
-	VFMADD213PD.BCST  tconst<>+1176(SB), Z9, Z12
+	VBROADCASTSD      tconst<>+1200(SB), Z3
+	VBROADCASTSD      tconst<>+1200(SB), Z10
+	VFMADD213PD.BCST  tconst<>+1208(SB), Z8, Z3
+	VFMADD213PD.BCST  tconst<>+1208(SB), Z9, Z10
+	VFMADD213PD.BCST  tconst<>+1216(SB), Z8, Z3
+	VFMADD213PD.BCST  tconst<>+1216(SB), Z9, Z10
+	VFMADD213PD.BCST  tconst<>+1224(SB), Z8, Z3
+	VFMADD213PD.BCST  tconst<>+1224(SB), Z9, Z10
+	VFMADD213PD.BCST  tconst<>+1232(SB), Z8, Z3
+	VFMADD213PD.BCST  tconst<>+1232(SB), Z9, Z10
+	VFMADD213PD.BCST  tconst<>+1240(SB), Z8, Z3
+	VFMADD213PD.BCST  tconst<>+1240(SB), Z9, Z10
+	VFMADD213PD.BCST  tconst<>+1248(SB), Z8, Z3
+	VFMADD213PD.BCST  tconst<>+1248(SB), Z9, Z10
+	VBROADCASTSD      tconst<>+1256(SB), Z11
+	VBROADCASTSD      tconst<>+1256(SB), Z12
+	VFMADD213PD.BCST  tconst<>+1264(SB), Z8, Z11
+	VFMADD213PD.BCST  tconst<>+1264(SB), Z9, Z12
+	VFMADD213PD.BCST  tconst<>+1272(SB), Z8, Z11
+	VFMADD213PD.BCST  tconst<>+1272(SB), Z9, Z12
+	VFMADD213PD.BCST  tconst<>+1280(SB), Z8, Z11
+	VFMADD213PD.BCST  tconst<>+1280(SB), Z9, Z12
+	VFMADD213PD.BCST  tconst<>+1288(SB), Z8, Z11
+	VFMADD213PD.BCST  tconst<>+1288(SB), Z9, Z12
+	VFMADD213PD.BCST  tconst<>+1296(SB), Z8, Z11
+	VFMADD213PD.BCST  tconst<>+1296(SB), Z9, Z12
+	VFMADD213PD.BCST  tconst<>+1304(SB), Z8, Z11
+	VFMADD213PD.BCST  tconst<>+1304(SB), Z9, Z12
 	VFMADD213PD.BCST  tconst<>+104(SB), Z8, Z11
 	VFMADD213PD.BCST  tconst<>+104(SB), Z9, Z12
 	VDIVPD            Z11, Z3, Z3
@@ -8773,14 +8930,14 @@ erfF32AVX512_tail:
 	VSUBPD            Z10, Z0, Z0
 	VMULPD            Z6, Z6, Z2
 	VMULPD            Z5, Z5, Z3
-	VBROADCASTSD      tconst<>+1184(SB), Z8
-	VBROADCASTSD      tconst<>+1184(SB), Z9
-	VFMADD213PD.BCST  tconst<>+1192(SB), Z2, Z8
-	VFMADD213PD.BCST  tconst<>+1192(SB), Z3, Z9
-	VFMADD213PD.BCST  tconst<>+1200(SB), Z2, Z8
-	VFMADD213PD.BCST  tconst<>+1200(SB), Z3, Z9
-	VFMADD213PD.BCST  tconst<>+1208(SB), Z2, Z8
-	VFMADD213PD.BCST  tconst<>+1208(SB), Z3, Z9
+	VBROADCASTSD      tconst<>+1312(SB), Z8
+	VBROADCASTSD      tconst<>+1312(SB), Z9
+	VFMADD213PD.BCST  tconst<>+1320(SB), Z2, Z8
+	VFMADD213PD.BCST  tconst<>+1320(SB), Z3, Z9
+	VFMADD213PD.BCST  tconst<>+1328(SB), Z2, Z8
+	VFMADD213PD.BCST  tconst<>+1328(SB), Z3, Z9
+	VFMADD213PD.BCST  tconst<>+1336(SB), Z2, Z8
+	VFMADD213PD.BCST  tconst<>+1336(SB), Z3, Z9
 	VMULPD            Z6, Z8, Z8
 	VMULPD            Z5, Z9, Z9
 	VCMPPD.BCST       $0x11, tconst<>+312(SB), Z6, K2
@@ -8818,8 +8975,8 @@ TEXT ·erfGradF32AVX512(SB), NOSPLIT, $0-40
 	MOVQ         sp+32(FP), SI
 	VBROADCASTSD tconst<>+104(SB), Z0
 	VBROADCASTSD tconst<>+112(SB), Z0
-	VMOVUPD      tconst<>+1216(SB), Z2
-	VMOVUPD      tconst<>+1280(SB), Z3
+	VMOVUPD      tconst<>+1344(SB), Z2
+	VMOVUPD      tconst<>+1408(SB), Z3
 
 erfGradF32AVX512_loop:
 	CMPQ              DX, $0x00000010
@@ -8831,8 +8988,8 @@ erfGradF32AVX512_loop:
 	VCVTPS2PD         Y1, Z7
 	VMULPD            Z6, Z6, Z6
 	VMULPD            Z7, Z7, Z7
-	VXORPD.BCST       tconst<>+1064(SB), Z6, Z6
-	VXORPD.BCST       tconst<>+1064(SB), Z7, Z7
+	VXORPD.BCST       tconst<>+1192(SB), Z6, Z6
+	VXORPD.BCST       tconst<>+1192(SB), Z7, Z7
 	VMAXPD.BCST       tconst<>+248(SB), Z6, Z6
 	VMAXPD.BCST       tconst<>+248(SB), Z7, Z7
 	VMINPD.BCST       tconst<>+256(SB), Z6, Z6
@@ -8867,8 +9024,8 @@ erfGradF32AVX512_loop:
 	VFMADD213PD       Z9, Z9, Z13
 	VSCALEFPD         Z10, Z12, Z6
 	VSCALEFPD         Z11, Z13, Z7
-	VMULPD.BCST       tconst<>+1208(SB), Z6, Z6
-	VMULPD.BCST       tconst<>+1208(SB), Z7, Z7
+	VMULPD.BCST       tconst<>+1336(SB), Z6, Z6
+	VMULPD.BCST       tconst<>+1336(SB), Z7, Z7
 	VCVTPS2PD         Y5, Z8
 	VEXTRACTF32X8     $0x01, Z5, Y1
 	VCVTPS2PD         Y1, Z9
@@ -8908,8 +9065,8 @@ erfGradF32AVX512_tail:
 	VCVTPS2PD         Y1, Z7
 	VMULPD            Z6, Z6, Z6
 	VMULPD            Z7, Z7, Z7
-	VXORPD.BCST       tconst<>+1064(SB), Z6, Z6
-	VXORPD.BCST       tconst<>+1064(SB), Z7, Z7
+	VXORPD.BCST       tconst<>+1192(SB), Z6, Z6
+	VXORPD.BCST       tconst<>+1192(SB), Z7, Z7
 	VMAXPD.BCST       tconst<>+248(SB), Z6, Z6
 	VMAXPD.BCST       tconst<>+248(SB), Z7, Z7
 	VMINPD.BCST       tconst<>+256(SB), Z6, Z6
@@ -8944,8 +9101,8 @@ erfGradF32AVX512_tail:
 	VFMADD213PD       Z9, Z9, Z12
 	VSCALEFPD         Z10, Z11, Z2
 	VSCALEFPD         Z0, Z12, Z0
-	VMULPD.BCST       tconst<>+1208(SB), Z2, Z2
-	VMULPD.BCST       tconst<>+1208(SB), Z0, Z0
+	VMULPD.BCST       tconst<>+1336(SB), Z2, Z2
+	VMULPD.BCST       tconst<>+1336(SB), Z0, Z0
 	VCVTPS2PD         Y5, Z3
 	VEXTRACTF32X8     $0x01, Z5, Y1
 	VCVTPS2PD         Y1, Z6
@@ -8971,31 +9128,31 @@ erfGradF32AVX512_done:
 	VZEROUPPER
 	RET
 
-// func sigmoidF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
+// func sigmoidWideF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
 // Requires: AVX, AVX512DQ, AVX512F, BMI2
-TEXT ·sigmoidF32AVX512(SB), NOSPLIT, $0-32
+TEXT ·sigmoidWideF32AVX512(SB), NOSPLIT, $0-32
 	MOVQ         dst+0(FP), AX
 	MOVQ         x+8(FP), CX
 	MOVQ         n+16(FP), DX
 	MOVQ         sp+24(FP), BX
 	VBROADCASTSD tconst<>+104(SB), Z0
 	VBROADCASTSD tconst<>+112(SB), Z1
-	VMOVUPD      tconst<>+1344(SB), Z2
-	VMOVUPD      tconst<>+1408(SB), Z3
+	VMOVUPD      tconst<>+1472(SB), Z2
+	VMOVUPD      tconst<>+1536(SB), Z3
 
-sigmoidF32AVX512_loop:
+sigmoidWideF32AVX512_loop:
 	CMPQ              DX, $0x00000010
-	JB                sigmoidF32AVX512_tail
+	JB                sigmoidWideF32AVX512_tail
 	VMOVUPS           (CX), Z4
 	VCVTPS2PD         Y4, Z5
 	VEXTRACTF32X8     $0x01, Z4, Y6
 	VCVTPS2PD         Y6, Z6
-	VMAXPD.BCST       tconst<>+1472(SB), Z5, Z5
-	VMAXPD.BCST       tconst<>+1472(SB), Z6, Z6
-	VMINPD.BCST       tconst<>+1480(SB), Z5, Z5
-	VMINPD.BCST       tconst<>+1480(SB), Z6, Z6
-	VXORPD.BCST       tconst<>+1064(SB), Z5, Z5
-	VXORPD.BCST       tconst<>+1064(SB), Z6, Z6
+	VMAXPD.BCST       tconst<>+1600(SB), Z5, Z5
+	VMAXPD.BCST       tconst<>+1600(SB), Z6, Z6
+	VMINPD.BCST       tconst<>+1608(SB), Z5, Z5
+	VMINPD.BCST       tconst<>+1608(SB), Z6, Z6
+	VXORPD.BCST       tconst<>+1192(SB), Z5, Z5
+	VXORPD.BCST       tconst<>+1192(SB), Z6, Z6
 	VMOVAPD           Z1, Z8
 	VMOVAPD           Z1, Z9
 	VFMADD231PD.BCST  tconst<>+264(SB), Z5, Z8
@@ -9035,7 +9192,7 @@ sigmoidF32AVX512_loop:
 	VINSERTF32X8      $0x01, Y5, Z7, Z5
 	VFPCLASSPSZ       $0x99, Z4, K1
 	KORTESTW          K1, K1
-	JZ                sigmoidF32AVX512_store
+	JZ                sigmoidWideF32AVX512_store
 	VFPCLASSPSZ       $0x08, Z4, K1
 	VBROADCASTSS      (BX), K1, Z5
 	VFPCLASSPSZ       $0x10, Z4, K1
@@ -9043,16 +9200,16 @@ sigmoidF32AVX512_loop:
 	VFPCLASSPSZ       $0x81, Z4, K1
 	VADDPS            Z4, Z4, K1, Z5
 
-sigmoidF32AVX512_store:
+sigmoidWideF32AVX512_store:
 	VMOVUPS Z5, (AX)
 	ADDQ    $0x00000040, CX
 	ADDQ    $0x00000040, AX
 	SUBQ    $0x00000010, DX
-	JMP     sigmoidF32AVX512_loop
+	JMP     sigmoidWideF32AVX512_loop
 
-sigmoidF32AVX512_tail:
+sigmoidWideF32AVX512_tail:
 	TESTQ             DX, DX
-	JZ                sigmoidF32AVX512_done
+	JZ                sigmoidWideF32AVX512_done
 	MOVL              $0x0000ffff, SI
 	BZHIL             DX, SI, DX
 	KMOVW             DX, K1
@@ -9060,12 +9217,12 @@ sigmoidF32AVX512_tail:
 	VCVTPS2PD         Y4, Z5
 	VEXTRACTF32X8     $0x01, Z4, Y6
 	VCVTPS2PD         Y6, Z6
-	VMAXPD.BCST       tconst<>+1472(SB), Z5, Z5
-	VMAXPD.BCST       tconst<>+1472(SB), Z6, Z6
-	VMINPD.BCST       tconst<>+1480(SB), Z5, Z5
-	VMINPD.BCST       tconst<>+1480(SB), Z6, Z6
-	VXORPD.BCST       tconst<>+1064(SB), Z5, Z5
-	VXORPD.BCST       tconst<>+1064(SB), Z6, Z6
+	VMAXPD.BCST       tconst<>+1600(SB), Z5, Z5
+	VMAXPD.BCST       tconst<>+1600(SB), Z6, Z6
+	VMINPD.BCST       tconst<>+1608(SB), Z5, Z5
+	VMINPD.BCST       tconst<>+1608(SB), Z6, Z6
+	VXORPD.BCST       tconst<>+1192(SB), Z5, Z5
+	VXORPD.BCST       tconst<>+1192(SB), Z6, Z6
 	VMOVAPD           Z1, Z8
 	VMOVAPD           Z1, Z9
 	VFMADD231PD.BCST  tconst<>+264(SB), Z5, Z8
@@ -9105,7 +9262,7 @@ sigmoidF32AVX512_tail:
 	VINSERTF32X8      $0x01, Y0, Z7, Z0
 	VFPCLASSPSZ       $0x99, Z4, K2
 	KORTESTW          K2, K2
-	JZ                sigmoidF32AVX512_store_tail
+	JZ                sigmoidWideF32AVX512_store_tail
 	VFPCLASSPSZ       $0x08, Z4, K2
 	VBROADCASTSS      (BX), K2, Z0
 	VFPCLASSPSZ       $0x10, Z4, K2
@@ -9113,16 +9270,16 @@ sigmoidF32AVX512_tail:
 	VFPCLASSPSZ       $0x81, Z4, K2
 	VADDPS            Z4, Z4, K2, Z0
 
-sigmoidF32AVX512_store_tail:
+sigmoidWideF32AVX512_store_tail:
 	VMOVUPS Z0, K1, (AX)
 
-sigmoidF32AVX512_done:
+sigmoidWideF32AVX512_done:
 	VZEROUPPER
 	RET
 
-// func sigmoidGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+// func sigmoidWideGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
 // Requires: AVX, AVX512DQ, AVX512F, BMI2
-TEXT ·sigmoidGradF32AVX512(SB), NOSPLIT, $0-40
+TEXT ·sigmoidWideGradF32AVX512(SB), NOSPLIT, $0-40
 	MOVQ         dst+0(FP), AX
 	MOVQ         x+8(FP), CX
 	MOVQ         n+24(FP), DX
@@ -9130,23 +9287,23 @@ TEXT ·sigmoidGradF32AVX512(SB), NOSPLIT, $0-40
 	MOVQ         sp+32(FP), SI
 	VBROADCASTSD tconst<>+104(SB), Z0
 	VBROADCASTSD tconst<>+112(SB), Z1
-	VMOVUPD      tconst<>+1488(SB), Z2
-	VMOVUPD      tconst<>+1552(SB), Z3
+	VMOVUPD      tconst<>+1616(SB), Z2
+	VMOVUPD      tconst<>+1680(SB), Z3
 
-sigmoidGradF32AVX512_loop:
+sigmoidWideGradF32AVX512_loop:
 	CMPQ              DX, $0x00000010
-	JB                sigmoidGradF32AVX512_tail
+	JB                sigmoidWideGradF32AVX512_tail
 	VMOVUPS           (CX), Z4
 	VMOVUPS           (BX), Z5
 	VCVTPS2PD         Y4, Z6
 	VEXTRACTF32X8     $0x01, Z4, Y7
 	VCVTPS2PD         Y7, Z7
-	VMAXPD.BCST       tconst<>+1472(SB), Z6, Z6
-	VMAXPD.BCST       tconst<>+1472(SB), Z7, Z7
-	VMINPD.BCST       tconst<>+1480(SB), Z6, Z6
-	VMINPD.BCST       tconst<>+1480(SB), Z7, Z7
-	VXORPD.BCST       tconst<>+1064(SB), Z6, Z6
-	VXORPD.BCST       tconst<>+1064(SB), Z7, Z7
+	VMAXPD.BCST       tconst<>+1600(SB), Z6, Z6
+	VMAXPD.BCST       tconst<>+1600(SB), Z7, Z7
+	VMINPD.BCST       tconst<>+1608(SB), Z6, Z6
+	VMINPD.BCST       tconst<>+1608(SB), Z7, Z7
+	VXORPD.BCST       tconst<>+1192(SB), Z6, Z6
+	VXORPD.BCST       tconst<>+1192(SB), Z7, Z7
 	VMOVAPD           Z1, Z9
 	VMOVAPD           Z1, Z10
 	VFMADD231PD.BCST  tconst<>+264(SB), Z6, Z9
@@ -9195,7 +9352,7 @@ sigmoidGradF32AVX512_loop:
 	VINSERTF32X8      $0x01, Y6, Z8, Z6
 	VFPCLASSPSZ       $0x99, Z4, K1
 	KORTESTW          K1, K1
-	JZ                sigmoidGradF32AVX512_store
+	JZ                sigmoidWideGradF32AVX512_store
 	VFPCLASSPSZ       $0x08, Z4, K1
 	VMULPS.BCST       (SI), Z5, K1, Z6
 	VFPCLASSPSZ       $0x10, Z4, K1
@@ -9203,17 +9360,17 @@ sigmoidGradF32AVX512_loop:
 	VFPCLASSPSZ       $0x81, Z4, K1
 	VADDPS            Z4, Z4, K1, Z6
 
-sigmoidGradF32AVX512_store:
+sigmoidWideGradF32AVX512_store:
 	VMOVUPS Z6, (AX)
 	ADDQ    $0x00000040, CX
 	ADDQ    $0x00000040, AX
 	ADDQ    $0x00000040, BX
 	SUBQ    $0x00000010, DX
-	JMP     sigmoidGradF32AVX512_loop
+	JMP     sigmoidWideGradF32AVX512_loop
 
-sigmoidGradF32AVX512_tail:
+sigmoidWideGradF32AVX512_tail:
 	TESTQ             DX, DX
-	JZ                sigmoidGradF32AVX512_done
+	JZ                sigmoidWideGradF32AVX512_done
 	MOVL              $0x0000ffff, DI
 	BZHIL             DX, DI, DX
 	KMOVW             DX, K1
@@ -9222,12 +9379,12 @@ sigmoidGradF32AVX512_tail:
 	VCVTPS2PD         Y4, Z6
 	VEXTRACTF32X8     $0x01, Z4, Y7
 	VCVTPS2PD         Y7, Z7
-	VMAXPD.BCST       tconst<>+1472(SB), Z6, Z6
-	VMAXPD.BCST       tconst<>+1472(SB), Z7, Z7
-	VMINPD.BCST       tconst<>+1480(SB), Z6, Z6
-	VMINPD.BCST       tconst<>+1480(SB), Z7, Z7
-	VXORPD.BCST       tconst<>+1064(SB), Z6, Z6
-	VXORPD.BCST       tconst<>+1064(SB), Z7, Z7
+	VMAXPD.BCST       tconst<>+1600(SB), Z6, Z6
+	VMAXPD.BCST       tconst<>+1600(SB), Z7, Z7
+	VMINPD.BCST       tconst<>+1608(SB), Z6, Z6
+	VMINPD.BCST       tconst<>+1608(SB), Z7, Z7
+	VXORPD.BCST       tconst<>+1192(SB), Z6, Z6
+	VXORPD.BCST       tconst<>+1192(SB), Z7, Z7
 	VMOVAPD           Z1, Z9
 	VMOVAPD           Z1, Z10
 	VFMADD231PD.BCST  tconst<>+264(SB), Z6, Z9
@@ -9276,7 +9433,7 @@ sigmoidGradF32AVX512_tail:
 	VINSERTF32X8      $0x01, Y0, Z8, Z0
 	VFPCLASSPSZ       $0x99, Z4, K2
 	KORTESTW          K2, K2
-	JZ                sigmoidGradF32AVX512_store_tail
+	JZ                sigmoidWideGradF32AVX512_store_tail
 	VFPCLASSPSZ       $0x08, Z4, K2
 	VMULPS.BCST       (SI), Z5, K2, Z0
 	VFPCLASSPSZ       $0x10, Z4, K2
@@ -9284,38 +9441,38 @@ sigmoidGradF32AVX512_tail:
 	VFPCLASSPSZ       $0x81, Z4, K2
 	VADDPS            Z4, Z4, K2, Z0
 
-sigmoidGradF32AVX512_store_tail:
+sigmoidWideGradF32AVX512_store_tail:
 	VMOVUPS Z0, K1, (AX)
 
-sigmoidGradF32AVX512_done:
+sigmoidWideGradF32AVX512_done:
 	VZEROUPPER
 	RET
 
-// func siluF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
+// func siluWideF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
 // Requires: AVX, AVX512DQ, AVX512F, BMI2
-TEXT ·siluF32AVX512(SB), NOSPLIT, $0-32
+TEXT ·siluWideF32AVX512(SB), NOSPLIT, $0-32
 	MOVQ         dst+0(FP), AX
 	MOVQ         x+8(FP), CX
 	MOVQ         n+16(FP), DX
 	MOVQ         sp+24(FP), BX
 	VBROADCASTSD tconst<>+104(SB), Z0
 	VBROADCASTSD tconst<>+112(SB), Z1
-	VMOVUPD      tconst<>+1616(SB), Z2
-	VMOVUPD      tconst<>+1680(SB), Z3
+	VMOVUPD      tconst<>+1744(SB), Z2
+	VMOVUPD      tconst<>+1808(SB), Z3
 
-siluF32AVX512_loop:
+siluWideF32AVX512_loop:
 	CMPQ              DX, $0x00000010
-	JB                siluF32AVX512_tail
+	JB                siluWideF32AVX512_tail
 	VMOVUPS           (CX), Z4
 	VCVTPS2PD         Y4, Z5
 	VEXTRACTF32X8     $0x01, Z4, Y6
 	VCVTPS2PD         Y6, Z6
-	VMAXPD.BCST       tconst<>+1472(SB), Z5, Z7
-	VMAXPD.BCST       tconst<>+1472(SB), Z6, Z8
-	VMINPD.BCST       tconst<>+1480(SB), Z7, Z7
-	VMINPD.BCST       tconst<>+1480(SB), Z8, Z8
-	VXORPD.BCST       tconst<>+1064(SB), Z7, Z7
-	VXORPD.BCST       tconst<>+1064(SB), Z8, Z8
+	VMAXPD.BCST       tconst<>+1600(SB), Z5, Z7
+	VMAXPD.BCST       tconst<>+1600(SB), Z6, Z8
+	VMINPD.BCST       tconst<>+1608(SB), Z7, Z7
+	VMINPD.BCST       tconst<>+1608(SB), Z8, Z8
+	VXORPD.BCST       tconst<>+1192(SB), Z7, Z7
+	VXORPD.BCST       tconst<>+1192(SB), Z8, Z8
 	VMOVAPD           Z1, Z10
 	VMOVAPD           Z1, Z11
 	VFMADD231PD.BCST  tconst<>+264(SB), Z7, Z10
@@ -9357,7 +9514,7 @@ siluF32AVX512_loop:
 	VINSERTF32X8      $0x01, Y5, Z9, Z5
 	VFPCLASSPSZ       $0x99, Z4, K1
 	KORTESTW          K1, K1
-	JZ                siluF32AVX512_store
+	JZ                siluWideF32AVX512_store
 	VFPCLASSPSZ       $0x08, Z4, K1
 	VBROADCASTSS      (BX), K1, Z5
 	VFPCLASSPSZ       $0x10, Z4, K1
@@ -9365,16 +9522,16 @@ siluF32AVX512_loop:
 	VFPCLASSPSZ       $0x81, Z4, K1
 	VADDPS            Z4, Z4, K1, Z5
 
-siluF32AVX512_store:
+siluWideF32AVX512_store:
 	VMOVUPS Z5, (AX)
 	ADDQ    $0x00000040, CX
 	ADDQ    $0x00000040, AX
 	SUBQ    $0x00000010, DX
-	JMP     siluF32AVX512_loop
+	JMP     siluWideF32AVX512_loop
 
-siluF32AVX512_tail:
+siluWideF32AVX512_tail:
 	TESTQ             DX, DX
-	JZ                siluF32AVX512_done
+	JZ                siluWideF32AVX512_done
 	MOVL              $0x0000ffff, SI
 	BZHIL             DX, SI, DX
 	KMOVW             DX, K1
@@ -9382,12 +9539,12 @@ siluF32AVX512_tail:
 	VCVTPS2PD         Y4, Z5
 	VEXTRACTF32X8     $0x01, Z4, Y6
 	VCVTPS2PD         Y6, Z6
-	VMAXPD.BCST       tconst<>+1472(SB), Z5, Z7
-	VMAXPD.BCST       tconst<>+1472(SB), Z6, Z8
-	VMINPD.BCST       tconst<>+1480(SB), Z7, Z7
-	VMINPD.BCST       tconst<>+1480(SB), Z8, Z8
-	VXORPD.BCST       tconst<>+1064(SB), Z7, Z7
-	VXORPD.BCST       tconst<>+1064(SB), Z8, Z8
+	VMAXPD.BCST       tconst<>+1600(SB), Z5, Z7
+	VMAXPD.BCST       tconst<>+1600(SB), Z6, Z8
+	VMINPD.BCST       tconst<>+1608(SB), Z7, Z7
+	VMINPD.BCST       tconst<>+1608(SB), Z8, Z8
+	VXORPD.BCST       tconst<>+1192(SB), Z7, Z7
+	VXORPD.BCST       tconst<>+1192(SB), Z8, Z8
 	VMOVAPD           Z1, Z10
 	VMOVAPD           Z1, Z11
 	VFMADD231PD.BCST  tconst<>+264(SB), Z7, Z10
@@ -9429,7 +9586,7 @@ siluF32AVX512_tail:
 	VINSERTF32X8      $0x01, Y0, Z9, Z0
 	VFPCLASSPSZ       $0x99, Z4, K2
 	KORTESTW          K2, K2
-	JZ                siluF32AVX512_store_tail
+	JZ                siluWideF32AVX512_store_tail
 	VFPCLASSPSZ       $0x08, Z4, K2
 	VBROADCASTSS      (BX), K2, Z0
 	VFPCLASSPSZ       $0x10, Z4, K2
@@ -9437,10 +9594,10 @@ siluF32AVX512_tail:
 	VFPCLASSPSZ       $0x81, Z4, K2
 	VADDPS            Z4, Z4, K2, Z0
 
-siluF32AVX512_store_tail:
+siluWideF32AVX512_store_tail:
 	VMOVUPS Z0, K1, (AX)
 
-siluF32AVX512_done:
+siluWideF32AVX512_done:
 	VZEROUPPER
 	RET
 
@@ -9454,8 +9611,8 @@ TEXT ·siluGradF32AVX512(SB), NOSPLIT, $0-40
 	MOVQ         sp+32(FP), SI
 	VBROADCASTSD tconst<>+104(SB), Z0
 	VBROADCASTSD tconst<>+112(SB), Z1
-	VMOVUPD      tconst<>+1744(SB), Z2
-	VMOVUPD      tconst<>+1808(SB), Z3
+	VMOVUPD      tconst<>+1872(SB), Z2
+	VMOVUPD      tconst<>+1936(SB), Z3
 
 siluGradF32AVX512_loop:
 	CMPQ              DX, $0x00000010
@@ -9465,12 +9622,12 @@ siluGradF32AVX512_loop:
 	VCVTPS2PD         Y4, Z6
 	VEXTRACTF32X8     $0x01, Z4, Y7
 	VCVTPS2PD         Y7, Z7
-	VMAXPD.BCST       tconst<>+1472(SB), Z6, Z8
-	VMAXPD.BCST       tconst<>+1472(SB), Z7, Z9
-	VMINPD.BCST       tconst<>+1480(SB), Z8, Z8
-	VMINPD.BCST       tconst<>+1480(SB), Z9, Z9
-	VXORPD.BCST       tconst<>+1064(SB), Z8, Z8
-	VXORPD.BCST       tconst<>+1064(SB), Z9, Z9
+	VMAXPD.BCST       tconst<>+1600(SB), Z6, Z8
+	VMAXPD.BCST       tconst<>+1600(SB), Z7, Z9
+	VMINPD.BCST       tconst<>+1608(SB), Z8, Z8
+	VMINPD.BCST       tconst<>+1608(SB), Z9, Z9
+	VXORPD.BCST       tconst<>+1192(SB), Z8, Z8
+	VXORPD.BCST       tconst<>+1192(SB), Z9, Z9
 	VMOVAPD           Z1, Z11
 	VMOVAPD           Z1, Z12
 	VFMADD231PD.BCST  tconst<>+264(SB), Z8, Z11
@@ -9513,29 +9670,29 @@ siluGradF32AVX512_loop:
 	VADDPD            Z0, Z9, Z9
 	VMULPD            Z11, Z8, Z8
 	VMULPD            Z12, Z9, Z9
-	VSUBPD.BCST       tconst<>+1872(SB), Z6, Z6
-	VSUBPD.BCST       tconst<>+1872(SB), Z7, Z7
+	VSUBPD.BCST       tconst<>+2000(SB), Z6, Z6
+	VSUBPD.BCST       tconst<>+2000(SB), Z7, Z7
 	VANDPD.BCST       tconst<>+864(SB), Z6, Z11
 	VANDPD.BCST       tconst<>+864(SB), Z7, Z12
-	VCMPPD.BCST       $0x11, tconst<>+1880(SB), Z11, K1
-	VCMPPD.BCST       $0x11, tconst<>+1880(SB), Z12, K2
+	VCMPPD.BCST       $0x11, tconst<>+2008(SB), Z11, K1
+	VCMPPD.BCST       $0x11, tconst<>+2008(SB), Z12, K2
 	KORW              K1, K2, K3
 	KORTESTW          K3, K3
 	JZ                root1
-	VSUBPD.BCST       tconst<>+1888(SB), Z6, Z6
-	VSUBPD.BCST       tconst<>+1888(SB), Z7, Z7
-	VBROADCASTSD      tconst<>+1896(SB), Z11
-	VBROADCASTSD      tconst<>+1896(SB), Z12
-	VFMADD213PD.BCST  tconst<>+1904(SB), Z6, Z11
-	VFMADD213PD.BCST  tconst<>+1904(SB), Z7, Z12
-	VFMADD213PD.BCST  tconst<>+1912(SB), Z6, Z11
-	VFMADD213PD.BCST  tconst<>+1912(SB), Z7, Z12
-	VFMADD213PD.BCST  tconst<>+1920(SB), Z6, Z11
-	VFMADD213PD.BCST  tconst<>+1920(SB), Z7, Z12
-	VFMADD213PD.BCST  tconst<>+1928(SB), Z6, Z11
-	VFMADD213PD.BCST  tconst<>+1928(SB), Z7, Z12
-	VFMADD213PD.BCST  tconst<>+1936(SB), Z6, Z11
-	VFMADD213PD.BCST  tconst<>+1936(SB), Z7, Z12
+	VSUBPD.BCST       tconst<>+2016(SB), Z6, Z6
+	VSUBPD.BCST       tconst<>+2016(SB), Z7, Z7
+	VBROADCASTSD      tconst<>+2024(SB), Z11
+	VBROADCASTSD      tconst<>+2024(SB), Z12
+	VFMADD213PD.BCST  tconst<>+2032(SB), Z6, Z11
+	VFMADD213PD.BCST  tconst<>+2032(SB), Z7, Z12
+	VFMADD213PD.BCST  tconst<>+2040(SB), Z6, Z11
+	VFMADD213PD.BCST  tconst<>+2040(SB), Z7, Z12
+	VFMADD213PD.BCST  tconst<>+2048(SB), Z6, Z11
+	VFMADD213PD.BCST  tconst<>+2048(SB), Z7, Z12
+	VFMADD213PD.BCST  tconst<>+2056(SB), Z6, Z11
+	VFMADD213PD.BCST  tconst<>+2056(SB), Z7, Z12
+	VFMADD213PD.BCST  tconst<>+2064(SB), Z6, Z11
+	VFMADD213PD.BCST  tconst<>+2064(SB), Z7, Z12
 	VMULPD            Z6, Z11, Z11
 	VMULPD            Z7, Z12, Z12
 	VMOVAPD           Z11, K1, Z8
@@ -9579,12 +9736,12 @@ siluGradF32AVX512_tail:
 	VCVTPS2PD         Y4, Z6
 	VEXTRACTF32X8     $0x01, Z4, Y7
 	VCVTPS2PD         Y7, Z7
-	VMAXPD.BCST       tconst<>+1472(SB), Z6, Z8
-	VMAXPD.BCST       tconst<>+1472(SB), Z7, Z9
-	VMINPD.BCST       tconst<>+1480(SB), Z8, Z8
-	VMINPD.BCST       tconst<>+1480(SB), Z9, Z9
-	VXORPD.BCST       tconst<>+1064(SB), Z8, Z8
-	VXORPD.BCST       tconst<>+1064(SB), Z9, Z9
+	VMAXPD.BCST       tconst<>+1600(SB), Z6, Z8
+	VMAXPD.BCST       tconst<>+1600(SB), Z7, Z9
+	VMINPD.BCST       tconst<>+1608(SB), Z8, Z8
+	VMINPD.BCST       tconst<>+1608(SB), Z9, Z9
+	VXORPD.BCST       tconst<>+1192(SB), Z8, Z8
+	VXORPD.BCST       tconst<>+1192(SB), Z9, Z9
 	VMOVAPD           Z1, Z11
 	VMOVAPD           Z1, Z12
 	VFMADD231PD.BCST  tconst<>+264(SB), Z8, Z11
@@ -9627,29 +9784,29 @@ siluGradF32AVX512_tail:
 	VADDPD            Z0, Z1, Z1
 	VMULPD            Z3, Z2, Z2
 	VMULPD            Z8, Z1, Z1
-	VSUBPD.BCST       tconst<>+1872(SB), Z6, Z0
-	VSUBPD.BCST       tconst<>+1872(SB), Z7, Z3
+	VSUBPD.BCST       tconst<>+2000(SB), Z6, Z0
+	VSUBPD.BCST       tconst<>+2000(SB), Z7, Z3
 	VANDPD.BCST       tconst<>+864(SB), Z0, Z6
 	VANDPD.BCST       tconst<>+864(SB), Z3, Z7
-	VCMPPD.BCST       $0x11, tconst<>+1880(SB), Z6, K2
-	VCMPPD.BCST       $0x11, tconst<>+1880(SB), Z7, K3
+	VCMPPD.BCST       $0x11, tconst<>+2008(SB), Z6, K2
+	VCMPPD.BCST       $0x11, tconst<>+2008(SB), Z7, K3
 	KORW              K2, K3, K4
 	KORTESTW          K4, K4
 	JZ                root2
-	VSUBPD.BCST       tconst<>+1888(SB), Z0, Z0
-	VSUBPD.BCST       tconst<>+1888(SB), Z3, Z3
-	VBROADCASTSD      tconst<>+1896(SB), Z6
-	VBROADCASTSD      tconst<>+1896(SB), Z7
-	VFMADD213PD.BCST  tconst<>+1904(SB), Z0, Z6
-	VFMADD213PD.BCST  tconst<>+1904(SB), Z3, Z7
-	VFMADD213PD.BCST  tconst<>+1912(SB), Z0, Z6
-	VFMADD213PD.BCST  tconst<>+1912(SB), Z3, Z7
-	VFMADD213PD.BCST  tconst<>+1920(SB), Z0, Z6
-	VFMADD213PD.BCST  tconst<>+1920(SB), Z3, Z7
-	VFMADD213PD.BCST  tconst<>+1928(SB), Z0, Z6
-	VFMADD213PD.BCST  tconst<>+1928(SB), Z3, Z7
-	VFMADD213PD.BCST  tconst<>+1936(SB), Z0, Z6
-	VFMADD213PD.BCST  tconst<>+1936(SB), Z3, Z7
+	VSUBPD.BCST       tconst<>+2016(SB), Z0, Z0
+	VSUBPD.BCST       tconst<>+2016(SB), Z3, Z3
+	VBROADCASTSD      tconst<>+2024(SB), Z6
+	VBROADCASTSD      tconst<>+2024(SB), Z7
+	VFMADD213PD.BCST  tconst<>+2032(SB), Z0, Z6
+	VFMADD213PD.BCST  tconst<>+2032(SB), Z3, Z7
+	VFMADD213PD.BCST  tconst<>+2040(SB), Z0, Z6
+	VFMADD213PD.BCST  tconst<>+2040(SB), Z3, Z7
+	VFMADD213PD.BCST  tconst<>+2048(SB), Z0, Z6
+	VFMADD213PD.BCST  tconst<>+2048(SB), Z3, Z7
+	VFMADD213PD.BCST  tconst<>+2056(SB), Z0, Z6
+	VFMADD213PD.BCST  tconst<>+2056(SB), Z3, Z7
+	VFMADD213PD.BCST  tconst<>+2064(SB), Z0, Z6
+	VFMADD213PD.BCST  tconst<>+2064(SB), Z3, Z7
 	VMULPD            Z0, Z6, Z6
 	VMULPD            Z3, Z7, Z7
 	VMOVAPD           Z6, K2, Z2
@@ -9681,29 +9838,29 @@ siluGradF32AVX512_done:
 	VZEROUPPER
 	RET
 
-// func geluF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
+// func geluWideF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
 // Requires: AVX, AVX512DQ, AVX512F, BMI2
-TEXT ·geluF32AVX512(SB), NOSPLIT, $0-32
+TEXT ·geluWideF32AVX512(SB), NOSPLIT, $0-32
 	MOVQ         dst+0(FP), AX
 	MOVQ         x+8(FP), CX
 	MOVQ         n+16(FP), DX
 	MOVQ         sp+24(FP), BX
 	VBROADCASTSD tconst<>+104(SB), Z0
 	VBROADCASTSD tconst<>+112(SB), Z1
-	VMOVUPD      tconst<>+1944(SB), Z2
-	VMOVUPD      tconst<>+2008(SB), Z3
+	VMOVUPD      tconst<>+2072(SB), Z2
+	VMOVUPD      tconst<>+2136(SB), Z3
 
-geluF32AVX512_loop:
+geluWideF32AVX512_loop:
 	CMPQ              DX, $0x00000010
-	JB                geluF32AVX512_tail
+	JB                geluWideF32AVX512_tail
 	VMOVUPS           (CX), Z4
 	VCVTPS2PD         Y4, Z5
 	VEXTRACTF32X8     $0x01, Z4, Y6
 	VCVTPS2PD         Y6, Z6
 	VMULPD            Z5, Z5, Z7
 	VMULPD            Z6, Z6, Z8
-	VMULPD.BCST       tconst<>+2072(SB), Z7, Z7
-	VMULPD.BCST       tconst<>+2072(SB), Z8, Z8
+	VMULPD.BCST       tconst<>+2200(SB), Z7, Z7
+	VMULPD.BCST       tconst<>+2200(SB), Z8, Z8
 	VMAXPD.BCST       tconst<>+248(SB), Z7, Z7
 	VMAXPD.BCST       tconst<>+248(SB), Z8, Z8
 	VMOVAPD           Z1, Z9
@@ -9738,32 +9895,32 @@ geluF32AVX512_loop:
 	VSCALEFPD         Z12, Z15, Z8
 	VANDPD.BCST       tconst<>+864(SB), Z5, Z9
 	VANDPD.BCST       tconst<>+864(SB), Z6, Z10
-	VMINPD.BCST       tconst<>+2080(SB), Z9, Z9
-	VMINPD.BCST       tconst<>+2080(SB), Z10, Z10
-	VBROADCASTSD      tconst<>+2088(SB), Z11
-	VBROADCASTSD      tconst<>+2088(SB), Z12
-	VFMADD213PD.BCST  tconst<>+2096(SB), Z9, Z11
-	VFMADD213PD.BCST  tconst<>+2096(SB), Z10, Z12
-	VFMADD213PD.BCST  tconst<>+2104(SB), Z9, Z11
-	VFMADD213PD.BCST  tconst<>+2104(SB), Z10, Z12
-	VFMADD213PD.BCST  tconst<>+2112(SB), Z9, Z11
-	VFMADD213PD.BCST  tconst<>+2112(SB), Z10, Z12
-	VFMADD213PD.BCST  tconst<>+2120(SB), Z9, Z11
-	VFMADD213PD.BCST  tconst<>+2120(SB), Z10, Z12
-	VFMADD213PD.BCST  tconst<>+2128(SB), Z9, Z11
-	VFMADD213PD.BCST  tconst<>+2128(SB), Z10, Z12
-	VBROADCASTSD      tconst<>+2136(SB), Z14
-	VBROADCASTSD      tconst<>+2136(SB), Z15
-	VFMADD213PD.BCST  tconst<>+2144(SB), Z9, Z14
-	VFMADD213PD.BCST  tconst<>+2144(SB), Z10, Z15
-	VFMADD213PD.BCST  tconst<>+2152(SB), Z9, Z14
-	VFMADD213PD.BCST  tconst<>+2152(SB), Z10, Z15
-	VFMADD213PD.BCST  tconst<>+2160(SB), Z9, Z14
-	VFMADD213PD.BCST  tconst<>+2160(SB), Z10, Z15
-	VFMADD213PD.BCST  tconst<>+2168(SB), Z9, Z14
-	VFMADD213PD.BCST  tconst<>+2168(SB), Z10, Z15
-	VFMADD213PD.BCST  tconst<>+2176(SB), Z9, Z14
-	VFMADD213PD.BCST  tconst<>+2176(SB), Z10, Z15
+	VMINPD.BCST       tconst<>+2208(SB), Z9, Z9
+	VMINPD.BCST       tconst<>+2208(SB), Z10, Z10
+	VBROADCASTSD      tconst<>+2216(SB), Z11
+	VBROADCASTSD      tconst<>+2216(SB), Z12
+	VFMADD213PD.BCST  tconst<>+2224(SB), Z9, Z11
+	VFMADD213PD.BCST  tconst<>+2224(SB), Z10, Z12
+	VFMADD213PD.BCST  tconst<>+2232(SB), Z9, Z11
+	VFMADD213PD.BCST  tconst<>+2232(SB), Z10, Z12
+	VFMADD213PD.BCST  tconst<>+2240(SB), Z9, Z11
+	VFMADD213PD.BCST  tconst<>+2240(SB), Z10, Z12
+	VFMADD213PD.BCST  tconst<>+2248(SB), Z9, Z11
+	VFMADD213PD.BCST  tconst<>+2248(SB), Z10, Z12
+	VFMADD213PD.BCST  tconst<>+2256(SB), Z9, Z11
+	VFMADD213PD.BCST  tconst<>+2256(SB), Z10, Z12
+	VBROADCASTSD      tconst<>+2264(SB), Z14
+	VBROADCASTSD      tconst<>+2264(SB), Z15
+	VFMADD213PD.BCST  tconst<>+2272(SB), Z9, Z14
+	VFMADD213PD.BCST  tconst<>+2272(SB), Z10, Z15
+	VFMADD213PD.BCST  tconst<>+2280(SB), Z9, Z14
+	VFMADD213PD.BCST  tconst<>+2280(SB), Z10, Z15
+	VFMADD213PD.BCST  tconst<>+2288(SB), Z9, Z14
+	VFMADD213PD.BCST  tconst<>+2288(SB), Z10, Z15
+	VFMADD213PD.BCST  tconst<>+2296(SB), Z9, Z14
+	VFMADD213PD.BCST  tconst<>+2296(SB), Z10, Z15
+	VFMADD213PD.BCST  tconst<>+2304(SB), Z9, Z14
+	VFMADD213PD.BCST  tconst<>+2304(SB), Z10, Z15
 	VFMADD213PD.BCST  tconst<>+104(SB), Z9, Z14
 	VFMADD213PD.BCST  tconst<>+104(SB), Z10, Z15
 	VDIVPD            Z14, Z11, Z11
@@ -9783,7 +9940,7 @@ geluF32AVX512_loop:
 	VINSERTF32X8      $0x01, Y5, Z13, Z5
 	VFPCLASSPSZ       $0x99, Z4, K1
 	KORTESTW          K1, K1
-	JZ                geluF32AVX512_store
+	JZ                geluWideF32AVX512_store
 	VFPCLASSPSZ       $0x08, Z4, K1
 	VBROADCASTSS      (BX), K1, Z5
 	VFPCLASSPSZ       $0x10, Z4, K1
@@ -9791,16 +9948,16 @@ geluF32AVX512_loop:
 	VFPCLASSPSZ       $0x81, Z4, K1
 	VADDPS            Z4, Z4, K1, Z5
 
-geluF32AVX512_store:
+geluWideF32AVX512_store:
 	VMOVUPS Z5, (AX)
 	ADDQ    $0x00000040, CX
 	ADDQ    $0x00000040, AX
 	SUBQ    $0x00000010, DX
-	JMP     geluF32AVX512_loop
+	JMP     geluWideF32AVX512_loop
 
-geluF32AVX512_tail:
+geluWideF32AVX512_tail:
 	TESTQ             DX, DX
-	JZ                geluF32AVX512_done
+	JZ                geluWideF32AVX512_done
 	MOVL              $0x0000ffff, SI
 	BZHIL             DX, SI, DX
 	KMOVW             DX, K1
@@ -9810,8 +9967,8 @@ geluF32AVX512_tail:
 	VCVTPS2PD         Y6, Z6
 	VMULPD            Z5, Z5, Z7
 	VMULPD            Z6, Z6, Z8
-	VMULPD.BCST       tconst<>+2072(SB), Z7, Z7
-	VMULPD.BCST       tconst<>+2072(SB), Z8, Z8
+	VMULPD.BCST       tconst<>+2200(SB), Z7, Z7
+	VMULPD.BCST       tconst<>+2200(SB), Z8, Z8
 	VMAXPD.BCST       tconst<>+248(SB), Z7, Z7
 	VMAXPD.BCST       tconst<>+248(SB), Z8, Z8
 	VMOVAPD           Z1, Z9
@@ -9846,32 +10003,32 @@ geluF32AVX512_tail:
 	VSCALEFPD         Z1, Z14, Z1
 	VANDPD.BCST       tconst<>+864(SB), Z5, Z3
 	VANDPD.BCST       tconst<>+864(SB), Z6, Z7
-	VMINPD.BCST       tconst<>+2080(SB), Z3, Z3
-	VMINPD.BCST       tconst<>+2080(SB), Z7, Z7
-	VBROADCASTSD      tconst<>+2088(SB), Z8
-	VBROADCASTSD      tconst<>+2088(SB), Z9
-	VFMADD213PD.BCST  tconst<>+2096(SB), Z3, Z8
-	VFMADD213PD.BCST  tconst<>+2096(SB), Z7, Z9
-	VFMADD213PD.BCST  tconst<>+2104(SB), Z3, Z8
-	VFMADD213PD.BCST  tconst<>+2104(SB), Z7, Z9
-	VFMADD213PD.BCST  tconst<>+2112(SB), Z3, Z8
-	VFMADD213PD.BCST  tconst<>+2112(SB), Z7, Z9
-	VFMADD213PD.BCST  tconst<>+2120(SB), Z3, Z8
-	VFMADD213PD.BCST  tconst<>+2120(SB), Z7, Z9
-	VFMADD213PD.BCST  tconst<>+2128(SB), Z3, Z8
-	VFMADD213PD.BCST  tconst<>+2128(SB), Z7, Z9
-	VBROADCASTSD      tconst<>+2136(SB), Z10
-	VBROADCASTSD      tconst<>+2136(SB), Z11
-	VFMADD213PD.BCST  tconst<>+2144(SB), Z3, Z10
-	VFMADD213PD.BCST  tconst<>+2144(SB), Z7, Z11
-	VFMADD213PD.BCST  tconst<>+2152(SB), Z3, Z10
-	VFMADD213PD.BCST  tconst<>+2152(SB), Z7, Z11
-	VFMADD213PD.BCST  tconst<>+2160(SB), Z3, Z10
-	VFMADD213PD.BCST  tconst<>+2160(SB), Z7, Z11
-	VFMADD213PD.BCST  tconst<>+2168(SB), Z3, Z10
-	VFMADD213PD.BCST  tconst<>+2168(SB), Z7, Z11
-	VFMADD213PD.BCST  tconst<>+2176(SB), Z3, Z10
-	VFMADD213PD.BCST  tconst<>+2176(SB), Z7, Z11
+	VMINPD.BCST       tconst<>+2208(SB), Z3, Z3
+	VMINPD.BCST       tconst<>+2208(SB), Z7, Z7
+	VBROADCASTSD      tconst<>+2216(SB), Z8
+	VBROADCASTSD      tconst<>+2216(SB), Z9
+	VFMADD213PD.BCST  tconst<>+2224(SB), Z3, Z8
+	VFMADD213PD.BCST  tconst<>+2224(SB), Z7, Z9
+	VFMADD213PD.BCST  tconst<>+2232(SB), Z3, Z8
+	VFMADD213PD.BCST  tconst<>+2232(SB), Z7, Z9
+	VFMADD213PD.BCST  tconst<>+2240(SB), Z3, Z8
+	VFMADD213PD.BCST  tconst<>+2240(SB), Z7, Z9
+	VFMADD213PD.BCST  tconst<>+2248(SB), Z3, Z8
+	VFMADD213PD.BCST  tconst<>+2248(SB), Z7, Z9
+	VFMADD213PD.BCST  tconst<>+2256(SB), Z3, Z8
+	VFMADD213PD.BCST  tconst<>+2256(SB), Z7, Z9
+	VBROADCASTSD      tconst<>+2264(SB), Z10
+	VBROADCASTSD      tconst<>+2264(SB), Z11
+	VFMADD213PD.BCST  tconst<>+2272(SB), Z3, Z10
+	VFMADD213PD.BCST  tconst<>+2272(SB), Z7, Z11
+	VFMADD213PD.BCST  tconst<>+2280(SB), Z3, Z10
+	VFMADD213PD.BCST  tconst<>+2280(SB), Z7, Z11
+	VFMADD213PD.BCST  tconst<>+2288(SB), Z3, Z10
+	VFMADD213PD.BCST  tconst<>+2288(SB), Z7, Z11
+	VFMADD213PD.BCST  tconst<>+2296(SB), Z3, Z10
+	VFMADD213PD.BCST  tconst<>+2296(SB), Z7, Z11
+	VFMADD213PD.BCST  tconst<>+2304(SB), Z3, Z10
+	VFMADD213PD.BCST  tconst<>+2304(SB), Z7, Z11
 	VFMADD213PD.BCST  tconst<>+104(SB), Z3, Z10
 	VFMADD213PD.BCST  tconst<>+104(SB), Z7, Z11
 	VDIVPD            Z10, Z8, Z8
@@ -9891,7 +10048,7 @@ geluF32AVX512_tail:
 	VINSERTF32X8      $0x01, Y0, Z13, Z0
 	VFPCLASSPSZ       $0x99, Z4, K2
 	KORTESTW          K2, K2
-	JZ                geluF32AVX512_store_tail
+	JZ                geluWideF32AVX512_store_tail
 	VFPCLASSPSZ       $0x08, Z4, K2
 	VBROADCASTSS      (BX), K2, Z0
 	VFPCLASSPSZ       $0x10, Z4, K2
@@ -9899,16 +10056,16 @@ geluF32AVX512_tail:
 	VFPCLASSPSZ       $0x81, Z4, K2
 	VADDPS            Z4, Z4, K2, Z0
 
-geluF32AVX512_store_tail:
+geluWideF32AVX512_store_tail:
 	VMOVUPS Z0, K1, (AX)
 
-geluF32AVX512_done:
+geluWideF32AVX512_done:
 	VZEROUPPER
 	RET
 
-// func geluGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+// func geluWideGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
 // Requires: AVX, AVX512DQ, AVX512F, BMI2
-TEXT ·geluGradF32AVX512(SB), NOSPLIT, $0-40
+TEXT ·geluWideGradF32AVX512(SB), NOSPLIT, $0-40
 	MOVQ         dst+0(FP), AX
 	MOVQ         x+8(FP), CX
 	MOVQ         n+24(FP), DX
@@ -9916,12 +10073,12 @@ TEXT ·geluGradF32AVX512(SB), NOSPLIT, $0-40
 	MOVQ         sp+32(FP), SI
 	VBROADCASTSD tconst<>+104(SB), Z0
 	VBROADCASTSD tconst<>+112(SB), Z1
-	VMOVUPD      tconst<>+2184(SB), Z2
-	VMOVUPD      tconst<>+2248(SB), Z3
+	VMOVUPD      tconst<>+2312(SB), Z2
+	VMOVUPD      tconst<>+2376(SB), Z3
 
-geluGradF32AVX512_loop:
+geluWideGradF32AVX512_loop:
 	CMPQ              DX, $0x00000010
-	JB                geluGradF32AVX512_tail
+	JB                geluWideGradF32AVX512_tail
 	VMOVUPS           (CX), Z4
 	VMOVUPS           (BX), Z5
 	VCVTPS2PD         Y4, Z6
@@ -9929,8 +10086,8 @@ geluGradF32AVX512_loop:
 	VCVTPS2PD         Y7, Z7
 	VMULPD            Z6, Z6, Z8
 	VMULPD            Z7, Z7, Z9
-	VMULPD.BCST       tconst<>+2072(SB), Z8, Z8
-	VMULPD.BCST       tconst<>+2072(SB), Z9, Z9
+	VMULPD.BCST       tconst<>+2200(SB), Z8, Z8
+	VMULPD.BCST       tconst<>+2200(SB), Z9, Z9
 	VMAXPD.BCST       tconst<>+248(SB), Z8, Z8
 	VMAXPD.BCST       tconst<>+248(SB), Z9, Z9
 	VMOVAPD           Z1, Z10
@@ -9965,32 +10122,32 @@ geluGradF32AVX512_loop:
 	VSCALEFPD         Z13, Z16, Z9
 	VANDPD.BCST       tconst<>+864(SB), Z6, Z10
 	VANDPD.BCST       tconst<>+864(SB), Z7, Z11
-	VMINPD.BCST       tconst<>+2080(SB), Z10, Z10
-	VMINPD.BCST       tconst<>+2080(SB), Z11, Z11
-	VBROADCASTSD      tconst<>+2088(SB), Z12
-	VBROADCASTSD      tconst<>+2088(SB), Z13
-	VFMADD213PD.BCST  tconst<>+2096(SB), Z10, Z12
-	VFMADD213PD.BCST  tconst<>+2096(SB), Z11, Z13
-	VFMADD213PD.BCST  tconst<>+2104(SB), Z10, Z12
-	VFMADD213PD.BCST  tconst<>+2104(SB), Z11, Z13
-	VFMADD213PD.BCST  tconst<>+2112(SB), Z10, Z12
-	VFMADD213PD.BCST  tconst<>+2112(SB), Z11, Z13
-	VFMADD213PD.BCST  tconst<>+2120(SB), Z10, Z12
-	VFMADD213PD.BCST  tconst<>+2120(SB), Z11, Z13
-	VFMADD213PD.BCST  tconst<>+2128(SB), Z10, Z12
-	VFMADD213PD.BCST  tconst<>+2128(SB), Z11, Z13
-	VBROADCASTSD      tconst<>+2136(SB), Z15
-	VBROADCASTSD      tconst<>+2136(SB), Z16
-	VFMADD213PD.BCST  tconst<>+2144(SB), Z10, Z15
-	VFMADD213PD.BCST  tconst<>+2144(SB), Z11, Z16
-	VFMADD213PD.BCST  tconst<>+2152(SB), Z10, Z15
-	VFMADD213PD.BCST  tconst<>+2152(SB), Z11, Z16
-	VFMADD213PD.BCST  tconst<>+2160(SB), Z10, Z15
-	VFMADD213PD.BCST  tconst<>+2160(SB), Z11, Z16
-	VFMADD213PD.BCST  tconst<>+2168(SB), Z10, Z15
-	VFMADD213PD.BCST  tconst<>+2168(SB), Z11, Z16
-	VFMADD213PD.BCST  tconst<>+2176(SB), Z10, Z15
-	VFMADD213PD.BCST  tconst<>+2176(SB), Z11, Z16
+	VMINPD.BCST       tconst<>+2208(SB), Z10, Z10
+	VMINPD.BCST       tconst<>+2208(SB), Z11, Z11
+	VBROADCASTSD      tconst<>+2216(SB), Z12
+	VBROADCASTSD      tconst<>+2216(SB), Z13
+	VFMADD213PD.BCST  tconst<>+2224(SB), Z10, Z12
+	VFMADD213PD.BCST  tconst<>+2224(SB), Z11, Z13
+	VFMADD213PD.BCST  tconst<>+2232(SB), Z10, Z12
+	VFMADD213PD.BCST  tconst<>+2232(SB), Z11, Z13
+	VFMADD213PD.BCST  tconst<>+2240(SB), Z10, Z12
+	VFMADD213PD.BCST  tconst<>+2240(SB), Z11, Z13
+	VFMADD213PD.BCST  tconst<>+2248(SB), Z10, Z12
+	VFMADD213PD.BCST  tconst<>+2248(SB), Z11, Z13
+	VFMADD213PD.BCST  tconst<>+2256(SB), Z10, Z12
+	VFMADD213PD.BCST  tconst<>+2256(SB), Z11, Z13
+	VBROADCASTSD      tconst<>+2264(SB), Z15
+	VBROADCASTSD      tconst<>+2264(SB), Z16
+	VFMADD213PD.BCST  tconst<>+2272(SB), Z10, Z15
+	VFMADD213PD.BCST  tconst<>+2272(SB), Z11, Z16
+	VFMADD213PD.BCST  tconst<>+2280(SB), Z10, Z15
+	VFMADD213PD.BCST  tconst<>+2280(SB), Z11, Z16
+	VFMADD213PD.BCST  tconst<>+2288(SB), Z10, Z15
+	VFMADD213PD.BCST  tconst<>+2288(SB), Z11, Z16
+	VFMADD213PD.BCST  tconst<>+2296(SB), Z10, Z15
+	VFMADD213PD.BCST  tconst<>+2296(SB), Z11, Z16
+	VFMADD213PD.BCST  tconst<>+2304(SB), Z10, Z15
+	VFMADD213PD.BCST  tconst<>+2304(SB), Z11, Z16
 	VFMADD213PD.BCST  tconst<>+104(SB), Z10, Z15
 	VFMADD213PD.BCST  tconst<>+104(SB), Z11, Z16
 	VDIVPD            Z15, Z12, Z12
@@ -10003,33 +10160,33 @@ geluGradF32AVX512_loop:
 	VMOVAPD           Z12, K1, Z10
 	VPMOVQ2M          Z7, K1
 	VMOVAPD           Z13, K1, Z11
-	VMULPD.BCST       tconst<>+2312(SB), Z8, Z8
-	VMULPD.BCST       tconst<>+2312(SB), Z9, Z9
+	VMULPD.BCST       tconst<>+2440(SB), Z8, Z8
+	VMULPD.BCST       tconst<>+2440(SB), Z9, Z9
 	VFMADD231PD       Z8, Z6, Z10
 	VFMADD231PD       Z9, Z7, Z11
-	VSUBPD.BCST       tconst<>+2320(SB), Z6, Z6
-	VSUBPD.BCST       tconst<>+2320(SB), Z7, Z7
+	VSUBPD.BCST       tconst<>+2448(SB), Z6, Z6
+	VSUBPD.BCST       tconst<>+2448(SB), Z7, Z7
 	VANDPD.BCST       tconst<>+864(SB), Z6, Z8
 	VANDPD.BCST       tconst<>+864(SB), Z7, Z9
-	VCMPPD.BCST       $0x11, tconst<>+1880(SB), Z8, K1
-	VCMPPD.BCST       $0x11, tconst<>+1880(SB), Z9, K2
+	VCMPPD.BCST       $0x11, tconst<>+2008(SB), Z8, K1
+	VCMPPD.BCST       $0x11, tconst<>+2008(SB), Z9, K2
 	KORW              K1, K2, K3
 	KORTESTW          K3, K3
 	JZ                root3
-	VSUBPD.BCST       tconst<>+2328(SB), Z6, Z6
-	VSUBPD.BCST       tconst<>+2328(SB), Z7, Z7
-	VBROADCASTSD      tconst<>+2336(SB), Z8
-	VBROADCASTSD      tconst<>+2336(SB), Z9
-	VFMADD213PD.BCST  tconst<>+2344(SB), Z6, Z8
-	VFMADD213PD.BCST  tconst<>+2344(SB), Z7, Z9
-	VFMADD213PD.BCST  tconst<>+2352(SB), Z6, Z8
-	VFMADD213PD.BCST  tconst<>+2352(SB), Z7, Z9
-	VFMADD213PD.BCST  tconst<>+2360(SB), Z6, Z8
-	VFMADD213PD.BCST  tconst<>+2360(SB), Z7, Z9
-	VFMADD213PD.BCST  tconst<>+2368(SB), Z6, Z8
-	VFMADD213PD.BCST  tconst<>+2368(SB), Z7, Z9
-	VFMADD213PD.BCST  tconst<>+2376(SB), Z6, Z8
-	VFMADD213PD.BCST  tconst<>+2376(SB), Z7, Z9
+	VSUBPD.BCST       tconst<>+2456(SB), Z6, Z6
+	VSUBPD.BCST       tconst<>+2456(SB), Z7, Z7
+	VBROADCASTSD      tconst<>+2464(SB), Z8
+	VBROADCASTSD      tconst<>+2464(SB), Z9
+	VFMADD213PD.BCST  tconst<>+2472(SB), Z6, Z8
+	VFMADD213PD.BCST  tconst<>+2472(SB), Z7, Z9
+	VFMADD213PD.BCST  tconst<>+2480(SB), Z6, Z8
+	VFMADD213PD.BCST  tconst<>+2480(SB), Z7, Z9
+	VFMADD213PD.BCST  tconst<>+2488(SB), Z6, Z8
+	VFMADD213PD.BCST  tconst<>+2488(SB), Z7, Z9
+	VFMADD213PD.BCST  tconst<>+2496(SB), Z6, Z8
+	VFMADD213PD.BCST  tconst<>+2496(SB), Z7, Z9
+	VFMADD213PD.BCST  tconst<>+2504(SB), Z6, Z8
+	VFMADD213PD.BCST  tconst<>+2504(SB), Z7, Z9
 	VMULPD            Z6, Z8, Z8
 	VMULPD            Z7, Z9, Z9
 	VMOVAPD           Z8, K1, Z10
@@ -10046,7 +10203,7 @@ root3:
 	VINSERTF32X8  $0x01, Y6, Z14, Z6
 	VFPCLASSPSZ   $0x99, Z4, K1
 	KORTESTW      K1, K1
-	JZ            geluGradF32AVX512_store
+	JZ            geluWideGradF32AVX512_store
 	VFPCLASSPSZ   $0x08, Z4, K1
 	VMULPS.BCST   (SI), Z5, K1, Z6
 	VFPCLASSPSZ   $0x10, Z4, K1
@@ -10054,17 +10211,17 @@ root3:
 	VFPCLASSPSZ   $0x81, Z4, K1
 	VADDPS        Z4, Z4, K1, Z6
 
-geluGradF32AVX512_store:
+geluWideGradF32AVX512_store:
 	VMOVUPS Z6, (AX)
 	ADDQ    $0x00000040, CX
 	ADDQ    $0x00000040, AX
 	ADDQ    $0x00000040, BX
 	SUBQ    $0x00000010, DX
-	JMP     geluGradF32AVX512_loop
+	JMP     geluWideGradF32AVX512_loop
 
-geluGradF32AVX512_tail:
+geluWideGradF32AVX512_tail:
 	TESTQ             DX, DX
-	JZ                geluGradF32AVX512_done
+	JZ                geluWideGradF32AVX512_done
 	MOVL              $0x0000ffff, DI
 	BZHIL             DX, DI, DX
 	KMOVW             DX, K1
@@ -10075,8 +10232,8 @@ geluGradF32AVX512_tail:
 	VCVTPS2PD         Y7, Z7
 	VMULPD            Z6, Z6, Z8
 	VMULPD            Z7, Z7, Z9
-	VMULPD.BCST       tconst<>+2072(SB), Z8, Z8
-	VMULPD.BCST       tconst<>+2072(SB), Z9, Z9
+	VMULPD.BCST       tconst<>+2200(SB), Z8, Z8
+	VMULPD.BCST       tconst<>+2200(SB), Z9, Z9
 	VMAXPD.BCST       tconst<>+248(SB), Z8, Z8
 	VMAXPD.BCST       tconst<>+248(SB), Z9, Z9
 	VMOVAPD           Z1, Z10
@@ -10111,32 +10268,32 @@ geluGradF32AVX512_tail:
 	VSCALEFPD         Z1, Z15, Z1
 	VANDPD.BCST       tconst<>+864(SB), Z6, Z3
 	VANDPD.BCST       tconst<>+864(SB), Z7, Z8
-	VMINPD.BCST       tconst<>+2080(SB), Z3, Z3
-	VMINPD.BCST       tconst<>+2080(SB), Z8, Z8
-	VBROADCASTSD      tconst<>+2088(SB), Z9
-	VBROADCASTSD      tconst<>+2088(SB), Z10
-	VFMADD213PD.BCST  tconst<>+2096(SB), Z3, Z9
-	VFMADD213PD.BCST  tconst<>+2096(SB), Z8, Z10
-	VFMADD213PD.BCST  tconst<>+2104(SB), Z3, Z9
-	VFMADD213PD.BCST  tconst<>+2104(SB), Z8, Z10
-	VFMADD213PD.BCST  tconst<>+2112(SB), Z3, Z9
-	VFMADD213PD.BCST  tconst<>+2112(SB), Z8, Z10
-	VFMADD213PD.BCST  tconst<>+2120(SB), Z3, Z9
-	VFMADD213PD.BCST  tconst<>+2120(SB), Z8, Z10
-	VFMADD213PD.BCST  tconst<>+2128(SB), Z3, Z9
-	VFMADD213PD.BCST  tconst<>+2128(SB), Z8, Z10
-	VBROADCASTSD      tconst<>+2136(SB), Z11
-	VBROADCASTSD      tconst<>+2136(SB), Z12
-	VFMADD213PD.BCST  tconst<>+2144(SB), Z3, Z11
-	VFMADD213PD.BCST  tconst<>+2144(SB), Z8, Z12
-	VFMADD213PD.BCST  tconst<>+2152(SB), Z3, Z11
-	VFMADD213PD.BCST  tconst<>+2152(SB), Z8, Z12
-	VFMADD213PD.BCST  tconst<>+2160(SB), Z3, Z11
-	VFMADD213PD.BCST  tconst<>+2160(SB), Z8, Z12
-	VFMADD213PD.BCST  tconst<>+2168(SB), Z3, Z11
-	VFMADD213PD.BCST  tconst<>+2168(SB), Z8, Z12
-	VFMADD213PD.BCST  tconst<>+2176(SB), Z3, Z11
-	VFMADD213PD.BCST  tconst<>+2176(SB), Z8, Z12
+	VMINPD.BCST       tconst<>+2208(SB), Z3, Z3
+	VMINPD.BCST       tconst<>+2208(SB), Z8, Z8
+	VBROADCASTSD      tconst<>+2216(SB), Z9
+	VBROADCASTSD      tconst<>+2216(SB), Z10
+	VFMADD213PD.BCST  tconst<>+2224(SB), Z3, Z9
+	VFMADD213PD.BCST  tconst<>+2224(SB), Z8, Z10
+	VFMADD213PD.BCST  tconst<>+2232(SB), Z3, Z9
+	VFMADD213PD.BCST  tconst<>+2232(SB), Z8, Z10
+	VFMADD213PD.BCST  tconst<>+2240(SB), Z3, Z9
+	VFMADD213PD.BCST  tconst<>+2240(SB), Z8, Z10
+	VFMADD213PD.BCST  tconst<>+2248(SB), Z3, Z9
+	VFMADD213PD.BCST  tconst<>+2248(SB), Z8, Z10
+	VFMADD213PD.BCST  tconst<>+2256(SB), Z3, Z9
+	VFMADD213PD.BCST  tconst<>+2256(SB), Z8, Z10
+	VBROADCASTSD      tconst<>+2264(SB), Z11
+	VBROADCASTSD      tconst<>+2264(SB), Z12
+	VFMADD213PD.BCST  tconst<>+2272(SB), Z3, Z11
+	VFMADD213PD.BCST  tconst<>+2272(SB), Z8, Z12
+	VFMADD213PD.BCST  tconst<>+2280(SB), Z3, Z11
+	VFMADD213PD.BCST  tconst<>+2280(SB), Z8, Z12
+	VFMADD213PD.BCST  tconst<>+2288(SB), Z3, Z11
+	VFMADD213PD.BCST  tconst<>+2288(SB), Z8, Z12
+	VFMADD213PD.BCST  tconst<>+2296(SB), Z3, Z11
+	VFMADD213PD.BCST  tconst<>+2296(SB), Z8, Z12
+	VFMADD213PD.BCST  tconst<>+2304(SB), Z3, Z11
+	VFMADD213PD.BCST  tconst<>+2304(SB), Z8, Z12
 	VFMADD213PD.BCST  tconst<>+104(SB), Z3, Z11
 	VFMADD213PD.BCST  tconst<>+104(SB), Z8, Z12
 	VDIVPD            Z11, Z9, Z9
@@ -10149,33 +10306,33 @@ geluGradF32AVX512_tail:
 	VMOVAPD           Z9, K2, Z3
 	VPMOVQ2M          Z7, K2
 	VMOVAPD           Z10, K2, Z0
-	VMULPD.BCST       tconst<>+2312(SB), Z2, Z2
-	VMULPD.BCST       tconst<>+2312(SB), Z1, Z1
+	VMULPD.BCST       tconst<>+2440(SB), Z2, Z2
+	VMULPD.BCST       tconst<>+2440(SB), Z1, Z1
 	VFMADD231PD       Z2, Z6, Z3
 	VFMADD231PD       Z1, Z7, Z0
-	VSUBPD.BCST       tconst<>+2320(SB), Z6, Z1
-	VSUBPD.BCST       tconst<>+2320(SB), Z7, Z2
+	VSUBPD.BCST       tconst<>+2448(SB), Z6, Z1
+	VSUBPD.BCST       tconst<>+2448(SB), Z7, Z2
 	VANDPD.BCST       tconst<>+864(SB), Z1, Z6
 	VANDPD.BCST       tconst<>+864(SB), Z2, Z7
-	VCMPPD.BCST       $0x11, tconst<>+1880(SB), Z6, K2
-	VCMPPD.BCST       $0x11, tconst<>+1880(SB), Z7, K3
+	VCMPPD.BCST       $0x11, tconst<>+2008(SB), Z6, K2
+	VCMPPD.BCST       $0x11, tconst<>+2008(SB), Z7, K3
 	KORW              K2, K3, K4
 	KORTESTW          K4, K4
 	JZ                root4
-	VSUBPD.BCST       tconst<>+2328(SB), Z1, Z1
-	VSUBPD.BCST       tconst<>+2328(SB), Z2, Z2
-	VBROADCASTSD      tconst<>+2336(SB), Z6
-	VBROADCASTSD      tconst<>+2336(SB), Z7
-	VFMADD213PD.BCST  tconst<>+2344(SB), Z1, Z6
-	VFMADD213PD.BCST  tconst<>+2344(SB), Z2, Z7
-	VFMADD213PD.BCST  tconst<>+2352(SB), Z1, Z6
-	VFMADD213PD.BCST  tconst<>+2352(SB), Z2, Z7
-	VFMADD213PD.BCST  tconst<>+2360(SB), Z1, Z6
-	VFMADD213PD.BCST  tconst<>+2360(SB), Z2, Z7
-	VFMADD213PD.BCST  tconst<>+2368(SB), Z1, Z6
-	VFMADD213PD.BCST  tconst<>+2368(SB), Z2, Z7
-	VFMADD213PD.BCST  tconst<>+2376(SB), Z1, Z6
-	VFMADD213PD.BCST  tconst<>+2376(SB), Z2, Z7
+	VSUBPD.BCST       tconst<>+2456(SB), Z1, Z1
+	VSUBPD.BCST       tconst<>+2456(SB), Z2, Z2
+	VBROADCASTSD      tconst<>+2464(SB), Z6
+	VBROADCASTSD      tconst<>+2464(SB), Z7
+	VFMADD213PD.BCST  tconst<>+2472(SB), Z1, Z6
+	VFMADD213PD.BCST  tconst<>+2472(SB), Z2, Z7
+	VFMADD213PD.BCST  tconst<>+2480(SB), Z1, Z6
+	VFMADD213PD.BCST  tconst<>+2480(SB), Z2, Z7
+	VFMADD213PD.BCST  tconst<>+2488(SB), Z1, Z6
+	VFMADD213PD.BCST  tconst<>+2488(SB), Z2, Z7
+	VFMADD213PD.BCST  tconst<>+2496(SB), Z1, Z6
+	VFMADD213PD.BCST  tconst<>+2496(SB), Z2, Z7
+	VFMADD213PD.BCST  tconst<>+2504(SB), Z1, Z6
+	VFMADD213PD.BCST  tconst<>+2504(SB), Z2, Z7
 	VMULPD            Z1, Z6, Z6
 	VMULPD            Z2, Z7, Z7
 	VMOVAPD           Z6, K2, Z3
@@ -10192,7 +10349,7 @@ root4:
 	VINSERTF32X8  $0x01, Y0, Z14, Z0
 	VFPCLASSPSZ   $0x99, Z4, K2
 	KORTESTW      K2, K2
-	JZ            geluGradF32AVX512_store_tail
+	JZ            geluWideGradF32AVX512_store_tail
 	VFPCLASSPSZ   $0x08, Z4, K2
 	VMULPS.BCST   (SI), Z5, K2, Z0
 	VFPCLASSPSZ   $0x10, Z4, K2
@@ -10200,10 +10357,10 @@ root4:
 	VFPCLASSPSZ   $0x81, Z4, K2
 	VADDPS        Z4, Z4, K2, Z0
 
-geluGradF32AVX512_store_tail:
+geluWideGradF32AVX512_store_tail:
 	VMOVUPS Z0, K1, (AX)
 
-geluGradF32AVX512_done:
+geluWideGradF32AVX512_done:
 	VZEROUPPER
 	RET
 
@@ -10216,8 +10373,8 @@ TEXT ·geluTanhF32AVX512(SB), NOSPLIT, $0-32
 	MOVQ         sp+24(FP), BX
 	VBROADCASTSD tconst<>+104(SB), Z0
 	VBROADCASTSD tconst<>+112(SB), Z1
-	VMOVUPD      tconst<>+2384(SB), Z2
-	VMOVUPD      tconst<>+2448(SB), Z3
+	VMOVUPD      tconst<>+2512(SB), Z2
+	VMOVUPD      tconst<>+2576(SB), Z3
 
 geluTanhF32AVX512_loop:
 	CMPQ              DX, $0x00000010
@@ -10228,18 +10385,18 @@ geluTanhF32AVX512_loop:
 	VCVTPS2PD         Y6, Z6
 	VMULPD            Z5, Z5, Z7
 	VMULPD            Z6, Z6, Z8
-	VMULPD.BCST       tconst<>+2512(SB), Z7, Z7
-	VMULPD.BCST       tconst<>+2512(SB), Z8, Z8
-	VADDPD.BCST       tconst<>+2520(SB), Z7, Z7
-	VADDPD.BCST       tconst<>+2520(SB), Z8, Z8
+	VMULPD.BCST       tconst<>+2640(SB), Z7, Z7
+	VMULPD.BCST       tconst<>+2640(SB), Z8, Z8
+	VADDPD.BCST       tconst<>+2648(SB), Z7, Z7
+	VADDPD.BCST       tconst<>+2648(SB), Z8, Z8
 	VMULPD            Z5, Z7, Z7
 	VMULPD            Z6, Z8, Z8
-	VMAXPD.BCST       tconst<>+2528(SB), Z7, Z7
-	VMAXPD.BCST       tconst<>+2528(SB), Z8, Z8
-	VMINPD.BCST       tconst<>+2536(SB), Z7, Z7
-	VMINPD.BCST       tconst<>+2536(SB), Z8, Z8
-	VXORPD.BCST       tconst<>+1064(SB), Z7, Z7
-	VXORPD.BCST       tconst<>+1064(SB), Z8, Z8
+	VMAXPD.BCST       tconst<>+2656(SB), Z7, Z7
+	VMAXPD.BCST       tconst<>+2656(SB), Z8, Z8
+	VMINPD.BCST       tconst<>+2664(SB), Z7, Z7
+	VMINPD.BCST       tconst<>+2664(SB), Z8, Z8
+	VXORPD.BCST       tconst<>+1192(SB), Z7, Z7
+	VXORPD.BCST       tconst<>+1192(SB), Z8, Z8
 	VMOVAPD           Z1, Z10
 	VMOVAPD           Z1, Z11
 	VFMADD231PD.BCST  tconst<>+264(SB), Z7, Z10
@@ -10308,18 +10465,18 @@ geluTanhF32AVX512_tail:
 	VCVTPS2PD         Y6, Z6
 	VMULPD            Z5, Z5, Z7
 	VMULPD            Z6, Z6, Z8
-	VMULPD.BCST       tconst<>+2512(SB), Z7, Z7
-	VMULPD.BCST       tconst<>+2512(SB), Z8, Z8
-	VADDPD.BCST       tconst<>+2520(SB), Z7, Z7
-	VADDPD.BCST       tconst<>+2520(SB), Z8, Z8
+	VMULPD.BCST       tconst<>+2640(SB), Z7, Z7
+	VMULPD.BCST       tconst<>+2640(SB), Z8, Z8
+	VADDPD.BCST       tconst<>+2648(SB), Z7, Z7
+	VADDPD.BCST       tconst<>+2648(SB), Z8, Z8
 	VMULPD            Z5, Z7, Z7
 	VMULPD            Z6, Z8, Z8
-	VMAXPD.BCST       tconst<>+2528(SB), Z7, Z7
-	VMAXPD.BCST       tconst<>+2528(SB), Z8, Z8
-	VMINPD.BCST       tconst<>+2536(SB), Z7, Z7
-	VMINPD.BCST       tconst<>+2536(SB), Z8, Z8
-	VXORPD.BCST       tconst<>+1064(SB), Z7, Z7
-	VXORPD.BCST       tconst<>+1064(SB), Z8, Z8
+	VMAXPD.BCST       tconst<>+2656(SB), Z7, Z7
+	VMAXPD.BCST       tconst<>+2656(SB), Z8, Z8
+	VMINPD.BCST       tconst<>+2664(SB), Z7, Z7
+	VMINPD.BCST       tconst<>+2664(SB), Z8, Z8
+	VXORPD.BCST       tconst<>+1192(SB), Z7, Z7
+	VXORPD.BCST       tconst<>+1192(SB), Z8, Z8
 	VMOVAPD           Z1, Z10
 	VMOVAPD           Z1, Z11
 	VFMADD231PD.BCST  tconst<>+264(SB), Z7, Z10
@@ -10386,8 +10543,8 @@ TEXT ·geluTanhGradF32AVX512(SB), NOSPLIT, $0-40
 	MOVQ         sp+32(FP), SI
 	VBROADCASTSD tconst<>+104(SB), Z0
 	VBROADCASTSD tconst<>+112(SB), Z1
-	VMOVUPD      tconst<>+2544(SB), Z2
-	VMOVUPD      tconst<>+2608(SB), Z3
+	VMOVUPD      tconst<>+2672(SB), Z2
+	VMOVUPD      tconst<>+2736(SB), Z3
 
 geluTanhGradF32AVX512_loop:
 	CMPQ              DX, $0x00000010
@@ -10399,18 +10556,18 @@ geluTanhGradF32AVX512_loop:
 	VCVTPS2PD         Y7, Z7
 	VMULPD            Z6, Z6, Z8
 	VMULPD            Z7, Z7, Z9
-	VMULPD.BCST       tconst<>+2512(SB), Z8, Z8
-	VMULPD.BCST       tconst<>+2512(SB), Z9, Z9
-	VADDPD.BCST       tconst<>+2520(SB), Z8, Z8
-	VADDPD.BCST       tconst<>+2520(SB), Z9, Z9
+	VMULPD.BCST       tconst<>+2640(SB), Z8, Z8
+	VMULPD.BCST       tconst<>+2640(SB), Z9, Z9
+	VADDPD.BCST       tconst<>+2648(SB), Z8, Z8
+	VADDPD.BCST       tconst<>+2648(SB), Z9, Z9
 	VMULPD            Z6, Z8, Z8
 	VMULPD            Z7, Z9, Z9
-	VMAXPD.BCST       tconst<>+2528(SB), Z8, Z8
-	VMAXPD.BCST       tconst<>+2528(SB), Z9, Z9
-	VMINPD.BCST       tconst<>+2536(SB), Z8, Z8
-	VMINPD.BCST       tconst<>+2536(SB), Z9, Z9
-	VXORPD.BCST       tconst<>+1064(SB), Z8, Z8
-	VXORPD.BCST       tconst<>+1064(SB), Z9, Z9
+	VMAXPD.BCST       tconst<>+2656(SB), Z8, Z8
+	VMAXPD.BCST       tconst<>+2656(SB), Z9, Z9
+	VMINPD.BCST       tconst<>+2664(SB), Z8, Z8
+	VMINPD.BCST       tconst<>+2664(SB), Z9, Z9
+	VXORPD.BCST       tconst<>+1192(SB), Z8, Z8
+	VXORPD.BCST       tconst<>+1192(SB), Z9, Z9
 	VMOVAPD           Z1, Z11
 	VMOVAPD           Z1, Z12
 	VFMADD231PD.BCST  tconst<>+264(SB), Z8, Z11
@@ -10447,10 +10604,10 @@ geluTanhGradF32AVX512_loop:
 	VDIVPD            Z12, Z0, Z12
 	VMULPD            Z6, Z6, Z13
 	VMULPD            Z7, Z7, Z14
-	VMULPD.BCST       tconst<>+2672(SB), Z13, Z13
-	VMULPD.BCST       tconst<>+2672(SB), Z14, Z14
-	VADDPD.BCST       tconst<>+2520(SB), Z13, Z13
-	VADDPD.BCST       tconst<>+2520(SB), Z14, Z14
+	VMULPD.BCST       tconst<>+2800(SB), Z13, Z13
+	VMULPD.BCST       tconst<>+2800(SB), Z14, Z14
+	VADDPD.BCST       tconst<>+2648(SB), Z13, Z13
+	VADDPD.BCST       tconst<>+2648(SB), Z14, Z14
 	VMULPD            Z6, Z13, Z13
 	VMULPD            Z7, Z14, Z14
 	VMULPD            Z11, Z8, Z8
@@ -10461,29 +10618,29 @@ geluTanhGradF32AVX512_loop:
 	VADDPD            Z0, Z14, Z14
 	VMULPD            Z11, Z13, Z13
 	VMULPD            Z12, Z14, Z14
-	VSUBPD.BCST       tconst<>+2680(SB), Z6, Z6
-	VSUBPD.BCST       tconst<>+2680(SB), Z7, Z7
+	VSUBPD.BCST       tconst<>+2808(SB), Z6, Z6
+	VSUBPD.BCST       tconst<>+2808(SB), Z7, Z7
 	VANDPD.BCST       tconst<>+864(SB), Z6, Z8
 	VANDPD.BCST       tconst<>+864(SB), Z7, Z9
-	VCMPPD.BCST       $0x11, tconst<>+1880(SB), Z8, K1
-	VCMPPD.BCST       $0x11, tconst<>+1880(SB), Z9, K2
+	VCMPPD.BCST       $0x11, tconst<>+2008(SB), Z8, K1
+	VCMPPD.BCST       $0x11, tconst<>+2008(SB), Z9, K2
 	KORW              K1, K2, K3
 	KORTESTW          K3, K3
 	JZ                root5
-	VSUBPD.BCST       tconst<>+2688(SB), Z6, Z6
-	VSUBPD.BCST       tconst<>+2688(SB), Z7, Z7
-	VBROADCASTSD      tconst<>+2696(SB), Z8
-	VBROADCASTSD      tconst<>+2696(SB), Z9
-	VFMADD213PD.BCST  tconst<>+2704(SB), Z6, Z8
-	VFMADD213PD.BCST  tconst<>+2704(SB), Z7, Z9
-	VFMADD213PD.BCST  tconst<>+2712(SB), Z6, Z8
-	VFMADD213PD.BCST  tconst<>+2712(SB), Z7, Z9
-	VFMADD213PD.BCST  tconst<>+2720(SB), Z6, Z8
-	VFMADD213PD.BCST  tconst<>+2720(SB), Z7, Z9
-	VFMADD213PD.BCST  tconst<>+2728(SB), Z6, Z8
-	VFMADD213PD.BCST  tconst<>+2728(SB), Z7, Z9
-	VFMADD213PD.BCST  tconst<>+2736(SB), Z6, Z8
-	VFMADD213PD.BCST  tconst<>+2736(SB), Z7, Z9
+	VSUBPD.BCST       tconst<>+2816(SB), Z6, Z6
+	VSUBPD.BCST       tconst<>+2816(SB), Z7, Z7
+	VBROADCASTSD      tconst<>+2824(SB), Z8
+	VBROADCASTSD      tconst<>+2824(SB), Z9
+	VFMADD213PD.BCST  tconst<>+2832(SB), Z6, Z8
+	VFMADD213PD.BCST  tconst<>+2832(SB), Z7, Z9
+	VFMADD213PD.BCST  tconst<>+2840(SB), Z6, Z8
+	VFMADD213PD.BCST  tconst<>+2840(SB), Z7, Z9
+	VFMADD213PD.BCST  tconst<>+2848(SB), Z6, Z8
+	VFMADD213PD.BCST  tconst<>+2848(SB), Z7, Z9
+	VFMADD213PD.BCST  tconst<>+2856(SB), Z6, Z8
+	VFMADD213PD.BCST  tconst<>+2856(SB), Z7, Z9
+	VFMADD213PD.BCST  tconst<>+2864(SB), Z6, Z8
+	VFMADD213PD.BCST  tconst<>+2864(SB), Z7, Z9
 	VMULPD            Z6, Z8, Z8
 	VMULPD            Z7, Z9, Z9
 	VMOVAPD           Z8, K1, Z13
@@ -10529,18 +10686,18 @@ geluTanhGradF32AVX512_tail:
 	VCVTPS2PD         Y7, Z7
 	VMULPD            Z6, Z6, Z8
 	VMULPD            Z7, Z7, Z9
-	VMULPD.BCST       tconst<>+2512(SB), Z8, Z8
-	VMULPD.BCST       tconst<>+2512(SB), Z9, Z9
-	VADDPD.BCST       tconst<>+2520(SB), Z8, Z8
-	VADDPD.BCST       tconst<>+2520(SB), Z9, Z9
+	VMULPD.BCST       tconst<>+2640(SB), Z8, Z8
+	VMULPD.BCST       tconst<>+2640(SB), Z9, Z9
+	VADDPD.BCST       tconst<>+2648(SB), Z8, Z8
+	VADDPD.BCST       tconst<>+2648(SB), Z9, Z9
 	VMULPD            Z6, Z8, Z8
 	VMULPD            Z7, Z9, Z9
-	VMAXPD.BCST       tconst<>+2528(SB), Z8, Z8
-	VMAXPD.BCST       tconst<>+2528(SB), Z9, Z9
-	VMINPD.BCST       tconst<>+2536(SB), Z8, Z8
-	VMINPD.BCST       tconst<>+2536(SB), Z9, Z9
-	VXORPD.BCST       tconst<>+1064(SB), Z8, Z8
-	VXORPD.BCST       tconst<>+1064(SB), Z9, Z9
+	VMAXPD.BCST       tconst<>+2656(SB), Z8, Z8
+	VMAXPD.BCST       tconst<>+2656(SB), Z9, Z9
+	VMINPD.BCST       tconst<>+2664(SB), Z8, Z8
+	VMINPD.BCST       tconst<>+2664(SB), Z9, Z9
+	VXORPD.BCST       tconst<>+1192(SB), Z8, Z8
+	VXORPD.BCST       tconst<>+1192(SB), Z9, Z9
 	VMOVAPD           Z1, Z11
 	VMOVAPD           Z1, Z12
 	VFMADD231PD.BCST  tconst<>+264(SB), Z8, Z11
@@ -10577,10 +10734,10 @@ geluTanhGradF32AVX512_tail:
 	VDIVPD            Z8, Z0, Z8
 	VMULPD            Z6, Z6, Z9
 	VMULPD            Z7, Z7, Z11
-	VMULPD.BCST       tconst<>+2672(SB), Z9, Z9
-	VMULPD.BCST       tconst<>+2672(SB), Z11, Z11
-	VADDPD.BCST       tconst<>+2520(SB), Z9, Z9
-	VADDPD.BCST       tconst<>+2520(SB), Z11, Z11
+	VMULPD.BCST       tconst<>+2800(SB), Z9, Z9
+	VMULPD.BCST       tconst<>+2800(SB), Z11, Z11
+	VADDPD.BCST       tconst<>+2648(SB), Z9, Z9
+	VADDPD.BCST       tconst<>+2648(SB), Z11, Z11
 	VMULPD            Z6, Z9, Z9
 	VMULPD            Z7, Z11, Z11
 	VMULPD            Z3, Z2, Z2
@@ -10591,29 +10748,29 @@ geluTanhGradF32AVX512_tail:
 	VADDPD            Z0, Z11, Z11
 	VMULPD            Z3, Z9, Z9
 	VMULPD            Z8, Z11, Z11
-	VSUBPD.BCST       tconst<>+2680(SB), Z6, Z0
-	VSUBPD.BCST       tconst<>+2680(SB), Z7, Z1
+	VSUBPD.BCST       tconst<>+2808(SB), Z6, Z0
+	VSUBPD.BCST       tconst<>+2808(SB), Z7, Z1
 	VANDPD.BCST       tconst<>+864(SB), Z0, Z2
 	VANDPD.BCST       tconst<>+864(SB), Z1, Z3
-	VCMPPD.BCST       $0x11, tconst<>+1880(SB), Z2, K2
-	VCMPPD.BCST       $0x11, tconst<>+1880(SB), Z3, K3
+	VCMPPD.BCST       $0x11, tconst<>+2008(SB), Z2, K2
+	VCMPPD.BCST       $0x11, tconst<>+2008(SB), Z3, K3
 	KORW              K2, K3, K4
 	KORTESTW          K4, K4
 	JZ                root6
-	VSUBPD.BCST       tconst<>+2688(SB), Z0, Z0
-	VSUBPD.BCST       tconst<>+2688(SB), Z1, Z1
-	VBROADCASTSD      tconst<>+2696(SB), Z2
-	VBROADCASTSD      tconst<>+2696(SB), Z3
-	VFMADD213PD.BCST  tconst<>+2704(SB), Z0, Z2
-	VFMADD213PD.BCST  tconst<>+2704(SB), Z1, Z3
-	VFMADD213PD.BCST  tconst<>+2712(SB), Z0, Z2
-	VFMADD213PD.BCST  tconst<>+2712(SB), Z1, Z3
-	VFMADD213PD.BCST  tconst<>+2720(SB), Z0, Z2
-	VFMADD213PD.BCST  tconst<>+2720(SB), Z1, Z3
-	VFMADD213PD.BCST  tconst<>+2728(SB), Z0, Z2
-	VFMADD213PD.BCST  tconst<>+2728(SB), Z1, Z3
-	VFMADD213PD.BCST  tconst<>+2736(SB), Z0, Z2
-	VFMADD213PD.BCST  tconst<>+2736(SB), Z1, Z3
+	VSUBPD.BCST       tconst<>+2816(SB), Z0, Z0
+	VSUBPD.BCST       tconst<>+2816(SB), Z1, Z1
+	VBROADCASTSD      tconst<>+2824(SB), Z2
+	VBROADCASTSD      tconst<>+2824(SB), Z3
+	VFMADD213PD.BCST  tconst<>+2832(SB), Z0, Z2
+	VFMADD213PD.BCST  tconst<>+2832(SB), Z1, Z3
+	VFMADD213PD.BCST  tconst<>+2840(SB), Z0, Z2
+	VFMADD213PD.BCST  tconst<>+2840(SB), Z1, Z3
+	VFMADD213PD.BCST  tconst<>+2848(SB), Z0, Z2
+	VFMADD213PD.BCST  tconst<>+2848(SB), Z1, Z3
+	VFMADD213PD.BCST  tconst<>+2856(SB), Z0, Z2
+	VFMADD213PD.BCST  tconst<>+2856(SB), Z1, Z3
+	VFMADD213PD.BCST  tconst<>+2864(SB), Z0, Z2
+	VFMADD213PD.BCST  tconst<>+2864(SB), Z1, Z3
 	VMULPD            Z0, Z2, Z2
 	VMULPD            Z1, Z3, Z3
 	VMOVAPD           Z2, K2, Z9
@@ -10777,42 +10934,42 @@ DATA tconst<>+1024(SB)/8, $0x3ffae89f995ad3ae
 DATA tconst<>+1032(SB)/8, $0x3ffc199bdd85529c
 DATA tconst<>+1040(SB)/8, $0x3ffd5818dcfba487
 DATA tconst<>+1048(SB)/8, $0x3ffea4afa2a490da
-DATA tconst<>+1056(SB)/8, $0x4018000000000000
-DATA tconst<>+1064(SB)/8, $0x8000000000000000
-DATA tconst<>+1072(SB)/8, $0x3f67913eedfa259d
-DATA tconst<>+1080(SB)/8, $0x3fa138ac55b61065
-DATA tconst<>+1088(SB)/8, $0x3fc7e99afd95f731
-DATA tconst<>+1096(SB)/8, $0x3fe3d5c025266e79
-DATA tconst<>+1104(SB)/8, $0x3ff4ae3953b4753e
-DATA tconst<>+1112(SB)/8, $0x3ff9f557fb44e51b
-DATA tconst<>+1120(SB)/8, $0x3ff000000000176a
-DATA tconst<>+1128(SB)/8, $0x3f74e2d304755848
-DATA tconst<>+1136(SB)/8, $0x3fae862c9adb3a69
-DATA tconst<>+1144(SB)/8, $0x3fd55ae37d27c49e
-DATA tconst<>+1152(SB)/8, $0x3ff20e324cc88254
-DATA tconst<>+1160(SB)/8, $0x4003a165aac153fd
-DATA tconst<>+1168(SB)/8, $0x400b2bf0b282e60b
-DATA tconst<>+1176(SB)/8, $0x40060197a5cbaa5b
-DATA tconst<>+1184(SB)/8, $0xbf9b82ce31288b51
-DATA tconst<>+1192(SB)/8, $0x3fbce2f21a042be2
-DATA tconst<>+1200(SB)/8, $0xbfd812746b0379e7
-DATA tconst<>+1208(SB)/8, $0x3ff20dd750429b6d
-DATA tconst<>+1216(SB)/8, $0x3ff0000000000000
-DATA tconst<>+1224(SB)/8, $0x3ff0b5586cf9890f
-DATA tconst<>+1232(SB)/8, $0x3ff172b83c7d517b
-DATA tconst<>+1240(SB)/8, $0x3ff2387a6e756238
-DATA tconst<>+1248(SB)/8, $0x3ff306fe0a31b715
-DATA tconst<>+1256(SB)/8, $0x3ff3dea64c123422
-DATA tconst<>+1264(SB)/8, $0x3ff4bfdad5362a27
-DATA tconst<>+1272(SB)/8, $0x3ff5ab07dd485429
-DATA tconst<>+1280(SB)/8, $0x3ff6a09e667f3bcc
-DATA tconst<>+1288(SB)/8, $0x3ff7a11473eb0187
-DATA tconst<>+1296(SB)/8, $0x3ff8ace5422aa0dc
-DATA tconst<>+1304(SB)/8, $0x3ff9c49182a3f090
-DATA tconst<>+1312(SB)/8, $0x3ffae89f995ad3ae
-DATA tconst<>+1320(SB)/8, $0x3ffc199bdd85529c
-DATA tconst<>+1328(SB)/8, $0x3ffd5818dcfba487
-DATA tconst<>+1336(SB)/8, $0x3ffea4afa2a490da
+DATA tconst<>+1056(SB)/8, $0x3ff0000000000000
+DATA tconst<>+1064(SB)/8, $0x3ff0b5586cf9890f
+DATA tconst<>+1072(SB)/8, $0x3ff172b83c7d517b
+DATA tconst<>+1080(SB)/8, $0x3ff2387a6e756238
+DATA tconst<>+1088(SB)/8, $0x3ff306fe0a31b715
+DATA tconst<>+1096(SB)/8, $0x3ff3dea64c123422
+DATA tconst<>+1104(SB)/8, $0x3ff4bfdad5362a27
+DATA tconst<>+1112(SB)/8, $0x3ff5ab07dd485429
+DATA tconst<>+1120(SB)/8, $0x3ff6a09e667f3bcc
+DATA tconst<>+1128(SB)/8, $0x3ff7a11473eb0187
+DATA tconst<>+1136(SB)/8, $0x3ff8ace5422aa0dc
+DATA tconst<>+1144(SB)/8, $0x3ff9c49182a3f090
+DATA tconst<>+1152(SB)/8, $0x3ffae89f995ad3ae
+DATA tconst<>+1160(SB)/8, $0x3ffc199bdd85529c
+DATA tconst<>+1168(SB)/8, $0x3ffd5818dcfba487
+DATA tconst<>+1176(SB)/8, $0x3ffea4afa2a490da
+DATA tconst<>+1184(SB)/8, $0x4018000000000000
+DATA tconst<>+1192(SB)/8, $0x8000000000000000
+DATA tconst<>+1200(SB)/8, $0x3f67913eedfa259d
+DATA tconst<>+1208(SB)/8, $0x3fa138ac55b61065
+DATA tconst<>+1216(SB)/8, $0x3fc7e99afd95f731
+DATA tconst<>+1224(SB)/8, $0x3fe3d5c025266e79
+DATA tconst<>+1232(SB)/8, $0x3ff4ae3953b4753e
+DATA tconst<>+1240(SB)/8, $0x3ff9f557fb44e51b
+DATA tconst<>+1248(SB)/8, $0x3ff000000000176a
+DATA tconst<>+1256(SB)/8, $0x3f74e2d304755848
+DATA tconst<>+1264(SB)/8, $0x3fae862c9adb3a69
+DATA tconst<>+1272(SB)/8, $0x3fd55ae37d27c49e
+DATA tconst<>+1280(SB)/8, $0x3ff20e324cc88254
+DATA tconst<>+1288(SB)/8, $0x4003a165aac153fd
+DATA tconst<>+1296(SB)/8, $0x400b2bf0b282e60b
+DATA tconst<>+1304(SB)/8, $0x40060197a5cbaa5b
+DATA tconst<>+1312(SB)/8, $0xbf9b82ce31288b51
+DATA tconst<>+1320(SB)/8, $0x3fbce2f21a042be2
+DATA tconst<>+1328(SB)/8, $0xbfd812746b0379e7
+DATA tconst<>+1336(SB)/8, $0x3ff20dd750429b6d
 DATA tconst<>+1344(SB)/8, $0x3ff0000000000000
 DATA tconst<>+1352(SB)/8, $0x3ff0b5586cf9890f
 DATA tconst<>+1360(SB)/8, $0x3ff172b83c7d517b
@@ -10829,24 +10986,24 @@ DATA tconst<>+1440(SB)/8, $0x3ffae89f995ad3ae
 DATA tconst<>+1448(SB)/8, $0x3ffc199bdd85529c
 DATA tconst<>+1456(SB)/8, $0x3ffd5818dcfba487
 DATA tconst<>+1464(SB)/8, $0x3ffea4afa2a490da
-DATA tconst<>+1472(SB)/8, $0xc072c00000000000
-DATA tconst<>+1480(SB)/8, $0x4072c00000000000
-DATA tconst<>+1488(SB)/8, $0x3ff0000000000000
-DATA tconst<>+1496(SB)/8, $0x3ff0b5586cf9890f
-DATA tconst<>+1504(SB)/8, $0x3ff172b83c7d517b
-DATA tconst<>+1512(SB)/8, $0x3ff2387a6e756238
-DATA tconst<>+1520(SB)/8, $0x3ff306fe0a31b715
-DATA tconst<>+1528(SB)/8, $0x3ff3dea64c123422
-DATA tconst<>+1536(SB)/8, $0x3ff4bfdad5362a27
-DATA tconst<>+1544(SB)/8, $0x3ff5ab07dd485429
-DATA tconst<>+1552(SB)/8, $0x3ff6a09e667f3bcc
-DATA tconst<>+1560(SB)/8, $0x3ff7a11473eb0187
-DATA tconst<>+1568(SB)/8, $0x3ff8ace5422aa0dc
-DATA tconst<>+1576(SB)/8, $0x3ff9c49182a3f090
-DATA tconst<>+1584(SB)/8, $0x3ffae89f995ad3ae
-DATA tconst<>+1592(SB)/8, $0x3ffc199bdd85529c
-DATA tconst<>+1600(SB)/8, $0x3ffd5818dcfba487
-DATA tconst<>+1608(SB)/8, $0x3ffea4afa2a490da
+DATA tconst<>+1472(SB)/8, $0x3ff0000000000000
+DATA tconst<>+1480(SB)/8, $0x3ff0b5586cf9890f
+DATA tconst<>+1488(SB)/8, $0x3ff172b83c7d517b
+DATA tconst<>+1496(SB)/8, $0x3ff2387a6e756238
+DATA tconst<>+1504(SB)/8, $0x3ff306fe0a31b715
+DATA tconst<>+1512(SB)/8, $0x3ff3dea64c123422
+DATA tconst<>+1520(SB)/8, $0x3ff4bfdad5362a27
+DATA tconst<>+1528(SB)/8, $0x3ff5ab07dd485429
+DATA tconst<>+1536(SB)/8, $0x3ff6a09e667f3bcc
+DATA tconst<>+1544(SB)/8, $0x3ff7a11473eb0187
+DATA tconst<>+1552(SB)/8, $0x3ff8ace5422aa0dc
+DATA tconst<>+1560(SB)/8, $0x3ff9c49182a3f090
+DATA tconst<>+1568(SB)/8, $0x3ffae89f995ad3ae
+DATA tconst<>+1576(SB)/8, $0x3ffc199bdd85529c
+DATA tconst<>+1584(SB)/8, $0x3ffd5818dcfba487
+DATA tconst<>+1592(SB)/8, $0x3ffea4afa2a490da
+DATA tconst<>+1600(SB)/8, $0xc072c00000000000
+DATA tconst<>+1608(SB)/8, $0x4072c00000000000
 DATA tconst<>+1616(SB)/8, $0x3ff0000000000000
 DATA tconst<>+1624(SB)/8, $0x3ff0b5586cf9890f
 DATA tconst<>+1632(SB)/8, $0x3ff172b83c7d517b
@@ -10879,116 +11036,132 @@ DATA tconst<>+1840(SB)/8, $0x3ffae89f995ad3ae
 DATA tconst<>+1848(SB)/8, $0x3ffc199bdd85529c
 DATA tconst<>+1856(SB)/8, $0x3ffd5818dcfba487
 DATA tconst<>+1864(SB)/8, $0x3ffea4afa2a490da
-DATA tconst<>+1872(SB)/8, $0xbff474973c84120b
-DATA tconst<>+1880(SB)/8, $0x3fa0000000000000
-DATA tconst<>+1888(SB)/8, $0xbc9f8d74bc9ac154
-DATA tconst<>+1896(SB)/8, $0x3f209c33e91274f8
-DATA tconst<>+1904(SB)/8, $0xbf7b0e48cf3d4692
-DATA tconst<>+1912(SB)/8, $0xbf8f2d0e2edfc1e8
-DATA tconst<>+1920(SB)/8, $0x3f9353eb4fe11684
-DATA tconst<>+1928(SB)/8, $0x3fc2c563458cba1c
-DATA tconst<>+1936(SB)/8, $0x3fcbe141046055c3
-DATA tconst<>+1944(SB)/8, $0x3ff0000000000000
-DATA tconst<>+1952(SB)/8, $0x3ff0b5586cf9890f
-DATA tconst<>+1960(SB)/8, $0x3ff172b83c7d517b
-DATA tconst<>+1968(SB)/8, $0x3ff2387a6e756238
-DATA tconst<>+1976(SB)/8, $0x3ff306fe0a31b715
-DATA tconst<>+1984(SB)/8, $0x3ff3dea64c123422
-DATA tconst<>+1992(SB)/8, $0x3ff4bfdad5362a27
-DATA tconst<>+2000(SB)/8, $0x3ff5ab07dd485429
-DATA tconst<>+2008(SB)/8, $0x3ff6a09e667f3bcc
-DATA tconst<>+2016(SB)/8, $0x3ff7a11473eb0187
-DATA tconst<>+2024(SB)/8, $0x3ff8ace5422aa0dc
-DATA tconst<>+2032(SB)/8, $0x3ff9c49182a3f090
-DATA tconst<>+2040(SB)/8, $0x3ffae89f995ad3ae
-DATA tconst<>+2048(SB)/8, $0x3ffc199bdd85529c
-DATA tconst<>+2056(SB)/8, $0x3ffd5818dcfba487
-DATA tconst<>+2064(SB)/8, $0x3ffea4afa2a490da
-DATA tconst<>+2072(SB)/8, $0xbfe0000000000000
-DATA tconst<>+2080(SB)/8, $0x402f000000000000
-DATA tconst<>+2088(SB)/8, $0x3f4dbd7540ce84f5
-DATA tconst<>+2096(SB)/8, $0x3f8832de90357e68
-DATA tconst<>+2104(SB)/8, $0x3fb2733eec1d7901
-DATA tconst<>+2112(SB)/8, $0x3fd026c5f2e9a2a3
-DATA tconst<>+2120(SB)/8, $0x3fe04e3624095a21
-DATA tconst<>+2128(SB)/8, $0x3fdffffffff2a146
-DATA tconst<>+2136(SB)/8, $0x3f62a30841d77f67
-DATA tconst<>+2144(SB)/8, $0x3f9e541301646181
-DATA tconst<>+2152(SB)/8, $0x3fc76a6c8d5c2e62
-DATA tconst<>+2160(SB)/8, $0x3fe5300acfa98dc4
-DATA tconst<>+2168(SB)/8, $0x3ff74585497df942
-DATA tconst<>+2176(SB)/8, $0x3ffd1258bb78bfbf
-DATA tconst<>+2184(SB)/8, $0x3ff0000000000000
-DATA tconst<>+2192(SB)/8, $0x3ff0b5586cf9890f
-DATA tconst<>+2200(SB)/8, $0x3ff172b83c7d517b
-DATA tconst<>+2208(SB)/8, $0x3ff2387a6e756238
-DATA tconst<>+2216(SB)/8, $0x3ff306fe0a31b715
-DATA tconst<>+2224(SB)/8, $0x3ff3dea64c123422
-DATA tconst<>+2232(SB)/8, $0x3ff4bfdad5362a27
-DATA tconst<>+2240(SB)/8, $0x3ff5ab07dd485429
-DATA tconst<>+2248(SB)/8, $0x3ff6a09e667f3bcc
-DATA tconst<>+2256(SB)/8, $0x3ff7a11473eb0187
-DATA tconst<>+2264(SB)/8, $0x3ff8ace5422aa0dc
-DATA tconst<>+2272(SB)/8, $0x3ff9c49182a3f090
-DATA tconst<>+2280(SB)/8, $0x3ffae89f995ad3ae
-DATA tconst<>+2288(SB)/8, $0x3ffc199bdd85529c
-DATA tconst<>+2296(SB)/8, $0x3ffd5818dcfba487
-DATA tconst<>+2304(SB)/8, $0x3ffea4afa2a490da
-DATA tconst<>+2312(SB)/8, $0x3fd9884533d43651
-DATA tconst<>+2320(SB)/8, $0xbfe80ead197f00b4
-DATA tconst<>+2328(SB)/8, $0x3c713e74c58cada8
-DATA tconst<>+2336(SB)/8, $0x3f93e19df5b577d9
-DATA tconst<>+2344(SB)/8, $0xbf8e3d0becedc4ce
-DATA tconst<>+2352(SB)/8, $0xbfbd2fa4ac53b847
-DATA tconst<>+2360(SB)/8, $0xbf92a2efc588f630
-DATA tconst<>+2368(SB)/8, $0x3fd8d9a941ddf61a
-DATA tconst<>+2376(SB)/8, $0x3fdb9d98fa5a3b5f
-DATA tconst<>+2384(SB)/8, $0x3ff0000000000000
-DATA tconst<>+2392(SB)/8, $0x3ff0b5586cf9890f
-DATA tconst<>+2400(SB)/8, $0x3ff172b83c7d517b
-DATA tconst<>+2408(SB)/8, $0x3ff2387a6e756238
-DATA tconst<>+2416(SB)/8, $0x3ff306fe0a31b715
-DATA tconst<>+2424(SB)/8, $0x3ff3dea64c123422
-DATA tconst<>+2432(SB)/8, $0x3ff4bfdad5362a27
-DATA tconst<>+2440(SB)/8, $0x3ff5ab07dd485429
-DATA tconst<>+2448(SB)/8, $0x3ff6a09e667f3bcc
-DATA tconst<>+2456(SB)/8, $0x3ff7a11473eb0187
-DATA tconst<>+2464(SB)/8, $0x3ff8ace5422aa0dc
-DATA tconst<>+2472(SB)/8, $0x3ff9c49182a3f090
-DATA tconst<>+2480(SB)/8, $0x3ffae89f995ad3ae
-DATA tconst<>+2488(SB)/8, $0x3ffc199bdd85529c
-DATA tconst<>+2496(SB)/8, $0x3ffd5818dcfba487
-DATA tconst<>+2504(SB)/8, $0x3ffea4afa2a490da
-DATA tconst<>+2512(SB)/8, $0x3fb2444f2a4d8b4b
-DATA tconst<>+2520(SB)/8, $0x3ff9884533d43651
-DATA tconst<>+2528(SB)/8, $0xc082c00000000000
-DATA tconst<>+2536(SB)/8, $0x4082c00000000000
-DATA tconst<>+2544(SB)/8, $0x3ff0000000000000
-DATA tconst<>+2552(SB)/8, $0x3ff0b5586cf9890f
-DATA tconst<>+2560(SB)/8, $0x3ff172b83c7d517b
-DATA tconst<>+2568(SB)/8, $0x3ff2387a6e756238
-DATA tconst<>+2576(SB)/8, $0x3ff306fe0a31b715
-DATA tconst<>+2584(SB)/8, $0x3ff3dea64c123422
-DATA tconst<>+2592(SB)/8, $0x3ff4bfdad5362a27
-DATA tconst<>+2600(SB)/8, $0x3ff5ab07dd485429
-DATA tconst<>+2608(SB)/8, $0x3ff6a09e667f3bcc
-DATA tconst<>+2616(SB)/8, $0x3ff7a11473eb0187
-DATA tconst<>+2624(SB)/8, $0x3ff8ace5422aa0dc
-DATA tconst<>+2632(SB)/8, $0x3ff9c49182a3f090
-DATA tconst<>+2640(SB)/8, $0x3ffae89f995ad3ae
-DATA tconst<>+2648(SB)/8, $0x3ffc199bdd85529c
-DATA tconst<>+2656(SB)/8, $0x3ffd5818dcfba487
-DATA tconst<>+2664(SB)/8, $0x3ffea4afa2a490da
-DATA tconst<>+2672(SB)/8, $0x3fcb6676bf7450f1
-DATA tconst<>+2680(SB)/8, $0xbfe81429f9e97e4c
-DATA tconst<>+2688(SB)/8, $0xbc8406439d087aa4
-DATA tconst<>+2696(SB)/8, $0x3f9425c340df544f
-DATA tconst<>+2704(SB)/8, $0xbf9102a32c446f4b
-DATA tconst<>+2712(SB)/8, $0xbfbd2b771ca8099c
-DATA tconst<>+2720(SB)/8, $0xbf9029618f5332b0
-DATA tconst<>+2728(SB)/8, $0x3fd8cd1a2b2fb18d
-DATA tconst<>+2736(SB)/8, $0x3fdb8bacd2c97656
-GLOBL tconst<>(SB), RODATA|NOPTR, $2744
+DATA tconst<>+1872(SB)/8, $0x3ff0000000000000
+DATA tconst<>+1880(SB)/8, $0x3ff0b5586cf9890f
+DATA tconst<>+1888(SB)/8, $0x3ff172b83c7d517b
+DATA tconst<>+1896(SB)/8, $0x3ff2387a6e756238
+DATA tconst<>+1904(SB)/8, $0x3ff306fe0a31b715
+DATA tconst<>+1912(SB)/8, $0x3ff3dea64c123422
+DATA tconst<>+1920(SB)/8, $0x3ff4bfdad5362a27
+DATA tconst<>+1928(SB)/8, $0x3ff5ab07dd485429
+DATA tconst<>+1936(SB)/8, $0x3ff6a09e667f3bcc
+DATA tconst<>+1944(SB)/8, $0x3ff7a11473eb0187
+DATA tconst<>+1952(SB)/8, $0x3ff8ace5422aa0dc
+DATA tconst<>+1960(SB)/8, $0x3ff9c49182a3f090
+DATA tconst<>+1968(SB)/8, $0x3ffae89f995ad3ae
+DATA tconst<>+1976(SB)/8, $0x3ffc199bdd85529c
+DATA tconst<>+1984(SB)/8, $0x3ffd5818dcfba487
+DATA tconst<>+1992(SB)/8, $0x3ffea4afa2a490da
+DATA tconst<>+2000(SB)/8, $0xbff474973c84120b
+DATA tconst<>+2008(SB)/8, $0x3fa0000000000000
+DATA tconst<>+2016(SB)/8, $0xbc9f8d74bc9ac154
+DATA tconst<>+2024(SB)/8, $0x3f209c33e91274f8
+DATA tconst<>+2032(SB)/8, $0xbf7b0e48cf3d4692
+DATA tconst<>+2040(SB)/8, $0xbf8f2d0e2edfc1e8
+DATA tconst<>+2048(SB)/8, $0x3f9353eb4fe11684
+DATA tconst<>+2056(SB)/8, $0x3fc2c563458cba1c
+DATA tconst<>+2064(SB)/8, $0x3fcbe141046055c3
+DATA tconst<>+2072(SB)/8, $0x3ff0000000000000
+DATA tconst<>+2080(SB)/8, $0x3ff0b5586cf9890f
+DATA tconst<>+2088(SB)/8, $0x3ff172b83c7d517b
+DATA tconst<>+2096(SB)/8, $0x3ff2387a6e756238
+DATA tconst<>+2104(SB)/8, $0x3ff306fe0a31b715
+DATA tconst<>+2112(SB)/8, $0x3ff3dea64c123422
+DATA tconst<>+2120(SB)/8, $0x3ff4bfdad5362a27
+DATA tconst<>+2128(SB)/8, $0x3ff5ab07dd485429
+DATA tconst<>+2136(SB)/8, $0x3ff6a09e667f3bcc
+DATA tconst<>+2144(SB)/8, $0x3ff7a11473eb0187
+DATA tconst<>+2152(SB)/8, $0x3ff8ace5422aa0dc
+DATA tconst<>+2160(SB)/8, $0x3ff9c49182a3f090
+DATA tconst<>+2168(SB)/8, $0x3ffae89f995ad3ae
+DATA tconst<>+2176(SB)/8, $0x3ffc199bdd85529c
+DATA tconst<>+2184(SB)/8, $0x3ffd5818dcfba487
+DATA tconst<>+2192(SB)/8, $0x3ffea4afa2a490da
+DATA tconst<>+2200(SB)/8, $0xbfe0000000000000
+DATA tconst<>+2208(SB)/8, $0x402f000000000000
+DATA tconst<>+2216(SB)/8, $0x3f4dbd7540ce84f5
+DATA tconst<>+2224(SB)/8, $0x3f8832de90357e68
+DATA tconst<>+2232(SB)/8, $0x3fb2733eec1d7901
+DATA tconst<>+2240(SB)/8, $0x3fd026c5f2e9a2a3
+DATA tconst<>+2248(SB)/8, $0x3fe04e3624095a21
+DATA tconst<>+2256(SB)/8, $0x3fdffffffff2a146
+DATA tconst<>+2264(SB)/8, $0x3f62a30841d77f67
+DATA tconst<>+2272(SB)/8, $0x3f9e541301646181
+DATA tconst<>+2280(SB)/8, $0x3fc76a6c8d5c2e62
+DATA tconst<>+2288(SB)/8, $0x3fe5300acfa98dc4
+DATA tconst<>+2296(SB)/8, $0x3ff74585497df942
+DATA tconst<>+2304(SB)/8, $0x3ffd1258bb78bfbf
+DATA tconst<>+2312(SB)/8, $0x3ff0000000000000
+DATA tconst<>+2320(SB)/8, $0x3ff0b5586cf9890f
+DATA tconst<>+2328(SB)/8, $0x3ff172b83c7d517b
+DATA tconst<>+2336(SB)/8, $0x3ff2387a6e756238
+DATA tconst<>+2344(SB)/8, $0x3ff306fe0a31b715
+DATA tconst<>+2352(SB)/8, $0x3ff3dea64c123422
+DATA tconst<>+2360(SB)/8, $0x3ff4bfdad5362a27
+DATA tconst<>+2368(SB)/8, $0x3ff5ab07dd485429
+DATA tconst<>+2376(SB)/8, $0x3ff6a09e667f3bcc
+DATA tconst<>+2384(SB)/8, $0x3ff7a11473eb0187
+DATA tconst<>+2392(SB)/8, $0x3ff8ace5422aa0dc
+DATA tconst<>+2400(SB)/8, $0x3ff9c49182a3f090
+DATA tconst<>+2408(SB)/8, $0x3ffae89f995ad3ae
+DATA tconst<>+2416(SB)/8, $0x3ffc199bdd85529c
+DATA tconst<>+2424(SB)/8, $0x3ffd5818dcfba487
+DATA tconst<>+2432(SB)/8, $0x3ffea4afa2a490da
+DATA tconst<>+2440(SB)/8, $0x3fd9884533d43651
+DATA tconst<>+2448(SB)/8, $0xbfe80ead197f00b4
+DATA tconst<>+2456(SB)/8, $0x3c713e74c58cada8
+DATA tconst<>+2464(SB)/8, $0x3f93e19df5b577d9
+DATA tconst<>+2472(SB)/8, $0xbf8e3d0becedc4ce
+DATA tconst<>+2480(SB)/8, $0xbfbd2fa4ac53b847
+DATA tconst<>+2488(SB)/8, $0xbf92a2efc588f630
+DATA tconst<>+2496(SB)/8, $0x3fd8d9a941ddf61a
+DATA tconst<>+2504(SB)/8, $0x3fdb9d98fa5a3b5f
+DATA tconst<>+2512(SB)/8, $0x3ff0000000000000
+DATA tconst<>+2520(SB)/8, $0x3ff0b5586cf9890f
+DATA tconst<>+2528(SB)/8, $0x3ff172b83c7d517b
+DATA tconst<>+2536(SB)/8, $0x3ff2387a6e756238
+DATA tconst<>+2544(SB)/8, $0x3ff306fe0a31b715
+DATA tconst<>+2552(SB)/8, $0x3ff3dea64c123422
+DATA tconst<>+2560(SB)/8, $0x3ff4bfdad5362a27
+DATA tconst<>+2568(SB)/8, $0x3ff5ab07dd485429
+DATA tconst<>+2576(SB)/8, $0x3ff6a09e667f3bcc
+DATA tconst<>+2584(SB)/8, $0x3ff7a11473eb0187
+DATA tconst<>+2592(SB)/8, $0x3ff8ace5422aa0dc
+DATA tconst<>+2600(SB)/8, $0x3ff9c49182a3f090
+DATA tconst<>+2608(SB)/8, $0x3ffae89f995ad3ae
+DATA tconst<>+2616(SB)/8, $0x3ffc199bdd85529c
+DATA tconst<>+2624(SB)/8, $0x3ffd5818dcfba487
+DATA tconst<>+2632(SB)/8, $0x3ffea4afa2a490da
+DATA tconst<>+2640(SB)/8, $0x3fb2444f2a4d8b4b
+DATA tconst<>+2648(SB)/8, $0x3ff9884533d43651
+DATA tconst<>+2656(SB)/8, $0xc082c00000000000
+DATA tconst<>+2664(SB)/8, $0x4082c00000000000
+DATA tconst<>+2672(SB)/8, $0x3ff0000000000000
+DATA tconst<>+2680(SB)/8, $0x3ff0b5586cf9890f
+DATA tconst<>+2688(SB)/8, $0x3ff172b83c7d517b
+DATA tconst<>+2696(SB)/8, $0x3ff2387a6e756238
+DATA tconst<>+2704(SB)/8, $0x3ff306fe0a31b715
+DATA tconst<>+2712(SB)/8, $0x3ff3dea64c123422
+DATA tconst<>+2720(SB)/8, $0x3ff4bfdad5362a27
+DATA tconst<>+2728(SB)/8, $0x3ff5ab07dd485429
+DATA tconst<>+2736(SB)/8, $0x3ff6a09e667f3bcc
+DATA tconst<>+2744(SB)/8, $0x3ff7a11473eb0187
+DATA tconst<>+2752(SB)/8, $0x3ff8ace5422aa0dc
+DATA tconst<>+2760(SB)/8, $0x3ff9c49182a3f090
+DATA tconst<>+2768(SB)/8, $0x3ffae89f995ad3ae
+DATA tconst<>+2776(SB)/8, $0x3ffc199bdd85529c
+DATA tconst<>+2784(SB)/8, $0x3ffd5818dcfba487
+DATA tconst<>+2792(SB)/8, $0x3ffea4afa2a490da
+DATA tconst<>+2800(SB)/8, $0x3fcb6676bf7450f1
+DATA tconst<>+2808(SB)/8, $0xbfe81429f9e97e4c
+DATA tconst<>+2816(SB)/8, $0xbc8406439d087aa4
+DATA tconst<>+2824(SB)/8, $0x3f9425c340df544f
+DATA tconst<>+2832(SB)/8, $0xbf9102a32c446f4b
+DATA tconst<>+2840(SB)/8, $0xbfbd2b771ca8099c
+DATA tconst<>+2848(SB)/8, $0xbf9029618f5332b0
+DATA tconst<>+2856(SB)/8, $0x3fd8cd1a2b2fb18d
+DATA tconst<>+2864(SB)/8, $0x3fdb8bacd2c97656
+GLOBL tconst<>(SB), RODATA|NOPTR, $2872
 
 // func expF32AVX2(dst *float32, x *float32, n int, sp *[2]float32)
 // Requires: AVX, AVX2, FMA3
@@ -11137,52 +11310,52 @@ expGradF32AVX2_loop:
 	VFMADD213PS  tconstAVX2<>+384(SB), Y6, Y7
 	VMULPS       Y6, Y6, Y5
 	VFMADD213PS  Y6, Y5, Y7
-	VCMPPS       $0x1e, tconstAVX2<>+704(SB), Y3, Y3
-	VBROADCASTSS tconstAVX2<>+416(SB), Y5
-	VBLENDVPS    Y3, tconstAVX2<>+736(SB), Y5, Y5
-	VMULPS       Y2, Y5, Y5
+	VCMPPS       $0x1e, tconstAVX2<>+704(SB), Y3, Y5
+	VBROADCASTSS tconstAVX2<>+416(SB), Y3
+	VBLENDVPS    Y5, tconstAVX2<>+736(SB), Y3, Y3
+	VMULPS       Y2, Y3, Y3
 	VPSUBD       tconstAVX2<>+96(SB), Y4, Y4
-	VANDPS       tconstAVX2<>+768(SB), Y3, Y3
-	VPSUBD       Y3, Y4, Y4
-	VPXOR        Y3, Y3, Y3
+	VANDPS       tconstAVX2<>+768(SB), Y5, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPXOR        Y5, Y5, Y5
 	VPSUBD       tconstAVX2<>+800(SB), Y4, Y6
-	VPMAXSD      Y3, Y6, Y6
+	VPMAXSD      Y5, Y6, Y6
 	VPMINSD      tconstAVX2<>+448(SB), Y6, Y6
 	VPSUBD       Y6, Y4, Y4
 	VPADDD       tconstAVX2<>+448(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y6, Y5, Y5
-	VMINPS       tconstAVX2<>+512(SB), Y5, Y5
-	VMAXPS       tconstAVX2<>+832(SB), Y5, Y5
-	VMOVAPS      Y5, Y6
-	VFMADD231PS  Y7, Y5, Y6
+	VMULPS       Y6, Y3, Y3
+	VMINPS       tconstAVX2<>+512(SB), Y3, Y3
+	VMAXPS       tconstAVX2<>+832(SB), Y3, Y3
+	VMOVAPS      Y3, Y5
+	VFMADD231PS  Y7, Y3, Y5
 	VPSRAD       $0x01, Y4, Y3
 	VPSUBD       Y3, Y4, Y4
 	VPADDD       tconstAVX2<>+448(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y3, Y6, Y6
+	VMULPS       Y3, Y5, Y5
 	VPADDD       tconstAVX2<>+448(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y4, Y6, Y6
-	VANDPS       tconstAVX2<>+864(SB), Y2, Y5
-	VORPS        Y5, Y6, Y6
-	VCMPPS       $0x1d, tconstAVX2<>+896(SB), Y0, Y3
-	VBROADCASTSS tconstAVX2<>+544(SB), Y5
-	VMULPS       Y2, Y5, Y5
-	VBLENDVPS    Y3, Y5, Y6, Y6
+	VMULPS       Y4, Y5, Y5
+	VANDPS       tconstAVX2<>+864(SB), Y2, Y3
+	VORPS        Y3, Y5, Y5
+	VCMPPS       $0x1d, tconstAVX2<>+896(SB), Y0, Y0
+	VBROADCASTSS tconstAVX2<>+544(SB), Y3
+	VMULPS       Y2, Y3, Y3
+	VBLENDVPS    Y0, Y3, Y5, Y5
 	VMOVUPS      (CX), Y0
 	VANDPS       tconstAVX2<>+480(SB), Y0, Y3
 	VPCMPGTD     tconstAVX2<>+512(SB), Y3, Y4
-	VANDPS       tconstAVX2<>+480(SB), Y2, Y5
-	VPCMPGTD     tconstAVX2<>+928(SB), Y5, Y5
-	VPOR         Y5, Y4, Y4
+	VANDPS       tconstAVX2<>+480(SB), Y2, Y6
+	VPCMPGTD     tconstAVX2<>+928(SB), Y6, Y6
+	VPOR         Y6, Y4, Y4
 	VPTEST       Y4, Y4
 	JZ           expGradF32AVX2_store
 	VANDPS       tconstAVX2<>+480(SB), Y2, Y4
 	VPCMPGTD     tconstAVX2<>+928(SB), Y4, Y4
 	VPTEST       Y4, Y4
 	JZ           expGradF32AVX2_wide
-	VMOVUPS      Y6, (AX)
+	VMOVUPS      Y5, (AX)
 	VMOVUPS      (CX), Y0
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -11243,30 +11416,30 @@ expGradF32AVX2_loop:
 	VMULPD       Y0, Y6, Y6
 	VCVTPD2PSY   Y5, X1
 	VCVTPD2PSY   Y6, X0
-	VINSERTF128  $0x01, X0, Y1, Y5
-	VMOVUPS      (AX), Y6
+	VINSERTF128  $0x01, X0, Y1, Y6
+	VMOVUPS      (AX), Y5
 	VMOVUPS      (CX), Y0
 	VANDPS       tconstAVX2<>+480(SB), Y0, Y3
 	VMOVUPS      (BX), Y2
 	VANDPS       tconstAVX2<>+480(SB), Y2, Y4
 	VPCMPGTD     tconstAVX2<>+928(SB), Y4, Y4
-	VBLENDVPS    Y4, Y5, Y6, Y6
+	VBLENDVPS    Y4, Y6, Y5, Y5
 
 expGradF32AVX2_wide:
-	VBROADCASTSS (SI), Y5
-	VMULPS       Y2, Y5, Y5
+	VBROADCASTSS (SI), Y6
+	VMULPS       Y2, Y6, Y6
 	VPCMPEQD     tconstAVX2<>+544(SB), Y0, Y4
-	VBLENDVPS    Y4, Y5, Y6, Y6
-	VBROADCASTSS 4(SI), Y5
-	VMULPS       Y2, Y5, Y5
+	VBLENDVPS    Y4, Y6, Y5, Y5
+	VBROADCASTSS 4(SI), Y6
+	VMULPS       Y2, Y6, Y6
 	VPCMPEQD     tconstAVX2<>+576(SB), Y0, Y4
-	VBLENDVPS    Y4, Y5, Y6, Y6
+	VBLENDVPS    Y4, Y6, Y5, Y5
 	VPCMPGTD     tconstAVX2<>+544(SB), Y3, Y4
 	VADDPS       Y0, Y0, Y0
-	VBLENDVPS    Y4, Y0, Y6, Y6
+	VBLENDVPS    Y4, Y0, Y5, Y5
 
 expGradF32AVX2_store:
-	VMOVUPS Y6, (AX)
+	VMOVUPS Y5, (AX)
 	ADDQ    $0x00000020, CX
 	ADDQ    $0x00000020, AX
 	ADDQ    $0x00000020, BX
@@ -11297,52 +11470,52 @@ expGradF32AVX2_tail:
 	VFMADD213PS  tconstAVX2<>+384(SB), Y7, Y8
 	VMULPS       Y7, Y7, Y6
 	VFMADD213PS  Y7, Y6, Y8
-	VCMPPS       $0x1e, tconstAVX2<>+704(SB), Y4, Y4
-	VBROADCASTSS tconstAVX2<>+416(SB), Y6
-	VBLENDVPS    Y4, tconstAVX2<>+736(SB), Y6, Y6
-	VMULPS       Y3, Y6, Y6
+	VCMPPS       $0x1e, tconstAVX2<>+704(SB), Y4, Y6
+	VBROADCASTSS tconstAVX2<>+416(SB), Y4
+	VBLENDVPS    Y6, tconstAVX2<>+736(SB), Y4, Y4
+	VMULPS       Y3, Y4, Y4
 	VPSUBD       tconstAVX2<>+96(SB), Y5, Y5
-	VANDPS       tconstAVX2<>+768(SB), Y4, Y4
-	VPSUBD       Y4, Y5, Y5
-	VPXOR        Y4, Y4, Y4
+	VANDPS       tconstAVX2<>+768(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPXOR        Y6, Y6, Y6
 	VPSUBD       tconstAVX2<>+800(SB), Y5, Y7
-	VPMAXSD      Y4, Y7, Y7
+	VPMAXSD      Y6, Y7, Y7
 	VPMINSD      tconstAVX2<>+448(SB), Y7, Y7
 	VPSUBD       Y7, Y5, Y5
 	VPADDD       tconstAVX2<>+448(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VMULPS       Y7, Y6, Y6
-	VMINPS       tconstAVX2<>+512(SB), Y6, Y6
-	VMAXPS       tconstAVX2<>+832(SB), Y6, Y6
-	VMOVAPS      Y6, Y7
-	VFMADD231PS  Y8, Y6, Y7
+	VMULPS       Y7, Y4, Y4
+	VMINPS       tconstAVX2<>+512(SB), Y4, Y4
+	VMAXPS       tconstAVX2<>+832(SB), Y4, Y4
+	VMOVAPS      Y4, Y6
+	VFMADD231PS  Y8, Y4, Y6
 	VPSRAD       $0x01, Y5, Y4
 	VPSUBD       Y4, Y5, Y5
 	VPADDD       tconstAVX2<>+448(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y4, Y7, Y7
+	VMULPS       Y4, Y6, Y6
 	VPADDD       tconstAVX2<>+448(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y5, Y7, Y7
-	VANDPS       tconstAVX2<>+864(SB), Y3, Y6
-	VORPS        Y6, Y7, Y7
-	VCMPPS       $0x1d, tconstAVX2<>+896(SB), Y2, Y4
-	VBROADCASTSS tconstAVX2<>+544(SB), Y6
-	VMULPS       Y3, Y6, Y6
-	VBLENDVPS    Y4, Y6, Y7, Y7
+	VMULPS       Y5, Y6, Y6
+	VANDPS       tconstAVX2<>+864(SB), Y3, Y4
+	VORPS        Y4, Y6, Y6
+	VCMPPS       $0x1d, tconstAVX2<>+896(SB), Y2, Y2
+	VBROADCASTSS tconstAVX2<>+544(SB), Y4
+	VMULPS       Y3, Y4, Y4
+	VBLENDVPS    Y2, Y4, Y6, Y6
 	VMASKMOVPS   (CX), Y0, Y2
 	VANDPS       tconstAVX2<>+480(SB), Y2, Y4
 	VPCMPGTD     tconstAVX2<>+512(SB), Y4, Y5
-	VANDPS       tconstAVX2<>+480(SB), Y3, Y6
-	VPCMPGTD     tconstAVX2<>+928(SB), Y6, Y6
-	VPOR         Y6, Y5, Y5
+	VANDPS       tconstAVX2<>+480(SB), Y3, Y7
+	VPCMPGTD     tconstAVX2<>+928(SB), Y7, Y7
+	VPOR         Y7, Y5, Y5
 	VPTEST       Y5, Y5
 	JZ           expGradF32AVX2_store_tail
 	VANDPS       tconstAVX2<>+480(SB), Y3, Y5
 	VPCMPGTD     tconstAVX2<>+928(SB), Y5, Y5
 	VPTEST       Y5, Y5
 	JZ           expGradF32AVX2_wide_tail
-	VMASKMOVPS   Y7, Y0, (AX)
+	VMASKMOVPS   Y6, Y0, (AX)
 	VMASKMOVPS   (CX), Y0, Y2
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X1
@@ -11404,29 +11577,29 @@ expGradF32AVX2_tail:
 	VCVTPD2PSY   Y6, X1
 	VCVTPD2PSY   Y7, X2
 	VINSERTF128  $0x01, X2, Y1, Y1
-	VMOVUPS      (AX), Y7
+	VMOVUPS      (AX), Y6
 	VMOVUPS      (CX), Y2
 	VANDPS       tconstAVX2<>+480(SB), Y2, Y4
 	VMOVUPS      (BX), Y3
 	VANDPS       tconstAVX2<>+480(SB), Y3, Y5
 	VPCMPGTD     tconstAVX2<>+928(SB), Y5, Y5
-	VBLENDVPS    Y5, Y1, Y7, Y7
+	VBLENDVPS    Y5, Y1, Y6, Y6
 
 expGradF32AVX2_wide_tail:
 	VBROADCASTSS (SI), Y5
 	VMULPS       Y3, Y5, Y5
 	VPCMPEQD     tconstAVX2<>+544(SB), Y2, Y1
-	VBLENDVPS    Y1, Y5, Y7, Y7
+	VBLENDVPS    Y1, Y5, Y6, Y6
 	VBROADCASTSS 4(SI), Y5
 	VMULPS       Y3, Y5, Y5
 	VPCMPEQD     tconstAVX2<>+576(SB), Y2, Y1
-	VBLENDVPS    Y1, Y5, Y7, Y7
+	VBLENDVPS    Y1, Y5, Y6, Y6
 	VPCMPGTD     tconstAVX2<>+544(SB), Y4, Y1
 	VADDPS       Y2, Y2, Y2
-	VBLENDVPS    Y1, Y2, Y7, Y7
+	VBLENDVPS    Y1, Y2, Y6, Y6
 
 expGradF32AVX2_store_tail:
-	VMASKMOVPS Y7, Y0, (AX)
+	VMASKMOVPS Y6, Y0, (AX)
 
 expGradF32AVX2_done:
 	VZEROUPPER
@@ -14546,8 +14719,8 @@ siluF32AVX2_loop:
 	VMULPS       tconstAVX2<>+4576(SB), Y3, Y3
 	VCMPPS       $0x1e, tconstAVX2<>+4416(SB), Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	VANDPS       tconstAVX2<>+864(SB), Y0, Y1
-	VORPS        Y1, Y3, Y3
+	VANDPS       tconstAVX2<>+864(SB), Y0, Y0
+	VORPS        Y0, Y3, Y3
 	VMOVUPS      (CX), Y0
 	VANDPS       tconstAVX2<>+480(SB), Y0, Y1
 	VPCMPGTD     tconstAVX2<>+512(SB), Y1, Y2
@@ -14617,8 +14790,8 @@ siluF32AVX2_tail:
 	VMULPS       tconstAVX2<>+4576(SB), Y4, Y4
 	VCMPPS       $0x1e, tconstAVX2<>+4416(SB), Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VANDPS       tconstAVX2<>+864(SB), Y1, Y2
-	VORPS        Y2, Y4, Y4
+	VANDPS       tconstAVX2<>+864(SB), Y1, Y1
+	VORPS        Y1, Y4, Y4
 	VMASKMOVPS   (CX), Y0, Y1
 	VANDPS       tconstAVX2<>+480(SB), Y1, Y2
 	VPCMPGTD     tconstAVX2<>+512(SB), Y2, Y3
@@ -17310,9 +17483,9 @@ geluGradF32AVX2Pairs_loop:
 	VPCMPGTD     tconstAVX2<>+928(SB), Y1, Y1
 	VPOR         Y1, Y4, Y4
 	VMOVUPS      32(CX), Y1
-	VANDPS       tconstAVX2<>+480(SB), Y1, Y5
-	VPCMPGTD     tconstAVX2<>+512(SB), Y5, Y5
-	VPOR         Y5, Y4, Y4
+	VANDPS       tconstAVX2<>+480(SB), Y1, Y3
+	VPCMPGTD     tconstAVX2<>+512(SB), Y3, Y3
+	VPOR         Y3, Y4, Y4
 	VMOVUPS      32(BX), Y3
 	VANDPS       tconstAVX2<>+480(SB), Y3, Y5
 	VPCMPGTD     tconstAVX2<>+928(SB), Y5, Y5
@@ -17692,8 +17865,8 @@ siluF32AVX2Pairs_loop:
 	VMULPS       tconstAVX2<>+4576(SB), Y7, Y7
 	VCMPPS       $0x1e, tconstAVX2<>+4416(SB), Y0, Y3
 	VBLENDVPS    Y3, Y0, Y7, Y7
-	VANDPS       tconstAVX2<>+864(SB), Y0, Y3
-	VORPS        Y3, Y7, Y7
+	VANDPS       tconstAVX2<>+864(SB), Y0, Y0
+	VORPS        Y0, Y7, Y7
 	VMULPS       Y5, Y2, Y2
 	VMULPS       tconstAVX2<>+4576(SB), Y2, Y2
 	VCMPPS       $0x1e, tconstAVX2<>+4416(SB), Y1, Y0
@@ -17735,9 +17908,9 @@ sigmoidGradF32AVX2Pairs_loop:
 	VPCMPGTD     tconstAVX2<>+928(SB), Y1, Y1
 	VPOR         Y1, Y4, Y4
 	VMOVUPS      32(CX), Y1
-	VANDPS       tconstAVX2<>+480(SB), Y1, Y5
-	VPCMPGTD     tconstAVX2<>+512(SB), Y5, Y5
-	VPOR         Y5, Y4, Y4
+	VANDPS       tconstAVX2<>+480(SB), Y1, Y3
+	VPCMPGTD     tconstAVX2<>+512(SB), Y3, Y3
+	VPOR         Y3, Y4, Y4
 	VMOVUPS      32(BX), Y3
 	VANDPS       tconstAVX2<>+480(SB), Y3, Y5
 	VPCMPGTD     tconstAVX2<>+928(SB), Y5, Y5
@@ -17888,9 +18061,9 @@ expGradF32AVX2Pairs_loop:
 	VPCMPGTD     tconstAVX2<>+928(SB), Y1, Y1
 	VPOR         Y1, Y4, Y4
 	VMOVUPS      32(CX), Y1
-	VANDPS       tconstAVX2<>+480(SB), Y1, Y5
-	VPCMPGTD     tconstAVX2<>+512(SB), Y5, Y5
-	VPOR         Y5, Y4, Y4
+	VANDPS       tconstAVX2<>+480(SB), Y1, Y3
+	VPCMPGTD     tconstAVX2<>+512(SB), Y3, Y3
+	VPOR         Y3, Y4, Y4
 	VMOVUPS      32(BX), Y3
 	VANDPS       tconstAVX2<>+480(SB), Y3, Y5
 	VPCMPGTD     tconstAVX2<>+928(SB), Y5, Y5
@@ -17929,74 +18102,74 @@ expGradF32AVX2Pairs_loop:
 	VFMADD213PS  Y9, Y8, Y11
 	VMULPS       Y10, Y10, Y8
 	VFMADD213PS  Y10, Y8, Y12
-	VCMPPS       $0x1e, tconstAVX2<>+704(SB), Y4, Y4
-	VBROADCASTSS tconstAVX2<>+416(SB), Y8
-	VBLENDVPS    Y4, tconstAVX2<>+736(SB), Y8, Y8
-	VMULPS       Y2, Y8, Y8
+	VCMPPS       $0x1e, tconstAVX2<>+704(SB), Y4, Y8
+	VBROADCASTSS tconstAVX2<>+416(SB), Y4
+	VBLENDVPS    Y8, tconstAVX2<>+736(SB), Y4, Y4
+	VMULPS       Y2, Y4, Y4
 	VPSUBD       tconstAVX2<>+96(SB), Y6, Y6
-	VANDPS       tconstAVX2<>+768(SB), Y4, Y4
-	VPSUBD       Y4, Y6, Y6
-	VCMPPS       $0x1e, tconstAVX2<>+704(SB), Y5, Y4
-	VBROADCASTSS tconstAVX2<>+416(SB), Y9
-	VBLENDVPS    Y4, tconstAVX2<>+736(SB), Y9, Y9
-	VMULPS       Y3, Y9, Y9
+	VANDPS       tconstAVX2<>+768(SB), Y8, Y8
+	VPSUBD       Y8, Y6, Y6
+	VCMPPS       $0x1e, tconstAVX2<>+704(SB), Y5, Y8
+	VBROADCASTSS tconstAVX2<>+416(SB), Y5
+	VBLENDVPS    Y8, tconstAVX2<>+736(SB), Y5, Y5
+	VMULPS       Y3, Y5, Y5
 	VPSUBD       tconstAVX2<>+96(SB), Y7, Y7
-	VANDPS       tconstAVX2<>+768(SB), Y4, Y4
-	VPSUBD       Y4, Y7, Y7
-	VPXOR        Y4, Y4, Y4
-	VPSUBD       tconstAVX2<>+800(SB), Y6, Y5
-	VPMAXSD      Y4, Y5, Y5
-	VPMINSD      tconstAVX2<>+448(SB), Y5, Y5
-	VPSUBD       Y5, Y6, Y6
-	VPADDD       tconstAVX2<>+448(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y5, Y8, Y8
-	VPXOR        Y4, Y4, Y4
-	VPSUBD       tconstAVX2<>+800(SB), Y7, Y5
-	VPMAXSD      Y4, Y5, Y5
-	VPMINSD      tconstAVX2<>+448(SB), Y5, Y5
-	VPSUBD       Y5, Y7, Y7
-	VPADDD       tconstAVX2<>+448(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y5, Y9, Y9
-	VMINPS       tconstAVX2<>+512(SB), Y8, Y8
-	VMAXPS       tconstAVX2<>+832(SB), Y8, Y8
-	VMOVAPS      Y8, Y5
-	VFMADD231PS  Y11, Y8, Y5
-	VMINPS       tconstAVX2<>+512(SB), Y9, Y9
-	VMAXPS       tconstAVX2<>+832(SB), Y9, Y9
-	VMOVAPS      Y9, Y10
-	VFMADD231PS  Y12, Y9, Y10
+	VANDPS       tconstAVX2<>+768(SB), Y8, Y8
+	VPSUBD       Y8, Y7, Y7
+	VPXOR        Y8, Y8, Y8
+	VPSUBD       tconstAVX2<>+800(SB), Y6, Y9
+	VPMAXSD      Y8, Y9, Y9
+	VPMINSD      tconstAVX2<>+448(SB), Y9, Y9
+	VPSUBD       Y9, Y6, Y6
+	VPADDD       tconstAVX2<>+448(SB), Y9, Y9
+	VPSLLD       $0x17, Y9, Y9
+	VMULPS       Y9, Y4, Y4
+	VPXOR        Y8, Y8, Y8
+	VPSUBD       tconstAVX2<>+800(SB), Y7, Y9
+	VPMAXSD      Y8, Y9, Y9
+	VPMINSD      tconstAVX2<>+448(SB), Y9, Y9
+	VPSUBD       Y9, Y7, Y7
+	VPADDD       tconstAVX2<>+448(SB), Y9, Y9
+	VPSLLD       $0x17, Y9, Y9
+	VMULPS       Y9, Y5, Y5
+	VMINPS       tconstAVX2<>+512(SB), Y4, Y4
+	VMAXPS       tconstAVX2<>+832(SB), Y4, Y4
+	VMOVAPS      Y4, Y8
+	VFMADD231PS  Y11, Y4, Y8
+	VMINPS       tconstAVX2<>+512(SB), Y5, Y5
+	VMAXPS       tconstAVX2<>+832(SB), Y5, Y5
+	VMOVAPS      Y5, Y9
+	VFMADD231PS  Y12, Y5, Y9
 	VPSRAD       $0x01, Y6, Y4
 	VPSUBD       Y4, Y6, Y6
 	VPADDD       tconstAVX2<>+448(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y4, Y5, Y5
+	VMULPS       Y4, Y8, Y8
 	VPADDD       tconstAVX2<>+448(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y6, Y5, Y5
+	VMULPS       Y6, Y8, Y8
 	VPSRAD       $0x01, Y7, Y4
 	VPSUBD       Y4, Y7, Y7
 	VPADDD       tconstAVX2<>+448(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y4, Y10, Y10
+	VMULPS       Y4, Y9, Y9
 	VPADDD       tconstAVX2<>+448(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VMULPS       Y7, Y10, Y10
-	VANDPS       tconstAVX2<>+864(SB), Y2, Y8
-	VORPS        Y8, Y5, Y5
-	VCMPPS       $0x1d, tconstAVX2<>+896(SB), Y0, Y4
-	VBROADCASTSS tconstAVX2<>+544(SB), Y8
-	VMULPS       Y2, Y8, Y8
-	VBLENDVPS    Y4, Y8, Y5, Y5
-	VANDPS       tconstAVX2<>+864(SB), Y3, Y9
-	VORPS        Y9, Y10, Y10
-	VCMPPS       $0x1d, tconstAVX2<>+896(SB), Y1, Y4
-	VBROADCASTSS tconstAVX2<>+544(SB), Y9
-	VMULPS       Y3, Y9, Y9
-	VBLENDVPS    Y4, Y9, Y10, Y10
-	VMOVUPS      Y5, (AX)
-	VMOVUPS      Y10, 32(AX)
+	VMULPS       Y7, Y9, Y9
+	VANDPS       tconstAVX2<>+864(SB), Y2, Y4
+	VORPS        Y4, Y8, Y8
+	VCMPPS       $0x1d, tconstAVX2<>+896(SB), Y0, Y0
+	VBROADCASTSS tconstAVX2<>+544(SB), Y4
+	VMULPS       Y2, Y4, Y4
+	VBLENDVPS    Y0, Y4, Y8, Y8
+	VANDPS       tconstAVX2<>+864(SB), Y3, Y5
+	VORPS        Y5, Y9, Y9
+	VCMPPS       $0x1d, tconstAVX2<>+896(SB), Y1, Y0
+	VBROADCASTSS tconstAVX2<>+544(SB), Y5
+	VMULPS       Y3, Y5, Y5
+	VBLENDVPS    Y0, Y5, Y9, Y9
+	VMOVUPS      Y8, (AX)
+	VMOVUPS      Y9, 32(AX)
 	ADDQ         $0x00000040, CX
 	ADDQ         $0x00000040, AX
 	ADDQ         $0x00000040, BX
@@ -18031,9 +18204,9 @@ tanhGradF32AVX2Pairs_loop:
 	VPCMPGTD     tconstAVX2<>+928(SB), Y1, Y1
 	VPOR         Y1, Y4, Y4
 	VMOVUPS      32(CX), Y1
-	VANDPS       tconstAVX2<>+480(SB), Y1, Y5
-	VPCMPGTD     tconstAVX2<>+512(SB), Y5, Y5
-	VPOR         Y5, Y4, Y4
+	VANDPS       tconstAVX2<>+480(SB), Y1, Y3
+	VPCMPGTD     tconstAVX2<>+512(SB), Y3, Y3
+	VPOR         Y3, Y4, Y4
 	VMOVUPS      32(BX), Y3
 	VANDPS       tconstAVX2<>+480(SB), Y3, Y5
 	VPCMPGTD     tconstAVX2<>+928(SB), Y5, Y5
@@ -19332,3 +19505,3405 @@ DATA tconstAVX2<>+7816(SB)/8, $0x0000000300000002
 DATA tconstAVX2<>+7824(SB)/8, $0x0000000500000004
 DATA tconstAVX2<>+7832(SB)/8, $0x0000000700000006
 GLOBL tconstAVX2<>(SB), RODATA|NOPTR, $7840
+
+// func tanhGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+// Requires: AVX, AVX512DQ, AVX512F, BMI2
+TEXT ·tanhGradF32AVX512(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ n+24(FP), DX
+	MOVQ grad+16(FP), BX
+	MOVQ sp+32(FP), SI
+
+tanhGradF32AVX512_loop:
+	CMPQ              DX, $0x00000010
+	JB                tanhGradF32AVX512_tail
+	VMOVUPS           (CX), Z0
+	VMOVUPS           (BX), Z1
+	VADDPS            Z0, Z0, Z2
+	VMULPS            tconstF32AVX512<>+0(SB), Z1, Z3
+	VANDPS            tconstF32AVX512<>+64(SB), Z2, Z2
+	VMINPS            tconstF32AVX512<>+128(SB), Z2, Z2
+	VBROADCASTSS      tconstF32AVX512<>+192(SB), Z5
+	VFNMADD231PS      tconstF32AVX512<>+256(SB), Z2, Z5
+	VSUBPS            tconstF32AVX512<>+192(SB), Z5, Z6
+	VXORPS            tconstF32AVX512<>+320(SB), Z2, Z2
+	VFNMADD231PS      tconstF32AVX512<>+384(SB), Z6, Z2
+	VFNMADD231PS      tconstF32AVX512<>+448(SB), Z6, Z2
+	VBROADCASTSS      tconstF32AVX512<>+512(SB), Z6
+	VFMADD213PS       tconstF32AVX512<>+576(SB), Z2, Z6
+	VFMADD213PS       tconstF32AVX512<>+640(SB), Z2, Z6
+	VFMADD213PS       tconstF32AVX512<>+704(SB), Z2, Z6
+	VFMADD213PS       tconstF32AVX512<>+768(SB), Z2, Z6
+	VFMADD213PS       tconstF32AVX512<>+832(SB), Z2, Z6
+	VMULPS            Z2, Z2, Z7
+	VFMADD213PS       Z2, Z7, Z6
+	VPSUBD            tconstF32AVX512<>+192(SB), Z5, Z5
+	VPSRAD            $0x01, Z5, Z2
+	VPSUBD            Z2, Z5, Z5
+	VPADDD            tconstF32AVX512<>+896(SB), Z2, Z2
+	VPSLLD            $0x17, Z2, Z2
+	VPADDD            tconstF32AVX512<>+896(SB), Z5, Z5
+	VPSLLD            $0x17, Z5, Z5
+	VMULPS            Z5, Z2, Z7
+	VMOVAPS           Z7, Z8
+	VFMADD231PS       Z6, Z7, Z8
+	VSUBPS            Z8, Z7, Z9
+	VFMADD231PS       Z6, Z7, Z9
+	VADDPS            tconstF32AVX512<>+960(SB), Z8, Z10
+	VSUBPS            tconstF32AVX512<>+960(SB), Z10, Z7
+	VSUBPS            Z7, Z8, Z8
+	VADDPS            Z9, Z8, Z8
+	VBROADCASTSS      tconstF32AVX512<>+960(SB), Z7
+	VDIVPS            Z10, Z7, Z9
+	VFNMADD231PS      Z10, Z9, Z7
+	VFNMADD231PS      Z8, Z9, Z7
+	VMULPS            Z7, Z9, Z7
+	VMULPS            Z9, Z9, Z8
+	VMOVAPS           Z8, Z10
+	VFMSUB231PS       Z9, Z9, Z10
+	VADDPS            Z9, Z9, Z9
+	VFMADD231PS       Z7, Z9, Z10
+	VMOVAPS           Z10, Z7
+	VFMADD231PS       Z6, Z10, Z7
+	VFMADD231PS       Z6, Z8, Z7
+	VMULPS            Z8, Z3, Z6
+	VMOVAPS           Z6, Z9
+	VFMSUB231PS       Z8, Z3, Z9
+	VFMADD231PS       Z7, Z3, Z9
+	VADDPS            Z9, Z6, Z6
+	VMULPS            Z2, Z6, Z6
+	VMULPS            Z5, Z6, Z6
+	VANDPS            tconstF32AVX512<>+320(SB), Z3, Z2
+	VORPS             Z2, Z6, Z6
+	VFPCLASSPSZ       $0x99, Z0, K1
+	VANDPS.BCST       tconstF32AVX512<>+64(SB), Z1, Z2
+	VPCMPGTD.BCST     tconstF32AVX512<>+1024(SB), Z2, K2
+	KORW              K2, K1, K1
+	KORTESTW          K1, K1
+	JZ                tanhGradF32AVX512_store
+	KORTESTW          K2, K2
+	JZ                tanhGradF32AVX512_wide
+	VBROADCASTSD      tconstF32AVX512<>+1088(SB), Z2
+	VBROADCASTSD      tconstF32AVX512<>+1152(SB), Z3
+	VMOVUPD           tconstF32AVX512<>+1216(SB), Z5
+	VMOVUPD           tconstF32AVX512<>+1280(SB), Z7
+	VCVTPS2PD         Y0, Z8
+	VEXTRACTF32X8     $0x01, Z0, Y4
+	VCVTPS2PD         Y4, Z9
+	VANDPD.BCST       tconstF32AVX512<>+1344(SB), Z8, Z8
+	VANDPD.BCST       tconstF32AVX512<>+1344(SB), Z9, Z9
+	VMINPD.BCST       tconstF32AVX512<>+1408(SB), Z8, Z8
+	VMINPD.BCST       tconstF32AVX512<>+1408(SB), Z9, Z9
+	VADDPD            Z8, Z8, Z8
+	VADDPD            Z9, Z9, Z9
+	VMOVAPD           Z3, Z10
+	VMOVAPD           Z3, Z11
+	VFMADD231PD.BCST  tconstF32AVX512<>+1472(SB), Z8, Z10
+	VFMADD231PD.BCST  tconstF32AVX512<>+1472(SB), Z9, Z11
+	VSUBPD            Z3, Z10, Z12
+	VSUBPD            Z3, Z11, Z3
+	VMOVAPD           Z8, Z8
+	VMOVAPD           Z9, Z9
+	VFNMADD231PD.BCST tconstF32AVX512<>+1536(SB), Z12, Z8
+	VFNMADD231PD.BCST tconstF32AVX512<>+1536(SB), Z3, Z9
+	VFNMADD231PD.BCST tconstF32AVX512<>+1600(SB), Z12, Z8
+	VFNMADD231PD.BCST tconstF32AVX512<>+1600(SB), Z3, Z9
+	VBROADCASTSD      tconstF32AVX512<>+1664(SB), Z13
+	VBROADCASTSD      tconstF32AVX512<>+1664(SB), Z14
+	VFMADD213PD.BCST  tconstF32AVX512<>+1728(SB), Z8, Z13
+	VFMADD213PD.BCST  tconstF32AVX512<>+1728(SB), Z9, Z14
+	VFMADD213PD.BCST  tconstF32AVX512<>+1792(SB), Z8, Z13
+	VFMADD213PD.BCST  tconstF32AVX512<>+1792(SB), Z9, Z14
+	VFMADD213PD.BCST  tconstF32AVX512<>+1856(SB), Z8, Z13
+	VFMADD213PD.BCST  tconstF32AVX512<>+1856(SB), Z9, Z14
+	VMULPD            Z8, Z8, Z15
+	VMULPD            Z9, Z9, Z16
+	VFMADD213PD       Z8, Z15, Z13
+	VFMADD213PD       Z9, Z16, Z14
+	VPERMI2PD         Z7, Z5, Z10
+	VPERMI2PD         Z7, Z5, Z11
+	VMULPD.BCST       tconstF32AVX512<>+1920(SB), Z12, Z12
+	VMULPD.BCST       tconstF32AVX512<>+1920(SB), Z3, Z3
+	VSCALEFPD         Z12, Z10, Z5
+	VSCALEFPD         Z3, Z11, Z3
+	VSUBPD            Z2, Z5, Z7
+	VSUBPD            Z2, Z3, Z8
+	VFMADD213PD       Z7, Z5, Z13
+	VFMADD213PD       Z8, Z3, Z14
+	VADDPD.BCST       tconstF32AVX512<>+1984(SB), Z13, Z3
+	VADDPD.BCST       tconstF32AVX512<>+1984(SB), Z14, Z5
+	VMULPD            Z3, Z3, Z3
+	VMULPD            Z5, Z5, Z5
+	VADDPD            Z2, Z13, Z13
+	VADDPD            Z2, Z14, Z14
+	VMULPD.BCST       tconstF32AVX512<>+2048(SB), Z13, Z13
+	VMULPD.BCST       tconstF32AVX512<>+2048(SB), Z14, Z14
+	VDIVPD            Z3, Z13, Z13
+	VDIVPD            Z5, Z14, Z14
+	VCVTPS2PD         Y1, Z2
+	VEXTRACTF32X8     $0x01, Z1, Y3
+	VCVTPS2PD         Y3, Z3
+	VMULPD            Z2, Z13, Z13
+	VMULPD            Z3, Z14, Z14
+	VCVTPD2PS         Z13, Y4
+	VCVTPD2PS         Z14, Y2
+	VINSERTF32X8      $0x01, Y2, Z4, Z2
+	VMOVAPS           Z2, K2, Z6
+
+tanhGradF32AVX512_wide:
+	VFPCLASSPSZ $0x08, Z0, K1
+	VMULPS.BCST (SI), Z1, K1, Z6
+	VFPCLASSPSZ $0x10, Z0, K1
+	VMULPS.BCST 4(SI), Z1, K1, Z6
+	VFPCLASSPSZ $0x81, Z0, K1
+	VADDPS      Z0, Z0, K1, Z6
+
+tanhGradF32AVX512_store:
+	VMOVUPS Z6, (AX)
+	ADDQ    $0x00000040, CX
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000040, BX
+	SUBQ    $0x00000010, DX
+	JMP     tanhGradF32AVX512_loop
+
+tanhGradF32AVX512_tail:
+	TESTQ             DX, DX
+	JZ                tanhGradF32AVX512_done
+	MOVL              $0x0000ffff, DI
+	BZHIL             DX, DI, DX
+	KMOVW             DX, K1
+	VMOVUPS.Z         (CX), K1, Z0
+	VMOVUPS.Z         (BX), K1, Z1
+	VADDPS            Z0, Z0, Z2
+	VMULPS            tconstF32AVX512<>+0(SB), Z1, Z3
+	VANDPS            tconstF32AVX512<>+64(SB), Z2, Z2
+	VMINPS            tconstF32AVX512<>+128(SB), Z2, Z2
+	VBROADCASTSS      tconstF32AVX512<>+192(SB), Z5
+	VFNMADD231PS      tconstF32AVX512<>+256(SB), Z2, Z5
+	VSUBPS            tconstF32AVX512<>+192(SB), Z5, Z6
+	VXORPS            tconstF32AVX512<>+320(SB), Z2, Z2
+	VFNMADD231PS      tconstF32AVX512<>+384(SB), Z6, Z2
+	VFNMADD231PS      tconstF32AVX512<>+448(SB), Z6, Z2
+	VBROADCASTSS      tconstF32AVX512<>+512(SB), Z6
+	VFMADD213PS       tconstF32AVX512<>+576(SB), Z2, Z6
+	VFMADD213PS       tconstF32AVX512<>+640(SB), Z2, Z6
+	VFMADD213PS       tconstF32AVX512<>+704(SB), Z2, Z6
+	VFMADD213PS       tconstF32AVX512<>+768(SB), Z2, Z6
+	VFMADD213PS       tconstF32AVX512<>+832(SB), Z2, Z6
+	VMULPS            Z2, Z2, Z7
+	VFMADD213PS       Z2, Z7, Z6
+	VPSUBD            tconstF32AVX512<>+192(SB), Z5, Z5
+	VPSRAD            $0x01, Z5, Z2
+	VPSUBD            Z2, Z5, Z5
+	VPADDD            tconstF32AVX512<>+896(SB), Z2, Z2
+	VPSLLD            $0x17, Z2, Z2
+	VPADDD            tconstF32AVX512<>+896(SB), Z5, Z5
+	VPSLLD            $0x17, Z5, Z5
+	VMULPS            Z5, Z2, Z7
+	VMOVAPS           Z7, Z8
+	VFMADD231PS       Z6, Z7, Z8
+	VSUBPS            Z8, Z7, Z9
+	VFMADD231PS       Z6, Z7, Z9
+	VADDPS            tconstF32AVX512<>+960(SB), Z8, Z10
+	VSUBPS            tconstF32AVX512<>+960(SB), Z10, Z7
+	VSUBPS            Z7, Z8, Z8
+	VADDPS            Z9, Z8, Z8
+	VBROADCASTSS      tconstF32AVX512<>+960(SB), Z7
+	VDIVPS            Z10, Z7, Z9
+	VFNMADD231PS      Z10, Z9, Z7
+	VFNMADD231PS      Z8, Z9, Z7
+	VMULPS            Z7, Z9, Z7
+	VMULPS            Z9, Z9, Z8
+	VMOVAPS           Z8, Z10
+	VFMSUB231PS       Z9, Z9, Z10
+	VADDPS            Z9, Z9, Z9
+	VFMADD231PS       Z7, Z9, Z10
+	VMOVAPS           Z10, Z7
+	VFMADD231PS       Z6, Z10, Z7
+	VFMADD231PS       Z6, Z8, Z7
+	VMULPS            Z8, Z3, Z6
+	VMOVAPS           Z6, Z9
+	VFMSUB231PS       Z8, Z3, Z9
+	VFMADD231PS       Z7, Z3, Z9
+	VADDPS            Z9, Z6, Z6
+	VMULPS            Z2, Z6, Z6
+	VMULPS            Z5, Z6, Z6
+	VANDPS            tconstF32AVX512<>+320(SB), Z3, Z2
+	VORPS             Z2, Z6, Z6
+	VFPCLASSPSZ       $0x99, Z0, K2
+	VANDPS.BCST       tconstF32AVX512<>+64(SB), Z1, Z2
+	VPCMPGTD.BCST     tconstF32AVX512<>+1024(SB), Z2, K3
+	KORW              K3, K2, K2
+	KORTESTW          K2, K2
+	JZ                tanhGradF32AVX512_store_tail
+	KORTESTW          K3, K3
+	JZ                tanhGradF32AVX512_wide_tail
+	VBROADCASTSD      tconstF32AVX512<>+1088(SB), Z2
+	VBROADCASTSD      tconstF32AVX512<>+1152(SB), Z3
+	VMOVUPD           tconstF32AVX512<>+2112(SB), Z5
+	VMOVUPD           tconstF32AVX512<>+2176(SB), Z7
+	VCVTPS2PD         Y0, Z8
+	VEXTRACTF32X8     $0x01, Z0, Y4
+	VCVTPS2PD         Y4, Z9
+	VANDPD.BCST       tconstF32AVX512<>+1344(SB), Z8, Z8
+	VANDPD.BCST       tconstF32AVX512<>+1344(SB), Z9, Z9
+	VMINPD.BCST       tconstF32AVX512<>+1408(SB), Z8, Z8
+	VMINPD.BCST       tconstF32AVX512<>+1408(SB), Z9, Z9
+	VADDPD            Z8, Z8, Z8
+	VADDPD            Z9, Z9, Z9
+	VMOVAPD           Z3, Z10
+	VMOVAPD           Z3, Z11
+	VFMADD231PD.BCST  tconstF32AVX512<>+1472(SB), Z8, Z10
+	VFMADD231PD.BCST  tconstF32AVX512<>+1472(SB), Z9, Z11
+	VSUBPD            Z3, Z10, Z12
+	VSUBPD            Z3, Z11, Z3
+	VMOVAPD           Z8, Z8
+	VMOVAPD           Z9, Z9
+	VFNMADD231PD.BCST tconstF32AVX512<>+1536(SB), Z12, Z8
+	VFNMADD231PD.BCST tconstF32AVX512<>+1536(SB), Z3, Z9
+	VFNMADD231PD.BCST tconstF32AVX512<>+1600(SB), Z12, Z8
+	VFNMADD231PD.BCST tconstF32AVX512<>+1600(SB), Z3, Z9
+	VBROADCASTSD      tconstF32AVX512<>+1664(SB), Z13
+	VBROADCASTSD      tconstF32AVX512<>+1664(SB), Z14
+	VFMADD213PD.BCST  tconstF32AVX512<>+1728(SB), Z8, Z13
+	VFMADD213PD.BCST  tconstF32AVX512<>+1728(SB), Z9, Z14
+	VFMADD213PD.BCST  tconstF32AVX512<>+1792(SB), Z8, Z13
+	VFMADD213PD.BCST  tconstF32AVX512<>+1792(SB), Z9, Z14
+	VFMADD213PD.BCST  tconstF32AVX512<>+1856(SB), Z8, Z13
+	VFMADD213PD.BCST  tconstF32AVX512<>+1856(SB), Z9, Z14
+	VMULPD            Z8, Z8, Z15
+	VMULPD            Z9, Z9, Z16
+	VFMADD213PD       Z8, Z15, Z13
+	VFMADD213PD       Z9, Z16, Z14
+	VPERMI2PD         Z7, Z5, Z10
+	VPERMI2PD         Z7, Z5, Z11
+	VMULPD.BCST       tconstF32AVX512<>+1920(SB), Z12, Z12
+	VMULPD.BCST       tconstF32AVX512<>+1920(SB), Z3, Z3
+	VSCALEFPD         Z12, Z10, Z5
+	VSCALEFPD         Z3, Z11, Z3
+	VSUBPD            Z2, Z5, Z7
+	VSUBPD            Z2, Z3, Z8
+	VFMADD213PD       Z7, Z5, Z13
+	VFMADD213PD       Z8, Z3, Z14
+	VADDPD.BCST       tconstF32AVX512<>+1984(SB), Z13, Z3
+	VADDPD.BCST       tconstF32AVX512<>+1984(SB), Z14, Z5
+	VMULPD            Z3, Z3, Z3
+	VMULPD            Z5, Z5, Z5
+	VADDPD            Z2, Z13, Z13
+	VADDPD            Z2, Z14, Z14
+	VMULPD.BCST       tconstF32AVX512<>+2048(SB), Z13, Z13
+	VMULPD.BCST       tconstF32AVX512<>+2048(SB), Z14, Z14
+	VDIVPD            Z3, Z13, Z13
+	VDIVPD            Z5, Z14, Z14
+	VCVTPS2PD         Y1, Z2
+	VEXTRACTF32X8     $0x01, Z1, Y3
+	VCVTPS2PD         Y3, Z3
+	VMULPD            Z2, Z13, Z13
+	VMULPD            Z3, Z14, Z14
+	VCVTPD2PS         Z13, Y4
+	VCVTPD2PS         Z14, Y2
+	VINSERTF32X8      $0x01, Y2, Z4, Z2
+	VMOVAPS           Z2, K3, Z6
+
+tanhGradF32AVX512_wide_tail:
+	VFPCLASSPSZ $0x08, Z0, K2
+	VMULPS.BCST (SI), Z1, K2, Z6
+	VFPCLASSPSZ $0x10, Z0, K2
+	VMULPS.BCST 4(SI), Z1, K2, Z6
+	VFPCLASSPSZ $0x81, Z0, K2
+	VADDPS      Z0, Z0, K2, Z6
+
+tanhGradF32AVX512_store_tail:
+	VMOVUPS Z6, K1, (AX)
+
+tanhGradF32AVX512_done:
+	VZEROUPPER
+	RET
+
+// func tanhGradF32AVX512Pairs(dst *float32, x *float32, grad *float32, n int) int
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·tanhGradF32AVX512Pairs(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ n+24(FP), DX
+	MOVQ grad+16(FP), BX
+	XORQ SI, SI
+
+tanhGradF32AVX512Pairs_loop:
+	CMPQ         DX, $0x00000020
+	JB           tanhGradF32AVX512Pairs_done
+	KXORW        K1, K1, K1
+	VMOVUPS      (CX), Z0
+	VANDPS       tconstF32AVX512<>+64(SB), Z0, Z1
+	VPCMPGTD     tconstF32AVX512<>+2240(SB), Z1, K2
+	KORW         K2, K1, K1
+	VMOVUPS      (BX), Z2
+	VANDPS       tconstF32AVX512<>+64(SB), Z2, Z1
+	VPCMPGTD     tconstF32AVX512<>+1024(SB), Z1, K2
+	KORW         K2, K1, K1
+	VMOVUPS      64(CX), Z1
+	VANDPS       tconstF32AVX512<>+64(SB), Z1, Z3
+	VPCMPGTD     tconstF32AVX512<>+2240(SB), Z3, K2
+	KORW         K2, K1, K1
+	VMOVUPS      64(BX), Z3
+	VANDPS       tconstF32AVX512<>+64(SB), Z3, Z4
+	VPCMPGTD     tconstF32AVX512<>+1024(SB), Z4, K2
+	KORW         K2, K1, K1
+	KORTESTW     K1, K1
+	JNZ          tanhGradF32AVX512Pairs_done
+	VADDPS       Z0, Z0, Z0
+	VMULPS       tconstF32AVX512<>+0(SB), Z2, Z2
+	VADDPS       Z1, Z1, Z1
+	VMULPS       tconstF32AVX512<>+0(SB), Z3, Z3
+	VANDPS       tconstF32AVX512<>+64(SB), Z0, Z0
+	VMINPS       tconstF32AVX512<>+128(SB), Z0, Z0
+	VBROADCASTSS tconstF32AVX512<>+192(SB), Z4
+	VFNMADD231PS tconstF32AVX512<>+256(SB), Z0, Z4
+	VANDPS       tconstF32AVX512<>+64(SB), Z1, Z1
+	VMINPS       tconstF32AVX512<>+128(SB), Z1, Z1
+	VBROADCASTSS tconstF32AVX512<>+192(SB), Z5
+	VFNMADD231PS tconstF32AVX512<>+256(SB), Z1, Z5
+	VSUBPS       tconstF32AVX512<>+192(SB), Z4, Z6
+	VXORPS       tconstF32AVX512<>+320(SB), Z0, Z0
+	VFNMADD231PS tconstF32AVX512<>+384(SB), Z6, Z0
+	VFNMADD231PS tconstF32AVX512<>+448(SB), Z6, Z0
+	VSUBPS       tconstF32AVX512<>+192(SB), Z5, Z6
+	VXORPS       tconstF32AVX512<>+320(SB), Z1, Z1
+	VFNMADD231PS tconstF32AVX512<>+384(SB), Z6, Z1
+	VFNMADD231PS tconstF32AVX512<>+448(SB), Z6, Z1
+	VBROADCASTSS tconstF32AVX512<>+512(SB), Z6
+	VBROADCASTSS tconstF32AVX512<>+512(SB), Z7
+	VFMADD213PS  tconstF32AVX512<>+576(SB), Z0, Z6
+	VFMADD213PS  tconstF32AVX512<>+576(SB), Z1, Z7
+	VFMADD213PS  tconstF32AVX512<>+640(SB), Z0, Z6
+	VFMADD213PS  tconstF32AVX512<>+640(SB), Z1, Z7
+	VFMADD213PS  tconstF32AVX512<>+704(SB), Z0, Z6
+	VFMADD213PS  tconstF32AVX512<>+704(SB), Z1, Z7
+	VFMADD213PS  tconstF32AVX512<>+768(SB), Z0, Z6
+	VFMADD213PS  tconstF32AVX512<>+768(SB), Z1, Z7
+	VFMADD213PS  tconstF32AVX512<>+832(SB), Z0, Z6
+	VFMADD213PS  tconstF32AVX512<>+832(SB), Z1, Z7
+	VMULPS       Z0, Z0, Z8
+	VFMADD213PS  Z0, Z8, Z6
+	VPSUBD       tconstF32AVX512<>+192(SB), Z4, Z4
+	VPSRAD       $0x01, Z4, Z8
+	VPSUBD       Z8, Z4, Z4
+	VPADDD       tconstF32AVX512<>+896(SB), Z8, Z8
+	VPSLLD       $0x17, Z8, Z8
+	VPADDD       tconstF32AVX512<>+896(SB), Z4, Z4
+	VPSLLD       $0x17, Z4, Z4
+	VMULPS       Z1, Z1, Z0
+	VFMADD213PS  Z1, Z0, Z7
+	VPSUBD       tconstF32AVX512<>+192(SB), Z5, Z5
+	VPSRAD       $0x01, Z5, Z0
+	VPSUBD       Z0, Z5, Z5
+	VPADDD       tconstF32AVX512<>+896(SB), Z0, Z0
+	VPSLLD       $0x17, Z0, Z0
+	VPADDD       tconstF32AVX512<>+896(SB), Z5, Z5
+	VPSLLD       $0x17, Z5, Z5
+	VMULPS       Z4, Z8, Z1
+	VMOVAPS      Z1, Z9
+	VFMADD231PS  Z6, Z1, Z9
+	VSUBPS       Z9, Z1, Z11
+	VFMADD231PS  Z6, Z1, Z11
+	VMULPS       Z5, Z0, Z1
+	VMOVAPS      Z1, Z10
+	VFMADD231PS  Z7, Z1, Z10
+	VSUBPS       Z10, Z1, Z12
+	VFMADD231PS  Z7, Z1, Z12
+	VADDPS       tconstF32AVX512<>+960(SB), Z9, Z13
+	VSUBPS       tconstF32AVX512<>+960(SB), Z13, Z1
+	VSUBPS       Z1, Z9, Z9
+	VADDPS       Z11, Z9, Z9
+	VADDPS       tconstF32AVX512<>+960(SB), Z10, Z11
+	VSUBPS       tconstF32AVX512<>+960(SB), Z11, Z1
+	VSUBPS       Z1, Z10, Z10
+	VADDPS       Z12, Z10, Z10
+	VBROADCASTSS tconstF32AVX512<>+960(SB), Z1
+	VDIVPS       Z13, Z1, Z14
+	VBROADCASTSS tconstF32AVX512<>+960(SB), Z12
+	VDIVPS       Z11, Z12, Z15
+	VFNMADD231PS Z13, Z14, Z1
+	VFNMADD231PS Z9, Z14, Z1
+	VMULPS       Z1, Z14, Z1
+	VFNMADD231PS Z11, Z15, Z12
+	VFNMADD231PS Z10, Z15, Z12
+	VMULPS       Z12, Z15, Z9
+	VMULPS       Z14, Z14, Z10
+	VMOVAPS      Z10, Z11
+	VFMSUB231PS  Z14, Z14, Z11
+	VADDPS       Z14, Z14, Z14
+	VFMADD231PS  Z1, Z14, Z11
+	VMULPS       Z15, Z15, Z1
+	VMOVAPS      Z1, Z12
+	VFMSUB231PS  Z15, Z15, Z12
+	VADDPS       Z15, Z15, Z15
+	VFMADD231PS  Z9, Z15, Z12
+	VMOVAPS      Z11, Z9
+	VFMADD231PS  Z6, Z11, Z9
+	VFMADD231PS  Z6, Z10, Z9
+	VMOVAPS      Z12, Z6
+	VFMADD231PS  Z7, Z12, Z6
+	VFMADD231PS  Z7, Z1, Z6
+	VMULPS       Z10, Z2, Z7
+	VMOVAPS      Z7, Z11
+	VFMSUB231PS  Z10, Z2, Z11
+	VFMADD231PS  Z9, Z2, Z11
+	VADDPS       Z11, Z7, Z7
+	VMULPS       Z1, Z3, Z9
+	VMOVAPS      Z9, Z10
+	VFMSUB231PS  Z1, Z3, Z10
+	VFMADD231PS  Z6, Z3, Z10
+	VADDPS       Z10, Z9, Z9
+	VMULPS       Z8, Z7, Z7
+	VMULPS       Z4, Z7, Z7
+	VMULPS       Z0, Z9, Z9
+	VMULPS       Z5, Z9, Z9
+	VANDPS       tconstF32AVX512<>+320(SB), Z2, Z0
+	VORPS        Z0, Z7, Z7
+	VANDPS       tconstF32AVX512<>+320(SB), Z3, Z0
+	VORPS        Z0, Z9, Z9
+	VMOVUPS      Z7, (AX)
+	VMOVUPS      Z9, 64(AX)
+	ADDQ         $0x00000080, CX
+	ADDQ         $0x00000080, AX
+	ADDQ         $0x00000080, BX
+	ADDQ         $0x00000020, SI
+	SUBQ         $0x00000020, DX
+	JMP          tanhGradF32AVX512Pairs_loop
+
+tanhGradF32AVX512Pairs_done:
+	MOVQ SI, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func sigmoidF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
+// Requires: AVX, AVX512DQ, AVX512F, BMI2
+TEXT ·sigmoidF32AVX512(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVQ         sp+24(FP), BX
+	VBROADCASTSS tconstF32AVX512<>+192(SB), Z0
+	VBROADCASTSS tconstF32AVX512<>+960(SB), Z0
+
+sigmoidF32AVX512_loop:
+	CMPQ         DX, $0x00000010
+	JB           sigmoidF32AVX512_tail
+	VMOVUPS      (CX), Z0
+	VMAXPS       tconstF32AVX512<>+2304(SB), Z0, Z1
+	VMINPS       tconstF32AVX512<>+2368(SB), Z1, Z1
+	VBROADCASTSS tconstF32AVX512<>+192(SB), Z2
+	VFMADD231PS  tconstF32AVX512<>+256(SB), Z1, Z2
+	VSUBPS       tconstF32AVX512<>+192(SB), Z2, Z3
+	VMOVAPS      Z1, Z1
+	VFNMADD231PS tconstF32AVX512<>+384(SB), Z3, Z1
+	VFNMADD231PS tconstF32AVX512<>+448(SB), Z3, Z1
+	VBROADCASTSS tconstF32AVX512<>+2432(SB), Z4
+	VFMADD213PS  tconstF32AVX512<>+576(SB), Z1, Z4
+	VFMADD213PS  tconstF32AVX512<>+2496(SB), Z1, Z4
+	VFMADD213PS  tconstF32AVX512<>+704(SB), Z1, Z4
+	VFMADD213PS  tconstF32AVX512<>+2560(SB), Z1, Z4
+	VFMADD213PS  tconstF32AVX512<>+832(SB), Z1, Z4
+	VMULPS       Z1, Z1, Z3
+	VFMSUB213PS  Z1, Z3, Z4
+	VPADDD       tconstF32AVX512<>+2624(SB), Z2, Z2
+	VPSLLD       $0x17, Z2, Z2
+	VMULPS       tconstF32AVX512<>+2688(SB), Z2, Z1
+	VADDPS       tconstF32AVX512<>+960(SB), Z1, Z5
+	VSUBPS       tconstF32AVX512<>+960(SB), Z5, Z3
+	VSUBPS       Z3, Z1, Z1
+	VADDPS       Z4, Z5, Z3
+	VSUBPS       Z5, Z3, Z5
+	VSUBPS       Z5, Z4, Z4
+	VADDPS       Z1, Z4, Z4
+	VBROADCASTSS tconstF32AVX512<>+960(SB), Z1
+	VDIVPS       Z3, Z1, Z5
+	VFNMADD231PS Z3, Z5, Z1
+	VFNMADD231PS Z4, Z5, Z1
+	VMULPS       Z5, Z1, Z1
+	VADDPS       Z1, Z5, Z5
+	VMULPS       Z2, Z5, Z5
+	VMULPS       tconstF32AVX512<>+2688(SB), Z5, Z5
+	VFPCLASSPSZ  $0x99, Z0, K1
+	KORTESTW     K1, K1
+	JZ           sigmoidF32AVX512_store
+	VFPCLASSPSZ  $0x08, Z0, K1
+	VBROADCASTSS (BX), K1, Z5
+	VFPCLASSPSZ  $0x10, Z0, K1
+	VBROADCASTSS 4(BX), K1, Z5
+	VFPCLASSPSZ  $0x81, Z0, K1
+	VADDPS       Z0, Z0, K1, Z5
+
+sigmoidF32AVX512_store:
+	VMOVUPS Z5, (AX)
+	ADDQ    $0x00000040, CX
+	ADDQ    $0x00000040, AX
+	SUBQ    $0x00000010, DX
+	JMP     sigmoidF32AVX512_loop
+
+sigmoidF32AVX512_tail:
+	TESTQ        DX, DX
+	JZ           sigmoidF32AVX512_done
+	MOVL         $0x0000ffff, SI
+	BZHIL        DX, SI, DX
+	KMOVW        DX, K1
+	VMOVUPS.Z    (CX), K1, Z0
+	VMAXPS       tconstF32AVX512<>+2304(SB), Z0, Z1
+	VMINPS       tconstF32AVX512<>+2368(SB), Z1, Z1
+	VBROADCASTSS tconstF32AVX512<>+192(SB), Z2
+	VFMADD231PS  tconstF32AVX512<>+256(SB), Z1, Z2
+	VSUBPS       tconstF32AVX512<>+192(SB), Z2, Z3
+	VMOVAPS      Z1, Z1
+	VFNMADD231PS tconstF32AVX512<>+384(SB), Z3, Z1
+	VFNMADD231PS tconstF32AVX512<>+448(SB), Z3, Z1
+	VBROADCASTSS tconstF32AVX512<>+2432(SB), Z4
+	VFMADD213PS  tconstF32AVX512<>+576(SB), Z1, Z4
+	VFMADD213PS  tconstF32AVX512<>+2496(SB), Z1, Z4
+	VFMADD213PS  tconstF32AVX512<>+704(SB), Z1, Z4
+	VFMADD213PS  tconstF32AVX512<>+2560(SB), Z1, Z4
+	VFMADD213PS  tconstF32AVX512<>+832(SB), Z1, Z4
+	VMULPS       Z1, Z1, Z3
+	VFMSUB213PS  Z1, Z3, Z4
+	VPADDD       tconstF32AVX512<>+2624(SB), Z2, Z2
+	VPSLLD       $0x17, Z2, Z2
+	VMULPS       tconstF32AVX512<>+2688(SB), Z2, Z1
+	VADDPS       tconstF32AVX512<>+960(SB), Z1, Z5
+	VSUBPS       tconstF32AVX512<>+960(SB), Z5, Z3
+	VSUBPS       Z3, Z1, Z1
+	VADDPS       Z4, Z5, Z3
+	VSUBPS       Z5, Z3, Z5
+	VSUBPS       Z5, Z4, Z4
+	VADDPS       Z1, Z4, Z4
+	VBROADCASTSS tconstF32AVX512<>+960(SB), Z1
+	VDIVPS       Z3, Z1, Z5
+	VFNMADD231PS Z3, Z5, Z1
+	VFNMADD231PS Z4, Z5, Z1
+	VMULPS       Z5, Z1, Z1
+	VADDPS       Z1, Z5, Z5
+	VMULPS       Z2, Z5, Z5
+	VMULPS       tconstF32AVX512<>+2688(SB), Z5, Z5
+	VFPCLASSPSZ  $0x99, Z0, K2
+	KORTESTW     K2, K2
+	JZ           sigmoidF32AVX512_store_tail
+	VFPCLASSPSZ  $0x08, Z0, K2
+	VBROADCASTSS (BX), K2, Z5
+	VFPCLASSPSZ  $0x10, Z0, K2
+	VBROADCASTSS 4(BX), K2, Z5
+	VFPCLASSPSZ  $0x81, Z0, K2
+	VADDPS       Z0, Z0, K2, Z5
+
+sigmoidF32AVX512_store_tail:
+	VMOVUPS Z5, K1, (AX)
+
+sigmoidF32AVX512_done:
+	VZEROUPPER
+	RET
+
+// func sigmoidF32AVX512Pairs(dst *float32, x *float32, n int) int
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·sigmoidF32AVX512Pairs(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ n+16(FP), DX
+	XORQ BX, BX
+
+sigmoidF32AVX512Pairs_loop:
+	CMPQ         DX, $0x00000020
+	JB           sigmoidF32AVX512Pairs_done
+	KXORW        K1, K1, K1
+	VMOVUPS      (CX), Z0
+	VANDPS       tconstF32AVX512<>+64(SB), Z0, Z1
+	VPCMPGTD     tconstF32AVX512<>+2240(SB), Z1, K2
+	KORW         K2, K1, K1
+	VMOVUPS      64(CX), Z1
+	VANDPS       tconstF32AVX512<>+64(SB), Z1, Z2
+	VPCMPGTD     tconstF32AVX512<>+2240(SB), Z2, K2
+	KORW         K2, K1, K1
+	KORTESTW     K1, K1
+	JNZ          sigmoidF32AVX512Pairs_done
+	VMAXPS       tconstF32AVX512<>+2304(SB), Z0, Z0
+	VMINPS       tconstF32AVX512<>+2368(SB), Z0, Z0
+	VMAXPS       tconstF32AVX512<>+2304(SB), Z1, Z1
+	VMINPS       tconstF32AVX512<>+2368(SB), Z1, Z1
+	VBROADCASTSS tconstF32AVX512<>+192(SB), Z2
+	VFMADD231PS  tconstF32AVX512<>+256(SB), Z0, Z2
+	VSUBPS       tconstF32AVX512<>+192(SB), Z2, Z4
+	VBROADCASTSS tconstF32AVX512<>+192(SB), Z3
+	VFMADD231PS  tconstF32AVX512<>+256(SB), Z1, Z3
+	VSUBPS       tconstF32AVX512<>+192(SB), Z3, Z5
+	VMOVAPS      Z0, Z0
+	VFNMADD231PS tconstF32AVX512<>+384(SB), Z4, Z0
+	VFNMADD231PS tconstF32AVX512<>+448(SB), Z4, Z0
+	VMOVAPS      Z1, Z4
+	VFNMADD231PS tconstF32AVX512<>+384(SB), Z5, Z4
+	VFNMADD231PS tconstF32AVX512<>+448(SB), Z5, Z4
+	VBROADCASTSS tconstF32AVX512<>+2432(SB), Z1
+	VBROADCASTSS tconstF32AVX512<>+2432(SB), Z6
+	VFMADD213PS  tconstF32AVX512<>+576(SB), Z0, Z1
+	VFMADD213PS  tconstF32AVX512<>+576(SB), Z4, Z6
+	VFMADD213PS  tconstF32AVX512<>+2496(SB), Z0, Z1
+	VFMADD213PS  tconstF32AVX512<>+2496(SB), Z4, Z6
+	VFMADD213PS  tconstF32AVX512<>+704(SB), Z0, Z1
+	VFMADD213PS  tconstF32AVX512<>+704(SB), Z4, Z6
+	VFMADD213PS  tconstF32AVX512<>+2560(SB), Z0, Z1
+	VFMADD213PS  tconstF32AVX512<>+2560(SB), Z4, Z6
+	VFMADD213PS  tconstF32AVX512<>+832(SB), Z0, Z1
+	VFMADD213PS  tconstF32AVX512<>+832(SB), Z4, Z6
+	VMULPS       Z0, Z0, Z5
+	VFMSUB213PS  Z0, Z5, Z1
+	VPADDD       tconstF32AVX512<>+2624(SB), Z2, Z2
+	VPSLLD       $0x17, Z2, Z2
+	VMULPS       tconstF32AVX512<>+2688(SB), Z2, Z0
+	VMULPS       Z4, Z4, Z5
+	VFMSUB213PS  Z4, Z5, Z6
+	VPADDD       tconstF32AVX512<>+2624(SB), Z3, Z3
+	VPSLLD       $0x17, Z3, Z3
+	VMULPS       tconstF32AVX512<>+2688(SB), Z3, Z7
+	VADDPS       tconstF32AVX512<>+960(SB), Z0, Z8
+	VSUBPS       tconstF32AVX512<>+960(SB), Z8, Z4
+	VSUBPS       Z4, Z0, Z0
+	VADDPS       tconstF32AVX512<>+960(SB), Z7, Z4
+	VSUBPS       tconstF32AVX512<>+960(SB), Z4, Z5
+	VSUBPS       Z5, Z7, Z7
+	VADDPS       Z1, Z8, Z5
+	VSUBPS       Z8, Z5, Z8
+	VSUBPS       Z8, Z1, Z1
+	VADDPS       Z0, Z1, Z1
+	VADDPS       Z6, Z4, Z0
+	VSUBPS       Z4, Z0, Z4
+	VSUBPS       Z4, Z6, Z6
+	VADDPS       Z7, Z6, Z6
+	VBROADCASTSS tconstF32AVX512<>+960(SB), Z4
+	VDIVPS       Z5, Z4, Z8
+	VBROADCASTSS tconstF32AVX512<>+960(SB), Z7
+	VDIVPS       Z0, Z7, Z9
+	VFNMADD231PS Z5, Z8, Z4
+	VFNMADD231PS Z1, Z8, Z4
+	VMULPS       Z8, Z4, Z4
+	VFNMADD231PS Z0, Z9, Z7
+	VFNMADD231PS Z6, Z9, Z7
+	VMULPS       Z9, Z7, Z7
+	VADDPS       Z4, Z8, Z8
+	VMULPS       Z2, Z8, Z8
+	VMULPS       tconstF32AVX512<>+2688(SB), Z8, Z8
+	VADDPS       Z7, Z9, Z9
+	VMULPS       Z3, Z9, Z9
+	VMULPS       tconstF32AVX512<>+2688(SB), Z9, Z9
+	VMOVUPS      Z8, (AX)
+	VMOVUPS      Z9, 64(AX)
+	ADDQ         $0x00000080, CX
+	ADDQ         $0x00000080, AX
+	ADDQ         $0x00000020, BX
+	SUBQ         $0x00000020, DX
+	JMP          sigmoidF32AVX512Pairs_loop
+
+sigmoidF32AVX512Pairs_done:
+	MOVQ BX, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func sigmoidGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+// Requires: AVX, AVX512DQ, AVX512F, BMI2
+TEXT ·sigmoidGradF32AVX512(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ n+24(FP), DX
+	MOVQ grad+16(FP), BX
+	MOVQ sp+32(FP), SI
+
+sigmoidGradF32AVX512_loop:
+	CMPQ              DX, $0x00000010
+	JB                sigmoidGradF32AVX512_tail
+	VMOVUPS           (CX), Z0
+	VMOVUPS           (BX), Z1
+	VANDPS            tconstF32AVX512<>+64(SB), Z0, Z2
+	VMINPS            tconstF32AVX512<>+128(SB), Z2, Z2
+	VBROADCASTSS      tconstF32AVX512<>+192(SB), Z3
+	VFNMADD231PS      tconstF32AVX512<>+256(SB), Z2, Z3
+	VSUBPS            tconstF32AVX512<>+192(SB), Z3, Z4
+	VXORPS            tconstF32AVX512<>+320(SB), Z2, Z2
+	VFNMADD231PS      tconstF32AVX512<>+384(SB), Z4, Z2
+	VFNMADD231PS      tconstF32AVX512<>+448(SB), Z4, Z2
+	VBROADCASTSS      tconstF32AVX512<>+512(SB), Z4
+	VFMADD213PS       tconstF32AVX512<>+576(SB), Z2, Z4
+	VFMADD213PS       tconstF32AVX512<>+640(SB), Z2, Z4
+	VFMADD213PS       tconstF32AVX512<>+704(SB), Z2, Z4
+	VFMADD213PS       tconstF32AVX512<>+768(SB), Z2, Z4
+	VFMADD213PS       tconstF32AVX512<>+832(SB), Z2, Z4
+	VMULPS            Z2, Z2, Z6
+	VFMADD213PS       Z2, Z6, Z4
+	VPSUBD            tconstF32AVX512<>+192(SB), Z3, Z3
+	VPSRAD            $0x01, Z3, Z2
+	VPSUBD            Z2, Z3, Z3
+	VPADDD            tconstF32AVX512<>+896(SB), Z2, Z2
+	VPSLLD            $0x17, Z2, Z2
+	VPADDD            tconstF32AVX512<>+896(SB), Z3, Z3
+	VPSLLD            $0x17, Z3, Z3
+	VMULPS            Z3, Z2, Z6
+	VMOVAPS           Z6, Z7
+	VFMADD231PS       Z4, Z6, Z7
+	VSUBPS            Z7, Z6, Z8
+	VFMADD231PS       Z4, Z6, Z8
+	VADDPS            tconstF32AVX512<>+960(SB), Z7, Z9
+	VSUBPS            tconstF32AVX512<>+960(SB), Z9, Z6
+	VSUBPS            Z6, Z7, Z7
+	VADDPS            Z8, Z7, Z7
+	VBROADCASTSS      tconstF32AVX512<>+960(SB), Z6
+	VDIVPS            Z9, Z6, Z8
+	VFNMADD231PS      Z9, Z8, Z6
+	VFNMADD231PS      Z7, Z8, Z6
+	VMULPS            Z6, Z8, Z6
+	VMULPS            Z8, Z8, Z7
+	VMOVAPS           Z7, Z9
+	VFMSUB231PS       Z8, Z8, Z9
+	VADDPS            Z8, Z8, Z8
+	VFMADD231PS       Z6, Z8, Z9
+	VMOVAPS           Z9, Z6
+	VFMADD231PS       Z4, Z9, Z6
+	VFMADD231PS       Z4, Z7, Z6
+	VMULPS            Z7, Z1, Z4
+	VMOVAPS           Z4, Z8
+	VFMSUB231PS       Z7, Z1, Z8
+	VFMADD231PS       Z6, Z1, Z8
+	VADDPS            Z8, Z4, Z4
+	VMULPS            Z2, Z4, Z4
+	VMULPS            Z3, Z4, Z4
+	VANDPS            tconstF32AVX512<>+320(SB), Z1, Z2
+	VORPS             Z2, Z4, Z4
+	VFPCLASSPSZ       $0x99, Z0, K1
+	VANDPS.BCST       tconstF32AVX512<>+64(SB), Z1, Z2
+	VPCMPGTD.BCST     tconstF32AVX512<>+1024(SB), Z2, K2
+	KORW              K2, K1, K1
+	KORTESTW          K1, K1
+	JZ                sigmoidGradF32AVX512_store
+	KORTESTW          K2, K2
+	JZ                sigmoidGradF32AVX512_wide
+	VBROADCASTSD      tconstF32AVX512<>+1088(SB), Z2
+	VBROADCASTSD      tconstF32AVX512<>+1152(SB), Z3
+	VMOVUPD           tconstF32AVX512<>+2752(SB), Z6
+	VMOVUPD           tconstF32AVX512<>+2816(SB), Z7
+	VCVTPS2PD         Y0, Z8
+	VEXTRACTF32X8     $0x01, Z0, Y5
+	VCVTPS2PD         Y5, Z9
+	VMAXPD.BCST       tconstF32AVX512<>+2880(SB), Z8, Z8
+	VMAXPD.BCST       tconstF32AVX512<>+2880(SB), Z9, Z9
+	VMINPD.BCST       tconstF32AVX512<>+2944(SB), Z8, Z8
+	VMINPD.BCST       tconstF32AVX512<>+2944(SB), Z9, Z9
+	VXORPD.BCST       tconstF32AVX512<>+3008(SB), Z8, Z8
+	VXORPD.BCST       tconstF32AVX512<>+3008(SB), Z9, Z9
+	VMOVAPD           Z3, Z10
+	VMOVAPD           Z3, Z11
+	VFMADD231PD.BCST  tconstF32AVX512<>+1472(SB), Z8, Z10
+	VFMADD231PD.BCST  tconstF32AVX512<>+1472(SB), Z9, Z11
+	VSUBPD            Z3, Z10, Z12
+	VSUBPD            Z3, Z11, Z3
+	VMOVAPD           Z8, Z8
+	VMOVAPD           Z9, Z9
+	VFNMADD231PD.BCST tconstF32AVX512<>+1536(SB), Z12, Z8
+	VFNMADD231PD.BCST tconstF32AVX512<>+1536(SB), Z3, Z9
+	VFNMADD231PD.BCST tconstF32AVX512<>+1600(SB), Z12, Z8
+	VFNMADD231PD.BCST tconstF32AVX512<>+1600(SB), Z3, Z9
+	VBROADCASTSD      tconstF32AVX512<>+3072(SB), Z13
+	VBROADCASTSD      tconstF32AVX512<>+3072(SB), Z14
+	VFMADD213PD.BCST  tconstF32AVX512<>+3136(SB), Z8, Z13
+	VFMADD213PD.BCST  tconstF32AVX512<>+3136(SB), Z9, Z14
+	VFMADD213PD.BCST  tconstF32AVX512<>+3200(SB), Z8, Z13
+	VFMADD213PD.BCST  tconstF32AVX512<>+3200(SB), Z9, Z14
+	VMULPD            Z8, Z8, Z15
+	VMULPD            Z9, Z9, Z16
+	VFMADD213PD       Z8, Z15, Z13
+	VFMADD213PD       Z9, Z16, Z14
+	VPERMI2PD         Z7, Z6, Z10
+	VPERMI2PD         Z7, Z6, Z11
+	VMULPD.BCST       tconstF32AVX512<>+1920(SB), Z12, Z12
+	VMULPD.BCST       tconstF32AVX512<>+1920(SB), Z3, Z3
+	VFMADD213PD       Z10, Z10, Z13
+	VFMADD213PD       Z11, Z11, Z14
+	VSCALEFPD         Z12, Z13, Z6
+	VSCALEFPD         Z3, Z14, Z3
+	VADDPD            Z2, Z6, Z7
+	VADDPD            Z2, Z3, Z8
+	VDIVPD            Z7, Z2, Z7
+	VDIVPD            Z8, Z2, Z8
+	VMULPD            Z7, Z6, Z6
+	VMULPD            Z8, Z3, Z3
+	VMULPD            Z7, Z6, Z6
+	VMULPD            Z8, Z3, Z3
+	VCVTPS2PD         Y1, Z2
+	VEXTRACTF32X8     $0x01, Z1, Y5
+	VCVTPS2PD         Y5, Z7
+	VMULPD            Z2, Z6, Z6
+	VMULPD            Z7, Z3, Z3
+	VCVTPD2PS         Z6, Y5
+	VCVTPD2PS         Z3, Y2
+	VINSERTF32X8      $0x01, Y2, Z5, Z2
+	VMOVAPS           Z2, K2, Z4
+
+sigmoidGradF32AVX512_wide:
+	VFPCLASSPSZ $0x08, Z0, K1
+	VMULPS.BCST (SI), Z1, K1, Z4
+	VFPCLASSPSZ $0x10, Z0, K1
+	VMULPS.BCST 4(SI), Z1, K1, Z4
+	VFPCLASSPSZ $0x81, Z0, K1
+	VADDPS      Z0, Z0, K1, Z4
+
+sigmoidGradF32AVX512_store:
+	VMOVUPS Z4, (AX)
+	ADDQ    $0x00000040, CX
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000040, BX
+	SUBQ    $0x00000010, DX
+	JMP     sigmoidGradF32AVX512_loop
+
+sigmoidGradF32AVX512_tail:
+	TESTQ             DX, DX
+	JZ                sigmoidGradF32AVX512_done
+	MOVL              $0x0000ffff, DI
+	BZHIL             DX, DI, DX
+	KMOVW             DX, K1
+	VMOVUPS.Z         (CX), K1, Z0
+	VMOVUPS.Z         (BX), K1, Z1
+	VANDPS            tconstF32AVX512<>+64(SB), Z0, Z2
+	VMINPS            tconstF32AVX512<>+128(SB), Z2, Z2
+	VBROADCASTSS      tconstF32AVX512<>+192(SB), Z3
+	VFNMADD231PS      tconstF32AVX512<>+256(SB), Z2, Z3
+	VSUBPS            tconstF32AVX512<>+192(SB), Z3, Z4
+	VXORPS            tconstF32AVX512<>+320(SB), Z2, Z2
+	VFNMADD231PS      tconstF32AVX512<>+384(SB), Z4, Z2
+	VFNMADD231PS      tconstF32AVX512<>+448(SB), Z4, Z2
+	VBROADCASTSS      tconstF32AVX512<>+512(SB), Z4
+	VFMADD213PS       tconstF32AVX512<>+576(SB), Z2, Z4
+	VFMADD213PS       tconstF32AVX512<>+640(SB), Z2, Z4
+	VFMADD213PS       tconstF32AVX512<>+704(SB), Z2, Z4
+	VFMADD213PS       tconstF32AVX512<>+768(SB), Z2, Z4
+	VFMADD213PS       tconstF32AVX512<>+832(SB), Z2, Z4
+	VMULPS            Z2, Z2, Z6
+	VFMADD213PS       Z2, Z6, Z4
+	VPSUBD            tconstF32AVX512<>+192(SB), Z3, Z3
+	VPSRAD            $0x01, Z3, Z2
+	VPSUBD            Z2, Z3, Z3
+	VPADDD            tconstF32AVX512<>+896(SB), Z2, Z2
+	VPSLLD            $0x17, Z2, Z2
+	VPADDD            tconstF32AVX512<>+896(SB), Z3, Z3
+	VPSLLD            $0x17, Z3, Z3
+	VMULPS            Z3, Z2, Z6
+	VMOVAPS           Z6, Z7
+	VFMADD231PS       Z4, Z6, Z7
+	VSUBPS            Z7, Z6, Z8
+	VFMADD231PS       Z4, Z6, Z8
+	VADDPS            tconstF32AVX512<>+960(SB), Z7, Z9
+	VSUBPS            tconstF32AVX512<>+960(SB), Z9, Z6
+	VSUBPS            Z6, Z7, Z7
+	VADDPS            Z8, Z7, Z7
+	VBROADCASTSS      tconstF32AVX512<>+960(SB), Z6
+	VDIVPS            Z9, Z6, Z8
+	VFNMADD231PS      Z9, Z8, Z6
+	VFNMADD231PS      Z7, Z8, Z6
+	VMULPS            Z6, Z8, Z6
+	VMULPS            Z8, Z8, Z7
+	VMOVAPS           Z7, Z9
+	VFMSUB231PS       Z8, Z8, Z9
+	VADDPS            Z8, Z8, Z8
+	VFMADD231PS       Z6, Z8, Z9
+	VMOVAPS           Z9, Z6
+	VFMADD231PS       Z4, Z9, Z6
+	VFMADD231PS       Z4, Z7, Z6
+	VMULPS            Z7, Z1, Z4
+	VMOVAPS           Z4, Z8
+	VFMSUB231PS       Z7, Z1, Z8
+	VFMADD231PS       Z6, Z1, Z8
+	VADDPS            Z8, Z4, Z4
+	VMULPS            Z2, Z4, Z4
+	VMULPS            Z3, Z4, Z4
+	VANDPS            tconstF32AVX512<>+320(SB), Z1, Z2
+	VORPS             Z2, Z4, Z4
+	VFPCLASSPSZ       $0x99, Z0, K2
+	VANDPS.BCST       tconstF32AVX512<>+64(SB), Z1, Z2
+	VPCMPGTD.BCST     tconstF32AVX512<>+1024(SB), Z2, K3
+	KORW              K3, K2, K2
+	KORTESTW          K2, K2
+	JZ                sigmoidGradF32AVX512_store_tail
+	KORTESTW          K3, K3
+	JZ                sigmoidGradF32AVX512_wide_tail
+	VBROADCASTSD      tconstF32AVX512<>+1088(SB), Z2
+	VBROADCASTSD      tconstF32AVX512<>+1152(SB), Z3
+	VMOVUPD           tconstF32AVX512<>+3264(SB), Z6
+	VMOVUPD           tconstF32AVX512<>+3328(SB), Z7
+	VCVTPS2PD         Y0, Z8
+	VEXTRACTF32X8     $0x01, Z0, Y5
+	VCVTPS2PD         Y5, Z9
+	VMAXPD.BCST       tconstF32AVX512<>+2880(SB), Z8, Z8
+	VMAXPD.BCST       tconstF32AVX512<>+2880(SB), Z9, Z9
+	VMINPD.BCST       tconstF32AVX512<>+2944(SB), Z8, Z8
+	VMINPD.BCST       tconstF32AVX512<>+2944(SB), Z9, Z9
+	VXORPD.BCST       tconstF32AVX512<>+3008(SB), Z8, Z8
+	VXORPD.BCST       tconstF32AVX512<>+3008(SB), Z9, Z9
+	VMOVAPD           Z3, Z10
+	VMOVAPD           Z3, Z11
+	VFMADD231PD.BCST  tconstF32AVX512<>+1472(SB), Z8, Z10
+	VFMADD231PD.BCST  tconstF32AVX512<>+1472(SB), Z9, Z11
+	VSUBPD            Z3, Z10, Z12
+	VSUBPD            Z3, Z11, Z3
+	VMOVAPD           Z8, Z8
+	VMOVAPD           Z9, Z9
+	VFNMADD231PD.BCST tconstF32AVX512<>+1536(SB), Z12, Z8
+	VFNMADD231PD.BCST tconstF32AVX512<>+1536(SB), Z3, Z9
+	VFNMADD231PD.BCST tconstF32AVX512<>+1600(SB), Z12, Z8
+	VFNMADD231PD.BCST tconstF32AVX512<>+1600(SB), Z3, Z9
+	VBROADCASTSD      tconstF32AVX512<>+3072(SB), Z13
+	VBROADCASTSD      tconstF32AVX512<>+3072(SB), Z14
+	VFMADD213PD.BCST  tconstF32AVX512<>+3136(SB), Z8, Z13
+	VFMADD213PD.BCST  tconstF32AVX512<>+3136(SB), Z9, Z14
+	VFMADD213PD.BCST  tconstF32AVX512<>+3200(SB), Z8, Z13
+	VFMADD213PD.BCST  tconstF32AVX512<>+3200(SB), Z9, Z14
+	VMULPD            Z8, Z8, Z15
+	VMULPD            Z9, Z9, Z16
+	VFMADD213PD       Z8, Z15, Z13
+	VFMADD213PD       Z9, Z16, Z14
+	VPERMI2PD         Z7, Z6, Z10
+	VPERMI2PD         Z7, Z6, Z11
+	VMULPD.BCST       tconstF32AVX512<>+1920(SB), Z12, Z12
+	VMULPD.BCST       tconstF32AVX512<>+1920(SB), Z3, Z3
+	VFMADD213PD       Z10, Z10, Z13
+	VFMADD213PD       Z11, Z11, Z14
+	VSCALEFPD         Z12, Z13, Z6
+	VSCALEFPD         Z3, Z14, Z3
+	VADDPD            Z2, Z6, Z7
+	VADDPD            Z2, Z3, Z8
+	VDIVPD            Z7, Z2, Z7
+	VDIVPD            Z8, Z2, Z8
+	VMULPD            Z7, Z6, Z6
+	VMULPD            Z8, Z3, Z3
+	VMULPD            Z7, Z6, Z6
+	VMULPD            Z8, Z3, Z3
+	VCVTPS2PD         Y1, Z2
+	VEXTRACTF32X8     $0x01, Z1, Y5
+	VCVTPS2PD         Y5, Z7
+	VMULPD            Z2, Z6, Z6
+	VMULPD            Z7, Z3, Z3
+	VCVTPD2PS         Z6, Y5
+	VCVTPD2PS         Z3, Y2
+	VINSERTF32X8      $0x01, Y2, Z5, Z2
+	VMOVAPS           Z2, K3, Z4
+
+sigmoidGradF32AVX512_wide_tail:
+	VFPCLASSPSZ $0x08, Z0, K2
+	VMULPS.BCST (SI), Z1, K2, Z4
+	VFPCLASSPSZ $0x10, Z0, K2
+	VMULPS.BCST 4(SI), Z1, K2, Z4
+	VFPCLASSPSZ $0x81, Z0, K2
+	VADDPS      Z0, Z0, K2, Z4
+
+sigmoidGradF32AVX512_store_tail:
+	VMOVUPS Z4, K1, (AX)
+
+sigmoidGradF32AVX512_done:
+	VZEROUPPER
+	RET
+
+// func sigmoidGradF32AVX512Pairs(dst *float32, x *float32, grad *float32, n int) int
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·sigmoidGradF32AVX512Pairs(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ n+24(FP), DX
+	MOVQ grad+16(FP), BX
+	XORQ SI, SI
+
+sigmoidGradF32AVX512Pairs_loop:
+	CMPQ         DX, $0x00000020
+	JB           sigmoidGradF32AVX512Pairs_done
+	KXORW        K1, K1, K1
+	VMOVUPS      (CX), Z0
+	VANDPS       tconstF32AVX512<>+64(SB), Z0, Z1
+	VPCMPGTD     tconstF32AVX512<>+2240(SB), Z1, K2
+	KORW         K2, K1, K1
+	VMOVUPS      (BX), Z2
+	VANDPS       tconstF32AVX512<>+64(SB), Z2, Z1
+	VPCMPGTD     tconstF32AVX512<>+1024(SB), Z1, K2
+	KORW         K2, K1, K1
+	VMOVUPS      64(CX), Z1
+	VANDPS       tconstF32AVX512<>+64(SB), Z1, Z3
+	VPCMPGTD     tconstF32AVX512<>+2240(SB), Z3, K2
+	KORW         K2, K1, K1
+	VMOVUPS      64(BX), Z3
+	VANDPS       tconstF32AVX512<>+64(SB), Z3, Z4
+	VPCMPGTD     tconstF32AVX512<>+1024(SB), Z4, K2
+	KORW         K2, K1, K1
+	KORTESTW     K1, K1
+	JNZ          sigmoidGradF32AVX512Pairs_done
+	VANDPS       tconstF32AVX512<>+64(SB), Z0, Z0
+	VMINPS       tconstF32AVX512<>+128(SB), Z0, Z0
+	VBROADCASTSS tconstF32AVX512<>+192(SB), Z4
+	VFNMADD231PS tconstF32AVX512<>+256(SB), Z0, Z4
+	VANDPS       tconstF32AVX512<>+64(SB), Z1, Z1
+	VMINPS       tconstF32AVX512<>+128(SB), Z1, Z1
+	VBROADCASTSS tconstF32AVX512<>+192(SB), Z5
+	VFNMADD231PS tconstF32AVX512<>+256(SB), Z1, Z5
+	VSUBPS       tconstF32AVX512<>+192(SB), Z4, Z6
+	VXORPS       tconstF32AVX512<>+320(SB), Z0, Z0
+	VFNMADD231PS tconstF32AVX512<>+384(SB), Z6, Z0
+	VFNMADD231PS tconstF32AVX512<>+448(SB), Z6, Z0
+	VSUBPS       tconstF32AVX512<>+192(SB), Z5, Z6
+	VXORPS       tconstF32AVX512<>+320(SB), Z1, Z1
+	VFNMADD231PS tconstF32AVX512<>+384(SB), Z6, Z1
+	VFNMADD231PS tconstF32AVX512<>+448(SB), Z6, Z1
+	VBROADCASTSS tconstF32AVX512<>+512(SB), Z6
+	VBROADCASTSS tconstF32AVX512<>+512(SB), Z7
+	VFMADD213PS  tconstF32AVX512<>+576(SB), Z0, Z6
+	VFMADD213PS  tconstF32AVX512<>+576(SB), Z1, Z7
+	VFMADD213PS  tconstF32AVX512<>+640(SB), Z0, Z6
+	VFMADD213PS  tconstF32AVX512<>+640(SB), Z1, Z7
+	VFMADD213PS  tconstF32AVX512<>+704(SB), Z0, Z6
+	VFMADD213PS  tconstF32AVX512<>+704(SB), Z1, Z7
+	VFMADD213PS  tconstF32AVX512<>+768(SB), Z0, Z6
+	VFMADD213PS  tconstF32AVX512<>+768(SB), Z1, Z7
+	VFMADD213PS  tconstF32AVX512<>+832(SB), Z0, Z6
+	VFMADD213PS  tconstF32AVX512<>+832(SB), Z1, Z7
+	VMULPS       Z0, Z0, Z8
+	VFMADD213PS  Z0, Z8, Z6
+	VPSUBD       tconstF32AVX512<>+192(SB), Z4, Z4
+	VPSRAD       $0x01, Z4, Z8
+	VPSUBD       Z8, Z4, Z4
+	VPADDD       tconstF32AVX512<>+896(SB), Z8, Z8
+	VPSLLD       $0x17, Z8, Z8
+	VPADDD       tconstF32AVX512<>+896(SB), Z4, Z4
+	VPSLLD       $0x17, Z4, Z4
+	VMULPS       Z1, Z1, Z0
+	VFMADD213PS  Z1, Z0, Z7
+	VPSUBD       tconstF32AVX512<>+192(SB), Z5, Z5
+	VPSRAD       $0x01, Z5, Z0
+	VPSUBD       Z0, Z5, Z5
+	VPADDD       tconstF32AVX512<>+896(SB), Z0, Z0
+	VPSLLD       $0x17, Z0, Z0
+	VPADDD       tconstF32AVX512<>+896(SB), Z5, Z5
+	VPSLLD       $0x17, Z5, Z5
+	VMULPS       Z4, Z8, Z1
+	VMOVAPS      Z1, Z9
+	VFMADD231PS  Z6, Z1, Z9
+	VSUBPS       Z9, Z1, Z11
+	VFMADD231PS  Z6, Z1, Z11
+	VMULPS       Z5, Z0, Z1
+	VMOVAPS      Z1, Z10
+	VFMADD231PS  Z7, Z1, Z10
+	VSUBPS       Z10, Z1, Z12
+	VFMADD231PS  Z7, Z1, Z12
+	VADDPS       tconstF32AVX512<>+960(SB), Z9, Z13
+	VSUBPS       tconstF32AVX512<>+960(SB), Z13, Z1
+	VSUBPS       Z1, Z9, Z9
+	VADDPS       Z11, Z9, Z9
+	VADDPS       tconstF32AVX512<>+960(SB), Z10, Z11
+	VSUBPS       tconstF32AVX512<>+960(SB), Z11, Z1
+	VSUBPS       Z1, Z10, Z10
+	VADDPS       Z12, Z10, Z10
+	VBROADCASTSS tconstF32AVX512<>+960(SB), Z1
+	VDIVPS       Z13, Z1, Z14
+	VBROADCASTSS tconstF32AVX512<>+960(SB), Z12
+	VDIVPS       Z11, Z12, Z15
+	VFNMADD231PS Z13, Z14, Z1
+	VFNMADD231PS Z9, Z14, Z1
+	VMULPS       Z1, Z14, Z1
+	VFNMADD231PS Z11, Z15, Z12
+	VFNMADD231PS Z10, Z15, Z12
+	VMULPS       Z12, Z15, Z9
+	VMULPS       Z14, Z14, Z10
+	VMOVAPS      Z10, Z11
+	VFMSUB231PS  Z14, Z14, Z11
+	VADDPS       Z14, Z14, Z14
+	VFMADD231PS  Z1, Z14, Z11
+	VMULPS       Z15, Z15, Z1
+	VMOVAPS      Z1, Z12
+	VFMSUB231PS  Z15, Z15, Z12
+	VADDPS       Z15, Z15, Z15
+	VFMADD231PS  Z9, Z15, Z12
+	VMOVAPS      Z11, Z9
+	VFMADD231PS  Z6, Z11, Z9
+	VFMADD231PS  Z6, Z10, Z9
+	VMOVAPS      Z12, Z6
+	VFMADD231PS  Z7, Z12, Z6
+	VFMADD231PS  Z7, Z1, Z6
+	VMULPS       Z10, Z2, Z7
+	VMOVAPS      Z7, Z11
+	VFMSUB231PS  Z10, Z2, Z11
+	VFMADD231PS  Z9, Z2, Z11
+	VADDPS       Z11, Z7, Z7
+	VMULPS       Z1, Z3, Z9
+	VMOVAPS      Z9, Z10
+	VFMSUB231PS  Z1, Z3, Z10
+	VFMADD231PS  Z6, Z3, Z10
+	VADDPS       Z10, Z9, Z9
+	VMULPS       Z8, Z7, Z7
+	VMULPS       Z4, Z7, Z7
+	VMULPS       Z0, Z9, Z9
+	VMULPS       Z5, Z9, Z9
+	VANDPS       tconstF32AVX512<>+320(SB), Z2, Z0
+	VORPS        Z0, Z7, Z7
+	VANDPS       tconstF32AVX512<>+320(SB), Z3, Z0
+	VORPS        Z0, Z9, Z9
+	VMOVUPS      Z7, (AX)
+	VMOVUPS      Z9, 64(AX)
+	ADDQ         $0x00000080, CX
+	ADDQ         $0x00000080, AX
+	ADDQ         $0x00000080, BX
+	ADDQ         $0x00000020, SI
+	SUBQ         $0x00000020, DX
+	JMP          sigmoidGradF32AVX512Pairs_loop
+
+sigmoidGradF32AVX512Pairs_done:
+	MOVQ SI, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func siluF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
+// Requires: AVX, AVX512DQ, AVX512F, BMI2
+TEXT ·siluF32AVX512(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVQ         sp+24(FP), BX
+	VBROADCASTSS tconstF32AVX512<>+192(SB), Z0
+	VBROADCASTSS tconstF32AVX512<>+960(SB), Z0
+
+siluF32AVX512_loop:
+	CMPQ         DX, $0x00000010
+	JB           siluF32AVX512_tail
+	VMOVUPS      (CX), Z0
+	VMAXPS       tconstF32AVX512<>+2304(SB), Z0, Z1
+	VMINPS       tconstF32AVX512<>+2368(SB), Z1, Z1
+	VBROADCASTSS tconstF32AVX512<>+192(SB), Z2
+	VFMADD231PS  tconstF32AVX512<>+256(SB), Z1, Z2
+	VSUBPS       tconstF32AVX512<>+192(SB), Z2, Z3
+	VMOVAPS      Z1, Z4
+	VFNMADD231PS tconstF32AVX512<>+384(SB), Z3, Z4
+	VFNMADD231PS tconstF32AVX512<>+448(SB), Z3, Z4
+	VBROADCASTSS tconstF32AVX512<>+2432(SB), Z5
+	VFMADD213PS  tconstF32AVX512<>+576(SB), Z4, Z5
+	VFMADD213PS  tconstF32AVX512<>+2496(SB), Z4, Z5
+	VFMADD213PS  tconstF32AVX512<>+704(SB), Z4, Z5
+	VFMADD213PS  tconstF32AVX512<>+2560(SB), Z4, Z5
+	VFMADD213PS  tconstF32AVX512<>+832(SB), Z4, Z5
+	VMULPS       Z4, Z4, Z3
+	VFMSUB213PS  Z4, Z3, Z5
+	VPADDD       tconstF32AVX512<>+2624(SB), Z2, Z2
+	VPSLLD       $0x17, Z2, Z2
+	VMULPS       tconstF32AVX512<>+2688(SB), Z2, Z4
+	VADDPS       tconstF32AVX512<>+960(SB), Z4, Z6
+	VSUBPS       tconstF32AVX512<>+960(SB), Z6, Z3
+	VSUBPS       Z3, Z4, Z4
+	VADDPS       Z5, Z6, Z3
+	VSUBPS       Z6, Z3, Z6
+	VSUBPS       Z6, Z5, Z5
+	VADDPS       Z4, Z5, Z5
+	VBROADCASTSS tconstF32AVX512<>+960(SB), Z4
+	VDIVPS       Z3, Z4, Z6
+	VFNMADD231PS Z3, Z6, Z4
+	VFNMADD231PS Z5, Z6, Z4
+	VMULPS       Z6, Z4, Z4
+	VMULPS       Z6, Z1, Z3
+	VMOVAPS      Z3, Z5
+	VFMSUB231PS  Z6, Z1, Z5
+	VFMADD231PS  Z4, Z1, Z5
+	VADDPS       Z5, Z3, Z3
+	VMULPS       Z2, Z3, Z3
+	VMULPS       tconstF32AVX512<>+2688(SB), Z3, Z3
+	VCMPPS       $0x1e, tconstF32AVX512<>+2368(SB), Z0, K1
+	VBLENDMPS    Z0, Z3, K1, Z3
+	VANDPS       tconstF32AVX512<>+320(SB), Z0, Z1
+	VORPS        Z1, Z3, Z3
+	VFPCLASSPSZ  $0x99, Z0, K1
+	KORTESTW     K1, K1
+	JZ           siluF32AVX512_store
+	VFPCLASSPSZ  $0x08, Z0, K1
+	VBROADCASTSS (BX), K1, Z3
+	VFPCLASSPSZ  $0x10, Z0, K1
+	VBROADCASTSS 4(BX), K1, Z3
+	VFPCLASSPSZ  $0x81, Z0, K1
+	VADDPS       Z0, Z0, K1, Z3
+
+siluF32AVX512_store:
+	VMOVUPS Z3, (AX)
+	ADDQ    $0x00000040, CX
+	ADDQ    $0x00000040, AX
+	SUBQ    $0x00000010, DX
+	JMP     siluF32AVX512_loop
+
+siluF32AVX512_tail:
+	TESTQ        DX, DX
+	JZ           siluF32AVX512_done
+	MOVL         $0x0000ffff, SI
+	BZHIL        DX, SI, DX
+	KMOVW        DX, K1
+	VMOVUPS.Z    (CX), K1, Z0
+	VMAXPS       tconstF32AVX512<>+2304(SB), Z0, Z1
+	VMINPS       tconstF32AVX512<>+2368(SB), Z1, Z1
+	VBROADCASTSS tconstF32AVX512<>+192(SB), Z2
+	VFMADD231PS  tconstF32AVX512<>+256(SB), Z1, Z2
+	VSUBPS       tconstF32AVX512<>+192(SB), Z2, Z3
+	VMOVAPS      Z1, Z4
+	VFNMADD231PS tconstF32AVX512<>+384(SB), Z3, Z4
+	VFNMADD231PS tconstF32AVX512<>+448(SB), Z3, Z4
+	VBROADCASTSS tconstF32AVX512<>+2432(SB), Z5
+	VFMADD213PS  tconstF32AVX512<>+576(SB), Z4, Z5
+	VFMADD213PS  tconstF32AVX512<>+2496(SB), Z4, Z5
+	VFMADD213PS  tconstF32AVX512<>+704(SB), Z4, Z5
+	VFMADD213PS  tconstF32AVX512<>+2560(SB), Z4, Z5
+	VFMADD213PS  tconstF32AVX512<>+832(SB), Z4, Z5
+	VMULPS       Z4, Z4, Z3
+	VFMSUB213PS  Z4, Z3, Z5
+	VPADDD       tconstF32AVX512<>+2624(SB), Z2, Z2
+	VPSLLD       $0x17, Z2, Z2
+	VMULPS       tconstF32AVX512<>+2688(SB), Z2, Z4
+	VADDPS       tconstF32AVX512<>+960(SB), Z4, Z6
+	VSUBPS       tconstF32AVX512<>+960(SB), Z6, Z3
+	VSUBPS       Z3, Z4, Z4
+	VADDPS       Z5, Z6, Z3
+	VSUBPS       Z6, Z3, Z6
+	VSUBPS       Z6, Z5, Z5
+	VADDPS       Z4, Z5, Z5
+	VBROADCASTSS tconstF32AVX512<>+960(SB), Z4
+	VDIVPS       Z3, Z4, Z6
+	VFNMADD231PS Z3, Z6, Z4
+	VFNMADD231PS Z5, Z6, Z4
+	VMULPS       Z6, Z4, Z4
+	VMULPS       Z6, Z1, Z3
+	VMOVAPS      Z3, Z5
+	VFMSUB231PS  Z6, Z1, Z5
+	VFMADD231PS  Z4, Z1, Z5
+	VADDPS       Z5, Z3, Z3
+	VMULPS       Z2, Z3, Z3
+	VMULPS       tconstF32AVX512<>+2688(SB), Z3, Z3
+	VCMPPS       $0x1e, tconstF32AVX512<>+2368(SB), Z0, K2
+	VBLENDMPS    Z0, Z3, K2, Z3
+	VANDPS       tconstF32AVX512<>+320(SB), Z0, Z1
+	VORPS        Z1, Z3, Z3
+	VFPCLASSPSZ  $0x99, Z0, K2
+	KORTESTW     K2, K2
+	JZ           siluF32AVX512_store_tail
+	VFPCLASSPSZ  $0x08, Z0, K2
+	VBROADCASTSS (BX), K2, Z3
+	VFPCLASSPSZ  $0x10, Z0, K2
+	VBROADCASTSS 4(BX), K2, Z3
+	VFPCLASSPSZ  $0x81, Z0, K2
+	VADDPS       Z0, Z0, K2, Z3
+
+siluF32AVX512_store_tail:
+	VMOVUPS Z3, K1, (AX)
+
+siluF32AVX512_done:
+	VZEROUPPER
+	RET
+
+// func siluF32AVX512Pairs(dst *float32, x *float32, n int) int
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·siluF32AVX512Pairs(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ n+16(FP), DX
+	XORQ BX, BX
+
+siluF32AVX512Pairs_loop:
+	CMPQ         DX, $0x00000020
+	JB           siluF32AVX512Pairs_done
+	KXORW        K1, K1, K1
+	VMOVUPS      (CX), Z0
+	VANDPS       tconstF32AVX512<>+64(SB), Z0, Z1
+	VPCMPGTD     tconstF32AVX512<>+2240(SB), Z1, K2
+	KORW         K2, K1, K1
+	VMOVUPS      64(CX), Z1
+	VANDPS       tconstF32AVX512<>+64(SB), Z1, Z2
+	VPCMPGTD     tconstF32AVX512<>+2240(SB), Z2, K2
+	KORW         K2, K1, K1
+	KORTESTW     K1, K1
+	JNZ          siluF32AVX512Pairs_done
+	VMAXPS       tconstF32AVX512<>+2304(SB), Z0, Z2
+	VMINPS       tconstF32AVX512<>+2368(SB), Z2, Z2
+	VMAXPS       tconstF32AVX512<>+2304(SB), Z1, Z3
+	VMINPS       tconstF32AVX512<>+2368(SB), Z3, Z3
+	VBROADCASTSS tconstF32AVX512<>+192(SB), Z4
+	VFMADD231PS  tconstF32AVX512<>+256(SB), Z2, Z4
+	VSUBPS       tconstF32AVX512<>+192(SB), Z4, Z6
+	VBROADCASTSS tconstF32AVX512<>+192(SB), Z5
+	VFMADD231PS  tconstF32AVX512<>+256(SB), Z3, Z5
+	VSUBPS       tconstF32AVX512<>+192(SB), Z5, Z7
+	VMOVAPS      Z2, Z8
+	VFNMADD231PS tconstF32AVX512<>+384(SB), Z6, Z8
+	VFNMADD231PS tconstF32AVX512<>+448(SB), Z6, Z8
+	VMOVAPS      Z3, Z6
+	VFNMADD231PS tconstF32AVX512<>+384(SB), Z7, Z6
+	VFNMADD231PS tconstF32AVX512<>+448(SB), Z7, Z6
+	VBROADCASTSS tconstF32AVX512<>+2432(SB), Z9
+	VBROADCASTSS tconstF32AVX512<>+2432(SB), Z10
+	VFMADD213PS  tconstF32AVX512<>+576(SB), Z8, Z9
+	VFMADD213PS  tconstF32AVX512<>+576(SB), Z6, Z10
+	VFMADD213PS  tconstF32AVX512<>+2496(SB), Z8, Z9
+	VFMADD213PS  tconstF32AVX512<>+2496(SB), Z6, Z10
+	VFMADD213PS  tconstF32AVX512<>+704(SB), Z8, Z9
+	VFMADD213PS  tconstF32AVX512<>+704(SB), Z6, Z10
+	VFMADD213PS  tconstF32AVX512<>+2560(SB), Z8, Z9
+	VFMADD213PS  tconstF32AVX512<>+2560(SB), Z6, Z10
+	VFMADD213PS  tconstF32AVX512<>+832(SB), Z8, Z9
+	VFMADD213PS  tconstF32AVX512<>+832(SB), Z6, Z10
+	VMULPS       Z8, Z8, Z7
+	VFMSUB213PS  Z8, Z7, Z9
+	VPADDD       tconstF32AVX512<>+2624(SB), Z4, Z4
+	VPSLLD       $0x17, Z4, Z4
+	VMULPS       tconstF32AVX512<>+2688(SB), Z4, Z8
+	VMULPS       Z6, Z6, Z7
+	VFMSUB213PS  Z6, Z7, Z10
+	VPADDD       tconstF32AVX512<>+2624(SB), Z5, Z5
+	VPSLLD       $0x17, Z5, Z5
+	VMULPS       tconstF32AVX512<>+2688(SB), Z5, Z11
+	VADDPS       tconstF32AVX512<>+960(SB), Z8, Z12
+	VSUBPS       tconstF32AVX512<>+960(SB), Z12, Z6
+	VSUBPS       Z6, Z8, Z8
+	VADDPS       tconstF32AVX512<>+960(SB), Z11, Z6
+	VSUBPS       tconstF32AVX512<>+960(SB), Z6, Z7
+	VSUBPS       Z7, Z11, Z11
+	VADDPS       Z9, Z12, Z7
+	VSUBPS       Z12, Z7, Z12
+	VSUBPS       Z12, Z9, Z9
+	VADDPS       Z8, Z9, Z9
+	VADDPS       Z10, Z6, Z8
+	VSUBPS       Z6, Z8, Z6
+	VSUBPS       Z6, Z10, Z10
+	VADDPS       Z11, Z10, Z10
+	VBROADCASTSS tconstF32AVX512<>+960(SB), Z6
+	VDIVPS       Z7, Z6, Z12
+	VBROADCASTSS tconstF32AVX512<>+960(SB), Z11
+	VDIVPS       Z8, Z11, Z13
+	VFNMADD231PS Z7, Z12, Z6
+	VFNMADD231PS Z9, Z12, Z6
+	VMULPS       Z12, Z6, Z6
+	VFNMADD231PS Z8, Z13, Z11
+	VFNMADD231PS Z10, Z13, Z11
+	VMULPS       Z13, Z11, Z11
+	VMULPS       Z12, Z2, Z7
+	VMOVAPS      Z7, Z8
+	VFMSUB231PS  Z12, Z2, Z8
+	VFMADD231PS  Z6, Z2, Z8
+	VADDPS       Z8, Z7, Z7
+	VMULPS       Z13, Z3, Z2
+	VMOVAPS      Z2, Z6
+	VFMSUB231PS  Z13, Z3, Z6
+	VFMADD231PS  Z11, Z3, Z6
+	VADDPS       Z6, Z2, Z2
+	VMULPS       Z4, Z7, Z7
+	VMULPS       tconstF32AVX512<>+2688(SB), Z7, Z7
+	VCMPPS       $0x1e, tconstF32AVX512<>+2368(SB), Z0, K2
+	VBLENDMPS    Z0, Z7, K2, Z7
+	VANDPS       tconstF32AVX512<>+320(SB), Z0, Z0
+	VORPS        Z0, Z7, Z7
+	VMULPS       Z5, Z2, Z2
+	VMULPS       tconstF32AVX512<>+2688(SB), Z2, Z2
+	VCMPPS       $0x1e, tconstF32AVX512<>+2368(SB), Z1, K2
+	VBLENDMPS    Z1, Z2, K2, Z2
+	VANDPS       tconstF32AVX512<>+320(SB), Z1, Z0
+	VORPS        Z0, Z2, Z2
+	VMOVUPS      Z7, (AX)
+	VMOVUPS      Z2, 64(AX)
+	ADDQ         $0x00000080, CX
+	ADDQ         $0x00000080, AX
+	ADDQ         $0x00000020, BX
+	SUBQ         $0x00000020, DX
+	JMP          siluF32AVX512Pairs_loop
+
+siluF32AVX512Pairs_done:
+	MOVQ BX, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func geluF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
+// Requires: AVX, AVX512DQ, AVX512F, BMI2
+TEXT ·geluF32AVX512(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVQ         sp+24(FP), BX
+	VBROADCASTSS tconstF32AVX512<>+192(SB), Z0
+	VBROADCASTSS tconstF32AVX512<>+960(SB), Z0
+
+geluF32AVX512_loop:
+	CMPQ         DX, $0x00000010
+	JB           geluF32AVX512_tail
+	VMOVUPS      (CX), Z0
+	VANDPS       tconstF32AVX512<>+64(SB), Z0, Z1
+	VMINPS       tconstF32AVX512<>+3392(SB), Z1, Z1
+	VBROADCASTSS tconstF32AVX512<>+3456(SB), Z2
+	VFMADD213PS  tconstF32AVX512<>+3520(SB), Z1, Z2
+	VFMADD213PS  tconstF32AVX512<>+3584(SB), Z1, Z2
+	VFMADD213PS  tconstF32AVX512<>+3648(SB), Z1, Z2
+	VFMADD213PS  tconstF32AVX512<>+3712(SB), Z1, Z2
+	VFMADD213PS  tconstF32AVX512<>+960(SB), Z1, Z2
+	VBROADCASTSS tconstF32AVX512<>+960(SB), Z3
+	VDIVPS       Z2, Z3, Z3
+	VBROADCASTSS tconstF32AVX512<>+3776(SB), Z2
+	VFMADD213PS  tconstF32AVX512<>+3840(SB), Z1, Z2
+	VFMADD213PS  tconstF32AVX512<>+3904(SB), Z1, Z2
+	VFMADD213PS  tconstF32AVX512<>+3968(SB), Z1, Z2
+	VFMADD213PS  tconstF32AVX512<>+4032(SB), Z1, Z2
+	VFMADD213PS  tconstF32AVX512<>+4096(SB), Z1, Z2
+	VMULPS       Z3, Z2, Z2
+	VADDPS       tconstF32AVX512<>+4160(SB), Z2, Z3
+	VBROADCASTSS tconstF32AVX512<>+4160(SB), Z4
+	VSUBPS       Z3, Z4, Z4
+	VADDPS       Z2, Z4, Z4
+	VMAXPS       tconstF32AVX512<>+4224(SB), Z1, Z2
+	VMINPS       tconstF32AVX512<>+4224(SB), Z1, Z5
+	VADDPS       Z5, Z2, Z6
+	VSUBPS       Z2, Z6, Z2
+	VSUBPS       Z2, Z5, Z2
+	VBROADCASTSS tconstF32AVX512<>+960(SB), Z5
+	VDIVPS       Z6, Z5, Z5
+	VMULPS       Z5, Z3, Z7
+	VFNMADD231PS Z6, Z7, Z3
+	VADDPS       Z4, Z3, Z3
+	VFNMADD231PS Z2, Z7, Z3
+	VMULPS       Z5, Z3, Z3
+	VANDPS       tconstF32AVX512<>+320(SB), Z0, Z2
+	VORPS        Z1, Z2, Z2
+	VMULPS       Z7, Z2, Z4
+	VMOVAPS      Z4, Z5
+	VFMSUB231PS  Z7, Z2, Z5
+	VFMADD231PS  Z3, Z2, Z5
+	VMULPS       Z1, Z1, Z2
+	VMOVAPS      Z2, Z3
+	VFMSUB231PS  Z1, Z1, Z3
+	VMULPS       tconstF32AVX512<>+4288(SB), Z2, Z1
+	VBROADCASTSS tconstF32AVX512<>+192(SB), Z6
+	VFMADD231PS  tconstF32AVX512<>+256(SB), Z1, Z6
+	VSUBPS       tconstF32AVX512<>+192(SB), Z6, Z2
+	VFNMADD231PS tconstF32AVX512<>+384(SB), Z2, Z1
+	VMULPS       tconstF32AVX512<>+832(SB), Z3, Z3
+	VFMADD231PS  tconstF32AVX512<>+448(SB), Z2, Z3
+	VSUBPS       Z3, Z1, Z1
+	VBROADCASTSS tconstF32AVX512<>+512(SB), Z2
+	VFMADD213PS  tconstF32AVX512<>+576(SB), Z1, Z2
+	VFMADD213PS  tconstF32AVX512<>+640(SB), Z1, Z2
+	VFMADD213PS  tconstF32AVX512<>+704(SB), Z1, Z2
+	VFMADD213PS  tconstF32AVX512<>+768(SB), Z1, Z2
+	VFMADD213PS  tconstF32AVX512<>+832(SB), Z1, Z2
+	VPSUBD       tconstF32AVX512<>+192(SB), Z6, Z6
+	VFMADD213PS  Z5, Z1, Z5
+	VMOVAPS      Z0, Z3
+	VANDPS       tconstF32AVX512<>+320(SB), Z4, Z7
+	VMULPS       Z1, Z1, Z8
+	VMULPS       Z4, Z8, Z8
+	VFMADD231PS  Z2, Z8, Z5
+	VFMADD231PS  Z1, Z4, Z5
+	VADDPS       Z5, Z4, Z4
+	VPSRAD       $0x01, Z6, Z1
+	VPSUBD       Z1, Z6, Z6
+	VPADDD       tconstF32AVX512<>+896(SB), Z1, Z1
+	VPSLLD       $0x17, Z1, Z1
+	VPADDD       tconstF32AVX512<>+896(SB), Z6, Z6
+	VPSLLD       $0x17, Z6, Z6
+	VMULPS       Z1, Z4, Z4
+	VMULPS       Z6, Z4, Z1
+	VORPS        Z7, Z1, Z1
+	VFNMADD231PS Z6, Z4, Z3
+	VPMOVD2M     Z0, K1
+	VBLENDMPS    Z1, Z3, K1, Z3
+	VFPCLASSPSZ  $0x99, Z0, K1
+	KORTESTW     K1, K1
+	JZ           geluF32AVX512_store
+	VFPCLASSPSZ  $0x08, Z0, K1
+	VBROADCASTSS (BX), K1, Z3
+	VFPCLASSPSZ  $0x10, Z0, K1
+	VBROADCASTSS 4(BX), K1, Z3
+	VFPCLASSPSZ  $0x81, Z0, K1
+	VADDPS       Z0, Z0, K1, Z3
+
+geluF32AVX512_store:
+	VMOVUPS Z3, (AX)
+	ADDQ    $0x00000040, CX
+	ADDQ    $0x00000040, AX
+	SUBQ    $0x00000010, DX
+	JMP     geluF32AVX512_loop
+
+geluF32AVX512_tail:
+	TESTQ        DX, DX
+	JZ           geluF32AVX512_done
+	MOVL         $0x0000ffff, SI
+	BZHIL        DX, SI, DX
+	KMOVW        DX, K1
+	VMOVUPS.Z    (CX), K1, Z0
+	VANDPS       tconstF32AVX512<>+64(SB), Z0, Z1
+	VMINPS       tconstF32AVX512<>+3392(SB), Z1, Z1
+	VBROADCASTSS tconstF32AVX512<>+3456(SB), Z2
+	VFMADD213PS  tconstF32AVX512<>+3520(SB), Z1, Z2
+	VFMADD213PS  tconstF32AVX512<>+3584(SB), Z1, Z2
+	VFMADD213PS  tconstF32AVX512<>+3648(SB), Z1, Z2
+	VFMADD213PS  tconstF32AVX512<>+3712(SB), Z1, Z2
+	VFMADD213PS  tconstF32AVX512<>+960(SB), Z1, Z2
+	VBROADCASTSS tconstF32AVX512<>+960(SB), Z3
+	VDIVPS       Z2, Z3, Z3
+	VBROADCASTSS tconstF32AVX512<>+3776(SB), Z2
+	VFMADD213PS  tconstF32AVX512<>+3840(SB), Z1, Z2
+	VFMADD213PS  tconstF32AVX512<>+3904(SB), Z1, Z2
+	VFMADD213PS  tconstF32AVX512<>+3968(SB), Z1, Z2
+	VFMADD213PS  tconstF32AVX512<>+4032(SB), Z1, Z2
+	VFMADD213PS  tconstF32AVX512<>+4096(SB), Z1, Z2
+	VMULPS       Z3, Z2, Z2
+	VADDPS       tconstF32AVX512<>+4160(SB), Z2, Z3
+	VBROADCASTSS tconstF32AVX512<>+4160(SB), Z4
+	VSUBPS       Z3, Z4, Z4
+	VADDPS       Z2, Z4, Z4
+	VMAXPS       tconstF32AVX512<>+4224(SB), Z1, Z2
+	VMINPS       tconstF32AVX512<>+4224(SB), Z1, Z5
+	VADDPS       Z5, Z2, Z6
+	VSUBPS       Z2, Z6, Z2
+	VSUBPS       Z2, Z5, Z2
+	VBROADCASTSS tconstF32AVX512<>+960(SB), Z5
+	VDIVPS       Z6, Z5, Z5
+	VMULPS       Z5, Z3, Z7
+	VFNMADD231PS Z6, Z7, Z3
+	VADDPS       Z4, Z3, Z3
+	VFNMADD231PS Z2, Z7, Z3
+	VMULPS       Z5, Z3, Z3
+	VANDPS       tconstF32AVX512<>+320(SB), Z0, Z2
+	VORPS        Z1, Z2, Z2
+	VMULPS       Z7, Z2, Z4
+	VMOVAPS      Z4, Z5
+	VFMSUB231PS  Z7, Z2, Z5
+	VFMADD231PS  Z3, Z2, Z5
+	VMULPS       Z1, Z1, Z2
+	VMOVAPS      Z2, Z3
+	VFMSUB231PS  Z1, Z1, Z3
+	VMULPS       tconstF32AVX512<>+4288(SB), Z2, Z1
+	VBROADCASTSS tconstF32AVX512<>+192(SB), Z6
+	VFMADD231PS  tconstF32AVX512<>+256(SB), Z1, Z6
+	VSUBPS       tconstF32AVX512<>+192(SB), Z6, Z2
+	VFNMADD231PS tconstF32AVX512<>+384(SB), Z2, Z1
+	VMULPS       tconstF32AVX512<>+832(SB), Z3, Z3
+	VFMADD231PS  tconstF32AVX512<>+448(SB), Z2, Z3
+	VSUBPS       Z3, Z1, Z1
+	VBROADCASTSS tconstF32AVX512<>+512(SB), Z2
+	VFMADD213PS  tconstF32AVX512<>+576(SB), Z1, Z2
+	VFMADD213PS  tconstF32AVX512<>+640(SB), Z1, Z2
+	VFMADD213PS  tconstF32AVX512<>+704(SB), Z1, Z2
+	VFMADD213PS  tconstF32AVX512<>+768(SB), Z1, Z2
+	VFMADD213PS  tconstF32AVX512<>+832(SB), Z1, Z2
+	VPSUBD       tconstF32AVX512<>+192(SB), Z6, Z6
+	VFMADD213PS  Z5, Z1, Z5
+	VMOVAPS      Z0, Z3
+	VANDPS       tconstF32AVX512<>+320(SB), Z4, Z7
+	VMULPS       Z1, Z1, Z8
+	VMULPS       Z4, Z8, Z8
+	VFMADD231PS  Z2, Z8, Z5
+	VFMADD231PS  Z1, Z4, Z5
+	VADDPS       Z5, Z4, Z4
+	VPSRAD       $0x01, Z6, Z1
+	VPSUBD       Z1, Z6, Z6
+	VPADDD       tconstF32AVX512<>+896(SB), Z1, Z1
+	VPSLLD       $0x17, Z1, Z1
+	VPADDD       tconstF32AVX512<>+896(SB), Z6, Z6
+	VPSLLD       $0x17, Z6, Z6
+	VMULPS       Z1, Z4, Z4
+	VMULPS       Z6, Z4, Z1
+	VORPS        Z7, Z1, Z1
+	VFNMADD231PS Z6, Z4, Z3
+	VPMOVD2M     Z0, K2
+	VBLENDMPS    Z1, Z3, K2, Z3
+	VFPCLASSPSZ  $0x99, Z0, K2
+	KORTESTW     K2, K2
+	JZ           geluF32AVX512_store_tail
+	VFPCLASSPSZ  $0x08, Z0, K2
+	VBROADCASTSS (BX), K2, Z3
+	VFPCLASSPSZ  $0x10, Z0, K2
+	VBROADCASTSS 4(BX), K2, Z3
+	VFPCLASSPSZ  $0x81, Z0, K2
+	VADDPS       Z0, Z0, K2, Z3
+
+geluF32AVX512_store_tail:
+	VMOVUPS Z3, K1, (AX)
+
+geluF32AVX512_done:
+	VZEROUPPER
+	RET
+
+// func geluF32AVX512Pairs(dst *float32, x *float32, n int) int
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·geluF32AVX512Pairs(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ n+16(FP), DX
+	XORQ BX, BX
+
+geluF32AVX512Pairs_loop:
+	CMPQ         DX, $0x00000020
+	JB           geluF32AVX512Pairs_done
+	KXORW        K1, K1, K1
+	VMOVUPS      (CX), Z0
+	VANDPS       tconstF32AVX512<>+64(SB), Z0, Z1
+	VPCMPGTD     tconstF32AVX512<>+2240(SB), Z1, K2
+	KORW         K2, K1, K1
+	VMOVUPS      64(CX), Z1
+	VANDPS       tconstF32AVX512<>+64(SB), Z1, Z2
+	VPCMPGTD     tconstF32AVX512<>+2240(SB), Z2, K2
+	KORW         K2, K1, K1
+	KORTESTW     K1, K1
+	JNZ          geluF32AVX512Pairs_done
+	VANDPS       tconstF32AVX512<>+64(SB), Z0, Z2
+	VMINPS       tconstF32AVX512<>+3392(SB), Z2, Z2
+	VANDPS       tconstF32AVX512<>+64(SB), Z1, Z3
+	VMINPS       tconstF32AVX512<>+3392(SB), Z3, Z3
+	VBROADCASTSS tconstF32AVX512<>+3456(SB), Z4
+	VBROADCASTSS tconstF32AVX512<>+3456(SB), Z5
+	VFMADD213PS  tconstF32AVX512<>+3520(SB), Z2, Z4
+	VFMADD213PS  tconstF32AVX512<>+3520(SB), Z3, Z5
+	VFMADD213PS  tconstF32AVX512<>+3584(SB), Z2, Z4
+	VFMADD213PS  tconstF32AVX512<>+3584(SB), Z3, Z5
+	VFMADD213PS  tconstF32AVX512<>+3648(SB), Z2, Z4
+	VFMADD213PS  tconstF32AVX512<>+3648(SB), Z3, Z5
+	VFMADD213PS  tconstF32AVX512<>+3712(SB), Z2, Z4
+	VFMADD213PS  tconstF32AVX512<>+3712(SB), Z3, Z5
+	VFMADD213PS  tconstF32AVX512<>+960(SB), Z2, Z4
+	VFMADD213PS  tconstF32AVX512<>+960(SB), Z3, Z5
+	VBROADCASTSS tconstF32AVX512<>+960(SB), Z6
+	VDIVPS       Z4, Z6, Z6
+	VBROADCASTSS tconstF32AVX512<>+960(SB), Z4
+	VDIVPS       Z5, Z4, Z4
+	VBROADCASTSS tconstF32AVX512<>+3776(SB), Z5
+	VBROADCASTSS tconstF32AVX512<>+3776(SB), Z7
+	VFMADD213PS  tconstF32AVX512<>+3840(SB), Z2, Z5
+	VFMADD213PS  tconstF32AVX512<>+3840(SB), Z3, Z7
+	VFMADD213PS  tconstF32AVX512<>+3904(SB), Z2, Z5
+	VFMADD213PS  tconstF32AVX512<>+3904(SB), Z3, Z7
+	VFMADD213PS  tconstF32AVX512<>+3968(SB), Z2, Z5
+	VFMADD213PS  tconstF32AVX512<>+3968(SB), Z3, Z7
+	VFMADD213PS  tconstF32AVX512<>+4032(SB), Z2, Z5
+	VFMADD213PS  tconstF32AVX512<>+4032(SB), Z3, Z7
+	VFMADD213PS  tconstF32AVX512<>+4096(SB), Z2, Z5
+	VFMADD213PS  tconstF32AVX512<>+4096(SB), Z3, Z7
+	VMULPS       Z6, Z5, Z5
+	VADDPS       tconstF32AVX512<>+4160(SB), Z5, Z6
+	VBROADCASTSS tconstF32AVX512<>+4160(SB), Z8
+	VSUBPS       Z6, Z8, Z8
+	VADDPS       Z5, Z8, Z8
+	VMAXPS       tconstF32AVX512<>+4224(SB), Z2, Z5
+	VMINPS       tconstF32AVX512<>+4224(SB), Z2, Z9
+	VADDPS       Z9, Z5, Z10
+	VSUBPS       Z5, Z10, Z5
+	VSUBPS       Z5, Z9, Z5
+	VMULPS       Z4, Z7, Z7
+	VADDPS       tconstF32AVX512<>+4160(SB), Z7, Z4
+	VBROADCASTSS tconstF32AVX512<>+4160(SB), Z9
+	VSUBPS       Z4, Z9, Z9
+	VADDPS       Z7, Z9, Z9
+	VMAXPS       tconstF32AVX512<>+4224(SB), Z3, Z7
+	VMINPS       tconstF32AVX512<>+4224(SB), Z3, Z11
+	VADDPS       Z11, Z7, Z12
+	VSUBPS       Z7, Z12, Z7
+	VSUBPS       Z7, Z11, Z7
+	VBROADCASTSS tconstF32AVX512<>+960(SB), Z11
+	VDIVPS       Z10, Z11, Z11
+	VBROADCASTSS tconstF32AVX512<>+960(SB), Z13
+	VDIVPS       Z12, Z13, Z13
+	VMULPS       Z11, Z6, Z14
+	VFNMADD231PS Z10, Z14, Z6
+	VADDPS       Z8, Z6, Z6
+	VFNMADD231PS Z5, Z14, Z6
+	VMULPS       Z11, Z6, Z6
+	VMULPS       Z13, Z4, Z5
+	VFNMADD231PS Z12, Z5, Z4
+	VADDPS       Z9, Z4, Z4
+	VFNMADD231PS Z7, Z5, Z4
+	VMULPS       Z13, Z4, Z4
+	VANDPS       tconstF32AVX512<>+320(SB), Z0, Z7
+	VORPS        Z2, Z7, Z7
+	VMULPS       Z14, Z7, Z8
+	VMOVAPS      Z8, Z9
+	VFMSUB231PS  Z14, Z7, Z9
+	VFMADD231PS  Z6, Z7, Z9
+	VANDPS       tconstF32AVX512<>+320(SB), Z1, Z6
+	VORPS        Z3, Z6, Z6
+	VMULPS       Z5, Z6, Z7
+	VMOVAPS      Z7, Z10
+	VFMSUB231PS  Z5, Z6, Z10
+	VFMADD231PS  Z4, Z6, Z10
+	VMULPS       Z2, Z2, Z4
+	VMOVAPS      Z4, Z5
+	VFMSUB231PS  Z2, Z2, Z5
+	VMULPS       tconstF32AVX512<>+4288(SB), Z4, Z2
+	VBROADCASTSS tconstF32AVX512<>+192(SB), Z6
+	VFMADD231PS  tconstF32AVX512<>+256(SB), Z2, Z6
+	VSUBPS       tconstF32AVX512<>+192(SB), Z6, Z4
+	VFNMADD231PS tconstF32AVX512<>+384(SB), Z4, Z2
+	VMULPS       tconstF32AVX512<>+832(SB), Z5, Z5
+	VFMADD231PS  tconstF32AVX512<>+448(SB), Z4, Z5
+	VSUBPS       Z5, Z2, Z5
+	VMULPS       Z3, Z3, Z2
+	VMOVAPS      Z2, Z4
+	VFMSUB231PS  Z3, Z3, Z4
+	VMULPS       tconstF32AVX512<>+4288(SB), Z2, Z2
+	VBROADCASTSS tconstF32AVX512<>+192(SB), Z11
+	VFMADD231PS  tconstF32AVX512<>+256(SB), Z2, Z11
+	VSUBPS       tconstF32AVX512<>+192(SB), Z11, Z3
+	VFNMADD231PS tconstF32AVX512<>+384(SB), Z3, Z2
+	VMULPS       tconstF32AVX512<>+832(SB), Z4, Z4
+	VFMADD231PS  tconstF32AVX512<>+448(SB), Z3, Z4
+	VSUBPS       Z4, Z2, Z2
+	VBROADCASTSS tconstF32AVX512<>+512(SB), Z3
+	VBROADCASTSS tconstF32AVX512<>+512(SB), Z4
+	VFMADD213PS  tconstF32AVX512<>+576(SB), Z5, Z3
+	VFMADD213PS  tconstF32AVX512<>+576(SB), Z2, Z4
+	VFMADD213PS  tconstF32AVX512<>+640(SB), Z5, Z3
+	VFMADD213PS  tconstF32AVX512<>+640(SB), Z2, Z4
+	VFMADD213PS  tconstF32AVX512<>+704(SB), Z5, Z3
+	VFMADD213PS  tconstF32AVX512<>+704(SB), Z2, Z4
+	VFMADD213PS  tconstF32AVX512<>+768(SB), Z5, Z3
+	VFMADD213PS  tconstF32AVX512<>+768(SB), Z2, Z4
+	VFMADD213PS  tconstF32AVX512<>+832(SB), Z5, Z3
+	VFMADD213PS  tconstF32AVX512<>+832(SB), Z2, Z4
+	VPSUBD       tconstF32AVX512<>+192(SB), Z6, Z6
+	VPSUBD       tconstF32AVX512<>+192(SB), Z11, Z11
+	VFMADD213PS  Z9, Z5, Z9
+	VFMADD213PS  Z10, Z2, Z10
+	VMOVAPS      Z0, Z12
+	VMOVAPS      Z1, Z13
+	VANDPS       tconstF32AVX512<>+320(SB), Z8, Z14
+	VMULPS       Z5, Z5, Z15
+	VMULPS       Z8, Z15, Z15
+	VFMADD231PS  Z3, Z15, Z9
+	VFMADD231PS  Z5, Z8, Z9
+	VADDPS       Z9, Z8, Z8
+	VANDPS       tconstF32AVX512<>+320(SB), Z7, Z3
+	VMULPS       Z2, Z2, Z5
+	VMULPS       Z7, Z5, Z5
+	VFMADD231PS  Z4, Z5, Z10
+	VFMADD231PS  Z2, Z7, Z10
+	VADDPS       Z10, Z7, Z7
+	VPSRAD       $0x01, Z6, Z2
+	VPSUBD       Z2, Z6, Z6
+	VPADDD       tconstF32AVX512<>+896(SB), Z2, Z2
+	VPSLLD       $0x17, Z2, Z2
+	VPADDD       tconstF32AVX512<>+896(SB), Z6, Z6
+	VPSLLD       $0x17, Z6, Z6
+	VPSRAD       $0x01, Z11, Z4
+	VPSUBD       Z4, Z11, Z11
+	VPADDD       tconstF32AVX512<>+896(SB), Z4, Z4
+	VPSLLD       $0x17, Z4, Z4
+	VPADDD       tconstF32AVX512<>+896(SB), Z11, Z11
+	VPSLLD       $0x17, Z11, Z11
+	VMULPS       Z2, Z8, Z8
+	VMULPS       Z6, Z8, Z2
+	VORPS        Z14, Z2, Z2
+	VFNMADD231PS Z6, Z8, Z12
+	VPMOVD2M     Z0, K2
+	VBLENDMPS    Z2, Z12, K2, Z12
+	VMULPS       Z4, Z7, Z7
+	VMULPS       Z11, Z7, Z0
+	VORPS        Z3, Z0, Z0
+	VFNMADD231PS Z11, Z7, Z13
+	VPMOVD2M     Z1, K2
+	VBLENDMPS    Z0, Z13, K2, Z13
+	VMOVUPS      Z12, (AX)
+	VMOVUPS      Z13, 64(AX)
+	ADDQ         $0x00000080, CX
+	ADDQ         $0x00000080, AX
+	ADDQ         $0x00000020, BX
+	SUBQ         $0x00000020, DX
+	JMP          geluF32AVX512Pairs_loop
+
+geluF32AVX512Pairs_done:
+	MOVQ BX, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func geluGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+// Requires: AVX, AVX512DQ, AVX512F, BMI2
+TEXT ·geluGradF32AVX512(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ n+24(FP), DX
+	MOVQ grad+16(FP), BX
+	MOVQ sp+32(FP), SI
+
+geluGradF32AVX512_loop:
+	CMPQ              DX, $0x00000010
+	JB                geluGradF32AVX512_tail
+	VMOVUPS           (CX), Z0
+	VMOVUPS           (BX), Z1
+	VANDPS            tconstF32AVX512<>+64(SB), Z0, Z2
+	VMINPS            tconstF32AVX512<>+3392(SB), Z2, Z2
+	VBROADCASTSS      tconstF32AVX512<>+4352(SB), Z3
+	VFMADD213PS       tconstF32AVX512<>+4416(SB), Z2, Z3
+	VFMADD213PS       tconstF32AVX512<>+4480(SB), Z2, Z3
+	VFMADD213PS       tconstF32AVX512<>+4544(SB), Z2, Z3
+	VFMADD213PS       tconstF32AVX512<>+4608(SB), Z2, Z3
+	VFMADD213PS       tconstF32AVX512<>+4672(SB), Z2, Z3
+	VBROADCASTSS      tconstF32AVX512<>+960(SB), Z4
+	VDIVPS            Z3, Z4, Z4
+	VBROADCASTSS      tconstF32AVX512<>+4736(SB), Z5
+	VFMADD213PS       tconstF32AVX512<>+4800(SB), Z2, Z5
+	VFMADD213PS       tconstF32AVX512<>+4864(SB), Z2, Z5
+	VFMADD213PS       tconstF32AVX512<>+4928(SB), Z2, Z5
+	VFMADD213PS       tconstF32AVX512<>+4992(SB), Z2, Z5
+	VMULPS            Z4, Z5, Z6
+	VFNMADD231PS      Z3, Z6, Z5
+	VMULPS            Z4, Z5, Z5
+	VBROADCASTSS      tconstF32AVX512<>+5056(SB), Z3
+	VSUBPS            Z2, Z3, Z4
+	VSUBPS            Z3, Z4, Z8
+	VSUBPS            Z8, Z4, Z9
+	VSUBPS            Z9, Z3, Z9
+	VADDPS            Z8, Z2, Z8
+	VSUBPS            Z8, Z9, Z9
+	VADDPS            tconstF32AVX512<>+5120(SB), Z9, Z9
+	VADDPS            tconstF32AVX512<>+5184(SB), Z6, Z3
+	VBROADCASTSS      tconstF32AVX512<>+5184(SB), Z8
+	VSUBPS            Z3, Z8, Z8
+	VADDPS            Z6, Z8, Z8
+	VADDPS            Z5, Z8, Z8
+	VMULPS            Z3, Z4, Z5
+	VMOVAPS           Z5, Z6
+	VFMSUB231PS       Z3, Z4, Z6
+	VFMADD231PS       Z8, Z4, Z6
+	VFMADD231PS       Z3, Z9, Z6
+	VADDPS            Z6, Z5, Z3
+	VSUBPS            Z5, Z3, Z5
+	VSUBPS            Z5, Z6, Z6
+	VMULPS            Z1, Z3, Z4
+	VMOVAPS           Z4, Z5
+	VFMSUB231PS       Z1, Z3, Z5
+	VFMADD231PS       Z1, Z6, Z5
+	VMULPS            Z2, Z2, Z3
+	VMOVAPS           Z3, Z6
+	VFMSUB231PS       Z2, Z2, Z6
+	VMULPS            tconstF32AVX512<>+4288(SB), Z3, Z2
+	VBROADCASTSS      tconstF32AVX512<>+192(SB), Z8
+	VFMADD231PS       tconstF32AVX512<>+256(SB), Z2, Z8
+	VSUBPS            tconstF32AVX512<>+192(SB), Z8, Z3
+	VFNMADD231PS      tconstF32AVX512<>+384(SB), Z3, Z2
+	VMULPS            tconstF32AVX512<>+832(SB), Z6, Z6
+	VFMADD231PS       tconstF32AVX512<>+448(SB), Z3, Z6
+	VSUBPS            Z6, Z2, Z2
+	VBROADCASTSS      tconstF32AVX512<>+512(SB), Z3
+	VFMADD213PS       tconstF32AVX512<>+576(SB), Z2, Z3
+	VFMADD213PS       tconstF32AVX512<>+640(SB), Z2, Z3
+	VFMADD213PS       tconstF32AVX512<>+704(SB), Z2, Z3
+	VFMADD213PS       tconstF32AVX512<>+768(SB), Z2, Z3
+	VFMADD213PS       tconstF32AVX512<>+832(SB), Z2, Z3
+	VPSUBD            tconstF32AVX512<>+192(SB), Z8, Z8
+	VMOVAPS           Z1, Z6
+	VANDPS            tconstF32AVX512<>+320(SB), Z4, Z9
+	VMULPS            Z2, Z2, Z10
+	VMULPS            Z4, Z10, Z10
+	VFMADD231PS       Z3, Z10, Z5
+	VFMADD231PS       Z2, Z4, Z5
+	VADDPS            Z5, Z4, Z4
+	VPSRAD            $0x01, Z8, Z2
+	VPSUBD            Z2, Z8, Z8
+	VPADDD            tconstF32AVX512<>+896(SB), Z2, Z2
+	VPSLLD            $0x17, Z2, Z2
+	VPADDD            tconstF32AVX512<>+896(SB), Z8, Z8
+	VPSLLD            $0x17, Z8, Z8
+	VMULPS            Z2, Z4, Z4
+	VMULPS            Z8, Z4, Z2
+	VORPS             Z9, Z2, Z2
+	VFNMADD231PS      Z8, Z4, Z6
+	VPMOVD2M          Z0, K1
+	VBLENDMPS         Z2, Z6, K1, Z6
+	VFPCLASSPSZ       $0x99, Z0, K1
+	VANDPS.BCST       tconstF32AVX512<>+64(SB), Z1, Z2
+	VPCMPGTD.BCST     tconstF32AVX512<>+1024(SB), Z2, K2
+	KORW              K2, K1, K1
+	KORTESTW          K1, K1
+	JZ                geluGradF32AVX512_store
+	KORTESTW          K2, K2
+	JZ                geluGradF32AVX512_wide
+	VBROADCASTSD      tconstF32AVX512<>+1088(SB), Z2
+	VBROADCASTSD      tconstF32AVX512<>+1152(SB), Z3
+	VMOVUPD           tconstF32AVX512<>+5248(SB), Z4
+	VMOVUPD           tconstF32AVX512<>+5312(SB), Z5
+	VCVTPS2PD         Y0, Z8
+	VEXTRACTF32X8     $0x01, Z0, Y7
+	VCVTPS2PD         Y7, Z9
+	VMULPD            Z8, Z8, Z10
+	VMULPD            Z9, Z9, Z11
+	VMULPD.BCST       tconstF32AVX512<>+5376(SB), Z10, Z10
+	VMULPD.BCST       tconstF32AVX512<>+5376(SB), Z11, Z11
+	VMAXPD.BCST       tconstF32AVX512<>+5440(SB), Z10, Z10
+	VMAXPD.BCST       tconstF32AVX512<>+5440(SB), Z11, Z11
+	VMOVAPD           Z3, Z12
+	VMOVAPD           Z3, Z13
+	VFMADD231PD.BCST  tconstF32AVX512<>+1472(SB), Z10, Z12
+	VFMADD231PD.BCST  tconstF32AVX512<>+1472(SB), Z11, Z13
+	VSUBPD            Z3, Z12, Z14
+	VSUBPD            Z3, Z13, Z3
+	VMOVAPD           Z10, Z10
+	VMOVAPD           Z11, Z11
+	VFNMADD231PD.BCST tconstF32AVX512<>+1536(SB), Z14, Z10
+	VFNMADD231PD.BCST tconstF32AVX512<>+1536(SB), Z3, Z11
+	VFNMADD231PD.BCST tconstF32AVX512<>+1600(SB), Z14, Z10
+	VFNMADD231PD.BCST tconstF32AVX512<>+1600(SB), Z3, Z11
+	VBROADCASTSD      tconstF32AVX512<>+3072(SB), Z15
+	VBROADCASTSD      tconstF32AVX512<>+3072(SB), Z16
+	VFMADD213PD.BCST  tconstF32AVX512<>+3136(SB), Z10, Z15
+	VFMADD213PD.BCST  tconstF32AVX512<>+3136(SB), Z11, Z16
+	VFMADD213PD.BCST  tconstF32AVX512<>+3200(SB), Z10, Z15
+	VFMADD213PD.BCST  tconstF32AVX512<>+3200(SB), Z11, Z16
+	VMULPD            Z10, Z10, Z17
+	VMULPD            Z11, Z11, Z18
+	VFMADD213PD       Z10, Z17, Z15
+	VFMADD213PD       Z11, Z18, Z16
+	VPERMI2PD         Z5, Z4, Z12
+	VPERMI2PD         Z5, Z4, Z13
+	VMULPD.BCST       tconstF32AVX512<>+1920(SB), Z14, Z14
+	VMULPD.BCST       tconstF32AVX512<>+1920(SB), Z3, Z3
+	VFMADD213PD       Z12, Z12, Z15
+	VFMADD213PD       Z13, Z13, Z16
+	VSCALEFPD         Z14, Z15, Z4
+	VSCALEFPD         Z3, Z16, Z3
+	VANDPD.BCST       tconstF32AVX512<>+1344(SB), Z8, Z5
+	VANDPD.BCST       tconstF32AVX512<>+1344(SB), Z9, Z10
+	VMINPD.BCST       tconstF32AVX512<>+5504(SB), Z5, Z5
+	VMINPD.BCST       tconstF32AVX512<>+5504(SB), Z10, Z10
+	VBROADCASTSD      tconstF32AVX512<>+5568(SB), Z11
+	VBROADCASTSD      tconstF32AVX512<>+5568(SB), Z12
+	VFMADD213PD.BCST  tconstF32AVX512<>+5632(SB), Z5, Z11
+	VFMADD213PD.BCST  tconstF32AVX512<>+5632(SB), Z10, Z12
+	VFMADD213PD.BCST  tconstF32AVX512<>+5696(SB), Z5, Z11
+	VFMADD213PD.BCST  tconstF32AVX512<>+5696(SB), Z10, Z12
+	VFMADD213PD.BCST  tconstF32AVX512<>+5760(SB), Z5, Z11
+	VFMADD213PD.BCST  tconstF32AVX512<>+5760(SB), Z10, Z12
+	VFMADD213PD.BCST  tconstF32AVX512<>+5824(SB), Z5, Z11
+	VFMADD213PD.BCST  tconstF32AVX512<>+5824(SB), Z10, Z12
+	VFMADD213PD.BCST  tconstF32AVX512<>+5888(SB), Z5, Z11
+	VFMADD213PD.BCST  tconstF32AVX512<>+5888(SB), Z10, Z12
+	VBROADCASTSD      tconstF32AVX512<>+5952(SB), Z13
+	VBROADCASTSD      tconstF32AVX512<>+5952(SB), Z14
+	VFMADD213PD.BCST  tconstF32AVX512<>+6016(SB), Z5, Z13
+	VFMADD213PD.BCST  tconstF32AVX512<>+6016(SB), Z10, Z14
+	VFMADD213PD.BCST  tconstF32AVX512<>+6080(SB), Z5, Z13
+	VFMADD213PD.BCST  tconstF32AVX512<>+6080(SB), Z10, Z14
+	VFMADD213PD.BCST  tconstF32AVX512<>+6144(SB), Z5, Z13
+	VFMADD213PD.BCST  tconstF32AVX512<>+6144(SB), Z10, Z14
+	VFMADD213PD.BCST  tconstF32AVX512<>+6208(SB), Z5, Z13
+	VFMADD213PD.BCST  tconstF32AVX512<>+6208(SB), Z10, Z14
+	VFMADD213PD.BCST  tconstF32AVX512<>+6272(SB), Z5, Z13
+	VFMADD213PD.BCST  tconstF32AVX512<>+6272(SB), Z10, Z14
+	VFMADD213PD.BCST  tconstF32AVX512<>+1088(SB), Z5, Z13
+	VFMADD213PD.BCST  tconstF32AVX512<>+1088(SB), Z10, Z14
+	VDIVPD            Z13, Z11, Z11
+	VDIVPD            Z14, Z12, Z12
+	VMULPD            Z4, Z11, Z11
+	VMULPD            Z3, Z12, Z12
+	VSUBPD            Z11, Z2, Z5
+	VSUBPD            Z12, Z2, Z2
+	VPMOVQ2M          Z8, K1
+	VMOVAPD           Z11, K1, Z5
+	VPMOVQ2M          Z9, K1
+	VMOVAPD           Z12, K1, Z2
+	VMULPD.BCST       tconstF32AVX512<>+6336(SB), Z4, Z4
+	VMULPD.BCST       tconstF32AVX512<>+6336(SB), Z3, Z3
+	VFMADD231PD       Z4, Z8, Z5
+	VFMADD231PD       Z3, Z9, Z2
+	VSUBPD.BCST       tconstF32AVX512<>+6400(SB), Z8, Z3
+	VSUBPD.BCST       tconstF32AVX512<>+6400(SB), Z9, Z4
+	VANDPD.BCST       tconstF32AVX512<>+1344(SB), Z3, Z8
+	VANDPD.BCST       tconstF32AVX512<>+1344(SB), Z4, Z9
+	VCMPPD.BCST       $0x11, tconstF32AVX512<>+6464(SB), Z8, K1
+	VCMPPD.BCST       $0x11, tconstF32AVX512<>+6464(SB), Z9, K3
+	KORW              K1, K3, K4
+	KORTESTW          K4, K4
+	JZ                root15
+	VSUBPD.BCST       tconstF32AVX512<>+6528(SB), Z3, Z3
+	VSUBPD.BCST       tconstF32AVX512<>+6528(SB), Z4, Z4
+	VBROADCASTSD      tconstF32AVX512<>+6592(SB), Z8
+	VBROADCASTSD      tconstF32AVX512<>+6592(SB), Z9
+	VFMADD213PD.BCST  tconstF32AVX512<>+6656(SB), Z3, Z8
+	VFMADD213PD.BCST  tconstF32AVX512<>+6656(SB), Z4, Z9
+	VFMADD213PD.BCST  tconstF32AVX512<>+6720(SB), Z3, Z8
+	VFMADD213PD.BCST  tconstF32AVX512<>+6720(SB), Z4, Z9
+	VFMADD213PD.BCST  tconstF32AVX512<>+6784(SB), Z3, Z8
+	VFMADD213PD.BCST  tconstF32AVX512<>+6784(SB), Z4, Z9
+	VFMADD213PD.BCST  tconstF32AVX512<>+6848(SB), Z3, Z8
+	VFMADD213PD.BCST  tconstF32AVX512<>+6848(SB), Z4, Z9
+	VFMADD213PD.BCST  tconstF32AVX512<>+6912(SB), Z3, Z8
+	VFMADD213PD.BCST  tconstF32AVX512<>+6912(SB), Z4, Z9
+	VMULPD            Z3, Z8, Z8
+	VMULPD            Z4, Z9, Z9
+	VMOVAPD           Z8, K1, Z5
+	VMOVAPD           Z9, K3, Z2
+
+root15:
+	VCVTPS2PD     Y1, Z3
+	VEXTRACTF32X8 $0x01, Z1, Y4
+	VCVTPS2PD     Y4, Z4
+	VMULPD        Z3, Z5, Z5
+	VMULPD        Z4, Z2, Z2
+	VCVTPD2PS     Z5, Y7
+	VCVTPD2PS     Z2, Y2
+	VINSERTF32X8  $0x01, Y2, Z7, Z2
+	VMOVAPS       Z2, K2, Z6
+
+geluGradF32AVX512_wide:
+	VCMPPS.BCST   $0x11, tconstF32AVX512<>+6976(SB), Z0, K1
+	VMOVAPS       Z1, Z2
+	VXORPS.BCST   tconstF32AVX512<>+320(SB), Z1, K1, Z2
+	VANDPS.BCST   tconstF32AVX512<>+64(SB), Z1, Z3
+	VPCMPGTD.BCST tconstF32AVX512<>+2240(SB), Z3, K1
+	VMOVAPS       Z2, K1, Z6
+	VFPCLASSPSZ   $0x08, Z0, K1
+	VMULPS.BCST   (SI), Z1, K1, Z6
+	VFPCLASSPSZ   $0x10, Z0, K1
+	VMULPS.BCST   4(SI), Z1, K1, Z6
+	VFPCLASSPSZ   $0x81, Z0, K1
+	VADDPS        Z0, Z0, K1, Z6
+
+geluGradF32AVX512_store:
+	VMOVUPS Z6, (AX)
+	ADDQ    $0x00000040, CX
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000040, BX
+	SUBQ    $0x00000010, DX
+	JMP     geluGradF32AVX512_loop
+
+geluGradF32AVX512_tail:
+	TESTQ             DX, DX
+	JZ                geluGradF32AVX512_done
+	MOVL              $0x0000ffff, DI
+	BZHIL             DX, DI, DX
+	KMOVW             DX, K1
+	VMOVUPS.Z         (CX), K1, Z0
+	VMOVUPS.Z         (BX), K1, Z1
+	VANDPS            tconstF32AVX512<>+64(SB), Z0, Z2
+	VMINPS            tconstF32AVX512<>+3392(SB), Z2, Z2
+	VBROADCASTSS      tconstF32AVX512<>+4352(SB), Z3
+	VFMADD213PS       tconstF32AVX512<>+4416(SB), Z2, Z3
+	VFMADD213PS       tconstF32AVX512<>+4480(SB), Z2, Z3
+	VFMADD213PS       tconstF32AVX512<>+4544(SB), Z2, Z3
+	VFMADD213PS       tconstF32AVX512<>+4608(SB), Z2, Z3
+	VFMADD213PS       tconstF32AVX512<>+4672(SB), Z2, Z3
+	VBROADCASTSS      tconstF32AVX512<>+960(SB), Z4
+	VDIVPS            Z3, Z4, Z4
+	VBROADCASTSS      tconstF32AVX512<>+4736(SB), Z5
+	VFMADD213PS       tconstF32AVX512<>+4800(SB), Z2, Z5
+	VFMADD213PS       tconstF32AVX512<>+4864(SB), Z2, Z5
+	VFMADD213PS       tconstF32AVX512<>+4928(SB), Z2, Z5
+	VFMADD213PS       tconstF32AVX512<>+4992(SB), Z2, Z5
+	VMULPS            Z4, Z5, Z6
+	VFNMADD231PS      Z3, Z6, Z5
+	VMULPS            Z4, Z5, Z5
+	VBROADCASTSS      tconstF32AVX512<>+5056(SB), Z3
+	VSUBPS            Z2, Z3, Z4
+	VSUBPS            Z3, Z4, Z8
+	VSUBPS            Z8, Z4, Z9
+	VSUBPS            Z9, Z3, Z9
+	VADDPS            Z8, Z2, Z8
+	VSUBPS            Z8, Z9, Z9
+	VADDPS            tconstF32AVX512<>+5120(SB), Z9, Z9
+	VADDPS            tconstF32AVX512<>+5184(SB), Z6, Z3
+	VBROADCASTSS      tconstF32AVX512<>+5184(SB), Z8
+	VSUBPS            Z3, Z8, Z8
+	VADDPS            Z6, Z8, Z8
+	VADDPS            Z5, Z8, Z8
+	VMULPS            Z3, Z4, Z5
+	VMOVAPS           Z5, Z6
+	VFMSUB231PS       Z3, Z4, Z6
+	VFMADD231PS       Z8, Z4, Z6
+	VFMADD231PS       Z3, Z9, Z6
+	VADDPS            Z6, Z5, Z3
+	VSUBPS            Z5, Z3, Z5
+	VSUBPS            Z5, Z6, Z6
+	VMULPS            Z1, Z3, Z4
+	VMOVAPS           Z4, Z5
+	VFMSUB231PS       Z1, Z3, Z5
+	VFMADD231PS       Z1, Z6, Z5
+	VMULPS            Z2, Z2, Z3
+	VMOVAPS           Z3, Z6
+	VFMSUB231PS       Z2, Z2, Z6
+	VMULPS            tconstF32AVX512<>+4288(SB), Z3, Z2
+	VBROADCASTSS      tconstF32AVX512<>+192(SB), Z8
+	VFMADD231PS       tconstF32AVX512<>+256(SB), Z2, Z8
+	VSUBPS            tconstF32AVX512<>+192(SB), Z8, Z3
+	VFNMADD231PS      tconstF32AVX512<>+384(SB), Z3, Z2
+	VMULPS            tconstF32AVX512<>+832(SB), Z6, Z6
+	VFMADD231PS       tconstF32AVX512<>+448(SB), Z3, Z6
+	VSUBPS            Z6, Z2, Z2
+	VBROADCASTSS      tconstF32AVX512<>+512(SB), Z3
+	VFMADD213PS       tconstF32AVX512<>+576(SB), Z2, Z3
+	VFMADD213PS       tconstF32AVX512<>+640(SB), Z2, Z3
+	VFMADD213PS       tconstF32AVX512<>+704(SB), Z2, Z3
+	VFMADD213PS       tconstF32AVX512<>+768(SB), Z2, Z3
+	VFMADD213PS       tconstF32AVX512<>+832(SB), Z2, Z3
+	VPSUBD            tconstF32AVX512<>+192(SB), Z8, Z8
+	VMOVAPS           Z1, Z6
+	VANDPS            tconstF32AVX512<>+320(SB), Z4, Z9
+	VMULPS            Z2, Z2, Z10
+	VMULPS            Z4, Z10, Z10
+	VFMADD231PS       Z3, Z10, Z5
+	VFMADD231PS       Z2, Z4, Z5
+	VADDPS            Z5, Z4, Z4
+	VPSRAD            $0x01, Z8, Z2
+	VPSUBD            Z2, Z8, Z8
+	VPADDD            tconstF32AVX512<>+896(SB), Z2, Z2
+	VPSLLD            $0x17, Z2, Z2
+	VPADDD            tconstF32AVX512<>+896(SB), Z8, Z8
+	VPSLLD            $0x17, Z8, Z8
+	VMULPS            Z2, Z4, Z4
+	VMULPS            Z8, Z4, Z2
+	VORPS             Z9, Z2, Z2
+	VFNMADD231PS      Z8, Z4, Z6
+	VPMOVD2M          Z0, K2
+	VBLENDMPS         Z2, Z6, K2, Z6
+	VFPCLASSPSZ       $0x99, Z0, K2
+	VANDPS.BCST       tconstF32AVX512<>+64(SB), Z1, Z2
+	VPCMPGTD.BCST     tconstF32AVX512<>+1024(SB), Z2, K3
+	KORW              K3, K2, K2
+	KORTESTW          K2, K2
+	JZ                geluGradF32AVX512_store_tail
+	KORTESTW          K3, K3
+	JZ                geluGradF32AVX512_wide_tail
+	VBROADCASTSD      tconstF32AVX512<>+1088(SB), Z2
+	VBROADCASTSD      tconstF32AVX512<>+1152(SB), Z3
+	VMOVUPD           tconstF32AVX512<>+7040(SB), Z4
+	VMOVUPD           tconstF32AVX512<>+7104(SB), Z5
+	VCVTPS2PD         Y0, Z8
+	VEXTRACTF32X8     $0x01, Z0, Y7
+	VCVTPS2PD         Y7, Z9
+	VMULPD            Z8, Z8, Z10
+	VMULPD            Z9, Z9, Z11
+	VMULPD.BCST       tconstF32AVX512<>+5376(SB), Z10, Z10
+	VMULPD.BCST       tconstF32AVX512<>+5376(SB), Z11, Z11
+	VMAXPD.BCST       tconstF32AVX512<>+5440(SB), Z10, Z10
+	VMAXPD.BCST       tconstF32AVX512<>+5440(SB), Z11, Z11
+	VMOVAPD           Z3, Z12
+	VMOVAPD           Z3, Z13
+	VFMADD231PD.BCST  tconstF32AVX512<>+1472(SB), Z10, Z12
+	VFMADD231PD.BCST  tconstF32AVX512<>+1472(SB), Z11, Z13
+	VSUBPD            Z3, Z12, Z14
+	VSUBPD            Z3, Z13, Z3
+	VMOVAPD           Z10, Z10
+	VMOVAPD           Z11, Z11
+	VFNMADD231PD.BCST tconstF32AVX512<>+1536(SB), Z14, Z10
+	VFNMADD231PD.BCST tconstF32AVX512<>+1536(SB), Z3, Z11
+	VFNMADD231PD.BCST tconstF32AVX512<>+1600(SB), Z14, Z10
+	VFNMADD231PD.BCST tconstF32AVX512<>+1600(SB), Z3, Z11
+	VBROADCASTSD      tconstF32AVX512<>+3072(SB), Z15
+	VBROADCASTSD      tconstF32AVX512<>+3072(SB), Z16
+	VFMADD213PD.BCST  tconstF32AVX512<>+3136(SB), Z10, Z15
+	VFMADD213PD.BCST  tconstF32AVX512<>+3136(SB), Z11, Z16
+	VFMADD213PD.BCST  tconstF32AVX512<>+3200(SB), Z10, Z15
+	VFMADD213PD.BCST  tconstF32AVX512<>+3200(SB), Z11, Z16
+	VMULPD            Z10, Z10, Z17
+	VMULPD            Z11, Z11, Z18
+	VFMADD213PD       Z10, Z17, Z15
+	VFMADD213PD       Z11, Z18, Z16
+	VPERMI2PD         Z5, Z4, Z12
+	VPERMI2PD         Z5, Z4, Z13
+	VMULPD.BCST       tconstF32AVX512<>+1920(SB), Z14, Z14
+	VMULPD.BCST       tconstF32AVX512<>+1920(SB), Z3, Z3
+	VFMADD213PD       Z12, Z12, Z15
+	VFMADD213PD       Z13, Z13, Z16
+	VSCALEFPD         Z14, Z15, Z4
+	VSCALEFPD         Z3, Z16, Z3
+	VANDPD.BCST       tconstF32AVX512<>+1344(SB), Z8, Z5
+	VANDPD.BCST       tconstF32AVX512<>+1344(SB), Z9, Z10
+	VMINPD.BCST       tconstF32AVX512<>+5504(SB), Z5, Z5
+	VMINPD.BCST       tconstF32AVX512<>+5504(SB), Z10, Z10
+	VBROADCASTSD      tconstF32AVX512<>+5568(SB), Z11
+	VBROADCASTSD      tconstF32AVX512<>+5568(SB), Z12
+	VFMADD213PD.BCST  tconstF32AVX512<>+5632(SB), Z5, Z11
+	VFMADD213PD.BCST  tconstF32AVX512<>+5632(SB), Z10, Z12
+	VFMADD213PD.BCST  tconstF32AVX512<>+5696(SB), Z5, Z11
+	VFMADD213PD.BCST  tconstF32AVX512<>+5696(SB), Z10, Z12
+	VFMADD213PD.BCST  tconstF32AVX512<>+5760(SB), Z5, Z11
+	VFMADD213PD.BCST  tconstF32AVX512<>+5760(SB), Z10, Z12
+	VFMADD213PD.BCST  tconstF32AVX512<>+5824(SB), Z5, Z11
+	VFMADD213PD.BCST  tconstF32AVX512<>+5824(SB), Z10, Z12
+	VFMADD213PD.BCST  tconstF32AVX512<>+5888(SB), Z5, Z11
+	VFMADD213PD.BCST  tconstF32AVX512<>+5888(SB), Z10, Z12
+	VBROADCASTSD      tconstF32AVX512<>+5952(SB), Z13
+	VBROADCASTSD      tconstF32AVX512<>+5952(SB), Z14
+	VFMADD213PD.BCST  tconstF32AVX512<>+6016(SB), Z5, Z13
+	VFMADD213PD.BCST  tconstF32AVX512<>+6016(SB), Z10, Z14
+	VFMADD213PD.BCST  tconstF32AVX512<>+6080(SB), Z5, Z13
+	VFMADD213PD.BCST  tconstF32AVX512<>+6080(SB), Z10, Z14
+	VFMADD213PD.BCST  tconstF32AVX512<>+6144(SB), Z5, Z13
+	VFMADD213PD.BCST  tconstF32AVX512<>+6144(SB), Z10, Z14
+	VFMADD213PD.BCST  tconstF32AVX512<>+6208(SB), Z5, Z13
+	VFMADD213PD.BCST  tconstF32AVX512<>+6208(SB), Z10, Z14
+	VFMADD213PD.BCST  tconstF32AVX512<>+6272(SB), Z5, Z13
+	VFMADD213PD.BCST  tconstF32AVX512<>+6272(SB), Z10, Z14
+	VFMADD213PD.BCST  tconstF32AVX512<>+1088(SB), Z5, Z13
+	VFMADD213PD.BCST  tconstF32AVX512<>+1088(SB), Z10, Z14
+	VDIVPD            Z13, Z11, Z11
+	VDIVPD            Z14, Z12, Z12
+	VMULPD            Z4, Z11, Z11
+	VMULPD            Z3, Z12, Z12
+	VSUBPD            Z11, Z2, Z5
+	VSUBPD            Z12, Z2, Z2
+	VPMOVQ2M          Z8, K2
+	VMOVAPD           Z11, K2, Z5
+	VPMOVQ2M          Z9, K2
+	VMOVAPD           Z12, K2, Z2
+	VMULPD.BCST       tconstF32AVX512<>+6336(SB), Z4, Z4
+	VMULPD.BCST       tconstF32AVX512<>+6336(SB), Z3, Z3
+	VFMADD231PD       Z4, Z8, Z5
+	VFMADD231PD       Z3, Z9, Z2
+	VSUBPD.BCST       tconstF32AVX512<>+6400(SB), Z8, Z3
+	VSUBPD.BCST       tconstF32AVX512<>+6400(SB), Z9, Z4
+	VANDPD.BCST       tconstF32AVX512<>+1344(SB), Z3, Z8
+	VANDPD.BCST       tconstF32AVX512<>+1344(SB), Z4, Z9
+	VCMPPD.BCST       $0x11, tconstF32AVX512<>+6464(SB), Z8, K2
+	VCMPPD.BCST       $0x11, tconstF32AVX512<>+6464(SB), Z9, K4
+	KORW              K2, K4, K5
+	KORTESTW          K5, K5
+	JZ                root16
+	VSUBPD.BCST       tconstF32AVX512<>+6528(SB), Z3, Z3
+	VSUBPD.BCST       tconstF32AVX512<>+6528(SB), Z4, Z4
+	VBROADCASTSD      tconstF32AVX512<>+6592(SB), Z8
+	VBROADCASTSD      tconstF32AVX512<>+6592(SB), Z9
+	VFMADD213PD.BCST  tconstF32AVX512<>+6656(SB), Z3, Z8
+	VFMADD213PD.BCST  tconstF32AVX512<>+6656(SB), Z4, Z9
+	VFMADD213PD.BCST  tconstF32AVX512<>+6720(SB), Z3, Z8
+	VFMADD213PD.BCST  tconstF32AVX512<>+6720(SB), Z4, Z9
+	VFMADD213PD.BCST  tconstF32AVX512<>+6784(SB), Z3, Z8
+	VFMADD213PD.BCST  tconstF32AVX512<>+6784(SB), Z4, Z9
+	VFMADD213PD.BCST  tconstF32AVX512<>+6848(SB), Z3, Z8
+	VFMADD213PD.BCST  tconstF32AVX512<>+6848(SB), Z4, Z9
+	VFMADD213PD.BCST  tconstF32AVX512<>+6912(SB), Z3, Z8
+	VFMADD213PD.BCST  tconstF32AVX512<>+6912(SB), Z4, Z9
+	VMULPD            Z3, Z8, Z8
+	VMULPD            Z4, Z9, Z9
+	VMOVAPD           Z8, K2, Z5
+	VMOVAPD           Z9, K4, Z2
+
+root16:
+	VCVTPS2PD     Y1, Z3
+	VEXTRACTF32X8 $0x01, Z1, Y4
+	VCVTPS2PD     Y4, Z4
+	VMULPD        Z3, Z5, Z5
+	VMULPD        Z4, Z2, Z2
+	VCVTPD2PS     Z5, Y7
+	VCVTPD2PS     Z2, Y2
+	VINSERTF32X8  $0x01, Y2, Z7, Z2
+	VMOVAPS       Z2, K3, Z6
+
+geluGradF32AVX512_wide_tail:
+	VCMPPS.BCST   $0x11, tconstF32AVX512<>+6976(SB), Z0, K2
+	VMOVAPS       Z1, Z2
+	VXORPS.BCST   tconstF32AVX512<>+320(SB), Z1, K2, Z2
+	VANDPS.BCST   tconstF32AVX512<>+64(SB), Z1, Z3
+	VPCMPGTD.BCST tconstF32AVX512<>+2240(SB), Z3, K2
+	VMOVAPS       Z2, K2, Z6
+	VFPCLASSPSZ   $0x08, Z0, K2
+	VMULPS.BCST   (SI), Z1, K2, Z6
+	VFPCLASSPSZ   $0x10, Z0, K2
+	VMULPS.BCST   4(SI), Z1, K2, Z6
+	VFPCLASSPSZ   $0x81, Z0, K2
+	VADDPS        Z0, Z0, K2, Z6
+
+geluGradF32AVX512_store_tail:
+	VMOVUPS Z6, K1, (AX)
+
+geluGradF32AVX512_done:
+	VZEROUPPER
+	RET
+
+// func geluGradF32AVX512Pairs(dst *float32, x *float32, grad *float32, n int) int
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·geluGradF32AVX512Pairs(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ n+24(FP), DX
+	MOVQ grad+16(FP), BX
+	XORQ SI, SI
+
+geluGradF32AVX512Pairs_loop:
+	CMPQ         DX, $0x00000020
+	JB           geluGradF32AVX512Pairs_done
+	KXORW        K1, K1, K1
+	VMOVUPS      (CX), Z0
+	VANDPS       tconstF32AVX512<>+64(SB), Z0, Z1
+	VPCMPGTD     tconstF32AVX512<>+2240(SB), Z1, K2
+	KORW         K2, K1, K1
+	VMOVUPS      (BX), Z2
+	VANDPS       tconstF32AVX512<>+64(SB), Z2, Z1
+	VPCMPGTD     tconstF32AVX512<>+1024(SB), Z1, K2
+	KORW         K2, K1, K1
+	VMOVUPS      64(CX), Z1
+	VANDPS       tconstF32AVX512<>+64(SB), Z1, Z3
+	VPCMPGTD     tconstF32AVX512<>+2240(SB), Z3, K2
+	KORW         K2, K1, K1
+	VMOVUPS      64(BX), Z3
+	VANDPS       tconstF32AVX512<>+64(SB), Z3, Z4
+	VPCMPGTD     tconstF32AVX512<>+1024(SB), Z4, K2
+	KORW         K2, K1, K1
+	KORTESTW     K1, K1
+	JNZ          geluGradF32AVX512Pairs_done
+	VANDPS       tconstF32AVX512<>+64(SB), Z0, Z4
+	VMINPS       tconstF32AVX512<>+3392(SB), Z4, Z4
+	VANDPS       tconstF32AVX512<>+64(SB), Z1, Z5
+	VMINPS       tconstF32AVX512<>+3392(SB), Z5, Z5
+	VBROADCASTSS tconstF32AVX512<>+4352(SB), Z6
+	VBROADCASTSS tconstF32AVX512<>+4352(SB), Z7
+	VFMADD213PS  tconstF32AVX512<>+4416(SB), Z4, Z6
+	VFMADD213PS  tconstF32AVX512<>+4416(SB), Z5, Z7
+	VFMADD213PS  tconstF32AVX512<>+4480(SB), Z4, Z6
+	VFMADD213PS  tconstF32AVX512<>+4480(SB), Z5, Z7
+	VFMADD213PS  tconstF32AVX512<>+4544(SB), Z4, Z6
+	VFMADD213PS  tconstF32AVX512<>+4544(SB), Z5, Z7
+	VFMADD213PS  tconstF32AVX512<>+4608(SB), Z4, Z6
+	VFMADD213PS  tconstF32AVX512<>+4608(SB), Z5, Z7
+	VFMADD213PS  tconstF32AVX512<>+4672(SB), Z4, Z6
+	VFMADD213PS  tconstF32AVX512<>+4672(SB), Z5, Z7
+	VBROADCASTSS tconstF32AVX512<>+960(SB), Z8
+	VDIVPS       Z6, Z8, Z8
+	VBROADCASTSS tconstF32AVX512<>+960(SB), Z9
+	VDIVPS       Z7, Z9, Z9
+	VBROADCASTSS tconstF32AVX512<>+4736(SB), Z10
+	VBROADCASTSS tconstF32AVX512<>+4736(SB), Z11
+	VFMADD213PS  tconstF32AVX512<>+4800(SB), Z4, Z10
+	VFMADD213PS  tconstF32AVX512<>+4800(SB), Z5, Z11
+	VFMADD213PS  tconstF32AVX512<>+4864(SB), Z4, Z10
+	VFMADD213PS  tconstF32AVX512<>+4864(SB), Z5, Z11
+	VFMADD213PS  tconstF32AVX512<>+4928(SB), Z4, Z10
+	VFMADD213PS  tconstF32AVX512<>+4928(SB), Z5, Z11
+	VFMADD213PS  tconstF32AVX512<>+4992(SB), Z4, Z10
+	VFMADD213PS  tconstF32AVX512<>+4992(SB), Z5, Z11
+	VMULPS       Z8, Z10, Z12
+	VFNMADD231PS Z6, Z12, Z10
+	VMULPS       Z8, Z10, Z10
+	VMULPS       Z9, Z11, Z6
+	VFNMADD231PS Z7, Z6, Z11
+	VMULPS       Z9, Z11, Z11
+	VBROADCASTSS tconstF32AVX512<>+5056(SB), Z7
+	VSUBPS       Z4, Z7, Z8
+	VSUBPS       Z7, Z8, Z9
+	VSUBPS       Z9, Z8, Z13
+	VSUBPS       Z13, Z7, Z13
+	VADDPS       Z9, Z4, Z9
+	VSUBPS       Z9, Z13, Z13
+	VADDPS       tconstF32AVX512<>+5120(SB), Z13, Z13
+	VBROADCASTSS tconstF32AVX512<>+5056(SB), Z7
+	VSUBPS       Z5, Z7, Z9
+	VSUBPS       Z7, Z9, Z14
+	VSUBPS       Z14, Z9, Z15
+	VSUBPS       Z15, Z7, Z15
+	VADDPS       Z14, Z5, Z14
+	VSUBPS       Z14, Z15, Z15
+	VADDPS       tconstF32AVX512<>+5120(SB), Z15, Z15
+	VADDPS       tconstF32AVX512<>+5184(SB), Z12, Z7
+	VBROADCASTSS tconstF32AVX512<>+5184(SB), Z14
+	VSUBPS       Z7, Z14, Z14
+	VADDPS       Z12, Z14, Z14
+	VADDPS       Z10, Z14, Z14
+	VADDPS       tconstF32AVX512<>+5184(SB), Z6, Z10
+	VBROADCASTSS tconstF32AVX512<>+5184(SB), Z12
+	VSUBPS       Z10, Z12, Z12
+	VADDPS       Z6, Z12, Z12
+	VADDPS       Z11, Z12, Z12
+	VMULPS       Z7, Z8, Z6
+	VMOVAPS      Z6, Z11
+	VFMSUB231PS  Z7, Z8, Z11
+	VFMADD231PS  Z14, Z8, Z11
+	VFMADD231PS  Z7, Z13, Z11
+	VADDPS       Z11, Z6, Z7
+	VSUBPS       Z6, Z7, Z6
+	VSUBPS       Z6, Z11, Z11
+	VMULPS       Z10, Z9, Z6
+	VMOVAPS      Z6, Z8
+	VFMSUB231PS  Z10, Z9, Z8
+	VFMADD231PS  Z12, Z9, Z8
+	VFMADD231PS  Z10, Z15, Z8
+	VADDPS       Z8, Z6, Z9
+	VSUBPS       Z6, Z9, Z6
+	VSUBPS       Z6, Z8, Z8
+	VMULPS       Z2, Z7, Z6
+	VMOVAPS      Z6, Z10
+	VFMSUB231PS  Z2, Z7, Z10
+	VFMADD231PS  Z2, Z11, Z10
+	VMULPS       Z3, Z9, Z7
+	VMOVAPS      Z7, Z11
+	VFMSUB231PS  Z3, Z9, Z11
+	VFMADD231PS  Z3, Z8, Z11
+	VMULPS       Z4, Z4, Z8
+	VMOVAPS      Z8, Z9
+	VFMSUB231PS  Z4, Z4, Z9
+	VMULPS       tconstF32AVX512<>+4288(SB), Z8, Z4
+	VBROADCASTSS tconstF32AVX512<>+192(SB), Z12
+	VFMADD231PS  tconstF32AVX512<>+256(SB), Z4, Z12
+	VSUBPS       tconstF32AVX512<>+192(SB), Z12, Z8
+	VFNMADD231PS tconstF32AVX512<>+384(SB), Z8, Z4
+	VMULPS       tconstF32AVX512<>+832(SB), Z9, Z9
+	VFMADD231PS  tconstF32AVX512<>+448(SB), Z8, Z9
+	VSUBPS       Z9, Z4, Z9
+	VMULPS       Z5, Z5, Z4
+	VMOVAPS      Z4, Z8
+	VFMSUB231PS  Z5, Z5, Z8
+	VMULPS       tconstF32AVX512<>+4288(SB), Z4, Z4
+	VBROADCASTSS tconstF32AVX512<>+192(SB), Z13
+	VFMADD231PS  tconstF32AVX512<>+256(SB), Z4, Z13
+	VSUBPS       tconstF32AVX512<>+192(SB), Z13, Z5
+	VFNMADD231PS tconstF32AVX512<>+384(SB), Z5, Z4
+	VMULPS       tconstF32AVX512<>+832(SB), Z8, Z8
+	VFMADD231PS  tconstF32AVX512<>+448(SB), Z5, Z8
+	VSUBPS       Z8, Z4, Z4
+	VBROADCASTSS tconstF32AVX512<>+512(SB), Z5
+	VBROADCASTSS tconstF32AVX512<>+512(SB), Z8
+	VFMADD213PS  tconstF32AVX512<>+576(SB), Z9, Z5
+	VFMADD213PS  tconstF32AVX512<>+576(SB), Z4, Z8
+	VFMADD213PS  tconstF32AVX512<>+640(SB), Z9, Z5
+	VFMADD213PS  tconstF32AVX512<>+640(SB), Z4, Z8
+	VFMADD213PS  tconstF32AVX512<>+704(SB), Z9, Z5
+	VFMADD213PS  tconstF32AVX512<>+704(SB), Z4, Z8
+	VFMADD213PS  tconstF32AVX512<>+768(SB), Z9, Z5
+	VFMADD213PS  tconstF32AVX512<>+768(SB), Z4, Z8
+	VFMADD213PS  tconstF32AVX512<>+832(SB), Z9, Z5
+	VFMADD213PS  tconstF32AVX512<>+832(SB), Z4, Z8
+	VPSUBD       tconstF32AVX512<>+192(SB), Z12, Z12
+	VPSUBD       tconstF32AVX512<>+192(SB), Z13, Z13
+	VMOVAPS      Z2, Z2
+	VMOVAPS      Z3, Z3
+	VANDPS       tconstF32AVX512<>+320(SB), Z6, Z14
+	VMULPS       Z9, Z9, Z15
+	VMULPS       Z6, Z15, Z15
+	VFMADD231PS  Z5, Z15, Z10
+	VFMADD231PS  Z9, Z6, Z10
+	VADDPS       Z10, Z6, Z6
+	VANDPS       tconstF32AVX512<>+320(SB), Z7, Z5
+	VMULPS       Z4, Z4, Z9
+	VMULPS       Z7, Z9, Z9
+	VFMADD231PS  Z8, Z9, Z11
+	VFMADD231PS  Z4, Z7, Z11
+	VADDPS       Z11, Z7, Z7
+	VPSRAD       $0x01, Z12, Z4
+	VPSUBD       Z4, Z12, Z12
+	VPADDD       tconstF32AVX512<>+896(SB), Z4, Z4
+	VPSLLD       $0x17, Z4, Z4
+	VPADDD       tconstF32AVX512<>+896(SB), Z12, Z12
+	VPSLLD       $0x17, Z12, Z12
+	VPSRAD       $0x01, Z13, Z8
+	VPSUBD       Z8, Z13, Z13
+	VPADDD       tconstF32AVX512<>+896(SB), Z8, Z8
+	VPSLLD       $0x17, Z8, Z8
+	VPADDD       tconstF32AVX512<>+896(SB), Z13, Z13
+	VPSLLD       $0x17, Z13, Z13
+	VMULPS       Z4, Z6, Z6
+	VMULPS       Z12, Z6, Z4
+	VORPS        Z14, Z4, Z4
+	VFNMADD231PS Z12, Z6, Z2
+	VPMOVD2M     Z0, K2
+	VBLENDMPS    Z4, Z2, K2, Z2
+	VMULPS       Z8, Z7, Z7
+	VMULPS       Z13, Z7, Z0
+	VORPS        Z5, Z0, Z0
+	VFNMADD231PS Z13, Z7, Z3
+	VPMOVD2M     Z1, K2
+	VBLENDMPS    Z0, Z3, K2, Z3
+	VMOVUPS      Z2, (AX)
+	VMOVUPS      Z3, 64(AX)
+	ADDQ         $0x00000080, CX
+	ADDQ         $0x00000080, AX
+	ADDQ         $0x00000080, BX
+	ADDQ         $0x00000020, SI
+	SUBQ         $0x00000020, DX
+	JMP          geluGradF32AVX512Pairs_loop
+
+geluGradF32AVX512Pairs_done:
+	MOVQ SI, ret+32(FP)
+	VZEROUPPER
+	RET
+
+DATA tconstF32AVX512<>+0(SB)/8, $0x4080000040800000
+DATA tconstF32AVX512<>+8(SB)/8, $0x4080000040800000
+DATA tconstF32AVX512<>+16(SB)/8, $0x4080000040800000
+DATA tconstF32AVX512<>+24(SB)/8, $0x4080000040800000
+DATA tconstF32AVX512<>+32(SB)/8, $0x4080000040800000
+DATA tconstF32AVX512<>+40(SB)/8, $0x4080000040800000
+DATA tconstF32AVX512<>+48(SB)/8, $0x4080000040800000
+DATA tconstF32AVX512<>+56(SB)/8, $0x4080000040800000
+DATA tconstF32AVX512<>+64(SB)/8, $0x7fffffff7fffffff
+DATA tconstF32AVX512<>+72(SB)/8, $0x7fffffff7fffffff
+DATA tconstF32AVX512<>+80(SB)/8, $0x7fffffff7fffffff
+DATA tconstF32AVX512<>+88(SB)/8, $0x7fffffff7fffffff
+DATA tconstF32AVX512<>+96(SB)/8, $0x7fffffff7fffffff
+DATA tconstF32AVX512<>+104(SB)/8, $0x7fffffff7fffffff
+DATA tconstF32AVX512<>+112(SB)/8, $0x7fffffff7fffffff
+DATA tconstF32AVX512<>+120(SB)/8, $0x7fffffff7fffffff
+DATA tconstF32AVX512<>+128(SB)/8, $0x4316000043160000
+DATA tconstF32AVX512<>+136(SB)/8, $0x4316000043160000
+DATA tconstF32AVX512<>+144(SB)/8, $0x4316000043160000
+DATA tconstF32AVX512<>+152(SB)/8, $0x4316000043160000
+DATA tconstF32AVX512<>+160(SB)/8, $0x4316000043160000
+DATA tconstF32AVX512<>+168(SB)/8, $0x4316000043160000
+DATA tconstF32AVX512<>+176(SB)/8, $0x4316000043160000
+DATA tconstF32AVX512<>+184(SB)/8, $0x4316000043160000
+DATA tconstF32AVX512<>+192(SB)/8, $0x4b4000004b400000
+DATA tconstF32AVX512<>+200(SB)/8, $0x4b4000004b400000
+DATA tconstF32AVX512<>+208(SB)/8, $0x4b4000004b400000
+DATA tconstF32AVX512<>+216(SB)/8, $0x4b4000004b400000
+DATA tconstF32AVX512<>+224(SB)/8, $0x4b4000004b400000
+DATA tconstF32AVX512<>+232(SB)/8, $0x4b4000004b400000
+DATA tconstF32AVX512<>+240(SB)/8, $0x4b4000004b400000
+DATA tconstF32AVX512<>+248(SB)/8, $0x4b4000004b400000
+DATA tconstF32AVX512<>+256(SB)/8, $0x3fb8aa3b3fb8aa3b
+DATA tconstF32AVX512<>+264(SB)/8, $0x3fb8aa3b3fb8aa3b
+DATA tconstF32AVX512<>+272(SB)/8, $0x3fb8aa3b3fb8aa3b
+DATA tconstF32AVX512<>+280(SB)/8, $0x3fb8aa3b3fb8aa3b
+DATA tconstF32AVX512<>+288(SB)/8, $0x3fb8aa3b3fb8aa3b
+DATA tconstF32AVX512<>+296(SB)/8, $0x3fb8aa3b3fb8aa3b
+DATA tconstF32AVX512<>+304(SB)/8, $0x3fb8aa3b3fb8aa3b
+DATA tconstF32AVX512<>+312(SB)/8, $0x3fb8aa3b3fb8aa3b
+DATA tconstF32AVX512<>+320(SB)/8, $0x8000000080000000
+DATA tconstF32AVX512<>+328(SB)/8, $0x8000000080000000
+DATA tconstF32AVX512<>+336(SB)/8, $0x8000000080000000
+DATA tconstF32AVX512<>+344(SB)/8, $0x8000000080000000
+DATA tconstF32AVX512<>+352(SB)/8, $0x8000000080000000
+DATA tconstF32AVX512<>+360(SB)/8, $0x8000000080000000
+DATA tconstF32AVX512<>+368(SB)/8, $0x8000000080000000
+DATA tconstF32AVX512<>+376(SB)/8, $0x8000000080000000
+DATA tconstF32AVX512<>+384(SB)/8, $0x3f3172183f317218
+DATA tconstF32AVX512<>+392(SB)/8, $0x3f3172183f317218
+DATA tconstF32AVX512<>+400(SB)/8, $0x3f3172183f317218
+DATA tconstF32AVX512<>+408(SB)/8, $0x3f3172183f317218
+DATA tconstF32AVX512<>+416(SB)/8, $0x3f3172183f317218
+DATA tconstF32AVX512<>+424(SB)/8, $0x3f3172183f317218
+DATA tconstF32AVX512<>+432(SB)/8, $0x3f3172183f317218
+DATA tconstF32AVX512<>+440(SB)/8, $0x3f3172183f317218
+DATA tconstF32AVX512<>+448(SB)/8, $0xb102e308b102e308
+DATA tconstF32AVX512<>+456(SB)/8, $0xb102e308b102e308
+DATA tconstF32AVX512<>+464(SB)/8, $0xb102e308b102e308
+DATA tconstF32AVX512<>+472(SB)/8, $0xb102e308b102e308
+DATA tconstF32AVX512<>+480(SB)/8, $0xb102e308b102e308
+DATA tconstF32AVX512<>+488(SB)/8, $0xb102e308b102e308
+DATA tconstF32AVX512<>+496(SB)/8, $0xb102e308b102e308
+DATA tconstF32AVX512<>+504(SB)/8, $0xb102e308b102e308
+DATA tconstF32AVX512<>+512(SB)/8, $0x3950395f3950395f
+DATA tconstF32AVX512<>+520(SB)/8, $0x3950395f3950395f
+DATA tconstF32AVX512<>+528(SB)/8, $0x3950395f3950395f
+DATA tconstF32AVX512<>+536(SB)/8, $0x3950395f3950395f
+DATA tconstF32AVX512<>+544(SB)/8, $0x3950395f3950395f
+DATA tconstF32AVX512<>+552(SB)/8, $0x3950395f3950395f
+DATA tconstF32AVX512<>+560(SB)/8, $0x3950395f3950395f
+DATA tconstF32AVX512<>+568(SB)/8, $0x3950395f3950395f
+DATA tconstF32AVX512<>+576(SB)/8, $0x3ab6a16b3ab6a16b
+DATA tconstF32AVX512<>+584(SB)/8, $0x3ab6a16b3ab6a16b
+DATA tconstF32AVX512<>+592(SB)/8, $0x3ab6a16b3ab6a16b
+DATA tconstF32AVX512<>+600(SB)/8, $0x3ab6a16b3ab6a16b
+DATA tconstF32AVX512<>+608(SB)/8, $0x3ab6a16b3ab6a16b
+DATA tconstF32AVX512<>+616(SB)/8, $0x3ab6a16b3ab6a16b
+DATA tconstF32AVX512<>+624(SB)/8, $0x3ab6a16b3ab6a16b
+DATA tconstF32AVX512<>+632(SB)/8, $0x3ab6a16b3ab6a16b
+DATA tconstF32AVX512<>+640(SB)/8, $0x3c0888a63c0888a6
+DATA tconstF32AVX512<>+648(SB)/8, $0x3c0888a63c0888a6
+DATA tconstF32AVX512<>+656(SB)/8, $0x3c0888a63c0888a6
+DATA tconstF32AVX512<>+664(SB)/8, $0x3c0888a63c0888a6
+DATA tconstF32AVX512<>+672(SB)/8, $0x3c0888a63c0888a6
+DATA tconstF32AVX512<>+680(SB)/8, $0x3c0888a63c0888a6
+DATA tconstF32AVX512<>+688(SB)/8, $0x3c0888a63c0888a6
+DATA tconstF32AVX512<>+696(SB)/8, $0x3c0888a63c0888a6
+DATA tconstF32AVX512<>+704(SB)/8, $0x3d2aaa753d2aaa75
+DATA tconstF32AVX512<>+712(SB)/8, $0x3d2aaa753d2aaa75
+DATA tconstF32AVX512<>+720(SB)/8, $0x3d2aaa753d2aaa75
+DATA tconstF32AVX512<>+728(SB)/8, $0x3d2aaa753d2aaa75
+DATA tconstF32AVX512<>+736(SB)/8, $0x3d2aaa753d2aaa75
+DATA tconstF32AVX512<>+744(SB)/8, $0x3d2aaa753d2aaa75
+DATA tconstF32AVX512<>+752(SB)/8, $0x3d2aaa753d2aaa75
+DATA tconstF32AVX512<>+760(SB)/8, $0x3d2aaa753d2aaa75
+DATA tconstF32AVX512<>+768(SB)/8, $0x3e2aaaab3e2aaaab
+DATA tconstF32AVX512<>+776(SB)/8, $0x3e2aaaab3e2aaaab
+DATA tconstF32AVX512<>+784(SB)/8, $0x3e2aaaab3e2aaaab
+DATA tconstF32AVX512<>+792(SB)/8, $0x3e2aaaab3e2aaaab
+DATA tconstF32AVX512<>+800(SB)/8, $0x3e2aaaab3e2aaaab
+DATA tconstF32AVX512<>+808(SB)/8, $0x3e2aaaab3e2aaaab
+DATA tconstF32AVX512<>+816(SB)/8, $0x3e2aaaab3e2aaaab
+DATA tconstF32AVX512<>+824(SB)/8, $0x3e2aaaab3e2aaaab
+DATA tconstF32AVX512<>+832(SB)/8, $0x3f0000003f000000
+DATA tconstF32AVX512<>+840(SB)/8, $0x3f0000003f000000
+DATA tconstF32AVX512<>+848(SB)/8, $0x3f0000003f000000
+DATA tconstF32AVX512<>+856(SB)/8, $0x3f0000003f000000
+DATA tconstF32AVX512<>+864(SB)/8, $0x3f0000003f000000
+DATA tconstF32AVX512<>+872(SB)/8, $0x3f0000003f000000
+DATA tconstF32AVX512<>+880(SB)/8, $0x3f0000003f000000
+DATA tconstF32AVX512<>+888(SB)/8, $0x3f0000003f000000
+DATA tconstF32AVX512<>+896(SB)/8, $0x0000007f0000007f
+DATA tconstF32AVX512<>+904(SB)/8, $0x0000007f0000007f
+DATA tconstF32AVX512<>+912(SB)/8, $0x0000007f0000007f
+DATA tconstF32AVX512<>+920(SB)/8, $0x0000007f0000007f
+DATA tconstF32AVX512<>+928(SB)/8, $0x0000007f0000007f
+DATA tconstF32AVX512<>+936(SB)/8, $0x0000007f0000007f
+DATA tconstF32AVX512<>+944(SB)/8, $0x0000007f0000007f
+DATA tconstF32AVX512<>+952(SB)/8, $0x0000007f0000007f
+DATA tconstF32AVX512<>+960(SB)/8, $0x3f8000003f800000
+DATA tconstF32AVX512<>+968(SB)/8, $0x3f8000003f800000
+DATA tconstF32AVX512<>+976(SB)/8, $0x3f8000003f800000
+DATA tconstF32AVX512<>+984(SB)/8, $0x3f8000003f800000
+DATA tconstF32AVX512<>+992(SB)/8, $0x3f8000003f800000
+DATA tconstF32AVX512<>+1000(SB)/8, $0x3f8000003f800000
+DATA tconstF32AVX512<>+1008(SB)/8, $0x3f8000003f800000
+DATA tconstF32AVX512<>+1016(SB)/8, $0x3f8000003f800000
+DATA tconstF32AVX512<>+1024(SB)/8, $0x5f7fffff5f7fffff
+DATA tconstF32AVX512<>+1032(SB)/8, $0x5f7fffff5f7fffff
+DATA tconstF32AVX512<>+1040(SB)/8, $0x5f7fffff5f7fffff
+DATA tconstF32AVX512<>+1048(SB)/8, $0x5f7fffff5f7fffff
+DATA tconstF32AVX512<>+1056(SB)/8, $0x5f7fffff5f7fffff
+DATA tconstF32AVX512<>+1064(SB)/8, $0x5f7fffff5f7fffff
+DATA tconstF32AVX512<>+1072(SB)/8, $0x5f7fffff5f7fffff
+DATA tconstF32AVX512<>+1080(SB)/8, $0x5f7fffff5f7fffff
+DATA tconstF32AVX512<>+1088(SB)/8, $0x3ff0000000000000
+DATA tconstF32AVX512<>+1096(SB)/8, $0x3ff0000000000000
+DATA tconstF32AVX512<>+1104(SB)/8, $0x3ff0000000000000
+DATA tconstF32AVX512<>+1112(SB)/8, $0x3ff0000000000000
+DATA tconstF32AVX512<>+1120(SB)/8, $0x3ff0000000000000
+DATA tconstF32AVX512<>+1128(SB)/8, $0x3ff0000000000000
+DATA tconstF32AVX512<>+1136(SB)/8, $0x3ff0000000000000
+DATA tconstF32AVX512<>+1144(SB)/8, $0x3ff0000000000000
+DATA tconstF32AVX512<>+1152(SB)/8, $0x4338000000000000
+DATA tconstF32AVX512<>+1160(SB)/8, $0x4338000000000000
+DATA tconstF32AVX512<>+1168(SB)/8, $0x4338000000000000
+DATA tconstF32AVX512<>+1176(SB)/8, $0x4338000000000000
+DATA tconstF32AVX512<>+1184(SB)/8, $0x4338000000000000
+DATA tconstF32AVX512<>+1192(SB)/8, $0x4338000000000000
+DATA tconstF32AVX512<>+1200(SB)/8, $0x4338000000000000
+DATA tconstF32AVX512<>+1208(SB)/8, $0x4338000000000000
+DATA tconstF32AVX512<>+1216(SB)/8, $0x3ff0000000000000
+DATA tconstF32AVX512<>+1224(SB)/8, $0x3ff0b5586cf9890f
+DATA tconstF32AVX512<>+1232(SB)/8, $0x3ff172b83c7d517b
+DATA tconstF32AVX512<>+1240(SB)/8, $0x3ff2387a6e756238
+DATA tconstF32AVX512<>+1248(SB)/8, $0x3ff306fe0a31b715
+DATA tconstF32AVX512<>+1256(SB)/8, $0x3ff3dea64c123422
+DATA tconstF32AVX512<>+1264(SB)/8, $0x3ff4bfdad5362a27
+DATA tconstF32AVX512<>+1272(SB)/8, $0x3ff5ab07dd485429
+DATA tconstF32AVX512<>+1280(SB)/8, $0x3ff6a09e667f3bcc
+DATA tconstF32AVX512<>+1288(SB)/8, $0x3ff7a11473eb0187
+DATA tconstF32AVX512<>+1296(SB)/8, $0x3ff8ace5422aa0dc
+DATA tconstF32AVX512<>+1304(SB)/8, $0x3ff9c49182a3f090
+DATA tconstF32AVX512<>+1312(SB)/8, $0x3ffae89f995ad3ae
+DATA tconstF32AVX512<>+1320(SB)/8, $0x3ffc199bdd85529c
+DATA tconstF32AVX512<>+1328(SB)/8, $0x3ffd5818dcfba487
+DATA tconstF32AVX512<>+1336(SB)/8, $0x3ffea4afa2a490da
+DATA tconstF32AVX512<>+1344(SB)/8, $0x7fffffffffffffff
+DATA tconstF32AVX512<>+1352(SB)/8, $0x7fffffffffffffff
+DATA tconstF32AVX512<>+1360(SB)/8, $0x7fffffffffffffff
+DATA tconstF32AVX512<>+1368(SB)/8, $0x7fffffffffffffff
+DATA tconstF32AVX512<>+1376(SB)/8, $0x7fffffffffffffff
+DATA tconstF32AVX512<>+1384(SB)/8, $0x7fffffffffffffff
+DATA tconstF32AVX512<>+1392(SB)/8, $0x7fffffffffffffff
+DATA tconstF32AVX512<>+1400(SB)/8, $0x7fffffffffffffff
+DATA tconstF32AVX512<>+1408(SB)/8, $0x404e000000000000
+DATA tconstF32AVX512<>+1416(SB)/8, $0x404e000000000000
+DATA tconstF32AVX512<>+1424(SB)/8, $0x404e000000000000
+DATA tconstF32AVX512<>+1432(SB)/8, $0x404e000000000000
+DATA tconstF32AVX512<>+1440(SB)/8, $0x404e000000000000
+DATA tconstF32AVX512<>+1448(SB)/8, $0x404e000000000000
+DATA tconstF32AVX512<>+1456(SB)/8, $0x404e000000000000
+DATA tconstF32AVX512<>+1464(SB)/8, $0x404e000000000000
+DATA tconstF32AVX512<>+1472(SB)/8, $0x40371547652b82fe
+DATA tconstF32AVX512<>+1480(SB)/8, $0x40371547652b82fe
+DATA tconstF32AVX512<>+1488(SB)/8, $0x40371547652b82fe
+DATA tconstF32AVX512<>+1496(SB)/8, $0x40371547652b82fe
+DATA tconstF32AVX512<>+1504(SB)/8, $0x40371547652b82fe
+DATA tconstF32AVX512<>+1512(SB)/8, $0x40371547652b82fe
+DATA tconstF32AVX512<>+1520(SB)/8, $0x40371547652b82fe
+DATA tconstF32AVX512<>+1528(SB)/8, $0x40371547652b82fe
+DATA tconstF32AVX512<>+1536(SB)/8, $0x3fa62e42fefa0000
+DATA tconstF32AVX512<>+1544(SB)/8, $0x3fa62e42fefa0000
+DATA tconstF32AVX512<>+1552(SB)/8, $0x3fa62e42fefa0000
+DATA tconstF32AVX512<>+1560(SB)/8, $0x3fa62e42fefa0000
+DATA tconstF32AVX512<>+1568(SB)/8, $0x3fa62e42fefa0000
+DATA tconstF32AVX512<>+1576(SB)/8, $0x3fa62e42fefa0000
+DATA tconstF32AVX512<>+1584(SB)/8, $0x3fa62e42fefa0000
+DATA tconstF32AVX512<>+1592(SB)/8, $0x3fa62e42fefa0000
+DATA tconstF32AVX512<>+1600(SB)/8, $0x3d3cf79abc9e3b3a
+DATA tconstF32AVX512<>+1608(SB)/8, $0x3d3cf79abc9e3b3a
+DATA tconstF32AVX512<>+1616(SB)/8, $0x3d3cf79abc9e3b3a
+DATA tconstF32AVX512<>+1624(SB)/8, $0x3d3cf79abc9e3b3a
+DATA tconstF32AVX512<>+1632(SB)/8, $0x3d3cf79abc9e3b3a
+DATA tconstF32AVX512<>+1640(SB)/8, $0x3d3cf79abc9e3b3a
+DATA tconstF32AVX512<>+1648(SB)/8, $0x3d3cf79abc9e3b3a
+DATA tconstF32AVX512<>+1656(SB)/8, $0x3d3cf79abc9e3b3a
+DATA tconstF32AVX512<>+1664(SB)/8, $0x3f8111171bbf8920
+DATA tconstF32AVX512<>+1672(SB)/8, $0x3f8111171bbf8920
+DATA tconstF32AVX512<>+1680(SB)/8, $0x3f8111171bbf8920
+DATA tconstF32AVX512<>+1688(SB)/8, $0x3f8111171bbf8920
+DATA tconstF32AVX512<>+1696(SB)/8, $0x3f8111171bbf8920
+DATA tconstF32AVX512<>+1704(SB)/8, $0x3f8111171bbf8920
+DATA tconstF32AVX512<>+1712(SB)/8, $0x3f8111171bbf8920
+DATA tconstF32AVX512<>+1720(SB)/8, $0x3f8111171bbf8920
+DATA tconstF32AVX512<>+1728(SB)/8, $0x3fa55570aaa97b24
+DATA tconstF32AVX512<>+1736(SB)/8, $0x3fa55570aaa97b24
+DATA tconstF32AVX512<>+1744(SB)/8, $0x3fa55570aaa97b24
+DATA tconstF32AVX512<>+1752(SB)/8, $0x3fa55570aaa97b24
+DATA tconstF32AVX512<>+1760(SB)/8, $0x3fa55570aaa97b24
+DATA tconstF32AVX512<>+1768(SB)/8, $0x3fa55570aaa97b24
+DATA tconstF32AVX512<>+1776(SB)/8, $0x3fa55570aaa97b24
+DATA tconstF32AVX512<>+1784(SB)/8, $0x3fa55570aaa97b24
+DATA tconstF32AVX512<>+1792(SB)/8, $0x3fc55555555d30e4
+DATA tconstF32AVX512<>+1800(SB)/8, $0x3fc55555555d30e4
+DATA tconstF32AVX512<>+1808(SB)/8, $0x3fc55555555d30e4
+DATA tconstF32AVX512<>+1816(SB)/8, $0x3fc55555555d30e4
+DATA tconstF32AVX512<>+1824(SB)/8, $0x3fc55555555d30e4
+DATA tconstF32AVX512<>+1832(SB)/8, $0x3fc55555555d30e4
+DATA tconstF32AVX512<>+1840(SB)/8, $0x3fc55555555d30e4
+DATA tconstF32AVX512<>+1848(SB)/8, $0x3fc55555555d30e4
+DATA tconstF32AVX512<>+1856(SB)/8, $0x3fdfffffffe5bdae
+DATA tconstF32AVX512<>+1864(SB)/8, $0x3fdfffffffe5bdae
+DATA tconstF32AVX512<>+1872(SB)/8, $0x3fdfffffffe5bdae
+DATA tconstF32AVX512<>+1880(SB)/8, $0x3fdfffffffe5bdae
+DATA tconstF32AVX512<>+1888(SB)/8, $0x3fdfffffffe5bdae
+DATA tconstF32AVX512<>+1896(SB)/8, $0x3fdfffffffe5bdae
+DATA tconstF32AVX512<>+1904(SB)/8, $0x3fdfffffffe5bdae
+DATA tconstF32AVX512<>+1912(SB)/8, $0x3fdfffffffe5bdae
+DATA tconstF32AVX512<>+1920(SB)/8, $0x3fb0000000000000
+DATA tconstF32AVX512<>+1928(SB)/8, $0x3fb0000000000000
+DATA tconstF32AVX512<>+1936(SB)/8, $0x3fb0000000000000
+DATA tconstF32AVX512<>+1944(SB)/8, $0x3fb0000000000000
+DATA tconstF32AVX512<>+1952(SB)/8, $0x3fb0000000000000
+DATA tconstF32AVX512<>+1960(SB)/8, $0x3fb0000000000000
+DATA tconstF32AVX512<>+1968(SB)/8, $0x3fb0000000000000
+DATA tconstF32AVX512<>+1976(SB)/8, $0x3fb0000000000000
+DATA tconstF32AVX512<>+1984(SB)/8, $0x4000000000000000
+DATA tconstF32AVX512<>+1992(SB)/8, $0x4000000000000000
+DATA tconstF32AVX512<>+2000(SB)/8, $0x4000000000000000
+DATA tconstF32AVX512<>+2008(SB)/8, $0x4000000000000000
+DATA tconstF32AVX512<>+2016(SB)/8, $0x4000000000000000
+DATA tconstF32AVX512<>+2024(SB)/8, $0x4000000000000000
+DATA tconstF32AVX512<>+2032(SB)/8, $0x4000000000000000
+DATA tconstF32AVX512<>+2040(SB)/8, $0x4000000000000000
+DATA tconstF32AVX512<>+2048(SB)/8, $0x4010000000000000
+DATA tconstF32AVX512<>+2056(SB)/8, $0x4010000000000000
+DATA tconstF32AVX512<>+2064(SB)/8, $0x4010000000000000
+DATA tconstF32AVX512<>+2072(SB)/8, $0x4010000000000000
+DATA tconstF32AVX512<>+2080(SB)/8, $0x4010000000000000
+DATA tconstF32AVX512<>+2088(SB)/8, $0x4010000000000000
+DATA tconstF32AVX512<>+2096(SB)/8, $0x4010000000000000
+DATA tconstF32AVX512<>+2104(SB)/8, $0x4010000000000000
+DATA tconstF32AVX512<>+2112(SB)/8, $0x3ff0000000000000
+DATA tconstF32AVX512<>+2120(SB)/8, $0x3ff0b5586cf9890f
+DATA tconstF32AVX512<>+2128(SB)/8, $0x3ff172b83c7d517b
+DATA tconstF32AVX512<>+2136(SB)/8, $0x3ff2387a6e756238
+DATA tconstF32AVX512<>+2144(SB)/8, $0x3ff306fe0a31b715
+DATA tconstF32AVX512<>+2152(SB)/8, $0x3ff3dea64c123422
+DATA tconstF32AVX512<>+2160(SB)/8, $0x3ff4bfdad5362a27
+DATA tconstF32AVX512<>+2168(SB)/8, $0x3ff5ab07dd485429
+DATA tconstF32AVX512<>+2176(SB)/8, $0x3ff6a09e667f3bcc
+DATA tconstF32AVX512<>+2184(SB)/8, $0x3ff7a11473eb0187
+DATA tconstF32AVX512<>+2192(SB)/8, $0x3ff8ace5422aa0dc
+DATA tconstF32AVX512<>+2200(SB)/8, $0x3ff9c49182a3f090
+DATA tconstF32AVX512<>+2208(SB)/8, $0x3ffae89f995ad3ae
+DATA tconstF32AVX512<>+2216(SB)/8, $0x3ffc199bdd85529c
+DATA tconstF32AVX512<>+2224(SB)/8, $0x3ffd5818dcfba487
+DATA tconstF32AVX512<>+2232(SB)/8, $0x3ffea4afa2a490da
+DATA tconstF32AVX512<>+2240(SB)/8, $0x7f7fffff7f7fffff
+DATA tconstF32AVX512<>+2248(SB)/8, $0x7f7fffff7f7fffff
+DATA tconstF32AVX512<>+2256(SB)/8, $0x7f7fffff7f7fffff
+DATA tconstF32AVX512<>+2264(SB)/8, $0x7f7fffff7f7fffff
+DATA tconstF32AVX512<>+2272(SB)/8, $0x7f7fffff7f7fffff
+DATA tconstF32AVX512<>+2280(SB)/8, $0x7f7fffff7f7fffff
+DATA tconstF32AVX512<>+2288(SB)/8, $0x7f7fffff7f7fffff
+DATA tconstF32AVX512<>+2296(SB)/8, $0x7f7fffff7f7fffff
+DATA tconstF32AVX512<>+2304(SB)/8, $0xc2dc0000c2dc0000
+DATA tconstF32AVX512<>+2312(SB)/8, $0xc2dc0000c2dc0000
+DATA tconstF32AVX512<>+2320(SB)/8, $0xc2dc0000c2dc0000
+DATA tconstF32AVX512<>+2328(SB)/8, $0xc2dc0000c2dc0000
+DATA tconstF32AVX512<>+2336(SB)/8, $0xc2dc0000c2dc0000
+DATA tconstF32AVX512<>+2344(SB)/8, $0xc2dc0000c2dc0000
+DATA tconstF32AVX512<>+2352(SB)/8, $0xc2dc0000c2dc0000
+DATA tconstF32AVX512<>+2360(SB)/8, $0xc2dc0000c2dc0000
+DATA tconstF32AVX512<>+2368(SB)/8, $0x41c0000041c00000
+DATA tconstF32AVX512<>+2376(SB)/8, $0x41c0000041c00000
+DATA tconstF32AVX512<>+2384(SB)/8, $0x41c0000041c00000
+DATA tconstF32AVX512<>+2392(SB)/8, $0x41c0000041c00000
+DATA tconstF32AVX512<>+2400(SB)/8, $0x41c0000041c00000
+DATA tconstF32AVX512<>+2408(SB)/8, $0x41c0000041c00000
+DATA tconstF32AVX512<>+2416(SB)/8, $0x41c0000041c00000
+DATA tconstF32AVX512<>+2424(SB)/8, $0x41c0000041c00000
+DATA tconstF32AVX512<>+2432(SB)/8, $0xb950395fb950395f
+DATA tconstF32AVX512<>+2440(SB)/8, $0xb950395fb950395f
+DATA tconstF32AVX512<>+2448(SB)/8, $0xb950395fb950395f
+DATA tconstF32AVX512<>+2456(SB)/8, $0xb950395fb950395f
+DATA tconstF32AVX512<>+2464(SB)/8, $0xb950395fb950395f
+DATA tconstF32AVX512<>+2472(SB)/8, $0xb950395fb950395f
+DATA tconstF32AVX512<>+2480(SB)/8, $0xb950395fb950395f
+DATA tconstF32AVX512<>+2488(SB)/8, $0xb950395fb950395f
+DATA tconstF32AVX512<>+2496(SB)/8, $0xbc0888a6bc0888a6
+DATA tconstF32AVX512<>+2504(SB)/8, $0xbc0888a6bc0888a6
+DATA tconstF32AVX512<>+2512(SB)/8, $0xbc0888a6bc0888a6
+DATA tconstF32AVX512<>+2520(SB)/8, $0xbc0888a6bc0888a6
+DATA tconstF32AVX512<>+2528(SB)/8, $0xbc0888a6bc0888a6
+DATA tconstF32AVX512<>+2536(SB)/8, $0xbc0888a6bc0888a6
+DATA tconstF32AVX512<>+2544(SB)/8, $0xbc0888a6bc0888a6
+DATA tconstF32AVX512<>+2552(SB)/8, $0xbc0888a6bc0888a6
+DATA tconstF32AVX512<>+2560(SB)/8, $0xbe2aaaabbe2aaaab
+DATA tconstF32AVX512<>+2568(SB)/8, $0xbe2aaaabbe2aaaab
+DATA tconstF32AVX512<>+2576(SB)/8, $0xbe2aaaabbe2aaaab
+DATA tconstF32AVX512<>+2584(SB)/8, $0xbe2aaaabbe2aaaab
+DATA tconstF32AVX512<>+2592(SB)/8, $0xbe2aaaabbe2aaaab
+DATA tconstF32AVX512<>+2600(SB)/8, $0xbe2aaaabbe2aaaab
+DATA tconstF32AVX512<>+2608(SB)/8, $0xbe2aaaabbe2aaaab
+DATA tconstF32AVX512<>+2616(SB)/8, $0xbe2aaaabbe2aaaab
+DATA tconstF32AVX512<>+2624(SB)/8, $0x000000a7000000a7
+DATA tconstF32AVX512<>+2632(SB)/8, $0x000000a7000000a7
+DATA tconstF32AVX512<>+2640(SB)/8, $0x000000a7000000a7
+DATA tconstF32AVX512<>+2648(SB)/8, $0x000000a7000000a7
+DATA tconstF32AVX512<>+2656(SB)/8, $0x000000a7000000a7
+DATA tconstF32AVX512<>+2664(SB)/8, $0x000000a7000000a7
+DATA tconstF32AVX512<>+2672(SB)/8, $0x000000a7000000a7
+DATA tconstF32AVX512<>+2680(SB)/8, $0x000000a7000000a7
+DATA tconstF32AVX512<>+2688(SB)/8, $0x2b8000002b800000
+DATA tconstF32AVX512<>+2696(SB)/8, $0x2b8000002b800000
+DATA tconstF32AVX512<>+2704(SB)/8, $0x2b8000002b800000
+DATA tconstF32AVX512<>+2712(SB)/8, $0x2b8000002b800000
+DATA tconstF32AVX512<>+2720(SB)/8, $0x2b8000002b800000
+DATA tconstF32AVX512<>+2728(SB)/8, $0x2b8000002b800000
+DATA tconstF32AVX512<>+2736(SB)/8, $0x2b8000002b800000
+DATA tconstF32AVX512<>+2744(SB)/8, $0x2b8000002b800000
+DATA tconstF32AVX512<>+2752(SB)/8, $0x3ff0000000000000
+DATA tconstF32AVX512<>+2760(SB)/8, $0x3ff0b5586cf9890f
+DATA tconstF32AVX512<>+2768(SB)/8, $0x3ff172b83c7d517b
+DATA tconstF32AVX512<>+2776(SB)/8, $0x3ff2387a6e756238
+DATA tconstF32AVX512<>+2784(SB)/8, $0x3ff306fe0a31b715
+DATA tconstF32AVX512<>+2792(SB)/8, $0x3ff3dea64c123422
+DATA tconstF32AVX512<>+2800(SB)/8, $0x3ff4bfdad5362a27
+DATA tconstF32AVX512<>+2808(SB)/8, $0x3ff5ab07dd485429
+DATA tconstF32AVX512<>+2816(SB)/8, $0x3ff6a09e667f3bcc
+DATA tconstF32AVX512<>+2824(SB)/8, $0x3ff7a11473eb0187
+DATA tconstF32AVX512<>+2832(SB)/8, $0x3ff8ace5422aa0dc
+DATA tconstF32AVX512<>+2840(SB)/8, $0x3ff9c49182a3f090
+DATA tconstF32AVX512<>+2848(SB)/8, $0x3ffae89f995ad3ae
+DATA tconstF32AVX512<>+2856(SB)/8, $0x3ffc199bdd85529c
+DATA tconstF32AVX512<>+2864(SB)/8, $0x3ffd5818dcfba487
+DATA tconstF32AVX512<>+2872(SB)/8, $0x3ffea4afa2a490da
+DATA tconstF32AVX512<>+2880(SB)/8, $0xc072c00000000000
+DATA tconstF32AVX512<>+2888(SB)/8, $0xc072c00000000000
+DATA tconstF32AVX512<>+2896(SB)/8, $0xc072c00000000000
+DATA tconstF32AVX512<>+2904(SB)/8, $0xc072c00000000000
+DATA tconstF32AVX512<>+2912(SB)/8, $0xc072c00000000000
+DATA tconstF32AVX512<>+2920(SB)/8, $0xc072c00000000000
+DATA tconstF32AVX512<>+2928(SB)/8, $0xc072c00000000000
+DATA tconstF32AVX512<>+2936(SB)/8, $0xc072c00000000000
+DATA tconstF32AVX512<>+2944(SB)/8, $0x4072c00000000000
+DATA tconstF32AVX512<>+2952(SB)/8, $0x4072c00000000000
+DATA tconstF32AVX512<>+2960(SB)/8, $0x4072c00000000000
+DATA tconstF32AVX512<>+2968(SB)/8, $0x4072c00000000000
+DATA tconstF32AVX512<>+2976(SB)/8, $0x4072c00000000000
+DATA tconstF32AVX512<>+2984(SB)/8, $0x4072c00000000000
+DATA tconstF32AVX512<>+2992(SB)/8, $0x4072c00000000000
+DATA tconstF32AVX512<>+3000(SB)/8, $0x4072c00000000000
+DATA tconstF32AVX512<>+3008(SB)/8, $0x8000000000000000
+DATA tconstF32AVX512<>+3016(SB)/8, $0x8000000000000000
+DATA tconstF32AVX512<>+3024(SB)/8, $0x8000000000000000
+DATA tconstF32AVX512<>+3032(SB)/8, $0x8000000000000000
+DATA tconstF32AVX512<>+3040(SB)/8, $0x8000000000000000
+DATA tconstF32AVX512<>+3048(SB)/8, $0x8000000000000000
+DATA tconstF32AVX512<>+3056(SB)/8, $0x8000000000000000
+DATA tconstF32AVX512<>+3064(SB)/8, $0x8000000000000000
+DATA tconstF32AVX512<>+3072(SB)/8, $0x3fa5552102101450
+DATA tconstF32AVX512<>+3080(SB)/8, $0x3fa5552102101450
+DATA tconstF32AVX512<>+3088(SB)/8, $0x3fa5552102101450
+DATA tconstF32AVX512<>+3096(SB)/8, $0x3fa5552102101450
+DATA tconstF32AVX512<>+3104(SB)/8, $0x3fa5552102101450
+DATA tconstF32AVX512<>+3112(SB)/8, $0x3fa5552102101450
+DATA tconstF32AVX512<>+3120(SB)/8, $0x3fa5552102101450
+DATA tconstF32AVX512<>+3128(SB)/8, $0x3fa5552102101450
+DATA tconstF32AVX512<>+3136(SB)/8, $0x3fc55571d829453b
+DATA tconstF32AVX512<>+3144(SB)/8, $0x3fc55571d829453b
+DATA tconstF32AVX512<>+3152(SB)/8, $0x3fc55571d829453b
+DATA tconstF32AVX512<>+3160(SB)/8, $0x3fc55571d829453b
+DATA tconstF32AVX512<>+3168(SB)/8, $0x3fc55571d829453b
+DATA tconstF32AVX512<>+3176(SB)/8, $0x3fc55571d829453b
+DATA tconstF32AVX512<>+3184(SB)/8, $0x3fc55571d829453b
+DATA tconstF32AVX512<>+3192(SB)/8, $0x3fc55571d829453b
+DATA tconstF32AVX512<>+3200(SB)/8, $0x3fe00000006d99e1
+DATA tconstF32AVX512<>+3208(SB)/8, $0x3fe00000006d99e1
+DATA tconstF32AVX512<>+3216(SB)/8, $0x3fe00000006d99e1
+DATA tconstF32AVX512<>+3224(SB)/8, $0x3fe00000006d99e1
+DATA tconstF32AVX512<>+3232(SB)/8, $0x3fe00000006d99e1
+DATA tconstF32AVX512<>+3240(SB)/8, $0x3fe00000006d99e1
+DATA tconstF32AVX512<>+3248(SB)/8, $0x3fe00000006d99e1
+DATA tconstF32AVX512<>+3256(SB)/8, $0x3fe00000006d99e1
+DATA tconstF32AVX512<>+3264(SB)/8, $0x3ff0000000000000
+DATA tconstF32AVX512<>+3272(SB)/8, $0x3ff0b5586cf9890f
+DATA tconstF32AVX512<>+3280(SB)/8, $0x3ff172b83c7d517b
+DATA tconstF32AVX512<>+3288(SB)/8, $0x3ff2387a6e756238
+DATA tconstF32AVX512<>+3296(SB)/8, $0x3ff306fe0a31b715
+DATA tconstF32AVX512<>+3304(SB)/8, $0x3ff3dea64c123422
+DATA tconstF32AVX512<>+3312(SB)/8, $0x3ff4bfdad5362a27
+DATA tconstF32AVX512<>+3320(SB)/8, $0x3ff5ab07dd485429
+DATA tconstF32AVX512<>+3328(SB)/8, $0x3ff6a09e667f3bcc
+DATA tconstF32AVX512<>+3336(SB)/8, $0x3ff7a11473eb0187
+DATA tconstF32AVX512<>+3344(SB)/8, $0x3ff8ace5422aa0dc
+DATA tconstF32AVX512<>+3352(SB)/8, $0x3ff9c49182a3f090
+DATA tconstF32AVX512<>+3360(SB)/8, $0x3ffae89f995ad3ae
+DATA tconstF32AVX512<>+3368(SB)/8, $0x3ffc199bdd85529c
+DATA tconstF32AVX512<>+3376(SB)/8, $0x3ffd5818dcfba487
+DATA tconstF32AVX512<>+3384(SB)/8, $0x3ffea4afa2a490da
+DATA tconstF32AVX512<>+3392(SB)/8, $0x418c0000418c0000
+DATA tconstF32AVX512<>+3400(SB)/8, $0x418c0000418c0000
+DATA tconstF32AVX512<>+3408(SB)/8, $0x418c0000418c0000
+DATA tconstF32AVX512<>+3416(SB)/8, $0x418c0000418c0000
+DATA tconstF32AVX512<>+3424(SB)/8, $0x418c0000418c0000
+DATA tconstF32AVX512<>+3432(SB)/8, $0x418c0000418c0000
+DATA tconstF32AVX512<>+3440(SB)/8, $0x418c0000418c0000
+DATA tconstF32AVX512<>+3448(SB)/8, $0x418c0000418c0000
+DATA tconstF32AVX512<>+3456(SB)/8, $0x3c4dcdb63c4dcdb6
+DATA tconstF32AVX512<>+3464(SB)/8, $0x3c4dcdb63c4dcdb6
+DATA tconstF32AVX512<>+3472(SB)/8, $0x3c4dcdb63c4dcdb6
+DATA tconstF32AVX512<>+3480(SB)/8, $0x3c4dcdb63c4dcdb6
+DATA tconstF32AVX512<>+3488(SB)/8, $0x3c4dcdb63c4dcdb6
+DATA tconstF32AVX512<>+3496(SB)/8, $0x3c4dcdb63c4dcdb6
+DATA tconstF32AVX512<>+3504(SB)/8, $0x3c4dcdb63c4dcdb6
+DATA tconstF32AVX512<>+3512(SB)/8, $0x3c4dcdb63c4dcdb6
+DATA tconstF32AVX512<>+3520(SB)/8, $0x3deb89243deb8924
+DATA tconstF32AVX512<>+3528(SB)/8, $0x3deb89243deb8924
+DATA tconstF32AVX512<>+3536(SB)/8, $0x3deb89243deb8924
+DATA tconstF32AVX512<>+3544(SB)/8, $0x3deb89243deb8924
+DATA tconstF32AVX512<>+3552(SB)/8, $0x3deb89243deb8924
+DATA tconstF32AVX512<>+3560(SB)/8, $0x3deb89243deb8924
+DATA tconstF32AVX512<>+3568(SB)/8, $0x3deb89243deb8924
+DATA tconstF32AVX512<>+3576(SB)/8, $0x3deb89243deb8924
+DATA tconstF32AVX512<>+3584(SB)/8, $0x3f023aff3f023aff
+DATA tconstF32AVX512<>+3592(SB)/8, $0x3f023aff3f023aff
+DATA tconstF32AVX512<>+3600(SB)/8, $0x3f023aff3f023aff
+DATA tconstF32AVX512<>+3608(SB)/8, $0x3f023aff3f023aff
+DATA tconstF32AVX512<>+3616(SB)/8, $0x3f023aff3f023aff
+DATA tconstF32AVX512<>+3624(SB)/8, $0x3f023aff3f023aff
+DATA tconstF32AVX512<>+3632(SB)/8, $0x3f023aff3f023aff
+DATA tconstF32AVX512<>+3640(SB)/8, $0x3f023aff3f023aff
+DATA tconstF32AVX512<>+3648(SB)/8, $0x3fa174503fa17450
+DATA tconstF32AVX512<>+3656(SB)/8, $0x3fa174503fa17450
+DATA tconstF32AVX512<>+3664(SB)/8, $0x3fa174503fa17450
+DATA tconstF32AVX512<>+3672(SB)/8, $0x3fa174503fa17450
+DATA tconstF32AVX512<>+3680(SB)/8, $0x3fa174503fa17450
+DATA tconstF32AVX512<>+3688(SB)/8, $0x3fa174503fa17450
+DATA tconstF32AVX512<>+3696(SB)/8, $0x3fa174503fa17450
+DATA tconstF32AVX512<>+3704(SB)/8, $0x3fa174503fa17450
+DATA tconstF32AVX512<>+3712(SB)/8, $0x3fdb1c143fdb1c14
+DATA tconstF32AVX512<>+3720(SB)/8, $0x3fdb1c143fdb1c14
+DATA tconstF32AVX512<>+3728(SB)/8, $0x3fdb1c143fdb1c14
+DATA tconstF32AVX512<>+3736(SB)/8, $0x3fdb1c143fdb1c14
+DATA tconstF32AVX512<>+3744(SB)/8, $0x3fdb1c143fdb1c14
+DATA tconstF32AVX512<>+3752(SB)/8, $0x3fdb1c143fdb1c14
+DATA tconstF32AVX512<>+3760(SB)/8, $0x3fdb1c143fdb1c14
+DATA tconstF32AVX512<>+3768(SB)/8, $0x3fdb1c143fdb1c14
+DATA tconstF32AVX512<>+3776(SB)/8, $0xb9f8a661b9f8a661
+DATA tconstF32AVX512<>+3784(SB)/8, $0xb9f8a661b9f8a661
+DATA tconstF32AVX512<>+3792(SB)/8, $0xb9f8a661b9f8a661
+DATA tconstF32AVX512<>+3800(SB)/8, $0xb9f8a661b9f8a661
+DATA tconstF32AVX512<>+3808(SB)/8, $0xb9f8a661b9f8a661
+DATA tconstF32AVX512<>+3816(SB)/8, $0xb9f8a661b9f8a661
+DATA tconstF32AVX512<>+3824(SB)/8, $0xb9f8a661b9f8a661
+DATA tconstF32AVX512<>+3832(SB)/8, $0xb9f8a661b9f8a661
+DATA tconstF32AVX512<>+3840(SB)/8, $0xb9af86cfb9af86cf
+DATA tconstF32AVX512<>+3848(SB)/8, $0xb9af86cfb9af86cf
+DATA tconstF32AVX512<>+3856(SB)/8, $0xb9af86cfb9af86cf
+DATA tconstF32AVX512<>+3864(SB)/8, $0xb9af86cfb9af86cf
+DATA tconstF32AVX512<>+3872(SB)/8, $0xb9af86cfb9af86cf
+DATA tconstF32AVX512<>+3880(SB)/8, $0xb9af86cfb9af86cf
+DATA tconstF32AVX512<>+3888(SB)/8, $0xb9af86cfb9af86cf
+DATA tconstF32AVX512<>+3896(SB)/8, $0xb9af86cfb9af86cf
+DATA tconstF32AVX512<>+3904(SB)/8, $0x3c4d23593c4d2359
+DATA tconstF32AVX512<>+3912(SB)/8, $0x3c4d23593c4d2359
+DATA tconstF32AVX512<>+3920(SB)/8, $0x3c4d23593c4d2359
+DATA tconstF32AVX512<>+3928(SB)/8, $0x3c4d23593c4d2359
+DATA tconstF32AVX512<>+3936(SB)/8, $0x3c4d23593c4d2359
+DATA tconstF32AVX512<>+3944(SB)/8, $0x3c4d23593c4d2359
+DATA tconstF32AVX512<>+3952(SB)/8, $0x3c4d23593c4d2359
+DATA tconstF32AVX512<>+3960(SB)/8, $0x3c4d23593c4d2359
+DATA tconstF32AVX512<>+3968(SB)/8, $0x3d83c2563d83c256
+DATA tconstF32AVX512<>+3976(SB)/8, $0x3d83c2563d83c256
+DATA tconstF32AVX512<>+3984(SB)/8, $0x3d83c2563d83c256
+DATA tconstF32AVX512<>+3992(SB)/8, $0x3d83c2563d83c256
+DATA tconstF32AVX512<>+4000(SB)/8, $0x3d83c2563d83c256
+DATA tconstF32AVX512<>+4008(SB)/8, $0x3d83c2563d83c256
+DATA tconstF32AVX512<>+4016(SB)/8, $0x3d83c2563d83c256
+DATA tconstF32AVX512<>+4024(SB)/8, $0x3d83c2563d83c256
+DATA tconstF32AVX512<>+4032(SB)/8, $0x3df1b6463df1b646
+DATA tconstF32AVX512<>+4040(SB)/8, $0x3df1b6463df1b646
+DATA tconstF32AVX512<>+4048(SB)/8, $0x3df1b6463df1b646
+DATA tconstF32AVX512<>+4056(SB)/8, $0x3df1b6463df1b646
+DATA tconstF32AVX512<>+4064(SB)/8, $0x3df1b6463df1b646
+DATA tconstF32AVX512<>+4072(SB)/8, $0x3df1b6463df1b646
+DATA tconstF32AVX512<>+4080(SB)/8, $0x3df1b6463df1b646
+DATA tconstF32AVX512<>+4088(SB)/8, $0x3df1b6463df1b646
+DATA tconstF32AVX512<>+4096(SB)/8, $0xbd1652b8bd1652b8
+DATA tconstF32AVX512<>+4104(SB)/8, $0xbd1652b8bd1652b8
+DATA tconstF32AVX512<>+4112(SB)/8, $0xbd1652b8bd1652b8
+DATA tconstF32AVX512<>+4120(SB)/8, $0xbd1652b8bd1652b8
+DATA tconstF32AVX512<>+4128(SB)/8, $0xbd1652b8bd1652b8
+DATA tconstF32AVX512<>+4136(SB)/8, $0xbd1652b8bd1652b8
+DATA tconstF32AVX512<>+4144(SB)/8, $0xbd1652b8bd1652b8
+DATA tconstF32AVX512<>+4152(SB)/8, $0xbd1652b8bd1652b8
+DATA tconstF32AVX512<>+4160(SB)/8, $0x3edf97243edf9724
+DATA tconstF32AVX512<>+4168(SB)/8, $0x3edf97243edf9724
+DATA tconstF32AVX512<>+4176(SB)/8, $0x3edf97243edf9724
+DATA tconstF32AVX512<>+4184(SB)/8, $0x3edf97243edf9724
+DATA tconstF32AVX512<>+4192(SB)/8, $0x3edf97243edf9724
+DATA tconstF32AVX512<>+4200(SB)/8, $0x3edf97243edf9724
+DATA tconstF32AVX512<>+4208(SB)/8, $0x3edf97243edf9724
+DATA tconstF32AVX512<>+4216(SB)/8, $0x3edf97243edf9724
+DATA tconstF32AVX512<>+4224(SB)/8, $0x3f4ccccd3f4ccccd
+DATA tconstF32AVX512<>+4232(SB)/8, $0x3f4ccccd3f4ccccd
+DATA tconstF32AVX512<>+4240(SB)/8, $0x3f4ccccd3f4ccccd
+DATA tconstF32AVX512<>+4248(SB)/8, $0x3f4ccccd3f4ccccd
+DATA tconstF32AVX512<>+4256(SB)/8, $0x3f4ccccd3f4ccccd
+DATA tconstF32AVX512<>+4264(SB)/8, $0x3f4ccccd3f4ccccd
+DATA tconstF32AVX512<>+4272(SB)/8, $0x3f4ccccd3f4ccccd
+DATA tconstF32AVX512<>+4280(SB)/8, $0x3f4ccccd3f4ccccd
+DATA tconstF32AVX512<>+4288(SB)/8, $0xbf000000bf000000
+DATA tconstF32AVX512<>+4296(SB)/8, $0xbf000000bf000000
+DATA tconstF32AVX512<>+4304(SB)/8, $0xbf000000bf000000
+DATA tconstF32AVX512<>+4312(SB)/8, $0xbf000000bf000000
+DATA tconstF32AVX512<>+4320(SB)/8, $0xbf000000bf000000
+DATA tconstF32AVX512<>+4328(SB)/8, $0xbf000000bf000000
+DATA tconstF32AVX512<>+4336(SB)/8, $0xbf000000bf000000
+DATA tconstF32AVX512<>+4344(SB)/8, $0xbf000000bf000000
+DATA tconstF32AVX512<>+4352(SB)/8, $0x3c67149e3c67149e
+DATA tconstF32AVX512<>+4360(SB)/8, $0x3c67149e3c67149e
+DATA tconstF32AVX512<>+4368(SB)/8, $0x3c67149e3c67149e
+DATA tconstF32AVX512<>+4376(SB)/8, $0x3c67149e3c67149e
+DATA tconstF32AVX512<>+4384(SB)/8, $0x3c67149e3c67149e
+DATA tconstF32AVX512<>+4392(SB)/8, $0x3c67149e3c67149e
+DATA tconstF32AVX512<>+4400(SB)/8, $0x3c67149e3c67149e
+DATA tconstF32AVX512<>+4408(SB)/8, $0x3c67149e3c67149e
+DATA tconstF32AVX512<>+4416(SB)/8, $0x3e1b7c9d3e1b7c9d
+DATA tconstF32AVX512<>+4424(SB)/8, $0x3e1b7c9d3e1b7c9d
+DATA tconstF32AVX512<>+4432(SB)/8, $0x3e1b7c9d3e1b7c9d
+DATA tconstF32AVX512<>+4440(SB)/8, $0x3e1b7c9d3e1b7c9d
+DATA tconstF32AVX512<>+4448(SB)/8, $0x3e1b7c9d3e1b7c9d
+DATA tconstF32AVX512<>+4456(SB)/8, $0x3e1b7c9d3e1b7c9d
+DATA tconstF32AVX512<>+4464(SB)/8, $0x3e1b7c9d3e1b7c9d
+DATA tconstF32AVX512<>+4472(SB)/8, $0x3e1b7c9d3e1b7c9d
+DATA tconstF32AVX512<>+4480(SB)/8, $0x3f3e64833f3e6483
+DATA tconstF32AVX512<>+4488(SB)/8, $0x3f3e64833f3e6483
+DATA tconstF32AVX512<>+4496(SB)/8, $0x3f3e64833f3e6483
+DATA tconstF32AVX512<>+4504(SB)/8, $0x3f3e64833f3e6483
+DATA tconstF32AVX512<>+4512(SB)/8, $0x3f3e64833f3e6483
+DATA tconstF32AVX512<>+4520(SB)/8, $0x3f3e64833f3e6483
+DATA tconstF32AVX512<>+4528(SB)/8, $0x3f3e64833f3e6483
+DATA tconstF32AVX512<>+4536(SB)/8, $0x3f3e64833f3e6483
+DATA tconstF32AVX512<>+4544(SB)/8, $0x4000136140001361
+DATA tconstF32AVX512<>+4552(SB)/8, $0x4000136140001361
+DATA tconstF32AVX512<>+4560(SB)/8, $0x4000136140001361
+DATA tconstF32AVX512<>+4568(SB)/8, $0x4000136140001361
+DATA tconstF32AVX512<>+4576(SB)/8, $0x4000136140001361
+DATA tconstF32AVX512<>+4584(SB)/8, $0x4000136140001361
+DATA tconstF32AVX512<>+4592(SB)/8, $0x4000136140001361
+DATA tconstF32AVX512<>+4600(SB)/8, $0x4000136140001361
+DATA tconstF32AVX512<>+4608(SB)/8, $0x4039f3764039f376
+DATA tconstF32AVX512<>+4616(SB)/8, $0x4039f3764039f376
+DATA tconstF32AVX512<>+4624(SB)/8, $0x4039f3764039f376
+DATA tconstF32AVX512<>+4632(SB)/8, $0x4039f3764039f376
+DATA tconstF32AVX512<>+4640(SB)/8, $0x4039f3764039f376
+DATA tconstF32AVX512<>+4648(SB)/8, $0x4039f3764039f376
+DATA tconstF32AVX512<>+4656(SB)/8, $0x4039f3764039f376
+DATA tconstF32AVX512<>+4664(SB)/8, $0x4039f3764039f376
+DATA tconstF32AVX512<>+4672(SB)/8, $0x3fe65a103fe65a10
+DATA tconstF32AVX512<>+4680(SB)/8, $0x3fe65a103fe65a10
+DATA tconstF32AVX512<>+4688(SB)/8, $0x3fe65a103fe65a10
+DATA tconstF32AVX512<>+4696(SB)/8, $0x3fe65a103fe65a10
+DATA tconstF32AVX512<>+4704(SB)/8, $0x3fe65a103fe65a10
+DATA tconstF32AVX512<>+4712(SB)/8, $0x3fe65a103fe65a10
+DATA tconstF32AVX512<>+4720(SB)/8, $0x3fe65a103fe65a10
+DATA tconstF32AVX512<>+4728(SB)/8, $0x3fe65a103fe65a10
+DATA tconstF32AVX512<>+4736(SB)/8, $0x3b8a9cb83b8a9cb8
+DATA tconstF32AVX512<>+4744(SB)/8, $0x3b8a9cb83b8a9cb8
+DATA tconstF32AVX512<>+4752(SB)/8, $0x3b8a9cb83b8a9cb8
+DATA tconstF32AVX512<>+4760(SB)/8, $0x3b8a9cb83b8a9cb8
+DATA tconstF32AVX512<>+4768(SB)/8, $0x3b8a9cb83b8a9cb8
+DATA tconstF32AVX512<>+4776(SB)/8, $0x3b8a9cb83b8a9cb8
+DATA tconstF32AVX512<>+4784(SB)/8, $0x3b8a9cb83b8a9cb8
+DATA tconstF32AVX512<>+4792(SB)/8, $0x3b8a9cb83b8a9cb8
+DATA tconstF32AVX512<>+4800(SB)/8, $0x3d3082e93d3082e9
+DATA tconstF32AVX512<>+4808(SB)/8, $0x3d3082e93d3082e9
+DATA tconstF32AVX512<>+4816(SB)/8, $0x3d3082e93d3082e9
+DATA tconstF32AVX512<>+4824(SB)/8, $0x3d3082e93d3082e9
+DATA tconstF32AVX512<>+4832(SB)/8, $0x3d3082e93d3082e9
+DATA tconstF32AVX512<>+4840(SB)/8, $0x3d3082e93d3082e9
+DATA tconstF32AVX512<>+4848(SB)/8, $0x3d3082e93d3082e9
+DATA tconstF32AVX512<>+4856(SB)/8, $0x3d3082e93d3082e9
+DATA tconstF32AVX512<>+4864(SB)/8, $0x3e47937d3e47937d
+DATA tconstF32AVX512<>+4872(SB)/8, $0x3e47937d3e47937d
+DATA tconstF32AVX512<>+4880(SB)/8, $0x3e47937d3e47937d
+DATA tconstF32AVX512<>+4888(SB)/8, $0x3e47937d3e47937d
+DATA tconstF32AVX512<>+4896(SB)/8, $0x3e47937d3e47937d
+DATA tconstF32AVX512<>+4904(SB)/8, $0x3e47937d3e47937d
+DATA tconstF32AVX512<>+4912(SB)/8, $0x3e47937d3e47937d
+DATA tconstF32AVX512<>+4920(SB)/8, $0x3e47937d3e47937d
+DATA tconstF32AVX512<>+4928(SB)/8, $0x3ee922c73ee922c7
+DATA tconstF32AVX512<>+4936(SB)/8, $0x3ee922c73ee922c7
+DATA tconstF32AVX512<>+4944(SB)/8, $0x3ee922c73ee922c7
+DATA tconstF32AVX512<>+4952(SB)/8, $0x3ee922c73ee922c7
+DATA tconstF32AVX512<>+4960(SB)/8, $0x3ee922c73ee922c7
+DATA tconstF32AVX512<>+4968(SB)/8, $0x3ee922c73ee922c7
+DATA tconstF32AVX512<>+4976(SB)/8, $0x3ee922c73ee922c7
+DATA tconstF32AVX512<>+4984(SB)/8, $0x3ee922c73ee922c7
+DATA tconstF32AVX512<>+4992(SB)/8, $0x3ef538283ef53828
+DATA tconstF32AVX512<>+5000(SB)/8, $0x3ef538283ef53828
+DATA tconstF32AVX512<>+5008(SB)/8, $0x3ef538283ef53828
+DATA tconstF32AVX512<>+5016(SB)/8, $0x3ef538283ef53828
+DATA tconstF32AVX512<>+5024(SB)/8, $0x3ef538283ef53828
+DATA tconstF32AVX512<>+5032(SB)/8, $0x3ef538283ef53828
+DATA tconstF32AVX512<>+5040(SB)/8, $0x3ef538283ef53828
+DATA tconstF32AVX512<>+5048(SB)/8, $0x3ef538283ef53828
+DATA tconstF32AVX512<>+5056(SB)/8, $0x3f4075693f407569
+DATA tconstF32AVX512<>+5064(SB)/8, $0x3f4075693f407569
+DATA tconstF32AVX512<>+5072(SB)/8, $0x3f4075693f407569
+DATA tconstF32AVX512<>+5080(SB)/8, $0x3f4075693f407569
+DATA tconstF32AVX512<>+5088(SB)/8, $0x3f4075693f407569
+DATA tconstF32AVX512<>+5096(SB)/8, $0x3f4075693f407569
+DATA tconstF32AVX512<>+5104(SB)/8, $0x3f4075693f407569
+DATA tconstF32AVX512<>+5112(SB)/8, $0x3f4075693f407569
+DATA tconstF32AVX512<>+5120(SB)/8, $0xb2501feab2501fea
+DATA tconstF32AVX512<>+5128(SB)/8, $0xb2501feab2501fea
+DATA tconstF32AVX512<>+5136(SB)/8, $0xb2501feab2501fea
+DATA tconstF32AVX512<>+5144(SB)/8, $0xb2501feab2501fea
+DATA tconstF32AVX512<>+5152(SB)/8, $0xb2501feab2501fea
+DATA tconstF32AVX512<>+5160(SB)/8, $0xb2501feab2501fea
+DATA tconstF32AVX512<>+5168(SB)/8, $0xb2501feab2501fea
+DATA tconstF32AVX512<>+5176(SB)/8, $0xb2501feab2501fea
+DATA tconstF32AVX512<>+5184(SB)/8, $0x3ecc422a3ecc422a
+DATA tconstF32AVX512<>+5192(SB)/8, $0x3ecc422a3ecc422a
+DATA tconstF32AVX512<>+5200(SB)/8, $0x3ecc422a3ecc422a
+DATA tconstF32AVX512<>+5208(SB)/8, $0x3ecc422a3ecc422a
+DATA tconstF32AVX512<>+5216(SB)/8, $0x3ecc422a3ecc422a
+DATA tconstF32AVX512<>+5224(SB)/8, $0x3ecc422a3ecc422a
+DATA tconstF32AVX512<>+5232(SB)/8, $0x3ecc422a3ecc422a
+DATA tconstF32AVX512<>+5240(SB)/8, $0x3ecc422a3ecc422a
+DATA tconstF32AVX512<>+5248(SB)/8, $0x3ff0000000000000
+DATA tconstF32AVX512<>+5256(SB)/8, $0x3ff0b5586cf9890f
+DATA tconstF32AVX512<>+5264(SB)/8, $0x3ff172b83c7d517b
+DATA tconstF32AVX512<>+5272(SB)/8, $0x3ff2387a6e756238
+DATA tconstF32AVX512<>+5280(SB)/8, $0x3ff306fe0a31b715
+DATA tconstF32AVX512<>+5288(SB)/8, $0x3ff3dea64c123422
+DATA tconstF32AVX512<>+5296(SB)/8, $0x3ff4bfdad5362a27
+DATA tconstF32AVX512<>+5304(SB)/8, $0x3ff5ab07dd485429
+DATA tconstF32AVX512<>+5312(SB)/8, $0x3ff6a09e667f3bcc
+DATA tconstF32AVX512<>+5320(SB)/8, $0x3ff7a11473eb0187
+DATA tconstF32AVX512<>+5328(SB)/8, $0x3ff8ace5422aa0dc
+DATA tconstF32AVX512<>+5336(SB)/8, $0x3ff9c49182a3f090
+DATA tconstF32AVX512<>+5344(SB)/8, $0x3ffae89f995ad3ae
+DATA tconstF32AVX512<>+5352(SB)/8, $0x3ffc199bdd85529c
+DATA tconstF32AVX512<>+5360(SB)/8, $0x3ffd5818dcfba487
+DATA tconstF32AVX512<>+5368(SB)/8, $0x3ffea4afa2a490da
+DATA tconstF32AVX512<>+5376(SB)/8, $0xbfe0000000000000
+DATA tconstF32AVX512<>+5384(SB)/8, $0xbfe0000000000000
+DATA tconstF32AVX512<>+5392(SB)/8, $0xbfe0000000000000
+DATA tconstF32AVX512<>+5400(SB)/8, $0xbfe0000000000000
+DATA tconstF32AVX512<>+5408(SB)/8, $0xbfe0000000000000
+DATA tconstF32AVX512<>+5416(SB)/8, $0xbfe0000000000000
+DATA tconstF32AVX512<>+5424(SB)/8, $0xbfe0000000000000
+DATA tconstF32AVX512<>+5432(SB)/8, $0xbfe0000000000000
+DATA tconstF32AVX512<>+5440(SB)/8, $0xc08f400000000000
+DATA tconstF32AVX512<>+5448(SB)/8, $0xc08f400000000000
+DATA tconstF32AVX512<>+5456(SB)/8, $0xc08f400000000000
+DATA tconstF32AVX512<>+5464(SB)/8, $0xc08f400000000000
+DATA tconstF32AVX512<>+5472(SB)/8, $0xc08f400000000000
+DATA tconstF32AVX512<>+5480(SB)/8, $0xc08f400000000000
+DATA tconstF32AVX512<>+5488(SB)/8, $0xc08f400000000000
+DATA tconstF32AVX512<>+5496(SB)/8, $0xc08f400000000000
+DATA tconstF32AVX512<>+5504(SB)/8, $0x402f000000000000
+DATA tconstF32AVX512<>+5512(SB)/8, $0x402f000000000000
+DATA tconstF32AVX512<>+5520(SB)/8, $0x402f000000000000
+DATA tconstF32AVX512<>+5528(SB)/8, $0x402f000000000000
+DATA tconstF32AVX512<>+5536(SB)/8, $0x402f000000000000
+DATA tconstF32AVX512<>+5544(SB)/8, $0x402f000000000000
+DATA tconstF32AVX512<>+5552(SB)/8, $0x402f000000000000
+DATA tconstF32AVX512<>+5560(SB)/8, $0x402f000000000000
+DATA tconstF32AVX512<>+5568(SB)/8, $0x3f4dbd7540ce84f5
+DATA tconstF32AVX512<>+5576(SB)/8, $0x3f4dbd7540ce84f5
+DATA tconstF32AVX512<>+5584(SB)/8, $0x3f4dbd7540ce84f5
+DATA tconstF32AVX512<>+5592(SB)/8, $0x3f4dbd7540ce84f5
+DATA tconstF32AVX512<>+5600(SB)/8, $0x3f4dbd7540ce84f5
+DATA tconstF32AVX512<>+5608(SB)/8, $0x3f4dbd7540ce84f5
+DATA tconstF32AVX512<>+5616(SB)/8, $0x3f4dbd7540ce84f5
+DATA tconstF32AVX512<>+5624(SB)/8, $0x3f4dbd7540ce84f5
+DATA tconstF32AVX512<>+5632(SB)/8, $0x3f8832de90357e68
+DATA tconstF32AVX512<>+5640(SB)/8, $0x3f8832de90357e68
+DATA tconstF32AVX512<>+5648(SB)/8, $0x3f8832de90357e68
+DATA tconstF32AVX512<>+5656(SB)/8, $0x3f8832de90357e68
+DATA tconstF32AVX512<>+5664(SB)/8, $0x3f8832de90357e68
+DATA tconstF32AVX512<>+5672(SB)/8, $0x3f8832de90357e68
+DATA tconstF32AVX512<>+5680(SB)/8, $0x3f8832de90357e68
+DATA tconstF32AVX512<>+5688(SB)/8, $0x3f8832de90357e68
+DATA tconstF32AVX512<>+5696(SB)/8, $0x3fb2733eec1d7901
+DATA tconstF32AVX512<>+5704(SB)/8, $0x3fb2733eec1d7901
+DATA tconstF32AVX512<>+5712(SB)/8, $0x3fb2733eec1d7901
+DATA tconstF32AVX512<>+5720(SB)/8, $0x3fb2733eec1d7901
+DATA tconstF32AVX512<>+5728(SB)/8, $0x3fb2733eec1d7901
+DATA tconstF32AVX512<>+5736(SB)/8, $0x3fb2733eec1d7901
+DATA tconstF32AVX512<>+5744(SB)/8, $0x3fb2733eec1d7901
+DATA tconstF32AVX512<>+5752(SB)/8, $0x3fb2733eec1d7901
+DATA tconstF32AVX512<>+5760(SB)/8, $0x3fd026c5f2e9a2a3
+DATA tconstF32AVX512<>+5768(SB)/8, $0x3fd026c5f2e9a2a3
+DATA tconstF32AVX512<>+5776(SB)/8, $0x3fd026c5f2e9a2a3
+DATA tconstF32AVX512<>+5784(SB)/8, $0x3fd026c5f2e9a2a3
+DATA tconstF32AVX512<>+5792(SB)/8, $0x3fd026c5f2e9a2a3
+DATA tconstF32AVX512<>+5800(SB)/8, $0x3fd026c5f2e9a2a3
+DATA tconstF32AVX512<>+5808(SB)/8, $0x3fd026c5f2e9a2a3
+DATA tconstF32AVX512<>+5816(SB)/8, $0x3fd026c5f2e9a2a3
+DATA tconstF32AVX512<>+5824(SB)/8, $0x3fe04e3624095a21
+DATA tconstF32AVX512<>+5832(SB)/8, $0x3fe04e3624095a21
+DATA tconstF32AVX512<>+5840(SB)/8, $0x3fe04e3624095a21
+DATA tconstF32AVX512<>+5848(SB)/8, $0x3fe04e3624095a21
+DATA tconstF32AVX512<>+5856(SB)/8, $0x3fe04e3624095a21
+DATA tconstF32AVX512<>+5864(SB)/8, $0x3fe04e3624095a21
+DATA tconstF32AVX512<>+5872(SB)/8, $0x3fe04e3624095a21
+DATA tconstF32AVX512<>+5880(SB)/8, $0x3fe04e3624095a21
+DATA tconstF32AVX512<>+5888(SB)/8, $0x3fdffffffff2a146
+DATA tconstF32AVX512<>+5896(SB)/8, $0x3fdffffffff2a146
+DATA tconstF32AVX512<>+5904(SB)/8, $0x3fdffffffff2a146
+DATA tconstF32AVX512<>+5912(SB)/8, $0x3fdffffffff2a146
+DATA tconstF32AVX512<>+5920(SB)/8, $0x3fdffffffff2a146
+DATA tconstF32AVX512<>+5928(SB)/8, $0x3fdffffffff2a146
+DATA tconstF32AVX512<>+5936(SB)/8, $0x3fdffffffff2a146
+DATA tconstF32AVX512<>+5944(SB)/8, $0x3fdffffffff2a146
+DATA tconstF32AVX512<>+5952(SB)/8, $0x3f62a30841d77f67
+DATA tconstF32AVX512<>+5960(SB)/8, $0x3f62a30841d77f67
+DATA tconstF32AVX512<>+5968(SB)/8, $0x3f62a30841d77f67
+DATA tconstF32AVX512<>+5976(SB)/8, $0x3f62a30841d77f67
+DATA tconstF32AVX512<>+5984(SB)/8, $0x3f62a30841d77f67
+DATA tconstF32AVX512<>+5992(SB)/8, $0x3f62a30841d77f67
+DATA tconstF32AVX512<>+6000(SB)/8, $0x3f62a30841d77f67
+DATA tconstF32AVX512<>+6008(SB)/8, $0x3f62a30841d77f67
+DATA tconstF32AVX512<>+6016(SB)/8, $0x3f9e541301646181
+DATA tconstF32AVX512<>+6024(SB)/8, $0x3f9e541301646181
+DATA tconstF32AVX512<>+6032(SB)/8, $0x3f9e541301646181
+DATA tconstF32AVX512<>+6040(SB)/8, $0x3f9e541301646181
+DATA tconstF32AVX512<>+6048(SB)/8, $0x3f9e541301646181
+DATA tconstF32AVX512<>+6056(SB)/8, $0x3f9e541301646181
+DATA tconstF32AVX512<>+6064(SB)/8, $0x3f9e541301646181
+DATA tconstF32AVX512<>+6072(SB)/8, $0x3f9e541301646181
+DATA tconstF32AVX512<>+6080(SB)/8, $0x3fc76a6c8d5c2e62
+DATA tconstF32AVX512<>+6088(SB)/8, $0x3fc76a6c8d5c2e62
+DATA tconstF32AVX512<>+6096(SB)/8, $0x3fc76a6c8d5c2e62
+DATA tconstF32AVX512<>+6104(SB)/8, $0x3fc76a6c8d5c2e62
+DATA tconstF32AVX512<>+6112(SB)/8, $0x3fc76a6c8d5c2e62
+DATA tconstF32AVX512<>+6120(SB)/8, $0x3fc76a6c8d5c2e62
+DATA tconstF32AVX512<>+6128(SB)/8, $0x3fc76a6c8d5c2e62
+DATA tconstF32AVX512<>+6136(SB)/8, $0x3fc76a6c8d5c2e62
+DATA tconstF32AVX512<>+6144(SB)/8, $0x3fe5300acfa98dc4
+DATA tconstF32AVX512<>+6152(SB)/8, $0x3fe5300acfa98dc4
+DATA tconstF32AVX512<>+6160(SB)/8, $0x3fe5300acfa98dc4
+DATA tconstF32AVX512<>+6168(SB)/8, $0x3fe5300acfa98dc4
+DATA tconstF32AVX512<>+6176(SB)/8, $0x3fe5300acfa98dc4
+DATA tconstF32AVX512<>+6184(SB)/8, $0x3fe5300acfa98dc4
+DATA tconstF32AVX512<>+6192(SB)/8, $0x3fe5300acfa98dc4
+DATA tconstF32AVX512<>+6200(SB)/8, $0x3fe5300acfa98dc4
+DATA tconstF32AVX512<>+6208(SB)/8, $0x3ff74585497df942
+DATA tconstF32AVX512<>+6216(SB)/8, $0x3ff74585497df942
+DATA tconstF32AVX512<>+6224(SB)/8, $0x3ff74585497df942
+DATA tconstF32AVX512<>+6232(SB)/8, $0x3ff74585497df942
+DATA tconstF32AVX512<>+6240(SB)/8, $0x3ff74585497df942
+DATA tconstF32AVX512<>+6248(SB)/8, $0x3ff74585497df942
+DATA tconstF32AVX512<>+6256(SB)/8, $0x3ff74585497df942
+DATA tconstF32AVX512<>+6264(SB)/8, $0x3ff74585497df942
+DATA tconstF32AVX512<>+6272(SB)/8, $0x3ffd1258bb78bfbf
+DATA tconstF32AVX512<>+6280(SB)/8, $0x3ffd1258bb78bfbf
+DATA tconstF32AVX512<>+6288(SB)/8, $0x3ffd1258bb78bfbf
+DATA tconstF32AVX512<>+6296(SB)/8, $0x3ffd1258bb78bfbf
+DATA tconstF32AVX512<>+6304(SB)/8, $0x3ffd1258bb78bfbf
+DATA tconstF32AVX512<>+6312(SB)/8, $0x3ffd1258bb78bfbf
+DATA tconstF32AVX512<>+6320(SB)/8, $0x3ffd1258bb78bfbf
+DATA tconstF32AVX512<>+6328(SB)/8, $0x3ffd1258bb78bfbf
+DATA tconstF32AVX512<>+6336(SB)/8, $0x3fd9884533d43651
+DATA tconstF32AVX512<>+6344(SB)/8, $0x3fd9884533d43651
+DATA tconstF32AVX512<>+6352(SB)/8, $0x3fd9884533d43651
+DATA tconstF32AVX512<>+6360(SB)/8, $0x3fd9884533d43651
+DATA tconstF32AVX512<>+6368(SB)/8, $0x3fd9884533d43651
+DATA tconstF32AVX512<>+6376(SB)/8, $0x3fd9884533d43651
+DATA tconstF32AVX512<>+6384(SB)/8, $0x3fd9884533d43651
+DATA tconstF32AVX512<>+6392(SB)/8, $0x3fd9884533d43651
+DATA tconstF32AVX512<>+6400(SB)/8, $0xbfe80ead197f00b4
+DATA tconstF32AVX512<>+6408(SB)/8, $0xbfe80ead197f00b4
+DATA tconstF32AVX512<>+6416(SB)/8, $0xbfe80ead197f00b4
+DATA tconstF32AVX512<>+6424(SB)/8, $0xbfe80ead197f00b4
+DATA tconstF32AVX512<>+6432(SB)/8, $0xbfe80ead197f00b4
+DATA tconstF32AVX512<>+6440(SB)/8, $0xbfe80ead197f00b4
+DATA tconstF32AVX512<>+6448(SB)/8, $0xbfe80ead197f00b4
+DATA tconstF32AVX512<>+6456(SB)/8, $0xbfe80ead197f00b4
+DATA tconstF32AVX512<>+6464(SB)/8, $0x3fa0000000000000
+DATA tconstF32AVX512<>+6472(SB)/8, $0x3fa0000000000000
+DATA tconstF32AVX512<>+6480(SB)/8, $0x3fa0000000000000
+DATA tconstF32AVX512<>+6488(SB)/8, $0x3fa0000000000000
+DATA tconstF32AVX512<>+6496(SB)/8, $0x3fa0000000000000
+DATA tconstF32AVX512<>+6504(SB)/8, $0x3fa0000000000000
+DATA tconstF32AVX512<>+6512(SB)/8, $0x3fa0000000000000
+DATA tconstF32AVX512<>+6520(SB)/8, $0x3fa0000000000000
+DATA tconstF32AVX512<>+6528(SB)/8, $0x3c713e74c58cada8
+DATA tconstF32AVX512<>+6536(SB)/8, $0x3c713e74c58cada8
+DATA tconstF32AVX512<>+6544(SB)/8, $0x3c713e74c58cada8
+DATA tconstF32AVX512<>+6552(SB)/8, $0x3c713e74c58cada8
+DATA tconstF32AVX512<>+6560(SB)/8, $0x3c713e74c58cada8
+DATA tconstF32AVX512<>+6568(SB)/8, $0x3c713e74c58cada8
+DATA tconstF32AVX512<>+6576(SB)/8, $0x3c713e74c58cada8
+DATA tconstF32AVX512<>+6584(SB)/8, $0x3c713e74c58cada8
+DATA tconstF32AVX512<>+6592(SB)/8, $0x3f93e19df5b577d9
+DATA tconstF32AVX512<>+6600(SB)/8, $0x3f93e19df5b577d9
+DATA tconstF32AVX512<>+6608(SB)/8, $0x3f93e19df5b577d9
+DATA tconstF32AVX512<>+6616(SB)/8, $0x3f93e19df5b577d9
+DATA tconstF32AVX512<>+6624(SB)/8, $0x3f93e19df5b577d9
+DATA tconstF32AVX512<>+6632(SB)/8, $0x3f93e19df5b577d9
+DATA tconstF32AVX512<>+6640(SB)/8, $0x3f93e19df5b577d9
+DATA tconstF32AVX512<>+6648(SB)/8, $0x3f93e19df5b577d9
+DATA tconstF32AVX512<>+6656(SB)/8, $0xbf8e3d0becedc4ce
+DATA tconstF32AVX512<>+6664(SB)/8, $0xbf8e3d0becedc4ce
+DATA tconstF32AVX512<>+6672(SB)/8, $0xbf8e3d0becedc4ce
+DATA tconstF32AVX512<>+6680(SB)/8, $0xbf8e3d0becedc4ce
+DATA tconstF32AVX512<>+6688(SB)/8, $0xbf8e3d0becedc4ce
+DATA tconstF32AVX512<>+6696(SB)/8, $0xbf8e3d0becedc4ce
+DATA tconstF32AVX512<>+6704(SB)/8, $0xbf8e3d0becedc4ce
+DATA tconstF32AVX512<>+6712(SB)/8, $0xbf8e3d0becedc4ce
+DATA tconstF32AVX512<>+6720(SB)/8, $0xbfbd2fa4ac53b847
+DATA tconstF32AVX512<>+6728(SB)/8, $0xbfbd2fa4ac53b847
+DATA tconstF32AVX512<>+6736(SB)/8, $0xbfbd2fa4ac53b847
+DATA tconstF32AVX512<>+6744(SB)/8, $0xbfbd2fa4ac53b847
+DATA tconstF32AVX512<>+6752(SB)/8, $0xbfbd2fa4ac53b847
+DATA tconstF32AVX512<>+6760(SB)/8, $0xbfbd2fa4ac53b847
+DATA tconstF32AVX512<>+6768(SB)/8, $0xbfbd2fa4ac53b847
+DATA tconstF32AVX512<>+6776(SB)/8, $0xbfbd2fa4ac53b847
+DATA tconstF32AVX512<>+6784(SB)/8, $0xbf92a2efc588f630
+DATA tconstF32AVX512<>+6792(SB)/8, $0xbf92a2efc588f630
+DATA tconstF32AVX512<>+6800(SB)/8, $0xbf92a2efc588f630
+DATA tconstF32AVX512<>+6808(SB)/8, $0xbf92a2efc588f630
+DATA tconstF32AVX512<>+6816(SB)/8, $0xbf92a2efc588f630
+DATA tconstF32AVX512<>+6824(SB)/8, $0xbf92a2efc588f630
+DATA tconstF32AVX512<>+6832(SB)/8, $0xbf92a2efc588f630
+DATA tconstF32AVX512<>+6840(SB)/8, $0xbf92a2efc588f630
+DATA tconstF32AVX512<>+6848(SB)/8, $0x3fd8d9a941ddf61a
+DATA tconstF32AVX512<>+6856(SB)/8, $0x3fd8d9a941ddf61a
+DATA tconstF32AVX512<>+6864(SB)/8, $0x3fd8d9a941ddf61a
+DATA tconstF32AVX512<>+6872(SB)/8, $0x3fd8d9a941ddf61a
+DATA tconstF32AVX512<>+6880(SB)/8, $0x3fd8d9a941ddf61a
+DATA tconstF32AVX512<>+6888(SB)/8, $0x3fd8d9a941ddf61a
+DATA tconstF32AVX512<>+6896(SB)/8, $0x3fd8d9a941ddf61a
+DATA tconstF32AVX512<>+6904(SB)/8, $0x3fd8d9a941ddf61a
+DATA tconstF32AVX512<>+6912(SB)/8, $0x3fdb9d98fa5a3b5f
+DATA tconstF32AVX512<>+6920(SB)/8, $0x3fdb9d98fa5a3b5f
+DATA tconstF32AVX512<>+6928(SB)/8, $0x3fdb9d98fa5a3b5f
+DATA tconstF32AVX512<>+6936(SB)/8, $0x3fdb9d98fa5a3b5f
+DATA tconstF32AVX512<>+6944(SB)/8, $0x3fdb9d98fa5a3b5f
+DATA tconstF32AVX512<>+6952(SB)/8, $0x3fdb9d98fa5a3b5f
+DATA tconstF32AVX512<>+6960(SB)/8, $0x3fdb9d98fa5a3b5f
+DATA tconstF32AVX512<>+6968(SB)/8, $0x3fdb9d98fa5a3b5f
+DATA tconstF32AVX512<>+6976(SB)/8, $0xbf407569bf407569
+DATA tconstF32AVX512<>+6984(SB)/8, $0xbf407569bf407569
+DATA tconstF32AVX512<>+6992(SB)/8, $0xbf407569bf407569
+DATA tconstF32AVX512<>+7000(SB)/8, $0xbf407569bf407569
+DATA tconstF32AVX512<>+7008(SB)/8, $0xbf407569bf407569
+DATA tconstF32AVX512<>+7016(SB)/8, $0xbf407569bf407569
+DATA tconstF32AVX512<>+7024(SB)/8, $0xbf407569bf407569
+DATA tconstF32AVX512<>+7032(SB)/8, $0xbf407569bf407569
+DATA tconstF32AVX512<>+7040(SB)/8, $0x3ff0000000000000
+DATA tconstF32AVX512<>+7048(SB)/8, $0x3ff0b5586cf9890f
+DATA tconstF32AVX512<>+7056(SB)/8, $0x3ff172b83c7d517b
+DATA tconstF32AVX512<>+7064(SB)/8, $0x3ff2387a6e756238
+DATA tconstF32AVX512<>+7072(SB)/8, $0x3ff306fe0a31b715
+DATA tconstF32AVX512<>+7080(SB)/8, $0x3ff3dea64c123422
+DATA tconstF32AVX512<>+7088(SB)/8, $0x3ff4bfdad5362a27
+DATA tconstF32AVX512<>+7096(SB)/8, $0x3ff5ab07dd485429
+DATA tconstF32AVX512<>+7104(SB)/8, $0x3ff6a09e667f3bcc
+DATA tconstF32AVX512<>+7112(SB)/8, $0x3ff7a11473eb0187
+DATA tconstF32AVX512<>+7120(SB)/8, $0x3ff8ace5422aa0dc
+DATA tconstF32AVX512<>+7128(SB)/8, $0x3ff9c49182a3f090
+DATA tconstF32AVX512<>+7136(SB)/8, $0x3ffae89f995ad3ae
+DATA tconstF32AVX512<>+7144(SB)/8, $0x3ffc199bdd85529c
+DATA tconstF32AVX512<>+7152(SB)/8, $0x3ffd5818dcfba487
+DATA tconstF32AVX512<>+7160(SB)/8, $0x3ffea4afa2a490da
+GLOBL tconstF32AVX512<>(SB), RODATA|NOPTR, $7168

@@ -10,9 +10,23 @@ package cpu
 // inputs it covers, the eight-lane one the rest (pairedF32,
 // pairedGradF32).
 var (
-	sigmoidF32AVX2Paired     = pairedF32(sigmoidF32AVX2Pairs, sigmoidF32AVX2)
-	siluF32AVX2Paired        = pairedF32(siluF32AVX2Pairs, siluF32AVX2)
-	sigmoidGradF32AVX2Paired = pairedGradF32(sigmoidGradF32AVX2Pairs, sigmoidGradF32AVX2)
-	expGradF32AVX2Paired     = pairedGradF32(expGradF32AVX2Pairs, expGradF32AVX2)
-	tanhGradF32AVX2Paired    = pairedGradF32(tanhGradF32AVX2Pairs, tanhGradF32AVX2)
+	sigmoidF32AVX2Paired     = pairedF32(16, sigmoidF32AVX2Pairs, sigmoidF32AVX2)
+	siluF32AVX2Paired        = pairedF32(16, siluF32AVX2Pairs, siluF32AVX2)
+	sigmoidGradF32AVX2Paired = pairedGradF32(16, sigmoidGradF32AVX2Pairs, sigmoidGradF32AVX2)
+	expGradF32AVX2Paired     = pairedGradF32(16, expGradF32AVX2Pairs, expGradF32AVX2)
+	tanhGradF32AVX2Paired    = pairedGradF32(16, tanhGradF32AVX2Pairs, tanhGradF32AVX2)
+)
+
+// The AVX-512 float32 kernels (asm/gen/transcendental_avx512f32.go) with
+// thirty-two lanes an iteration, two zmm vectors interleaved, and the
+// template's kernel (one vector an iteration, with the fix-up path and
+// the masked tail) for the blocks with special lanes and the last n mod
+// 32: the same bits.
+var (
+	sigmoidF32AVX512Paired     = pairedF32(32, sigmoidF32AVX512Pairs, sigmoidF32AVX512)
+	siluF32AVX512Paired        = pairedF32(32, siluF32AVX512Pairs, siluF32AVX512)
+	geluF32AVX512Paired        = pairedF32(32, geluF32AVX512Pairs, geluF32AVX512)
+	sigmoidGradF32AVX512Paired = pairedGradF32(32, sigmoidGradF32AVX512Pairs, sigmoidGradF32AVX512)
+	tanhGradF32AVX512Paired    = pairedGradF32(32, tanhGradF32AVX512Pairs, tanhGradF32AVX512)
+	geluGradF32AVX512Paired    = pairedGradF32(32, geluGradF32AVX512Pairs, geluGradF32AVX512)
 )

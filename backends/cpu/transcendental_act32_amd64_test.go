@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/kiln-ml/kiln/backends"
 )
 
 // act32Paired lists the sixteen-lane kernels (transcendental_act32_amd64.go,
@@ -19,6 +21,7 @@ var act32Paired = []struct {
 	singleDF    func(dst, x, grad *float32, n int, sp *[2]float32)
 	twoDF       func(dst, x, grad *float32, n int, sp *[2]float32)
 	scale       float64
+	avx512      bool // AVX-512 kernels (sixteen lanes a vector, thirty-two an iteration)
 }{
 	{name: "sigmoid fwd", single: sigmoidF32AVX2, two: sigmoidF32AVX2Paired, scale: 8},
 	{name: "silu fwd", single: siluF32AVX2, two: siluF32AVX2Paired, scale: 8},
@@ -28,6 +31,12 @@ var act32Paired = []struct {
 	{name: "gelu fwd", single: geluF32AVX2, two: geluF32AVX2Paired, scale: 3},
 	{name: "gelu bwd", singleDF: geluGradF32AVX2, twoDF: geluGradF32AVX2Paired, scale: 3},
 	{name: "gelu_tanh fwd", single: geluTanhF32AVX2, two: geluTanhF32AVX2Paired, scale: 3},
+	{name: "sigmoid fwd avx512", single: sigmoidF32AVX512, two: sigmoidF32AVX512Paired, scale: 8, avx512: true},
+	{name: "silu fwd avx512", single: siluF32AVX512, two: siluF32AVX512Paired, scale: 8, avx512: true},
+	{name: "sigmoid bwd avx512", singleDF: sigmoidGradF32AVX512, twoDF: sigmoidGradF32AVX512Paired, scale: 8, avx512: true},
+	{name: "tanh bwd avx512", singleDF: tanhGradF32AVX512, twoDF: tanhGradF32AVX512Paired, scale: 8, avx512: true},
+	{name: "gelu fwd avx512", single: geluF32AVX512, two: geluF32AVX512Paired, scale: 3, avx512: true},
+	{name: "gelu bwd avx512", singleDF: geluGradF32AVX512, twoDF: geluGradF32AVX512Paired, scale: 3, avx512: true},
 }
 
 // TestAct32PairedKernels: the sixteen-lane sigmoid, SiLU, exp, tanh, GELU
@@ -45,6 +54,9 @@ func TestAct32PairedKernels(t *testing.T) {
 		lengths = append(lengths, n)
 	}
 	for _, k := range act32Paired {
+		if k.avx512 && !hasTranscendental {
+			continue
+		}
 		for _, n := range lengths {
 			for _, special := range []bool{false, true} {
 				x, g := make([]float32, n+1), make([]float32, n+1)
@@ -95,6 +107,9 @@ func BenchmarkAct32Paired(b *testing.B) {
 	sp := [2]float32{1, 0}
 	for _, n := range []int{1 << 14, 1 << 24} {
 		for _, k := range act32Paired {
+			if k.avx512 && !hasTranscendental {
+				continue
+			}
 			r := rand.New(rand.NewPCG(1, 2))
 			x, g, o := make([]float32, n), make([]float32, n), make([]float32, n)
 			for i := range x {
@@ -121,4 +136,123 @@ func BenchmarkAct32Paired(b *testing.B) {
 			})
 		}
 	}
+}
+
+// TestF32AVX512KernelTails checks the AVX-512 float32 kernels (those of
+// transcendentalAsm that compute in float32 but exp's and tanh's forward,
+// and the template's one-vector kernels under their …Paired forms)
+// against their scalar models bit for bit at every length 0 to 33 and
+// offsets 0 to 3, with ±Inf and NaN among x and (backward) huge finite g
+// among the gradients, whose lanes must give the AVX-512 float64 kernel's
+// bits (f32Kernel.wideF, wideDF; NaN any NaN); and that they write nothing
+// outside dst[:n].
+func TestF32AVX512KernelTails(t *testing.T) {
+	if !hasTranscendental {
+		t.Skip("no AVX-512")
+	}
+	type model struct {
+		op  backends.UnaryOp
+		dir string
+		f   func(x, g float32) float32
+	}
+	models := []model{
+		{backends.Gelu, "f", func(x, _ float32) float32 { return geluF32Model(x) }},
+		{backends.Gelu, "f'", geluGradF32Model},
+	}
+	for _, m := range act32Models {
+		models = append(models, model{m.op, m.dir, m.f})
+	}
+	single := map[string]struct {
+		fwd func(dst, x *float32, n int, sp *[2]float32)
+		bwd func(dst, x, grad *float32, n int, sp *[2]float32)
+	}{
+		"sigmoid f": {fwd: sigmoidF32AVX512}, "silu f": {fwd: siluF32AVX512}, "gelu f": {fwd: geluF32AVX512},
+		"sigmoid f'": {bwd: sigmoidGradF32AVX512}, "tanh f'": {bwd: tanhGradF32AVX512}, "gelu f'": {bwd: geluGradF32AVX512},
+	}
+	r := rand.New(rand.NewPCG(61, 62))
+	inf := float32(math.Inf(1))
+	oddX := []float32{inf, -inf, float32(math.NaN())}
+	hugeG := []float32{0x1p64, -0x1p64, 1e30, -3e38}
+	ran := 0
+	for _, m := range models {
+		k := f32Kernels[m.op]
+		if m.dir == "f" && (!k.vecF32 || m.op == backends.Exp || m.op == backends.Tanh) || m.dir != "f" && !k.vecDF32 {
+			continue
+		}
+		name := backends.UnaryOps[m.op].Name + " " + m.dir
+		sp := [2]float32{float32(backends.UnaryOps[m.op].F(math.Inf(1), 0, 0)), float32(backends.UnaryOps[m.op].F(math.Inf(-1), 0, 0))}
+		if m.dir != "f" {
+			sp = [2]float32{float32(backends.UnaryOps[m.op].DF(math.Inf(1), 0, 0)), float32(backends.UnaryOps[m.op].DF(math.Inf(-1), 0, 0))}
+		}
+		s := single[name]
+		impls := map[string]func(o, x, g []float32){
+			"vec": func(o, x, g []float32) {
+				if m.dir == "f" {
+					k.vecF(o, x)
+				} else {
+					k.vecDF(o, x, g)
+				}
+			},
+			"one vector": func(o, x, g []float32) {
+				if len(o) == 0 {
+					return
+				}
+				if m.dir == "f" {
+					s.fwd(&o[0], &x[0], len(o), &sp)
+				} else {
+					s.bwd(&o[0], &x[0], &g[0], len(o), &sp)
+				}
+			},
+		}
+		for impl, run := range impls {
+			ran++
+			for n := range 34 {
+				for off := range 4 {
+					for _, special := range []bool{false, true} {
+						x, g := make([]float32, off+n+1), make([]float32, off+n+1)
+						for i := range x {
+							x[i], g[i] = float32(4*r.NormFloat64()), float32(r.NormFloat64())
+							if special && r.IntN(6) == 0 {
+								if r.IntN(2) == 0 || m.dir == "f" {
+									x[i] = oddX[r.IntN(len(oddX))]
+								} else {
+									g[i] = hugeG[r.IntN(len(hugeG))]
+								}
+							}
+						}
+						out, wide := make([]float32, off+n+1), make([]float32, n)
+						for i := range out {
+							out[i] = 7
+						}
+						run(out[off:off+n], x[off:off+n], g[off:off+n])
+						if m.dir == "f" {
+							k.wideF(wide, x[off:off+n])
+						} else {
+							k.wideDF(wide, x[off:off+n], g[off:off+n])
+						}
+						for i := range out {
+							if i < off || i >= off+n {
+								if out[i] != 7 {
+									t.Fatalf("%s %s, n = %d, offset %d: wrote index %d outside dst", impl, name, n, off, i)
+								}
+								continue
+							}
+							xi, gi := x[i], g[i]
+							want := wide[i-off]
+							if xi == xi && !math.IsInf(float64(xi), 0) && math.Abs(float64(gi)) < 0x1p64 {
+								want = m.f(xi, gi)
+							}
+							if got := out[i]; math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
+								t.Fatalf("%s %s, n = %d, offset %d: lane %d (x = %g, g = %g): %g, want %g", impl, name, n, off, i-off, xi, gi, got, want)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if ran == 0 {
+		t.Skip("no AVX-512 float32 kernels selected")
+	}
+	t.Logf("%d kernels checked", ran)
 }

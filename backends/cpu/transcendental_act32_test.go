@@ -415,33 +415,29 @@ func init() {
 // n ≥ -217 there gives two normal factors 2^(n>>1), 2^(n - n>>1).
 const act32Clamp = 150
 
-// act32KernelImpls returns the float32 sigmoid or SiLU kernels of op that
-// run here ("vec"; "alt", the AVX2 ones, on an AVX-512 machine) with
-// whether each direction computes in float32.
-func act32KernelImpls(op backends.UnaryOp) map[string]struct {
+// vecImpl is one instruction set's vector kernels of an op (f32KernelImpls).
+type vecImpl struct {
 	fwd      func(o, x []float32)
 	bwd      func(o, x, g []float32)
-	f32, d32 bool
-} {
+	f32, d32 bool // fwd, bwd compute in float32
+	// wideF and wideDF are the same instruction set's float64 kernels that
+	// float32 ones replaced (nil where there are none)
+	wideF  func(o, x []float32)
+	wideDF func(o, x, g []float32)
+}
+
+// f32KernelImpls returns the vector kernels of op that run here ("vec";
+// "alt", the AVX2 ones, on an AVX-512 machine) with whether each
+// direction computes in float32 and the float64 kernels of the same
+// instruction set to compare their special lanes with.
+func f32KernelImpls(op backends.UnaryOp) map[string]vecImpl {
 	k := f32Kernels[op]
-	m := map[string]struct {
-		fwd      func(o, x []float32)
-		bwd      func(o, x, g []float32)
-		f32, d32 bool
-	}{}
+	m := map[string]vecImpl{}
 	if k.vecF != nil {
-		m["vec"] = struct {
-			fwd      func(o, x []float32)
-			bwd      func(o, x, g []float32)
-			f32, d32 bool
-		}{k.vecF, k.vecDF, k.vecF32, k.vecDF32}
+		m["vec"] = vecImpl{k.vecF, k.vecDF, k.vecF32, k.vecDF32, k.wideF, k.wideDF}
 	}
 	if k.altF != nil {
-		m["alt"] = struct {
-			fwd      func(o, x []float32)
-			bwd      func(o, x, g []float32)
-			f32, d32 bool
-		}{k.altF, k.altDF, k.altF32, k.altDF32}
+		m["alt"] = vecImpl{k.altF, k.altDF, k.altF32, k.altDF32, k.altWideF, k.altWideDF}
 	}
 	return m
 }
@@ -459,7 +455,7 @@ func TestAct32KernelsMatchModel(t *testing.T) {
 	got := make([]float32, n)
 	ran := false
 	for _, m := range act32Models {
-		for name, im := range act32KernelImpls(m.op) {
+		for name, im := range f32KernelImpls(m.op) {
 			if m.dir == "f" && !im.f32 || m.dir != "f" && !im.d32 {
 				continue
 			}
@@ -505,9 +501,8 @@ func TestAct32KernelSpecialGradients(t *testing.T) {
 	r := rand.New(rand.NewPCG(45, 46))
 	ran := false
 	for _, op := range []backends.UnaryOp{backends.Sigmoid, backends.Exp, backends.Tanh} {
-		k := f32Kernels[op]
-		for name, im := range act32KernelImpls(op) {
-			if !im.d32 || k.wideDF == nil {
+		for name, im := range f32KernelImpls(op) {
+			if !im.d32 || im.wideDF == nil {
 				continue
 			}
 			ran = true
@@ -527,7 +522,7 @@ func TestAct32KernelSpecialGradients(t *testing.T) {
 				}
 				got, wide, base := make([]float32, n), make([]float32, n), make([]float32, n)
 				im.bwd(got, xs, gs)
-				k.wideDF(wide, xs, gs)
+				im.wideDF(wide, xs, gs)
 				im.bwd(base, xs, plain)
 				for i := range got {
 					want := base[i]

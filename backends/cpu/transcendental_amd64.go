@@ -29,16 +29,34 @@ type transcendentalKernelSet struct {
 }
 
 // transcendentalAsm lists the AVX-512 kernels of each op, forward and
-// backward.
+// backward: in float64 but for exp and tanh forward
+// (asm/gen/transcendental32.go) and the float32 ones of
+// asm/gen/transcendental_avx512f32.go, which measured faster than the
+// float64 ones on a Zen 4 core: sigmoid's forward and backward, SiLU's
+// forward, tanh's backward and GELU's forward and backward (the AVX2
+// float32 kernels' bodies, sixteen lanes a zmm vector, thirty-two an
+// iteration, so the same bits: transcendental_act32_amd64.go).
 var transcendentalAsm = map[backends.UnaryOp]transcendentalKernelSet{
 	backends.Exp:      {expF32AVX512, expGradF32AVX512, true, false},
 	backends.Log:      {logF32AVX512, logGradF32AVX512, false, false},
-	backends.Tanh:     {tanhF32AVX512, tanhGradF32AVX512, true, false},
+	backends.Tanh:     {tanhF32AVX512, tanhGradF32AVX512Paired, true, true},
 	backends.Erf:      {erfF32AVX512, erfGradF32AVX512, false, false},
-	backends.Sigmoid:  {sigmoidF32AVX512, sigmoidGradF32AVX512, false, false},
-	backends.Silu:     {siluF32AVX512, siluGradF32AVX512, false, false},
-	backends.Gelu:     {geluF32AVX512, geluGradF32AVX512, false, false},
+	backends.Sigmoid:  {sigmoidF32AVX512Paired, sigmoidGradF32AVX512Paired, true, true},
+	backends.Silu:     {siluF32AVX512Paired, siluGradF32AVX512, true, false},
+	backends.Gelu:     {geluF32AVX512Paired, geluGradF32AVX512Paired, true, true},
 	backends.GeluTanh: {geluTanhF32AVX512, geluTanhGradF32AVX512, false, false},
+}
+
+// transcendentalAsmWide lists the AVX-512 kernels in float64 of the ops
+// where float32 ones replaced some, as transcendentalAVX2Wide does for
+// AVX2 (f32Kernel.wideF, wideDF on AVX-512 machines; a kernel that stays
+// in float64 is listed as itself; tanh's forward here is a float64 one,
+// which no table uses otherwise).
+var transcendentalAsmWide = map[backends.UnaryOp]transcendentalKernelSet{
+	backends.Sigmoid: {sigmoidWideF32AVX512, sigmoidWideGradF32AVX512, false, false},
+	backends.Tanh:    {tanhWideF32AVX512, tanhWideGradF32AVX512, false, false},
+	backends.Silu:    {siluWideF32AVX512, siluGradF32AVX512, false, false},
+	backends.Gelu:    {geluWideF32AVX512, geluWideGradF32AVX512, false, false},
 }
 
 // transcendentalAVX2 lists the AVX2 kernels: in float64 but for exp and
@@ -111,16 +129,22 @@ func init() {
 		case hasTranscendental:
 			k.vecF, k.vecDF = wrap(transcendentalAsm[op])
 			k.vecF32, k.vecDF32 = transcendentalAsm[op].fwd32, transcendentalAsm[op].bwd32
+			if w, ok := transcendentalAsmWide[op]; ok {
+				k.wideF, k.wideDF = wrap(w)
+			}
 			if hasTranscendentalAVX2 { // for the tests
 				k.altF, k.altDF = wrap(transcendentalAVX2[op])
 				k.altF32, k.altDF32 = transcendentalAVX2[op].fwd32, transcendentalAVX2[op].bwd32
+				if w, ok := transcendentalAVX2Wide[op]; ok {
+					k.altWideF, k.altWideDF = wrap(w)
+				}
 			}
 		case hasTranscendentalAVX2:
 			k.vecF, k.vecDF = wrap(transcendentalAVX2[op])
 			k.vecF32, k.vecDF32 = transcendentalAVX2[op].fwd32, transcendentalAVX2[op].bwd32
-		}
-		if w, ok := transcendentalAVX2Wide[op]; ok && hasTranscendentalAVX2 {
-			k.wideF, k.wideDF = wrap(w)
+			if w, ok := transcendentalAVX2Wide[op]; ok {
+				k.wideF, k.wideDF = wrap(w)
+			}
 		}
 	}
 }

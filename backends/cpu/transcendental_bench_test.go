@@ -141,8 +141,9 @@ func BenchmarkGeluStep(b *testing.B) {
 // forward and backward, on 16384 standard normal values (in cache), in
 // every implementation this machine runs (transcendentalImpls: "go" the
 // portable loops, "vec" the vector kernels, "alt" the AVX2 ones on an
-// AVX-512 machine, "wide" the float64 AVX2 kernels that float32 ones
-// replaced: f32Kernel.wideF, wideDF), so that they compare in one run.
+// AVX-512 machine, "wide" and "altwide" the float64 kernels of those
+// instruction sets that float32 ones replaced: f32Kernel.wideF, wideDF,
+// altWideF, altWideDF), so that they compare in one run.
 func BenchmarkTranscendentalKernels(b *testing.B) {
 	const n = 1 << 14
 	be := New(1)
@@ -152,7 +153,7 @@ func BenchmarkTranscendentalKernels(b *testing.B) {
 		g := buf(normalView(be, 2, false, n)).f32()
 		o := make([]float32, n)
 		impls := transcendentalImpls(k)
-		for _, name := range []string{"go", "vec", "alt", "wide"} {
+		for _, name := range []string{"go", "vec", "alt", "wide", "altwide"} {
 			impl, ok := impls[name]
 			if !ok {
 				continue
@@ -179,7 +180,7 @@ func BenchmarkTranscendentalKernels(b *testing.B) {
 
 // BenchmarkTranscendentalWide compares, in cache (16384 standard normal
 // values, one core), each vector kernel that computes in float32 with the
-// float64 AVX2 kernel it replaced (f32Kernel.wideF, wideDF), interleaved:
+// float64 kernel it replaced (f32Kernel.wideF, wideDF), interleaved:
 // every iteration runs both once and times each, and the fastest call of
 // each counts (a machine shared with other processes preempts some calls;
 // the fastest are those it did not). It reports both rates and their ratio

@@ -6,18 +6,18 @@ import "unsafe"
 
 // geluF32AVX2Paired is geluF32AVX2 with the same results bit for bit,
 // sixteen lanes an iteration (pairedF32).
-var geluF32AVX2Paired = pairedF32(geluF32AVX2Pairs, geluF32AVX2)
+var geluF32AVX2Paired = pairedF32(16, geluF32AVX2Pairs, geluF32AVX2)
 
 // pairedF32 returns a forward kernel with one's results bit for bit,
-// sixteen lanes an iteration: pairs computes each block of sixteen whose
-// inputs are all finite, two blocks of eight interleaved, and returns how
-// many elements it did; one computes the rest (a block with ±Inf or NaN,
-// and the last n mod 16).
-func pairedF32(pairs func(dst, x *float32, n int) int, one func(dst, x *float32, n int, sp *[2]float32)) func(dst, x *float32, n int, sp *[2]float32) {
+// block lanes an iteration (16 for the AVX2 kernels, 32 for the AVX-512
+// ones): pairs computes each block whose inputs are all finite, two
+// vectors interleaved, and returns how many elements it did; one computes
+// the rest (a block with ±Inf or NaN, and the last n mod block).
+func pairedF32(block int, pairs func(dst, x *float32, n int) int, one func(dst, x *float32, n int, sp *[2]float32)) func(dst, x *float32, n int, sp *[2]float32) {
 	return func(dst, x *float32, n int, sp *[2]float32) {
 		for n > 0 {
 			k := pairs(dst, x, n)
-			m := min(n-k, 16)
+			m := min(n-k, block)
 			if m == 0 {
 				return
 			}
@@ -32,16 +32,15 @@ func pairedF32(pairs func(dst, x *float32, n int) int, one func(dst, x *float32,
 // geluGradF32AVX2Paired is geluGradF32AVX2 with the same results bit for
 // bit, sixteen lanes an iteration, as geluF32AVX2Paired: the blocks with x
 // ±Inf or NaN or a |g| ≥ 2^64 go to geluGradF32AVX2.
-var geluGradF32AVX2Paired = pairedGradF32(geluGradF32AVX2Pairs, geluGradF32AVX2)
+var geluGradF32AVX2Paired = pairedGradF32(16, geluGradF32AVX2Pairs, geluGradF32AVX2)
 
 // pairedGradF32 is pairedF32 for a backward kernel: pairs stops before
-// the blocks of sixteen with x ±Inf or NaN or a |g| ≥ 2^64, which one
-// computes.
-func pairedGradF32(pairs func(dst, x, grad *float32, n int) int, one func(dst, x, grad *float32, n int, sp *[2]float32)) func(dst, x, grad *float32, n int, sp *[2]float32) {
+// the blocks with x ±Inf or NaN or a |g| ≥ 2^64, which one computes.
+func pairedGradF32(block int, pairs func(dst, x, grad *float32, n int) int, one func(dst, x, grad *float32, n int, sp *[2]float32)) func(dst, x, grad *float32, n int, sp *[2]float32) {
 	return func(dst, x, grad *float32, n int, sp *[2]float32) {
 		for n > 0 {
 			k := pairs(dst, x, grad, n)
-			m := min(n-k, 16)
+			m := min(n-k, block)
 			if m == 0 {
 				return
 			}

@@ -115,11 +115,7 @@ func TestGeluF32ModelExhaustive(t *testing.T) {
 // so a difference of 1 ulp is allowed in at most one input in 10^5, and
 // none larger.
 func TestGeluF32KernelsMatchModel(t *testing.T) {
-	k := f32Kernels[backends.Gelu]
-	impls := map[string]struct {
-		bwd func(o, x, g []float32)
-		d32 bool
-	}{"vec": {k.vecDF, k.vecDF32}, "alt": {k.altDF, k.altDF32}}
+	impls := f32KernelImpls(backends.Gelu)
 	xs := gelu32HardInputs()
 	n := len(xs)
 	r := rand.New(rand.NewPCG(25, 26))
@@ -165,18 +161,11 @@ func TestGeluF32KernelsMatchModel(t *testing.T) {
 // kernel's bits, in whole blocks and in tails, and the other lanes of the
 // same blocks the bits they have without such a g beside them.
 func TestGeluF32KernelHugeGradients(t *testing.T) {
-	k := f32Kernels[backends.Gelu]
-	if k.wideDF == nil {
-		t.Skip("no float64 GELU kernel to compare with on this machine")
-	}
 	huge := []float32{0x1p64, -0x1p64, 1e20, -3e25, 1e30, 1.5e37, -1.5e37, 3e38, -3.4028235e38}
 	r := rand.New(rand.NewPCG(27, 28))
 	ran := false
-	for name, im := range map[string]struct {
-		bwd func(o, x, g []float32)
-		d32 bool
-	}{"vec": {k.vecDF, k.vecDF32}, "alt": {k.altDF, k.altDF32}} {
-		if !im.d32 || im.bwd == nil {
+	for name, im := range f32KernelImpls(backends.Gelu) {
+		if !im.d32 || im.wideDF == nil {
 			continue
 		}
 		ran = true
@@ -202,7 +191,7 @@ func TestGeluF32KernelHugeGradients(t *testing.T) {
 			}
 			got, wide, base := make([]float32, n), make([]float32, n), make([]float32, n)
 			im.bwd(got, xs, gs)
-			k.wideDF(wide, xs, gs)
+			im.wideDF(wide, xs, gs)
 			im.bwd(base, xs, plain)
 			for i := range got {
 				want := base[i]

@@ -136,7 +136,6 @@ const gelu32ULP = 1.35
 // allowed in at most one input in 10^5, for the model's double rounding),
 // and at ±Inf, NaN and ±0 against the float64 kernel it replaced.
 func TestGeluF32ForwardKernelMatchesModel(t *testing.T) {
-	k := f32Kernels[backends.Gelu]
 	xs := gelu32HardInputs()
 	r := rand.New(rand.NewPCG(33, 34))
 	for range 1 << 18 {
@@ -146,11 +145,8 @@ func TestGeluF32ForwardKernelMatchesModel(t *testing.T) {
 	xs = append(xs, specials...)
 	n := len(xs)
 	ran := false
-	for name, im := range map[string]struct {
-		fwd func(o, x []float32)
-		f32 bool
-	}{"vec": {k.vecF, k.vecF32}, "alt": {k.altF, k.altF32}} {
-		if !im.f32 || im.fwd == nil {
+	for name, im := range f32KernelImpls(backends.Gelu) {
+		if !im.f32 {
 			continue
 		}
 		ran = true
@@ -172,9 +168,9 @@ func TestGeluF32ForwardKernelMatchesModel(t *testing.T) {
 			t.Fatalf("%s gelu at x = %g (%#x): kernel %g, model %g", name, x, math.Float32bits(x), got[i], want)
 		}
 		t.Logf("%s gelu: %d inputs, %d within 1 ulp of the model, the rest equal", name, n, off)
-		if k.wideF != nil {
+		if im.wideF != nil {
 			wide := make([]float32, len(specials))
-			k.wideF(wide, specials)
+			im.wideF(wide, specials)
 			for i, x := range specials {
 				g := got[n-len(specials)+i]
 				if math.Float32bits(g) != math.Float32bits(wide[i]) && !(g != g && wide[i] != wide[i]) {

@@ -191,7 +191,6 @@ const geluTanh32ULP = 1.13
 // for bit (the sign of zero included), at ±Inf, NaN and ±0 against the
 // float64 kernel it replaced, and on every length below two blocks.
 func TestGeluTanhF32ForwardKernelMatchesModel(t *testing.T) {
-	k := f32Kernels[backends.GeluTanh]
 	xs := geluTanh32HardInputs()
 	r := rand.New(rand.NewPCG(45, 46))
 	for range 1 << 18 {
@@ -202,11 +201,8 @@ func TestGeluTanhF32ForwardKernelMatchesModel(t *testing.T) {
 	xs = append(append(append([]float32{}, specials...), xs...), specials...) // a block with them first too
 	n := len(xs)
 	ran := false
-	for name, im := range map[string]struct {
-		fwd func(o, x []float32)
-		f32 bool
-	}{"vec": {k.vecF, k.vecF32}, "alt": {k.altF, k.altF32}} {
-		if !im.f32 || im.fwd == nil {
+	for name, im := range f32KernelImpls(backends.GeluTanh) {
+		if !im.f32 {
 			continue
 		}
 		ran = true
@@ -221,9 +217,9 @@ func TestGeluTanhF32ForwardKernelMatchesModel(t *testing.T) {
 			}
 		}
 		t.Logf("%s gelu_tanh: %d inputs equal to the model", name, n)
-		if k.wideF != nil {
+		if im.wideF != nil {
 			wide := make([]float32, len(specials))
-			k.wideF(wide, specials)
+			im.wideF(wide, specials)
 			for i, x := range specials {
 				g := got[n-len(specials)+i]
 				if math.Float32bits(g) != math.Float32bits(wide[i]) && !(g != g && wide[i] != wide[i]) {

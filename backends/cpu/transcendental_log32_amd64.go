@@ -6,4 +6,4 @@ package cpu
 // sixteen lanes an iteration (pairedF32): logF32AVX2Pairs takes the blocks
 // of sixteen whose inputs are all positive and finite, logF32AVX2 the
 // rest (blocks with zeros, negatives, ±Inf or NaN, and the last n mod 16).
-var logF32AVX2Paired = pairedF32(logF32AVX2Pairs, logF32AVX2)
+var logF32AVX2Paired = pairedF32(16, logF32AVX2Pairs, logF32AVX2)

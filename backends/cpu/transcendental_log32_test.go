@@ -164,9 +164,8 @@ func TestLog32KernelMatchesModel(t *testing.T) {
 	xs := log32HardInputs()
 	n := len(xs)
 	got := make([]float32, n)
-	k := f32Kernels[backends.Log]
 	ran := false
-	for name, im := range act32KernelImpls(backends.Log) {
+	for name, im := range f32KernelImpls(backends.Log) {
 		if !im.f32 {
 			continue
 		}
@@ -209,8 +208,8 @@ func TestLog32KernelMatchesModel(t *testing.T) {
 				}
 			}
 			im.fwd(out, in)
-			if k.wideF != nil {
-				k.wideF(ref, in)
+			if im.wideF != nil {
+				im.wideF(ref, in)
 			} else {
 				for i, x := range in {
 					ref[i] = float32(math.Log(float64(x)))

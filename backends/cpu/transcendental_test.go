@@ -231,8 +231,9 @@ func ulpSweep(stride uint64, window, random int) []float32 {
 // transcendentalImpls returns the implementations of k to test: the Go
 // loops, the model of the assembly kernels (transcendental_model_test.go)
 // in the same loops, and the vector kernels where this machine runs them
-// ("vec", "alt": the AVX2 ones on an AVX-512 machine, and "wide": AVX2
-// kernels in float64 that float32 ones replaced).
+// ("vec", "alt": the AVX2 ones on an AVX-512 machine, and "wide",
+// "altwide": the kernels in float64 of those instruction sets that float32
+// ones replaced).
 func transcendentalImpls(k *f32Kernel) map[string]struct {
 	fwd func(o, x []float32)
 	bwd func(o, x, g []float32)
@@ -258,6 +259,12 @@ func transcendentalImpls(k *f32Kernel) map[string]struct {
 			fwd func(o, x []float32)
 			bwd func(o, x, g []float32)
 		}{k.wideF, k.wideDF}
+	}
+	if k.altWideF != nil {
+		m["altwide"] = struct {
+			fwd func(o, x []float32)
+			bwd func(o, x, g []float32)
+		}{k.altWideF, k.altWideDF}
 	}
 	return m
 }

@@ -44,5 +44,6 @@ func main() {
 	reluGrad()
 	transcendentalKernels()
 	transcendentalKernelsAVX2()
+	transcendentalKernelsF32AVX512()
 	Generate()
 }

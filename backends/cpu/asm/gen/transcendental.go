@@ -32,7 +32,8 @@ import (
 // sigmoid by one division each; polynomials in x - x0 near the zeros of
 // the GELU and SiLU derivatives. The tests check both against float64
 // references: within 0.52 ulp. (exp and tanh forward compute in float32
-// instead: transcendental32.go. The AVX2 kernels, generated from the same
+// instead: transcendental32.go; so do sigmoid's, SiLU's, tanh's and GELU's
+// kernels of transcendental_avx512f32.go. The AVX2 kernels, generated from the same
 // op bodies: transcendental_avx2.go.)
 
 // tpool is a constant pool of the kernels: float64 values (and 32-bit
@@ -40,7 +41,7 @@ import (
 // for the AVX2 kernels, each four times, read as whole ymm operands.
 type tpool struct {
 	name  string
-	lanes int // copies of each value: 1 for broadcasts, 4 for ymm operands
+	lanes int // copies of each value: 1 for broadcasts, 4 for ymm operands, 8 for zmm
 	off   map[uint64]int
 	bits  []uint64
 }
@@ -498,8 +499,9 @@ type tfunc struct {
 	// body32, when set, replaces body: f(x) from sixteen float32 lanes,
 	// computed in float32 (no widening)
 	body32 func(k *tkernel, x VecVirtual) VecVirtual
-	// grad32, when set, replaces body for a backward kernel (AVX2 only):
-	// g·f'(x) from eight float32 lanes of x and g, computed in float32
+	// grad32, when set, replaces body for a backward kernel: g·f'(x) from
+	// eight (AVX2) or sixteen (AVX-512, zmm32) float32 lanes of x and g,
+	// computed in float32; body stays for the lanes with |g| ≥ 2^64
 	grad32 func(x, g VecVirtual) VecVirtual
 }
 
@@ -520,7 +522,7 @@ func transcendentalKernel(f tfunc) {
 	sp := Load(Param("sp"), GP64())
 
 	k := &tkernel{}
-	if f.body32 == nil {
+	if f.body32 == nil && f.grad32 == nil {
 		k.one = bcast(tconst.f64(1))
 	}
 	if f.log {
@@ -532,7 +534,7 @@ func transcendentalKernel(f tfunc) {
 		k.magic32, k.one32 = ZMM(), ZMM()
 		VBROADCASTSS(f32c(exp32Magic), k.magic32)
 		VBROADCASTSS(f32c(1), k.one32)
-	} else if f.needsExp {
+	} else if f.needsExp && f.grad32 == nil {
 		k.magic = bcast(tconst.f64(expMagic))
 		var t [16]float64
 		for j := range t {
@@ -562,28 +564,13 @@ func transcendentalKernel(f tfunc) {
 			VANDPS_BCST(tconst.u32(0x7fffffff), xs, in)
 		}
 		var res VecVirtual
-		if f.body32 != nil {
+		switch {
+		case f.grad32 != nil:
+			res = f.grad32(in, gs)
+		case f.body32 != nil:
 			res = f.body32(k, in)
-		} else {
-			xd := newV()
-			hiY := YMM()
-			VCVTPS2PD(in.AsY(), xd[0])
-			VEXTRACTF32X8(U8(1), in, hiY)
-			VCVTPS2PD(hiY, xd[1])
-			r := f.body(k, xd)
-			if f.bwd {
-				gd := newV()
-				gY := YMM()
-				VCVTPS2PD(gs.AsY(), gd[0])
-				VEXTRACTF32X8(U8(1), gs, gY)
-				VCVTPS2PD(gY, gd[1])
-				vmul(r, r, gd)
-			}
-			lo, hi := YMM(), YMM()
-			VCVTPD2PS(r[0], lo)
-			VCVTPD2PS(r[1], hi)
-			res = ZMM()
-			VINSERTF32X8(U8(1), hi, lo.AsZ(), res)
+		default:
+			res = wideBody512(k, f, in, gs)
 		}
 		if f.abs {
 			VPTERNLOGD_BCST(U8(0xd8), tconst.u32(0x80000000), xs, res) // x's sign bit into res
@@ -595,8 +582,40 @@ func transcendentalKernel(f tfunc) {
 		}
 		ks := K()
 		VFPCLASSPSZ(U8(classes), xs, ks)
+		var kg OpmaskVirtual
+		if f.grad32 != nil { // and g: |g| ≥ 2^64, ±Inf and NaN
+			kg = K()
+			ga := ZMM()
+			VANDPS_BCST(tconst.u32(0x7fffffff), gs, ga)
+			VPCMPGTD_BCST(tconst.u32(0x5f7fffff), ga, kg)
+			KORW(kg, ks, ks)
+		}
 		KORTESTW(ks, ks)
 		JZ(LabelRef(f.name + "_store" + tag))
+		if f.grad32 != nil {
+			// |g| ≥ 2^64 (and ±Inf, NaN): beyond the float32 body's range,
+			// those lanes take the float64 body, as the float64 kernel
+			// computes them (the AVX2 template's fix-up path)
+			wide := f.name + "_wide" + tag
+			KORTESTW(kg, kg)
+			JZ(LabelRef(wide))
+			w := wideBody512(wideKernel(), f, xs, gs)
+			VMOVAPS(w, kg, res)
+			Label(wide)
+			if !act32Grad(f.name) {
+				// GELU: g ±Inf or NaN (the float32 body's two-term
+				// products give NaN there): g with the derivative's sign,
+				// negative below its zero at -a0
+				kx, ki := K(), K()
+				VCMPPS_BCST(U8(0x11), f32c(-a0Hi32), xs, kx) // x < -a0 (LT_OQ)
+				v, ga := ZMM(), ZMM()
+				VMOVAPS(gs, v)
+				VXORPS_BCST(tconst.u32(0x80000000), gs, kx, v)
+				VANDPS_BCST(tconst.u32(0x7fffffff), gs, ga)
+				VPCMPGTD_BCST(tconst.u32(0x7f7fffff), ga, ki)
+				VMOVAPS(v, ki, res)
+			}
+		}
 		kc := K()
 		apply := func(class uint8, c Mem) {
 			VFPCLASSPSZ(U8(class), xs, kc)
@@ -683,15 +702,28 @@ func transcendentalKernels() {
 		if o.fwd32 != nil {
 			in = "float32"
 		}
+		if f32AVX512Fwd[o.name] != nil { // transcendentalKernelsF32AVX512 generates fn
+			fn = o.name + "WideF32AVX512"
+		}
 		transcendentalKernel(tfunc{
 			name: fn, abs: o.abs, log: o.log, needsExp: !o.log, body: o.fwd, body32: o.fwd32,
-			doc: fmt.Sprintf("%s sets dst[i] = %s(x[i]) for i < n (AVX-512, in %s), and sp[0], sp[1] where x[i] is +Inf, -Inf.", fn, o.name, in),
+			doc: fmt.Sprintf("%s sets dst[i] = %s(x[i]) for i < n (AVX-512, in %s), and sp[0], sp[1] where x[i] is +Inf, -Inf%s.", fn, o.name, in, map[bool]string{true: fmt.Sprintf(": %sF32AVX512 computes in float32, this one stays to compare with", o.name)}[f32AVX512Fwd[o.name] != nil]),
 		})
-		gn := o.name + "GradF32AVX512"
+		gn, what := o.name+"GradF32AVX512", ""
+		if f32AVX512Bwd[o.name] != nil {
+			gn, what = o.name+"WideGradF32AVX512", fmt.Sprintf(": %sGradF32AVX512 computes in float32, this one stays to compare with and for its lanes with a huge grad[i]", o.name)
+		}
 		transcendentalKernel(tfunc{
 			name: gn, bwd: true, body: o.bwd, needsExp: !o.log,
-			doc: fmt.Sprintf("%s sets dst[i] = grad[i]·%s'(x[i]) for i < n (AVX-512, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.", gn, o.name),
+			doc: fmt.Sprintf("%s sets dst[i] = grad[i]·%s'(x[i]) for i < n (AVX-512, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf%s.", gn, o.name, what),
 		})
+		if o.fwd32 != nil && f32AVX512Bwd[o.name] != nil { // the float64 forward too, to compare with (tests and benchmarks)
+			wn := o.name + "WideF32AVX512"
+			transcendentalKernel(tfunc{
+				name: wn, abs: o.abs, needsExp: true, body: o.fwd,
+				doc: fmt.Sprintf("%s sets dst[i] = %s(x[i]) for i < n (AVX-512, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf: %s computes in float32, this one stays to compare with in the tests and benchmarks.", wn, o.name, fn),
+			})
+		}
 	}
 	tconst.emit()
 }

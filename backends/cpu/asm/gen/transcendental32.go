@@ -8,8 +8,9 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-// The kernels computed in float32, sixteen lanes a vector and no widening:
-// exp and tanh forward, the ops that fused element-wise chains (package
+// The kernels computed in float32, sixteen lanes a vector and no widening
+// (besides the AVX2 float32 bodies' AVX-512 forms,
+// transcendental_avx512f32.go): exp and tanh forward, the ops that fused element-wise chains (package
 // fusion) run between their own float32 segments, where the float64
 // kernels cost as much as a whole hand-written GELU. Their error is at
 // most 0.988 float32 ulp (exp) and 1.331 (tanh) over every float32 input,

@@ -254,14 +254,14 @@ func silu32Y(xs lanes) lanes {
 	xc := clampFwd(xs)
 	y, yl, sb := act32FwdParts(xc)
 	u := twoProd(xc, y, yl)
-	big := newLanes(len(xs))
+	sx := newLanes(len(xs))
 	eachLane(xs, func(i int) {
 		VMULPS(sb[i], u[i], u[i]) // exact
 		VMULPS(f32c(act32FwdUnbias), u[i], u[i])
-		VCMPPS(U8(0x1e), f32c(act32FwdHi), xs[i], big[i]) // x > act32FwdHi (GT_OQ)
-		VBLENDVPS(big[i], xs[i], u[i], u[i])
-		VANDPS(tconst.u32(0x80000000), xs[i], big[i])
-		VORPS(big[i], u[i], u[i]) // -0 at x = -0
+		big := cmpMask(0x1e, f32c(act32FwdHi), xs[i]) // x > act32FwdHi (GT_OQ)
+		blend(big, xs[i], u[i], u[i])
+		VANDPS(tconst.u32(0x80000000), xs[i], sx[i])
+		VORPS(sx[i], u[i], u[i]) // -0 at x = -0
 	})
 	return u
 }
@@ -335,25 +335,24 @@ func exp32DY(xs, gs lanes) lanes {
 		VFNMADD231PS(f32c(ln2Lo32), n[i], r[i])
 	})
 	p := poly32N(r, exp32P)
-	big, sc := newLanes(k), newLanes(k)
+	big, sc := make([]Op, k), newLanes(k)
 	eachLane(xs, func(i int) {
 		VMULPS(r[i], r[i], n[i])
 		VFMADD213PS(r[i], n[i], p[i]) // p = r²·P + r
 	})
 	eachLane(xs, func(i int) {
-		VCMPPS(U8(0x1e), f32c(exp32DBig), xc[i], big[i]) // x > exp32DBig (GT_OQ)
+		big[i] = cmpMask(0x1e, f32c(exp32DBig), xc[i]) // x > exp32DBig (GT_OQ)
 		VBROADCASTSS(f32c(1), sc[i])
-		VBLENDVPS(big[i], f32c(0x1p64), sc[i], sc[i])
+		blend(big[i], f32c(0x1p64), sc[i], sc[i])
 		VMULPS(gs[i], sc[i], sc[i])          // g, or g·2^64
 		VPSUBD(f32c(exp32Magic), t[i], t[i]) // n as an integer
-		VANDPS(tconst.u32(64), big[i], big[i])
-		VPSUBD(big[i], t[i], t[i])
+		subWhere(big[i], tconst.u32(64), t[i])
 	})
 	// where n > 0, g takes 2^min(n - 1, 127) before the product (exact: a
 	// denormal g keeps its digits), the rest (at least 2) after
 	zero, pre := newLanes(k), newLanes(k)
 	eachLane(xs, func(i int) {
-		VPXOR(zero[i], zero[i], zero[i])
+		zeroVec(zero[i])
 		VPSUBD(tconst.u32(1), t[i], pre[i])
 		VPMAXSD(zero[i], pre[i], pre[i])
 		VPMINSD(tconst.u32(127), pre[i], pre[i])
@@ -385,10 +384,10 @@ func exp32DY(xs, gs lanes) lanes {
 		VORPS(sc[i], u[i], u[i]) // g's sign where the product is 0 (g = ±0, or -0 underflowing)
 		// g·(+Inf) from where e^x overflows in float64, as the float64
 		// kernel gives (NaN for g = 0)
-		VCMPPS(U8(0x1d), f32c(math.Float32frombits(exp32DOverflow)), xs[i], big[i]) // GE_OQ
+		big[i] = cmpMask(0x1d, f32c(math.Float32frombits(exp32DOverflow)), xs[i]) // GE_OQ
 		VBROADCASTSS(f32c(float32(math.Inf(1))), sc[i])
 		VMULPS(gs[i], sc[i], sc[i])
-		VBLENDVPS(big[i], sc[i], u[i], u[i])
+		blend(big[i], sc[i], u[i], u[i])
 	})
 	return u
 }
@@ -413,7 +412,7 @@ var (
 // act32Grad reports whether the backward kernel name is one of act32Bwd's:
 // lanes with g ±Inf or NaN keep the float64 body's values there.
 func act32Grad(name string) bool {
-	return act32Bwd[strings.TrimSuffix(name, "GradF32AVX2")] != nil
+	return act32Bwd[strings.TrimSuffix(strings.TrimSuffix(name, "GradF32AVX2"), "GradF32AVX512")] != nil
 }
 
 // act32WideKernels generates the float64 AVX2 kernels of op o that

@@ -74,16 +74,17 @@ var (
 func fmsub231(b Op, a, d VecVirtual)  { VFMSUB231PS(b, a, d) }
 func fnmadd231(b Op, a, d VecVirtual) { VFNMADD231PS(b, a, d) }
 
-// lanes is a block of one or more ymm vectors that the GELU bodies
-// compute step by step, each step for every vector before the next: two
-// independent vectors fill the latency of each other's dependent chains.
+// lanes is a block of one or more vectors (ymm, or zmm with zmm32) that
+// the float32 bodies compute step by step, each step for every vector
+// before the next: two independent vectors fill the latency of each
+// other's dependent chains.
 type lanes []VecVirtual
 
-// newLanes returns n new virtual registers.
+// newLanes returns n new virtual registers (vreg).
 func newLanes(n int) lanes {
 	v := make(lanes, n)
 	for i := range v {
-		v[i] = YMM()
+		v[i] = vreg()
 	}
 	return v
 }
@@ -166,7 +167,7 @@ func gelu32Finish(xs, base, y, ylo, t, r, q lanes) lanes {
 		VMULPS(t[i], y[i], neg[i])   // u·2^n, rounded once (into the denormals too)
 		VORPS(sy[i], neg[i], neg[i]) // y's sign where that is 0: x·Φ(x) at x = -0 or underflowing, g = ±0
 		fnmadd231(t[i], y[i], base[i])
-		VBLENDVPS(xs[i], neg[i], base[i], base[i])
+		blend(signMask(xs[i]), neg[i], base[i], base[i])
 	}
 	return base
 }
@@ -364,25 +365,38 @@ func geluPairKernelsAVX2() {
 }
 
 // pairKernelAVX2 generates a kernel name (Go signature sig, doc comment
-// doc) that runs body on two blocks of eight lanes at a time, sixteen
-// elements an iteration, and stops before the first sixteen with x ±Inf or
-// NaN or, with bwd, |grad| ≥ 2^64 (or ±Inf, NaN), and before the last n
-// mod 16, returning how many elements it did. body gets the blocks of x
-// (and of grad with bwd) and the register pointing at this iteration's x,
-// for bodies that reload x rather than hold it.
+// doc) that runs body on two blocks of eight lanes at a time (of sixteen
+// with zmm32), sixteen elements an iteration (thirty-two), and stops
+// before the first iteration with x ±Inf or NaN or, with bwd, |grad| ≥
+// 2^64 (or ±Inf, NaN), and before the last n mod 16 (32), returning how
+// many elements it did. body gets the blocks of x (and of grad with bwd)
+// and the register pointing at this iteration's x, for bodies that reload
+// x rather than hold it.
 func pairKernelAVX2(name, sig, doc string, bwd bool, body func(xs, gs lanes, x Register) lanes) {
-	pairKernelAVX2Special(name, sig, doc, bwd, func(x VecVirtual) VecVirtual {
-		a := YMM()
+	pairKernelAVX2Special(name, sig, doc, bwd, func(x VecVirtual) Op {
+		a := vreg()
 		VANDPS(tconst.u32(0x7fffffff), x, a)
-		VPCMPGTD(tconst.u32(0x7f7fffff), a, a) // |x| beyond the finite
-		return a
+		return gtMask(tconst.u32(0x7f7fffff), a) // |x| beyond the finite
 	}, body)
 }
 
+// gtMask returns the mask of the lanes where the 32-bit integer in a is
+// greater than b's (signed): a itself, overwritten, or a K register with
+// zmm32.
+func gtMask(b Op, a VecVirtual) Op {
+	if !zmm32 {
+		VPCMPGTD(b, a, a)
+		return a
+	}
+	k := K()
+	VPCMPGTD(b, a, k)
+	return k
+}
+
 // pairKernelAVX2Special is pairKernelAVX2 with the lanes of x that it
-// leaves to the eight-lane kernel told by special (all ones in those
-// lanes) instead of ±Inf and NaN.
-func pairKernelAVX2Special(name, sig, doc string, bwd bool, special func(x VecVirtual) VecVirtual, body func(xs, gs lanes, x Register) lanes) {
+// leaves to the one-block kernel told by special (the mask of those lanes:
+// all ones in them, or a K register with zmm32) instead of ±Inf and NaN.
+func pairKernelAVX2Special(name, sig, doc string, bwd bool, special func(x VecVirtual) Op, body func(xs, gs lanes, x Register) lanes) {
 	TEXT(name, NOSPLIT, sig)
 	Pragma("noescape")
 	Doc(doc)
@@ -391,37 +405,59 @@ func pairKernelAVX2Special(name, sig, doc string, bwd bool, special func(x VecVi
 	if bwd {
 		g = Load(Param("grad"), GP64())
 	}
+	width, step := 32, 16 // bytes a vector, elements an iteration
+	if zmm32 {
+		width, step = 64, 32
+	}
 	k := GP64()
 	XORQ(k, k)
 	Label(name + "_loop")
-	CMPQ(n, U32(16))
+	CMPQ(n, U32(step))
 	JB(LabelRef(name + "_done"))
-	xs, gs, spc := newLanes(2), newLanes(2), YMM()
-	VPXOR(spc, spc, spc)
-	for i := range xs {
-		VMOVUPS(Mem{Base: x, Disp: 32 * i}, xs[i])
-		a := special(xs[i])
-		VPOR(a, spc, spc)
-		if bwd {
-			VMOVUPS(Mem{Base: g, Disp: 32 * i}, gs[i])
-			VANDPS(tconst.u32(0x7fffffff), gs[i], a)
-			VPCMPGTD(tconst.u32(0x5f7fffff), a, a) // |g| ≥ 2^64, ±Inf, NaN
-			VPOR(a, spc, spc)
+	xs, gs := newLanes(2), newLanes(2)
+	var spc Op
+	if zmm32 {
+		spc = K()
+		KXORW(spc, spc, spc)
+	} else {
+		v := YMM()
+		VPXOR(v, v, v)
+		spc = v
+	}
+	or := func(m Op) {
+		if zmm32 {
+			KORW(m, spc, spc)
+		} else {
+			VPOR(m, spc, spc)
 		}
 	}
-	VPTEST(spc, spc)
+	for i := range xs {
+		VMOVUPS(Mem{Base: x, Disp: width * i}, xs[i])
+		or(special(xs[i]))
+		if bwd {
+			VMOVUPS(Mem{Base: g, Disp: width * i}, gs[i])
+			a := vreg()
+			VANDPS(tconst.u32(0x7fffffff), gs[i], a)
+			or(gtMask(tconst.u32(0x5f7fffff), a)) // |g| ≥ 2^64, ±Inf, NaN
+		}
+	}
+	if zmm32 {
+		KORTESTW(spc, spc)
+	} else {
+		VPTEST(spc, spc)
+	}
 	JNZ(LabelRef(name + "_done"))
 	res := body(xs, gs, x)
 	for i := range res {
-		VMOVUPS(res[i], Mem{Base: dst, Disp: 32 * i})
+		VMOVUPS(res[i], Mem{Base: dst, Disp: width * i})
 	}
-	ADDQ(U32(64), x)
-	ADDQ(U32(64), dst)
+	ADDQ(U32(2*width), x)
+	ADDQ(U32(2*width), dst)
 	if bwd {
-		ADDQ(U32(64), g)
+		ADDQ(U32(2*width), g)
 	}
-	ADDQ(U32(16), k)
-	SUBQ(U32(16), n)
+	ADDQ(U32(step), k)
+	SUBQ(U32(step), n)
 	JMP(LabelRef(name + "_loop"))
 	Label(name + "_done")
 	Store(k, ReturnIndex(0))

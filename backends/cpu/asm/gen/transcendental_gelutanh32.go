@@ -189,7 +189,7 @@ func geluTanh32FN(xs lanes, reload func(i int) VecVirtual) lanes {
 		VMULPS(t[i], u[i], res[i])
 		VORPS(tconst.u32(0x80000000), res[i], res[i]) // -0 for x = -0 too
 		VFMADD213PS(x, t[i], u[i])                    // x + u·2^(n - n>>1 - 24)
-		VBLENDVPS(x, res[i], u[i], res[i])
+		blend(signMask(x), res[i], u[i], res[i])
 	})
 	return res
 }

@@ -158,14 +158,13 @@ func log32PairKernel() {
 	const name = "logF32AVX2Pairs"
 	pairKernelAVX2Special(name, "func(dst, x *float32, n int) int",
 		name+" sets dst[i] = log(x[i]) (AVX2+FMA, in float32) for i < k, sixteen at a time, and returns k: a multiple of 16, at most n, that stops before the first sixteen with an x that is not positive and finite.",
-		false, func(x VecVirtual) VecVirtual {
+		false, func(x VecVirtual) Op {
 			// bits + 0x7fffffff is (bits - 1) with its sign bit flipped, so
 			// the signed compare is the unsigned one of bits - 1: 0 and
 			// negatives wrap above, +Inf and NaN are above
-			a := YMM()
+			a := vreg()
 			VPADDD(tconst.u32(0x7fffffff), x, a)
-			VPCMPGTD(tconst.u32(0x7f7ffffe^0x80000000), a, a)
-			return a
+			return gtMask(tconst.u32(0x7f7ffffe^0x80000000), a)
 		}, func(xs, _ lanes, _ Register) lanes {
 			res := make(lanes, len(xs))
 			for i := range xs {
