@@ -3,9 +3,27 @@
 #include "textflag.h"
 
 // Hand-written packing loops for the AVX2 GEMM's panel widths (6-row A
-// panels and 16-column B panels of sgemm6x16AVX2); see pack_amd64.go for
-// their contracts. The generic Go loops move these element by element or
-// call memmove once per panel line.
+// panels and 16-column B panels of sgemm6x16AVX2) and the AVX-512 8×32
+// kernel's (8-row A and 32-column B panels); see pack_amd64.go for their
+// contracts. The generic Go loops move these element by element or call
+// memmove once per panel line.
+
+// ROWS_ARGS loads packRows*F32's arguments (dst in DI, src in SI, the
+// source and panel strides in bytes in R8 and R10, the lines in CX and the
+// panels in R9) and jumps to done when there are no lines or no panels.
+#define ROWS_ARGS(done) \
+	MOVQ  dst+0(FP), DI; \
+	MOVQ  src+8(FP), SI; \
+	MOVQ  ss+16(FP), R8; \
+	MOVQ  cn+24(FP), CX; \
+	MOVQ  np+32(FP), R9; \
+	MOVQ  ds+40(FP), R10; \
+	SHLQ  $2, R8; \
+	SHLQ  $2, R10; \
+	TESTQ CX, CX; \
+	JZ    done; \
+	TESTQ R9, R9; \
+	JZ    done
 
 // T6 transposes columns 0..3 (at byte offset soff of each of the six
 // rows from SI, R8 bytes apart; R9 = 3·R8, R10 = 5·R8) into 24 floats at
@@ -80,18 +98,7 @@ t6done:
 
 // func packRows6F32(dst, src *float32, ss, cn, np, ds int)
 TEXT ·packRows6F32(SB), NOSPLIT, $0-48
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ ss+16(FP), R8
-	MOVQ cn+24(FP), CX
-	MOVQ np+32(FP), R9
-	MOVQ ds+40(FP), R10
-	SHLQ $2, R8
-	SHLQ $2, R10
-	TESTQ CX, CX
-	JZ    r6done
-	TESTQ R9, R9
-	JZ    r6done
+	ROWS_ARGS(r6done)
 
 r6line:
 	MOVQ SI, R12
@@ -117,18 +124,7 @@ r6done:
 
 // func packRows16F32(dst, src *float32, ss, cn, np, ds int)
 TEXT ·packRows16F32(SB), NOSPLIT, $0-48
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ ss+16(FP), R8
-	MOVQ cn+24(FP), CX
-	MOVQ np+32(FP), R9
-	MOVQ ds+40(FP), R10
-	SHLQ $2, R8
-	SHLQ $2, R10
-	TESTQ CX, CX
-	JZ    r16done
-	TESTQ R9, R9
-	JZ    r16done
+	ROWS_ARGS(r16done)
 
 r16line:
 	MOVQ SI, R12
@@ -155,18 +151,7 @@ r16done:
 
 // func packRows32F32(dst, src *float32, ss, cn, np, ds int)
 TEXT ·packRows32F32(SB), NOSPLIT, $0-48
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ ss+16(FP), R8
-	MOVQ cn+24(FP), CX
-	MOVQ np+32(FP), R9
-	MOVQ ds+40(FP), R10
-	SHLQ $2, R8
-	SHLQ $2, R10
-	TESTQ CX, CX
-	JZ    r32done
-	TESTQ R9, R9
-	JZ    r32done
+	ROWS_ARGS(r32done)
 
 r32line:
 	MOVQ SI, R12
@@ -197,18 +182,7 @@ r32done:
 
 // func packRows8F32(dst, src *float32, ss, cn, np, ds int)
 TEXT ·packRows8F32(SB), NOSPLIT, $0-48
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ ss+16(FP), R8
-	MOVQ cn+24(FP), CX
-	MOVQ np+32(FP), R9
-	MOVQ ds+40(FP), R10
-	SHLQ $2, R8
-	SHLQ $2, R10
-	TESTQ CX, CX
-	JZ    r8done
-	TESTQ R9, R9
-	JZ    r8done
+	ROWS_ARGS(r8done)
 
 r8line:
 	MOVQ SI, R12
