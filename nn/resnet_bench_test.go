@@ -2,7 +2,9 @@ package nn_test
 
 import (
 	"testing"
+	"time"
 
+	"github.com/kiln-ml/kiln/internal/benchpair"
 	"github.com/kiln-ml/kiln/nn"
 	"github.com/kiln-ml/kiln/optim"
 	"github.com/kiln-ml/kiln/tensor"
@@ -111,4 +113,47 @@ func BenchmarkResNet18TrainStep(b *testing.B) {
 		step()
 	}
 	b.ReportMetric(32*float64(b.N)/b.Elapsed().Seconds(), "images/s")
+}
+
+// BenchmarkResNet18TrainStepBF16 times BenchmarkResNet18TrainStep's step
+// in float32 and with bfloat16 autocast (the model built on
+// tensor.CPU().Autocast(tensor.BFloat16): convolutions and the classifier
+// in bfloat16, VDPBF16PS where the CPU has it), the two alternating
+// (internal/benchpair: best and median ms of each, and fp32/bf16 the ratio
+// of the medians, above 1: autocast faster). Run with -benchtime 6x or
+// more.
+func BenchmarkResNet18TrainStepBF16(b *testing.B) {
+	type model struct {
+		m   *resnet18
+		opt *optim.SGD
+		x   *tensor.Tensor
+		y   *tensor.Tensor
+	}
+	build := func(dev tensor.Device) model {
+		dev.Seed(1)
+		return model{m: newResNet18(dev, 1000), opt: optim.NewSGD(optim.SGDConfig{LR: 0.01, Momentum: 0.9}),
+			x: tensor.Randn(dev.Inner(), 32, 3, 64, 64).Keep(), y: tensor.RandInt(dev.Inner(), 0, 1000, 32).Keep()}
+	}
+	f32, bf16 := build(tensor.CPU().Autodiff()), build(tensor.CPU().Autocast(tensor.BFloat16).Autodiff())
+	defer func() {
+		for _, m := range []model{f32, bf16} {
+			nn.Release(m.m)
+			m.opt.ZeroState()
+			m.x.Release()
+			m.y.Release()
+		}
+	}()
+	benchpair.Run(b, "bf16", "fp32", 1, func(on bool) time.Duration {
+		m := f32
+		if on {
+			m = bf16
+		}
+		start := time.Now()
+		tensor.Scope(func() {
+			loss := nn.CrossEntropy(m.m.Forward(m.x), m.y, nn.CrossEntropyOptions{})
+			m.opt.Step(m.m, loss.Backward())
+			loss.Item()
+		})
+		return time.Since(start)
+	})
 }
