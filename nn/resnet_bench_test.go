@@ -117,8 +117,9 @@ func BenchmarkResNet18TrainStep(b *testing.B) {
 
 // BenchmarkResNet18TrainStepBF16 times BenchmarkResNet18TrainStep's step
 // in float32 and with bfloat16 autocast (the model built on
-// tensor.CPU().Autocast(tensor.BFloat16): convolutions and the classifier
-// in bfloat16, VDPBF16PS where the CPU has it), the two alternating
+// tensor.CPU().Autocast(tensor.BFloat16): the classifier's product in
+// bfloat16, VDPBF16PS where the CPU has it, and the convolutions in
+// float32, as autocast runs them on the CPU), the two alternating
 // (internal/benchpair: best and median ms of each, and fp32/bf16 the ratio
 // of the medians, above 1: autocast faster). Run with -benchtime 6x or
 // more.

@@ -101,12 +101,17 @@ func ConvTranspose1d(x, weight, bias *Tensor, cfg ConvTransposeConfig) *Tensor {
 
 // nnConv validates a convolution, runs it and records its node.
 func nnConv(op, name string, x, weight, bias *Tensor, cfg ConvConfig, spatial int) *Tensor {
-	if bias != nil {
+	switch {
+	case autocastConvF32(x, weight, bias, cfg.Groups):
+		// float32 on this backend (see autocastConvF32)
+	case bias != nil:
 		if in, ok := autocastInputs(x, weight, bias); ok {
 			return nnConv(op, name, in[0], in[1], in[2], cfg, spatial)
 		}
-	} else if in, ok := autocastInputs(x, weight); ok {
-		return nnConv(op, name, in[0], in[1], nil, cfg, spatial)
+	default:
+		if in, ok := autocastInputs(x, weight); ok {
+			return nnConv(op, name, in[0], in[1], nil, cfg, spatial)
+		}
 	}
 	nnLive(op, bias, x, weight)
 	batched := nnBatched(op, "input", x, spatial)
@@ -367,6 +372,24 @@ func nnConvWeightGrad(op string, g, x *Tensor, geo backends.ConvGeometry, groups
 	gc.Release()
 	ct.Release()
 	return dw
+}
+
+// autocastConvF32 reports whether a convolution of x and weight (and bias,
+// which may be nil) in groups groups on a BFloat16 Autocast view runs in
+// float32 instead of casting its inputs to bfloat16: where the backend
+// multiplies float32 tensors as bfloat16 itself (autocastBF16: the CPU)
+// and its fused convolution takes float32 but not bfloat16. There the
+// fused float32 convolution is faster than a bfloat16 one composed of
+// Im2Col and products (a ResNet-18 training step took 3.4 times as long
+// that way on a Zen 4, BenchmarkResNet18TrainStepBF16), and its float32
+// result keeps the ops after it (batch norm, activations) in float32, as
+// the products' float32 results do.
+func autocastConvF32(x, weight, bias *Tensor, groups int) bool {
+	if _, ok := autocastBF16(x, weight, bias); !ok {
+		return false
+	}
+	_, ok := nnConvFusion(x, max(groups, 1))
+	return ok
 }
 
 // nnConvFusion returns t's backend's fused convolution when it has one and

@@ -410,7 +410,10 @@ func (d Device) NoGrad() Device { d.check("Device.NoGrad"); d.noGrad = true; ret
 // operands (the CPU's MatmulBF16), matrix products and Linear instead
 // multiply their float32 inputs as bfloat16 (rounded while packing, sums
 // in float32) into float32 results, as PyTorch's CPU autocast does, so
-// the ops after them stay float32; their gradients are float32.
+// the ops after them stay float32; their gradients are float32. On such
+// a backend convolutions run in float32 where its fused convolution takes
+// float32 but not bfloat16 (the CPU's), rather than composed in bfloat16,
+// which is several times slower.
 // It panics with ErrDType for any other dtype.
 func (d Device) Autocast(dtype DType) Device {
 	d.check("Device.Autocast")
