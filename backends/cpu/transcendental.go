@@ -47,9 +47,10 @@ import (
 // float64.
 //
 // GELU's AVX2 backward kernel (erf form) computes in float32 too, eight
-// lanes a vector (asm/gen/transcendental_gelu32.go), sixteen lanes an iteration (two blocks of eight
-// interleaved, which fills the latency of one block's dependent chain;
-// blocks with special lanes go to the eight-lane kernel): on one Zen 3
+// lanes a vector (asm/gen/transcendental_gelu32.go), sixteen lanes an
+// iteration (two blocks of eight interleaved, which fills the latency of
+// one block's dependent chain; blocks with special lanes go to the
+// eight-lane kernel): on one Zen 3
 // core 1.65 times as fast as the float64 kernel it replaced (in cache 0.72
 // against 0.43 Gelem/cpu-s; with eight lanes an iteration 0.60). A float32
 // rational function alone is off by two or three roundings, so it enters
@@ -249,9 +250,10 @@ type f32Kernel struct {
 	// wideF and wideDF, when set, are kernels in float64 of vecF's
 	// instruction set where float32 ones replaced some (with AVX2 GELU's,
 	// GELU-tanh's forward, sigmoid's, SiLU's and log's forward, exp's and
-	// tanh's backward; with AVX-512 sigmoid's, exp's and tanh's backward),
-	// for the tests and benchmarks to compare with; altWideF and altWideDF
-	// the same for altF's (the AVX2 ones on an AVX-512 machine).
+	// tanh's backward; with AVX-512 sigmoid's, SiLU's forward, tanh's
+	// backward and GELU's), for the tests and benchmarks to compare with;
+	// altWideF and altWideDF the same for altF's (the AVX2 ones on an
+	// AVX-512 machine).
 	wideF     func(o, x []float32)
 	wideDF    func(o, x, g []float32)
 	altWideF  func(o, x []float32)

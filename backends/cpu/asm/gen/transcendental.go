@@ -32,9 +32,9 @@ import (
 // sigmoid by one division each; polynomials in x - x0 near the zeros of
 // the GELU and SiLU derivatives. The tests check both against float64
 // references: within 0.52 ulp. (exp and tanh forward compute in float32
-// instead: transcendental32.go; so do sigmoid's, SiLU's, tanh's and GELU's
-// kernels of transcendental_avx512f32.go. The AVX2 kernels, generated from the same
-// op bodies: transcendental_avx2.go.)
+// instead: transcendental32.go; so do sigmoid's, SiLU's, tanh's and
+// GELU's kernels of transcendental_avx512f32.go. The AVX2 kernels,
+// generated from the same op bodies: transcendental_avx2.go.)
 
 // tpool is a constant pool of the kernels: float64 values (and 32-bit
 // patterns, in the low half of a slot) read with embedded broadcasts, or,

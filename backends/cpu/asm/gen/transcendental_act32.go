@@ -453,11 +453,11 @@ func act32PairKernelsAVX2() {
 	for _, name := range []string{"sigmoid", "silu"} {
 		f, fn := act32Fwd[name], name+"F32AVX2Pairs"
 		doc := fmt.Sprintf("%s sets dst[i] = %s(x[i]) (AVX2+FMA, in float32) for i < k, sixteen at a time, and returns k: a multiple of 16, at most n, that stops before the first sixteen with x ±Inf or NaN.", fn, name)
-		pairKernelAVX2(fn, "func(dst, x *float32, n int) int", doc, false, func(xs, _ lanes, _ Register) lanes { return f(xs) })
+		pairKernel(fn, "func(dst, x *float32, n int) int", doc, false, func(xs, _ lanes, _ Register) lanes { return f(xs) })
 	}
 	for _, name := range []string{"sigmoid", "exp", "tanh"} {
 		f, fn := act32Bwd[name], name+"GradF32AVX2Pairs"
 		doc := fmt.Sprintf("%s sets dst[i] = grad[i]·%s'(x[i]) (AVX2+FMA, in float32) for i < k, sixteen at a time, and returns k: a multiple of 16, at most n, that stops before the first sixteen with x ±Inf or NaN or |grad| ≥ 2^64.", fn, name)
-		pairKernelAVX2(fn, "func(dst, x, grad *float32, n int) int", doc, true, func(xs, gs lanes, _ Register) lanes { return f(xs, gs) })
+		pairKernel(fn, "func(dst, x, grad *float32, n int) int", doc, true, func(xs, gs lanes, _ Register) lanes { return f(xs, gs) })
 	}
 }

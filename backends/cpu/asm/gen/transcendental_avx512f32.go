@@ -156,7 +156,7 @@ var (
 // transcendentalKernelsF32AVX512 generates the AVX-512 float32 kernels:
 // the template's (one zmm vector an iteration, with the masked tail and
 // the fix-up path for special lanes) and …AVX512Pairs (two vectors an
-// iteration interleaved, as the AVX2 ones: pairKernelAVX2), then their
+// iteration interleaved, as the AVX2 ones: pairKernel), then their
 // constant pool.
 func transcendentalKernelsF32AVX512() {
 	zmm32, tconst = true, tconstF32AVX512
@@ -171,7 +171,7 @@ func transcendentalKernelsF32AVX512() {
 			})
 			pn := fn + "Pairs"
 			doc := fmt.Sprintf("%s sets dst[i] = %s(x[i]) (AVX-512, in float32) for i < k, thirty-two at a time, and returns k: a multiple of 32, at most n, that stops before the first thirty-two with x ±Inf or NaN.", pn, o.name)
-			pairKernelAVX2(pn, "func(dst, x *float32, n int) int", doc, false, func(xs, _ lanes, _ Register) lanes { return f(xs) })
+			pairKernel(pn, "func(dst, x *float32, n int) int", doc, false, func(xs, _ lanes, _ Register) lanes { return f(xs) })
 		}
 		if f := f32AVX512Bwd[o.name]; f != nil {
 			gn := o.name + "GradF32AVX512"
@@ -182,7 +182,7 @@ func transcendentalKernelsF32AVX512() {
 			})
 			pn := gn + "Pairs"
 			doc := fmt.Sprintf("%s sets dst[i] = grad[i]·%s'(x[i]) (AVX-512, in float32) for i < k, thirty-two at a time, and returns k: a multiple of 32, at most n, that stops before the first thirty-two with x ±Inf or NaN or |grad| ≥ 2^64.", pn, o.name)
-			pairKernelAVX2(pn, "func(dst, x, grad *float32, n int) int", doc, true, func(xs, gs lanes, _ Register) lanes { return f(xs, gs) })
+			pairKernel(pn, "func(dst, x, grad *float32, n int) int", doc, true, func(xs, gs lanes, _ Register) lanes { return f(xs, gs) })
 		}
 	}
 	tconst.emit()

@@ -355,7 +355,7 @@ func geluPairKernelsAVX2() {
 			name, sig, what = "geluGradF32AVX2Pairs", "func(dst, x, grad *float32, n int) int", "grad[i]·gelu'(x[i])"
 		}
 		doc := fmt.Sprintf("%s sets dst[i] = %s (AVX2+FMA, in float32) for i < k, sixteen at a time, and returns k: a multiple of 16, at most n, that stops before the first sixteen with a lane it does not cover (x ±Inf or NaN%s).", name, what, map[bool]string{false: "", true: ", |grad| ≥ 2^64"}[bwd])
-		pairKernelAVX2(name, sig, doc, bwd, func(xs, gs lanes, _ Register) lanes {
+		pairKernel(name, sig, doc, bwd, func(xs, gs lanes, _ Register) lanes {
 			if bwd {
 				return gelu32DFN(xs, gs)
 			}
@@ -364,16 +364,17 @@ func geluPairKernelsAVX2() {
 	}
 }
 
-// pairKernelAVX2 generates a kernel name (Go signature sig, doc comment
-// doc) that runs body on two blocks of eight lanes at a time (of sixteen
-// with zmm32), sixteen elements an iteration (thirty-two), and stops
+// pairKernel generates a kernel name (Go signature sig, doc comment doc),
+// AVX2 or, with zmm32, AVX-512, that runs body on two blocks of eight
+// lanes at a time (of sixteen with zmm32), sixteen elements an iteration
+// (thirty-two), and stops
 // before the first iteration with x ±Inf or NaN or, with bwd, |grad| ≥
 // 2^64 (or ±Inf, NaN), and before the last n mod 16 (32), returning how
 // many elements it did. body gets the blocks of x (and of grad with bwd)
 // and the register pointing at this iteration's x, for bodies that reload
 // x rather than hold it.
-func pairKernelAVX2(name, sig, doc string, bwd bool, body func(xs, gs lanes, x Register) lanes) {
-	pairKernelAVX2Special(name, sig, doc, bwd, func(x VecVirtual) Op {
+func pairKernel(name, sig, doc string, bwd bool, body func(xs, gs lanes, x Register) lanes) {
+	pairKernelSpecial(name, sig, doc, bwd, func(x VecVirtual) Op {
 		a := vreg()
 		VANDPS(tconst.u32(0x7fffffff), x, a)
 		return gtMask(tconst.u32(0x7f7fffff), a) // |x| beyond the finite
@@ -393,10 +394,10 @@ func gtMask(b Op, a VecVirtual) Op {
 	return k
 }
 
-// pairKernelAVX2Special is pairKernelAVX2 with the lanes of x that it
+// pairKernelSpecial is pairKernel with the lanes of x that it
 // leaves to the one-block kernel told by special (the mask of those lanes:
 // all ones in them, or a K register with zmm32) instead of ±Inf and NaN.
-func pairKernelAVX2Special(name, sig, doc string, bwd bool, special func(x VecVirtual) Op, body func(xs, gs lanes, x Register) lanes) {
+func pairKernelSpecial(name, sig, doc string, bwd bool, special func(x VecVirtual) Op, body func(xs, gs lanes, x Register) lanes) {
 	TEXT(name, NOSPLIT, sig)
 	Pragma("noescape")
 	Doc(doc)

@@ -202,7 +202,7 @@ func geluTanh32FN(xs lanes, reload func(i int) VecVirtual) lanes {
 // the results are its bit for bit.
 func geluTanhPairKernelAVX2() {
 	name := "geluTanhF32AVX2Pairs"
-	pairKernelAVX2(name, "func(dst, x *float32, n int) int",
+	pairKernel(name, "func(dst, x *float32, n int) int",
 		name+" sets dst[i] = geluTanh(x[i]) (AVX2+FMA, in float32) for i < k, sixteen at a time, and returns k: a multiple of 16, at most n, that stops before the first sixteen with x ±Inf or NaN.",
 		false, func(xs, _ lanes, x Register) lanes {
 			return geluTanh32FN(xs, func(i int) VecVirtual {

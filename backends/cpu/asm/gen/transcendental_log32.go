@@ -156,7 +156,7 @@ func log32Kernels(o top) {
 // bit for bit.
 func log32PairKernel() {
 	const name = "logF32AVX2Pairs"
-	pairKernelAVX2Special(name, "func(dst, x *float32, n int) int",
+	pairKernelSpecial(name, "func(dst, x *float32, n int) int",
 		name+" sets dst[i] = log(x[i]) (AVX2+FMA, in float32) for i < k, sixteen at a time, and returns k: a multiple of 16, at most n, that stops before the first sixteen with an x that is not positive and finite.",
 		false, func(x VecVirtual) Op {
 			// bits + 0x7fffffff is (bits - 1) with its sign bit flipped, so
