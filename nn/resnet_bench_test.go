@@ -84,33 +84,53 @@ func (m *resnet18) Forward(x *tensor.Tensor) *tensor.Tensor {
 	return m.FC.Forward(x.Reshape(x.Shape()[0], -1))
 }
 
+// resnetTrainer is a ResNet-18 (1000 classes) with its SGD optimizer
+// (momentum 0.9) and a fixed batch of 32 64×64 images and labels, for the
+// training-step benchmarks.
+type resnetTrainer struct {
+	m   *resnet18
+	opt *optim.SGD
+	x   *tensor.Tensor
+	y   *tensor.Tensor
+}
+
+// newResnetTrainer builds a resnetTrainer on dev (an Autodiff view), seeded.
+func newResnetTrainer(dev tensor.Device) *resnetTrainer {
+	dev.Seed(1)
+	return &resnetTrainer{m: newResNet18(dev, 1000), opt: optim.NewSGD(optim.SGDConfig{LR: 0.01, Momentum: 0.9}),
+		x: tensor.Randn(dev.Inner(), 32, 3, 64, 64).Keep(), y: tensor.RandInt(dev.Inner(), 0, 1000, 32).Keep()}
+}
+
+// step takes one training step in a Scope: forward in training mode (batch
+// statistics), cross-entropy, backward and the SGD update.
+func (r *resnetTrainer) step() {
+	tensor.Scope(func() {
+		loss := nn.CrossEntropy(r.m.Forward(r.x), r.y, nn.CrossEntropyOptions{})
+		r.opt.Step(r.m, loss.Backward())
+		loss.Item()
+	})
+}
+
+// release frees the model, the optimizer state and the batch.
+func (r *resnetTrainer) release() {
+	nn.Release(r.m)
+	r.opt.ZeroState()
+	r.x.Release()
+	r.y.Release()
+}
+
 // BenchmarkResNet18TrainStep times training steps of torchvision's
 // ResNet-18 layout (1000 classes) on 64×64 images in batches of 32:
 // forward in training mode (batch statistics), cross-entropy, backward and
 // an SGD update with momentum, each step in a Scope; it reports images/s.
 // scripts/bench_compare.py times torchvision's resnet18 the same way.
 func BenchmarkResNet18TrainStep(b *testing.B) {
-	dev := tensor.CPU().Autodiff()
-	dev.Seed(1)
-	m := newResNet18(dev, 1000)
-	defer nn.Release(m)
-	opt := optim.NewSGD(optim.SGDConfig{LR: 0.01, Momentum: 0.9})
-	defer opt.ZeroState()
-	x := tensor.Randn(dev.Inner(), 32, 3, 64, 64).Keep()
-	y := tensor.RandInt(dev.Inner(), 0, 1000, 32).Keep()
-	defer x.Release()
-	defer y.Release()
-	step := func() {
-		tensor.Scope(func() {
-			loss := nn.CrossEntropy(m.Forward(x), y, nn.CrossEntropyOptions{})
-			opt.Step(m, loss.Backward())
-			loss.Item()
-		})
-	}
-	step() // optimizer state, buffer pools
+	r := newResnetTrainer(tensor.CPU().Autodiff())
+	defer r.release()
+	r.step() // optimizer state, buffer pools
 	b.ResetTimer()
 	for b.Loop() {
-		step()
+		r.step()
 	}
 	b.ReportMetric(32*float64(b.N)/b.Elapsed().Seconds(), "images/s")
 }
@@ -124,37 +144,17 @@ func BenchmarkResNet18TrainStep(b *testing.B) {
 // of the medians, above 1: autocast faster). Run with -benchtime 6x or
 // more.
 func BenchmarkResNet18TrainStepBF16(b *testing.B) {
-	type model struct {
-		m   *resnet18
-		opt *optim.SGD
-		x   *tensor.Tensor
-		y   *tensor.Tensor
-	}
-	build := func(dev tensor.Device) model {
-		dev.Seed(1)
-		return model{m: newResNet18(dev, 1000), opt: optim.NewSGD(optim.SGDConfig{LR: 0.01, Momentum: 0.9}),
-			x: tensor.Randn(dev.Inner(), 32, 3, 64, 64).Keep(), y: tensor.RandInt(dev.Inner(), 0, 1000, 32).Keep()}
-	}
-	f32, bf16 := build(tensor.CPU().Autodiff()), build(tensor.CPU().Autocast(tensor.BFloat16).Autodiff())
-	defer func() {
-		for _, m := range []model{f32, bf16} {
-			nn.Release(m.m)
-			m.opt.ZeroState()
-			m.x.Release()
-			m.y.Release()
-		}
-	}()
+	f32 := newResnetTrainer(tensor.CPU().Autodiff())
+	defer f32.release()
+	bf16 := newResnetTrainer(tensor.CPU().Autocast(tensor.BFloat16).Autodiff())
+	defer bf16.release()
 	benchpair.Run(b, "bf16", "fp32", 1, func(on bool) time.Duration {
-		m := f32
+		r := f32
 		if on {
-			m = bf16
+			r = bf16
 		}
 		start := time.Now()
-		tensor.Scope(func() {
-			loss := nn.CrossEntropy(m.m.Forward(m.x), m.y, nn.CrossEntropyOptions{})
-			m.opt.Step(m.m, loss.Backward())
-			loss.Item()
-		})
+		r.step()
 		return time.Since(start)
 	})
 }
