@@ -11,7 +11,8 @@
 // implement optional fused interfaces (Fusion, ConvFusion,
 // CrossEntropyFusion, AdamFusion, SGDFusion, BatchNormFusion, and for
 // transformers AttentionFusion, NormFusion, EmbeddingFusion,
-// MultiAdamFusion, LinearFusion and LinearActFusion), which
+// MultiAdamFusion, LinearFusion and LinearActFusion; UnaryOutputGrad for
+// backward passes from an op's output), which
 // package tensor looks for with a type assertion, composing the same
 // results from primitives where they are absent. Backend implementations
 // live in sub-packages: cpu (pure Go, always present), strict (a checking

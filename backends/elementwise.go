@@ -68,6 +68,11 @@ type UnaryDef struct {
 	Predicate bool
 	// IntSafe ops keep integer inputs integer (Neg, Abs, Sign, Square, Clamp, …).
 	IntSafe bool
+	// DFOut, where set, is the derivative as a function of the op's output
+	// y = F(x): DFOut(F(x)) = DF(x) (Exp: y, Tanh: 1 − y², Sigmoid:
+	// y·(1 − y)). Autodiff then keeps y for the backward instead of x, as
+	// PyTorch's does, and a backend with UnaryOutputGrad computes it from y.
+	DFOut func(y, p0, p1 float64) float64
 }
 
 const (
@@ -102,8 +107,9 @@ var UnaryOps = [numUnaryOps]UnaryDef{
 	Neg:  {Name: "neg", F: func(x, _, _ float64) float64 { return -x }, DF: func(x, _, _ float64) float64 { return -1 }, IntSafe: true},
 	Abs:  {Name: "abs", F: func(x, _, _ float64) float64 { return math.Abs(x) }, DF: func(x, _, _ float64) float64 { return sign(x) }, IntSafe: true},
 	Sign: {Name: "sign", F: func(x, _, _ float64) float64 { return sign(x) }, DF: func(x, _, _ float64) float64 { return 0 }, IntSafe: true},
-	Exp:  {Name: "exp", F: func(x, _, _ float64) float64 { return math.Exp(x) }, DF: func(x, _, _ float64) float64 { return math.Exp(x) }},
-	Log:  {Name: "log", F: func(x, _, _ float64) float64 { return math.Log(x) }, DF: func(x, _, _ float64) float64 { return 1 / x }},
+	Exp: {Name: "exp", F: func(x, _, _ float64) float64 { return math.Exp(x) }, DF: func(x, _, _ float64) float64 { return math.Exp(x) },
+		DFOut: func(y, _, _ float64) float64 { return y }},
+	Log: {Name: "log", F: func(x, _, _ float64) float64 { return math.Log(x) }, DF: func(x, _, _ float64) float64 { return 1 / x }},
 	Log1p: {Name: "log1p", F: func(x, _, _ float64) float64 { return math.Log1p(x) },
 		DF: func(x, _, _ float64) float64 { return 1 / (1 + x) }},
 	Sqrt: {Name: "sqrt", F: func(x, _, _ float64) float64 { return math.Sqrt(x) },
@@ -119,7 +125,8 @@ var UnaryOps = [numUnaryOps]UnaryDef{
 	Tan: {Name: "tan", F: func(x, _, _ float64) float64 { return math.Tan(x) },
 		DF: func(x, _, _ float64) float64 { c := math.Cos(x); return 1 / (c * c) }},
 	Tanh: {Name: "tanh", F: func(x, _, _ float64) float64 { return math.Tanh(x) },
-		DF: func(x, _, _ float64) float64 { t := math.Tanh(x); return 1 - t*t }},
+		DF:    func(x, _, _ float64) float64 { t := math.Tanh(x); return 1 - t*t },
+		DFOut: func(y, _, _ float64) float64 { return 1 - y*y }},
 	Floor: {Name: "floor", F: func(x, _, _ float64) float64 { return math.Floor(x) }, DF: func(x, _, _ float64) float64 { return 0 }, IntSafe: true},
 	Ceil:  {Name: "ceil", F: func(x, _, _ float64) float64 { return math.Ceil(x) }, DF: func(x, _, _ float64) float64 { return 0 }, IntSafe: true},
 	Round: {Name: "round", F: func(x, _, _ float64) float64 { return math.RoundToEven(x) }, DF: func(x, _, _ float64) float64 { return 0 }, IntSafe: true},
@@ -194,7 +201,8 @@ var UnaryOps = [numUnaryOps]UnaryDef{
 			return 0.5*(1+t) + 0.5*x*(1-t*t)*c*(1+3*0.044715*x*x)
 		}},
 	Sigmoid: {Name: "sigmoid", F: func(x, _, _ float64) float64 { return sigmoid(x) },
-		DF: func(x, _, _ float64) float64 { s := sigmoid(x); return s * (1 - s) }},
+		DF:    func(x, _, _ float64) float64 { s := sigmoid(x); return s * (1 - s) },
+		DFOut: func(y, _, _ float64) float64 { return y - y*y }},
 	LogSigmoid: {Name: "log_sigmoid", F: func(x, _, _ float64) float64 { return -softplus(-x) },
 		DF: func(x, _, _ float64) float64 { return sigmoid(-x) }},
 	HardSigmoid: {Name: "hard_sigmoid", F: func(x, _, _ float64) float64 { return math.Min(math.Max(x/6+0.5, 0), 1) },

@@ -131,6 +131,23 @@ type LinearActFusion interface {
 	MatmulBiasAct(out, pre, x, w, bias View, op UnaryOp)
 }
 
+// UnaryOutputGrad is an optional interface for the backward of the unary
+// ops whose derivative is a function of their output (UnaryDef.DFOut:
+// Exp, Tanh, Sigmoid): out = g·DFOut(y) element-wise, y being
+// Unary(op)'s result, as PyTorch's autograd computes them. It reads y and
+// g and writes out, all of one shape and float dtype, without
+// recomputing the function, so it runs at memory speed where UnaryGrad
+// (from x) is bound by the function's arithmetic; and autodiff keeps y,
+// which the next layer usually holds anyway, instead of x. The backend
+// documents its error: that of y carries into the result, and for Tanh
+// and Sigmoid the factor 1 − y² or 1 − y loses relative precision as |y|
+// nears 1, where the result is small against g. An op without DFOut is
+// refused as a bad shape is.
+type UnaryOutputGrad interface {
+	// UnaryGradOutput overwrites out with g·DFOut(y).
+	UnaryGradOutput(op UnaryOp, out, y, g View)
+}
+
 // IsLinearAct reports whether LinearActFusion accepts op: the activations
 // without parameters that commonly follow a linear layer.
 func IsLinearAct(op UnaryOp) bool {

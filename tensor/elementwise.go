@@ -333,9 +333,39 @@ func (t *Tensor) unaryOp(name string, u backends.UnaryOp, p0, p1 float64) *Tenso
 	if p0 != 0 || p1 != 0 {
 		attrs = map[string]any{"p0": p0, "p1": p1}
 	}
+	if outputGrad(u, out) {
+		return record(backends.UnaryOps[u].Name, attrs, out, []*Tensor{t}, func(g *Tensor) []*Tensor {
+			return []*Tensor{castGrad(rawUnaryGradOutput(name, u, out, g), t)}
+		})
+	}
 	return record(backends.UnaryOps[u].Name, attrs, out, []*Tensor{t}, func(g *Tensor) []*Tensor {
 		return []*Tensor{castGrad(rawUnaryGrad(name, u, t, g, p0, p1), t)}
 	})
+}
+
+// outputGrad reports whether the backward of u, whose result is out, is
+// computed from out rather than from its input: where u's derivative is a
+// function of its output (backends.UnaryDef.DFOut: Exp, Tanh, Sigmoid) and
+// out's backend computes it (backends.UnaryOutputGrad), as PyTorch's
+// autograd does. The graph then holds out, which the next op usually holds
+// anyway, instead of the input, and the backward pass reads y and g at
+// memory speed instead of recomputing the function. Elsewhere (the fusion
+// decorator, CUDA, remote devices) the backward is UnaryGrad of the input,
+// as before.
+func outputGrad(u backends.UnaryOp, out *Tensor) bool {
+	if backends.UnaryOps[u].DFOut == nil || !out.dtype.IsFloat() {
+		return false
+	}
+	_, ok := out.backend().(backends.UnaryOutputGrad)
+	return ok
+}
+
+// rawUnaryGradOutput computes g·u'(x) from y = u(x) (see outputGrad), with
+// no graph.
+func rawUnaryGradOutput(op string, u backends.UnaryOp, y, g *Tensor) *Tensor {
+	out := newTensor(op, g.dev, g.dtype, g.shape)
+	out.backend().(backends.UnaryOutputGrad).UnaryGradOutput(u, out.view(), y.broadcastView(g.shape), g.view())
+	return out
 }
 
 // Neg returns −t.

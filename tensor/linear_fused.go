@@ -69,6 +69,13 @@ func LinearActivation(x, weight, bias *Tensor, activation string) *Tensor {
 	linearCheck(op, x, weight, bias) // errors name LinearActivation on every path
 	if pre, out, ok := linearActFused(op, x, weight, bias, u); ok {
 		pre = recordLinear(op, x, weight, bias, pre)
+		if outputGrad(u, out) { // as unaryOp records it: the backward reads out, not pre
+			y := out
+			out = record(backends.UnaryOps[u].Name, nil, out, []*Tensor{pre}, func(g *Tensor) []*Tensor {
+				return []*Tensor{castGrad(rawUnaryGradOutput(op, u, y, g), pre)}
+			})
+			return out
+		}
 		out = record(backends.UnaryOps[u].Name, nil, out, []*Tensor{pre}, func(g *Tensor) []*Tensor {
 			return []*Tensor{castGrad(rawUnaryGrad(op, u, pre, g, 0, 0), pre)}
 		})

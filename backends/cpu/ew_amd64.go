@@ -239,3 +239,35 @@ func vecAccWide[T float32 | float64 | int64, A accum](acc []A, x []T) int {
 	accF32F64(&af[0], &xf[0], n)
 	return n
 }
+
+// outGradKernelsF32 holds the AVX2 kernels of UnaryGradOutput per op, with
+// plain and with non-temporal stores.
+var outGradKernelsF32 = map[backends.UnaryOp][2]func(dst, y, g *float32, n int){
+	backends.Exp:     {expGradOutF32, expGradOutF32NT},
+	backends.Tanh:    {tanhGradOutF32, tanhGradOutF32NT},
+	backends.Sigmoid: {sigmoidGradOutF32, sigmoidGradOutF32NT},
+}
+
+// outGradVecF32 computes o = g·DFOut(y) for op with the AVX2 kernels (y
+// and g as long as o), reporting false when it has none; with nt the
+// output from its first 32-byte boundary on is written with non-temporal
+// stores.
+func outGradVecF32(op backends.UnaryOp, o, y, g []float32, nt bool) bool {
+	k, ok := outGradKernelsF32[op]
+	n := len(o)
+	if !ok || !hasAVX2 || n == 0 {
+		return false
+	}
+	_, _ = y[n-1], g[n-1]
+	head := n
+	if nt {
+		head = min(n, int((32-uintptr(unsafe.Pointer(&o[0]))%32)%32/4))
+	}
+	if head > 0 {
+		k[0](&o[0], &y[0], &g[0], head)
+	}
+	if head < n {
+		k[1](&o[head], &y[head], &g[head], n-head)
+	}
+	return true
+}

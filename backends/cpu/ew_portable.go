@@ -46,3 +46,6 @@ const hasDotTile = false
 func dotTile4x4F32(a0, a1, a2, a3, b0, b1, b2, b3 *float32, n, ns, sa, sb int, acc *[256]float32) {
 	panic("cpu: dotTile4x4F32 without assembly")
 }
+
+// outGradVecF32 has no vector kernels in the portable build.
+func outGradVecF32(backends.UnaryOp, []float32, []float32, []float32, bool) bool { return false }

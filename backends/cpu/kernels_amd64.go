@@ -250,6 +250,36 @@ func divsvF32(dst *float32, a *float32, s float32, n int)
 //go:noescape
 func divsvF32NT(dst *float32, a *float32, s float32, n int)
 
+// expGradOutF32 sets dst[i] = grad[i]·y[i] for i < n (AVX2).
+//
+//go:noescape
+func expGradOutF32(dst *float32, y *float32, grad *float32, n int)
+
+// expGradOutF32NT sets dst[i] = grad[i]·y[i] for i < n (AVX2), with non-temporal stores; dst must be 32-byte aligned.
+//
+//go:noescape
+func expGradOutF32NT(dst *float32, y *float32, grad *float32, n int)
+
+// tanhGradOutF32 sets dst[i] = grad[i]·(1 − y[i]²) for i < n (AVX2), the factor rounded once.
+//
+//go:noescape
+func tanhGradOutF32(dst *float32, y *float32, grad *float32, n int)
+
+// tanhGradOutF32NT sets dst[i] = grad[i]·(1 − y[i]²) for i < n (AVX2), the factor rounded once, with non-temporal stores; dst must be 32-byte aligned.
+//
+//go:noescape
+func tanhGradOutF32NT(dst *float32, y *float32, grad *float32, n int)
+
+// sigmoidGradOutF32 sets dst[i] = grad[i]·(y[i] − y[i]²) for i < n (AVX2), the factor rounded once.
+//
+//go:noescape
+func sigmoidGradOutF32(dst *float32, y *float32, grad *float32, n int)
+
+// sigmoidGradOutF32NT sets dst[i] = grad[i]·(y[i] − y[i]²) for i < n (AVX2), the factor rounded once, with non-temporal stores; dst must be 32-byte aligned.
+//
+//go:noescape
+func sigmoidGradOutF32NT(dst *float32, y *float32, grad *float32, n int)
+
 // reluF32 sets dst[i] = relu(x[i]) for i < n (AVX2), bit for bit as Go's float32 arithmetic.
 //
 //go:noescape

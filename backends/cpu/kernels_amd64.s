@@ -7189,6 +7189,393 @@ divsvF32NT_done:
 	VZEROUPPER
 	RET
 
+// func expGradOutF32(dst *float32, y *float32, grad *float32, n int)
+// Requires: AVX
+TEXT ·expGradOutF32(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ y+8(FP), SI
+	MOVQ grad+16(FP), DX
+	MOVQ n+24(FP), CX
+
+expGradOutF32_loop32:
+	CMPQ    CX, $0x00000020
+	JB      expGradOutF32_loop8
+	VMOVUPS (SI), Y0
+	VMULPS  (DX), Y0, Y0
+	VMOVUPS 32(SI), Y1
+	VMULPS  32(DX), Y1, Y1
+	VMOVUPS 64(SI), Y2
+	VMULPS  64(DX), Y2, Y2
+	VMOVUPS 96(SI), Y3
+	VMULPS  96(DX), Y3, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ    $0x00000080, SI
+	ADDQ    $0x00000080, DX
+	ADDQ    $0x00000080, DI
+	SUBQ    $0x00000020, CX
+	JMP     expGradOutF32_loop32
+
+expGradOutF32_loop8:
+	CMPQ    CX, $0x00000008
+	JB      expGradOutF32_tail
+	VMOVUPS (SI), Y0
+	VMULPS  (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DX
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JMP     expGradOutF32_loop8
+
+expGradOutF32_tail:
+	TESTQ  CX, CX
+	JZ     expGradOutF32_done
+	VMOVSS (SI), X0
+	VMULSS (DX), X0, X0
+	VMOVSS X0, (DI)
+	ADDQ   $0x00000004, SI
+	ADDQ   $0x00000004, DX
+	ADDQ   $0x00000004, DI
+	DECQ   CX
+	JMP    expGradOutF32_tail
+
+expGradOutF32_done:
+	VZEROUPPER
+	RET
+
+// func expGradOutF32NT(dst *float32, y *float32, grad *float32, n int)
+// Requires: AVX, MMX+
+TEXT ·expGradOutF32NT(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ y+8(FP), SI
+	MOVQ grad+16(FP), DX
+	MOVQ n+24(FP), CX
+
+expGradOutF32NT_loop32:
+	CMPQ     CX, $0x00000020
+	JB       expGradOutF32NT_loop8
+	VMOVUPS  (SI), Y0
+	VMULPS   (DX), Y0, Y0
+	VMOVUPS  32(SI), Y1
+	VMULPS   32(DX), Y1, Y1
+	VMOVUPS  64(SI), Y2
+	VMULPS   64(DX), Y2, Y2
+	VMOVUPS  96(SI), Y3
+	VMULPS   96(DX), Y3, Y3
+	VMOVNTPS Y0, (DI)
+	VMOVNTPS Y1, 32(DI)
+	VMOVNTPS Y2, 64(DI)
+	VMOVNTPS Y3, 96(DI)
+	ADDQ     $0x00000080, SI
+	ADDQ     $0x00000080, DX
+	ADDQ     $0x00000080, DI
+	SUBQ     $0x00000020, CX
+	JMP      expGradOutF32NT_loop32
+
+expGradOutF32NT_loop8:
+	CMPQ    CX, $0x00000008
+	JB      expGradOutF32NT_tail
+	VMOVUPS (SI), Y0
+	VMULPS  (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $0x00000020, SI
+	ADDQ    $0x00000020, DX
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x00000008, CX
+	JMP     expGradOutF32NT_loop8
+
+expGradOutF32NT_tail:
+	TESTQ  CX, CX
+	JZ     expGradOutF32NT_done
+	VMOVSS (SI), X0
+	VMULSS (DX), X0, X0
+	VMOVSS X0, (DI)
+	ADDQ   $0x00000004, SI
+	ADDQ   $0x00000004, DX
+	ADDQ   $0x00000004, DI
+	DECQ   CX
+	JMP    expGradOutF32NT_tail
+
+expGradOutF32NT_done:
+	SFENCE
+	VZEROUPPER
+	RET
+
+// func tanhGradOutF32(dst *float32, y *float32, grad *float32, n int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·tanhGradOutF32(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         y+8(FP), SI
+	MOVQ         grad+16(FP), DX
+	MOVQ         n+24(FP), CX
+	MOVL         $0x3f800000, AX
+	VMOVD        AX, X15
+	VBROADCASTSS X15, Y15
+
+tanhGradOutF32_loop32:
+	CMPQ         CX, $0x00000020
+	JB           tanhGradOutF32_loop8
+	VMOVUPS      (SI), Y0
+	VMOVAPS      Y15, Y4
+	VFNMADD231PS Y0, Y0, Y4
+	VMULPS       (DX), Y4, Y0
+	VMOVUPS      32(SI), Y1
+	VMOVAPS      Y15, Y5
+	VFNMADD231PS Y1, Y1, Y5
+	VMULPS       32(DX), Y5, Y1
+	VMOVUPS      64(SI), Y2
+	VMOVAPS      Y15, Y6
+	VFNMADD231PS Y2, Y2, Y6
+	VMULPS       64(DX), Y6, Y2
+	VMOVUPS      96(SI), Y3
+	VMOVAPS      Y15, Y7
+	VFNMADD231PS Y3, Y3, Y7
+	VMULPS       96(DX), Y7, Y3
+	VMOVUPS      Y0, (DI)
+	VMOVUPS      Y1, 32(DI)
+	VMOVUPS      Y2, 64(DI)
+	VMOVUPS      Y3, 96(DI)
+	ADDQ         $0x00000080, SI
+	ADDQ         $0x00000080, DX
+	ADDQ         $0x00000080, DI
+	SUBQ         $0x00000020, CX
+	JMP          tanhGradOutF32_loop32
+
+tanhGradOutF32_loop8:
+	CMPQ         CX, $0x00000008
+	JB           tanhGradOutF32_tail
+	VMOVUPS      (SI), Y0
+	VMOVAPS      Y15, Y4
+	VFNMADD231PS Y0, Y0, Y4
+	VMULPS       (DX), Y4, Y0
+	VMOVUPS      Y0, (DI)
+	ADDQ         $0x00000020, SI
+	ADDQ         $0x00000020, DX
+	ADDQ         $0x00000020, DI
+	SUBQ         $0x00000008, CX
+	JMP          tanhGradOutF32_loop8
+
+tanhGradOutF32_tail:
+	TESTQ        CX, CX
+	JZ           tanhGradOutF32_done
+	VMOVSS       (SI), X0
+	VMOVAPS      X15, X4
+	VFNMADD231SS X0, X0, X4
+	VMULSS       (DX), X4, X0
+	VMOVSS       X0, (DI)
+	ADDQ         $0x00000004, SI
+	ADDQ         $0x00000004, DX
+	ADDQ         $0x00000004, DI
+	DECQ         CX
+	JMP          tanhGradOutF32_tail
+
+tanhGradOutF32_done:
+	VZEROUPPER
+	RET
+
+// func tanhGradOutF32NT(dst *float32, y *float32, grad *float32, n int)
+// Requires: AVX, AVX2, FMA3, MMX+
+TEXT ·tanhGradOutF32NT(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         y+8(FP), SI
+	MOVQ         grad+16(FP), DX
+	MOVQ         n+24(FP), CX
+	MOVL         $0x3f800000, AX
+	VMOVD        AX, X15
+	VBROADCASTSS X15, Y15
+
+tanhGradOutF32NT_loop32:
+	CMPQ         CX, $0x00000020
+	JB           tanhGradOutF32NT_loop8
+	VMOVUPS      (SI), Y0
+	VMOVAPS      Y15, Y4
+	VFNMADD231PS Y0, Y0, Y4
+	VMULPS       (DX), Y4, Y0
+	VMOVUPS      32(SI), Y1
+	VMOVAPS      Y15, Y5
+	VFNMADD231PS Y1, Y1, Y5
+	VMULPS       32(DX), Y5, Y1
+	VMOVUPS      64(SI), Y2
+	VMOVAPS      Y15, Y6
+	VFNMADD231PS Y2, Y2, Y6
+	VMULPS       64(DX), Y6, Y2
+	VMOVUPS      96(SI), Y3
+	VMOVAPS      Y15, Y7
+	VFNMADD231PS Y3, Y3, Y7
+	VMULPS       96(DX), Y7, Y3
+	VMOVNTPS     Y0, (DI)
+	VMOVNTPS     Y1, 32(DI)
+	VMOVNTPS     Y2, 64(DI)
+	VMOVNTPS     Y3, 96(DI)
+	ADDQ         $0x00000080, SI
+	ADDQ         $0x00000080, DX
+	ADDQ         $0x00000080, DI
+	SUBQ         $0x00000020, CX
+	JMP          tanhGradOutF32NT_loop32
+
+tanhGradOutF32NT_loop8:
+	CMPQ         CX, $0x00000008
+	JB           tanhGradOutF32NT_tail
+	VMOVUPS      (SI), Y0
+	VMOVAPS      Y15, Y4
+	VFNMADD231PS Y0, Y0, Y4
+	VMULPS       (DX), Y4, Y0
+	VMOVUPS      Y0, (DI)
+	ADDQ         $0x00000020, SI
+	ADDQ         $0x00000020, DX
+	ADDQ         $0x00000020, DI
+	SUBQ         $0x00000008, CX
+	JMP          tanhGradOutF32NT_loop8
+
+tanhGradOutF32NT_tail:
+	TESTQ        CX, CX
+	JZ           tanhGradOutF32NT_done
+	VMOVSS       (SI), X0
+	VMOVAPS      X15, X4
+	VFNMADD231SS X0, X0, X4
+	VMULSS       (DX), X4, X0
+	VMOVSS       X0, (DI)
+	ADDQ         $0x00000004, SI
+	ADDQ         $0x00000004, DX
+	ADDQ         $0x00000004, DI
+	DECQ         CX
+	JMP          tanhGradOutF32NT_tail
+
+tanhGradOutF32NT_done:
+	SFENCE
+	VZEROUPPER
+	RET
+
+// func sigmoidGradOutF32(dst *float32, y *float32, grad *float32, n int)
+// Requires: AVX, FMA3
+TEXT ·sigmoidGradOutF32(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ y+8(FP), SI
+	MOVQ grad+16(FP), DX
+	MOVQ n+24(FP), CX
+
+sigmoidGradOutF32_loop32:
+	CMPQ         CX, $0x00000020
+	JB           sigmoidGradOutF32_loop8
+	VMOVUPS      (SI), Y0
+	VFNMADD231PS Y0, Y0, Y0
+	VMULPS       (DX), Y0, Y0
+	VMOVUPS      32(SI), Y1
+	VFNMADD231PS Y1, Y1, Y1
+	VMULPS       32(DX), Y1, Y1
+	VMOVUPS      64(SI), Y2
+	VFNMADD231PS Y2, Y2, Y2
+	VMULPS       64(DX), Y2, Y2
+	VMOVUPS      96(SI), Y3
+	VFNMADD231PS Y3, Y3, Y3
+	VMULPS       96(DX), Y3, Y3
+	VMOVUPS      Y0, (DI)
+	VMOVUPS      Y1, 32(DI)
+	VMOVUPS      Y2, 64(DI)
+	VMOVUPS      Y3, 96(DI)
+	ADDQ         $0x00000080, SI
+	ADDQ         $0x00000080, DX
+	ADDQ         $0x00000080, DI
+	SUBQ         $0x00000020, CX
+	JMP          sigmoidGradOutF32_loop32
+
+sigmoidGradOutF32_loop8:
+	CMPQ         CX, $0x00000008
+	JB           sigmoidGradOutF32_tail
+	VMOVUPS      (SI), Y0
+	VFNMADD231PS Y0, Y0, Y0
+	VMULPS       (DX), Y0, Y0
+	VMOVUPS      Y0, (DI)
+	ADDQ         $0x00000020, SI
+	ADDQ         $0x00000020, DX
+	ADDQ         $0x00000020, DI
+	SUBQ         $0x00000008, CX
+	JMP          sigmoidGradOutF32_loop8
+
+sigmoidGradOutF32_tail:
+	TESTQ        CX, CX
+	JZ           sigmoidGradOutF32_done
+	VMOVSS       (SI), X0
+	VFNMADD231SS X0, X0, X0
+	VMULSS       (DX), X0, X0
+	VMOVSS       X0, (DI)
+	ADDQ         $0x00000004, SI
+	ADDQ         $0x00000004, DX
+	ADDQ         $0x00000004, DI
+	DECQ         CX
+	JMP          sigmoidGradOutF32_tail
+
+sigmoidGradOutF32_done:
+	VZEROUPPER
+	RET
+
+// func sigmoidGradOutF32NT(dst *float32, y *float32, grad *float32, n int)
+// Requires: AVX, FMA3, MMX+
+TEXT ·sigmoidGradOutF32NT(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ y+8(FP), SI
+	MOVQ grad+16(FP), DX
+	MOVQ n+24(FP), CX
+
+sigmoidGradOutF32NT_loop32:
+	CMPQ         CX, $0x00000020
+	JB           sigmoidGradOutF32NT_loop8
+	VMOVUPS      (SI), Y0
+	VFNMADD231PS Y0, Y0, Y0
+	VMULPS       (DX), Y0, Y0
+	VMOVUPS      32(SI), Y1
+	VFNMADD231PS Y1, Y1, Y1
+	VMULPS       32(DX), Y1, Y1
+	VMOVUPS      64(SI), Y2
+	VFNMADD231PS Y2, Y2, Y2
+	VMULPS       64(DX), Y2, Y2
+	VMOVUPS      96(SI), Y3
+	VFNMADD231PS Y3, Y3, Y3
+	VMULPS       96(DX), Y3, Y3
+	VMOVNTPS     Y0, (DI)
+	VMOVNTPS     Y1, 32(DI)
+	VMOVNTPS     Y2, 64(DI)
+	VMOVNTPS     Y3, 96(DI)
+	ADDQ         $0x00000080, SI
+	ADDQ         $0x00000080, DX
+	ADDQ         $0x00000080, DI
+	SUBQ         $0x00000020, CX
+	JMP          sigmoidGradOutF32NT_loop32
+
+sigmoidGradOutF32NT_loop8:
+	CMPQ         CX, $0x00000008
+	JB           sigmoidGradOutF32NT_tail
+	VMOVUPS      (SI), Y0
+	VFNMADD231PS Y0, Y0, Y0
+	VMULPS       (DX), Y0, Y0
+	VMOVUPS      Y0, (DI)
+	ADDQ         $0x00000020, SI
+	ADDQ         $0x00000020, DX
+	ADDQ         $0x00000020, DI
+	SUBQ         $0x00000008, CX
+	JMP          sigmoidGradOutF32NT_loop8
+
+sigmoidGradOutF32NT_tail:
+	TESTQ        CX, CX
+	JZ           sigmoidGradOutF32NT_done
+	VMOVSS       (SI), X0
+	VFNMADD231SS X0, X0, X0
+	VMULSS       (DX), X0, X0
+	VMOVSS       X0, (DI)
+	ADDQ         $0x00000004, SI
+	ADDQ         $0x00000004, DX
+	ADDQ         $0x00000004, DI
+	DECQ         CX
+	JMP          sigmoidGradOutF32NT_tail
+
+sigmoidGradOutF32NT_done:
+	SFENCE
+	VZEROUPPER
+	RET
+
 // func reluF32(dst *float32, x *float32, n int)
 // Requires: AVX
 TEXT ·reluF32(SB), NOSPLIT, $0-24

@@ -40,15 +40,24 @@ func normalView(be *Backend, seed uint64, abs bool, shape ...int) backends.View 
 // BenchmarkActivation measures the float32 transcendental kernels forward
 // (out = f(x)) and backward (out = g·f'(x), one fused pass) on a
 // [64·256, 1024] tensor, a GPT-sized batch of activations, on 1 and 2
-// worker goroutines. It reports elements per second, bytes read plus
-// written per second (8 bytes an element forward, 12 backward), and
-// elements per CPU-second, steadier when other processes share the cores.
+// worker goroutines. The backward is the one autodiff runs: from the
+// forward's output y for the ops with UnaryDef.DFOut (exp, tanh, sigmoid:
+// UnaryGradOutput, as PyTorch's), whose backward from x (UnaryGrad) is
+// dir=bwdx, and from x for the others. It reports elements per second,
+// bytes read plus written per second (8 bytes an element forward, 12
+// backward), and elements per CPU-second, steadier when other processes
+// share the cores.
 func BenchmarkActivation(b *testing.B) {
 	useWideKernels()
 	shape := []int{64 * 256, 1024}
 	n := shape[0] * shape[1]
 	for _, c := range benchActivationOps {
-		for _, dir := range []string{"fwd", "bwd"} {
+		fromY := backends.UnaryOps[c.op].DFOut != nil
+		dirs := []string{"fwd", "bwd"}
+		if fromY {
+			dirs = append(dirs, "bwdx")
+		}
+		for _, dir := range dirs {
 			for _, threads := range []int{1, 2} {
 				b.Run(fmt.Sprintf("op=%s/dir=%s/threads=%d", c.name, dir, threads), func(b *testing.B) {
 					be := New(threads)
@@ -56,7 +65,12 @@ func BenchmarkActivation(b *testing.B) {
 					g := normalView(be, 2, false, shape...)
 					out := allocView(be, backends.Float32, shape...)
 					run, bytes := func() { be.Unary(c.op, out, x, 0, 0) }, 8
-					if dir == "bwd" {
+					switch {
+					case dir == "bwd" && fromY:
+						y := allocView(be, backends.Float32, shape...)
+						be.Unary(c.op, y, x, 0, 0)
+						run, bytes = func() { be.UnaryGradOutput(c.op, out, y, g) }, 12
+					case dir != "fwd":
 						run, bytes = func() { be.UnaryGrad(c.op, out, x, g, 0, 0) }, 12
 					}
 					run()

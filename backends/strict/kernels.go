@@ -28,6 +28,15 @@ func (s *Backend) UnaryGrad(op backends.UnaryOp, out, x, g backends.View, p0, p1
 	})
 }
 
+// UnaryGradOutput implements backends.UnaryOutputGrad by forwarding.
+func (s *Backend) UnaryGradOutput(op backends.UnaryOp, out, y, g backends.View) {
+	if f, ok := wrapped[backends.UnaryOutputGrad](s, op.String()+" grad from output", "backward from an op's output"); ok {
+		s.enqueue(op.String()+" grad from output", []backends.View{out, y, g}, func(vs []backends.View) {
+			f.UnaryGradOutput(op, vs[0], vs[1], vs[2])
+		})
+	}
+}
+
 // Binary implements backends.Backend.
 func (s *Backend) Binary(op backends.BinaryOp, out, a, b backends.View) {
 	s.enqueue(op.String(), []backends.View{out, a, b}, func(vs []backends.View) { s.inner.Binary(op, vs[0], vs[1], vs[2]) })

@@ -173,6 +173,7 @@ func init() {
 		"URLOpener":          reflect.ValueOf((*backends.URLOpener)(nil)),
 		"UnaryDef":           reflect.ValueOf((*backends.UnaryDef)(nil)),
 		"UnaryOp":            reflect.ValueOf((*backends.UnaryOp)(nil)),
+		"UnaryOutputGrad":    reflect.ValueOf((*backends.UnaryOutputGrad)(nil)),
 		"View":               reflect.ValueOf((*backends.View)(nil)),
 
 		// interface wrapper definitions
@@ -192,6 +193,7 @@ func init() {
 		"_MultiAdamFusion":    reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_MultiAdamFusion)(nil)),
 		"_NormFusion":         reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_NormFusion)(nil)),
 		"_SGDFusion":          reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_SGDFusion)(nil)),
+		"_UnaryOutputGrad":    reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_UnaryOutputGrad)(nil)),
 	}
 }
 
@@ -497,4 +499,14 @@ type _github_com_kiln_ml_kiln_backends_SGDFusion struct {
 
 func (W _github_com_kiln_ml_kiln_backends_SGDFusion) SGDStep(outP backends.View, outBuf backends.View, p backends.View, g backends.View, buf backends.View, h backends.SGDHyper) {
 	W.WSGDStep(outP, outBuf, p, g, buf, h)
+}
+
+// _github_com_kiln_ml_kiln_backends_UnaryOutputGrad is an interface wrapper for UnaryOutputGrad type
+type _github_com_kiln_ml_kiln_backends_UnaryOutputGrad struct {
+	IValue           interface{}
+	WUnaryGradOutput func(op backends.UnaryOp, out backends.View, y backends.View, g backends.View)
+}
+
+func (W _github_com_kiln_ml_kiln_backends_UnaryOutputGrad) UnaryGradOutput(op backends.UnaryOp, out backends.View, y backends.View, g backends.View) {
+	W.WUnaryGradOutput(op, out, y, g)
 }

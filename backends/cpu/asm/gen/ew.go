@@ -133,3 +133,119 @@ func ewKernels() {
 		}
 	}
 }
+
+// outGradKernel generates an AVX2 kernel for the backward of a unary op
+// from its output y (backends.UnaryOutputGrad): dst[i] = grad[i]·d(y[i]) for
+// i < n, with d(y) = y (exp), 1 − y² (tanh) or y − y² (sigmoid), each
+// rounded once to float32 (VFNMADD231PS), then multiplied by grad. With nt the
+// 32-element blocks are written with non-temporal stores (dst 32-byte
+// aligned), as ewKernel's.
+func outGradKernel(op string, nt bool) {
+	name := op + "GradOutF32"
+	if nt {
+		name += "NT"
+	}
+	TEXT(name, NOSPLIT, "func(dst, y, grad *float32, n int)")
+	Pragma("noescape")
+	what := map[string]string{"exp": "grad[i]·y[i]", "tanh": "grad[i]·(1 − y[i]²)", "sigmoid": "grad[i]·(y[i] − y[i]²)"}[op]
+	doc := fmt.Sprintf("%s sets dst[i] = %s for i < n (AVX2)", name, what)
+	if op != "exp" {
+		doc += ", the factor rounded once"
+	}
+	if nt {
+		doc += ", with non-temporal stores; dst must be 32-byte aligned"
+	}
+	Doc(doc + ".")
+	dst, py, pg, n := RDI, RSI, RDX, RCX
+	Load(Param("dst"), dst)
+	Load(Param("y"), py)
+	Load(Param("grad"), pg)
+	Load(Param("n"), n)
+	one := Y15
+	if op == "tanh" {
+		MOVL(U32(0x3f800000), EAX)
+		VMOVD(EAX, one.AsX())
+		VBROADCASTSS(one.AsX(), one)
+	}
+	// apply sets x = g(at off)·d(x); t is a scratch register
+	apply := func(xv, tv VecPhysical, off int, scalar bool) {
+		x, t, o := Op(xv), Op(tv), Op(one)
+		fnmadd, mul := VFNMADD231PS, VMULPS
+		if scalar {
+			x, t, o = xv.AsX(), tv.AsX(), one.AsX()
+			fnmadd, mul = VFNMADD231SS, VMULSS
+		}
+		switch op {
+		case "tanh": // t = 1 − x·x
+			VMOVAPS(o, t)
+			fnmadd(x, x, t)
+			mul(Mem{Base: pg, Disp: off}, t, x)
+		case "sigmoid": // x = x − x·x
+			fnmadd(x, x, x)
+			mul(Mem{Base: pg, Disp: off}, x, x)
+		default:
+			mul(Mem{Base: pg, Disp: off}, x, x)
+		}
+	}
+	regs := []VecPhysical{Y0, Y1, Y2, Y3}
+	tmps := []VecPhysical{Y4, Y5, Y6, Y7}
+	Label(name + "_loop32")
+	CMPQ(n, U32(32))
+	JB(LabelRef(name + "_loop8"))
+	for u, r := range regs {
+		VMOVUPS(Mem{Base: py, Disp: 32 * u}, r)
+		apply(r, tmps[u], 32*u, false)
+	}
+	for u, r := range regs {
+		if nt {
+			VMOVNTPS(r, Mem{Base: dst, Disp: 32 * u})
+		} else {
+			VMOVUPS(r, Mem{Base: dst, Disp: 32 * u})
+		}
+	}
+	ADDQ(U32(128), py)
+	ADDQ(U32(128), pg)
+	ADDQ(U32(128), dst)
+	SUBQ(U32(32), n)
+	JMP(LabelRef(name + "_loop32"))
+
+	Label(name + "_loop8")
+	CMPQ(n, U32(8))
+	JB(LabelRef(name + "_tail"))
+	VMOVUPS(Mem{Base: py}, Y0)
+	apply(Y0, Y4, 0, false)
+	VMOVUPS(Y0, Mem{Base: dst})
+	ADDQ(U32(32), py)
+	ADDQ(U32(32), pg)
+	ADDQ(U32(32), dst)
+	SUBQ(U32(8), n)
+	JMP(LabelRef(name + "_loop8"))
+
+	Label(name + "_tail")
+	TESTQ(n, n)
+	JZ(LabelRef(name + "_done"))
+	VMOVSS(Mem{Base: py}, X0)
+	apply(Y0, Y4, 0, true)
+	VMOVSS(X0, Mem{Base: dst})
+	ADDQ(U32(4), py)
+	ADDQ(U32(4), pg)
+	ADDQ(U32(4), dst)
+	DECQ(n)
+	JMP(LabelRef(name + "_tail"))
+
+	Label(name + "_done")
+	if nt {
+		SFENCE()
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// outGradKernels generates outGradKernel for exp, tanh and sigmoid, with
+// plain and with non-temporal stores.
+func outGradKernels() {
+	for _, op := range []string{"exp", "tanh", "sigmoid"} {
+		outGradKernel(op, false)
+		outGradKernel(op, true)
+	}
+}

@@ -38,6 +38,7 @@ func main() {
 	dotWide()
 	dotTile()
 	ewKernels()
+	outGradKernels()
 	unaryKernels()
 	adam()
 	maxPool2x2()
