@@ -125,7 +125,21 @@ func (r *resnetTrainer) release() {
 // an SGD update with momentum, each step in a Scope; it reports images/s.
 // scripts/bench_compare.py times torchvision's resnet18 the same way.
 func BenchmarkResNet18TrainStep(b *testing.B) {
-	r := newResnetTrainer(tensor.CPU().Autodiff())
+	benchmarkResNet18(b, tensor.CPU())
+}
+
+// BenchmarkResNet18TrainStepAutocast is BenchmarkResNet18TrainStep with
+// the model built on tensor.CPU().Autocast(tensor.BFloat16): the
+// classifier's product and, where the CPU has AVX-512 BF16, the
+// convolutions with 32 input and 64 output channels or more with bfloat16
+// products, the rest in float32 (bench-compare's "ResNet-18 bf16" row).
+func BenchmarkResNet18TrainStepAutocast(b *testing.B) {
+	benchmarkResNet18(b, tensor.CPU().Autocast(tensor.BFloat16))
+}
+
+// benchmarkResNet18 times ResNet-18 training steps on dev.
+func benchmarkResNet18(b *testing.B, dev tensor.Device) {
+	r := newResnetTrainer(dev.Autodiff())
 	defer r.release()
 	r.step() // optimizer state, buffer pools
 	b.ResetTimer()
@@ -138,8 +152,9 @@ func BenchmarkResNet18TrainStep(b *testing.B) {
 // BenchmarkResNet18TrainStepBF16 times BenchmarkResNet18TrainStep's step
 // in float32 and with bfloat16 autocast (the model built on
 // tensor.CPU().Autocast(tensor.BFloat16): the classifier's product in
-// bfloat16, VDPBF16PS where the CPU has it, and the convolutions in
-// float32, as autocast runs them on the CPU), the two alternating
+// bfloat16, VDPBF16PS where the CPU has it, and the convolutions' tensors
+// in float32, with bfloat16 products in the wide layers where the CPU has
+// AVX-512 BF16, as autocast runs them on the CPU), the two alternating
 // (internal/benchpair: best and median ms of each, and fp32/bf16 the ratio
 // of the medians, above 1: autocast faster). Run with -benchtime 6x or
 // more.

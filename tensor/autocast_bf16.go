@@ -15,6 +15,35 @@ type bf16Matmuler interface {
 	MatmulBF16(out, x, y backends.View)
 }
 
+// bf16Conver is the optional backend interface of bfloat16 autocast
+// convolutions, offered by the CPU backend: ConvFusion's three kernels on
+// Float32 views, with their operands rounded to bfloat16 and the exact
+// products summed in float32 where the backend finds that faster than its
+// float32 kernels (on the CPU: AVX-512 BF16 and layers of at least 32
+// input and 64 output channels), else exactly those. A convolution on a
+// BFloat16 Autocast view that stays in float32 (autocastConvF32) runs
+// through them, its backward included.
+type bf16Conver interface {
+	Conv2dBF16(out, x, w backends.View, g backends.ConvGeometry)
+	Conv2dInputGradBF16(dx, dy, w backends.View, g backends.ConvGeometry)
+	Conv2dWeightGradBF16(dw, dy, x backends.View, g backends.ConvGeometry)
+}
+
+// bf16ConvFusion is a bf16Conver as a backends.ConvFusion.
+type bf16ConvFusion struct{ c bf16Conver }
+
+func (f bf16ConvFusion) Conv2d(out, x, w backends.View, g backends.ConvGeometry) {
+	f.c.Conv2dBF16(out, x, w, g)
+}
+
+func (f bf16ConvFusion) Conv2dInputGrad(dx, dy, w backends.View, g backends.ConvGeometry) {
+	f.c.Conv2dInputGradBF16(dx, dy, w, g)
+}
+
+func (f bf16ConvFusion) Conv2dWeightGrad(dw, dy, x backends.View, g backends.ConvGeometry) {
+	f.c.Conv2dWeightGradBF16(dw, dy, x, g)
+}
+
 // autocastBF16 returns the backend's bfloat16 product when ts (nil entries
 // skipped) should take the direct bfloat16 autocast path: one of them is on
 // a BFloat16 Autocast view and none on another Autocast view, all are

@@ -3,6 +3,9 @@ package tensor
 import (
 	"math"
 	"testing"
+
+	"github.com/kiln-ml/kiln/backends"
+	"github.com/kiln-ml/kiln/backends/cpu"
 )
 
 // TestAutocastBF16ConvRunsInFloat32 checks that on the CPU, whose fused
@@ -40,4 +43,61 @@ func TestAutocastBF16ConvRunsInFloat32(t *testing.T) {
 			t.Errorf("grouped autocast convolution: %s result, want bfloat16 (cast, composed)", grouped.DType())
 		}
 	})
+}
+
+// convBF16Recorder is the CPU backend with its bfloat16 autocast
+// convolutions counted.
+type convBF16Recorder struct {
+	*cpu.Backend
+	fwd, dx, dw int
+}
+
+func (r *convBF16Recorder) Conv2dBF16(out, x, w backends.View, g backends.ConvGeometry) {
+	r.fwd++
+	r.Backend.Conv2dBF16(out, x, w, g)
+}
+
+func (r *convBF16Recorder) Conv2dInputGradBF16(dx, dy, w backends.View, g backends.ConvGeometry) {
+	r.dx++
+	r.Backend.Conv2dInputGradBF16(dx, dy, w, g)
+}
+
+func (r *convBF16Recorder) Conv2dWeightGradBF16(dw, dy, x backends.View, g backends.ConvGeometry) {
+	r.dw++
+	r.Backend.Conv2dWeightGradBF16(dw, dy, x, g)
+}
+
+// TestAutocastBF16ConvUsesBF16Kernels checks that a convolution on a
+// BFloat16 Autocast view of a backend with bfloat16 autocast convolutions
+// (bf16Conver) runs its forward pass and both gradients through them, once
+// each, and that off the view, with groups, or in float64 it does not; and
+// that its results are those of the backend's methods (the CPU's, checked
+// against the definition in backends/cpu).
+func TestAutocastBF16ConvUsesBF16Kernels(t *testing.T) {
+	rec := &convBF16Recorder{Backend: cpu.New(2)}
+	dev := Device{st: &deviceState{name: "cpu+recorder", info: rec.Info(), backend: rec}}
+	run := func(dev Device, dt DType, groups int) *Tensor {
+		dev.Seed(3)
+		x := Randn(dev, 4, 64, 6, 6).To(dt).RequireGrad()
+		w := Randn(dev, 64, 64/groups, 3, 3).To(dt).RequireGrad()
+		y := Conv2d(x, w, nil, ConvConfig{Padding: []int{1}, Groups: groups})
+		y.Sum().Backward()
+		return y
+	}
+	Scope(func() {
+		run(dev.Autodiff(), Float32, 1)
+		run(dev.Autocast(BFloat16).Autodiff(), Float64, 1)
+		run(dev.Autocast(BFloat16).Autodiff(), Float32, 2)
+		if rec.fwd+rec.dx+rec.dw != 0 {
+			t.Fatalf("off the view, in float64 or grouped: %d, %d, %d calls of the bfloat16 kernels", rec.fwd, rec.dx, rec.dw)
+		}
+		y := run(dev.Autocast(BFloat16).Autodiff(), Float32, 1)
+		if y.DType() != Float32 || rec.fwd != 1 || rec.dx != 1 || rec.dw != 1 {
+			t.Fatalf("autocast: %s result, %d, %d, %d calls of the forward and gradient kernels; want float32, one each",
+				y.DType(), rec.fwd, rec.dx, rec.dw)
+		}
+	})
+	if err := dev.Sync(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -101,9 +101,10 @@ func ConvTranspose1d(x, weight, bias *Tensor, cfg ConvTransposeConfig) *Tensor {
 
 // nnConv validates a convolution, runs it and records its node.
 func nnConv(op, name string, x, weight, bias *Tensor, cfg ConvConfig, spatial int) *Tensor {
+	bf16 := false // bfloat16 products in the float32 kernels (autocastConvF32)
 	switch {
 	case autocastConvF32(x, weight, bias, cfg.Groups):
-		// float32 on this backend (see autocastConvF32)
+		bf16 = true
 	case bias != nil:
 		if in, ok := autocastInputs(x, weight, bias); ok {
 			return nnConv(op, name, in[0], in[1], in[2], cfg, spatial)
@@ -168,7 +169,7 @@ func nnConv(op, name string, x, weight, bias *Tensor, cfg ConvConfig, spatial in
 	geo := backends.ConvGeometry{N: n, C: c, H: h, W: w, KH: kh, KW: kw, StrideH: sh, StrideW: sw,
 		PadTop: pt, PadLeft: pl, DilationH: dh, DilationW: dw, OutH: (eh-1)/sh + 1, OutW: (ew-1)/sw + 1}
 
-	out4 := nnConvForward(op, x4, w4, geo, groups)
+	out4 := nnConvForward(op, x4, w4, geo, groups, bf16)
 	if bias != nil {
 		out4 = nnAddChannelBias(op, out4, bias)
 	}
@@ -181,13 +182,13 @@ func nnConv(op, name string, x, weight, bias *Tensor, cfg ConvConfig, spatial in
 		grads := make([]*Tensor, 2, 3)
 		if x.requiresGrad {
 			w4 := nnTo4(weight, true, spatial)
-			dx := nnConvInputGrad(op, g4, w4, geo, groups)
+			dx := nnConvInputGrad(op, g4, w4, geo, groups, bf16)
 			w4.Release()
 			grads[0] = nnReshapeOwned(op, dx, x.shape)
 		}
 		if weight.requiresGrad {
 			x4 := nnTo4(x, batched, spatial)
-			dw := nnConvWeightGrad(op, g4, x4, geo, groups)
+			dw := nnConvWeightGrad(op, g4, x4, geo, groups, bf16)
 			x4.Release()
 			grads[1] = nnReshapeOwned(op, dw, weight.shape)
 		}
@@ -251,7 +252,7 @@ func nnConvTranspose(op, name string, x, weight, bias *Tensor, cfg ConvTranspose
 	geo := backends.ConvGeometry{N: n, C: cout, H: oh, W: ow, KH: kh, KW: kw, StrideH: sh, StrideW: sw,
 		PadTop: ph, PadLeft: pw, DilationH: dh, DilationW: dw, OutH: h, OutW: w}
 
-	out4 := nnConvInputGrad(op, x4, w4, geo, groups)
+	out4 := nnConvInputGrad(op, x4, w4, geo, groups, false)
 	if bias != nil {
 		out4 = nnAddChannelBias(op, out4, bias)
 	}
@@ -264,13 +265,13 @@ func nnConvTranspose(op, name string, x, weight, bias *Tensor, cfg ConvTranspose
 		grads := make([]*Tensor, 2, 3)
 		if x.requiresGrad {
 			w4 := nnTo4(weight, true, spatial)
-			dx := nnConvForward(op, g4, w4, geo, groups)
+			dx := nnConvForward(op, g4, w4, geo, groups, false)
 			w4.Release()
 			grads[0] = nnReshapeOwned(op, dx, x.shape)
 		}
 		if weight.requiresGrad {
 			x4 := nnTo4(x, batched, spatial)
-			dw := nnConvWeightGrad(op, x4, g4, geo, groups)
+			dw := nnConvWeightGrad(op, x4, g4, geo, groups, false)
 			x4.Release()
 			grads[1] = nnReshapeOwned(op, dw, weight.shape)
 		}
@@ -288,9 +289,9 @@ func nnConvTranspose(op, name string, x, weight, bias *Tensor, cfg ConvTranspose
 // nnConvForward convolves x [N, C, H, W] with w [O, C/G, KH, KW] over geo,
 // returning a new [N, O, OutH, OutW] tensor: the columns [N, G, C/G·K, L]
 // are multiplied by the weights viewed as [G, O/G, C/G·K], broadcast over N.
-func nnConvForward(op string, x, w *Tensor, geo backends.ConvGeometry, groups int) *Tensor {
+func nnConvForward(op string, x, w *Tensor, geo backends.ConvGeometry, groups int, bf16 bool) *Tensor {
 	n, o, l := geo.N, w.shape[0], geo.OutH*geo.OutW
-	if f, ok := nnConvFusion(x, groups); ok {
+	if f, ok := nnConvFusion(x, groups, bf16); ok {
 		xc, wc := rawContiguous(op, x), rawContiguous(op, w)
 		out := newTensor(op, x.dev, x.dtype, []int{n, o, geo.OutH, geo.OutW})
 		f.Conv2d(out.view(), xc.view(), wc.view(), geo)
@@ -312,9 +313,9 @@ func nnConvForward(op string, x, w *Tensor, geo backends.ConvGeometry, groups in
 // of the convolution geo with weights w [O, C/G, KH, KW]: the column
 // gradients Wᵀ·g folded with Col2Im. It is also a transposed convolution's
 // forward pass.
-func nnConvInputGrad(op string, g, w *Tensor, geo backends.ConvGeometry, groups int) *Tensor {
+func nnConvInputGrad(op string, g, w *Tensor, geo backends.ConvGeometry, groups int, bf16 bool) *Tensor {
 	n, o, l := geo.N, w.shape[0], geo.OutH*geo.OutW
-	if f, ok := nnConvFusion(g, groups); ok {
+	if f, ok := nnConvFusion(g, groups, bf16); ok {
 		gc, wc := rawContiguous(op, g), rawContiguous(op, w)
 		dx := newTensor(op, g.dev, g.dtype, []int{n, geo.C, geo.H, geo.W})
 		f.Conv2dInputGrad(dx.view(), gc.view(), wc.view(), geo)
@@ -344,11 +345,11 @@ func nnConvInputGrad(op string, g, w *Tensor, geo backends.ConvGeometry, groups 
 // OutW] and input x [N, C, H, W]. The batch is folded into the contraction
 // (columns laid out [G, C/G·K, N·L]) so no per-sample weight-sized
 // intermediate is ever allocated.
-func nnConvWeightGrad(op string, g, x *Tensor, geo backends.ConvGeometry, groups int) *Tensor {
+func nnConvWeightGrad(op string, g, x *Tensor, geo backends.ConvGeometry, groups int, bf16 bool) *Tensor {
 	n, c, l := geo.N, geo.C, geo.OutH*geo.OutW
 	o := g.shape[1]
 	k := geo.KH * geo.KW
-	if f, ok := nnConvFusion(g, groups); ok {
+	if f, ok := nnConvFusion(g, groups, bf16); ok {
 		gc, xc := rawContiguous(op, g), rawContiguous(op, x)
 		dw := newTensor(op, g.dev, g.dtype, []int{o, c, geo.KH, geo.KW})
 		f.Conv2dWeightGrad(dw.view(), gc.view(), xc.view(), geo)
@@ -375,28 +376,35 @@ func nnConvWeightGrad(op string, g, x *Tensor, geo backends.ConvGeometry, groups
 }
 
 // autocastConvF32 reports whether a convolution of x and weight (and bias,
-// which may be nil) in groups groups on a BFloat16 Autocast view runs in
-// float32 instead of casting its inputs to bfloat16: where the backend
-// multiplies float32 tensors as bfloat16 itself (autocastBF16: the CPU)
-// and its fused convolution takes float32 but not bfloat16. There the
-// fused float32 convolution is faster than a bfloat16 one composed of
-// Im2Col and products (a ResNet-18 training step took 3.4 times as long
-// that way on a Zen 4, BenchmarkResNet18TrainStepBF16), and its float32
-// result keeps the ops after it (batch norm, activations) in float32, as
-// the products' float32 results do.
+// which may be nil) in groups groups on a BFloat16 Autocast view keeps its
+// tensors in float32 instead of casting its inputs to bfloat16: where the
+// backend multiplies float32 tensors as bfloat16 itself (autocastBF16: the
+// CPU) and its fused convolution takes float32. There the fused
+// convolution is faster than a bfloat16 one composed of Im2Col and
+// products (a ResNet-18 training step took 3.4 times as long that way on
+// a Zen 4, BenchmarkResNet18TrainStepBF16), and its float32 result keeps
+// the ops after it (batch norm, activations) in float32, as the products'
+// float32 results do. Where the backend also has bfloat16 autocast
+// convolutions (bf16Conver), the convolution and its gradients run
+// through them (nnConvFusion's bf16).
 func autocastConvF32(x, weight, bias *Tensor, groups int) bool {
 	if _, ok := autocastBF16(x, weight, bias); !ok {
 		return false
 	}
-	_, ok := nnConvFusion(x, max(groups, 1))
+	_, ok := nnConvFusion(x, max(groups, 1), false)
 	return ok
 }
 
 // nnConvFusion returns t's backend's fused convolution when it has one and
-// it takes t's dtype and groups.
-func nnConvFusion(t *Tensor, groups int) (backends.ConvFusion, bool) {
+// it takes t's dtype and groups; with bf16, its bfloat16 autocast
+// convolutions where it has them (bf16Conver, Float32 only), else the
+// plain ones.
+func nnConvFusion(t *Tensor, groups int, bf16 bool) (backends.ConvFusion, bool) {
 	if composeOnly.Load() || groups != 1 || (t.dtype != Float32 && t.dtype != Float64) {
 		return nil, false
+	}
+	if c, ok := t.backend().(bf16Conver); ok && bf16 && t.dtype == Float32 {
+		return bf16ConvFusion{c}, true
 	}
 	f, ok := t.backend().(backends.ConvFusion)
 	return f, ok

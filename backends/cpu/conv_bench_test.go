@@ -55,14 +55,16 @@ func BenchmarkResNetConvs(b *testing.B) {
 		for _, dir := range []string{"fwd", "dx", "dw"} {
 			for _, path := range convBenchPaths() {
 				b.Run(fmt.Sprintf("%s/%s/path=%s", c.name, dir, path), func(b *testing.B) {
-					direct := map[string]string{"gemm": "off", "auto": "auto", "new": "auto", "force": "force", "taps": "auto",
+					convBF16Force = path == "bf16"
+					defer func() { convBF16Force = false }()
+					direct := map[string]string{"gemm": "off", "bf16": "off", "auto": "auto", "new": "auto", "force": "force", "taps": "auto",
 						"framed": "auto", "rows": "auto"}[path]
-					taps := map[string]string{"gemm": "off", "auto": "off", "new": "", "force": "off", "taps": "force",
+					taps := map[string]string{"gemm": "off", "bf16": "off", "auto": "off", "new": "", "force": "off", "taps": "force",
 						"framed": "", "rows": ""}[path]
 					rows := map[string]string{"framed": "off", "rows": "force"}[path]
 					withConvDirect(b, direct, func() {
 						withConvTaps(b, taps, func() {
-							withConvRows(b, rows, func() { benchConv(b, g, c.o, dir, flops, c.count) })
+							withConvRows(b, rows, func() { benchConv(b, g, c.o, dir, flops, c.count, path == "bf16") })
 						})
 					})
 				})
@@ -79,12 +81,17 @@ func BenchmarkResNetConvs(b *testing.B) {
 // tap path) and with it (new: this machine's default), and the direct
 // path wherever it can run (force: for tuning convDirectMinUse); new with
 // the direct input gradient framed (framed) or in row passes (rows), for
-// tuning convRowsCost.
+// tuning convRowsCost; and where the CPU has AVX-512 BF16, the bfloat16
+// autocast methods' GEMM path on every layer (bf16, for tuning
+// convBF16Pays).
 // KILN_CONV_BENCH_PATHS (comma-separated) picks some of them.
 func convBenchPaths() []string {
 	paths := []string{"gemm", "taps"}
 	if convDirectUsable {
 		paths = append(paths, "auto", "new", "force")
+	}
+	if convBF16Hardware {
+		paths = append(paths, "bf16")
 	}
 	if s := os.Getenv("KILN_CONV_BENCH_PATHS"); s != "" {
 		paths = strings.Split(s, ",")
@@ -93,8 +100,9 @@ func convBenchPaths() []string {
 }
 
 // benchConv times one direction (fwd, dx or dw) of convolution g with o
-// output channels, float32 on one worker or KILN_CONV_BENCH_WORKERS.
-func benchConv(b *testing.B, g backends.ConvGeometry, o int, dir string, flops float64, count int) {
+// output channels, float32 on one worker or KILN_CONV_BENCH_WORKERS; with
+// bf16, through the bfloat16 autocast methods (Conv2dBF16, …).
+func benchConv(b *testing.B, g backends.ConvGeometry, o int, dir string, flops float64, count int, bf16 bool) {
 	workers := 1 // KILN_CONV_BENCH_WORKERS sets another number
 	if v, err := strconv.Atoi(os.Getenv("KILN_CONV_BENCH_WORKERS")); err == nil && v > 0 {
 		workers = v
@@ -103,14 +111,18 @@ func benchConv(b *testing.B, g backends.ConvGeometry, o int, dir string, flops f
 	x := randView(be, backends.Float32, 1, g.N, g.C, g.H, g.W)
 	w := randView(be, backends.Float32, 2, o, g.C, g.KH, g.KW)
 	dy := randView(be, backends.Float32, 3, g.N, o, g.OutH, g.OutW)
+	fwd, dx, dw := be.Conv2d, be.Conv2dInputGrad, be.Conv2dWeightGrad
+	if bf16 {
+		fwd, dx, dw = be.Conv2dBF16, be.Conv2dInputGradBF16, be.Conv2dWeightGradBF16
+	}
 	run := func() {
 		switch dir {
 		case "fwd":
-			be.Conv2d(dy, x, w, g)
+			fwd(dy, x, w, g)
 		case "dx":
-			be.Conv2dInputGrad(x, dy, w, g)
+			dx(x, dy, w, g)
 		case "dw":
-			be.Conv2dWeightGrad(w, dy, x, g)
+			dw(w, dy, x, g)
 		}
 	}
 	run() // fill the scratch pools first: a few timed runs must not pay for it

@@ -168,6 +168,12 @@ func convForward[T float](b *Backend, out, x, w []T, g backends.ConvGeometry, o 
 		convForwardImplicit(b, out, x, w, g, o)
 		return
 	}
+	convForwardCols(b, out, x, w, g, o, false)
+}
+
+// convForwardCols is convForward's GEMM path on unfolded chunks, with
+// bfloat16 products where bf16 is set (float32 only: Conv2dBF16).
+func convForwardCols[T float](b *Backend, out, x, w []T, g backends.ConvGeometry, o int, bf16 bool) {
 	ck, l := g.C*g.KH*g.KW, g.OutH*g.OutW
 	p := planConv(b, g.N, ck*l, l)
 	kern, pool := convKernel[T](), poolFor[T]()
@@ -176,10 +182,10 @@ func convForward[T float](b *Backend, out, x, w []T, g backends.ConvGeometry, o 
 		cols := pool.get(ck * sn * l)
 		y := pool.get(o * sn * l)
 		forChannels(b, par, g.C, g.KH*g.KW*sn*l, func(c0, c1 int) { unfoldChannels(*cols, x, g, n0, sn, c0, c1) })
-		gemm(b, kern, o, sn*l, ck,
+		convGEMM(b, kern, o, sn*l, ck,
 			matSrc[T]{s: w, rs: ck, cs: 1},
 			matSrc[T]{s: *cols, rs: sn * l, cs: 1},
-			matDst[T]{s: *y, rs: sn * l, cs: 1}, par)
+			matDst[T]{s: *y, rs: sn * l, cs: 1}, par, bf16)
 		forChannels(b, par, o, sn*l, func(o0, o1 int) {
 			for i := range sn {
 				for oc := o0; oc < o1; oc++ {
@@ -273,6 +279,12 @@ func convInputGrad[T float](b *Backend, dx, dy, w []T, g backends.ConvGeometry, 
 		convTapsInputGrad(b, dx, dy, w, g, o)
 		return
 	}
+	convInputGradCols(b, dx, dy, w, g, o, false)
+}
+
+// convInputGradCols is convInputGrad's GEMM path, with bfloat16 products
+// where bf16 is set (float32 only: Conv2dInputGradBF16).
+func convInputGradCols[T float](b *Backend, dx, dy, w []T, g backends.ConvGeometry, o int, bf16 bool) {
 	ck, l := g.C*g.KH*g.KW, g.OutH*g.OutW
 	wide := convValid(g)
 	if wide {
@@ -285,10 +297,10 @@ func convInputGrad[T float](b *Backend, dx, dy, w []T, g backends.ConvGeometry, 
 		gy := pool.get(o * sn * l)
 		forChannels(b, par, o, sn*l, func(o0, o1 int) { gatherChunk(*gy, dy, o, l, n0, sn, g, wide, o0, o1) })
 		dcols := pool.get(ck * sn * l)
-		gemm(b, kern, ck, sn*l, o,
+		convGEMM(b, kern, ck, sn*l, o,
 			matSrc[T]{s: w, rs: 1, cs: ck},
 			matSrc[T]{s: *gy, rs: sn * l, cs: 1},
-			matDst[T]{s: *dcols, rs: sn * l, cs: 1}, par)
+			matDst[T]{s: *dcols, rs: sn * l, cs: 1}, par, bf16)
 		forChannels(b, par, g.C, g.KH*g.KW*sn*l, func(c0, c1 int) {
 			if wide {
 				foldWide(dx, *dcols, g, n0, sn, l, c0, c1)
@@ -316,14 +328,20 @@ func convWeightGrad[T float](b *Backend, dw, dy, x []T, g backends.ConvGeometry,
 		convTapsWeightGrad(b, dw, dy, x, g, o)
 		return
 	}
+	if dw32, ok := any(dw).([]float32); ok && hasDotTile && convValid(g) {
+		convWeightGradDots(b, dw32, any(dy).([]float32), any(x).([]float32), g, o)
+		return
+	}
+	convWeightGradCols(b, dw, dy, x, g, o, false)
+}
+
+// convWeightGradCols is convWeightGrad's GEMM path, with bfloat16
+// products where bf16 is set (float32 only: Conv2dWeightGradBF16).
+func convWeightGradCols[T float](b *Backend, dw, dy, x []T, g backends.ConvGeometry, o int, bf16 bool) {
 	ck, l := g.C*g.KH*g.KW, g.OutH*g.OutW
 	wide := convValid(g)
 	if wide {
 		l = convWidePositions(g)
-		if dw32, ok := any(dw).([]float32); ok && hasDotTile {
-			convWeightGradDots(b, dw32, any(dy).([]float32), any(x).([]float32), g, o)
-			return
-		}
 	}
 	p := planConv(b, g.N, ck*l, l)
 	kern, pool := convKernel[T](), poolFor[T]()
@@ -350,18 +368,18 @@ func convWeightGrad[T float](b *Backend, dw, dy, x []T, g backends.ConvGeometry,
 			// columns) the side packed in panels of 6, transposed element
 			// by element, is then the smaller one (O, not CK), and the
 			// output rows are contiguous (1.3-1.5x on ResNet-18's layers)
-			gemm(b, kern, o, ck, sn*l,
+			convGEMM(b, kern, o, ck, sn*l,
 				matSrc[T]{s: *gy, rs: sn * l, cs: 1},
 				matSrc[T]{s: *cols, rs: 1, cs: sn * l},
-				matDst[T]{s: part[ch*o*ck:], rs: ck, cs: 1}, par)
+				matDst[T]{s: part[ch*o*ck:], rs: ck, cs: 1}, par, bf16)
 		} else {
 			// dwᵀ [CK, O] = cols [CK, S·L] · gyᵀ: both operands are read
 			// along their contiguous rows when packed, and the output tile
 			// shape fits CK (many rows) × O (a few columns)
-			gemm(b, kern, ck, o, sn*l,
+			convGEMM(b, kern, ck, o, sn*l,
 				matSrc[T]{s: *cols, rs: sn * l, cs: 1},
 				matSrc[T]{s: *gy, rs: 1, cs: sn * l},
-				matDst[T]{s: part[ch*o*ck:], rs: 1, cs: ck}, par)
+				matDst[T]{s: part[ch*o*ck:], rs: 1, cs: ck}, par, bf16)
 		}
 		pool.put(cols)
 		pool.put(gy)
@@ -698,4 +716,21 @@ func forChannels(b *Backend, par bool, n, cost int, f func(c0, c1 int)) {
 		return
 	}
 	b.parallel(n, grainFor(n, cost), f)
+}
+
+// convGEMM is gemm, or with bf16 (float32 only) gemmBF16 on the same
+// operands, plain strided ones, rounded to bfloat16 as they are packed, the
+// products summed in float32.
+func convGEMM[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], C matDst[T], par, bf16 bool) {
+	if C32, ok := any(C).(matDst[float32]); ok && bf16 {
+		A32, B32 := any(A).(matSrc[float32]), any(B).(matSrc[float32])
+		if C32.cs != 1 { // Cᵀ = Bᵀ·Aᵀ: the bfloat16 GEMM writes rows
+			m, n, A32, B32 = n, m, B32.t(), A32.t()
+			C32.rs, C32.cs = C32.cs, C32.rs
+		}
+		gemmBF16(b, kernelBF16, m, n, k, bf16Src{f32: A32.s, off: A32.off, rs: A32.rs, cs: A32.cs},
+			bf16Src{f32: B32.s, off: B32.off, rs: B32.rs, cs: B32.cs}, bf16Dst{c: C32.s, off: C32.off, ld: C32.rs, acc: C32.acc}, par)
+		return
+	}
+	gemm(b, kern, m, n, k, A, B, C, par)
 }

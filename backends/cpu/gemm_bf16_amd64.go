@@ -21,6 +21,7 @@ func init() {
 		packColsU16 = packColsU16Asm
 		addRowsF32 = addRowsF32Asm
 		if hasAVX512BF16 {
+			convBF16Hardware = true
 			packRowsF32 = packRowsF32Asm
 			pairF32BF16 = pairF32BF16Asm
 			pairPanelsF32 = pairPanelsF32Asm
