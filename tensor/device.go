@@ -411,9 +411,12 @@ func (d Device) NoGrad() Device { d.check("Device.NoGrad"); d.noGrad = true; ret
 // multiply their float32 inputs as bfloat16 (rounded while packing, sums
 // in float32) into float32 results, as PyTorch's CPU autocast does, so
 // the ops after them stay float32; their gradients are float32. On such
-// a backend convolutions run in float32 where its fused convolution takes
-// float32 but not bfloat16 (the CPU's), rather than composed in bfloat16,
-// which is several times slower.
+// a backend convolutions keep float32 tensors where its fused convolution
+// takes float32 (the CPU's), rather than being composed in bfloat16,
+// which is several times slower: the CPU computes them, forward and
+// gradients, with bfloat16 products summed in float32 where that is
+// faster (AVX-512 BF16, layers of at least 32 input and 64 output
+// channels) and in float32 elsewhere.
 // It panics with ErrDType for any other dtype.
 func (d Device) Autocast(dtype DType) Device {
 	d.check("Device.Autocast")
