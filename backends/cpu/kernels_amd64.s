@@ -7213,8 +7213,8 @@ expGradOutF32_loop32:
 	VMOVUPS Y2, 64(DI)
 	VMOVUPS Y3, 96(DI)
 	ADDQ    $0x00000080, SI
-	ADDQ    $0x00000080, DX
 	ADDQ    $0x00000080, DI
+	ADDQ    $0x00000080, DX
 	SUBQ    $0x00000020, CX
 	JMP     expGradOutF32_loop32
 
@@ -7225,8 +7225,8 @@ expGradOutF32_loop8:
 	VMULPS  (DX), Y0, Y0
 	VMOVUPS Y0, (DI)
 	ADDQ    $0x00000020, SI
-	ADDQ    $0x00000020, DX
 	ADDQ    $0x00000020, DI
+	ADDQ    $0x00000020, DX
 	SUBQ    $0x00000008, CX
 	JMP     expGradOutF32_loop8
 
@@ -7237,8 +7237,8 @@ expGradOutF32_tail:
 	VMULSS (DX), X0, X0
 	VMOVSS X0, (DI)
 	ADDQ   $0x00000004, SI
-	ADDQ   $0x00000004, DX
 	ADDQ   $0x00000004, DI
+	ADDQ   $0x00000004, DX
 	DECQ   CX
 	JMP    expGradOutF32_tail
 
@@ -7270,8 +7270,8 @@ expGradOutF32NT_loop32:
 	VMOVNTPS Y2, 64(DI)
 	VMOVNTPS Y3, 96(DI)
 	ADDQ     $0x00000080, SI
-	ADDQ     $0x00000080, DX
 	ADDQ     $0x00000080, DI
+	ADDQ     $0x00000080, DX
 	SUBQ     $0x00000020, CX
 	JMP      expGradOutF32NT_loop32
 
@@ -7282,8 +7282,8 @@ expGradOutF32NT_loop8:
 	VMULPS  (DX), Y0, Y0
 	VMOVUPS Y0, (DI)
 	ADDQ    $0x00000020, SI
-	ADDQ    $0x00000020, DX
 	ADDQ    $0x00000020, DI
+	ADDQ    $0x00000020, DX
 	SUBQ    $0x00000008, CX
 	JMP     expGradOutF32NT_loop8
 
@@ -7294,8 +7294,8 @@ expGradOutF32NT_tail:
 	VMULSS (DX), X0, X0
 	VMOVSS X0, (DI)
 	ADDQ   $0x00000004, SI
-	ADDQ   $0x00000004, DX
 	ADDQ   $0x00000004, DI
+	ADDQ   $0x00000004, DX
 	DECQ   CX
 	JMP    expGradOutF32NT_tail
 
@@ -7339,8 +7339,8 @@ tanhGradOutF32_loop32:
 	VMOVUPS      Y2, 64(DI)
 	VMOVUPS      Y3, 96(DI)
 	ADDQ         $0x00000080, SI
-	ADDQ         $0x00000080, DX
 	ADDQ         $0x00000080, DI
+	ADDQ         $0x00000080, DX
 	SUBQ         $0x00000020, CX
 	JMP          tanhGradOutF32_loop32
 
@@ -7353,8 +7353,8 @@ tanhGradOutF32_loop8:
 	VMULPS       (DX), Y4, Y0
 	VMOVUPS      Y0, (DI)
 	ADDQ         $0x00000020, SI
-	ADDQ         $0x00000020, DX
 	ADDQ         $0x00000020, DI
+	ADDQ         $0x00000020, DX
 	SUBQ         $0x00000008, CX
 	JMP          tanhGradOutF32_loop8
 
@@ -7367,8 +7367,8 @@ tanhGradOutF32_tail:
 	VMULSS       (DX), X4, X0
 	VMOVSS       X0, (DI)
 	ADDQ         $0x00000004, SI
-	ADDQ         $0x00000004, DX
 	ADDQ         $0x00000004, DI
+	ADDQ         $0x00000004, DX
 	DECQ         CX
 	JMP          tanhGradOutF32_tail
 
@@ -7411,8 +7411,8 @@ tanhGradOutF32NT_loop32:
 	VMOVNTPS     Y2, 64(DI)
 	VMOVNTPS     Y3, 96(DI)
 	ADDQ         $0x00000080, SI
-	ADDQ         $0x00000080, DX
 	ADDQ         $0x00000080, DI
+	ADDQ         $0x00000080, DX
 	SUBQ         $0x00000020, CX
 	JMP          tanhGradOutF32NT_loop32
 
@@ -7425,8 +7425,8 @@ tanhGradOutF32NT_loop8:
 	VMULPS       (DX), Y4, Y0
 	VMOVUPS      Y0, (DI)
 	ADDQ         $0x00000020, SI
-	ADDQ         $0x00000020, DX
 	ADDQ         $0x00000020, DI
+	ADDQ         $0x00000020, DX
 	SUBQ         $0x00000008, CX
 	JMP          tanhGradOutF32NT_loop8
 
@@ -7439,8 +7439,8 @@ tanhGradOutF32NT_tail:
 	VMULSS       (DX), X4, X0
 	VMOVSS       X0, (DI)
 	ADDQ         $0x00000004, SI
-	ADDQ         $0x00000004, DX
 	ADDQ         $0x00000004, DI
+	ADDQ         $0x00000004, DX
 	DECQ         CX
 	JMP          tanhGradOutF32NT_tail
 
@@ -7477,8 +7477,8 @@ sigmoidGradOutF32_loop32:
 	VMOVUPS      Y2, 64(DI)
 	VMOVUPS      Y3, 96(DI)
 	ADDQ         $0x00000080, SI
-	ADDQ         $0x00000080, DX
 	ADDQ         $0x00000080, DI
+	ADDQ         $0x00000080, DX
 	SUBQ         $0x00000020, CX
 	JMP          sigmoidGradOutF32_loop32
 
@@ -7490,8 +7490,8 @@ sigmoidGradOutF32_loop8:
 	VMULPS       (DX), Y0, Y0
 	VMOVUPS      Y0, (DI)
 	ADDQ         $0x00000020, SI
-	ADDQ         $0x00000020, DX
 	ADDQ         $0x00000020, DI
+	ADDQ         $0x00000020, DX
 	SUBQ         $0x00000008, CX
 	JMP          sigmoidGradOutF32_loop8
 
@@ -7503,8 +7503,8 @@ sigmoidGradOutF32_tail:
 	VMULSS       (DX), X0, X0
 	VMOVSS       X0, (DI)
 	ADDQ         $0x00000004, SI
-	ADDQ         $0x00000004, DX
 	ADDQ         $0x00000004, DI
+	ADDQ         $0x00000004, DX
 	DECQ         CX
 	JMP          sigmoidGradOutF32_tail
 
@@ -7540,8 +7540,8 @@ sigmoidGradOutF32NT_loop32:
 	VMOVNTPS     Y2, 64(DI)
 	VMOVNTPS     Y3, 96(DI)
 	ADDQ         $0x00000080, SI
-	ADDQ         $0x00000080, DX
 	ADDQ         $0x00000080, DI
+	ADDQ         $0x00000080, DX
 	SUBQ         $0x00000020, CX
 	JMP          sigmoidGradOutF32NT_loop32
 
@@ -7553,8 +7553,8 @@ sigmoidGradOutF32NT_loop8:
 	VMULPS       (DX), Y0, Y0
 	VMOVUPS      Y0, (DI)
 	ADDQ         $0x00000020, SI
-	ADDQ         $0x00000020, DX
 	ADDQ         $0x00000020, DI
+	ADDQ         $0x00000020, DX
 	SUBQ         $0x00000008, CX
 	JMP          sigmoidGradOutF32NT_loop8
 
@@ -7566,8 +7566,8 @@ sigmoidGradOutF32NT_tail:
 	VMULSS       (DX), X0, X0
 	VMOVSS       X0, (DI)
 	ADDQ         $0x00000004, SI
-	ADDQ         $0x00000004, DX
 	ADDQ         $0x00000004, DI
+	ADDQ         $0x00000004, DX
 	DECQ         CX
 	JMP          sigmoidGradOutF32NT_tail
 

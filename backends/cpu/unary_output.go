@@ -100,33 +100,18 @@ func outGradF32(op backends.UnaryOp, o, y, g []float32, nt bool) {
 }
 
 // outGradGoF32 is outGradF32 in Go.
-func outGradGoF32(op backends.UnaryOp, o, y, g []float32) {
-	y, g = y[:len(o)], g[:len(o)]
-	switch op {
-	case backends.Exp:
-		for i := range o {
-			o[i] = g[i] * y[i]
-		}
-	case backends.Tanh:
-		for i := range o {
-			// y² is exact in float64; 1 − y² rounded to float64 and then
-			// to float32 gives the fused multiply-add's single rounding
-			// (TestUnaryGradOutputFactorsExhaustive checks every y)
-			v := float64(y[i])
-			d := float32(1 - v*v)
-			o[i] = g[i] * d
-		}
-	case backends.Sigmoid:
-		for i := range o {
-			v := float64(y[i])
-			d := float32(v - v*v)
-			o[i] = g[i] * d
-		}
-	}
-}
+func outGradGoF32(op backends.UnaryOp, o, y, g []float32) { outGradGo(op, o, y, g) }
 
 // outGradF64 sets o[i] = g[i]·DFOut(y[i]) in float64.
-func outGradF64(op backends.UnaryOp, o, y, g []float64) {
+func outGradF64(op backends.UnaryOp, o, y, g []float64) { outGradGo(op, o, y, g) }
+
+// outGradGo sets o[i] = g[i]·d(y[i]) with the factor d(y) computed in
+// float64 and rounded to T, then multiplied by g in T. For float32 that is
+// the vector kernels' single rounding: y² is exact in float64, and
+// rounding 1 − y² or y − y² to float64 and then to float32 gives the fused
+// multiply-add's one rounding (TestUnaryGradOutputFactorsExhaustive checks
+// every y of the ops' ranges).
+func outGradGo[T float](op backends.UnaryOp, o, y, g []T) {
 	y, g = y[:len(o)], g[:len(o)]
 	switch op {
 	case backends.Exp:
@@ -135,11 +120,13 @@ func outGradF64(op backends.UnaryOp, o, y, g []float64) {
 		}
 	case backends.Tanh:
 		for i := range o {
-			o[i] = g[i] * (1 - y[i]*y[i])
+			v := float64(y[i])
+			o[i] = g[i] * T(1-v*v)
 		}
 	case backends.Sigmoid:
 		for i := range o {
-			o[i] = g[i] * (y[i] - y[i]*y[i])
+			v := float64(y[i])
+			o[i] = g[i] * T(v-v*v)
 		}
 	}
 }

@@ -62,13 +62,34 @@ func ewKernel(op, form string, nt bool) {
 			in(xx, s, xx)
 		}
 	}
-	regs := []VecPhysical{Y0, Y1, Y2, Y3}
+	var others []Register
+	if form == "vv" {
+		others = []Register{pb}
+	}
+	ewLoop(name, dst, pa, n, others, nt, func(x, _ VecPhysical, off int, scalar bool) { apply(x, off, scalar) })
+}
+
+// ewLoop generates the loops of an AVX2 element-wise kernel over n
+// elements (register n, counted down): 32 a block in four ymm registers,
+// written with non-temporal stores with nt (then an SFENCE at the end),
+// then 8, then one at a time. Each register x is loaded from src at the
+// element's byte offset off, transformed by apply(x, t, off, scalar) (t a
+// scratch register; with scalar, the one-element tail, both are to be
+// used as xmm registers), and stored at dst; src and others advance with
+// dst.
+func ewLoop(name string, dst, src, n Register, others []Register, nt bool, apply func(x, t VecPhysical, off int, scalar bool)) {
+	advance := func(bytes int) {
+		for _, p := range append([]Register{src, dst}, others...) {
+			ADDQ(U32(bytes), p)
+		}
+	}
+	regs, tmps := []VecPhysical{Y0, Y1, Y2, Y3}, []VecPhysical{Y4, Y5, Y6, Y7}
 	Label(name + "_loop32")
 	CMPQ(n, U32(32))
 	JB(LabelRef(name + "_loop8"))
 	for u, r := range regs {
-		VMOVUPS(Mem{Base: pa, Disp: 32 * u}, r)
-		apply(r, 32*u, false)
+		VMOVUPS(Mem{Base: src, Disp: 32 * u}, r)
+		apply(r, tmps[u], 32*u, false)
 	}
 	for u, r := range regs {
 		if nt {
@@ -77,39 +98,27 @@ func ewKernel(op, form string, nt bool) {
 			VMOVUPS(r, Mem{Base: dst, Disp: 32 * u})
 		}
 	}
-	ADDQ(U32(128), pa)
-	ADDQ(U32(128), dst)
-	if form == "vv" {
-		ADDQ(U32(128), pb)
-	}
+	advance(128)
 	SUBQ(U32(32), n)
 	JMP(LabelRef(name + "_loop32"))
 
 	Label(name + "_loop8")
 	CMPQ(n, U32(8))
 	JB(LabelRef(name + "_tail"))
-	VMOVUPS(Mem{Base: pa}, Y0)
-	apply(Y0, 0, false)
+	VMOVUPS(Mem{Base: src}, Y0)
+	apply(Y0, Y4, 0, false)
 	VMOVUPS(Y0, Mem{Base: dst})
-	ADDQ(U32(32), pa)
-	ADDQ(U32(32), dst)
-	if form == "vv" {
-		ADDQ(U32(32), pb)
-	}
+	advance(32)
 	SUBQ(U32(8), n)
 	JMP(LabelRef(name + "_loop8"))
 
 	Label(name + "_tail")
 	TESTQ(n, n)
 	JZ(LabelRef(name + "_done"))
-	VMOVSS(Mem{Base: pa}, X0)
-	apply(Y0, 0, true)
+	VMOVSS(Mem{Base: src}, X0)
+	apply(Y0, Y4, 0, true)
 	VMOVSS(X0, Mem{Base: dst})
-	ADDQ(U32(4), pa)
-	ADDQ(U32(4), dst)
-	if form == "vv" {
-		ADDQ(U32(4), pb)
-	}
+	advance(4)
 	DECQ(n)
 	JMP(LabelRef(name + "_tail"))
 
@@ -187,58 +196,7 @@ func outGradKernel(op string, nt bool) {
 			mul(Mem{Base: pg, Disp: off}, x, x)
 		}
 	}
-	regs := []VecPhysical{Y0, Y1, Y2, Y3}
-	tmps := []VecPhysical{Y4, Y5, Y6, Y7}
-	Label(name + "_loop32")
-	CMPQ(n, U32(32))
-	JB(LabelRef(name + "_loop8"))
-	for u, r := range regs {
-		VMOVUPS(Mem{Base: py, Disp: 32 * u}, r)
-		apply(r, tmps[u], 32*u, false)
-	}
-	for u, r := range regs {
-		if nt {
-			VMOVNTPS(r, Mem{Base: dst, Disp: 32 * u})
-		} else {
-			VMOVUPS(r, Mem{Base: dst, Disp: 32 * u})
-		}
-	}
-	ADDQ(U32(128), py)
-	ADDQ(U32(128), pg)
-	ADDQ(U32(128), dst)
-	SUBQ(U32(32), n)
-	JMP(LabelRef(name + "_loop32"))
-
-	Label(name + "_loop8")
-	CMPQ(n, U32(8))
-	JB(LabelRef(name + "_tail"))
-	VMOVUPS(Mem{Base: py}, Y0)
-	apply(Y0, Y4, 0, false)
-	VMOVUPS(Y0, Mem{Base: dst})
-	ADDQ(U32(32), py)
-	ADDQ(U32(32), pg)
-	ADDQ(U32(32), dst)
-	SUBQ(U32(8), n)
-	JMP(LabelRef(name + "_loop8"))
-
-	Label(name + "_tail")
-	TESTQ(n, n)
-	JZ(LabelRef(name + "_done"))
-	VMOVSS(Mem{Base: py}, X0)
-	apply(Y0, Y4, 0, true)
-	VMOVSS(X0, Mem{Base: dst})
-	ADDQ(U32(4), py)
-	ADDQ(U32(4), pg)
-	ADDQ(U32(4), dst)
-	DECQ(n)
-	JMP(LabelRef(name + "_tail"))
-
-	Label(name + "_done")
-	if nt {
-		SFENCE()
-	}
-	VZEROUPPER()
-	RET()
+	ewLoop(name, dst, py, n, []Register{pg}, nt, apply)
 }
 
 // outGradKernels generates outGradKernel for exp, tanh and sigmoid, with
