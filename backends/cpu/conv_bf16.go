@@ -10,10 +10,13 @@ import "github.com/kiln-ml/kiln/backends"
 // bfloat16 GEMM of MatmulBF16, VDPBF16PS), where that is faster than this
 // machine's float32 paths; elsewhere they are the float32 kernels
 // themselves. On a Zen 4 core (BenchmarkResNetConvs, path=bf16 against
-// path=new) the bfloat16 GEMM path ran ResNet-18's layers with 64 to 512
-// channels 1.1 to 1.8 times as fast as the float32 direct and tap paths,
-// and the stem (3 input channels) and the MNIST CNN's layers (1 and 16)
-// slower, hence convBF16Pays.
+// path=new, one run) the bfloat16 GEMM path ran the forward pass and both
+// gradients of ResNet-18's layers with 64 to 512 channels 1.05 to 1.83
+// times as fast as the float32 direct and tap paths, but for one (0.92,
+// a 3×3 weight gradient with 256 channels); the stem (3 input channels)
+// and the MNIST CNN's layers (1 and 16) ran slower in most directions
+// (0.38 to 0.95; their input gradients 1.03 to 1.47), hence
+// convBF16Pays.
 
 // convBF16Hardware: the CPU has AVX-512 BF16 (gemm_bf16_amd64.go), so
 // the bfloat16 GEMM runs at up to twice the float32 one's rate.
