@@ -386,10 +386,10 @@ func sigmoidWideGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp
 //go:noescape
 func siluWideF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
 
-// siluGradF32AVX512 sets dst[i] = grad[i]·silu'(x[i]) for i < n (AVX-512, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf.
+// siluWideGradF32AVX512 sets dst[i] = grad[i]·silu'(x[i]) for i < n (AVX-512, in float64), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf: siluGradF32AVX512 computes in float32, this one stays to compare with and for the lanes that one leaves to it.
 //
 //go:noescape
-func siluGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+func siluWideGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
 
 // geluWideF32AVX512 sets dst[i] = gelu(x[i]) for i < n (AVX-512, in float64), and sp[0], sp[1] where x[i] is +Inf, -Inf: geluF32AVX512 computes in float32, this one stays to compare with.
 //
@@ -630,6 +630,16 @@ func siluF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
 //
 //go:noescape
 func siluF32AVX512Pairs(dst *float32, x *float32, n int) int
+
+// siluGradF32AVX512 sets dst[i] = grad[i]·silu'(x[i]) for i < n (AVX-512, in float32, sixteen lanes a vector), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf; lanes with x[i] < -84.5 or grad[i] ±Inf or NaN take siluWideGradF32AVX512's float64 body.
+//
+//go:noescape
+func siluGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
+
+// siluGradF32AVX512Pairs sets dst[i] = grad[i]·silu'(x[i]) (AVX-512, in float32) for i < k, thirty-two at a time, and returns k: a multiple of 32, at most n, that stops before the first thirty-two with x ±Inf, NaN or below -84.5 or grad ±Inf or NaN.
+//
+//go:noescape
+func siluGradF32AVX512Pairs(dst *float32, x *float32, grad *float32, n int) int
 
 // geluF32AVX512 sets dst[i] = gelu(x[i]) for i < n (AVX-512, in float32: the AVX2 kernel's steps, sixteen lanes a vector), and sp[0], sp[1] where x[i] is +Inf, -Inf.
 //

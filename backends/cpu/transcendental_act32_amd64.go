@@ -21,7 +21,8 @@ var (
 // thirty-two lanes an iteration, two zmm vectors interleaved, and the
 // template's kernel (one vector an iteration, with the fix-up path and
 // the masked tail) for the blocks with special lanes and the last n mod
-// 32: the same bits.
+// 32: the same bits. SiLU's backward counts x < -84.5 among the special
+// lanes, and a huge finite g not (asm/gen/transcendental_silu32.go).
 var (
 	sigmoidF32AVX512Paired     = pairedF32(32, sigmoidF32AVX512Pairs, sigmoidF32AVX512)
 	siluF32AVX512Paired        = pairedF32(32, siluF32AVX512Pairs, siluF32AVX512)
@@ -29,4 +30,5 @@ var (
 	sigmoidGradF32AVX512Paired = pairedGradF32(32, sigmoidGradF32AVX512Pairs, sigmoidGradF32AVX512)
 	tanhGradF32AVX512Paired    = pairedGradF32(32, tanhGradF32AVX512Pairs, tanhGradF32AVX512)
 	geluGradF32AVX512Paired    = pairedGradF32(32, geluGradF32AVX512Pairs, geluGradF32AVX512)
+	siluGradF32AVX512Paired    = pairedGradF32(32, siluGradF32AVX512Pairs, siluGradF32AVX512)
 )

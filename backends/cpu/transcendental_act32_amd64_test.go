@@ -37,6 +37,7 @@ var act32Paired = []struct {
 	{name: "tanh bwd avx512", singleDF: tanhGradF32AVX512, twoDF: tanhGradF32AVX512Paired, scale: 8, avx512: true},
 	{name: "gelu fwd avx512", single: geluF32AVX512, two: geluF32AVX512Paired, scale: 3, avx512: true},
 	{name: "gelu bwd avx512", singleDF: geluGradF32AVX512, twoDF: geluGradF32AVX512Paired, scale: 3, avx512: true},
+	{name: "silu bwd avx512", singleDF: siluGradF32AVX512, twoDF: siluGradF32AVX512Paired, scale: 8, avx512: true},
 }
 
 // TestAct32PairedKernels: the sixteen-lane sigmoid, SiLU, exp, tanh, GELU
@@ -144,8 +145,9 @@ func BenchmarkAct32Paired(b *testing.B) {
 // against their scalar models bit for bit at every length 0 to 33 and
 // offsets 0 to 3, with ±Inf and NaN among x and (backward) huge finite g
 // among the gradients, whose lanes must give the AVX-512 float64 kernel's
-// bits (f32Kernel.wideF, wideDF; NaN any NaN); and that they write nothing
-// outside dst[:n].
+// bits (f32Kernel.wideF, wideDF; NaN any NaN) where the float32 body does
+// not cover them (|g| ≥ 2^64 but for SiLU's, which covers every finite g:
+// siluGradF32Covered); and that they write nothing outside dst[:n].
 func TestF32AVX512KernelTails(t *testing.T) {
 	if !hasTranscendental {
 		t.Skip("no AVX-512")
@@ -154,13 +156,17 @@ func TestF32AVX512KernelTails(t *testing.T) {
 		op  backends.UnaryOp
 		dir string
 		f   func(x, g float32) float32
+		// covered, when set, tells the lanes the float32 body computes
+		// (else those with x finite and |g| < 2^64)
+		covered func(x, g float32) bool
 	}
 	models := []model{
-		{backends.Gelu, "f", func(x, _ float32) float32 { return geluF32Model(x) }},
-		{backends.Gelu, "f'", geluGradF32Model},
+		{backends.Gelu, "f", func(x, _ float32) float32 { return geluF32Model(x) }, nil},
+		{backends.Gelu, "f'", geluGradF32Model, nil},
+		{backends.Silu, "f'", siluGradF32Model, siluGradF32Covered},
 	}
 	for _, m := range act32Models {
-		models = append(models, model{m.op, m.dir, m.f})
+		models = append(models, model{m.op, m.dir, m.f, nil})
 	}
 	single := map[string]struct {
 		fwd func(dst, x *float32, n int, sp *[2]float32)
@@ -168,6 +174,7 @@ func TestF32AVX512KernelTails(t *testing.T) {
 	}{
 		"sigmoid f": {fwd: sigmoidF32AVX512}, "silu f": {fwd: siluF32AVX512}, "gelu f": {fwd: geluF32AVX512},
 		"sigmoid f'": {bwd: sigmoidGradF32AVX512}, "tanh f'": {bwd: tanhGradF32AVX512}, "gelu f'": {bwd: geluGradF32AVX512},
+		"silu f'": {bwd: siluGradF32AVX512},
 	}
 	r := rand.New(rand.NewPCG(61, 62))
 	inf := float32(math.Inf(1))
@@ -239,7 +246,11 @@ func TestF32AVX512KernelTails(t *testing.T) {
 							}
 							xi, gi := x[i], g[i]
 							want := wide[i-off]
-							if xi == xi && !math.IsInf(float64(xi), 0) && math.Abs(float64(gi)) < 0x1p64 {
+							covered := xi == xi && !math.IsInf(float64(xi), 0) && math.Abs(float64(gi)) < 0x1p64
+							if m.covered != nil {
+								covered = m.covered(xi, gi)
+							}
+							if covered {
 								want = m.f(xi, gi)
 							}
 							if got := out[i]; math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {

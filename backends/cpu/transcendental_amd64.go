@@ -33,16 +33,19 @@ type transcendentalKernelSet struct {
 // (asm/gen/transcendental32.go) and the float32 ones of
 // asm/gen/transcendental_avx512f32.go, which measured faster than the
 // float64 ones on a Zen 4 core: sigmoid's forward and backward, SiLU's
-// forward, tanh's backward and GELU's forward and backward (the AVX2
-// float32 kernels' bodies, sixteen lanes a zmm vector, thirty-two an
-// iteration, so the same bits: transcendental_act32_amd64.go).
+// forward and backward, tanh's backward and GELU's forward and backward
+// (sixteen lanes a zmm vector, thirty-two an iteration:
+// transcendental_act32_amd64.go; all but SiLU's backward the AVX2 float32
+// kernels' bodies, so their bits, and SiLU's backward a body of its own,
+// asm/gen/transcendental_silu32.go, 1.36 times the float64 kernel's speed
+// in cache).
 var transcendentalAsm = map[backends.UnaryOp]transcendentalKernelSet{
 	backends.Exp:      {expF32AVX512, expGradF32AVX512, true, false},
 	backends.Log:      {logF32AVX512, logGradF32AVX512, false, false},
 	backends.Tanh:     {tanhF32AVX512, tanhGradF32AVX512Paired, true, true},
 	backends.Erf:      {erfF32AVX512, erfGradF32AVX512, false, false},
 	backends.Sigmoid:  {sigmoidF32AVX512Paired, sigmoidGradF32AVX512Paired, true, true},
-	backends.Silu:     {siluF32AVX512Paired, siluGradF32AVX512, true, false},
+	backends.Silu:     {siluF32AVX512Paired, siluGradF32AVX512Paired, true, true},
 	backends.Gelu:     {geluF32AVX512Paired, geluGradF32AVX512Paired, true, true},
 	backends.GeluTanh: {geluTanhF32AVX512, geluTanhGradF32AVX512, false, false},
 }
@@ -55,7 +58,7 @@ var transcendentalAsm = map[backends.UnaryOp]transcendentalKernelSet{
 var transcendentalAsmWide = map[backends.UnaryOp]transcendentalKernelSet{
 	backends.Sigmoid: {sigmoidWideF32AVX512, sigmoidWideGradF32AVX512, false, false},
 	backends.Tanh:    {tanhWideF32AVX512, tanhWideGradF32AVX512, false, false},
-	backends.Silu:    {siluWideF32AVX512, siluGradF32AVX512, false, false},
+	backends.Silu:    {siluWideF32AVX512, siluWideGradF32AVX512, false, false},
 	backends.Gelu:    {geluWideF32AVX512, geluWideGradF32AVX512, false, false},
 }
 
@@ -66,7 +69,8 @@ var transcendentalAsmWide = map[backends.UnaryOp]transcendentalKernelSet{
 // (transcendental_log32_amd64.go), GELU forward and backward
 // (transcendental_gelu32_amd64.go) and GELU-tanh forward
 // (transcendental_gelutanh32_amd64.go). Erf, log's backward and SiLU's
-// and GELU-tanh's backward stay in float64.
+// and GELU-tanh's backward stay in float64 (SiLU's AVX-512 float32 body
+// rests on VPERMT2PS's 32-entry lookups).
 var transcendentalAVX2 = map[backends.UnaryOp]transcendentalKernelSet{
 	backends.Exp:      {expF32AVX2, expGradF32AVX2Paired, true, true},
 	backends.Log:      {logF32AVX2Paired, logGradF32AVX2, true, false},

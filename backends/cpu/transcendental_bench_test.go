@@ -93,7 +93,8 @@ func BenchmarkActivation(b *testing.B) {
 // useWideKernels switches the ops with float32 AVX2 kernels back to their
 // float64 ones (f32Kernel.wideF, wideDF: GELU's, GELU-tanh's forward,
 // sigmoid's, SiLU's and log's forward, exp's and tanh's backward, and with
-// them exp's and tanh's forward, which were in float32 before them too)
+// them exp's and tanh's forward, which were in float32 before them too;
+// on AVX-512 those of transcendentalAsmWide, SiLU's backward among them)
 // where KILN_ACT_WIDE is set, or
 // GELU's alone where KILN_GELU_WIDE is set (its forward alone where that
 // is "fwd"), so that one test binary measures both, run after run:

@@ -33,8 +33,9 @@ import (
 // the GELU and SiLU derivatives. The tests check both against float64
 // references: within 0.52 ulp. (exp and tanh forward compute in float32
 // instead: transcendental32.go; so do sigmoid's, SiLU's, tanh's and
-// GELU's kernels of transcendental_avx512f32.go. The AVX2 kernels,
-// generated from the same op bodies: transcendental_avx2.go.)
+// GELU's kernels of transcendental_avx512f32.go, SiLU's backward with
+// transcendental_silu32.go's body. The AVX2 kernels, generated from the
+// same op bodies: transcendental_avx2.go.)
 
 // tpool is a constant pool of the kernels: float64 values (and 32-bit
 // patterns, in the low half of a slot) read with embedded broadcasts, or,
@@ -503,6 +504,11 @@ type tfunc struct {
 	// eight (AVX2) or sixteen (AVX-512, zmm32) float32 lanes of x and g,
 	// computed in float32; body stays for the lanes with |g| ≥ 2^64
 	grad32 func(x, g VecVirtual) VecVirtual
+	// wideBelow, when not 0, is where grad32 stops (AVX-512): the lanes
+	// with x < wideBelow take the float64 body too; with gFinite, grad32
+	// covers every finite g, and only g ±Inf and NaN take it
+	wideBelow float32
+	gFinite   bool
 }
 
 // transcendentalKernel generates one kernel.
@@ -585,17 +591,27 @@ func transcendentalKernel(f tfunc) {
 		var kg OpmaskVirtual
 		if f.grad32 != nil { // and g: |g| ≥ 2^64, ±Inf and NaN
 			kg = K()
-			ga := ZMM()
-			VANDPS_BCST(tconst.u32(0x7fffffff), gs, ga)
-			VPCMPGTD_BCST(tconst.u32(0x5f7fffff), ga, kg)
+			if f.gFinite { // ±Inf and NaN only
+				VFPCLASSPSZ(U8(0x99), gs, kg)
+			} else {
+				ga := ZMM()
+				VANDPS_BCST(tconst.u32(0x7fffffff), gs, ga)
+				VPCMPGTD_BCST(tconst.u32(0x5f7fffff), ga, kg)
+			}
+			if f.wideBelow != 0 {
+				kx := K()
+				VPCMPUD(U8(6), tconst.u32(math.Float32bits(f.wideBelow)), xs, kx) // x < wideBelow (and -Inf, NaN with the sign bit): unsigned NLE
+				KORW(kx, kg, kg)
+			}
 			KORW(kg, ks, ks)
 		}
 		KORTESTW(ks, ks)
 		JZ(LabelRef(f.name + "_store" + tag))
 		if f.grad32 != nil {
-			// |g| ≥ 2^64 (and ±Inf, NaN): beyond the float32 body's range,
-			// those lanes take the float64 body, as the float64 kernel
-			// computes them (the AVX2 template's fix-up path)
+			// |g| ≥ 2^64 (and ±Inf, NaN; with gFinite these alone), or x <
+			// wideBelow: beyond the float32 body's range, those lanes take
+			// the float64 body, as the float64 kernel computes them (the
+			// AVX2 template's fix-up path)
 			wide := f.name + "_wide" + tag
 			KORTESTW(kg, kg)
 			JZ(LabelRef(wide))
@@ -712,6 +728,9 @@ func transcendentalKernels() {
 		gn, what := o.name+"GradF32AVX512", ""
 		if f32AVX512Bwd[o.name] != nil {
 			gn, what = o.name+"WideGradF32AVX512", fmt.Sprintf(": %sGradF32AVX512 computes in float32, this one stays to compare with and for its lanes with a huge grad[i]", o.name)
+			if f32AVX512BwdCover[o.name] != (bwdCover{}) {
+				what = fmt.Sprintf(": %sGradF32AVX512 computes in float32, this one stays to compare with and for the lanes that one leaves to it", o.name)
+			}
 		}
 		transcendentalKernel(tfunc{
 			name: gn, bwd: true, body: o.bwd, needsExp: !o.log,

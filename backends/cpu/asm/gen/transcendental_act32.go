@@ -22,11 +22,14 @@ import (
 // 2x and 4g (tanh32DY). The bodies are written as steps over a block of
 // one or more vectors (eachLane): the template's kernels run them on one,
 // act32PairKernelsAVX2's on two interleaved, sixteen lanes an iteration.
-// SiLU's backward stays in float64: near its derivative's zero (x ≈
+// SiLU's backward stays in float64 here: near its derivative's zero (x ≈
 // -1.2785) the float32 exponential's 2^-26.5 error is not small against
 // the result, and elsewhere σ'·(d - a) compounds σ''s own error (a model
 // with a polynomial window around the zero measured up to 1.67 ulp at x =
-// -6.58 and 2.8 just outside the window).
+// -6.58 and 2.8 just outside the window). Its AVX-512 kernel computes in
+// float32 with an exponential of its own, accurate to about 2^-31 and
+// exact in its cancellation at the zero (transcendental_silu32.go), which
+// AVX2 lacks the table lookups for.
 //
 // Forward, with x clamped to [act32FwdLo, act32FwdHi]: e^(-x) = 2^-m·E, E
 // = 1 + p (exp32's reduction, and its polynomial for e^(-r)), so σ(x) =
@@ -409,10 +412,12 @@ var (
 	act32Bwd = map[string]func(x, g lanes) lanes{"sigmoid": sigmoid32DY, "exp": exp32DY, "tanh": tanh32DY}
 )
 
-// act32Grad reports whether the backward kernel name is one of act32Bwd's:
-// lanes with g ±Inf or NaN keep the float64 body's values there.
+// act32Grad reports whether the backward kernel name is one of act32Bwd's
+// or SiLU's AVX-512 one (transcendental_silu32.go): lanes with g ±Inf or
+// NaN keep the float64 body's values there (GELU's kernels patch them).
 func act32Grad(name string) bool {
-	return act32Bwd[strings.TrimSuffix(strings.TrimSuffix(name, "GradF32AVX2"), "GradF32AVX512")] != nil
+	op := strings.TrimSuffix(strings.TrimSuffix(name, "GradF32AVX2"), "GradF32AVX512")
+	return act32Bwd[op] != nil || name == "siluGradF32AVX512"
 }
 
 // act32WideKernels generates the float64 AVX2 kernels of op o that

@@ -139,19 +139,32 @@ func wideKernel() *tkernel {
 // AVX-512 kernels compute in float32, on blocks of zmm vectors (their
 // float64 kernels are generated as …WideF32AVX512 and
 // …WideGradF32AVX512, to compare with, and the backward ones for the lanes
-// with a huge g). On one Zen 4 core, in cache, two vectors an iteration
-// (…Pairs), against the float64 kernels (BenchmarkTranscendentalWide,
-// interleaved): sigmoid 1.44–1.48 times their throughput, σ' 1.11, tanh'
-// 1.11, SiLU 1.29, GELU 1.22, GELU' 1.44; the pairs are 1.06 to 1.11 times
-// as fast as one vector an iteration. Left in float64, where the float32
+// the float32 body leaves to them). All but SiLU's backward
+// (transcendental_silu32.go, AVX-512 only) are the AVX2 bodies. On one
+// Zen 4 core, in cache, two vectors an iteration (…Pairs), against the
+// float64 kernels (BenchmarkTranscendentalWide, interleaved): sigmoid
+// 1.44–1.48 times their throughput, σ' 1.11, tanh' 1.11, SiLU 1.29, SiLU'
+// 1.36, GELU 1.22, GELU' 1.44; the pairs are 1.06 to 1.11 times as fast as
+// one vector an iteration (SiLU': 1.11). Left in float64, where the float32
 // bodies measured no faster: exp's backward (exp32DY: 0.93 to 1.05 with
 // one vector an iteration, 0.96 with two; the float64 exponential is a
 // table lookup, a polynomial of degree 4 and one VSCALEFPD) and
 // GELU-tanh's forward (geluTanh32FN: 0.97 with two vectors).
 var (
 	f32AVX512Fwd = map[string]func(xs lanes) lanes{"gelu": gelu32FN, "sigmoid": sigmoid32Y, "silu": silu32Y}
-	f32AVX512Bwd = map[string]func(xs, gs lanes) lanes{"sigmoid": sigmoid32DY, "tanh": tanh32DY, "gelu": gelu32DFN}
+	f32AVX512Bwd = map[string]func(xs, gs lanes) lanes{"sigmoid": sigmoid32DY, "tanh": tanh32DY, "gelu": gelu32DFN, "silu": silu32DY}
+	// f32AVX512BwdCover holds what the backward bodies cover where that
+	// is not every finite x with |g| < 2^64
+	f32AVX512BwdCover = map[string]bwdCover{"silu": {below: silu32Lo, gFinite: true}}
 )
+
+// bwdCover is the inputs a float32 backward body covers, the other lanes
+// taking the float64 body (the template's fix-up path, and the one-vector
+// kernel for the thirty-two-lane ones).
+type bwdCover struct {
+	below   float32 // x below it is not covered (0: every finite x is)
+	gFinite bool    // every finite g is covered (else |g| ≥ 2^64 is not)
+}
 
 // transcendentalKernelsF32AVX512 generates the AVX-512 float32 kernels:
 // the template's (one zmm vector an iteration, with the masked tail and
@@ -175,14 +188,35 @@ func transcendentalKernelsF32AVX512() {
 		}
 		if f := f32AVX512Bwd[o.name]; f != nil {
 			gn := o.name + "GradF32AVX512"
+			cover := f32AVX512BwdCover[o.name]
+			doc := fmt.Sprintf("%s sets dst[i] = grad[i]·%s'(x[i]) for i < n (AVX-512, in float32: the AVX2 kernel's steps, sixteen lanes a vector), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf; lanes with |grad[i]| ≥ 2^64 take %sWideGradF32AVX512's float64 body.", gn, o.name, o.name)
+			if cover != (bwdCover{}) {
+				doc = fmt.Sprintf("%s sets dst[i] = grad[i]·%s'(x[i]) for i < n (AVX-512, in float32, sixteen lanes a vector), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf; lanes with x[i] < %g or grad[i] ±Inf or NaN take %sWideGradF32AVX512's float64 body.", gn, o.name, cover.below, o.name)
+			}
 			transcendentalKernel(tfunc{
-				name: gn, bwd: true, body: o.bwd, needsExp: true,
+				name: gn, bwd: true, body: o.bwd, needsExp: true, wideBelow: cover.below, gFinite: cover.gFinite,
 				grad32: func(x, g VecVirtual) VecVirtual { return f(lanes{x}, lanes{g})[0] },
-				doc:    fmt.Sprintf("%s sets dst[i] = grad[i]·%s'(x[i]) for i < n (AVX-512, in float32: the AVX2 kernel's steps, sixteen lanes a vector), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf; lanes with |grad[i]| ≥ 2^64 take %sWideGradF32AVX512's float64 body.", gn, o.name, o.name),
+				doc:    doc,
 			})
 			pn := gn + "Pairs"
-			doc := fmt.Sprintf("%s sets dst[i] = grad[i]·%s'(x[i]) (AVX-512, in float32) for i < k, thirty-two at a time, and returns k: a multiple of 32, at most n, that stops before the first thirty-two with x ±Inf or NaN or |grad| ≥ 2^64.", pn, o.name)
-			pairKernel(pn, "func(dst, x, grad *float32, n int) int", doc, true, func(xs, gs lanes, _ Register) lanes { return f(xs, gs) })
+			body := func(xs, gs lanes, _ Register) lanes { return f(xs, gs) }
+			if cover == (bwdCover{}) {
+				doc = fmt.Sprintf("%s sets dst[i] = grad[i]·%s'(x[i]) (AVX-512, in float32) for i < k, thirty-two at a time, and returns k: a multiple of 32, at most n, that stops before the first thirty-two with x ±Inf or NaN or |grad| ≥ 2^64.", pn, o.name)
+				pairKernel(pn, "func(dst, x, grad *float32, n int) int", doc, true, body)
+				continue
+			}
+			doc = fmt.Sprintf("%s sets dst[i] = grad[i]·%s'(x[i]) (AVX-512, in float32) for i < k, thirty-two at a time, and returns k: a multiple of 32, at most n, that stops before the first thirty-two with x ±Inf, NaN or below %g or grad ±Inf or NaN.", pn, o.name, cover.below)
+			pairKernelSpecialG(pn, "func(dst, x, grad *float32, n int) int", doc, true, func(x VecVirtual) Op {
+				k1, k2 := K(), K()
+				VPCMPUD(U8(6), tconst.u32(math.Float32bits(cover.below)), x, k1) // x < below, -Inf, NaN with the sign bit (unsigned NLE)
+				VPCMPGTD(tconst.u32(0x7f7fffff), x, k2)                          // +Inf, NaN
+				KORW(k1, k2, k1)
+				return k1
+			}, func(g VecVirtual) Op {
+				k := K()
+				VFPCLASSPSZ(U8(0x99), g, k) // ±Inf, NaN
+				return k
+			}, body)
 		}
 	}
 	tconst.emit()

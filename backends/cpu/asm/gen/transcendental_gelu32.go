@@ -398,6 +398,13 @@ func gtMask(b Op, a VecVirtual) Op {
 // leaves to the one-block kernel told by special (the mask of those lanes:
 // all ones in them, or a K register with zmm32) instead of ±Inf and NaN.
 func pairKernelSpecial(name, sig, doc string, bwd bool, special func(x VecVirtual) Op, body func(xs, gs lanes, x Register) lanes) {
+	pairKernelSpecialG(name, sig, doc, bwd, special, nil, body)
+}
+
+// pairKernelSpecialG is pairKernelSpecial with, for a backward kernel, the
+// lanes of g that it leaves to the one-block kernel told by specialG (nil:
+// |g| ≥ 2^64, ±Inf and NaN).
+func pairKernelSpecialG(name, sig, doc string, bwd bool, special, specialG func(x VecVirtual) Op, body func(xs, gs lanes, x Register) lanes) {
 	TEXT(name, NOSPLIT, sig)
 	Pragma("noescape")
 	Doc(doc)
@@ -437,6 +444,10 @@ func pairKernelSpecial(name, sig, doc string, bwd bool, special func(x VecVirtua
 		or(special(xs[i]))
 		if bwd {
 			VMOVUPS(Mem{Base: g, Disp: width * i}, gs[i])
+			if specialG != nil {
+				or(specialG(gs[i]))
+				continue
+			}
 			a := vreg()
 			VANDPS(tconst.u32(0x7fffffff), gs[i], a)
 			or(gtMask(tconst.u32(0x5f7fffff), a)) // |g| ≥ 2^64, ±Inf, NaN
