@@ -189,7 +189,14 @@ func TestVariablesWhileCellRuns(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the sleeping cell did not end after an interrupt")
 	}
+	// The interrupted cell's reply can come before its evaluation has
+	// unwound: until it has, the cell lingers and the kernel is busy
+	// (Session.idle), so poll for idle instead of taking one snapshot.
 	snap, _ = listVariables(t, file, 5*time.Second)
+	for deadline := time.Now().Add(5 * time.Second); snap.Busy && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		snap, _ = listVariables(t, file, 5*time.Second)
+	}
 	if snap.Busy || !snap.Live || snap.Cell != first.ExecutionCount+1 {
 		t.Errorf("idle snapshot: busy %v live %v cell %d; want live as of cell %d", snap.Busy, snap.Live, snap.Cell, first.ExecutionCount+1)
 	}
