@@ -57,14 +57,21 @@ func BenchmarkResNetConvs(b *testing.B) {
 				b.Run(fmt.Sprintf("%s/%s/path=%s", c.name, dir, path), func(b *testing.B) {
 					convBF16Force = path == "bf16"
 					defer func() { convBF16Force = false }()
-					direct := map[string]string{"gemm": "off", "bf16": "off", "auto": "auto", "new": "auto", "force": "force", "taps": "auto",
+					direct := map[string]string{"gemm": "off", "bf16": "off", "wino": "off", "auto": "auto", "new": "auto", "force": "force", "taps": "auto",
 						"framed": "auto", "rows": "auto"}[path]
-					taps := map[string]string{"gemm": "off", "bf16": "off", "auto": "off", "new": "", "force": "off", "taps": "force",
+					taps := map[string]string{"gemm": "off", "bf16": "off", "wino": "off", "auto": "off", "new": "", "force": "off", "taps": "force",
 						"framed": "", "rows": ""}[path]
 					rows := map[string]string{"framed": "off", "rows": "force"}[path]
+					wino := map[bool]string{true: "force", false: "off"}[path == "wino"]
+					if path == "default" {
+						benchConv(b, g, c.o, dir, flops, c.count, false)
+						return
+					}
 					withConvDirect(b, direct, func() {
 						withConvTaps(b, taps, func() {
-							withConvRows(b, rows, func() { benchConv(b, g, c.o, dir, flops, c.count, path == "bf16") })
+							withConvRows(b, rows, func() {
+								withConvWino(b, wino, func() { benchConv(b, g, c.o, dir, flops, c.count, path == "bf16") })
+							})
 						})
 					})
 				})
@@ -75,18 +82,20 @@ func BenchmarkResNetConvs(b *testing.B) {
 
 // convBenchPaths are the convolution paths this machine can time, one
 // after the other so that all see the same load: the GEMM path; the tap
-// path wherever it can run (taps: for tuning convTapsMaxUse); where the
-// direct path's kernels run, the paths chosen with them without the tap
-// path (auto: the direct one where it pays, as on AVX2 machines before the
-// tap path) and with it (new: this machine's default), and the direct
-// path wherever it can run (force: for tuning convDirectMinUse); new with
+// path wherever it can run (taps: for tuning convTapsMaxUse); the
+// Winograd path wherever it can run (wino: for tuning useConvWino); this
+// machine's choice among them all (default); where the direct path's
+// kernels run, the paths chosen with them without the tap path (auto: the
+// direct one where it pays, as on AVX2 machines before the tap path) and
+// with it (new: this machine's default before the Winograd path), and the
+// direct path wherever it can run (force: for tuning convDirectMinUse); new with
 // the direct input gradient framed (framed) or in row passes (rows), for
 // tuning convRowsCost; and where the CPU has AVX-512 BF16, the bfloat16
 // autocast methods' GEMM path on every layer (bf16, for tuning
 // convBF16Pays).
 // KILN_CONV_BENCH_PATHS (comma-separated) picks some of them.
 func convBenchPaths() []string {
-	paths := []string{"gemm", "taps"}
+	paths := []string{"gemm", "taps", "wino", "default"}
 	if convDirectUsable {
 		paths = append(paths, "auto", "new", "force")
 	}

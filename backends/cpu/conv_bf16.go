@@ -28,9 +28,13 @@ var convBF16Force bool
 
 // convBF16Pays reports whether a convolution g with o output channels
 // runs faster with bfloat16 products than on this machine's float32 paths:
-// with AVX-512 BF16, at least 32 input and 64 output channels.
+// with AVX-512 BF16, at least 32 input and 64 output channels, and not on
+// the Winograd path, which ran faster in float32 than the bfloat16 GEMM
+// path on every layer it takes (ResNet-18's 3×3 layers with 64 to 256
+// channels: 1.03 to 1.69 times as fast on a Zen 4, BenchmarkResNetConvs
+// paths bf16 and wino, one run).
 func convBF16Pays(g backends.ConvGeometry, o int) bool {
-	return convBF16Force || convBF16Hardware && g.C >= 32 && o >= 64
+	return convBF16Force || convBF16Hardware && g.C >= 32 && o >= 64 && !useConvWino(g, o)
 }
 
 // Conv2dBF16 is Conv2d for bfloat16 autocast on Float32 views: the

@@ -155,7 +155,14 @@ func dim(v backends.View, d int) int {
 // On AVX2 machines without AVX-512, float32 stride-1 convolutions whose
 // padding leaves most of a plane take the direct path (conv_direct.go).
 // The tap path (conv_taps.go) is here for tests only (see useConvTaps).
+// Where the AVX-512 transform kernels run, float32 3×3 stride-1 layers
+// with enough channels and tiles take the Winograd path
+// (conv_winograd.go, useConvWino), in all three directions.
 func convForward[T float](b *Backend, out, x, w []T, g backends.ConvGeometry, o int) {
+	if out32, ok := any(out).([]float32); ok && useConvWino(g, o) {
+		convWinoForward(b, out32, any(x).([]float32), any(w).([]float32), g, o)
+		return
+	}
 	if out32, ok := any(out).([]float32); ok && useConvDirect(g, o, g.OutH, g.OutW, false) {
 		convDirectForward(b, out32, any(x).([]float32), any(w).([]float32), g, o)
 		return
@@ -270,6 +277,10 @@ func addPartials[T float](dst, part []T, chunks int) {
 // direct path (conv_direct.go) and, for maps mostly framed by padding, the
 // tap path (conv_taps.go) take some convolutions on AVX2 machines.
 func convInputGrad[T float](b *Backend, dx, dy, w []T, g backends.ConvGeometry, o int) {
+	if dx32, ok := any(dx).([]float32); ok && useConvWino(g, o) {
+		convWinoInputGrad(b, dx32, any(dy).([]float32), any(w).([]float32), g, o)
+		return
+	}
 	// the direct input gradient is a stride-1 convolution of dy
 	if dx32, ok := any(dx).([]float32); ok && g.StrideH == 1 && g.StrideW == 1 && useConvDirect(g, g.C, g.H, g.W, false) {
 		convDirectInputGrad(b, dx32, any(dy).([]float32), any(w).([]float32), g, o)
@@ -320,6 +331,10 @@ func convInputGradCols[T float](b *Backend, dx, dy, w []T, g backends.ConvGeomet
 // The direct path (conv_direct.go) and, for maps mostly framed by padding,
 // the tap path (conv_taps.go) take some convolutions on AVX2 machines.
 func convWeightGrad[T float](b *Backend, dw, dy, x []T, g backends.ConvGeometry, o int) {
+	if dw32, ok := any(dw).([]float32); ok && useConvWino(g, o) {
+		convWinoWeightGrad(b, dw32, any(dy).([]float32), any(x).([]float32), g, o)
+		return
+	}
 	if dw32, ok := any(dw).([]float32); ok && useConvDirect(g, o, g.OutH, g.OutW, true) {
 		convDirectWeightGrad(b, dw32, any(dy).([]float32), any(x).([]float32), g, o)
 		return

@@ -660,3 +660,28 @@ func geluGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]fl
 //
 //go:noescape
 func geluGradF32AVX512Pairs(dst *float32, x *float32, grad *float32, n int) int
+
+// winoBTAVX512 sets the 4×4 matrix dst(i, j) = (L·S·Lᵀ)(i, j) over n lanes for the 4×4 matrix S = src(r, c), dst(i, j) at dst + i·drs + j·dcs and src(r, c) at src + r·srs + c·scs (element strides), L = [[1 0 -1 0] [0 1 1 0] [0 -1 1 0] [0 1 0 -1]] (AVX-512).
+//
+//go:noescape
+func winoBTAVX512(dst *float32, drs int, dcs int, src *float32, srs int, scs int, n int)
+
+// winoATAVX512 sets the 2×2 matrix dst(i, j) = (L·S·Lᵀ)(i, j) over n lanes for the 4×4 matrix S = src(r, c), dst(i, j) at dst + i·drs + j·dcs and src(r, c) at src + r·srs + c·scs (element strides), L = [[1 1 1 0] [0 1 -1 -1]] (AVX-512).
+//
+//go:noescape
+func winoATAVX512(dst *float32, drs int, dcs int, src *float32, srs int, scs int, n int)
+
+// winoGAVX512 sets the 4×4 matrix dst(i, j) = (L·S·Lᵀ)(i, j) over n lanes for the 3×3 matrix S = src(r, c), dst(i, j) at dst + i·drs + j·dcs and src(r, c) at src + r·srs + c·scs (element strides), L = [[1 0 0] [0.5 0.5 0.5] [0.5 -0.5 0.5] [0 0 1]] (AVX-512).
+//
+//go:noescape
+func winoGAVX512(dst *float32, drs int, dcs int, src *float32, srs int, scs int, n int)
+
+// winoAAVX512 sets the 4×4 matrix dst(i, j) = (L·S·Lᵀ)(i, j) over n lanes for the 2×2 matrix S = src(r, c), dst(i, j) at dst + i·drs + j·dcs and src(r, c) at src + r·srs + c·scs (element strides), L = [[1 0] [1 1] [1 -1] [0 -1]] (AVX-512).
+//
+//go:noescape
+func winoAAVX512(dst *float32, drs int, dcs int, src *float32, srs int, scs int, n int)
+
+// winoGTAVX512 sets the 3×3 matrix dst(i, j) = (L·S·Lᵀ)(i, j) over n lanes for the 4×4 matrix S = src(r, c), dst(i, j) at dst + i·drs + j·dcs and src(r, c) at src + r·srs + c·scs (element strides), L = [[1 0.5 0.5 0] [0 0.5 -0.5 0] [0 0.5 0.5 1]] (AVX-512).
+//
+//go:noescape
+func winoGTAVX512(dst *float32, drs int, dcs int, src *float32, srs int, scs int, n int)

@@ -46,5 +46,6 @@ func main() {
 	transcendentalKernels()
 	transcendentalKernelsAVX2()
 	transcendentalKernelsF32AVX512()
+	winoKernels()
 	Generate()
 }
