@@ -214,32 +214,43 @@ func TestGeluF32KernelHugeGradients(t *testing.T) {
 // goroutines: the loop of the exhaustive model tests (about 4.3·10^9
 // calls, minutes).
 func worstOverFloat32(err func(x float32) float64) (worst float64, at float32) {
-	type found struct {
-		e float64
-		x float32
-	}
+	w, a := worstsOverFloat32(1, func(x float32, e []float64) { e[0] = err(x) })
+	return w[0], a[0]
+}
+
+// worstsOverFloat32 is worstOverFloat32 for n errors at once: errs sets
+// e[i], the i-th error at x (0 or less to leave x out of the i-th
+// maximum), and it returns each one's largest and an x where it occurs.
+func worstsOverFloat32(n int, errs func(x float32, e []float64)) (worst []float64, at []float32) {
 	workers := runtime.GOMAXPROCS(0)
-	res := make([]found, workers)
+	ws, xs := make([][]float64, workers), make([][]float32, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			var m found
+			m, mx, e := make([]float64, n), make([]float32, n), make([]float64, n)
 			for u := uint64(w); u < 1<<32; u += uint64(workers) {
 				x := math.Float32frombits(uint32(u))
 				if x != x || math.IsInf(float64(x), 0) {
 					continue
 				}
-				if e := err(x); e > m.e {
-					m = found{e, x}
+				clear(e)
+				errs(x, e)
+				for i, v := range e {
+					if v > m[i] {
+						m[i], mx[i] = v, x
+					}
 				}
 			}
-			res[w] = m
+			ws[w], xs[w] = m, mx
 		})
 	}
 	wg.Wait()
-	for _, r := range res {
-		if r.e > worst {
-			worst, at = r.e, r.x
+	worst, at = make([]float64, n), make([]float32, n)
+	for w := range workers {
+		for i := range n {
+			if ws[w][i] > worst[i] {
+				worst[i], at[i] = ws[w][i], xs[w][i]
+			}
 		}
 	}
 	return worst, at

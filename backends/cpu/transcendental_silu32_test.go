@@ -5,8 +5,6 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"os"
-	"runtime"
-	"sync"
 	"testing"
 
 	"github.com/kiln-ml/kiln/backends"
@@ -237,48 +235,20 @@ func TestSiluGradF32ModelExhaustive(t *testing.T) {
 	if os.Getenv("KILN_SILU32_EXHAUSTIVE") == "" {
 		t.Skip("set KILN_SILU32_EXHAUSTIVE=1 to run over every float32")
 	}
-	type worst struct {
-		e, eg float64
-		x, xg float32
-	}
-	workers := runtime.GOMAXPROCS(0)
-	res := make([]worst, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			var m worst
-			for u := uint64(w); u < 1<<32; u += uint64(workers) {
-				x := math.Float32frombits(uint32(u))
-				if !(x >= silu32Lo) || math.IsInf(float64(x), 0) {
-					continue
-				}
-				want := siluRefDF(float64(x))
-				yh, yl := siluGradF32Parts(x)
-				if e := ulpError(siluGradF32Model(x, 1), want); e > m.e {
-					m.e, m.x = e, x
-				}
-				v := float64(yh) + float64(yl)
-				if e := 0.5 + 0x1p24*math.Abs(v-want)/math.Abs(want) + math.Abs(float64(yl)/v); e > m.eg {
-					m.eg, m.xg = e, x
-				}
-			}
-			res[w] = m
-		})
-	}
-	wg.Wait()
-	var m worst
-	for _, r := range res {
-		if r.e > m.e {
-			m.e, m.x = r.e, r.x
+	m, at := worstsOverFloat32(2, func(x float32, e []float64) {
+		if !(x >= silu32Lo) {
+			return
 		}
-		if r.eg > m.eg {
-			m.eg, m.xg = r.eg, r.xg
-		}
-	}
-	t.Logf("every float32 x ≥ %g: silu' max %.4f ulp at x = %g (%#x)", float32(silu32Lo), m.e, m.x, math.Float32bits(m.x))
-	t.Logf("every float32 x ≥ %g, every g: g·silu' within %.4f ulp (largest at x = %g, %#x)", float32(silu32Lo), m.eg, m.xg, math.Float32bits(m.xg))
-	if m.e > silu32GradULP || m.eg > silu32GradULP {
-		t.Errorf("silu': %.4f ulp, g·silu' %.4f (bound %g)", m.e, m.eg, silu32GradULP)
+		want := siluRefDF(float64(x))
+		e[0] = ulpError(siluGradF32Model(x, 1), want)
+		yh, yl := siluGradF32Parts(x)
+		v := float64(yh) + float64(yl)
+		e[1] = 0.5 + 0x1p24*math.Abs(v-want)/math.Abs(want) + math.Abs(float64(yl)/v)
+	})
+	t.Logf("every float32 x ≥ %g: silu' max %.4f ulp at x = %g (%#x)", float32(silu32Lo), m[0], at[0], math.Float32bits(at[0]))
+	t.Logf("every float32 x ≥ %g, every g: g·silu' within %.4f ulp (largest at x = %g, %#x)", float32(silu32Lo), m[1], at[1], math.Float32bits(at[1]))
+	if m[0] > silu32GradULP || m[1] > silu32GradULP {
+		t.Errorf("silu': %.4f ulp, g·silu' %.4f (bound %g)", m[0], m[1], silu32GradULP)
 	}
 }
 
