@@ -560,7 +560,8 @@ const (
 func pow2F32(e int) float32 { return math.Float32frombits(uint32(e+127) << 23) }
 
 // exp32Neg are exp32P for e^(-r): (e^(-r) - 1 + r)/r² ≈ Σ exp32Neg[i]·r^i.
-var exp32Neg = func() (c [6]float32) {
+var exp32Neg = func() []float32 {
+	c := make([]float32, len(exp32P))
 	for i, v := range exp32P {
 		c[i] = v
 		if i%2 == 1 {
@@ -576,7 +577,7 @@ func act32FwdParts(xc float32) (y, yl, sb float32) {
 	nf := fma32(xc, log2e32, exp32Magic) - exp32Magic // m
 	r := fma32(-nf, ln2Hi32, xc)
 	r = fma32(-nf, ln2Lo32, r)
-	p := fma32(r*r, horner32(r, exp32Neg[:]), -r) // e^(-r) - 1
+	p := fma32(r*r, horner32(r, exp32Neg), -r) // e^(-r) - 1
 	m := int(nf)
 	sb = pow2F32(m + act32FwdBias)
 	s := sb * act32FwdUnbias
