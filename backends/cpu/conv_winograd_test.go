@@ -16,8 +16,9 @@ func withConvWino(t testing.TB, mode string, f func()) { withMode(&convWinoMode,
 // winoGeometries are 3×3 stride-1 convolutions for the Winograd tests:
 // same padding on even and odd planes, valid (no padding), padding 2,
 // uneven padding, non-square planes, one-row and one-column outputs, a
-// batch that several chunks share, and a layer with as many channels as
-// the path takes by default.
+// batch that several chunks share, a layer with as many channels as the
+// path takes by default, and one it takes by default where its kernels
+// run (enough tiles too).
 var winoGeometries = []winoCase{
 	{3, 5, 7, 8, 8, 1, 1, 8, 8},
 	{2, 4, 6, 9, 7, 1, 1, 9, 7},
@@ -28,6 +29,7 @@ var winoGeometries = []winoCase{
 	{1, 3, 2, 1, 9, 1, 1, 1, 9},
 	{37, 4, 5, 6, 6, 1, 1, 6, 6},
 	{4, 32, 40, 4, 4, 1, 1, 4, 4},
+	{4, 32, 32, 8, 8, 1, 1, 8, 8}, // the path's default choice where the kernels run
 }
 
 // winoCase is a convolution of n samples of c planes h×w into o planes
@@ -111,27 +113,33 @@ func TestConvWinogradMatchesDefinition(t *testing.T) {
 			// the same bits through the backend's methods, on 1 and 3 workers
 			// (the chunks, and so the order of the weight gradient's sums,
 			// depend only on the shapes)
-			withConvWino(t, "force", func() {
-				for _, workers := range []int{1, 3} {
-					be := New(workers)
-					x := randView(be, backends.Float32, 11, g.N, g.C, g.H, g.W)
-					w := randView(be, backends.Float32, 12, c.o, g.C, 3, 3)
-					dy := randView(be, backends.Float32, 13, g.N, c.o, g.OutH, g.OutW)
-					o := allocView(be, backends.Float32, g.N, c.o, g.OutH, g.OutW)
-					d := allocView(be, backends.Float32, g.N, g.C, g.H, g.W)
-					dwv := allocView(be, backends.Float32, c.o, g.C, 3, 3)
-					be.Conv2d(o, x, w, g)
-					be.Conv2dInputGrad(d, dy, w, g)
-					be.Conv2dWeightGrad(dwv, dy, x, g)
-					if err := be.Sync(); err != nil {
-						t.Fatal(err)
+			modes := []string{"force"}
+			if useConvWino(g, c.o) {
+				modes = append(modes, "") // chosen by default too
+			}
+			for _, mode := range modes {
+				withConvWino(t, mode, func() {
+					for _, workers := range []int{1, 3} {
+						be := New(workers)
+						x := randView(be, backends.Float32, 11, g.N, g.C, g.H, g.W)
+						w := randView(be, backends.Float32, 12, c.o, g.C, 3, 3)
+						dy := randView(be, backends.Float32, 13, g.N, c.o, g.OutH, g.OutW)
+						o := allocView(be, backends.Float32, g.N, c.o, g.OutH, g.OutW)
+						d := allocView(be, backends.Float32, g.N, g.C, g.H, g.W)
+						dwv := allocView(be, backends.Float32, c.o, g.C, 3, 3)
+						be.Conv2d(o, x, w, g)
+						be.Conv2dInputGrad(d, dy, w, g)
+						be.Conv2dWeightGrad(dwv, dy, x, g)
+						if err := be.Sync(); err != nil {
+							t.Fatal(err)
+						}
+						if !slices.Equal(bits32(buf(o).f32()), bits32(out)) || !slices.Equal(bits32(buf(d).f32()), bits32(dx)) ||
+							!slices.Equal(bits32(buf(dwv).f32()), bits32(dw)) {
+							t.Fatalf("%d workers, mode %q: the backend's convolutions differ from the Winograd kernels", workers, mode)
+						}
 					}
-					if !slices.Equal(bits32(buf(o).f32()), bits32(out)) || !slices.Equal(bits32(buf(d).f32()), bits32(dx)) ||
-						!slices.Equal(bits32(buf(dwv).f32()), bits32(dw)) {
-						t.Fatalf("%d workers: the backend's convolutions differ from the Winograd kernels", workers)
-					}
-				}
-			})
+				})
+			}
 		})
 	}
 }
