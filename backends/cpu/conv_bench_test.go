@@ -63,8 +63,8 @@ func BenchmarkResNetConvs(b *testing.B) {
 						"framed": "", "rows": ""}[path]
 					rows := map[string]string{"framed": "off", "rows": "force"}[path]
 					wino := map[bool]string{true: "force", false: "off"}[path == "wino"]
-					if path == "default" {
-						benchConv(b, g, c.o, dir, flops, c.count, false)
+					if path == "default" || path == "autocast" {
+						benchConv(b, g, c.o, dir, flops, c.count, path == "autocast")
 						return
 					}
 					withConvDirect(b, direct, func() {
@@ -84,7 +84,8 @@ func BenchmarkResNetConvs(b *testing.B) {
 // after the other so that all see the same load: the GEMM path; the tap
 // path wherever it can run (taps: for tuning convTapsMaxUse); the
 // Winograd path wherever it can run (wino: for tuning useConvWino); this
-// machine's choice among them all (default); where the direct path's
+// machine's choice among them all (default) and its choice under bfloat16
+// autocast (autocast: the BF16 methods); where the direct path's
 // kernels run, the paths chosen with them without the tap path (auto: the
 // direct one where it pays, as on AVX2 machines before the tap path) and
 // with it (new: this machine's default before the Winograd path), and the
@@ -95,7 +96,7 @@ func BenchmarkResNetConvs(b *testing.B) {
 // convBF16Pays).
 // KILN_CONV_BENCH_PATHS (comma-separated) picks some of them.
 func convBenchPaths() []string {
-	paths := []string{"gemm", "taps", "wino", "default"}
+	paths := []string{"gemm", "taps", "wino", "default", "autocast"}
 	if convDirectUsable {
 		paths = append(paths, "auto", "new", "force")
 	}

@@ -27,61 +27,112 @@ var convBF16Hardware bool
 var convBF16Force bool
 
 // convBF16Pays reports whether a convolution g with o output channels
-// runs faster with bfloat16 products than on this machine's float32 paths:
-// with AVX-512 BF16, at least 32 input and 64 output channels, and not on
-// the Winograd path, which ran faster in float32 than the bfloat16 GEMM
-// path on every layer it takes (ResNet-18's 3×3 layers with 64 to 256
-// channels: 1.03 to 1.69 times as fast on a Zen 4, BenchmarkResNetConvs
-// paths bf16 and wino, one run).
+// runs faster on the GEMM path with bfloat16 products than on this
+// machine's float32 paths: with AVX-512 BF16, at least 32 input and 64
+// output channels, and not where the Winograd path takes the layer (then
+// it runs with bfloat16 products itself: convBF16Wino).
 func convBF16Pays(g backends.ConvGeometry, o int) bool {
 	return convBF16Force || convBF16Hardware && g.C >= 32 && o >= 64 && !useConvWino(g, o)
 }
 
+// convBF16Wino reports whether a convolution g with o output channels
+// takes the Winograd path with bfloat16 products (the 16 GEMMs' operands,
+// the transformed tiles and filters, rounded to bfloat16): with AVX-512
+// BF16 where useConvWino takes the layer. On a Zen 4 core that ran
+// ResNet-18's 3×3 layers with 64 to 256 channels 1.0 to 2.0 times as fast
+// as the float32 Winograd path (1.3 to 1.96 in the forward passes and
+// input gradients) and 1.2 to 2.4 times the bfloat16 GEMM path
+// (BenchmarkResNetConvs, paths wino, winobf16 and bf16).
+func convBF16Wino(g backends.ConvGeometry, o int) bool {
+	return !convBF16Force && convBF16Hardware && useConvWino(g, o)
+}
+
+// The ways a BF16 method computes a call (convBF16Path).
+const (
+	convF32Path      = iota // the float32 method
+	convBF16GEMM            // the GEMM path with bfloat16 products
+	convBF16Winograd        // the Winograd path with bfloat16 products
+)
+
+// convBF16Path returns how a BF16 method computes a call: on Float32
+// views (out and the view with o's channels, dy or out) as convBF16Pays
+// and convBF16Wino say; other dtypes take the float32 methods, which
+// refuse what they do not take.
+func (b *Backend) convBF16Path(out, withO backends.View, g backends.ConvGeometry, o int) int {
+	switch {
+	case out.DType != backends.Float32 || withO.DType != backends.Float32 || o <= 0:
+		return convF32Path
+	case convBF16Pays(g, o):
+		return convBF16GEMM
+	case convBF16Wino(g, o):
+		return convBF16Winograd
+	}
+	return convF32Path
+}
+
 // Conv2dBF16 is Conv2d for bfloat16 autocast on Float32 views: the
 // products of x and w rounded to bfloat16, summed in float32, where
-// convBF16Pays; elsewhere Conv2d itself. Each output element is then the
-// bfloat16 GEMM's sum over the unfolded window, whose order depends only
-// on the shapes.
+// convBF16Pays (each output element the bfloat16 GEMM's sum over the
+// unfolded window, whose order depends only on the shapes), or the
+// Winograd path's products of transformed tiles and filters rounded to
+// bfloat16 where convBF16Wino; elsewhere Conv2d itself.
 func (b *Backend) Conv2dBF16(out, x, w backends.View, g backends.ConvGeometry) {
-	if !b.convBF16(out, out, g, dim(out, 1)) {
+	var f func(b *Backend, out, x, w []float32, g backends.ConvGeometry, o int)
+	switch b.convBF16Path(out, out, g, dim(out, 1)) {
+	case convBF16GEMM:
+		f = func(b *Backend, out, x, w []float32, g backends.ConvGeometry, o int) {
+			convForwardCols(b, out, x, w, g, o, true)
+		}
+	case convBF16Winograd:
+		f = func(b *Backend, out, x, w []float32, g backends.ConvGeometry, o int) {
+			convWinoForward(b, out, x, w, g, o, true)
+		}
+	default:
 		b.Conv2d(out, x, w, g)
 		return
 	}
-	convKernels{f32: func(b *Backend, out, x, w []float32, g backends.ConvGeometry, o int) {
-		convForwardCols(b, out, x, w, g, o, true)
-	}}.run(b, "conv2d", out, x, w, g, dim(out, 1))
+	convKernels{f32: f}.run(b, "conv2d", out, x, w, g, dim(out, 1))
 }
 
 // Conv2dInputGradBF16 is Conv2dInputGrad for bfloat16 autocast, as
-// Conv2dBF16 is Conv2d's: dy and w rounded to bfloat16 where
-// convBF16Pays.
+// Conv2dBF16 is Conv2d's: dy and w (or their transforms) rounded to
+// bfloat16 where convBF16Pays or convBF16Wino.
 func (b *Backend) Conv2dInputGradBF16(dx, dy, w backends.View, g backends.ConvGeometry) {
-	if !b.convBF16(dx, dy, g, dim(dy, 1)) {
+	var f func(b *Backend, dx, dy, w []float32, g backends.ConvGeometry, o int)
+	switch b.convBF16Path(dx, dy, g, dim(dy, 1)) {
+	case convBF16GEMM:
+		f = func(b *Backend, dx, dy, w []float32, g backends.ConvGeometry, o int) {
+			convInputGradCols(b, dx, dy, w, g, o, true)
+		}
+	case convBF16Winograd:
+		f = func(b *Backend, dx, dy, w []float32, g backends.ConvGeometry, o int) {
+			convWinoInputGrad(b, dx, dy, w, g, o, true)
+		}
+	default:
 		b.Conv2dInputGrad(dx, dy, w, g)
 		return
 	}
-	convKernels{f32: func(b *Backend, dx, dy, w []float32, g backends.ConvGeometry, o int) {
-		convInputGradCols(b, dx, dy, w, g, o, true)
-	}}.run(b, "conv2d input grad", dx, dy, w, g, dim(dy, 1))
+	convKernels{f32: f}.run(b, "conv2d input grad", dx, dy, w, g, dim(dy, 1))
 }
 
 // Conv2dWeightGradBF16 is Conv2dWeightGrad for bfloat16 autocast, as
-// Conv2dBF16 is Conv2d's: dy and the unfolded x rounded to bfloat16 where
-// convBF16Pays; the chunks' partial sums are added in float32.
+// Conv2dBF16 is Conv2d's: dy and the unfolded x (or their transforms)
+// rounded to bfloat16 where convBF16Pays or convBF16Wino; the chunks'
+// partial sums are added in float32.
 func (b *Backend) Conv2dWeightGradBF16(dw, dy, x backends.View, g backends.ConvGeometry) {
-	if !b.convBF16(dw, dy, g, dim(dy, 1)) {
+	var f func(b *Backend, dw, dy, x []float32, g backends.ConvGeometry, o int)
+	switch b.convBF16Path(dw, dy, g, dim(dy, 1)) {
+	case convBF16GEMM:
+		f = func(b *Backend, dw, dy, x []float32, g backends.ConvGeometry, o int) {
+			convWeightGradCols(b, dw, dy, x, g, o, true)
+		}
+	case convBF16Winograd:
+		f = func(b *Backend, dw, dy, x []float32, g backends.ConvGeometry, o int) {
+			convWinoWeightGrad(b, dw, dy, x, g, o, true)
+		}
+	default:
 		b.Conv2dWeightGrad(dw, dy, x, g)
 		return
 	}
-	convKernels{f32: func(b *Backend, dw, dy, x []float32, g backends.ConvGeometry, o int) {
-		convWeightGradCols(b, dw, dy, x, g, o, true)
-	}}.run(b, "conv2d weight grad", dw, dy, x, g, dim(dy, 1))
-}
-
-// convBF16 reports whether a BF16 method's call takes the bfloat16 path:
-// Float32 views (out and the view with o's channels, dy or out) and
-// convBF16Pays. Other dtypes take the float32 methods, which refuse what
-// they do not take.
-func (b *Backend) convBF16(out, withO backends.View, g backends.ConvGeometry, o int) bool {
-	return out.DType == backends.Float32 && withO.DType == backends.Float32 && o > 0 && convBF16Pays(g, o)
+	convKernels{f32: f}.run(b, "conv2d weight grad", dw, dy, x, g, dim(dy, 1))
 }

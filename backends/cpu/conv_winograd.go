@@ -164,9 +164,10 @@ type convWino struct {
 	inH, inW   int
 	outH, outW int
 	top, left  int
-	th, tw     int // tiles a plane: ⌈outH/2⌉ × ⌈outW/2⌉
-	tiles      int // th·tw
-	hp, wp     int // the padded input under the tiles: 2th+2 × 2tw+2
+	th, tw     int  // tiles a plane: ⌈outH/2⌉ × ⌈outW/2⌉
+	tiles      int  // th·tw
+	hp, wp     int  // the padded input under the tiles: 2th+2 × 2tw+2
+	bf16       bool // the GEMMs' operands rounded to bfloat16 (autocast)
 }
 
 func newConvWino(inC, outC, inH, inW, outH, outW, top, left int) convWino {
@@ -189,18 +190,22 @@ func useConvWino(g backends.ConvGeometry, o int) bool {
 		g.N*((g.OutH+1)/2)*((g.OutW+1)/2) >= convWinoMinTiles
 }
 
-// convWinoForward is convForward on the Winograd path.
-func convWinoForward(b *Backend, out, x, w []float32, g backends.ConvGeometry, o int) {
+// convWinoForward is convForward on the Winograd path, with bf16 (for
+// bfloat16 autocast) the 16 GEMMs' operands rounded to bfloat16 as they
+// are packed and the exact products summed in float32.
+func convWinoForward(b *Backend, out, x, w []float32, g backends.ConvGeometry, o int, bf16 bool) {
 	d := newConvWino(g.C, o, g.H, g.W, g.OutH, g.OutW, g.PadTop, g.PadLeft)
+	d.bf16 = bf16
 	d.run(b, g.N, out, x, w, false)
 }
 
 // convWinoInputGrad is convInputGrad on the Winograd path: the
 // convolution of dy (o planes OutH×OutW) with the flipped, transposed
 // weights into dx (g.C planes H×W), dy read from 2 - PadTop rows and 2 -
-// PadLeft columns before dx's origin.
-func convWinoInputGrad(b *Backend, dx, dy, w []float32, g backends.ConvGeometry, o int) {
+// PadLeft columns before dx's origin; bf16 as for convWinoForward.
+func convWinoInputGrad(b *Backend, dx, dy, w []float32, g backends.ConvGeometry, o int, bf16 bool) {
 	d := newConvWino(o, g.C, g.OutH, g.OutW, g.H, g.W, 2-g.PadTop, 2-g.PadLeft)
+	d.bf16 = bf16
 	d.run(b, g.N, dx, dy, w, true)
 }
 
@@ -238,7 +243,7 @@ func (d convWino) run(b *Backend, n int, out, in, w []float32, flipped bool) {
 			convGEMM(b, kern, tiles, d.outC, d.inC,
 				matSrc[float32]{s: (*v)[xi*tiles*d.inC:], rs: d.inC, cs: 1},
 				matSrc[float32]{s: (*u)[xi*d.inC*d.outC:], rs: d.outC, cs: 1},
-				matDst[float32]{s: (*m)[xi*tiles*d.outC:], rs: d.outC, cs: 1}, par, false)
+				matDst[float32]{s: (*m)[xi*tiles*d.outC:], rs: d.outC, cs: 1}, par, d.bf16)
 		}
 		pool.put(v)
 		// the outputs, channels last over whole tiles, then laid back
@@ -356,8 +361,8 @@ func channelsFirst(dst, src []float32, n0, s0, s1, c, h, w, hp, wp int) {
 // transforms its inputs (V) and output gradients (dM) and sums dU_ξ =
 // V_ξᵀ·dM_ξ over its tiles into its own partial sum; the partials are
 // added in chunk order (the chunks depend only on the shapes) and
-// transformed back into dw.
-func convWinoWeightGrad(b *Backend, dw, dy, x []float32, g backends.ConvGeometry, o int) {
+// transformed back into dw; bf16 as for convWinoForward.
+func convWinoWeightGrad(b *Backend, dw, dy, x []float32, g backends.ConvGeometry, o int, bf16 bool) {
 	d := newConvWino(g.C, o, g.H, g.W, g.OutH, g.OutW, g.PadTop, g.PadLeft)
 	pool := poolFor[float32]()
 	p := d.plan(b, g.N)
@@ -394,7 +399,7 @@ func convWinoWeightGrad(b *Backend, dw, dy, x []float32, g backends.ConvGeometry
 			convGEMM(b, kern, d.inC, d.outC, tiles,
 				matSrc[float32]{s: (*v)[xi*tiles*d.inC:], rs: 1, cs: d.inC},
 				matSrc[float32]{s: (*m)[xi*tiles*d.outC:], rs: d.outC, cs: 1},
-				matDst[float32]{s: part[ch*size+xi*d.inC*d.outC:], rs: d.outC, cs: 1}, par, false)
+				matDst[float32]{s: part[ch*size+xi*d.inC*d.outC:], rs: d.outC, cs: 1}, par, bf16)
 		}
 		pool.put(m)
 		pool.put(v)

@@ -69,9 +69,9 @@ func TestConvWinogradMatchesDefinition(t *testing.T) {
 					v[i] = float32(math.NaN()) // every element must be overwritten
 				}
 			}
-			convWinoForward(be, out, xs, ws, g, c.o)
-			convWinoInputGrad(be, dx, dys, ws, g, c.o)
-			convWinoWeightGrad(be, dw, dys, xs, g, c.o)
+			convWinoForward(be, out, xs, ws, g, c.o, false)
+			convWinoInputGrad(be, dx, dys, ws, g, c.o, false)
+			convWinoWeightGrad(be, dw, dys, xs, g, c.o, false)
 			x64, w64, dy64 := f32to64(xs), f32to64(ws), f32to64(dys)
 			ax, aw, ady := absAll(x64), absAll(w64), absAll(dy64)
 			wantDx, wantDw := naiveConvGrads(x64, w64, dy64, g, c.o)
@@ -100,9 +100,9 @@ func TestConvWinogradMatchesDefinition(t *testing.T) {
 			if winoKernels {
 				goOut, goDx, goDw := make([]float32, len(out)), make([]float32, len(dx)), make([]float32, len(dw))
 				winoGoForce = true
-				convWinoForward(be, goOut, xs, ws, g, c.o)
-				convWinoInputGrad(be, goDx, dys, ws, g, c.o)
-				convWinoWeightGrad(be, goDw, dys, xs, g, c.o)
+				convWinoForward(be, goOut, xs, ws, g, c.o, false)
+				convWinoInputGrad(be, goDx, dys, ws, g, c.o, false)
+				convWinoWeightGrad(be, goDw, dys, xs, g, c.o, false)
 				winoGoForce = false
 				if !slices.Equal(bits32(goOut), bits32(out)) || !slices.Equal(bits32(goDx), bits32(dx)) ||
 					!slices.Equal(bits32(goDw), bits32(dw)) {
@@ -247,6 +247,210 @@ func TestWinoTransformsMatchKernels(t *testing.T) {
 					t.Fatalf("L = %v, n = %d, negative strides %v: the kernel differs from the Go loops", x.l, n, neg)
 				}
 			}
+		}
+	}
+}
+
+// matMul returns a·b for small dense matrices.
+func matMul(a, b [][]float64) [][]float64 {
+	c := make([][]float64, len(a))
+	for i := range a {
+		c[i] = make([]float64, len(b[0]))
+		for j := range b[0] {
+			for k := range b {
+				c[i][j] += a[i][k] * b[k][j]
+			}
+		}
+	}
+	return c
+}
+
+// matT returns aᵀ.
+func matT(a [][]float64) [][]float64 {
+	t := make([][]float64, len(a[0]))
+	for j := range t {
+		t[j] = make([]float64, len(a))
+		for i := range a {
+			t[j][i] = a[i][j]
+		}
+	}
+	return t
+}
+
+// winoMats are F(2×2, 3×3)'s Bᵀ, G and Aᵀ in float64, or with abs their
+// entries' magnitudes.
+func winoMats(abs bool) (bt, g, at [][]float64) {
+	f := func(x *winoXform) [][]float64 {
+		m := make([][]float64, len(x.l))
+		for i, r := range x.l {
+			m[i] = make([]float64, len(r))
+			for j, v := range r {
+				m[i][j] = float64(v)
+				if abs {
+					m[i][j] = math.Abs(m[i][j])
+				}
+			}
+		}
+		return m
+	}
+	return f(&winoBT), f(&winoG), f(&winoAT)
+}
+
+// winoRef64 is the Winograd forward pass in float64 over a convWino d
+// (in: n samples of d.inC planes, w: [outC][inC][3][3]): with abs, on
+// the magnitudes of the inputs, filters and transforms, which bounds Σ
+// |M_ξ's terms| along each output's path.
+func winoRef64(d convWino, n int, in, w []float64, abs bool) []float64 {
+	bt, g, at := winoMats(abs)
+	out := make([]float64, n*d.outC*d.outH*d.outW)
+	u := make([][][][]float64, d.outC)
+	for oc := range d.outC {
+		u[oc] = make([][][]float64, d.inC)
+		for ic := range d.inC {
+			f := make([][]float64, 3)
+			for r := range 3 {
+				f[r] = w[(oc*d.inC+ic)*9+3*r:][:3]
+			}
+			u[oc][ic] = matMul(matMul(g, f), matT(g))
+		}
+	}
+	for s := range n {
+		for ty := range d.th {
+			for tx := range d.tw {
+				v := make([][][]float64, d.inC)
+				for ic := range d.inC {
+					t := make([][]float64, 4)
+					for r := range 4 {
+						t[r] = make([]float64, 4)
+						for c := range 4 {
+							ih, iw := 2*ty+r-d.top, 2*tx+c-d.left
+							if ih >= 0 && ih < d.inH && iw >= 0 && iw < d.inW {
+								t[r][c] = in[((s*d.inC+ic)*d.inH+ih)*d.inW+iw]
+							}
+						}
+					}
+					v[ic] = matMul(matMul(bt, t), matT(bt))
+				}
+				for oc := range d.outC {
+					m := make([][]float64, 4)
+					for i := range 4 {
+						m[i] = make([]float64, 4)
+						for ic := range d.inC {
+							for j := range 4 {
+								m[i][j] += u[oc][ic][i][j] * v[ic][i][j]
+							}
+						}
+					}
+					y := matMul(matMul(at, m), matT(at))
+					for a := range 2 {
+						for b := range 2 {
+							oh, ow := 2*ty+a, 2*tx+b
+							if oh < d.outH && ow < d.outW {
+								out[((s*d.outC+oc)*d.outH+oh)*d.outW+ow] = y[a][b]
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// flipFilters returns w ([o][c][3][3]) as the input gradient's filters,
+// [c][o][3][3] rotated by 180°.
+func flipFilters(w []float64, o, c int) []float64 {
+	f := make([]float64, len(w))
+	for oc := range o {
+		for ic := range c {
+			for k := range 9 {
+				f[(ic*o+oc)*9+k] = w[(oc*c+ic)*9+8-k]
+			}
+		}
+	}
+	return f
+}
+
+// The Winograd path with bfloat16 products (bfloat16 autocast): the
+// forward pass and input gradient within 2^-7 of the Winograd sums'
+// magnitudes of the exact results (each product's two operands rounded to
+// bfloat16 errs by at most 2^-8 of it; the float32 sums and transforms
+// add far less), the weight gradient within 2^-7 of the direct sums'
+// magnitudes times 16 (the transformed tiles and gradients, at most 4 and
+// 2.25 times their inputs, summed over 16 positions; a looser bound);
+// most results differ from the float32 path's; 1 and 3 workers, and the
+// BF16 methods where they choose the path, give the same bits.
+func TestConvWinogradBF16(t *testing.T) {
+	for _, c := range []winoCase{{3, 5, 7, 8, 8, 1, 1, 8, 8}, {2, 3, 5, 10, 9, 0, 0, 8, 7}, {4, 32, 32, 8, 8, 1, 1, 8, 8}} {
+		g := c.geometry()
+		be := New(1)
+		x := randView(be, backends.Float32, 21, g.N, g.C, g.H, g.W)
+		w := randView(be, backends.Float32, 22, c.o, g.C, 3, 3)
+		dy := randView(be, backends.Float32, 23, g.N, c.o, g.OutH, g.OutW)
+		xs, ws, dys := buf(x).f32(), buf(w).f32(), buf(dy).f32()
+		run := func(workers int, bf16 bool) [][]float32 {
+			be := New(workers)
+			out := make([]float32, g.N*c.o*g.OutH*g.OutW)
+			dx := make([]float32, g.N*g.C*g.H*g.W)
+			dw := make([]float32, c.o*g.C*9)
+			convWinoForward(be, out, xs, ws, g, c.o, bf16)
+			convWinoInputGrad(be, dx, dys, ws, g, c.o, bf16)
+			convWinoWeightGrad(be, dw, dys, xs, g, c.o, bf16)
+			return [][]float32{out, dx, dw}
+		}
+		got, f32 := run(1, true), run(1, false)
+		x64, w64, dy64 := f32to64(xs), f32to64(ws), f32to64(dys)
+		ax, aw, ady := absAll(x64), absAll(w64), absAll(dy64)
+		fwd := newConvWino(g.C, c.o, g.H, g.W, g.OutH, g.OutW, g.PadTop, g.PadLeft)
+		bwd := newConvWino(c.o, g.C, g.OutH, g.OutW, g.H, g.W, 2-g.PadTop, 2-g.PadLeft)
+		wantDx, wantDw := naiveConvGrads(x64, w64, dy64, g, c.o)
+		_, scaleDw := naiveConvGrads(ax, aw, ady, g, c.o)
+		scaleDw16 := make([]float64, len(scaleDw))
+		for i, v := range scaleDw {
+			scaleDw16[i] = 16 * v
+		}
+		for i, k := range []struct {
+			what         string
+			want, bounds []float64
+		}{
+			{"output", naiveConv(x64, w64, g, c.o), winoRef64(fwd, g.N, ax, aw, true)},
+			{"input gradient", wantDx, winoRef64(bwd, g.N, ady, flipFilters(aw, c.o, g.C), true)},
+			{"weight gradient", wantDw, scaleDw16},
+		} {
+			differ, worst := 0, 0.0
+			for j, v := range got[i] {
+				e := math.Abs(float64(v) - k.want[j])
+				worst = max(worst, e/(0x1p-7*k.bounds[j]+1e-6))
+				if !(e <= 0x1p-7*k.bounds[j]+1e-6) {
+					t.Fatalf("%+v %s element %d = %v, want %v (bound %g)", c, k.what, j, v, k.want[j], 0x1p-7*k.bounds[j])
+				}
+				if v != f32[i][j] {
+					differ++
+				}
+			}
+			t.Logf("%+v %s: largest error %.3f of the bound", c, k.what, worst)
+			if differ < len(got[i])/2 {
+				t.Errorf("%+v %s: only %d of %d results differ from the float32 path's", c, k.what, differ, len(got[i]))
+			}
+		}
+		if three := run(3, true); !slices.Equal(bits32(slices.Concat(three...)), bits32(slices.Concat(got...))) {
+			t.Errorf("%+v: 3 workers give other bits than 1", c)
+		}
+		if !convBF16Wino(g, c.o) {
+			continue
+		}
+		// through the BF16 methods, which choose the path here
+		o := allocView(be, backends.Float32, g.N, c.o, g.OutH, g.OutW)
+		d := allocView(be, backends.Float32, g.N, g.C, g.H, g.W)
+		dwv := allocView(be, backends.Float32, c.o, g.C, 3, 3)
+		be.Conv2dBF16(o, x, w, g)
+		be.Conv2dInputGradBF16(d, dy, w, g)
+		be.Conv2dWeightGradBF16(dwv, dy, x, g)
+		if err := be.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(bits32(slices.Concat(buf(o).f32(), buf(d).f32(), buf(dwv).f32())), bits32(slices.Concat(got...))) {
+			t.Errorf("%+v: the BF16 methods differ from the Winograd path with bfloat16 products", c)
 		}
 	}
 }

@@ -160,7 +160,7 @@ func dim(v backends.View, d int) int {
 // (conv_winograd.go, useConvWino), in all three directions.
 func convForward[T float](b *Backend, out, x, w []T, g backends.ConvGeometry, o int) {
 	if out32, ok := any(out).([]float32); ok && useConvWino(g, o) {
-		convWinoForward(b, out32, any(x).([]float32), any(w).([]float32), g, o)
+		convWinoForward(b, out32, any(x).([]float32), any(w).([]float32), g, o, false)
 		return
 	}
 	if out32, ok := any(out).([]float32); ok && useConvDirect(g, o, g.OutH, g.OutW, false) {
@@ -278,7 +278,7 @@ func addPartials[T float](dst, part []T, chunks int) {
 // tap path (conv_taps.go) take some convolutions on AVX2 machines.
 func convInputGrad[T float](b *Backend, dx, dy, w []T, g backends.ConvGeometry, o int) {
 	if dx32, ok := any(dx).([]float32); ok && useConvWino(g, o) {
-		convWinoInputGrad(b, dx32, any(dy).([]float32), any(w).([]float32), g, o)
+		convWinoInputGrad(b, dx32, any(dy).([]float32), any(w).([]float32), g, o, false)
 		return
 	}
 	// the direct input gradient is a stride-1 convolution of dy
@@ -332,7 +332,7 @@ func convInputGradCols[T float](b *Backend, dx, dy, w []T, g backends.ConvGeomet
 // the tap path (conv_taps.go) take some convolutions on AVX2 machines.
 func convWeightGrad[T float](b *Backend, dw, dy, x []T, g backends.ConvGeometry, o int) {
 	if dw32, ok := any(dw).([]float32); ok && useConvWino(g, o) {
-		convWinoWeightGrad(b, dw32, any(dy).([]float32), any(x).([]float32), g, o)
+		convWinoWeightGrad(b, dw32, any(dy).([]float32), any(x).([]float32), g, o, false)
 		return
 	}
 	if dw32, ok := any(dw).([]float32); ok && useConvDirect(g, o, g.OutH, g.OutW, true) {
