@@ -19,8 +19,9 @@ type bf16Matmuler interface {
 // convolutions, offered by the CPU backend: ConvFusion's three kernels on
 // Float32 views, with their operands rounded to bfloat16 and the exact
 // products summed in float32 where the backend finds that faster than its
-// float32 kernels (on the CPU: AVX-512 BF16 and layers of at least 32
-// input and 64 output channels), else exactly those. A convolution on a
+// float32 kernels (on the CPU, with AVX-512 BF16: its Winograd path's
+// layers, whose transformed operands are rounded, and other layers of at
+// least 32 input and 64 output channels), else exactly those. A convolution on a
 // BFloat16 Autocast view that stays in float32 (autocastConvF32) runs
 // through them, its backward included.
 type bf16Conver interface {

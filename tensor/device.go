@@ -415,8 +415,9 @@ func (d Device) NoGrad() Device { d.check("Device.NoGrad"); d.noGrad = true; ret
 // takes float32 (the CPU's), rather than being composed in bfloat16,
 // which is several times slower: the CPU computes them, forward and
 // gradients, with bfloat16 products summed in float32 where that is
-// faster (AVX-512 BF16, layers of at least 32 input and 64 output
-// channels) and in float32 elsewhere.
+// faster (AVX-512 BF16: 3×3 stride-1 layers on its Winograd path, whose
+// transformed tiles and filters are rounded, other layers of at least 32
+// input and 64 output channels) and in float32 elsewhere.
 // It panics with ErrDType for any other dtype.
 func (d Device) Autocast(dtype DType) Device {
 	d.check("Device.Autocast")
