@@ -39,10 +39,11 @@ func convBF16Pays(g backends.ConvGeometry, o int) bool {
 // takes the Winograd path with bfloat16 products (the 16 GEMMs' operands,
 // the transformed tiles and filters, rounded to bfloat16): with AVX-512
 // BF16 where useConvWino takes the layer. On a Zen 4 core that ran
-// ResNet-18's 3×3 layers with 64 to 256 channels 1.0 to 2.0 times as fast
-// as the float32 Winograd path (1.3 to 1.96 in the forward passes and
-// input gradients) and 1.2 to 2.4 times the bfloat16 GEMM path
-// (BenchmarkResNetConvs, paths wino, winobf16 and bf16).
+// ResNet-18's 3×3 layers with 64 to 256 channels 1.35 to 2.1 times as
+// fast as the float32 Winograd path (BenchmarkResNetConvs, paths default
+// and autocast, one quiet run), and faster than the bfloat16 GEMM path
+// on each layer and direction (1.1 to 2.4 times, one run beside other
+// load).
 func convBF16Wino(g backends.ConvGeometry, o int) bool {
 	return !convBF16Force && convBF16Hardware && useConvWino(g, o)
 }
