@@ -228,16 +228,7 @@ func (d convWino) run(b *Backend, n int, out, in, w []float32, flipped bool) {
 	b.runChunks(p, func(ch int, par bool) {
 		n0, sn := p.samples(ch, n)
 		tiles := sn * d.tiles
-		xp := pool.get(sn * d.hp * d.wp * d.inC)
-		forChannels(b, par, sn, d.hp*d.wp*d.inC, func(s0, s1 int) {
-			channelsLast(*xp, in, n0, s0, s1, d.inC, d.inH, d.inW, d.hp, d.wp, d.top, d.left)
-		})
-		v := pool.get(16 * tiles * d.inC)
-		d.forTiles(b, par, sn, 16*d.inC, func(s, ty, tx, t int) {
-			winoBT.run(*v, t*d.inC, 4*tiles*d.inC, tiles*d.inC,
-				*xp, ((s*d.hp+2*ty)*d.wp+2*tx)*d.inC, d.wp*d.inC, d.inC, d.inC)
-		})
-		pool.put(xp)
+		v := d.inputTiles(b, par, in, n0, sn)
 		m := pool.get(16 * tiles * d.outC)
 		for xi := range 16 {
 			convGEMM(b, kern, tiles, d.outC, d.inC,
@@ -259,6 +250,25 @@ func (d convWino) run(b *Backend, n int, out, in, w []float32, flipped bool) {
 		})
 		pool.put(yp)
 	})
+}
+
+// inputTiles returns V, [16][tiles][inC] from the pool, for samples
+// n0..n0+sn of in: laid out channels last and padded (a scratch buffer),
+// then transformed tile by tile, split among the workers with par.
+func (d convWino) inputTiles(b *Backend, par bool, in []float32, n0, sn int) *[]float32 {
+	pool := poolFor[float32]()
+	tiles := sn * d.tiles
+	xp := pool.get(sn * d.hp * d.wp * d.inC)
+	defer pool.put(xp)
+	forChannels(b, par, sn, d.hp*d.wp*d.inC, func(s0, s1 int) {
+		channelsLast(*xp, in, n0, s0, s1, d.inC, d.inH, d.inW, d.hp, d.wp, d.top, d.left)
+	})
+	v := pool.get(16 * tiles * d.inC)
+	d.forTiles(b, par, sn, 16*d.inC, func(s, ty, tx, t int) {
+		winoBT.run(*v, t*d.inC, 4*tiles*d.inC, tiles*d.inC,
+			*xp, ((s*d.hp+2*ty)*d.wp+2*tx)*d.inC, d.wp*d.inC, d.inC, d.inC)
+	})
+	return v
 }
 
 // forTiles runs f(s, ty, tx, t) for every tile of sn samples (t its
@@ -375,16 +385,7 @@ func convWinoWeightGrad(b *Backend, dw, dy, x []float32, g backends.ConvGeometry
 	b.runChunks(p, func(ch int, par bool) {
 		n0, sn := p.samples(ch, g.N)
 		tiles := sn * d.tiles
-		xp := pool.get(sn * d.hp * d.wp * d.inC)
-		forChannels(b, par, sn, d.hp*d.wp*d.inC, func(s0, s1 int) {
-			channelsLast(*xp, x, n0, s0, s1, d.inC, d.inH, d.inW, d.hp, d.wp, d.top, d.left)
-		})
-		v := pool.get(16 * tiles * d.inC)
-		d.forTiles(b, par, sn, 16*d.inC, func(s, ty, tx, t int) {
-			winoBT.run(*v, t*d.inC, 4*tiles*d.inC, tiles*d.inC,
-				*xp, ((s*d.hp+2*ty)*d.wp+2*tx)*d.inC, d.wp*d.inC, d.inC, d.inC)
-		})
-		pool.put(xp)
+		v := d.inputTiles(b, par, x, n0, sn)
 		yp := pool.get(sn * th2 * tw2 * d.outC)
 		forChannels(b, par, sn, th2*tw2*d.outC, func(s0, s1 int) {
 			channelsLast(*yp, dy, n0, s0, s1, d.outC, d.outH, d.outW, th2, tw2, 0, 0)

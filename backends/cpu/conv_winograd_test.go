@@ -124,17 +124,8 @@ func TestConvWinogradMatchesDefinition(t *testing.T) {
 						x := randView(be, backends.Float32, 11, g.N, g.C, g.H, g.W)
 						w := randView(be, backends.Float32, 12, c.o, g.C, 3, 3)
 						dy := randView(be, backends.Float32, 13, g.N, c.o, g.OutH, g.OutW)
-						o := allocView(be, backends.Float32, g.N, c.o, g.OutH, g.OutW)
-						d := allocView(be, backends.Float32, g.N, g.C, g.H, g.W)
-						dwv := allocView(be, backends.Float32, c.o, g.C, 3, 3)
-						be.Conv2d(o, x, w, g)
-						be.Conv2dInputGrad(d, dy, w, g)
-						be.Conv2dWeightGrad(dwv, dy, x, g)
-						if err := be.Sync(); err != nil {
-							t.Fatal(err)
-						}
-						if !slices.Equal(bits32(buf(o).f32()), bits32(out)) || !slices.Equal(bits32(buf(d).f32()), bits32(dx)) ||
-							!slices.Equal(bits32(buf(dwv).f32()), bits32(dw)) {
+						got := backendConvs(t, be, x, w, dy, g, c.o, false)
+						if !slices.Equal(bits32(got), bits32(slices.Concat(out, dx, dw))) {
 							t.Fatalf("%d workers, mode %q: the backend's convolutions differ from the Winograd kernels", workers, mode)
 						}
 					}
@@ -440,17 +431,31 @@ func TestConvWinogradBF16(t *testing.T) {
 			continue
 		}
 		// through the BF16 methods, which choose the path here
-		o := allocView(be, backends.Float32, g.N, c.o, g.OutH, g.OutW)
-		d := allocView(be, backends.Float32, g.N, g.C, g.H, g.W)
-		dwv := allocView(be, backends.Float32, c.o, g.C, 3, 3)
-		be.Conv2dBF16(o, x, w, g)
-		be.Conv2dInputGradBF16(d, dy, w, g)
-		be.Conv2dWeightGradBF16(dwv, dy, x, g)
-		if err := be.Sync(); err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(bits32(slices.Concat(buf(o).f32(), buf(d).f32(), buf(dwv).f32())), bits32(slices.Concat(got...))) {
+		if !slices.Equal(bits32(backendConvs(t, be, x, w, dy, g, c.o, true)), bits32(slices.Concat(got...))) {
 			t.Errorf("%+v: the BF16 methods differ from the Winograd path with bfloat16 products", c)
 		}
 	}
+}
+
+// backendConvs returns the output, input gradient and weight gradient of
+// convolution g (o output channels) of x, w and dy through be's methods
+// (the BF16 ones with bf16), one after another in one slice.
+func backendConvs(t *testing.T, be *Backend, x, w, dy backends.View, g backends.ConvGeometry, o int, bf16 bool) []float32 {
+	t.Helper()
+	out := allocView(be, backends.Float32, g.N, o, g.OutH, g.OutW)
+	dx := allocView(be, backends.Float32, g.N, g.C, g.H, g.W)
+	dw := allocView(be, backends.Float32, o, g.C, 3, 3)
+	if bf16 {
+		be.Conv2dBF16(out, x, w, g)
+		be.Conv2dInputGradBF16(dx, dy, w, g)
+		be.Conv2dWeightGradBF16(dw, dy, x, g)
+	} else {
+		be.Conv2d(out, x, w, g)
+		be.Conv2dInputGrad(dx, dy, w, g)
+		be.Conv2dWeightGrad(dw, dy, x, g)
+	}
+	if err := be.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	return slices.Concat(buf(out).f32(), buf(dx).f32(), buf(dw).f32())
 }
