@@ -71,6 +71,26 @@ func (b *Backend) convBF16Path(out, withO backends.View, g backends.ConvGeometry
 	return convF32Path
 }
 
+// convF32Kernel is a fused convolution kernel on float32 slices (one of
+// convKernels's f32 functions).
+type convF32Kernel = func(b *Backend, out, a, c []float32, g backends.ConvGeometry, o int)
+
+// convBF16Run runs a BF16 method's call: gemm or wino (each with bfloat16
+// products) as convBF16Path says for out and withO (the view with the o
+// output channels), else the float32 method f32.
+func (b *Backend) convBF16Run(op string, out, withO, a, c backends.View, g backends.ConvGeometry,
+	gemm, wino convF32Kernel, f32 func(out, a, c backends.View, g backends.ConvGeometry)) {
+	o := dim(withO, 1)
+	switch b.convBF16Path(out, withO, g, o) {
+	case convBF16GEMM:
+		convKernels{f32: gemm}.run(b, op, out, a, c, g, o)
+	case convBF16Winograd:
+		convKernels{f32: wino}.run(b, op, out, a, c, g, o)
+	default:
+		f32(out, a, c, g)
+	}
+}
+
 // Conv2dBF16 is Conv2d for bfloat16 autocast on Float32 views: the
 // products of x and w rounded to bfloat16, summed in float32, where
 // convBF16Pays (each output element the bfloat16 GEMM's sum over the
@@ -78,42 +98,28 @@ func (b *Backend) convBF16Path(out, withO backends.View, g backends.ConvGeometry
 // Winograd path's products of transformed tiles and filters rounded to
 // bfloat16 where convBF16Wino; elsewhere Conv2d itself.
 func (b *Backend) Conv2dBF16(out, x, w backends.View, g backends.ConvGeometry) {
-	var f func(b *Backend, out, x, w []float32, g backends.ConvGeometry, o int)
-	switch b.convBF16Path(out, out, g, dim(out, 1)) {
-	case convBF16GEMM:
-		f = func(b *Backend, out, x, w []float32, g backends.ConvGeometry, o int) {
+	b.convBF16Run("conv2d", out, out, x, w, g,
+		func(b *Backend, out, x, w []float32, g backends.ConvGeometry, o int) {
 			convForwardCols(b, out, x, w, g, o, true)
-		}
-	case convBF16Winograd:
-		f = func(b *Backend, out, x, w []float32, g backends.ConvGeometry, o int) {
+		},
+		func(b *Backend, out, x, w []float32, g backends.ConvGeometry, o int) {
 			convWinoForward(b, out, x, w, g, o, true)
-		}
-	default:
-		b.Conv2d(out, x, w, g)
-		return
-	}
-	convKernels{f32: f}.run(b, "conv2d", out, x, w, g, dim(out, 1))
+		},
+		b.Conv2d)
 }
 
 // Conv2dInputGradBF16 is Conv2dInputGrad for bfloat16 autocast, as
 // Conv2dBF16 is Conv2d's: dy and w (or their transforms) rounded to
 // bfloat16 where convBF16Pays or convBF16Wino.
 func (b *Backend) Conv2dInputGradBF16(dx, dy, w backends.View, g backends.ConvGeometry) {
-	var f func(b *Backend, dx, dy, w []float32, g backends.ConvGeometry, o int)
-	switch b.convBF16Path(dx, dy, g, dim(dy, 1)) {
-	case convBF16GEMM:
-		f = func(b *Backend, dx, dy, w []float32, g backends.ConvGeometry, o int) {
+	b.convBF16Run("conv2d input grad", dx, dy, dy, w, g,
+		func(b *Backend, dx, dy, w []float32, g backends.ConvGeometry, o int) {
 			convInputGradCols(b, dx, dy, w, g, o, true)
-		}
-	case convBF16Winograd:
-		f = func(b *Backend, dx, dy, w []float32, g backends.ConvGeometry, o int) {
+		},
+		func(b *Backend, dx, dy, w []float32, g backends.ConvGeometry, o int) {
 			convWinoInputGrad(b, dx, dy, w, g, o, true)
-		}
-	default:
-		b.Conv2dInputGrad(dx, dy, w, g)
-		return
-	}
-	convKernels{f32: f}.run(b, "conv2d input grad", dx, dy, w, g, dim(dy, 1))
+		},
+		b.Conv2dInputGrad)
 }
 
 // Conv2dWeightGradBF16 is Conv2dWeightGrad for bfloat16 autocast, as
@@ -121,19 +127,12 @@ func (b *Backend) Conv2dInputGradBF16(dx, dy, w backends.View, g backends.ConvGe
 // rounded to bfloat16 where convBF16Pays or convBF16Wino; the chunks'
 // partial sums are added in float32.
 func (b *Backend) Conv2dWeightGradBF16(dw, dy, x backends.View, g backends.ConvGeometry) {
-	var f func(b *Backend, dw, dy, x []float32, g backends.ConvGeometry, o int)
-	switch b.convBF16Path(dw, dy, g, dim(dy, 1)) {
-	case convBF16GEMM:
-		f = func(b *Backend, dw, dy, x []float32, g backends.ConvGeometry, o int) {
+	b.convBF16Run("conv2d weight grad", dw, dy, dy, x, g,
+		func(b *Backend, dw, dy, x []float32, g backends.ConvGeometry, o int) {
 			convWeightGradCols(b, dw, dy, x, g, o, true)
-		}
-	case convBF16Winograd:
-		f = func(b *Backend, dw, dy, x []float32, g backends.ConvGeometry, o int) {
+		},
+		func(b *Backend, dw, dy, x []float32, g backends.ConvGeometry, o int) {
 			convWinoWeightGrad(b, dw, dy, x, g, o, true)
-		}
-	default:
-		b.Conv2dWeightGrad(dw, dy, x, g)
-		return
-	}
-	convKernels{f32: f}.run(b, "conv2d weight grad", dw, dy, x, g, dim(dy, 1))
+		},
+		b.Conv2dWeightGrad)
 }
