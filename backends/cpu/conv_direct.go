@@ -495,7 +495,7 @@ func convDirectWeightGrad(b *Backend, dw, dy, x []float32, g backends.ConvGeomet
 		pool.put(gy)
 	})
 	if partials != nil {
-		addPartials(dw[:o*ck], part, chunks)
+		addPartials(b, dw[:o*ck], part, chunks)
 		pool.put(partials)
 	}
 }

@@ -405,17 +405,7 @@ func convWinoWeightGrad(b *Backend, dw, dy, x []float32, g backends.ConvGeometry
 		pool.put(m)
 		pool.put(v)
 	})
-	if p.chunks > 1 {
-		b.parallel(size, grainFor(size, p.chunks), func(lo, hi int) {
-			dst := part[lo:hi]
-			for ch := 1; ch < p.chunks; ch++ {
-				src := part[ch*size+lo : ch*size+hi]
-				for i := range dst {
-					dst[i] += src[i]
-				}
-			}
-		})
-	}
+	addPartials(b, part[:size], part, p.chunks)
 	// Gᵀ·dU·G along oc into [ic][tap][oc], then transposed into dw,
 	// [oc][ic·9 + tap]
 	wt := pool.get(d.inC * 9 * d.outC)

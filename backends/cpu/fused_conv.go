@@ -261,15 +261,21 @@ func convRowOffsets(g backends.ConvGeometry) []int {
 }
 
 // addPartials sets dst to the sum of the chunks' partial results (each
-// len(dst) long, one after another in part), added in chunk order.
-func addPartials[T float](dst, part []T, chunks int) {
-	copy(dst, part[:len(dst)])
-	for ch := 1; ch < chunks; ch++ {
-		p := part[ch*len(dst):][:len(dst)]
-		for i := range p {
-			dst[i] += p[i]
+// len(dst) long, one after another in part; dst may be the first), added
+// in chunk order, the elements split among b's workers (each element's
+// sum is the same whatever the split).
+func addPartials[T float](b *Backend, dst, part []T, chunks int) {
+	n := len(dst)
+	b.parallel(n, grainFor(n, chunks), func(lo, hi int) {
+		d := dst[lo:hi]
+		copy(d, part[lo:hi])
+		for ch := 1; ch < chunks; ch++ {
+			p := part[ch*n+lo : ch*n+hi]
+			for i := range p {
+				d[i] += p[i]
+			}
 		}
-	}
+	})
 }
 
 // convInputGrad: for each chunk, dcols [CK, S·L] = wᵀ [CK, O] · dy chunk
@@ -401,7 +407,7 @@ func convWeightGradCols[T float](b *Backend, dw, dy, x []T, g backends.ConvGeome
 	}
 	b.runChunks(p, chunk)
 	if partials != nil {
-		addPartials(dw[:o*ck], part, p.chunks)
+		addPartials(b, dw[:o*ck], part, p.chunks)
 		pool.put(partials)
 	}
 }
@@ -457,7 +463,7 @@ func convWeightGradDots(b *Backend, dw, dy, x []float32, g backends.ConvGeometry
 			pool.put(gy)
 		}
 	})
-	addPartials(dw[:o*ck], part, chunks)
+	addPartials(b, dw[:o*ck], part, chunks)
 	pool.put(partials)
 }
 
