@@ -167,15 +167,26 @@ func (v act32) scale(u lanes) lanes {
 // twoProd returns a·bh + (a·bh - rounded + a·bl), rounded once: a·(bh +
 // bl) with a·bh exact in two terms.
 func twoProd(a, bh, bl lanes) lanes {
-	y, lo := newLanes(len(a)), newLanes(len(a))
+	y, lo := prodParts(a, nil, bh, bl)
+	eachLane(a, func(i int) { VADDPS(lo[i], y[i], y[i]) })
+	return y
+}
+
+// prodParts returns y = a·bh rounded and lo = (a·bh - y) + a·bl (+ al·bh
+// where al is not nil), added in that order: (a + al)·(bh + bl) in two
+// terms, a·bh exact and al·bl left out.
+func prodParts(a, al, bh, bl lanes) (y, lo lanes) {
+	y, lo = newLanes(len(a)), newLanes(len(a))
 	eachLane(a, func(i int) {
 		VMULPS(bh[i], a[i], y[i])
 		VMOVAPS(y[i], lo[i])
 		fmsub231(bh[i], a[i], lo[i]) // a·bh - y, exact
 		VFMADD231PS(bl[i], a[i], lo[i])
-		VADDPS(lo[i], y[i], y[i])
+		if al != nil {
+			VFMADD231PS(bh[i], al[i], lo[i])
+		}
 	})
-	return y
+	return y, lo
 }
 
 // act32FwdParts returns, for x clamped to [act32FwdLo, act32FwdHi], y, yl and

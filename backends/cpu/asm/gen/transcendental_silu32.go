@@ -234,14 +234,7 @@ func silu32DY(xs, gs lanes) lanes {
 	})
 	fh := b
 	// N = e·f = Nh + Nl (Nl about 1% of N), then N/D = yh + yl
-	nh, nl := newLanes(k), newLanes(k)
-	eachLane(xs, func(i int) {
-		VMULPS(fh[i], eh[i], nh[i])
-		VMOVAPS(nh[i], nl[i])
-		fmsub231(fh[i], eh[i], nl[i]) // eh·fh - Nh, exact
-		VFMADD231PS(fl[i], eh[i], nl[i])
-		VFMADD231PS(fh[i], el[i], nl[i])
-	})
+	nh, nl := prodParts(eh, el, fh, fl)
 	yh, rem := newLanes(k), newLanes(k)
 	eachLane(xs, func(i int) {
 		VMULPS(q[i], nh[i], yh[i])
