@@ -488,3 +488,37 @@ func BenchmarkFillZeros(b *testing.B) {
 	b.ReportMetric(float64(best[0].Microseconds()), "us-driver")
 	b.ReportMetric(float64(best[1].Microseconds()), "us-flat")
 }
+
+// A broadcast scalar copied into a contiguous view (the gradient of a sum)
+// is filled by copies of what is filled so far (fill): every element of
+// runs around its block size and of a view long enough for several
+// parallel chunks holds the value, and nothing outside the run changes.
+func TestCopyBroadcastScalarFills(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 31, 2047, 2048, 2049, 4096, 5000} {
+		d := make([]float32, n+2)
+		d[0], d[n+1] = -1, -1
+		fill(d[1:n+1], 2.5)
+		for i, v := range d {
+			want := float32(2.5)
+			if i == 0 || i == n+1 {
+				want = -1
+			}
+			if v != want {
+				t.Fatalf("fill of %d: d[%d] = %v, want %v", n, i, v, want)
+			}
+		}
+	}
+	be := New(2)
+	for _, dt := range []backends.DType{backends.Float32, backends.Float64, backends.BFloat16, backends.Int64} {
+		n := 3*ewMinChunk + 7
+		x := makeView(be, dt, scalar, 3, false, 4, n/4+1)
+		out := allocView(be, dt, 4, n/4+1)
+		be.Copy(out, x)
+		v, _ := loadAt(x, []int{0, 0})
+		want := make([]float64, backends.NumElements(out.Shape))
+		for i := range want {
+			want[i] = v
+		}
+		checkExact(t, fmt.Sprintf("copy of a broadcast %s scalar", dt), out, want)
+	}
+}

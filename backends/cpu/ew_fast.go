@@ -96,16 +96,42 @@ func binaryScalarFlat[T float](b *Backend, op backends.BinaryOp, views []backend
 }
 
 // copyFlat copies a contiguous run in large chunks (the runtime's copy
-// streams chunks of 1 MiB or more past the caches).
+// streams chunks of 1 MiB or more past the caches), or fills one from a
+// broadcast scalar (fill): element by element that ran at 1.3 Gelem/s and
+// took 6% of the MNIST CNN conv2 benchmark's time on one thread, for the
+// gradient of its loss, a sum.
 func copyFlat[T elems](b *Backend, l *loop, os, xs []T) bool {
-	if !flatRun(l, false, false) {
+	if !flatRun(l, false, true) {
 		return false
 	}
 	o0, x0 := l.base[0], l.base[1]
+	if l.inner[1] == 0 { // a broadcast scalar (the gradient of a sum, say)
+		v := xs[x0]
+		b.parallel(l.n, b.ewGrain(l.n), func(lo, hi int) { fill(os[o0+lo:o0+hi], v) })
+		return true
+	}
 	b.parallel(l.n, b.ewGrain(l.n), func(lo, hi int) {
 		copy(os[o0+lo:o0+hi], xs[x0+lo:x0+hi])
 	})
 	return true
+}
+
+// fill sets every element of d to v: one store, then copies of what is
+// filled so far (runtime.memmove's wide stores), doubling up to a block
+// that stays in L1, and then that block over and over.
+func fill[T any](d []T, v T) {
+	const block = 2048 // elements: 8 KiB of float32
+	n := min(len(d), block)
+	if n == 0 {
+		return
+	}
+	d[0] = v
+	for k := 1; k < n; k *= 2 {
+		copy(d[k:n], d[:k])
+	}
+	for k := n; k < len(d); k += n {
+		copy(d[k:], d[:n])
+	}
 }
 
 func sizeOf[T float]() uintptr {
