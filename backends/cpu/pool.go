@@ -54,6 +54,11 @@ import (
 //     (soloRunner: a GEMM cut into strips runs as one GEMM, as on a
 //     1-worker Backend), so that a 2-worker Backend beside a busy process
 //     does not pay for a split nobody shares.
+//   - Late joins. A helper that becomes idle while a job runs, having
+//     missed the hand-off (it was finishing another job, or waking for
+//     one the caller has done meanwhile), is handed the job by the caller
+//     before its next chunk (lead), and a job that a helper is about to
+//     be free for runs in chunks rather than in one piece (finishing).
 //   - Late helpers step aside. A helper that arrives when only the last
 //     chunk is left, and the caller is about to take it, leaves it (see
 //     tooLate): taking it would risk the caller waiting for a helper that
@@ -101,7 +106,10 @@ const (
 type helperSlot struct {
 	state atomic.Int32 // slotBusy, slotSpinning, slotParked or slotClaimed
 	wake  chan *job    // capacity 1; only the dispatcher that claimed the slot sends
-	_     [48]byte     // a cache line of its own
+	// job is the job last handed to the helper, until it is idle again
+	// (see finishing)
+	job atomic.Pointer[job]
+	_   [40]byte // a cache line of its own
 }
 
 // A helper's state: running a job, spinning for the next one, parked on
@@ -282,6 +290,7 @@ func (p *pool) helper(s *helperSlot) {
 				st.helped.Add(int64(ran))
 			}
 		}
+		s.job.Store(nil)
 		j.release()
 	}
 }
@@ -667,7 +676,7 @@ func (p *pool) dispatch(n, grain, chunks int, fn func(lo, hi int), r runner, key
 	if given < want {
 		j.refs.Add(int32(given - want))
 	}
-	if s, ok := r.(soloRunner); ok && given == 0 {
+	if s, ok := r.(soloRunner); ok && given == 0 && !p.finishing() {
 		// nobody else holds j: the caller runs the whole job its own way
 		j.release()
 		s.runAlone()
@@ -681,12 +690,13 @@ func (p *pool) dispatch(n, grain, chunks int, fn func(lo, hi int), r runner, key
 	}
 
 	began := time.Now()
-	ran := j.work()
-	own := time.Since(began) // the caller's chunks
-	spin := maxJoinSpin
-	if ran > 0 {
-		spin = min(max(2*own/time.Duration(ran), joinSpin), maxJoinSpin)
+	ran, late := p.lead(j, want-given)
+	given += late
+	if st != nil {
+		st.lateJoins.Add(int64(late))
 	}
+	own := time.Since(began) // the caller's chunks
+	spin := p.joinBudget(own, ran)
 	var joined time.Time // for the counters only: no clock read on the hot path otherwise
 	if st != nil {
 		joined = time.Now()
@@ -729,6 +739,24 @@ func (p *pool) dispatch(n, grain, chunks int, fn func(lo, hi int), r runner, key
 	}
 }
 
+// joinBudget is how long a caller that ran ran chunks in own polls for
+// the helpers' running chunks before it sleeps: about two of its chunks,
+// within [joinSpin, maxJoinSpin], and on a quiet machine (see quiet) at
+// least as long as a wake-up has lately taken, within maxSpin, as an idle
+// helper polls (spinBudget): the core it holds is one nobody else wants,
+// and a caller that sleeps ends the job, and starts the next, a wake-up
+// later than the helpers' last chunk.
+func (p *pool) joinBudget(own time.Duration, ran int) time.Duration {
+	spin := maxJoinSpin
+	if ran > 0 {
+		spin = min(max(2*own/time.Duration(ran), joinSpin), maxJoinSpin)
+	}
+	if p.quiet() {
+		spin = max(spin, min(time.Duration(p.wakeup.Load()), maxSpin))
+	}
+	return spin
+}
+
 // serialRun runs the chunks of [0, n) in order on the caller (r's whole
 // job in one piece where r is a soloRunner).
 func serialRun(n, grain int, fn func(lo, hi int), r runner) {
@@ -754,11 +782,83 @@ func (p *pool) offer(j *job, count int, from int32) int {
 			break
 		}
 		if s := &p.slots[i]; s.state.Load() == from && s.state.CompareAndSwap(from, slotClaimed) {
+			s.job.Store(j)
 			s.wake <- j
 			given++
 		}
 	}
 	return given
+}
+
+// lead is the caller's share of j: it claims and runs chunks as work does
+// and, while missing helpers that j could use did not take it when it was
+// handed out, offers it before each chunk to any helper that has become
+// idle and spins since (no wake-ups: a parked helper stays parked). It
+// returns the chunks it ran and the helpers that joined late.
+//
+// Such a helper was finishing another job, typically one that a wake-up
+// brought it to too late: beside a stream of jobs, a helper woken for a
+// short one (the packing before a GEMM's strips) arrives when the caller
+// has run it all and moved on to the next, which without a late hand-off
+// the caller then ran alone. On a quiet 2-core virtual machine 2-worker
+// GEMMs of 512³ fell into that, call after call, in a sixth of their
+// calls (2.5 ms where a shared call took 1.3).
+func (p *pool) lead(j *job, missing int) (ran, late int) {
+	for {
+		if missing > 0 && p.spinning() {
+			j.refs.Add(1) // before the helper can let go of it
+			if p.offer(j, 1, slotSpinning) == 1 {
+				missing--
+				late++
+			} else {
+				j.refs.Add(-1) // j is not shared yet: its other holders keep it
+			}
+		}
+		c := j.next.Add(1) - 1
+		if c >= j.chunks {
+			return ran, late
+		}
+		if j.failed.Load() == nil {
+			j.runChunk(c)
+			ran++
+		}
+		j.finish()
+	}
+}
+
+// spinning reports whether some helper is idle and polling for a job.
+func (p *pool) spinning() bool {
+	for i := range p.slots {
+		if p.slots[i].state.Load() == slotSpinning {
+			return true
+		}
+	}
+	return false
+}
+
+// finishing reports whether some helper will soon be idle although it
+// was handed a job: a wake-up is bringing it to a job whose chunks have
+// all been taken meanwhile, or it is leaving a job whose chunks are all
+// done. A job now handed out then runs in chunks that the helper may join
+// (lead) rather than in one piece on the caller (soloRunner). A helper
+// running a chunk is not finishing: it may run for as long as the chunk.
+func (p *pool) finishing() bool {
+	for i := range p.slots {
+		s := &p.slots[i]
+		st := s.state.Load()
+		if st != slotBusy && st != slotClaimed {
+			continue
+		}
+		j := s.job.Load()
+		switch {
+		case j == nil:
+		case st == slotClaimed && j.next.Load() >= j.chunks:
+			return true
+		case st == slotBusy && j.done.Load() >= j.chunks:
+			return true
+		}
+	}
+	return false
 }
 
 // parallelTasks runs fn(i) for i in [0, n), one task per index; tasks must be

@@ -19,6 +19,7 @@ type poolCounters struct {
 	serial     atomic.Int64 // run serially by the tuner's choice
 	tries      atomic.Int64 // parallel tries of a serial site
 	alone      atomic.Int64 // parallel, but no helper took the job
+	lateJoins  atomic.Int64 // helpers handed a job once it was running (pool.lead)
 	woken      atomic.Int64 // parked helpers handed a job
 	helped     atomic.Int64 // chunks run by helpers
 	late       atomic.Int64 // helpers that left the last chunk to the caller
@@ -37,8 +38,8 @@ type poolCounters struct {
 // String formats the counters on one line.
 func (c *poolCounters) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "jobs %d serial %d tries %d alone %d woken %d helped %d late %d shared %d join spun %d slept %d long %d wait %v",
-		c.jobs.Load(), c.serial.Load(), c.tries.Load(), c.alone.Load(), c.woken.Load(), c.helped.Load(), c.late.Load(), c.shared.Load(),
+	fmt.Fprintf(&b, "jobs %d serial %d tries %d alone %d late joins %d woken %d helped %d late %d shared %d join spun %d slept %d long %d wait %v",
+		c.jobs.Load(), c.serial.Load(), c.tries.Load(), c.alone.Load(), c.lateJoins.Load(), c.woken.Load(), c.helped.Load(), c.late.Load(), c.shared.Load(),
 		c.joinSpun.Load(), c.joinSlept.Load(), c.joinLong.Load(), time.Duration(c.joinWait.Load()))
 	if e := c.parEst.Load(); e > 0 {
 		fmt.Fprintf(&b, " par wall/est %.2f", float64(c.parWall.Load())/float64(e))

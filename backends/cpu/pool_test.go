@@ -724,3 +724,76 @@ func TestPoolSoloRunner(t *testing.T) {
 		t.Log("the helper did not take the outer job's second chunk: not checked")
 	}
 }
+
+// TestPoolLateJoin checks pool.lead: a job handed out while the only
+// helper runs another job's chunk is shared with the helper once it is
+// idle again, without a wake-up. The other job (on its own goroutine)
+// holds the helper until the test's job has started; the test's job is
+// many short chunks, so that the caller looks for an idle helper before
+// each. Two of its chunks running at once means the helper joined it.
+// Whether the released helper gets a processor while the caller runs is
+// the operating system's choice: on a busy machine it may take turns with
+// the caller on one core, and park before the caller sees it spinning.
+// So each try also counts the chunks that started while the helper was
+// spinning; the test fails when no try joined although some try saw the
+// helper spinning at the start of three chunks or more (each chunk's
+// start follows a look for a spinning helper), and is skipped when none
+// saw it.
+func TestPoolLateJoin(t *testing.T) {
+	defer placeBlind.Store(placeBlind.Load())
+	placeBlind.Store(true) // the helper takes chunks on whatever processor it runs
+	be := forcedBackend(2, forceParallel)
+	defer be.pool.stop()
+	seen := int32(0) // the most chunks of a try that started while the helper spun
+	for try := range 5 {
+		waitIdle(be)
+		release := make(chan struct{})
+		var held atomic.Int32
+		other := make(chan struct{})
+		go func() { // the other job: two chunks, each held until release
+			defer close(other)
+			be.parallel(2, 1, func(lo, hi int) {
+				held.Add(1)
+				<-release
+			})
+		}()
+		for deadline := time.Now().Add(time.Second); held.Load() < 2 && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Microsecond)
+		}
+		if held.Load() < 2 {
+			close(release)
+			<-other
+			t.Logf("try %d: the helper did not take the other job's chunk", try)
+			continue
+		}
+		var inFlight, most, spun atomic.Int32
+		var once sync.Once
+		sums := make([]float64, 4000)
+		be.parallel(len(sums), 1, func(lo, hi int) {
+			if be.pool.slots[0].state.Load() == slotSpinning {
+				spun.Add(1)
+			}
+			n := inFlight.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			if lo == 20 {
+				once.Do(func() { close(release) }) // the helper leaves the other job and goes idle
+			}
+			for deadline := time.Now().Add(5 * time.Microsecond); time.Now().Before(deadline); {
+				sums[lo] += 1 // a few microseconds of work
+			}
+			inFlight.Add(-1)
+		})
+		once.Do(func() { close(release) })
+		<-other
+		if most.Load() >= 2 {
+			return
+		}
+		seen = max(seen, spun.Load())
+		t.Logf("try %d: no two chunks ran at once; %d started while the helper spun", try, spun.Load())
+	}
+	if seen < 3 {
+		t.Skip("the helper was never seen spinning while the caller ran (a busy machine): not checked")
+	}
+	t.Fatal("the helper, spinning, never joined the running job")
+}
