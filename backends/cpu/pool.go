@@ -54,11 +54,12 @@ import (
 //     (soloRunner: a GEMM cut into strips runs as one GEMM, as on a
 //     1-worker Backend), so that a 2-worker Backend beside a busy process
 //     does not pay for a split nobody shares.
-//   - Late joins. A helper that becomes idle while a job runs, having
-//     missed the hand-off (it was finishing another job, or waking for
-//     one the caller has done meanwhile), is handed the job by the caller
-//     before its next chunk (lead), and a job that a helper is about to
-//     be free for runs in chunks rather than in one piece (finishing).
+//   - Late joins, on a quiet machine. A helper that becomes idle while a
+//     job runs, having missed the hand-off (it was finishing another job,
+//     or waking for one the caller has done meanwhile), is handed the job
+//     by the caller before its next chunk (lead), and a job that a helper
+//     is about to be free for runs in chunks rather than in one piece
+//     (finishing).
 //   - Late helpers step aside. A helper that arrives when only the last
 //     chunk is left, and the caller is about to take it, leaves it (see
 //     tooLate): taking it would risk the caller waiting for a helper that
@@ -676,7 +677,8 @@ func (p *pool) dispatch(n, grain, chunks int, fn func(lo, hi int), r runner, key
 	if given < want {
 		j.refs.Add(int32(given - want))
 	}
-	if s, ok := r.(soloRunner); ok && given == 0 && !p.finishing() {
+	quiet := p.quiet() // late joins only then: see lead
+	if s, ok := r.(soloRunner); ok && given == 0 && !(quiet && p.finishing()) {
 		// nobody else holds j: the caller runs the whole job its own way
 		j.release()
 		s.runAlone()
@@ -690,7 +692,11 @@ func (p *pool) dispatch(n, grain, chunks int, fn func(lo, hi int), r runner, key
 	}
 
 	began := time.Now()
-	ran, late := p.lead(j, want-given)
+	missing := 0
+	if quiet {
+		missing = want - given
+	}
+	ran, late := p.lead(j, missing)
 	given += late
 	if st != nil {
 		st.lateJoins.Add(int64(late))
@@ -802,7 +808,11 @@ func (p *pool) offer(j *job, count int, from int32) int {
 // has run it all and moved on to the next, which without a late hand-off
 // the caller then ran alone. On a quiet 2-core virtual machine 2-worker
 // GEMMs of 512³ fell into that, call after call, in a sixth of their
-// calls (2.5 ms where a shared call took 1.3).
+// calls (2.5 ms where a shared call took 1.3). The dispatcher asks for
+// late joins only on a quiet machine (see quiet): beside a busy process
+// a helper that turns up mid-job is often one sharing a core with it,
+// whose chunks hold up the job's end, and the pool's rules for that case
+// (tooLate, the tuner) were measured without late joins.
 func (p *pool) lead(j *job, missing int) (ran, late int) {
 	for {
 		if missing > 0 && p.spinning() {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -738,12 +739,18 @@ func TestPoolSoloRunner(t *testing.T) {
 // spinning; the test fails when no try joined although some try saw the
 // helper spinning at the start of three chunks or more (each chunk's
 // start follows a look for a spinning helper), and is skipped when none
-// saw it.
+// saw it. The pool is told the machine is quiet, where it asks for late
+// joins, whatever other processes run beside the test.
 func TestPoolLateJoin(t *testing.T) {
 	defer placeBlind.Store(placeBlind.Load())
 	placeBlind.Store(true) // the helper takes chunks on whatever processor it runs
 	be := forcedBackend(2, forceParallel)
 	defer be.pool.stop()
+	be.pool.others.Store(0)                  // no other process's thread wants a processor: quiet
+	be.pool.limitAt.Store(math.MaxInt64 / 2) // and refreshLimit, which would measure it, does not run
+	if !be.pool.quiet() {
+		t.Fatal("the pool does not take the machine for quiet")
+	}
 	seen := int32(0) // the most chunks of a try that started while the helper spun
 	for try := range 5 {
 		waitIdle(be)
