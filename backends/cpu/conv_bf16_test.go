@@ -45,42 +45,15 @@ func TestConvBF16MatchesDefinition(t *testing.T) {
 			var first [][]float32
 			for _, workers := range []int{1, 2} {
 				be := New(workers)
-				x := randView(be, backends.Float32, 1, g.N, g.C, g.H, g.W)
-				w := randView(be, backends.Float32, 2, o, g.C, g.KH, g.KW)
-				dy := randView(be, backends.Float32, 3, g.N, o, g.OutH, g.OutW)
-				out, out32 := allocView(be, backends.Float32, g.N, o, g.OutH, g.OutW), allocView(be, backends.Float32, g.N, o, g.OutH, g.OutW)
-				dx := allocView(be, backends.Float32, g.N, g.C, g.H, g.W)
-				dw := allocView(be, backends.Float32, o, g.C, g.KH, g.KW)
-				for i, v := range [][]float32{buf(out).f32(), buf(dx).f32(), buf(dw).f32()} {
-					for j := range v {
-						v[j] = float32(i + 7) // every element must be overwritten
-					}
-				}
-				be.Conv2dBF16(out, x, w, g)
-				be.Conv2dInputGradBF16(dx, dy, w, g)
-				be.Conv2dWeightGradBF16(dw, dy, x, g)
+				x, w, got := checkConvPasses(t, be, g, o, bf16Round64, func(be *Backend, out, dx, dw, x, w, dy backends.View) {
+					be.Conv2dBF16(out, x, w, g)
+					be.Conv2dInputGradBF16(dx, dy, w, g)
+					be.Conv2dWeightGradBF16(dw, dy, x, g)
+				})
+				out32 := allocView(be, backends.Float32, g.N, o, g.OutH, g.OutW)
 				be.Conv2d(out32, x, w, g)
 				if err := be.Sync(); err != nil {
 					t.Fatal(err)
-				}
-				x64, w64, dy64 := bf16Round64(buf(x).f32()), bf16Round64(buf(w).f32()), bf16Round64(buf(dy).f32())
-				ax, aw, ady := absAll(x64), absAll(w64), absAll(dy64)
-				wantDx, wantDw := naiveConvGrads(x64, w64, dy64, g, o)
-				scaleDx, scaleDw := naiveConvGrads(ax, aw, ady, g, o)
-				got := [][]float32{buf(out).f32(), buf(dx).f32(), buf(dw).f32()}
-				for r, c := range []struct {
-					what             string
-					want, magnitudes []float64
-				}{
-					{"output", naiveConv(x64, w64, g, o), naiveConv(ax, aw, g, o)},
-					{"input gradient", wantDx, scaleDx},
-					{"weight gradient", wantDw, scaleDw},
-				} {
-					for i, v := range got[r] {
-						if d := math.Abs(float64(v) - c.want[i]); d > 1e-6*(1+c.magnitudes[i]) {
-							t.Fatalf("%d workers: %s element %d = %v, want %v", workers, c.what, i, v, c.want[i])
-						}
-					}
 				}
 				differ := 0
 				for i, v := range buf(out32).f32() {

@@ -133,43 +133,58 @@ func TestConvGEMMPathFloat32MatchesDefinition(t *testing.T) {
 // within 1e-6 of 1 + the sum of its terms' magnitudes.
 func checkConvFloat32(t *testing.T, g backends.ConvGeometry, o int) {
 	t.Helper()
-	be := New(2)
-	x := randView(be, backends.Float32, 1, g.N, g.C, g.H, g.W)
-	w := randView(be, backends.Float32, 2, o, g.C, g.KH, g.KW)
+	checkConvPasses(t, New(2), g, o, f32to64, func(be *Backend, out, dx, dw, x, w, dy backends.View) {
+		be.Conv2d(out, x, w, g)
+		be.Conv2dInputGrad(dx, dy, w, g)
+		be.Conv2dWeightGrad(dw, dy, x, g)
+	})
+}
+
+// checkConvPasses runs the three passes of convolution g with o output
+// channels through run on be, over operands seeded 1 (x), 2 (w) and 3
+// (dy), every element of the results first set to a value they must
+// overwrite, and compares each element with the definition in float64
+// applied to the operands as round widens them (exactly, or rounded to
+// bfloat16 first): within 1e-6 of 1 + the sum of its terms' magnitudes.
+// It returns x, w and the results (output, input and weight gradients).
+func checkConvPasses(t *testing.T, be *Backend, g backends.ConvGeometry, o int, round func([]float32) []float64,
+	run func(be *Backend, out, dx, dw, x, w, dy backends.View)) (x, w backends.View, got [][]float32) {
+	t.Helper()
+	x = randView(be, backends.Float32, 1, g.N, g.C, g.H, g.W)
+	w = randView(be, backends.Float32, 2, o, g.C, g.KH, g.KW)
 	dy := randView(be, backends.Float32, 3, g.N, o, g.OutH, g.OutW)
 	out := allocView(be, backends.Float32, g.N, o, g.OutH, g.OutW)
 	dx := allocView(be, backends.Float32, g.N, g.C, g.H, g.W)
 	dw := allocView(be, backends.Float32, o, g.C, g.KH, g.KW)
-	for i, v := range [][]float32{buf(out).f32(), buf(dx).f32(), buf(dw).f32()} {
+	got = [][]float32{buf(out).f32(), buf(dx).f32(), buf(dw).f32()}
+	for i, v := range got {
 		for j := range v {
 			v[j] = float32(i + 7) // every element must be overwritten
 		}
 	}
-	be.Conv2d(out, x, w, g)
-	be.Conv2dInputGrad(dx, dy, w, g)
-	be.Conv2dWeightGrad(dw, dy, x, g)
+	run(be, out, dx, dw, x, w, dy)
 	if err := be.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	x64, w64, dy64 := f32to64(buf(x).f32()), f32to64(buf(w).f32()), f32to64(buf(dy).f32())
+	x64, w64, dy64 := round(buf(x).f32()), round(buf(w).f32()), round(buf(dy).f32())
 	ax, aw, ady := absAll(x64), absAll(w64), absAll(dy64)
 	wantDx, wantDw := naiveConvGrads(x64, w64, dy64, g, o)
 	scaleDx, scaleDw := naiveConvGrads(ax, aw, ady, g, o)
-	for _, c := range []struct {
+	for r, c := range []struct {
 		what             string
-		got              []float32
 		want, magnitudes []float64
 	}{
-		{"output", buf(out).f32(), naiveConv(x64, w64, g, o), naiveConv(ax, aw, g, o)},
-		{"input gradient", buf(dx).f32(), wantDx, scaleDx},
-		{"weight gradient", buf(dw).f32(), wantDw, scaleDw},
+		{"output", naiveConv(x64, w64, g, o), naiveConv(ax, aw, g, o)},
+		{"input gradient", wantDx, scaleDx},
+		{"weight gradient", wantDw, scaleDw},
 	} {
-		for i, v := range c.got {
+		for i, v := range got[r] {
 			if d := math.Abs(float64(v) - c.want[i]); d > 1e-6*(1+c.magnitudes[i]) {
-				t.Fatalf("%s element %d = %v, want %v", c.what, i, v, c.want[i])
+				t.Fatalf("%d workers: %s element %d = %v, want %v", be.workers, c.what, i, v, c.want[i])
 			}
 		}
 	}
+	return x, w, got
 }
 
 // The direct path's gradients sum over the batch chunk by chunk, chunks

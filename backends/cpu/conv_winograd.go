@@ -374,6 +374,7 @@ func channelsFirst(dst, src []float32, n0, s0, s1, c, h, w, hp, wp int) {
 // transformed back into dw; bf16 as for convWinoForward.
 func convWinoWeightGrad(b *Backend, dw, dy, x []float32, g backends.ConvGeometry, o int, bf16 bool) {
 	d := newConvWino(g.C, o, g.H, g.W, g.OutH, g.OutW, g.PadTop, g.PadLeft)
+	d.bf16 = bf16
 	pool := poolFor[float32]()
 	p := d.plan(b, g.N)
 	size := 16 * d.inC * d.outC
@@ -400,7 +401,7 @@ func convWinoWeightGrad(b *Backend, dw, dy, x []float32, g backends.ConvGeometry
 			convGEMM(b, kern, d.inC, d.outC, tiles,
 				matSrc[float32]{s: (*v)[xi*tiles*d.inC:], rs: 1, cs: d.inC},
 				matSrc[float32]{s: (*m)[xi*tiles*d.outC:], rs: d.outC, cs: 1},
-				matDst[float32]{s: part[ch*size+xi*d.inC*d.outC:], rs: d.outC, cs: 1}, par, bf16)
+				matDst[float32]{s: part[ch*size+xi*d.inC*d.outC:], rs: d.outC, cs: 1}, par, d.bf16)
 		}
 		pool.put(m)
 		pool.put(v)

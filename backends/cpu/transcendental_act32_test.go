@@ -4,8 +4,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"runtime"
-	"sync"
 	"testing"
 
 	"github.com/kiln-ml/kiln/backends"
@@ -252,89 +250,54 @@ func TestAct32ModelsExhaustive(t *testing.T) {
 		t.Skip("set KILN_ACT32_EXHAUSTIVE=1 to run over every float32")
 	}
 	models := act32Models[:4] // sigmoid, SiLU, exp (tanh's: TestTanhGradF32ModelExhaustive)
-	type worst struct {
-		e float64
-		x float32
-	}
-	workers := runtime.GOMAXPROCS(0)
-	res := make([][]worst, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			m := make([]worst, len(models)+2)
-			for u := uint64(w); u < 1<<32; u += uint64(workers) {
-				x := math.Float32frombits(uint32(u))
-				if x != x || math.IsInf(float64(x), 0) {
-					continue
-				}
-				// the references (transcendentalRefs' forms) from one
-				// exponential: e = e^(-|x|), σ(|x|) = 1/(1+e), σ(-|x|) =
-				// e/(1+e), σ' = e/(1+e)²
-				xd := float64(x)
-				e := math.Exp(-math.Abs(xd))
-				sp, sn := 1/(1+e), e/(1+e)
-				sig := sp
-				if xd < 0 {
-					sig = sn
-				}
-				want := [4]float64{sig, sp * sn, xd * sig, math.Exp(xd)}
-				for i, md := range models {
-					if e := ulpError(md.f(x, 1), want[i]); e > m[i].e {
-						m[i] = worst{e, x}
-					}
-				}
-				// for every g (|g| < 2^64, a normal result): the final
-				// rounding, the relative error before it (the same for
-				// every g) and yl's rounding (at most 2^-24·|yl|); beyond
-				// the clamp g·σ'(x) is 0 for such g
-				if math.Abs(xd) <= act32Clamp {
-					h, t, q2, rest := sigmoidGradF32Parts(x)
-					v := (float64(q2) + float64(rest)) * float64(h) * float64(t)
-					if e := 0.5 + 0x1p24*math.Abs(v-want[1])/want[1] + math.Abs(float64(rest)/(float64(q2)+float64(rest))); e > m[len(m)-2].e {
-						m[len(m)-2] = worst{e, x}
-					}
-				}
-				// exp's: g·(1 + p) rounds once, the scaling is exact
-				if xd >= exp32DLo && xd <= exp32DHi {
-					n, p := expGradF32Parts(x)
-					v := math.Ldexp(1+float64(p), n)
-					if e := 0.5 + 0x1p24*math.Abs(v-want[3])/want[3]; e > m[len(m)-1].e {
-						m[len(m)-1] = worst{e, x}
-					}
-				}
-			}
-			res[w] = m
-		})
-	}
-	wg.Wait()
-	for i, md := range models {
-		var m worst
-		for _, r := range res {
-			if r[i].e > m.e {
-				m = r[i]
-			}
+	// e: each model's error, then sigmoid's and exp's bounds for every g
+	worst, at := worstsOverFloat32(len(models)+2, func(x float32, e []float64) {
+		// the references (transcendentalRefs' forms) from one exponential:
+		// e = e^(-|x|), σ(|x|) = 1/(1+e), σ(-|x|) = e/(1+e), σ' = e/(1+e)²
+		xd := float64(x)
+		ex := math.Exp(-math.Abs(xd))
+		sp, sn := 1/(1+ex), ex/(1+ex)
+		sig := sp
+		if xd < 0 {
+			sig = sn
 		}
+		want := [4]float64{sig, sp * sn, xd * sig, math.Exp(xd)}
+		for i, md := range models {
+			e[i] = ulpError(md.f(x, 1), want[i])
+		}
+		// for every g (|g| < 2^64, a normal result): the final rounding,
+		// the relative error before it (the same for every g) and yl's
+		// rounding (at most 2^-24·|yl|); beyond the clamp g·σ'(x) is 0 for
+		// such g
+		if math.Abs(xd) <= act32Clamp {
+			h, t, q2, rest := sigmoidGradF32Parts(x)
+			v := (float64(q2) + float64(rest)) * float64(h) * float64(t)
+			e[len(models)] = 0.5 + 0x1p24*math.Abs(v-want[1])/want[1] + math.Abs(float64(rest)/(float64(q2)+float64(rest)))
+		}
+		// exp's: g·(1 + p) rounds once, the scaling is exact
+		if xd >= exp32DLo && xd <= exp32DHi {
+			n, p := expGradF32Parts(x)
+			v := math.Ldexp(1+float64(p), n)
+			e[len(models)+1] = 0.5 + 0x1p24*math.Abs(v-want[3])/want[3]
+		}
+	})
+	for i, md := range models {
 		bound := float32ForwardULP[md.op]
 		if md.dir != "f" {
 			bound = float32BackwardULP[md.op]
 		}
 		name := backends.UnaryOps[md.op].Name + " " + md.dir
-		t.Logf("every float32: %s max %.4f ulp at x = %g (%#x)", name, m.e, m.x, math.Float32bits(m.x))
-		if m.e > bound {
-			t.Errorf("%s: %.4f ulp (bound %g)", name, m.e, bound)
+		t.Logf("every float32: %s max %.4f ulp at x = %g (%#x)", name, worst[i], at[i], math.Float32bits(at[i]))
+		if worst[i] > bound {
+			t.Errorf("%s: %.4f ulp (bound %g)", name, worst[i], bound)
 		}
 	}
 	for i, op := range []backends.UnaryOp{backends.Sigmoid, backends.Exp} {
-		var m worst
-		for _, r := range res {
-			if w := r[len(models)+i]; w.e > m.e {
-				m = w
-			}
-		}
+		w, x := worst[len(models)+i], at[len(models)+i]
 		name := backends.UnaryOps[op].Name
-		t.Logf("every float32, every g: %s g·f' within %.4f ulp (largest at x = %g)", name, m.e, m.x)
-		if m.e > float32BackwardULP[op] {
-			t.Errorf("%s g·f': %.4f ulp for some g (bound %g)", name, m.e, float32BackwardULP[op])
+		t.Logf("every float32, every g: %s g·f' within %.4f ulp (largest at x = %g)", name, w, x)
+		if w > float32BackwardULP[op] {
+			t.Errorf("%s g·f': %.4f ulp for some g (bound %g)", name, w, float32BackwardULP[op])
 		}
 	}
 }
