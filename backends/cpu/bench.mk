@@ -9,18 +9,21 @@
 asm:
 	$(GO) generate ./backends/cpu
 
-# asm-check fails when the committed kernels_amd64.s or kernels_amd64.go
-# differ from what the generator writes (the first line, which names the
-# output paths, aside).
+# asm-check fails when the committed kernels_amd64.s, kernels_amd64.go or
+# gelu_table_data.go differ from what the generator writes (the first line
+# of the first two, which names the output paths, aside).
 asm-check:
 	@tmp=$$(mktemp -d) && \
-	(cd backends/cpu/asm/gen && $(GO) run . -out $$tmp/k.s -stubs $$tmp/k.go -pkg cpu) && \
+	(cd backends/cpu/asm/gen && $(GO) run . -out $$tmp/k.s -stubs $$tmp/k.go -pkg cpu -gelutab $$tmp/t.go) && \
 	for f in s go; do \
 		tail -n +2 $$tmp/k.$$f > $$tmp/new; tail -n +2 backends/cpu/kernels_amd64.$$f > $$tmp/old; \
 		if ! cmp -s $$tmp/new $$tmp/old; then \
 			echo "backends/cpu/kernels_amd64.$$f differs from asm/gen's output: run make asm"; rm -rf $$tmp; exit 1; \
 		fi; \
-	done; rm -rf $$tmp; echo "asm-check: kernels_amd64.s and kernels_amd64.go match the generator"
+	done; \
+	if ! cmp -s $$tmp/t.go backends/cpu/gelu_table_data.go; then \
+		echo "backends/cpu/gelu_table_data.go differs from asm/gen's output: run make asm"; rm -rf $$tmp; exit 1; \
+	fi; rm -rf $$tmp; echo "asm-check: kernels_amd64.s, kernels_amd64.go and gelu_table_data.go match the generator"
 
 # test-purego runs the CPU backend's tests without the assembly kernels.
 test-purego:

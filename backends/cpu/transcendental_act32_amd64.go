@@ -32,3 +32,15 @@ var (
 	geluGradF32AVX512Paired    = pairedGradF32(32, geluGradF32AVX512Pairs, geluGradF32AVX512)
 	siluGradF32AVX512Paired    = pairedGradF32(32, siluGradF32AVX512Pairs, siluGradF32AVX512)
 )
+
+// geluF32AVX512Table is GELU's AVX-512 forward kernel: the table of
+// polynomials (gelu_table.go) where |x| ≤ 3 and the erfc-based body
+// (within 1.34 ulp everywhere) in the other finite lanes, thirty-two lanes
+// an iteration, and geluF32AVX512Paired on the blocks of 32 with ±Inf or
+// NaN and the last n mod 32, which gives the table's result in the lanes
+// with |x| ≤ 3 too: each element's result depends on its value alone.
+// On 16M standard normal values, one Zen 4 core: 1.56 Gelem/s, against
+// 1.11 for geluF32AVX512Paired alone (BenchmarkActivation, interleaved).
+var geluF32AVX512Table = pairedF32(32, geluTableF32AVX512Pairs, geluF32AVX512Paired)
+
+func init() { geluTableInUse = hasTranscendental }

@@ -4,6 +4,9 @@
 package main
 
 import (
+	"fmt"
+	"os"
+
 	. "github.com/mmcloughlin/avo/build"
 )
 
@@ -48,4 +51,10 @@ func main() {
 	transcendentalKernelsF32AVX512()
 	winoKernels()
 	Generate()
+	if *geluTabOut != "" {
+		if err := writeGeluTable(*geluTabOut); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 }

@@ -219,5 +219,7 @@ func transcendentalKernelsF32AVX512() {
 			}, body)
 		}
 	}
+	geluTableKernelAVX512()
 	tconst.emit()
+	geluTableData()
 }

@@ -278,8 +278,32 @@ var (
 func gelu32F(xs VecVirtual) VecVirtual { return gelu32FN(lanes{xs})[0] }
 
 // gelu32FN is GELU's forward body: x·Φ(x) for the x in xs, eight a
-// vector.
+// vector; with zmm32 (AVX-512, sixteen a vector) the table's result
+// (geluTableBody) where |x| ≤ 3, so that every AVX-512 kernel gives each
+// element the same bits.
 func gelu32FN(xs lanes) lanes {
+	res := geluErfcBody(xs)
+	if zmm32 {
+		tb := geluTableBody(xs)
+		for i := range xs {
+			m := absAtMost3(xs[i])
+			VMOVAPS(tb[i], m, res[i])
+		}
+	}
+	return res
+}
+
+// absAtMost3 returns the mask of the lanes of x with |x| ≤ 3 (not NaN).
+func absAtMost3(x VecVirtual) Op {
+	a, m := ZMM(), K()
+	VANDPS(tconst.u32(0x7fffffff), x, a)
+	VPCMPUD(U8(2), tconst.u32(0x40400000), a, m) // |x| ≤ 3 as integers: NaN is above
+	return m
+}
+
+// geluErfcBody is GELU's forward body from e^(-a²/2) and a rational
+// function (the comment above gelu32B), for every x in xs.
+func geluErfcBody(xs lanes) lanes {
 	k := len(xs)
 	ac := newLanes(k)
 	for i := range xs {

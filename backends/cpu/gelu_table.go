@@ -1,0 +1,42 @@
+package cpu
+
+// GELU's forward pass, x·Φ(x), in float32 for |x| ≤ 3 from a table of
+// polynomials (the AVX-512 kernel geluTableF32AVX512Pairs; the scalar
+// model geluTableF32Model in the tests has the same steps): [-3, 3] is cut
+// into geluTabN intervals of geluTabStep, and on interval i, centred on
+// c_i = -3 + (i + ½)·geluTabStep, Φ(x) is its Taylor polynomial of degree
+// 7 in t = x - c_i. Its remainder is below 3e-13, against the 4e-11 that a
+// quarter ulp of Φ(-3) allows. The kernel computes
+//
+//	i = min(trunc(x·16/3 + 16), 31), c = i·0.1875 - 2.90625 (exact)
+//	t = x - c
+//	p = c7, then p·t + c_k for k = 6 … 1 (fused multiply-adds)
+//	r = p·t + c0lo (Φ - c0hi), y = x·c0hi + x·r (x·c0hi exact in the FMA)
+//	y's sign bit |= x's (GELU(-0) = -0, where x·r may be +0)
+//
+// with the coefficients of interval i read by lane from the table geluTab
+// (VPERMT2PS: the 32 entries of a coefficient are two zmm vectors). The
+// kernel generator computes the table, embeds it in the kernels and
+// writes it to gelu_table_data.go: Φ(c) = erfc(-c/√2)/2 as the float32
+// sum c0hi + c0lo, and the Taylor coefficients Φ⁽ᵏ⁾(c)/k! =
+// (-1)^(k-1)·He_(k-1)(c)·φ(c)/k! (He the probabilists' Hermite
+// polynomials), from float64, rounded to float32. Every term after c0 is
+// at most about a third of it (at x = -3, where Φ falls fastest), and Φ
+// is never rounded as a whole: y is within 1.29 ulp on a dense sample of
+// [-3, 3] (TestGeluTableF32Model; TestGeluTableF32ModelExhaustive takes
+// every float32 there), where the erfc-based kernel (gelu32FN in asm/gen)
+// is within 1.34. That kernel does four times the multiply-adds, which
+// are what limits it. The lanes beyond 3 in magnitude (0.3% of a standard
+// normal's values) take its result, computed for their pair of vectors,
+// and blocks of 32 with ±Inf or NaN go to it whole; on AVX-512 it gives
+// the table's result in its lanes with |x| ≤ 3, so that each element's
+// result depends on its value alone.
+const (
+	geluTabN    = 32
+	geluTabStep = 0.1875 // 6/geluTabN, exact in float32
+)
+
+// geluTableInUse reports whether the float32 GELU forward kernels give the
+// table's results for |x| ≤ 3: the AVX-512 kernels, in a build with the
+// assembly kernels on a CPU that runs them (set at init).
+var geluTableInUse bool
