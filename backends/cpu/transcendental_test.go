@@ -28,7 +28,7 @@ const float64KernelULP = 0.52
 // that compute in float32 (their models, the vector kernels where they are
 // those: f32Kernel.vecF32, altF32), over every float32 input
 // (transcendental.go).
-var float32ForwardULP = map[backends.UnaryOp]float64{backends.Exp: 0.99, backends.Tanh: 1.34, backends.Gelu: gelu32ULP, backends.GeluTanh: geluTanh32ULP}
+var float32ForwardULP = map[backends.UnaryOp]float64{backends.Exp: 0.99, backends.Tanh: 1.34, backends.Gelu: max(gelu32ULP, geluTableULP), backends.GeluTanh: geluTanh32ULP}
 
 // float32BackwardULP is the same for the backward kernels in float32
 // (vecDF32, altDF32), of the derivative (g = 1) and of g·f' alike.
