@@ -493,16 +493,29 @@ func (j *job) tooLate() bool {
 // ran. After a panic the remaining chunks are counted done unrun.
 func (j *job) work() (ran int) {
 	for {
-		c := j.next.Add(1) - 1
-		if c >= j.chunks {
+		left, r := j.runNext()
+		if !left {
 			return ran
 		}
-		if j.failed.Load() == nil {
-			j.runChunk(c)
+		if r {
 			ran++
 		}
-		j.finish()
 	}
+}
+
+// runNext claims the next chunk and runs it, or after a panic counts it done
+// unrun (ran false); left is false when no chunk was left to claim.
+func (j *job) runNext() (left, ran bool) {
+	c := j.next.Add(1) - 1
+	if c >= j.chunks {
+		return false, false
+	}
+	if j.failed.Load() == nil {
+		j.runChunk(c)
+		ran = true
+	}
+	j.finish()
+	return true, ran
 }
 
 // runChunk runs chunk c, recording a panic instead of unwinding. A chunk
@@ -702,7 +715,7 @@ func (p *pool) dispatch(n, grain, chunks int, fn func(lo, hi int), r runner, key
 		st.lateJoins.Add(int64(late))
 	}
 	own := time.Since(began) // the caller's chunks
-	spin := p.joinBudget(own, ran)
+	spin := p.joinBudget(own, ran, quiet)
 	var joined time.Time // for the counters only: no clock read on the hot path otherwise
 	if st != nil {
 		joined = time.Now()
@@ -747,17 +760,18 @@ func (p *pool) dispatch(n, grain, chunks int, fn func(lo, hi int), r runner, key
 
 // joinBudget is how long a caller that ran ran chunks in own polls for
 // the helpers' running chunks before it sleeps: about two of its chunks,
-// within [joinSpin, maxJoinSpin], and on a quiet machine (see quiet) at
-// least as long as a wake-up has lately taken, within maxSpin, as an idle
-// helper polls (spinBudget): the core it holds is one nobody else wants,
-// and a caller that sleeps ends the job, and starts the next, a wake-up
-// later than the helpers' last chunk.
-func (p *pool) joinBudget(own time.Duration, ran int) time.Duration {
+// within [joinSpin, maxJoinSpin], and on a quiet machine (quiet, as the
+// dispatcher found it: see pool.quiet) at least as long as a wake-up has
+// lately taken, within maxSpin, as an idle helper polls (spinBudget): the
+// core it holds is one nobody else wants, and a caller that sleeps ends
+// the job, and starts the next, a wake-up later than the helpers' last
+// chunk.
+func (p *pool) joinBudget(own time.Duration, ran int, quiet bool) time.Duration {
 	spin := maxJoinSpin
 	if ran > 0 {
 		spin = min(max(2*own/time.Duration(ran), joinSpin), maxJoinSpin)
 	}
-	if p.quiet() {
+	if quiet {
 		spin = max(spin, min(time.Duration(p.wakeup.Load()), maxSpin))
 	}
 	return spin
@@ -824,15 +838,13 @@ func (p *pool) lead(j *job, missing int) (ran, late int) {
 				j.refs.Add(-1) // j is not shared yet: its other holders keep it
 			}
 		}
-		c := j.next.Add(1) - 1
-		if c >= j.chunks {
+		left, r := j.runNext()
+		if !left {
 			return ran, late
 		}
-		if j.failed.Load() == nil {
-			j.runChunk(c)
+		if r {
 			ran++
 		}
-		j.finish()
 	}
 }
 
