@@ -15,8 +15,8 @@ const geluTableULP = 1.4
 // geluTableF32Model is GELU(x) for |x| ≤ 3 as the table kernel
 // (geluTableF32AVX512Pairs) computes it, step by step (gelu_table.go).
 func geluTableF32Model(x float32) float32 {
-	i := min(int32(fma32(x, 16.0/3, 16)), geluTabN-1)
-	c := float32(i)*geluTabStep - 2.90625 // exact
+	i := min(int32(fma32(x, 1/geluTabStep, geluTabN/2)), geluTabN-1)
+	c := float32(i)*geluTabStep - (geluTabMax - geluTabStep/2) // i·0.1875 - 2.90625, exact
 	t := x - c
 	coef := func(k int) float32 { return geluTab[k*geluTabN+int(i)] }
 	p := coef(8)
@@ -36,14 +36,14 @@ func geluTableInputs() []float32 {
 	for i := range geluTabN + 1 {
 		b := float32(i)*geluTabStep - 3
 		for _, d := range []float32{-2, -1, 0, 1, 2} {
-			if v := math.Nextafter32(b, b+d); math.Abs(float64(v)) <= 3 {
+			if v := math.Nextafter32(b, b+d); math.Abs(float64(v)) <= geluTabMax {
 				xs = append(xs, v)
 			}
 			v := b
 			for range int(math.Abs(float64(d))) {
 				v = math.Nextafter32(v, b+d)
 			}
-			if math.Abs(float64(v)) <= 3 {
+			if math.Abs(float64(v)) <= geluTabMax {
 				xs = append(xs, v)
 			}
 		}
@@ -84,7 +84,7 @@ func TestGeluTableF32ModelExhaustive(t *testing.T) {
 		t.Skip("set KILN_GELU32_EXHAUSTIVE=1 to run over every float32 in [-3, 3]")
 	}
 	d, x := worstOverFloat32(func(x float32) float64 {
-		if !(math.Abs(float64(x)) <= 3) {
+		if !(math.Abs(float64(x)) <= geluTabMax) {
 			return 0
 		}
 		return ulpError(geluTableF32Model(x), geluRef(float64(x)))

@@ -23118,15 +23118,16 @@ geluTableF32AVX512Pairs_loop:
 	JB           geluTableF32AVX512Pairs_done
 	VMOVUPS      (CX), Z0
 	VANDPS       tconstF32AVX512<>+64(SB), Z0, Z1
-	VPCMPGTD     tconstF32AVX512<>+6976(SB), Z1, K1
-	VPCMPGTD     tconstF32AVX512<>+2240(SB), Z1, K2
+	VPCMPGTD     tconstF32AVX512<>+6976(SB), Z1, K2
+	VPCMPGTD     tconstF32AVX512<>+2240(SB), Z1, K3
+	KMOVW        K2, K1
 	VMOVUPS      64(CX), Z1
 	VANDPS       tconstF32AVX512<>+64(SB), Z1, Z2
-	VPCMPGTD     tconstF32AVX512<>+6976(SB), Z2, K3
-	VPCMPGTD     tconstF32AVX512<>+2240(SB), Z2, K4
-	KORW         K3, K1, K1
-	KORW         K4, K2, K2
-	KORTESTW     K2, K2
+	VPCMPGTD     tconstF32AVX512<>+6976(SB), Z2, K4
+	VPCMPGTD     tconstF32AVX512<>+2240(SB), Z2, K5
+	KORW         K4, K1, K1
+	KORW         K5, K3, K3
+	KORTESTW     K3, K3
 	JNZ          geluTableF32AVX512Pairs_done
 	VBROADCASTSS tconstF32AVX512<>+6656(SB), Z2
 	VFMADD231PS  tconstF32AVX512<>+6720(SB), Z0, Z2
@@ -23353,19 +23354,13 @@ geluTableF32AVX512Pairs_loop:
 	VPMOVD2M     Z0, K1
 	VBLENDMPS    Z3, Z14, K1, Z14
 	VMULPS       Z6, Z9, Z9
-	VMULPS       Z13, Z9, Z3
-	VORPS        Z5, Z3, Z3
+	VMULPS       Z13, Z9, Z0
+	VORPS        Z5, Z0, Z0
 	VFNMADD231PS Z13, Z9, Z15
 	VPMOVD2M     Z1, K1
-	VBLENDMPS    Z3, Z15, K1, Z15
-	VANDPS       tconstF32AVX512<>+64(SB), Z0, Z0
-	VPCMPUD      $0x02, tconstF32AVX512<>+6976(SB), Z0, K1
-	KNOTW        K1, K1
-	VMOVAPS      Z14, K1, Z4
-	VANDPS       tconstF32AVX512<>+64(SB), Z1, Z0
-	VPCMPUD      $0x02, tconstF32AVX512<>+6976(SB), Z0, K1
-	KNOTW        K1, K1
-	VMOVAPS      Z15, K1, Z2
+	VBLENDMPS    Z0, Z15, K1, Z15
+	VMOVAPS      Z14, K2, Z4
+	VMOVAPS      Z15, K4, Z2
 
 geluTableF32AVX512Pairs_store:
 	VMOVUPS Z4, (AX)

@@ -137,7 +137,7 @@ func geluF32Models(xs []float32, table bool) []float32 {
 	out := make([]float32, len(xs))
 	for i, x := range xs {
 		out[i] = geluF32Model(x)
-		if table && math.Abs(float64(x)) <= 3 {
+		if table && math.Abs(float64(x)) <= geluTabMax {
 			out[i] = geluTableF32Model(x)
 		}
 	}

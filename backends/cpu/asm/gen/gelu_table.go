@@ -24,6 +24,7 @@ var geluTabOut = flag.String("gelutab", "", "write GELU's table of polynomials a
 const (
 	geluTabN    = 32
 	geluTabStep = 0.1875
+	geluTabMax  = geluTabN * geluTabStep / 2 // 3: the table covers [-geluTabMax, geluTabMax]
 	geluTabSym  = "gelutab"
 )
 
@@ -36,7 +37,7 @@ const (
 func geluTable() [9 * geluTabN]float32 {
 	var tab [9 * geluTabN]float32
 	for i := range geluTabN {
-		c := float64(float32(i)*geluTabStep - 2.90625)
+		c := float64(float32(i)*geluTabStep - (geluTabMax - geluTabStep/2))
 		phi := math.Exp(-c*c/2) / math.Sqrt(2*math.Pi)
 		c0 := math.Erfc(-c/math.Sqrt2) / 2
 		hi := float32(c0)
@@ -115,16 +116,19 @@ func geluTableKernelAVX512() {
 	CMPQ(n, U32(32))
 	JB(LabelRef(name + "_done"))
 	xs := newLanes(2)
+	beyond := make([]Op, len(xs)) // each vector's lanes with |x| > geluTabMax
 	out, special := K(), K()
 	for i := range xs {
 		VMOVUPS(Mem{Base: x, Disp: 64 * i}, xs[i])
 		a := ZMM()
 		VANDPS(tconst.u32(0x7fffffff), xs[i], a)
 		m, sp := K(), K()
-		VPCMPGTD(tconst.u32(0x40400000), a, m)  // |x| > 3 as integers: ±Inf and NaN too
-		VPCMPGTD(tconst.u32(0x7f7fffff), a, sp) // ±Inf, NaN
+		VPCMPGTD(tconst.u32(math.Float32bits(geluTabMax)), a, m) // |x| > 3 as integers: ±Inf and NaN too
+		VPCMPGTD(tconst.u32(0x7f7fffff), a, sp)                  // ±Inf, NaN
+		beyond[i] = m
 		if i == 0 {
-			out, special = m, sp
+			KMOVW(m, out)
+			special = sp
 		} else {
 			KORW(m, out, out)
 			KORW(sp, special, special)
@@ -138,9 +142,7 @@ func geluTableKernelAVX512() {
 	// finite lanes beyond 3: the erfc-based body for the pair, blended in
 	far := geluErfcBody(xs)
 	for i := range xs {
-		m := absAtMost3(xs[i])
-		KNOTW(m, m)
-		VMOVAPS(far[i], m, res[i])
+		VMOVAPS(far[i], beyond[i], res[i])
 	}
 	Label(name + "_store")
 	for i := range res {
@@ -164,15 +166,15 @@ func geluTableBody(xs lanes) lanes {
 	idx, t := newLanes(k), newLanes(k)
 	for i := range xs {
 		f := ZMM()
-		VBROADCASTSS(f32c(16), f)
-		VFMADD231PS(f32c(16.0/3), xs[i], f) // x·16/3 + 16
+		VBROADCASTSS(f32c(geluTabN/2), f)
+		VFMADD231PS(f32c(1/geluTabStep), xs[i], f) // x·16/3 + 16
 		VCVTTPS2DQ(f, idx[i])
-		VPMINSD(tconst.u32(31), idx[i], idx[i]) // the interval
+		VPMINSD(tconst.u32(geluTabN-1), idx[i], idx[i]) // the interval
 		c := ZMM()
 		VCVTDQ2PS(idx[i], c)
-		VMULPS(f32c(0.1875), c, c)
-		VSUBPS(f32c(2.90625), c, c) // its centre, exact
-		VSUBPS(c, xs[i], t[i])      // t = x - c
+		VMULPS(f32c(geluTabStep), c, c)
+		VSUBPS(f32c(geluTabMax-geluTabStep/2), c, c) // its centre, i·0.1875 - 2.90625, exact
+		VSUBPS(c, xs[i], t[i])                       // t = x - c
 	}
 	// coef returns coefficient j of each lane's interval
 	coef := func(j, i int) VecVirtual {

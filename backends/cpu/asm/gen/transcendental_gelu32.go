@@ -293,11 +293,12 @@ func gelu32FN(xs lanes) lanes {
 	return res
 }
 
-// absAtMost3 returns the mask of the lanes of x with |x| ≤ 3 (not NaN).
+// absAtMost3 returns the mask of the lanes of x with |x| ≤ geluTabMax (3;
+// not NaN).
 func absAtMost3(x VecVirtual) Op {
 	a, m := ZMM(), K()
 	VANDPS(tconst.u32(0x7fffffff), x, a)
-	VPCMPUD(U8(2), tconst.u32(0x40400000), a, m) // |x| ≤ 3 as integers: NaN is above
+	VPCMPUD(U8(2), tconst.u32(math.Float32bits(geluTabMax)), a, m) // as integers: NaN is above
 	return m
 }
 
