@@ -349,8 +349,8 @@ func reduceWith[A accum](b *Backend, p reducePlan, r reducer[A]) {
 	ks := p.kept.inner[0]
 	foldRange := func(sc *scratch, acc []A, base, r0, r1 int) {
 		if single && ks == 1 && r.rows != nil {
-			// a column sum of contiguous rows: the sums of the leading
-			// columns stay in registers down all the rows
+			// a column sum of contiguous rows: the leading columns four
+			// rows at a time (accRows)
 			if done := r.rows(acc, base+r0*rs, rs, r1-r0); done > 0 {
 				if done == len(acc) {
 					return

@@ -11,10 +11,11 @@ import (
 )
 
 // TestColumnSumRowsKernel checks that float32 sums over leading dimensions
-// give the same bits with accRowsF32F64 (the sums held in registers down
-// the rows) as with accumulateRow row after row, for widths that leave
-// every tail of the kernel (32, 8, the Go loop), padded rows and sums over
-// two leading dimensions, on 1 and 2 workers.
+// give the same bits with accRowsF32F64 (four rows at a time) as with
+// accumulateRow row after row, for widths that leave every tail of the
+// kernel (16 columns, 8, the Go loop), row counts that leave 0 to 3 rows
+// after the blocks of four, padded rows and sums over two leading
+// dimensions, on 1 and 2 workers.
 func TestColumnSumRowsKernel(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("no AVX2")
@@ -30,6 +31,8 @@ func TestColumnSumRowsKernel(t *testing.T) {
 		{[]int{50, 1000}, []int{0}, 3},
 		{[]int{4, 33, 72}, []int{0, 1}, 0},
 		{[]int{8, 256, 256}, []int{0}, 0},
+		{[]int{7, 264}, []int{0}, 0},
+		{[]int{2, 24}, []int{0}, 1},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprint(c.shape, c.axes, c.pad), func(t *testing.T) {
