@@ -24,8 +24,8 @@ import (
 //	  dQ = the sum of the groups' partial dQ, in group order
 //
 // Every product is a single-threaded GEMM (gemm.go's micro-kernels) on
-// tiles that stay in L1 and L2; the tasks run in parallel. On AVX2 the
-// tiles of scores, probabilities and their gradients (and Q and dO where
+// tiles that stay in L1 and L2; the tasks run in parallel. With AVX-512 or
+// AVX2 the tiles of scores, probabilities and their gradients (and Q and dO where
 // they can be) are multiplied where they lie, by kernels that read A by
 // rows or by columns (attnDirectF32), instead of packed first; and in a
 // causal tile on the diagonal the products leave out the part past the
@@ -45,20 +45,22 @@ const (
 	// groups give more parallel tasks when there are few problems, each
 	// costing a partial dQ.
 	attnMaxGroups = 8
-	// attnDirectMR is the rows of the micro-kernels that read a tile in
-	// place (attnDirectF32); the tiles hold rows up to a multiple of it,
-	// and a few elements more, as those kernels read them.
-	attnDirectMR = 6
+	// attnDirectMaxMR is the most rows of the micro-kernels that read a
+	// tile in place (attnDirectMR).
+	attnDirectMaxMR = 8
 	// attnTileSize is the length of a tile of scores or probabilities:
-	// attnBlockQ×attnBlockK with that room.
-	attnTileSize = (max(attnBlockQ, attnBlockK)+attnDirectMR-1)/attnDirectMR*attnDirectMR*max(attnBlockQ, attnBlockK) +
-		attnDirectMR
+	// attnBlockQ×attnBlockK with that room for either kernel (6 or 8 rows).
+	attnTileSize = max((max(attnBlockQ, attnBlockK)+5)/6*6, (max(attnBlockQ, attnBlockK)+7)/8*8)*max(attnBlockQ, attnBlockK) +
+		attnDirectMaxMR
 )
 
-// attnDirectF32, where set (AVX2, attention_gemm_amd64.go), is
+// attnDirectF32, where set (AVX-512 or AVX2, attention_gemm_amd64.go), is
 // attnRun.direct for float32, with attnDirectKernelF32 the kernel whose
-// panels it reads.
+// panels it reads; attnDirectMR is that kernel's rows: the tiles hold
+// rows up to a multiple of it, and a few elements more, as the in-place
+// kernels read them.
 var (
+	attnDirectMR        = 6
 	attnDirectF32       func(a attnA[float32], b attnB[float32], mc, nb, k int, C matDst[float32], acc bool, trim attnTrim)
 	attnDirectKernelF32 kernel[float32]
 )

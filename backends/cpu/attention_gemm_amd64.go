@@ -17,26 +17,52 @@ func attnGemmRowsAVX2(kc int, a *float32, lda int, b *float32, ldb int, c *float
 //go:noescape
 func attnGemmColsAVX2(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc, mv int, accum bool)
 
-// The in-place kernels read the panels of the AVX2 6×16 kernel: they are
-// set up wherever it runs (AVX-512 CPUs included, for the tests), and
-// newAttnRun uses them where it is the GEMM kernel.
+// attnDirectVariant is one set of in-place tile kernels: the GEMM kernel
+// whose panels they read (and whose bits they give) and the tile product
+// built on them.
+type attnDirectVariant struct {
+	kern kernel[float32]
+	mul  func(a attnA[float32], b attnB[float32], mc, nb, k int, C matDst[float32], acc bool, trim attnTrim)
+}
+
+// attnDirectVariants are the in-place kernels this CPU runs, the one
+// newAttnRun uses first: AVX-512 8×32, then AVX2 6×16 (which the tests
+// also run on AVX-512 CPUs).
+var attnDirectVariants []attnDirectVariant
+
 func init() {
-	if !hasAVX2 {
-		return
-	}
 	for _, k := range asmKernelsF32 {
-		if k.asm != nil && k.mr == attnDirectMR && k.nr == 16 && usable(k.name) && k.name[:4] == "avx2" {
-			attnDirectKernelF32, attnDirectF32 = k, attnMulDirectAVX2
+		switch {
+		case k.name == "avx512-8x32" && usable(k.name):
+			attnDirectVariants = append(attnDirectVariants, attnDirectVariant{k, attnMulDirectAVX512})
+		case k.name == "avx2-6x16" && usable(k.name):
+			attnDirectVariants = append(attnDirectVariants, attnDirectVariant{k, attnMulDirectAVX2})
 		}
+	}
+	if len(attnDirectVariants) > 0 {
+		v := attnDirectVariants[0]
+		attnDirectKernelF32, attnDirectF32, attnDirectMR = v.kern, v.mul, v.kern.mr
 	}
 }
 
-// attnMulDirectAVX2 is the float32 attnRun.direct on AVX2: C (mc×nb; or
-// C + it, with acc) = A·B, leaving out what trim allows. It gives the bits
-// of packing A and B and attnRun.mul with the 6×16 kernel: the same sums
-// in the same order.
+// attnMulDirectAVX512 is the float32 attnRun.direct on AVX-512: C (mc×nb;
+// or C + it, with acc) = A·B, leaving out what trim allows, with the 8×32
+// kernels (kernels_amd64.s). It gives the bits of packing A and B and
+// attnRun.mul with sgemm8x32AVX512.
+func attnMulDirectAVX512(a attnA[float32], b attnB[float32], mc, nb, k int, C matDst[float32], acc bool, trim attnTrim) {
+	attnMulDirect(true, a, b, mc, nb, k, C, acc, trim)
+}
+
 func attnMulDirectAVX2(a attnA[float32], b attnB[float32], mc, nb, k int, C matDst[float32], acc bool, trim attnTrim) {
-	const mr, nr = attnDirectMR, 16
+	attnMulDirect(false, a, b, mc, nb, k, C, acc, trim)
+}
+
+// attnMulDirect is attnMulDirectAVX512 (wide) or attnMulDirectAVX2.
+func attnMulDirect(wide bool, a attnA[float32], b attnB[float32], mc, nb, k int, C matDst[float32], acc bool, trim attnTrim) {
+	mr, nr := 6, 16
+	if wide {
+		mr, nr = 8, 32
+	}
 	if nb == 0 || mc == 0 {
 		return
 	}
@@ -74,13 +100,18 @@ func attnMulDirectAVX2(a attnA[float32], b attnB[float32], mc, nb, k int, C matD
 	// called directly, not through a func value, so that tile stays on
 	// the stack
 	kern := func(kb int, ap, panel, c *float32, ldc, mv int, accum bool) {
-		if byCols {
+		switch {
+		case wide && byCols:
+			attnGemmColsAVX512(kb, ap, lda, panel, ldb, c, ldc, mv, accum)
+		case wide:
+			attnGemmRowsAVX512(kb, ap, lda, panel, ldb, c, ldc, mv, accum)
+		case byCols:
 			attnGemmColsAVX2(kb, ap, lda, panel, ldb, c, ldc, mv, accum)
-		} else {
+		default:
 			attnGemmRowsAVX2(kb, ap, lda, panel, ldb, c, ldc, mv, accum)
 		}
 	}
-	var tile [mr * nr]float32 // an edge panel's product (the kernels store whole rows)
+	var tile [8 * 32]float32 // an edge panel's product (the kernels store whole rows)
 	kc := min(gemmKC, k)
 	for pc := 0; pc < k; pc += kc {
 		kb := min(kc, k-pc)

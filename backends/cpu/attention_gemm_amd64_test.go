@@ -11,15 +11,22 @@ import (
 // TestAttnMulDirect compares the in-place tile products with packing the
 // tile and multiplying with the same kernel, bit for bit: tiles read by
 // rows, by columns and packed, B packed or (half the cases where its
-// columns fill whole panels) read in place, every edge of the 6×16
-// kernel, sums over several K-blocks (gemmKC shrunk), setting and adding to C, and each trim
-// of a causal tile (A zero where the trim leaves it out; with attnTrimCols
-// only the elements left of the diagonal compared).
+// columns fill whole panels) read in place, every edge of the 8×32 and
+// 6×16 kernels, sums over several K-blocks (gemmKC shrunk), setting and
+// adding to C, and each trim of a causal tile (A zero where the trim
+// leaves it out; with attnTrimCols only the elements left of the diagonal
+// compared), for each set of in-place kernels this CPU runs.
 func TestAttnMulDirect(t *testing.T) {
-	if attnDirectF32 == nil {
+	if len(attnDirectVariants) == 0 {
 		t.Skip("no in-place tile kernels on this CPU")
 	}
-	kern := attnDirectKernelF32
+	for _, v := range attnDirectVariants {
+		t.Run(v.kern.name, func(t *testing.T) { testAttnMulDirect(t, v) })
+	}
+}
+
+func testAttnMulDirect(t *testing.T, v attnDirectVariant) {
+	kern, mr := v.kern, v.kern.mr
 	run := &attnRun[float32]{kern: kern}
 	saved := gemmKC
 	defer func() { gemmKC = saved }()
@@ -35,8 +42,8 @@ func TestAttnMulDirect(t *testing.T) {
 		{attnTrimKEnd, 0}, {attnTrimKEnd, 9}, {attnTrimKEnd, -3}, {attnTrimKStart, 0}, {attnTrimKStart, -10}, {attnTrimKStart, 4}}
 	for _, kc := range []int{saved, 8} {
 		gemmKC = kc
-		for _, mc := range []int{1, 5, 6, 7, 64} {
-			for _, nb := range []int{1, 16, 17, 64} {
+		for _, mc := range []int{1, 5, 6, 7, 8, 9, 64} {
+			for _, nb := range []int{1, 16, 17, 32, 33, 64} {
 				for _, k := range []int{1, 3, 4, 5, 64, 70} {
 					for _, layout := range []string{"rows", "cols", "packed"} {
 						for _, acc := range []bool{false, true} {
@@ -53,9 +60,9 @@ func TestAttnMulDirect(t *testing.T) {
 								if layout == "cols" {
 									ars, acs = 1, mc+2
 								}
-								a := fill(roundUp(mc, attnDirectMR)*ars + k*acs + attnDirectMR)
+								a := fill(roundUp(mc, mr)*ars + k*acs + mr)
 								for i := range mc {
-									_, k0, k1 := trim.span(i/attnDirectMR*attnDirectMR, attnDirectMR, nb, k)
+									_, k0, k1 := trim.span(i/mr*mr, mr, nb, k)
 									for p := range k {
 										d := trim.d
 										if trim.kind == attnTrimKEnd && p > i+d || trim.kind == attnTrimKStart && i > p+d {
@@ -87,7 +94,7 @@ func TestAttnMulDirect(t *testing.T) {
 								if layout == "packed" {
 									op = attnA[float32]{s: pa, packed: true}
 								}
-								attnDirectF32(op, bop, mc, nb, k, matDst[float32]{s: got, rs: nb + 1, cs: 1}, acc, trim)
+								v.mul(op, bop, mc, nb, k, matDst[float32]{s: got, rs: nb + 1, cs: 1}, acc, trim)
 								for i := range mc {
 									for j := range nb {
 										if trim.kind == attnTrimCols && j > i+trim.d {

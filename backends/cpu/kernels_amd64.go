@@ -29,6 +29,16 @@ func sgemm6x16AVX2(kc int, a *float32, b *float32, c *float32, ldc int, mv int, 
 //go:noescape
 func sgemm6x16AVX2Bias(kc int, a *float32, b *float32, c *float32, ldc int, mv int, mask uint64, accum bool, bias *float32)
 
+// attnGemmRowsAVX512 is sgemm8x32AVX512 with A read in place by rows, a[i·lda+p], and B's rows ldb elements apart; it stores all 32 columns of rows i < mv.
+//
+//go:noescape
+func attnGemmRowsAVX512(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, mv int, accum bool)
+
+// attnGemmColsAVX512 is sgemm8x32AVX512 with A read in place by columns, a[p·lda+i], and B's rows ldb elements apart; it stores all 32 columns of rows i < mv.
+//
+//go:noescape
+func attnGemmColsAVX512(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, mv int, accum bool)
+
 // dgemm14x16AVX512 is the 14×16 float64 micro-kernel (AVX-512).
 //
 //go:noescape

@@ -22,6 +22,9 @@ func main() {
 	gemmKernel("sgemm6x64AVX512", f32, true, 6, 4, 4)
 	gemmKernel("sgemm6x16AVX2", f32, false, 6, 2, 4)
 	gemmKernelOf("sgemm6x16AVX2Bias", f32, false, 6, 2, 4, true) // a linear layer's bias added as it stores
+	// the fused attention's tiles multiplied in place (AVX2: attention_gemm_amd64.s)
+	attnGemmInPlace("attnGemmRowsAVX512", false)
+	attnGemmInPlace("attnGemmColsAVX512", true)
 	// float64: 14×16 AVX-512, 6×8 AVX2
 	gemmKernel("dgemm14x16AVX512", f64, true, 14, 2, 4)
 	gemmKernel("dgemm6x8AVX2", f64, false, 6, 2, 4)
