@@ -4,6 +4,7 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // The GEMM driver: C = A·B for one matrix, blocked for the caches in the
@@ -55,7 +56,22 @@ type kernel[T float] struct {
 	// the result before storing it (the same bits as asm then addBias):
 	// the last K-block of a product with a bias (see linear.go).
 	asmBias func(kc int, a, b, c *T, ldc, mv int, mask uint64, accum bool, bias *T)
+	// asmRows, when set, is asm with A read in place by rows (element
+	// (i, p) at a[i·lda+p]), reading all mr rows: the same bits as
+	// packing A first (see macroTileRows).
+	asmRows func(kc int, a *T, lda int, b, c *T, ldc, mv int, mask uint64, accum bool)
 }
+
+// aInPlace enables kernel.asmRows; tests and benchmarks turn it off to
+// compare with packing A.
+var aInPlace = true
+
+// rowsTiles counts the tiles macroTileRows multiplied, where
+// countRowsTiles is set (the tests, which check that the path ran).
+var (
+	rowsTiles      atomic.Int64
+	countRowsTiles = false
+)
 
 // biasInKernel enables kernel.asmBias; tests and benchmarks turn it off
 // to compare with adding the bias in a pass over each finished tile.
@@ -307,7 +323,8 @@ type gemmStep[T float] struct {
 	mc, nb, mt, nt int // tile sizes and counts
 	packing        sync.WaitGroup
 	tmp            *bufPool[T]
-	preA, preB     []T // operands packed before the call (see prepackA, prepackB), or nil
+	preA, preB     []T  // operands packed before the call (see prepackA, prepackB), or nil
+	aRows          bool // A is multiplied where it lies (readsAInPlace), not packed
 	// lazyA or lazyB, when set, packs preA or preB as the tiles need it
 	// (see lazyPack)
 	lazyA, lazyB *lazyPack[T]
@@ -355,7 +372,7 @@ func (g *gemmStep[T]) task(t int) {
 	case g.lazyB != nil:
 		g.lazyTile(g.lazyB, ic, mcur, jb, nbcur)
 	default:
-		g.tile(g.aPack[ic*kc:], g.bPack[jb*kc:], ic, mcur, jb, nbcur)
+		g.tileOf(ic, mcur, g.bPack[jb*kc:], jb, nbcur)
 	}
 	if g.last && g.C.act != nil {
 		g.rowBlockDone(t/g.nt, ic, mcur)
@@ -397,6 +414,52 @@ func (g *gemmStep[T]) tile(a, b []T, ic, mcur, jb, nbcur int) {
 	}
 }
 
+// tileOf multiplies rows [ic, ic+mcur) of the step's chunk of A, packed
+// (aPack) or where they lie (aRows), by b, the packed columns [jb,
+// jb+nbcur) of its block of B, into C, and adds the bias on the last
+// K-block.
+func (g *gemmStep[T]) tileOf(ic, mcur int, b []T, jb, nbcur int) {
+	if !g.aRows {
+		g.tile(g.aPack[ic*g.kcur:], b, ic, mcur, jb, nbcur)
+		return
+	}
+	macroTileRows(g.kern, g.A, g.pc, b, mcur, nbcur, g.kcur, g.C, g.i0+ic, g.jc+jb, g.first, g.tmp)
+	if g.last && g.C.bias != nil {
+		addBias(g.C, g.i0+ic, mcur, g.jc+jb, nbcur)
+	}
+}
+
+// aInPlaceMaxN is the most columns of a product (of a strip, in
+// gemmInStrips) whose A is multiplied in place. A tile reads each panel of
+// A once per 32 columns of B from L2 whether packed or not, but 8 rows of
+// A in place read slower than one packed panel: BenchmarkGEMMAInPlace on a
+// Zen 4, one worker, in place against packed: +3 to +5% at N = 256 (K =
+// 768 and 1024), even at N = 768 and -1 to -3% at N = 1024 (K = 256),
+// prefetching A's rows in the kernel no better.
+const aInPlaceMaxN = 512
+
+// readsAInPlace reports whether a product with kern may multiply A where
+// it lies, a panel of rows at a time, instead of packing it first
+// (macroTileRows): A holds T by rows (column stride 1, rows forward, no
+// offset table), C's columns are contiguous, as kern.asm stores them, the
+// two do not share memory (C's first K-block would change A before the
+// next one reads it), and kern has an in-place kernel. Packing A
+// (packT8F32) was 3% of a GPT-style training step's time.
+func readsAInPlace[T float](kern kernel[T], A matSrc[T], C matDst[T]) bool {
+	return aInPlace && kern.asmRows != nil && A.s != nil && A.cs == 1 && A.rs > 0 &&
+		A.rowOff == nil && A.colOff == nil && C.cs == 1 && !overlapping(A.s, C.s)
+}
+
+// overlapping reports whether a and b share an element.
+func overlapping[T any](a, b []T) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	size := unsafe.Sizeof(a[0])
+	a0, b0 := uintptr(unsafe.Pointer(unsafe.SliceData(a))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return a0 < b0+uintptr(len(b))*size && b0 < a0+uintptr(len(a))*size
+}
+
 // lazyTile is task's tile when the strips share A (p is lazyA: the tile's
 // rows [ic, ic+mcur) of the chunk) or B (lazyB: its columns [jb,
 // jb+nbcur)), packed by whichever strip needs them first (see lazyPack).
@@ -414,7 +477,7 @@ func (g *gemmStep[T]) lazyTile(p *lazyPack[T], ic, mcur, jb, nbcur int) {
 	}
 	first, last, all := p.claim(r0, rows, g.pc, g.tmp)
 	if all && !lazyOwnTiles {
-		g.tile(g.aPack[ic*kc:], g.bPack[jb*kc:], ic, mcur, jb, nbcur)
+		g.tileOf(ic, mcur, g.bPack[jb*kc:], jb, nbcur)
 		return
 	}
 	tmp := g.tmp.get(kc)
@@ -435,7 +498,7 @@ func (g *gemmStep[T]) lazyTile(p *lazyPack[T], ic, mcur, jb, nbcur int) {
 			packed = *own
 		}
 		if p == g.lazyB {
-			g.tile(g.aPack[ic*kc:], packed, ic, mcur, s0-base, s1-s0)
+			g.tileOf(ic, mcur, packed, s0-base, s1-s0)
 			return
 		}
 		g.tile(packed, g.bPack[jb*kc:], s0-base, s1-s0, jb, nbcur)
@@ -528,11 +591,12 @@ func gemmLazy[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], 
 	if preB == nil {
 		bBuf = pool.get(kc * nc)
 	}
-	if preA == nil {
+	aRows := preA == nil && lazyA == nil && n <= aInPlaceMaxN && readsAInPlace(kern, A, C)
+	if preA == nil && !aRows {
 		aBuf = pool.get(mChunk * kc)
 	}
 	g := typedPool[T](&stepF32, &stepF64).Get().(*gemmStep[T])
-	*g = gemmStep[T]{kern: kern, A: A, Bt: B.t(), C: C, tmp: pool, preA: preA, preB: preB, lazyA: lazyA, lazyB: lazyB, rowDone: g.rowDone}
+	*g = gemmStep[T]{kern: kern, A: A, Bt: B.t(), C: C, tmp: pool, preA: preA, preB: preB, aRows: aRows, lazyA: lazyA, lazyB: lazyB, rowDone: g.rowDone}
 	for jc := 0; jc < n; jc += nc {
 		ncur := min(nc, n-jc)
 		for pc := 0; pc < k; pc += kc {
@@ -554,10 +618,13 @@ func gemmLazy[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], 
 					g.bTasks = ((ncur+nr-1)/nr + g.bGroup - 1) / g.bGroup
 				}
 				g.aGroup = max(1, (1<<14)/(kcur*mr))
-				if preA != nil {
+				switch {
+				case aRows:
+					g.aPack, g.aTasks = nil, 0
+				case preA != nil:
 					g.aPack = preA[i0*k+roundUp(g.m, mr)*pc:][:roundUp(g.m, mr)*kcur]
 					g.aTasks = 0
-				} else {
+				default:
 					g.aPack = (*aBuf)[:roundUp(g.m, mr)*kcur]
 					g.aTasks = ((g.m+mr-1)/mr + g.aGroup - 1) / g.aGroup
 				}
@@ -709,6 +776,13 @@ func gemmInStrips[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[
 	bufs := poolFor[T]()
 	var pre *[]T
 	var lazy *lazyPack[T]
+	if g.byCols && g.width <= aInPlaceMaxN && readsAInPlace(kern, A, C) {
+		// every strip multiplies A where it lies: nothing to share
+		b.parallelRun((side+g.width-1)/g.width, 1, g)
+		*g = gemmStrips[T]{}
+		pool.Put(g)
+		return
+	}
 	if packLazily && min(m, n)*k < prepackMinElems { // see lazyPack
 		lazy = typedPool[T](&lazyF32, &lazyF64).Get().(*lazyPack[T])
 		g.lazy = lazy
@@ -850,6 +924,46 @@ func macroTileAsm[T float](kern kernel[T], a, bp []T, mc, nb, kc int, C matDst[T
 				}
 			}
 		}
+	}
+}
+
+// macroTileRows is macroTileAsm for an A read in place (readsAInPlace):
+// rows [i0, i0+mc) of A from column c0, kc columns of them, by packed
+// kc×nb panels of B (bp) into C rows [i0, i0+mc) and columns [j0, j0+nb),
+// with kern.asmRows. That kernel reads all mr rows of a panel; a last
+// panel whose rows would run past the end of A's buffer is packed into a
+// buffer from pool and multiplied with kern.asm. The sums are the packed
+// kernel's, in the same order.
+func macroTileRows[T float](kern kernel[T], A matSrc[T], c0 int, bp []T, mc, nb, kc int, C matDst[T], i0, j0 int, first bool, pool *bufPool[T]) {
+	if countRowsTiles {
+		rowsTiles.Add(1)
+	}
+	mr, nr := kern.mr, kern.nr
+	_ = bp[roundUp(nb, nr)*kc-1]
+	base := A.off + i0*A.rs + c0
+	var edge *[]T // the packed last panel, when it cannot be read in place
+	for jr := 0; jr < nb; jr += nr {
+		bPanel := &bp[(jr/nr)*nr*kc]
+		nv := min(nr, nb-jr)
+		mask := uint64(1)<<nv - 1
+		for ir := 0; ir < mc; ir += mr {
+			mv := min(mr, mc-ir)
+			c := &C.s[C.off+(i0+ir)*C.rs+j0+jr]
+			if off := base + ir*A.rs; off+(mr-1)*A.rs+kc <= len(A.s) {
+				kern.asmRows(kc, &A.s[off], A.rs, bPanel, c, C.rs, mv, mask, !first)
+				continue
+			}
+			if edge == nil {
+				edge = pool.get(mr * kc)
+				tmp := pool.get(kc)
+				pack((*edge)[:mr*kc], A, i0+ir, mv, c0, kc, mr, *tmp)
+				pool.put(tmp)
+			}
+			kern.asm(kc, &(*edge)[0], bPanel, c, C.rs, mv, mask, !first)
+		}
+	}
+	if edge != nil {
+		pool.put(edge)
 	}
 }
 

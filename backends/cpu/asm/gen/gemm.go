@@ -70,8 +70,25 @@ func gemmKernel(name string, e elem, avx512 bool, mr, nv, unroll int) {
 // adds a linear layer's bias while the tile is in registers instead of in
 // a pass over C of its own, with the same two roundings in the same order.
 func gemmKernelOf(name string, e elem, avx512 bool, mr, nv, unroll int, bias bool) {
+	gemmKernelGen(name, e, avx512, mr, nv, unroll, bias, false)
+}
+
+// gemmKernelRows generates gemmKernel's AVX-512 float32 8-row kernel with A
+// read in place by rows (element (i, p) at a[i·lda+p]) instead of from a
+// packed panel, for an A stored by rows: the GEMM then skips packing A
+// (gemm.go's macroTileRows). It reads all 8 rows, stores rows i < mv, and
+// gives the packed kernel's bits (the same multiply-adds in the same order).
+func gemmKernelRows(name string, nv, unroll int) {
+	gemmKernelGen(name, f32, true, 8, nv, unroll, false, true)
+}
+
+// gemmKernelGen is gemmKernelOf, or with aRows gemmKernelRows.
+func gemmKernelGen(name string, e elem, avx512 bool, mr, nv, unroll int, bias, aRows bool) {
 	if bias && avx512 {
 		panic(name + ": the bias epilogue is for AVX2 kernels")
+	}
+	if aRows && (!avx512 || mr != 8 || e.sig != "" || bias) {
+		panic(name + ": A read in place is for AVX-512 float32 8-row kernels")
 	}
 	vbytes := 32
 	regs := ymm
@@ -87,10 +104,15 @@ func gemmKernelOf(name string, e elem, avx512 bool, mr, nv, unroll int, bias boo
 		if bias {
 			sig = fmt.Sprintf("func(kc int, a, b, c *%s, ldc, mv int, mask uint64, accum bool, bias *%s)", e.name, e.name)
 		}
+		if aRows {
+			sig = fmt.Sprintf("func(kc int, a *%s, lda int, b, c *%s, ldc, mv int, mask uint64, accum bool)", e.name, e.name)
+		}
 	}
 	TEXT(name, NOSPLIT, sig)
 	Pragma("noescape")
-	if bias {
+	if aRows {
+		Doc(fmt.Sprintf("%s is the %d×%d %s micro-kernel (AVX-512) with A read in place by rows, a[i·lda+p]; it reads all %d rows of A.", name, mr, nr, e.name, mr))
+	} else if bias {
 		Doc(fmt.Sprintf("%s is the %d×%d %s micro-kernel (AVX2+FMA) that adds bias[j] to column j of the result before storing it.", name, mr, nv*lanes, e.name))
 	} else if e.sig != "" {
 		Doc(fmt.Sprintf("%s is the %d×%d bfloat16 micro-kernel (AVX-512 BF16): kp pairs of k, float32 sums and C.", name, mr, nr))
@@ -106,6 +128,39 @@ func gemmKernelOf(name string, e elem, avx512 bool, mr, nv, unroll int, bias boo
 	Load(Param("ldc"), ldc)
 	Load(Param("mv"), mv)
 	SHLQ(U8(log2(e.size)), ldc)
+	// with aRows, rows 3 to 5 of A from a3 = a + 3·lda and rows 6 and 7
+	// from a6 = a + 6·lda, each at most two lda past its base
+	lda, a3, a6 := R10, R11, R13
+	if aRows {
+		Load(Param("lda"), lda)
+		SHLQ(U8(log2(e.size)), lda)
+		LEAQ(Mem{Base: pa, Index: lda, Scale: 2}, a3)
+		ADDQ(lda, a3)
+		LEAQ(Mem{Base: a3, Index: lda, Scale: 2}, a6)
+		ADDQ(lda, a6)
+	}
+	// aAt is element (i, p+u) of A, p the step the A pointers are at
+	aAt := func(i, u int) Mem {
+		if !aRows {
+			return Mem{Base: pa, Disp: (u*mr + i) * e.size}
+		}
+		base := []Register{pa, pa, pa, a3, a3, a3, a6, a6}[i]
+		scale := []uint8{0, 1, 2, 0, 1, 2, 0, 1}[i]
+		m := Mem{Base: base, Disp: u * e.size}
+		if scale > 0 {
+			m.Index, m.Scale = lda, scale
+		}
+		return m
+	}
+	advanceA := func(steps int) {
+		if !aRows {
+			ADDQ(U32(steps*mr*e.size), pa)
+			return
+		}
+		for _, r := range []Register{pa, a3, a6} {
+			ADDQ(U32(steps*e.size), r)
+		}
+	}
 
 	bv := regs[:nv]
 	bc := regs[nv : nv+2]
@@ -148,7 +203,7 @@ func gemmKernelOf(name string, e elem, avx512 bool, mr, nv, unroll int, bias boo
 		}
 		for i := range mr {
 			t := bc[i%len(bc)]
-			e.broadcast(Mem{Base: pa, Disp: (u*mr + i) * e.size}, t)
+			e.broadcast(aAt(i, u), t)
 			for v := range nv {
 				e.fma(bv[v], t, acc[i][v])
 			}
@@ -161,7 +216,7 @@ func gemmKernelOf(name string, e elem, avx512 bool, mr, nv, unroll int, bias boo
 	for u := range unroll {
 		step(u)
 	}
-	ADDQ(U32(unroll*mr*e.size), pa)
+	advanceA(unroll)
 	ADDQ(U32(unroll*nr*e.size), pb)
 	DECQ(RAX)
 	JNZ(LabelRef(name + "_loop"))
@@ -170,7 +225,7 @@ func gemmKernelOf(name string, e elem, avx512 bool, mr, nv, unroll int, bias boo
 	JZ(LabelRef(name + "_store"))
 	Label(name + "_tailloop")
 	step(0)
-	ADDQ(U32(mr*e.size), pa)
+	advanceA(1)
 	ADDQ(U32(nr*e.size), pb)
 	DECQ(kc)
 	JNZ(LabelRef(name + "_tailloop"))
