@@ -429,13 +429,16 @@ func (g *gemmStep[T]) tileOf(ic, mcur int, b []T, jb, nbcur int) {
 	}
 }
 
-// aInPlaceMaxN is the most columns of a product (of a strip, in
-// gemmInStrips) whose A is multiplied in place. A tile reads each panel of
-// A once per 32 columns of B from L2 whether packed or not, but 8 rows of
-// A in place read slower than one packed panel: BenchmarkGEMMAInPlace on a
-// Zen 4, one worker, in place against packed: +3 to +5% at N = 256 (K =
-// 768 and 1024), even at N = 768 and -1 to -3% at N = 1024 (K = 256),
-// prefetching A's rows in the kernel no better.
+// aInPlaceMaxN is the most columns of a product whose A is multiplied in
+// place. A tile reads each panel of A once per 32 columns of B from L2
+// whether packed or not, but 8 rows of A in place read slower than one
+// packed panel: BenchmarkGEMMAInPlace on a Zen 4, in place against
+// packed, one worker: +1 to +5% at N = 256 (K = 768 and 1024), even at N
+// = 768, -1 to -3% at N = 1024 (K = 256), prefetching A's rows in the
+// kernel no better; two workers, the strips of a wider product each
+// reading A in place instead of sharing it packed: -2 to -3% at N = 768
+// to 2048. At N ≤ 512 on two workers it saves the job that packs A before
+// the strips: 128³ to 512³ products 5 to 13% faster.
 const aInPlaceMaxN = 512
 
 // readsAInPlace reports whether a product with kern may multiply A where
@@ -776,7 +779,7 @@ func gemmInStrips[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[
 	bufs := poolFor[T]()
 	var pre *[]T
 	var lazy *lazyPack[T]
-	if g.byCols && g.width <= aInPlaceMaxN && readsAInPlace(kern, A, C) {
+	if g.byCols && n <= aInPlaceMaxN && readsAInPlace(kern, A, C) {
 		// every strip multiplies A where it lies: nothing to share
 		b.parallelRun((side+g.width-1)/g.width, 1, g)
 		*g = gemmStrips[T]{}

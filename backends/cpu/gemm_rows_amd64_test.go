@@ -114,13 +114,14 @@ func countRowsCalls(f func()) int64 {
 
 func init() { countRowsTiles = true }
 
-// BenchmarkGEMMAInPlace times the float32 GEMMs of a GPT-style step at d =
-// 256 (forward X·Wᵀ and the input gradient dY·W, A stored by rows) on one
-// worker with A multiplied in place and packed, alternating the two every
-// iteration, and reports the fastest of each (GFLOP/s).
+// BenchmarkGEMMAInPlace times the float32 GEMMs of GPT-style steps at d =
+// 256 and 512 (forward X·Wᵀ and the input gradient dY·W, A stored by
+// rows) on KILN_CPU_THREADS workers with A multiplied in place and
+// packed, alternating the two every iteration, and reports the fastest of
+// each (GFLOP/s). Products wider than aInPlaceMaxN pack A either way.
 func BenchmarkGEMMAInPlace(b *testing.B) {
 	defer func() { aInPlace = true }()
-	be := New(1)
+	be := New(0) // KILN_CPU_THREADS workers, else every processor
 	for _, c := range []struct {
 		name    string
 		m, k, n int
@@ -132,6 +133,11 @@ func BenchmarkGEMMAInPlace(b *testing.B) {
 		{"dx-qkv-2048x768x256", 2048, 768, 256, false},
 		{"dx-ff1-2048x1024x256", 2048, 1024, 256, false},
 		{"dx-ff2-2048x256x1024", 2048, 256, 1024, false},
+		{"d512-fwd-qkv-2048x512x1536", 2048, 512, 1536, true},
+		{"d512-fwd-ff1-2048x512x2048", 2048, 512, 2048, true},
+		{"d512-fwd-ff2-2048x2048x512", 2048, 2048, 512, true},
+		{"d512-dx-qkv-2048x1536x512", 2048, 1536, 512, false},
+		{"d512-dx-ff2-2048x512x2048", 2048, 512, 2048, false},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			x := randView(be, backends.Float32, 1, c.m, c.k)
