@@ -656,7 +656,7 @@ func siluGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]fl
 //go:noescape
 func siluGradF32AVX512Pairs(dst *float32, x *float32, grad *float32, n int) int
 
-// geluF32AVX512 sets dst[i] = gelu(x[i]) for i < n (AVX-512, in float32: the AVX2 kernel's steps, sixteen lanes a vector), and sp[0], sp[1] where x[i] is +Inf, -Inf.
+// geluF32AVX512 sets dst[i] = gelu(x[i]) for i < n (AVX-512, in float32: from a table of polynomials where |x[i]| ≤ 3 (gelu_table.go), else the AVX2 kernel's steps, sixteen lanes a vector), and sp[0], sp[1] where x[i] is +Inf, -Inf.
 //
 //go:noescape
 func geluF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
@@ -666,7 +666,7 @@ func geluF32AVX512(dst *float32, x *float32, n int, sp *[2]float32)
 //go:noescape
 func geluF32AVX512Pairs(dst *float32, x *float32, n int) int
 
-// geluGradF32AVX512 sets dst[i] = grad[i]·gelu'(x[i]) for i < n (AVX-512, in float32: the AVX2 kernel's steps, sixteen lanes a vector), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf; lanes with |grad[i]| ≥ 2^64 take geluWideGradF32AVX512's float64 body.
+// geluGradF32AVX512 sets dst[i] = grad[i]·gelu'(x[i]) for i < n (AVX-512, in float32: from a table of polynomials where |x[i]| ≤ 3 and |grad[i]| < 2^64 (gelu_table.go), else the AVX2 kernel's steps, sixteen lanes a vector), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf; lanes with |grad[i]| ≥ 2^64 take geluWideGradF32AVX512's float64 body.
 //
 //go:noescape
 func geluGradF32AVX512(dst *float32, x *float32, grad *float32, n int, sp *[2]float32)
@@ -680,6 +680,11 @@ func geluGradF32AVX512Pairs(dst *float32, x *float32, grad *float32, n int) int
 //
 //go:noescape
 func geluTableF32AVX512Pairs(dst *float32, x *float32, n int) int
+
+// geluGradTableF32AVX512Pairs sets dst[i] = grad[i]·gelu'(x[i]) (AVX-512, in float32: from the table of polynomials geluGradTab where |x[i]| ≤ 3, else as geluGradF32AVX512) for i < k, thirty-two at a time, and returns k: a multiple of 32, at most n, that stops before the first thirty-two with x ±Inf or NaN or |grad| ≥ 2^64.
+//
+//go:noescape
+func geluGradTableF32AVX512Pairs(dst *float32, x *float32, grad *float32, n int) int
 
 // winoBTAVX512 sets the 4×4 matrix dst(i, j) = (L·S·Lᵀ)(i, j) over n lanes for the 4×4 matrix S = src(r, c), dst(i, j) at dst + i·drs + j·dcs and src(r, c) at src + r·srs + c·scs (element strides), L = [[1 0 -1 0] [0 1 1 0] [0 -1 1 0] [0 1 0 -1]] (AVX-512).
 //

@@ -43,4 +43,13 @@ var (
 // 1.11 for geluF32AVX512Paired alone (BenchmarkActivation, interleaved).
 var geluF32AVX512Table = pairedF32(32, geluTableF32AVX512Pairs, geluF32AVX512Paired)
 
+// geluGradF32AVX512Table is GELU's AVX-512 backward kernel: the table of
+// polynomials of GELU's derivative (gelu_table.go) where |x| ≤ 3 and the
+// erfc-based body in the other lanes, thirty-two lanes an iteration, and
+// geluGradF32AVX512Paired on the blocks of 32 with x ±Inf or NaN or
+// |grad| ≥ 2^64 and the last n mod 32, which gives the table's result in
+// the lanes with |x| ≤ 3 and |grad| < 2^64 too: each element's result
+// depends on its own x and grad alone.
+var geluGradF32AVX512Table = pairedGradF32(32, geluGradTableF32AVX512Pairs, geluGradF32AVX512Paired)
+
 func init() { geluTableInUse = hasTranscendental }

@@ -46,7 +46,7 @@ var transcendentalAsm = map[backends.UnaryOp]transcendentalKernelSet{
 	backends.Erf:      {erfF32AVX512, erfGradF32AVX512, false, false},
 	backends.Sigmoid:  {sigmoidF32AVX512Paired, sigmoidGradF32AVX512Paired, true, true},
 	backends.Silu:     {siluF32AVX512Paired, siluGradF32AVX512Paired, true, true},
-	backends.Gelu:     {geluF32AVX512Table, geluGradF32AVX512Paired, true, true},
+	backends.Gelu:     {geluF32AVX512Table, geluGradF32AVX512Table, true, true},
 	backends.GeluTanh: {geluTanhF32AVX512, geluTanhGradF32AVX512, false, false},
 }
 

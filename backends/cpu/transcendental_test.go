@@ -32,7 +32,7 @@ var float32ForwardULP = map[backends.UnaryOp]float64{backends.Exp: 0.99, backend
 
 // float32BackwardULP is the same for the backward kernels in float32
 // (vecDF32, altDF32), of the derivative (g = 1) and of g·f' alike.
-var float32BackwardULP = map[backends.UnaryOp]float64{backends.Gelu: gelu32GradULP}
+var float32BackwardULP = map[backends.UnaryOp]float64{backends.Gelu: max(gelu32GradULP, geluGradTableULP)}
 
 // gelu32GradULP bounds the float32 GELU backward kernel (AVX2): the
 // maximum over every float32 input of its model, geluGradF32Model (1.8176

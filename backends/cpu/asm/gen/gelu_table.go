@@ -26,6 +26,11 @@ const (
 	geluTabStep = 0.1875
 	geluTabMax  = geluTabN * geluTabStep / 2 // 3: the table covers [-geluTabMax, geluTabMax]
 	geluTabSym  = "gelutab"
+	// GELU's derivative's table: its intervals geluRootFirst to
+	// geluRootLast, about its zero, hold g(x)/(x - r) instead of g(x)
+	geluGradTabSym = "gelugradtab"
+	geluRootFirst  = 10
+	geluRootLast   = 13
 )
 
 // geluTable computes the table, coefficient by coefficient (c0hi, c0lo,
@@ -54,18 +59,86 @@ func geluTable() [9 * geluTabN]float32 {
 	return tab
 }
 
-// geluTableData emits the table as the data symbol geluTabSym (after the
-// kernels that read it).
+// geluGradCoefs returns the Taylor coefficients of GELU's derivative g(x)
+// = Φ(x) + x·φ(x) about c, g⁽ᵏ⁾(c)/k! for k < n, in float64: g(c), then,
+// as g = Φ - φ' and φ⁽ʲ⁾ = (-1)^j·He_j·φ, g⁽ᵏ⁾(c)/k! = (-1)^(k-1)·φ(c)·
+// (He_(k-1)(c) - He_(k+1)(c))/k!.
+func geluGradCoefs(c float64, n int) []float64 {
+	phi := math.Exp(-c*c/2) / math.Sqrt(2*math.Pi)
+	he := []float64{1, c} // He_0, He_1, …
+	for j := 1; len(he) < n+1; j++ {
+		he = append(he, c*he[j]-float64(j)*he[j-1])
+	}
+	a := []float64{math.Erfc(-c/math.Sqrt2)/2 + c*phi}
+	fact, sign := 1.0, 1.0
+	for k := 1; k < n; k++ {
+		fact *= float64(k)
+		a = append(a, sign*phi*(he[k-1]-he[k+1])/fact)
+		sign = -sign
+	}
+	return a
+}
+
+// geluGradTable computes the backward table, laid out as geluTable's: on
+// interval i, centred on c, the Taylor polynomial of degree 7 of g(x) =
+// Φ(x) + x·φ(x) about c, or on intervals geluRootFirst to geluRootLast,
+// near g's zero r, that of q(x) = g(x)/(x - r): the kernel multiplies
+// by x - r there, so that g's relative error stays small as it goes
+// through zero. q's coefficients come from g's by synthetic division by
+// the zero at t = r - c = -d: b_k = Σ_(j>k) a_j·(-d)^(j-k-1) (with a_j up
+// to j = 30; no division by d, which would multiply the roundings).
+func geluGradTable() [9 * geluTabN]float32 {
+	var tab [9 * geluTabN]float32
+	r := geluRoot.hi // g's zero (transcendental.go), ≈ -0.7518
+	for i := range geluTabN {
+		c := float64(float32(i)*geluTabStep - (geluTabMax - geluTabStep/2))
+		a := geluGradCoefs(c, 31)
+		if i >= geluRootFirst && i <= geluRootLast {
+			d := c - r
+			b := make([]float64, 8)
+			for k := range b {
+				pw := 1.0
+				for j := k + 1; j < len(a); j++ {
+					b[k] += a[j] * pw
+					pw *= -d
+				}
+			}
+			a = b
+		}
+		hi := float32(a[0])
+		tab[i], tab[geluTabN+i] = hi, float32(a[0]-float64(hi))
+		for k := 1; k <= 7; k++ {
+			tab[(k+1)*geluTabN+i] = float32(a[k])
+		}
+	}
+	return tab
+}
+
+// geluRootParts returns g's zero as the float32 sum hi + lo.
+func geluRootParts() (hi, lo float32) {
+	hi = float32(geluRoot.hi)
+	return hi, float32(geluRoot.hi - float64(hi) + geluRoot.lo)
+}
+
+// geluTableData emits the tables as the data symbols geluTabSym and
+// geluGradTabSym (after the kernels that read them).
 func geluTableData() {
 	GLOBL(geluTabSym, RODATA|NOPTR)
 	for i, v := range geluTable() {
 		DATA(4*i, U32(math.Float32bits(v)))
 	}
+	GLOBL(geluGradTabSym, RODATA|NOPTR)
+	for i, v := range geluGradTable() {
+		DATA(4*i, U32(math.Float32bits(v)))
+	}
 }
 
 // geluTabAt is the table's memory at byte offset o.
-func geluTabAt(o int) Mem {
-	return Mem{Symbol: Symbol{Name: geluTabSym, Static: true}, Base: StaticBase, Disp: o}
+func geluTabAt(o int) Mem { return tabAt(geluTabSym, o) }
+
+// tabAt is data symbol sym's memory at byte offset o.
+func tabAt(sym string, o int) Mem {
+	return Mem{Symbol: Symbol{Name: sym, Static: true}, Base: StaticBase, Disp: o}
 }
 
 // writeGeluTable writes the table as Go source to path.
@@ -75,19 +148,29 @@ func writeGeluTable(path string) error {
 	b.WriteString("// geluTab is GELU's table of polynomials (gelu_table.go): coefficients\n")
 	b.WriteString("// c0hi, c0lo, c1, …, c7, geluTabN entries each, as the AVX-512 kernels\n")
 	b.WriteString("// read them.\n")
-	b.WriteString("var geluTab = [9 * geluTabN]float32{\n")
-	tab := geluTable()
-	for j := range 9 {
-		b.WriteString("\t")
-		for i := range geluTabN {
-			if i > 0 {
-				b.WriteString(" ")
+	hex := func(v float32) string { return strconv.FormatFloat(float64(v), 'x', -1, 32) }
+	table := func(name string, tab [9 * geluTabN]float32) {
+		fmt.Fprintf(&b, "var %s = [9 * geluTabN]float32{\n", name)
+		for j := range 9 {
+			b.WriteString("\t")
+			for i := range geluTabN {
+				if i > 0 {
+					b.WriteString(" ")
+				}
+				fmt.Fprintf(&b, "%s,", hex(tab[j*geluTabN+i]))
 			}
-			fmt.Fprintf(&b, "%s,", strconv.FormatFloat(float64(tab[j*geluTabN+i]), 'x', -1, 32))
+			b.WriteString("\n")
 		}
-		b.WriteString("\n")
+		b.WriteString("}\n")
 	}
-	b.WriteString("}\n")
+	table("geluTab", geluTable())
+	b.WriteString("\n// geluGradTab is the table of GELU's derivative (gelu_table.go), laid out\n")
+	b.WriteString("// as geluTab: on intervals geluRootFirst to geluRootLast, g(x)/(x - r).\n")
+	table("geluGradTab", geluGradTable())
+	hi, lo := geluRootParts()
+	b.WriteString("\n// geluRootHi + geluRootLo is r, the zero of GELU's derivative, as the\n")
+	b.WriteString("// backward kernels subtract it.\n")
+	fmt.Fprintf(&b, "const (\n\tgeluRootHi = %s\n\tgeluRootLo = %s\n)\n", hex(hi), hex(lo))
 	return os.WriteFile(path, b.Bytes(), 0o644)
 }
 
@@ -199,6 +282,117 @@ func geluTableBody(xs lanes) lanes {
 		s := ZMM()
 		VANDPS(tconst.u32(0x80000000), xs[i], s) // -0 stays -0
 		VORPS(s, y[i], y[i])
+	}
+	return y
+}
+
+// geluGradTableKernelAVX512 generates geluGradTableF32AVX512Pairs: GELU's
+// backward pass, grad·g(x) with g(x) = Φ(x) + x·φ(x), for |x| ≤ 3 from
+// the table geluGradTab (backends/cpu/gelu_table.go), as
+// geluTableKernelAVX512 generates the forward pass. Pairs with a finite
+// lane beyond 3 in magnitude also run the erfc-based body (gelu32DFN) and
+// take its results in those lanes; the kernel stops before the first
+// block of 32 with x ±Inf or NaN or |grad| ≥ 2^64 (or ±Inf, NaN), and
+// before the last n mod 32. Run with zmm32 and tconstF32AVX512.
+func geluGradTableKernelAVX512() {
+	name := "geluGradTableF32AVX512Pairs"
+	doc := name + " sets dst[i] = grad[i]·gelu'(x[i]) (AVX-512, in float32: from the table of polynomials geluGradTab where |x[i]| ≤ 3, else as geluGradF32AVX512) for i < k, thirty-two at a time, and returns k: a multiple of 32, at most n, that stops before the first thirty-two with x ±Inf or NaN or |grad| ≥ 2^64."
+	pairKernel(name, "func(dst, x, grad *float32, n int) int", doc, true, func(xs, gs lanes, _ Register) lanes {
+		res := geluGradTableBody(xs, gs)
+		out := K()
+		beyond := make([]Op, len(xs))
+		for i := range xs {
+			a, m := ZMM(), K()
+			VANDPS(tconst.u32(0x7fffffff), xs[i], a)
+			VPCMPGTD(tconst.u32(math.Float32bits(geluTabMax)), a, m) // |x| > 3 (finite here)
+			beyond[i] = m
+			if i == 0 {
+				KMOVW(m, out)
+			} else {
+				KORW(m, out, out)
+			}
+		}
+		KORTESTW(out, out)
+		JZ(LabelRef(name + "_near"))
+		far := gelu32DFNErfc(xs, gs)
+		for i := range xs {
+			VMOVAPS(far[i], beyond[i], res[i])
+		}
+		Label(name + "_near")
+		return res
+	})
+}
+
+// geluGradTableBody is grad·g(x) for the x in xs (|x| ≤ 3; garbage
+// elsewhere) and grad in gs (|grad| < 2^64), from geluGradTab:
+//
+//	i, c, t as in geluTableBody
+//	p = c7, then p·t + c_k for k = 6 … 1; r = p·t + c0lo
+//	d1 + d2 = 1 + 0, or on intervals geluRootFirst … geluRootLast x - r:
+//	    d = x - rhi (exact: x is within a factor of 2 of rhi there),
+//	    d1 = d - rlo, d2 = (d - d1) - rlo (Fast2Sum: |d| ≥ |rlo| or d = 0)
+//	uh = grad·d1, ul = (grad·d1 - uh) + grad·d2  (u = grad·(x - r), two terms)
+//	y = uh·c0hi + (ul·c0hi + uh·r) (uh·c0hi exact in the FMA), or uh·c0hi
+//	    where that is ±0 (the sign of grad·g then)
+func geluGradTableBody(xs, gs lanes) lanes {
+	k := len(xs)
+	idx, t := newLanes(k), newLanes(k)
+	for i := range xs {
+		f := ZMM()
+		VBROADCASTSS(f32c(geluTabN/2), f)
+		VFMADD231PS(f32c(1/geluTabStep), xs[i], f) // x·16/3 + 16
+		VCVTTPS2DQ(f, idx[i])
+		VPMINSD(tconst.u32(geluTabN-1), idx[i], idx[i]) // the interval
+		c := ZMM()
+		VCVTDQ2PS(idx[i], c)
+		VMULPS(f32c(geluTabStep), c, c)
+		VSUBPS(f32c(geluTabMax-geluTabStep/2), c, c) // its centre, exact
+		VSUBPS(c, xs[i], t[i])                       // t = x - c
+	}
+	coef := func(j, i int) VecVirtual {
+		v := ZMM()
+		VMOVUPS(tabAt(geluGradTabSym, 128*j), v)
+		VPERMT2PS(tabAt(geluGradTabSym, 128*j+64), idx[i], v)
+		return v
+	}
+	p := newLanes(k)
+	for i := range p {
+		p[i] = coef(8, i)
+	}
+	for j := 7; j >= 1; j-- { // c6 … c1, then c0lo
+		for i := range p {
+			VFMADD213PS(coef(j, i), t[i], p[i])
+		}
+	}
+	rhi, rlo := geluRootParts()
+	y := newLanes(k)
+	for i := range y {
+		near, di := K(), ZMM()
+		VPSUBD(tconst.u32(geluRootFirst), idx[i], di)
+		VPCMPUD(U8(1), tconst.u32(geluRootLast-geluRootFirst+1), di, near) // first ≤ i ≤ last
+		// x - r as d1 + d2: x - rhi exact, then Fast2Sum with -rlo
+		// (|x - rhi| ≥ |rlo| unless it is 0); 1 + 0 on the other intervals
+		d, d1, d2 := ZMM(), ZMM(), ZMM()
+		VSUBPS(f32c(rhi), xs[i], d)
+		VBROADCASTSS(f32c(1), d1)
+		VSUBPS(f32c(rlo), d, near, d1)
+		VSUBPS(d1, d, d)
+		VSUBPS(f32c(rlo), d, d)
+		VXORPS(d2, d2, d2)
+		VMOVAPS(d, near, d2)
+		// u = grad·(d1 + d2) as uh + ul
+		uh, ul := ZMM(), ZMM()
+		VMULPS(d1, gs[i], uh)
+		VMOVAPS(uh, ul)
+		VFMSUB231PS(d1, gs[i], ul) // grad·d1 - uh, exact
+		VFMADD231PS(d2, gs[i], ul)
+		c0 := coef(0, i)
+		VMULPS(p[i], uh, y[i])    // uh·r
+		VFMADD231PS(c0, ul, y[i]) // + ul·c0hi
+		VFMADD231PS(c0, uh, y[i]) // + uh·c0hi, exact in the sum
+		z := K()
+		VCMPPS(U8(0), tconst.u32(0), y[i], z) // y == ±0
+		VMULPS(c0, uh, z, y[i])
 	}
 	return y
 }

@@ -174,13 +174,22 @@ type bwdCover struct {
 func transcendentalKernelsF32AVX512() {
 	zmm32, tconst = true, tconstF32AVX512
 	defer func() { zmm32, tconst = false, tconst512 }()
+	// avx512Steps says how an AVX-512 float32 kernel of op computes: as
+	// the AVX2 kernel does, but for GELU's table of polynomials where
+	// the table applies (gelu_table.go)
+	avx512Steps := func(op, where string) string {
+		if op == "gelu" {
+			return "from a table of polynomials where " + where + " (gelu_table.go), else the AVX2 kernel's steps"
+		}
+		return "the AVX2 kernel's steps"
+	}
 	for _, o := range transcendentalOps() {
 		if f := f32AVX512Fwd[o.name]; f != nil {
 			fn := o.name + "F32AVX512"
 			transcendentalKernel(tfunc{
 				name: fn, abs: o.abs,
 				body32: func(_ *tkernel, x VecVirtual) VecVirtual { return f(lanes{x})[0] },
-				doc:    fmt.Sprintf("%s sets dst[i] = %s(x[i]) for i < n (AVX-512, in float32: the AVX2 kernel's steps, sixteen lanes a vector), and sp[0], sp[1] where x[i] is +Inf, -Inf.", fn, o.name),
+				doc:    fmt.Sprintf("%s sets dst[i] = %s(x[i]) for i < n (AVX-512, in float32: %s, sixteen lanes a vector), and sp[0], sp[1] where x[i] is +Inf, -Inf.", fn, o.name, avx512Steps(o.name, "|x[i]| ≤ 3")),
 			})
 			pn := fn + "Pairs"
 			doc := fmt.Sprintf("%s sets dst[i] = %s(x[i]) (AVX-512, in float32) for i < k, thirty-two at a time, and returns k: a multiple of 32, at most n, that stops before the first thirty-two with x ±Inf or NaN.", pn, o.name)
@@ -189,7 +198,7 @@ func transcendentalKernelsF32AVX512() {
 		if f := f32AVX512Bwd[o.name]; f != nil {
 			gn := o.name + "GradF32AVX512"
 			cover := f32AVX512BwdCover[o.name]
-			doc := fmt.Sprintf("%s sets dst[i] = grad[i]·%s'(x[i]) for i < n (AVX-512, in float32: the AVX2 kernel's steps, sixteen lanes a vector), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf; lanes with |grad[i]| ≥ 2^64 take %sWideGradF32AVX512's float64 body.", gn, o.name, o.name)
+			doc := fmt.Sprintf("%s sets dst[i] = grad[i]·%s'(x[i]) for i < n (AVX-512, in float32: %s, sixteen lanes a vector), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf; lanes with |grad[i]| ≥ 2^64 take %sWideGradF32AVX512's float64 body.", gn, o.name, avx512Steps(o.name, "|x[i]| ≤ 3 and |grad[i]| < 2^64"), o.name)
 			if cover != (bwdCover{}) {
 				doc = fmt.Sprintf("%s sets dst[i] = grad[i]·%s'(x[i]) for i < n (AVX-512, in float32, sixteen lanes a vector), and grad[i]·sp[0], grad[i]·sp[1] where x[i] is +Inf, -Inf; lanes with x[i] < %g or grad[i] ±Inf or NaN take %sWideGradF32AVX512's float64 body.", gn, o.name, cover.below, o.name)
 			}
@@ -220,6 +229,7 @@ func transcendentalKernelsF32AVX512() {
 		}
 	}
 	geluTableKernelAVX512()
+	geluGradTableKernelAVX512()
 	tconst.emit()
 	geluTableData()
 }

@@ -177,8 +177,27 @@ func gelu32Finish(xs, base, y, ylo, t, r, q lanes) lanes {
 func gelu32DF(xs, gs VecVirtual) VecVirtual { return gelu32DFN(lanes{xs}, lanes{gs})[0] }
 
 // gelu32DFN is GELU's backward body: g·GELU'(x) for the x in xs and g in
-// gs, eight a vector.
+// gs, eight a vector; with zmm32 (AVX-512, sixteen a vector) the table's
+// result (geluGradTableBody) where |x| ≤ 3 and |g| < 2^64, so that every
+// AVX-512 kernel gives each element the same bits.
 func gelu32DFN(xs, gs lanes) lanes {
+	res := gelu32DFNErfc(xs, gs)
+	if zmm32 {
+		tb := geluGradTableBody(xs, gs)
+		for i := range xs {
+			m, a, mg := absAtMost3(xs[i]), ZMM(), K()
+			VANDPS(tconst.u32(0x7fffffff), gs[i], a)
+			VPCMPUD(U8(1), tconst.u32(0x5f800000), a, mg) // |g| < 2^64 (as integers: not Inf or NaN)
+			KANDW(mg, m, m)
+			VMOVAPS(tb[i], m, res[i])
+		}
+	}
+	return res
+}
+
+// gelu32DFNErfc is gelu32DFN from e^(-a²/2) and rational functions (the
+// erfc-based body) for every lane.
+func gelu32DFNErfc(xs, gs lanes) lanes {
 	k := len(xs)
 	ac := newLanes(k)
 	for i := range xs {
