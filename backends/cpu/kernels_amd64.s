@@ -2371,15 +2371,15 @@ sgemm6x16AVX2Bias_done:
 TEXT ·attnGemmRowsAVX512(SB), NOSPLIT, $0-65
 	MOVQ   kc+0(FP), CX
 	MOVQ   a+8(FP), SI
-	MOVQ   lda+16(FP), R10
 	MOVQ   b+24(FP), DI
-	MOVQ   ldb+32(FP), R12
 	MOVQ   c+40(FP), DX
 	MOVQ   ldc+48(FP), R8
 	MOVQ   mv+56(FP), R9
-	SHLQ   $0x02, R10
-	SHLQ   $0x02, R12
 	SHLQ   $0x02, R8
+	MOVQ   lda+16(FP), R10
+	SHLQ   $0x02, R10
+	MOVQ   ldb+32(FP), R12
+	SHLQ   $0x02, R12
 	LEAQ   (SI)(R10*2), R11
 	ADDQ   R10, R11
 	LEAQ   (R11)(R10*2), R13
@@ -2668,15 +2668,15 @@ attnGemmRowsAVX512_done:
 TEXT ·attnGemmColsAVX512(SB), NOSPLIT, $0-65
 	MOVQ   kc+0(FP), CX
 	MOVQ   a+8(FP), SI
-	MOVQ   lda+16(FP), R10
 	MOVQ   b+24(FP), DI
-	MOVQ   ldb+32(FP), R12
 	MOVQ   c+40(FP), DX
 	MOVQ   ldc+48(FP), R8
 	MOVQ   mv+56(FP), R9
-	SHLQ   $0x02, R10
-	SHLQ   $0x02, R12
 	SHLQ   $0x02, R8
+	MOVQ   lda+16(FP), R10
+	SHLQ   $0x02, R10
+	MOVQ   ldb+32(FP), R12
+	SHLQ   $0x02, R12
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6

@@ -133,9 +133,6 @@ func geluTableData() {
 	}
 }
 
-// geluTabAt is the table's memory at byte offset o.
-func geluTabAt(o int) Mem { return tabAt(geluTabSym, o) }
-
 // tabAt is data symbol sym's memory at byte offset o.
 func tabAt(sym string, o int) Mem {
 	return Mem{Symbol: Symbol{Name: sym, Static: true}, Base: StaticBase, Disp: o}
@@ -242,9 +239,13 @@ func geluTableKernelAVX512() {
 	RET()
 }
 
-// geluTableBody is GELU(x) for the x in xs (|x| ≤ 3; garbage elsewhere),
-// from the table.
-func geluTableBody(xs lanes) lanes {
+// geluTabPoly evaluates the polynomials of table sym (laid out as
+// geluTab) at the x in xs (|x| ≤ 3): it returns each lane's interval i
+// and c0lo + t·(c1 + t·(… + t·c7)), t = x - c_i:
+//
+//	i = min(trunc(x·16/3 + 16), 31), c = i·0.1875 - 2.90625 (exact)
+//	t = x - c; p = c7, then p·t + c_k for k = 6 … 1, and p·t + c0lo
+func geluTabPoly(sym string, xs lanes) (idx, p lanes) {
 	k := len(xs)
 	idx, t := newLanes(k), newLanes(k)
 	for i := range xs {
@@ -259,26 +260,36 @@ func geluTableBody(xs lanes) lanes {
 		VSUBPS(f32c(geluTabMax-geluTabStep/2), c, c) // its centre, i·0.1875 - 2.90625, exact
 		VSUBPS(c, xs[i], t[i])                       // t = x - c
 	}
-	// coef returns coefficient j of each lane's interval
-	coef := func(j, i int) VecVirtual {
-		v := ZMM()
-		VMOVUPS(geluTabAt(128*j), v)
-		VPERMT2PS(geluTabAt(128*j+64), idx[i], v)
-		return v
-	}
-	p := newLanes(k)
+	p = newLanes(k)
 	for i := range p {
-		p[i] = coef(8, i)
+		p[i] = tabCoef(sym, 8, idx[i])
 	}
 	for j := 7; j >= 1; j-- { // c6 … c1, then c0lo: p = t·p + c
 		for i := range p {
-			VFMADD213PS(coef(j, i), t[i], p[i])
+			VFMADD213PS(tabCoef(sym, j, idx[i]), t[i], p[i])
 		}
 	}
+	return idx, p
+}
+
+// tabCoef returns coefficient j of table sym (geluTabN entries each, two
+// zmm vectors) for each lane's interval in idx (VPERMT2PS).
+func tabCoef(sym string, j int, idx VecVirtual) VecVirtual {
+	v := ZMM()
+	VMOVUPS(tabAt(sym, 128*j), v)
+	VPERMT2PS(tabAt(sym, 128*j+64), idx, v)
+	return v
+}
+
+// geluTableBody is GELU(x) for the x in xs (|x| ≤ 3; garbage elsewhere),
+// from the table.
+func geluTableBody(xs lanes) lanes {
+	k := len(xs)
+	idx, p := geluTabPoly(geluTabSym, xs)
 	y := newLanes(k)
 	for i := range y {
-		VMULPS(p[i], xs[i], y[i])            // x·(Φ - c0hi)
-		VFMADD231PS(coef(0, i), xs[i], y[i]) // + x·c0hi, exact in the sum
+		VMULPS(p[i], xs[i], y[i])                                // x·(Φ - c0hi)
+		VFMADD231PS(tabCoef(geluTabSym, 0, idx[i]), xs[i], y[i]) // + x·c0hi, exact in the sum
 		s := ZMM()
 		VANDPS(tconst.u32(0x80000000), xs[i], s) // -0 stays -0
 		VORPS(s, y[i], y[i])
@@ -326,44 +337,16 @@ func geluGradTableKernelAVX512() {
 // geluGradTableBody is grad·g(x) for the x in xs (|x| ≤ 3; garbage
 // elsewhere) and grad in gs (|grad| < 2^64), from geluGradTab:
 //
-//	i, c, t as in geluTableBody
-//	p = c7, then p·t + c_k for k = 6 … 1; r = p·t + c0lo
+//	p = c0lo + t·(c1 + …) as geluTabPoly computes it
 //	d1 + d2 = 1 + 0, or on intervals geluRootFirst … geluRootLast x - r:
 //	    d = x - rhi (exact: x is within a factor of 2 of rhi there),
 //	    d1 = d - rlo, d2 = (d - d1) - rlo (Fast2Sum: |d| ≥ |rlo| or d = 0)
 //	uh = grad·d1, ul = (grad·d1 - uh) + grad·d2  (u = grad·(x - r), two terms)
-//	y = uh·c0hi + (ul·c0hi + uh·r) (uh·c0hi exact in the FMA), or uh·c0hi
+//	y = uh·c0hi + (ul·c0hi + uh·p) (uh·c0hi exact in the FMA), or uh·c0hi
 //	    where that is ±0 (the sign of grad·g then)
 func geluGradTableBody(xs, gs lanes) lanes {
 	k := len(xs)
-	idx, t := newLanes(k), newLanes(k)
-	for i := range xs {
-		f := ZMM()
-		VBROADCASTSS(f32c(geluTabN/2), f)
-		VFMADD231PS(f32c(1/geluTabStep), xs[i], f) // x·16/3 + 16
-		VCVTTPS2DQ(f, idx[i])
-		VPMINSD(tconst.u32(geluTabN-1), idx[i], idx[i]) // the interval
-		c := ZMM()
-		VCVTDQ2PS(idx[i], c)
-		VMULPS(f32c(geluTabStep), c, c)
-		VSUBPS(f32c(geluTabMax-geluTabStep/2), c, c) // its centre, exact
-		VSUBPS(c, xs[i], t[i])                       // t = x - c
-	}
-	coef := func(j, i int) VecVirtual {
-		v := ZMM()
-		VMOVUPS(tabAt(geluGradTabSym, 128*j), v)
-		VPERMT2PS(tabAt(geluGradTabSym, 128*j+64), idx[i], v)
-		return v
-	}
-	p := newLanes(k)
-	for i := range p {
-		p[i] = coef(8, i)
-	}
-	for j := 7; j >= 1; j-- { // c6 … c1, then c0lo
-		for i := range p {
-			VFMADD213PS(coef(j, i), t[i], p[i])
-		}
-	}
+	idx, p := geluTabPoly(geluGradTabSym, xs)
 	rhi, rlo := geluRootParts()
 	y := newLanes(k)
 	for i := range y {
@@ -386,8 +369,8 @@ func geluGradTableBody(xs, gs lanes) lanes {
 		VMOVAPS(uh, ul)
 		VFMSUB231PS(d1, gs[i], ul) // grad·d1 - uh, exact
 		VFMADD231PS(d2, gs[i], ul)
-		c0 := coef(0, i)
-		VMULPS(p[i], uh, y[i])    // uh·r
+		c0 := tabCoef(geluGradTabSym, 0, idx[i])
+		VMULPS(p[i], uh, y[i])    // uh·p
 		VFMADD231PS(c0, ul, y[i]) // + ul·c0hi
 		VFMADD231PS(c0, uh, y[i]) // + uh·c0hi, exact in the sum
 		z := K()

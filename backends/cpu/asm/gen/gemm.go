@@ -70,7 +70,7 @@ func gemmKernel(name string, e elem, avx512 bool, mr, nv, unroll int) {
 // adds a linear layer's bias while the tile is in registers instead of in
 // a pass over C of its own, with the same two roundings in the same order.
 func gemmKernelOf(name string, e elem, avx512 bool, mr, nv, unroll int, bias bool) {
-	gemmKernelGen(name, e, avx512, mr, nv, unroll, bias, false)
+	gemmKernelGen(name, e, avx512, mr, nv, unroll, gemmShape{bias: bias})
 }
 
 // gemmKernelRows generates gemmKernel's AVX-512 float32 8-row kernel with A
@@ -79,15 +79,27 @@ func gemmKernelOf(name string, e elem, avx512 bool, mr, nv, unroll int, bias boo
 // (gemm.go's macroTileRows). It reads all 8 rows, stores rows i < mv, and
 // gives the packed kernel's bits (the same multiply-adds in the same order).
 func gemmKernelRows(name string, nv, unroll int) {
-	gemmKernelGen(name, f32, true, 8, nv, unroll, false, true)
+	gemmKernelGen(name, f32, true, 8, nv, unroll, gemmShape{aRows: true})
 }
 
-// gemmKernelGen is gemmKernelOf, or with aRows gemmKernelRows.
-func gemmKernelGen(name string, e elem, avx512 bool, mr, nv, unroll int, bias, aRows bool) {
+// gemmShape says how a kernel of gemmKernelGen reads and writes its
+// operands, where it is not gemmKernel's.
+type gemmShape struct {
+	bias  bool // add bias[j] before storing (AVX2; gemmKernelOf)
+	aRows bool // A read in place by rows, a[i·lda+p]
+	aCols bool // A read in place by columns, a[p·lda+i]
+	// attn: the fused attention's signature (attnGemmInPlace): B's rows
+	// ldb elements apart, every column stored (no mask), C not prefetched
+	attn bool
+}
+
+// gemmKernelGen is gemmKernelOf, gemmKernelRows or attnGemmInPlace.
+func gemmKernelGen(name string, e elem, avx512 bool, mr, nv, unroll int, sh gemmShape) {
+	bias, aRows, aCols := sh.bias, sh.aRows, sh.aCols
 	if bias && avx512 {
 		panic(name + ": the bias epilogue is for AVX2 kernels")
 	}
-	if aRows && (!avx512 || mr != 8 || e.sig != "" || bias) {
+	if (aRows || aCols || sh.attn) && (!avx512 || mr != 8 || e.sig != "" || bias) {
 		panic(name + ": A read in place is for AVX-512 float32 8-row kernels")
 	}
 	vbytes := 32
@@ -107,10 +119,16 @@ func gemmKernelGen(name string, e elem, avx512 bool, mr, nv, unroll int, bias, a
 		if aRows {
 			sig = fmt.Sprintf("func(kc int, a *%s, lda int, b, c *%s, ldc, mv int, mask uint64, accum bool)", e.name, e.name)
 		}
+		if sh.attn {
+			sig = fmt.Sprintf("func(kc int, a *%s, lda int, b *%s, ldb int, c *%s, ldc, mv int, accum bool)", e.name, e.name, e.name)
+		}
 	}
 	TEXT(name, NOSPLIT, sig)
 	Pragma("noescape")
-	if aRows {
+	if sh.attn {
+		how := map[bool]string{false: "by rows, a[i·lda+p]", true: "by columns, a[p·lda+i]"}[aCols]
+		Doc(fmt.Sprintf("%s is sgemm8x32AVX512 with A read in place %s, and B's rows ldb elements apart; it stores all 32 columns of rows i < mv.", name, how))
+	} else if aRows {
 		Doc(fmt.Sprintf("%s is the %d×%d %s micro-kernel (AVX-512) with A read in place by rows, a[i·lda+p]; it reads all %d rows of A.", name, mr, nr, e.name, mr))
 	} else if bias {
 		Doc(fmt.Sprintf("%s is the %d×%d %s micro-kernel (AVX2+FMA) that adds bias[j] to column j of the result before storing it.", name, mr, nv*lanes, e.name))
@@ -130,17 +148,27 @@ func gemmKernelGen(name string, e elem, avx512 bool, mr, nv, unroll int, bias, a
 	SHLQ(U8(log2(e.size)), ldc)
 	// with aRows, rows 3 to 5 of A from a3 = a + 3·lda and rows 6 and 7
 	// from a6 = a + 6·lda, each at most two lda past its base
-	lda, a3, a6 := R10, R11, R13
-	if aRows {
+	lda, a3, a6, ldb := R10, R11, R13, R12
+	if aRows || aCols {
 		Load(Param("lda"), lda)
 		SHLQ(U8(log2(e.size)), lda)
+	}
+	if sh.attn {
+		Load(Param("ldb"), ldb)
+		SHLQ(U8(log2(e.size)), ldb)
+	}
+	if aRows {
 		LEAQ(Mem{Base: pa, Index: lda, Scale: 2}, a3)
 		ADDQ(lda, a3)
 		LEAQ(Mem{Base: a3, Index: lda, Scale: 2}, a6)
 		ADDQ(lda, a6)
 	}
-	// aAt is element (i, p+u) of A, p the step the A pointers are at
+	// aAt is element (i, p+u) of A, p the step the A pointers are at (by
+	// columns, p+u: the pointer moves every step)
 	aAt := func(i, u int) Mem {
+		if aCols {
+			return Mem{Base: pa, Disp: i * e.size}
+		}
 		if !aRows {
 			return Mem{Base: pa, Disp: (u*mr + i) * e.size}
 		}
@@ -153,7 +181,10 @@ func gemmKernelGen(name string, e elem, avx512 bool, mr, nv, unroll int, bias, a
 		return m
 	}
 	advanceA := func(steps int) {
-		if !aRows {
+		switch {
+		case aCols:
+			return // every step
+		case !aRows:
 			ADDQ(U32(steps*mr*e.size), pa)
 			return
 		}
@@ -179,13 +210,15 @@ func gemmKernelGen(name string, e elem, avx512 bool, mr, nv, unroll int, bias, a
 	}
 
 	// warm the C tile while the products run
-	MOVQ(pc, RAX)
-	for range mr {
-		PREFETCHT0(Mem{Base: RAX})
-		if nr*e.size > 64 {
-			PREFETCHT0(Mem{Base: RAX, Disp: nr*e.size - 1})
+	if !sh.attn {
+		MOVQ(pc, RAX)
+		for range mr {
+			PREFETCHT0(Mem{Base: RAX})
+			if nr*e.size > 64 {
+				PREFETCHT0(Mem{Base: RAX, Disp: nr*e.size - 1})
+			}
+			ADDQ(ldc, RAX)
 		}
-		ADDQ(ldc, RAX)
 	}
 	for i := range mr {
 		for _, r := range acc[i] {
@@ -199,7 +232,14 @@ func gemmKernelGen(name string, e elem, avx512 bool, mr, nv, unroll int, bias, a
 
 	step := func(u int) {
 		for v := range nv {
-			e.movu(Mem{Base: pb, Disp: (u*nr + v*lanes) * e.size}, bv[v])
+			if sh.attn {
+				e.movu(Mem{Base: pb, Disp: v * lanes * e.size}, bv[v])
+			} else {
+				e.movu(Mem{Base: pb, Disp: (u*nr + v*lanes) * e.size}, bv[v])
+			}
+		}
+		if sh.attn {
+			ADDQ(ldb, pb)
 		}
 		for i := range mr {
 			t := bc[i%len(bc)]
@@ -207,6 +247,14 @@ func gemmKernelGen(name string, e elem, avx512 bool, mr, nv, unroll int, bias, a
 			for v := range nv {
 				e.fma(bv[v], t, acc[i][v])
 			}
+		}
+		if aCols {
+			ADDQ(lda, pa)
+		}
+	}
+	advanceB := func(steps int) {
+		if !sh.attn {
+			ADDQ(U32(steps*nr*e.size), pb)
 		}
 	}
 	MOVQ(kc, RAX)
@@ -217,7 +265,7 @@ func gemmKernelGen(name string, e elem, avx512 bool, mr, nv, unroll int, bias, a
 		step(u)
 	}
 	advanceA(unroll)
-	ADDQ(U32(unroll*nr*e.size), pb)
+	advanceB(unroll)
 	DECQ(RAX)
 	JNZ(LabelRef(name + "_loop"))
 	Label(name + "_tail")
@@ -226,12 +274,14 @@ func gemmKernelGen(name string, e elem, avx512 bool, mr, nv, unroll int, bias, a
 	Label(name + "_tailloop")
 	step(0)
 	advanceA(1)
-	ADDQ(U32(nr*e.size), pb)
+	advanceB(1)
 	DECQ(kc)
 	JNZ(LabelRef(name + "_tailloop"))
 
 	Label(name + "_store")
-	Load(Param("mask"), RAX)
+	if !sh.attn {
+		Load(Param("mask"), RAX)
+	}
 	Load(Param("accum"), BX)
 	rows := func(label string, store func(i int)) {
 		Label(label)
@@ -245,7 +295,21 @@ func gemmKernelGen(name string, e elem, avx512 bool, mr, nv, unroll int, bias, a
 		}
 		JMP(LabelRef(name + "_done"))
 	}
-	if avx512 {
+	if sh.attn { // every column
+		TESTB(BL, BL)
+		JNZ(LabelRef(name + "_acc"))
+		rows(name+"_set", func(i int) {
+			for v := range nv {
+				VMOVUPS(acc[i][v], Mem{Base: pc, Disp: v * vbytes})
+			}
+		})
+		rows(name+"_acc", func(i int) {
+			for v := range nv {
+				VADDPS(Mem{Base: pc, Disp: v * vbytes}, acc[i][v], acc[i][v])
+				VMOVUPS(acc[i][v], Mem{Base: pc, Disp: v * vbytes})
+			}
+		})
+	} else if avx512 {
 		for v := range nv {
 			KMOVW(EAX, kreg[v])
 			if v < nv-1 {
