@@ -36,7 +36,9 @@
 // forward; on AVX2 also GELU, sigmoid, GELU-tanh's and SiLU's forward,
 // exp's and tanh's backward: 0.94 to 1.92 ulp; log's forward: 0.78 ulp;
 // on AVX-512 GELU, sigmoid, SiLU's forward and tanh's backward, with the
-// AVX2 kernels' steps and bits).
+// AVX2 kernels' steps and bits, but for GELU's forward and backward where
+// |x| ≤ 3: there from tables of polynomials, gelu_table.go, within 1.39
+// and 0.94 ulp).
 // Float64 keeps the definitions.
 //
 // Reductions accumulate floats in float64 and integers in int64; reduce.go
@@ -52,7 +54,9 @@
 //
 // Matmul is a cache-blocked GEMM (gemm.go) that packs panels of both
 // operands (reading transposed or strided views in place; operands whose
-// rows run along K are packed with an AVX 8×8 transpose), with block sizes
+// rows run along K are packed with an AVX 8×8 transpose; with AVX-512 a
+// float32 A stored by rows is not packed but read in place by an 8×32
+// kernel where the product has at most 512 columns), with block sizes
 // from the caches that CPUID reports (blocking.go), and runs a
 // register-blocked micro-kernel on them. On amd64 the micro-kernels are
 // assembly generated with avo (asm/gen, `make asm`): 8×32 float32 and 14×16
@@ -100,10 +104,11 @@
 // (backends/fusion_transformer.go) scaled dot-product attention
 // (attention.go: FlashAttention-style tiles of 64 queries by 64 keys with
 // an online softmax, operands packed once per task for the GEMM
-// micro-kernels — on AVX2 the probability tiles, Q, dO, and V or K where
-// they fill whole panels multiplied where they lie, by kernels that read A
-// by rows or by columns (attention_gemm_amd64.s), and the diagonal tiles'
-// products trimmed to what the causal mask leaves —, causal tiles skipped,
+// micro-kernels — with AVX-512 or AVX2 the probability tiles, Q, dO, and V
+// or K where they fill whole panels multiplied where they lie, by kernels
+// that read A by rows or by columns (8×32 generated with the GEMM's, 6×16
+// in attention_gemm_amd64.s), and the diagonal tiles' products trimmed to
+// what the causal mask leaves —, causal tiles skipped,
 // the backward pass recomputing each tile from the saved log-sum-exp), layer and RMS normalisation (norm.go),
 // embedding lookups and gradients by whole rows (embedding.go), a
 // multi-tensor Adam step over every parameter in one parallel job

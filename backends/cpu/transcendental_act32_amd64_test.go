@@ -162,7 +162,7 @@ func TestF32AVX512KernelTails(t *testing.T) {
 	}
 	models := []model{
 		{backends.Gelu, "f", func(x, _ float32) float32 { return geluF32Models([]float32{x}, true)[0] }, nil}, // the table's result for |x| ≤ 3
-		{backends.Gelu, "f'", func(x, g float32) float32 { return geluGradF32Models(x, g, true) }, nil}, // the table's for |x| ≤ 3
+		{backends.Gelu, "f'", func(x, g float32) float32 { return geluGradF32Models(x, g, true) }, nil},       // the table's for |x| ≤ 3
 		{backends.Silu, "f'", siluGradF32Model, siluGradF32Covered},
 	}
 	for _, m := range act32Models {
