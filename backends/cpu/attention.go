@@ -45,13 +45,15 @@ const (
 	// groups give more parallel tasks when there are few problems, each
 	// costing a partial dQ.
 	attnMaxGroups = 8
-	// attnDirectMaxMR is the most rows of the micro-kernels that read a
-	// tile in place (attnDirectMR).
-	attnDirectMaxMR = 8
+	// attnMRAVX2 and attnMRAVX512 are the rows of the micro-kernels that
+	// read a tile in place (attnDirectMR): AVX2's 6×16, AVX-512's 8×32.
+	attnMRAVX2, attnMRAVX512 = 6, 8
+	attnDirectMaxMR          = attnMRAVX512
+	attnBlockMax             = max(attnBlockQ, attnBlockK)
 	// attnTileSize is the length of a tile of scores or probabilities:
-	// attnBlockQ×attnBlockK with that room for either kernel (6 or 8 rows).
-	attnTileSize = max((max(attnBlockQ, attnBlockK)+5)/6*6, (max(attnBlockQ, attnBlockK)+7)/8*8)*max(attnBlockQ, attnBlockK) +
-		attnDirectMaxMR
+	// attnBlockQ×attnBlockK with that room for either kernel.
+	attnTileSize = max((attnBlockMax+attnMRAVX2-1)/attnMRAVX2*attnMRAVX2,
+		(attnBlockMax+attnMRAVX512-1)/attnMRAVX512*attnMRAVX512)*attnBlockMax + attnDirectMaxMR
 )
 
 // attnDirectF32, where set (AVX-512 or AVX2, attention_gemm_amd64.go), is
@@ -60,7 +62,7 @@ const (
 // rows up to a multiple of it, and a few elements more, as the in-place
 // kernels read them.
 var (
-	attnDirectMR        = 6
+	attnDirectMR        = attnMRAVX2
 	attnDirectF32       func(a attnA[float32], b attnB[float32], mc, nb, k int, C matDst[float32], acc bool, trim attnTrim)
 	attnDirectKernelF32 kernel[float32]
 )

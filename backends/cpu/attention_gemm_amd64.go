@@ -53,15 +53,19 @@ func attnMulDirectAVX512(a attnA[float32], b attnB[float32], mc, nb, k int, C ma
 	attnMulDirect(true, a, b, mc, nb, k, C, acc, trim)
 }
 
+// attnMulDirectAVX2 is the float32 attnRun.direct on AVX2: C (mc×nb; or
+// C + it, with acc) = A·B, leaving out what trim allows, with the 6×16
+// kernels (attention_gemm_amd64.s). It gives the bits of packing A and B
+// and attnRun.mul with sgemm6x16AVX2.
 func attnMulDirectAVX2(a attnA[float32], b attnB[float32], mc, nb, k int, C matDst[float32], acc bool, trim attnTrim) {
 	attnMulDirect(false, a, b, mc, nb, k, C, acc, trim)
 }
 
 // attnMulDirect is attnMulDirectAVX512 (wide) or attnMulDirectAVX2.
 func attnMulDirect(wide bool, a attnA[float32], b attnB[float32], mc, nb, k int, C matDst[float32], acc bool, trim attnTrim) {
-	mr, nr := 6, 16
+	mr, nr := attnMRAVX2, 16
 	if wide {
-		mr, nr = 8, 32
+		mr, nr = attnMRAVX512, 32
 	}
 	if nb == 0 || mc == 0 {
 		return
@@ -111,7 +115,7 @@ func attnMulDirect(wide bool, a attnA[float32], b attnB[float32], mc, nb, k int,
 			attnGemmRowsAVX2(kb, ap, lda, panel, ldb, c, ldc, mv, accum)
 		}
 	}
-	var tile [8 * 32]float32 // an edge panel's product (the kernels store whole rows)
+	var tile [attnMRAVX512 * 32]float32 // an edge panel's product (the kernels store whole rows)
 	kc := min(gemmKC, k)
 	for pc := 0; pc < k; pc += kc {
 		kb := min(kc, k-pc)

@@ -441,15 +441,16 @@ func (g *gemmStep[T]) tileOf(ic, mcur int, b []T, jb, nbcur int) {
 // the strips: 128³ to 512³ products 5 to 13% faster.
 const aInPlaceMaxN = 512
 
-// readsAInPlace reports whether a product with kern may multiply A where
-// it lies, a panel of rows at a time, instead of packing it first
-// (macroTileRows): A holds T by rows (column stride 1, rows forward, no
-// offset table), C's columns are contiguous, as kern.asm stores them, the
-// two do not share memory (C's first K-block would change A before the
-// next one reads it), and kern has an in-place kernel. Packing A
-// (packT8F32) was 3% of a GPT-style training step's time.
-func readsAInPlace[T float](kern kernel[T], A matSrc[T], C matDst[T]) bool {
-	return aInPlace && kern.asmRows != nil && A.s != nil && A.cs == 1 && A.rs > 0 &&
+// readsAInPlace reports whether a product with kern, of n columns, may
+// multiply A where it lies, a panel of rows at a time, instead of packing
+// it first (macroTileRows): n is at most aInPlaceMaxN, A holds T by rows
+// (column stride 1, rows forward, no offset table), C's columns are
+// contiguous, as kern.asm stores them, the two do not share memory (C's
+// first K-block would change A before the next one reads it), and kern
+// has an in-place kernel. Packing A (packT8F32) was 3% of a GPT-style
+// training step's time.
+func readsAInPlace[T float](kern kernel[T], A matSrc[T], C matDst[T], n int) bool {
+	return aInPlace && n <= aInPlaceMaxN && kern.asmRows != nil && A.s != nil && A.cs == 1 && A.rs > 0 &&
 		A.rowOff == nil && A.colOff == nil && C.cs == 1 && !overlapping(A.s, C.s)
 }
 
@@ -594,7 +595,7 @@ func gemmLazy[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], 
 	if preB == nil {
 		bBuf = pool.get(kc * nc)
 	}
-	aRows := preA == nil && lazyA == nil && n <= aInPlaceMaxN && readsAInPlace(kern, A, C)
+	aRows := preA == nil && lazyA == nil && readsAInPlace(kern, A, C, n)
 	if preA == nil && !aRows {
 		aBuf = pool.get(mChunk * kc)
 	}
@@ -765,8 +766,9 @@ func stripWidthFor(side, tile, madds, workers int) int {
 // strips' job, by whichever strip needs a part of it first (lazyPack),
 // else here before the strips start (prepackParallel), so that a strip
 // packs only its own rows of A (or columns of B) besides, and no strip
-// waits for another's packing. Each element's sum is the same however C
-// is cut.
+// waits for another's packing. Strips of columns whose A is read in place
+// (readsAInPlace) share nothing packed. Each element's sum is the same
+// however C is cut.
 func gemmInStrips[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[T], C matDst[T]) {
 	pool := typedPool[T](&stripsF32, &stripsF64)
 	g := pool.Get().(*gemmStrips[T])
@@ -779,19 +781,16 @@ func gemmInStrips[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[
 	bufs := poolFor[T]()
 	var pre *[]T
 	var lazy *lazyPack[T]
-	if g.byCols && n <= aInPlaceMaxN && readsAInPlace(kern, A, C) {
-		// every strip multiplies A where it lies: nothing to share
-		b.parallelRun((side+g.width-1)/g.width, 1, g)
-		*g = gemmStrips[T]{}
-		pool.Put(g)
-		return
-	}
-	if packLazily && min(m, n)*k < prepackMinElems { // see lazyPack
+	// strips of columns whose A is read in place share nothing
+	shared := !g.byCols || !readsAInPlace(kern, A, C, n)
+	if shared && packLazily && min(m, n)*k < prepackMinElems { // see lazyPack
 		lazy = typedPool[T](&lazyF32, &lazyF64).Get().(*lazyPack[T])
 		g.lazy = lazy
 	}
 	nc, kc, mChunk := gemmBlocks(kern, m, n, k)
-	if g.byCols {
+	switch {
+	case !shared: // every strip reads A in place
+	case g.byCols:
 		pre = bufs.get(roundUp(m, kern.mr) * k)
 		if lazy != nil {
 			lazy.init(*pre, A, m, k, kern.mr, mChunk, kc)
@@ -799,7 +798,7 @@ func gemmInStrips[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[
 			prepackParallel(b, *pre, kern, m, n, k, A, B, false) // prepackA, shared by the workers
 		}
 		g.preA = *pre
-	} else {
+	default:
 		pre = bufs.get(roundUp(n, kern.nr) * k)
 		if lazy != nil {
 			lazy.init(*pre, B.t(), n, k, kern.nr, nc, kc)
@@ -809,7 +808,9 @@ func gemmInStrips[T float](b *Backend, kern kernel[T], m, n, k int, A, B matSrc[
 		g.preB = *pre
 	}
 	b.parallelRun((side+g.width-1)/g.width, 1, g)
-	bufs.put(pre)
+	if pre != nil {
+		bufs.put(pre)
+	}
 	if lazy != nil {
 		lazy.dst, lazy.src = nil, matSrc[T]{}
 		typedPool[T](&lazyF32, &lazyF64).Put(lazy)

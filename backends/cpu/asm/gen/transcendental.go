@@ -91,6 +91,11 @@ func (p *tpool) emit() {
 
 // Constants shared with backends/cpu/transcendental_model_test.go (and
 // geluK1, geluK2, geluK3 and the root polynomials with transcendental.go).
+// belowHugeGrad is the bits of the largest float32 below 2^64: the
+// float32 kernels' bodies take |g| up to it, and |g| above it as an
+// integer (|g| ≥ 2^64, ±Inf, NaN) goes to a float64 body.
+const belowHugeGrad = 0x5f7fffff
+
 const (
 	expMagic  = 0x1.8p52
 	expClamp  = 1000
@@ -596,7 +601,7 @@ func transcendentalKernel(f tfunc) {
 			} else {
 				ga := ZMM()
 				VANDPS_BCST(tconst.u32(0x7fffffff), gs, ga)
-				VPCMPGTD_BCST(tconst.u32(0x5f7fffff), ga, kg)
+				VPCMPGTD_BCST(tconst.u32(belowHugeGrad), ga, kg)
 			}
 			if f.wideBelow != 0 {
 				kx := K()

@@ -272,7 +272,7 @@ func transcendentalKernelY(f tfunc) {
 			if f.grad32 != nil { // and g: |g| ≥ 2^64, ±Inf and NaN
 				ga := YMM()
 				VANDPS(tconst.u32(0x7fffffff), gs, ga)
-				VPCMPGTD(tconst.u32(0x5f7fffff), ga, ga)
+				VPCMPGTD(tconst.u32(belowHugeGrad), ga, ga)
 				VPOR(ga, spc, spc)
 			}
 			VPTEST(spc, spc)
@@ -287,7 +287,7 @@ func transcendentalKernelY(f tfunc) {
 			wide := f.name + "_wide" + tag
 			big := YMM()
 			VANDPS(tconst.u32(0x7fffffff), gs, big)
-			VPCMPGTD(tconst.u32(0x5f7fffff), big, big)
+			VPCMPGTD(tconst.u32(belowHugeGrad), big, big)
 			VPTEST(big, big)
 			JZ(LabelRef(wide))
 			if m == nil {
@@ -307,7 +307,7 @@ func transcendentalKernelY(f tfunc) {
 			VANDPS(tconst.u32(0x7fffffff), xs, ax)
 			VMOVUPS(Mem{Base: g}, gs)
 			VANDPS(tconst.u32(0x7fffffff), gs, big)
-			VPCMPGTD(tconst.u32(0x5f7fffff), big, big)
+			VPCMPGTD(tconst.u32(belowHugeGrad), big, big)
 			VBLENDVPS(big, w, res, res)
 			Label(wide)
 		}

@@ -187,7 +187,7 @@ func gelu32DFN(xs, gs lanes) lanes {
 		for i := range xs {
 			m, a, mg := absAtMost3(xs[i]), ZMM(), K()
 			VANDPS(tconst.u32(0x7fffffff), gs[i], a)
-			VPCMPUD(U8(1), tconst.u32(0x5f800000), a, mg) // |g| < 2^64 (as integers: not Inf or NaN)
+			VPCMPUD(U8(2), tconst.u32(belowHugeGrad), a, mg) // |g| < 2^64 (as integers: not Inf or NaN)
 			KANDW(mg, m, m)
 			VMOVAPS(tb[i], m, res[i])
 		}
@@ -494,7 +494,7 @@ func pairKernelSpecialG(name, sig, doc string, bwd bool, special, specialG func(
 			}
 			a := vreg()
 			VANDPS(tconst.u32(0x7fffffff), gs[i], a)
-			or(gtMask(tconst.u32(0x5f7fffff), a)) // |g| ≥ 2^64, ±Inf, NaN
+			or(gtMask(tconst.u32(belowHugeGrad), a)) // |g| ≥ 2^64, ±Inf, NaN
 		}
 	}
 	if zmm32 {
