@@ -24,21 +24,11 @@ func TestGeluTableKernelMatchesModel(t *testing.T) {
 	hard := geluTableInputs()[:2000]
 	r := rand.New(rand.NewPCG(71, 72))
 	odd := []float32{3.0000002, -3.0000002, 40, -7, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
-	lengths := []int{1001, 5000}
-	for n := range 101 {
-		lengths = append(lengths, n)
-	}
 	sp := [2]float32{float32(math.Inf(1)), float32(math.NaN())}
-	for _, n := range lengths {
+	for _, n := range geluTableLengths() {
 		x := make([]float32, n+1)
 		for i := range x {
-			x[i] = hard[r.IntN(len(hard))]
-			if r.IntN(2) == 0 {
-				x[i] = float32(r.NormFloat64())
-			}
-			if r.IntN(97) == 0 {
-				x[i] = odd[r.IntN(len(odd))]
-			}
+			x[i] = geluTableDraw(r, hard, odd)
 		}
 		want := append(geluF32Models(x[:n], true), 7)
 		for name, k := range map[string]func(dst, x *float32, n int, sp *[2]float32){
@@ -80,22 +70,12 @@ func TestGeluGradTableKernelMatchesModel(t *testing.T) {
 	hard := geluGradTableInputs()
 	r := rand.New(rand.NewPCG(73, 74))
 	odd := []float32{3.0000002, -3.0000002, 40, -7, -20, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
-	lengths := []int{1001, 5000}
-	for n := range 101 {
-		lengths = append(lengths, n)
-	}
 	sp := [2]float32{float32(math.Inf(1)), float32(math.NaN())}
 	total, off := 0, 0
-	for _, n := range lengths {
+	for _, n := range geluTableLengths() {
 		x, g := make([]float32, n+1), make([]float32, n+1)
 		for i := range x {
-			x[i] = hard[r.IntN(len(hard))]
-			if r.IntN(2) == 0 {
-				x[i] = float32(r.NormFloat64())
-			}
-			if r.IntN(97) == 0 {
-				x[i] = odd[r.IntN(len(odd))]
-			}
+			x[i] = geluTableDraw(r, hard, odd)
 			g[i] = float32(r.NormFloat64() * math.Ldexp(1, r.IntN(41)-20))
 			switch r.IntN(101) {
 			case 0:
@@ -134,4 +114,28 @@ func TestGeluGradTableKernelMatchesModel(t *testing.T) {
 	if off > total/100000 {
 		t.Errorf("%d of %d lanes 1 ulp from the models", off, total)
 	}
+}
+
+// geluTableLengths are the lengths the table kernels' tests run: 0 to
+// 100 (every tail and block boundary), 1001 and 5000.
+func geluTableLengths() []int {
+	lengths := []int{1001, 5000}
+	for n := range 101 {
+		lengths = append(lengths, n)
+	}
+	return lengths
+}
+
+// geluTableDraw returns an input for the table kernels' tests: one of
+// hard or a standard normal value, each half the time, and one of odd
+// one time in 97.
+func geluTableDraw(r *rand.Rand, hard, odd []float32) float32 {
+	x := hard[r.IntN(len(hard))]
+	if r.IntN(2) == 0 {
+		x = float32(r.NormFloat64())
+	}
+	if r.IntN(97) == 0 {
+		x = odd[r.IntN(len(odd))]
+	}
+	return x
 }
