@@ -303,6 +303,17 @@ type ConvFusion interface {
 	Conv2dWeightGrad(dw, dy, x View, g ConvGeometry)
 }
 
+// ConvBiasFusion is an optional interface for a convolution with a bias
+// added to each output channel, out = conv(x, w) + bias[o], as a
+// convolution layer computes it: the views as ConvFusion's, and bias [O]
+// contiguous, of out's dtype. Each element is Conv2d's plus its channel's
+// bias, added once: bit for bit Conv2d followed by Binary's Add, without a
+// second pass over the output.
+type ConvBiasFusion interface {
+	// Conv2dBias overwrites out with the convolution of x with w plus bias.
+	Conv2dBias(out, x, w, bias View, g ConvGeometry)
+}
+
 // CrossEntropyFusion is an optional interface for the cross-entropy of
 // class-index targets over the rows of logits x [N, C] (no class weights,
 // no label smoothing), in one pass per direction where the composition of

@@ -169,9 +169,11 @@ func nnConv(op, name string, x, weight, bias *Tensor, cfg ConvConfig, spatial in
 	geo := backends.ConvGeometry{N: n, C: c, H: h, W: w, KH: kh, KW: kw, StrideH: sh, StrideW: sw,
 		PadTop: pt, PadLeft: pl, DilationH: dh, DilationW: dw, OutH: (eh-1)/sh + 1, OutW: (ew-1)/sw + 1}
 
-	out4 := nnConvForward(op, x4, w4, geo, groups, bf16)
+	var out4 *Tensor
 	if bias != nil {
-		out4 = nnAddChannelBias(op, out4, bias)
+		out4 = nnConvForwardBias(op, x4, w4, bias, geo, groups, bf16)
+	} else {
+		out4 = nnConvForward(op, x4, w4, geo, groups, bf16)
 	}
 	out := nnFrom4(out4, batched, spatial)
 	attrs := map[string]any{"stride": nnPair(spatial, sh, sw), "padding": nnPads(spatial, pt, pl, pb, pr),
@@ -307,6 +309,25 @@ func nnConvForward(op string, x, w *Tensor, geo backends.ConvGeometry, groups in
 	wm.Release()
 	cols4.Release()
 	return nnReshapeOwned(op, out, []int{n, o, geo.OutH, geo.OutW})
+}
+
+// nnConvForwardBias is nnConvForward plus bias [O] on each output
+// channel: in one call of the backend's fused kernel
+// (backends.ConvBiasFusion) where nnConvForward takes the backend's
+// ConvFusion in float32 or float64, else the convolution and then the
+// addition (the same bits).
+func nnConvForwardBias(op string, x, w, bias *Tensor, geo backends.ConvGeometry, groups int, bf16 bool) *Tensor {
+	f, ok := x.backend().(backends.ConvBiasFusion)
+	if _, fused := nnConvFusion(x, groups, bf16); !ok || !fused || bf16 || bias.dtype != x.dtype {
+		return nnAddChannelBias(op, nnConvForward(op, x, w, geo, groups, bf16), bias)
+	}
+	xc, wc, bc := rawContiguous(op, x), rawContiguous(op, w), rawContiguous(op, bias)
+	out := newTensor(op, x.dev, x.dtype, []int{geo.N, w.shape[0], geo.OutH, geo.OutW})
+	f.Conv2dBias(out.view(), xc.view(), wc.view(), bc.view(), geo)
+	xc.Release()
+	wc.Release()
+	bc.Release()
+	return out
 }
 
 // nnConvInputGrad maps g [N, O, OutH, OutW] back to the input [N, C, H, W]

@@ -128,6 +128,18 @@ func vecAxpy[T float](dst, x []T, a T) bool {
 	return true
 }
 
+// addScalar adds s to each element of dst, with the AVX2 kernel for
+// float32 (one rounding each, as Binary's Add).
+func addScalar[T float](dst []T, s T) {
+	if d, ok := any(dst).([]float32); ok && hasAVX2 && len(d) > 0 {
+		addvsF32(&d[0], &d[0], any(s).(float32), len(d))
+		return
+	}
+	for i := range dst {
+		dst[i] += s
+	}
+}
+
 // vecDot returns Σ x[i]·y[i] with AVX2 for float32 (32 partial sums in a
 // fixed order), reporting false where it has no kernel.
 func vecDot[T float](x, y []T) (T, bool) {

@@ -18,6 +18,13 @@ func packTransposed[T float](d, s []T, off, rs, rows, cn, w int) int { return 0 
 // vecAxpy has no vector kernel in the portable build.
 func vecAxpy[T float](dst, x []T, a T) bool { return false }
 
+// addScalar adds s to each element of dst.
+func addScalar[T float](dst []T, s T) {
+	for i := range dst {
+		dst[i] += s
+	}
+}
+
 // vecDot has no vector kernel in the portable build.
 func vecDot[T float](x, y []T) (T, bool) { return 0, false }
 

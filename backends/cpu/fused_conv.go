@@ -131,6 +131,36 @@ func (b *Backend) Conv2d(out, x, w backends.View, g backends.ConvGeometry) {
 	convKernels{convForward[float32], convForward[float64]}.run(b, "conv2d", out, x, w, g, dim(out, 1))
 }
 
+// Conv2dBias implements backends.ConvBiasFusion: on the direct path each
+// output plane takes its channel's bias as it is copied out of the tiles'
+// scratch, while it is in L1; on the others in a pass over the output's
+// planes after the convolution. Either way each element is the
+// convolution's sum plus the bias, one rounding: Conv2d then Add.
+func (b *Backend) Conv2dBias(out, x, w, bias backends.View, g backends.ConvGeometry) {
+	const op = "conv2d bias"
+	o := dim(out, 1)
+	if o < 0 || !b.checkFused(op, out, []backends.View{bias}, []string{"bias"}, [][]int{{o}}) {
+		if o < 0 {
+			b.refuse(op, "out %v must be [N, O, OutH, OutW]", out.Shape)
+		}
+		return
+	}
+	var k convKernels
+	switch out.DType {
+	case backends.Float32:
+		bs := buf(bias).f32()[bias.Offset:][:o]
+		k.f32 = func(b *Backend, out, x, w []float32, g backends.ConvGeometry, o int) {
+			convForwardBias(b, out, x, w, bs, g, o)
+		}
+	case backends.Float64:
+		bs := buf(bias).f64()[bias.Offset:][:o]
+		k.f64 = func(b *Backend, out, x, w []float64, g backends.ConvGeometry, o int) {
+			convForwardBias(b, out, x, w, bs, g, o)
+		}
+	}
+	k.run(b, "conv2d", out, x, w, g, o)
+}
+
 // Conv2dInputGrad implements backends.ConvFusion.
 func (b *Backend) Conv2dInputGrad(dx, dy, w backends.View, g backends.ConvGeometry) {
 	convKernels{convInputGrad[float32], convInputGrad[float64]}.run(b, "conv2d input grad", dx, dy, w, g, dim(dy, 1))
@@ -159,23 +189,42 @@ func dim(v backends.View, d int) int {
 // with enough channels and tiles take the Winograd path
 // (conv_winograd.go, useConvWino), in all three directions.
 func convForward[T float](b *Backend, out, x, w []T, g backends.ConvGeometry, o int) {
+	convForwardBias(b, out, x, w, nil, g, o)
+}
+
+// convForwardBias is convForward with bias[oc] (where bias is not nil)
+// added to each output plane oc: by the direct path as it copies the
+// planes out, by the others in a pass over them after (addChannelBias).
+func convForwardBias[T float](b *Backend, out, x, w, bias []T, g backends.ConvGeometry, o int) {
 	if out32, ok := any(out).([]float32); ok && useConvWino(g, o) {
 		convWinoForward(b, out32, any(x).([]float32), any(w).([]float32), g, o, false)
+	} else if ok && useConvDirect(g, o, g.OutH, g.OutW, false) {
+		var b32 []float32
+		if bias != nil {
+			b32 = any(bias).([]float32)
+		}
+		convDirectForward(b, out32, any(x).([]float32), any(w).([]float32), b32, g, o)
 		return
-	}
-	if out32, ok := any(out).([]float32); ok && useConvDirect(g, o, g.OutH, g.OutW, false) {
-		convDirectForward(b, out32, any(x).([]float32), any(w).([]float32), g, o)
-		return
-	}
-	if useConvTaps(g, convForwardPass) {
+	} else if useConvTaps(g, convForwardPass) {
 		convTapsForward(b, out, x, w, g, o)
-		return
-	}
-	if convValid(g) {
+	} else if convValid(g) {
 		convForwardImplicit(b, out, x, w, g, o)
-		return
+	} else {
+		convForwardCols(b, out, x, w, g, o, false)
 	}
-	convForwardCols(b, out, x, w, g, o, false)
+	if bias != nil {
+		addChannelBias(b, out, bias, g.N, o, g.OutH*g.OutW)
+	}
+}
+
+// addChannelBias adds bias[oc] to each plane oc of out ([n][o][l]).
+func addChannelBias[T float](b *Backend, out, bias []T, n, o, l int) {
+	out = out[:n*o*l]
+	b.parallel(n*o, max(1, b.ewGrain(n*o*l)/max(l, 1)), func(lo, hi int) {
+		for p := lo; p < hi; p++ {
+			addScalar(out[p*l:][:l], bias[p%o])
+		}
+	})
 }
 
 // convForwardCols is convForward's GEMM path on unfolded chunks, with
