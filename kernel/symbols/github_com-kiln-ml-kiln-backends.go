@@ -148,6 +148,7 @@ func init() {
 		"BinaryDef":          reflect.ValueOf((*backends.BinaryDef)(nil)),
 		"BinaryOp":           reflect.ValueOf((*backends.BinaryOp)(nil)),
 		"Buffer":             reflect.ValueOf((*backends.Buffer)(nil)),
+		"ConvBiasFusion":     reflect.ValueOf((*backends.ConvBiasFusion)(nil)),
 		"ConvFusion":         reflect.ValueOf((*backends.ConvFusion)(nil)),
 		"ConvGeometry":       reflect.ValueOf((*backends.ConvGeometry)(nil)),
 		"CrossEntropyFusion": reflect.ValueOf((*backends.CrossEntropyFusion)(nil)),
@@ -182,6 +183,7 @@ func init() {
 		"_Backend":            reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_Backend)(nil)),
 		"_BatchNormFusion":    reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_BatchNormFusion)(nil)),
 		"_Buffer":             reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_Buffer)(nil)),
+		"_ConvBiasFusion":     reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_ConvBiasFusion)(nil)),
 		"_ConvFusion":         reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_ConvFusion)(nil)),
 		"_CrossEntropyFusion": reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_CrossEntropyFusion)(nil)),
 		"_Driver":             reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_Driver)(nil)),
@@ -345,6 +347,16 @@ type _github_com_kiln_ml_kiln_backends_Buffer struct {
 
 func (W _github_com_kiln_ml_kiln_backends_Buffer) Bytes() int64 {
 	return W.WBytes()
+}
+
+// _github_com_kiln_ml_kiln_backends_ConvBiasFusion is an interface wrapper for ConvBiasFusion type
+type _github_com_kiln_ml_kiln_backends_ConvBiasFusion struct {
+	IValue      interface{}
+	WConv2dBias func(out backends.View, x backends.View, w backends.View, bias backends.View, g backends.ConvGeometry)
+}
+
+func (W _github_com_kiln_ml_kiln_backends_ConvBiasFusion) Conv2dBias(out backends.View, x backends.View, w backends.View, bias backends.View, g backends.ConvGeometry) {
+	W.WConv2dBias(out, x, w, bias, g)
 }
 
 // _github_com_kiln_ml_kiln_backends_ConvFusion is an interface wrapper for ConvFusion type
