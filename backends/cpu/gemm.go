@@ -60,6 +60,10 @@ type kernel[T float] struct {
 	// (i, p) at a[i·lda+p]), reading all mr rows: the same bits as
 	// packing A first (see macroTileRows).
 	asmRows func(kc int, a *T, lda int, b, c *T, ldc, mv int, mask uint64, accum bool)
+	// asmCols, when set, is asmRows with A read in place by columns
+	// (element (i, p) at a[p·lda+i]): A the transpose of a matrix stored
+	// by rows, as a weight gradient's gᵀ.
+	asmCols func(kc int, a *T, lda int, b, c *T, ldc, mv int, mask uint64, accum bool)
 }
 
 // aInPlace enables kernel.asmRows; tests and benchmarks turn it off to
@@ -443,16 +447,30 @@ const aInPlaceMaxN = 512
 
 // readsAInPlace reports whether a product with kern, of n columns, may
 // multiply A where it lies, a panel of rows at a time, instead of packing
-// it first (macroTileRows): n is at most aInPlaceMaxN, A holds T by rows
-// (column stride 1, rows forward, no offset table), C's columns are
+// it first (macroTileRows): A holds T by rows (column stride 1, rows
+// forward, no offset table) and n is at most aInPlaceMaxN, or A holds T
+// by columns (row stride 1) and n is at most aColsMaxN; C's columns are
 // contiguous, as kern.asm stores them, the two do not share memory (C's
 // first K-block would change A before the next one reads it), and kern
-// has an in-place kernel. Packing A (packT8F32) was 3% of a GPT-style
-// training step's time.
+// has the in-place kernel. Packing A (packRows8F32, packT8F32) was 3% of
+// a GPT-style training step's time.
 func readsAInPlace[T float](kern kernel[T], A matSrc[T], C matDst[T], n int) bool {
-	return aInPlace && n <= aInPlaceMaxN && kern.asmRows != nil && A.s != nil && A.cs == 1 && A.rs > 0 &&
-		A.rowOff == nil && A.colOff == nil && C.cs == 1 && !overlapping(A.s, C.s)
+	if !aInPlace || A.s == nil || A.rowOff != nil || A.colOff != nil || C.cs != 1 || overlapping(A.s, C.s) {
+		return false
+	}
+	byRows := A.cs == 1 && A.rs > 0 && n <= aInPlaceMaxN && kern.asmRows != nil
+	byCols := A.rs == 1 && A.cs > 1 && n <= aColsMaxN && kern.asmCols != nil
+	return byRows || byCols
 }
+
+// aColsMaxN is aInPlaceMaxN for an A read in place by columns, 8
+// contiguous elements of each of kc rows of the matrix it transposes. On
+// a Zen 4, in place against packed, alternating, best of 6 (a GPT-style
+// step's weight gradients gᵀ·x, K = 2048): one worker, N = 256 (M = 256,
+// 768 and 1024) 2.5 to 7% faster, N = 1024 even; two workers, N = 256 1 to
+// 13% faster, N = 1024 -2 to +4%; square products of 1024 and 2048, whose
+// panels of A are read 32 to 64 times, 11 to 19% slower.
+const aColsMaxN = 512
 
 // overlapping reports whether a and b share an element.
 func overlapping[T any](a, b []T) bool {
@@ -944,7 +962,14 @@ func macroTileRows[T float](kern kernel[T], A matSrc[T], c0 int, bp []T, mc, nb,
 	}
 	mr, nr := kern.mr, kern.nr
 	_ = bp[roundUp(nb, nr)*kc-1]
-	base := A.off + i0*A.rs + c0
+	// A's element (i0+i, c0+p) at base + i·step + p·lda; a panel's reads
+	// end at its first element plus reach
+	asm, lda, step := kern.asmRows, A.rs, A.rs
+	if A.cs != 1 {
+		asm, lda, step = kern.asmCols, A.cs, 1
+	}
+	base := A.off + i0*A.rs + c0*A.cs
+	reach := (mr-1)*A.rs + (kc-1)*A.cs + 1
 	var edge *[]T // the packed last panel, when it cannot be read in place
 	for jr := 0; jr < nb; jr += nr {
 		bPanel := &bp[(jr/nr)*nr*kc]
@@ -953,8 +978,8 @@ func macroTileRows[T float](kern kernel[T], A matSrc[T], c0 int, bp []T, mc, nb,
 		for ir := 0; ir < mc; ir += mr {
 			mv := min(mr, mc-ir)
 			c := &C.s[C.off+(i0+ir)*C.rs+j0+jr]
-			if off := base + ir*A.rs; off+(mr-1)*A.rs+kc <= len(A.s) {
-				kern.asmRows(kc, &A.s[off], A.rs, bPanel, c, C.rs, mv, mask, !first)
+			if off := base + ir*step; off+reach <= len(A.s) {
+				asm(kc, &A.s[off], lda, bPanel, c, C.rs, mv, mask, !first)
 				continue
 			}
 			if edge == nil {

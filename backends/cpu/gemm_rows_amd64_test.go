@@ -10,15 +10,16 @@ import (
 	"github.com/kiln-ml/kiln/backends"
 )
 
-// TestGEMMAInPlace compares products whose A is multiplied where it lies
-// (kernel.asmRows, macroTileRows) with the same products packing A
+// TestGEMMAInPlace compares products whose A is multiplied where it lies,
+// by rows or by columns (kernel.asmRows and asmCols, macroTileRows), with
+// the same products packing A
 // (aInPlace off), bit for bit: M that leaves a last panel of 1 to 7 rows
 // at the end of A's buffer (packed there) or inside a larger buffer (read
 // in place), N with partial panels (masked stores), K over several
 // K-blocks, A a view with a row stride past K, C added to (acc), a bias
 // and a fused activation, strips of columns and of rows on 2 workers, and
 // an A that shares C's buffer (packed then). It also checks that the
-// in-place kernel ran where N is at most aInPlaceMaxN.
+// in-place kernel ran where N is at most aInPlaceMaxN (aColsMaxN).
 func TestGEMMAInPlace(t *testing.T) {
 	if kernelF32.asmRows == nil {
 		t.Skip("no in-place A kernel on this CPU")
@@ -38,6 +39,11 @@ func TestGEMMAInPlace(t *testing.T) {
 			full := randView(be, backends.Float32, 1, s.m, s.k+s.pad)
 			x := full
 			x.Shape = []int{s.m, s.k}
+			// Aᵀ stored: A read by columns, a k×(m+pad) buffer's first m
+			// columns
+			fullT := randView(be, backends.Float32, 7, s.k, s.m+s.pad)
+			xt := fullT
+			xt.Shape, xt.Strides = []int{s.m, s.k}, []int{1, s.m + s.pad}
 			w := randView(be, backends.Float32, 2, s.k, s.n)
 			wt := randView(be, backends.Float32, 3, s.n, s.k) // a linear layer's weight, Bᵀ stored
 			wtv := wt
@@ -51,17 +57,21 @@ func TestGEMMAInPlace(t *testing.T) {
 				return snapshot(out)
 			}
 			cases := []struct {
-				what string
-				f    func(out backends.View)
+				what   string
+				byCols bool
+				f      func(out backends.View)
 			}{
-				{"matmul", func(out backends.View) { be.Matmul(out, x, w) }},
-				{"matmul Bᵀ", func(out backends.View) { be.Matmul(out, x, wtv) }},
-				{"bias", func(out backends.View) { be.MatmulBias(out, x, wtv, bias) }},
-				{"bias gelu", func(out backends.View) {
+				{"matmul", false, func(out backends.View) { be.Matmul(out, x, w) }},
+				{"matmul Bᵀ", false, func(out backends.View) { be.Matmul(out, x, wtv) }},
+				{"bias", false, func(out backends.View) { be.MatmulBias(out, x, wtv, bias) }},
+				{"bias gelu", false, func(out backends.View) {
 					pre := allocView(be, backends.Float32, s.m, s.n)
 					be.MatmulBiasAct(out, pre, x, wtv, bias, backends.Gelu)
 				}},
-				{"acc", func(out backends.View) { gemmAccInto(be, out, x, w) }},
+				{"acc", false, func(out backends.View) { gemmAccInto(be, out, x, w) }},
+				{"Aᵀ matmul", true, func(out backends.View) { be.Matmul(out, xt, w) }},
+				{"Aᵀ matmul Bᵀ", true, func(out backends.View) { be.Matmul(out, xt, wtv) }},
+				{"Aᵀ acc", true, func(out backends.View) { gemmAccInto(be, out, xt, w) }},
 			}
 			for _, c := range cases {
 				aInPlace = false
@@ -74,7 +84,7 @@ func TestGEMMAInPlace(t *testing.T) {
 						t.Fatalf("%s %s: element %d (%d, %d) = %v, want %v (packed)", name, c.what, i, i/s.n, i%s.n, got[i], want[i])
 					}
 				}
-				if rows == 0 && s.m*s.n*s.k >= serialGEMM && s.n <= aInPlaceMaxN {
+				if limit := map[bool]int{false: aInPlaceMaxN, true: aColsMaxN}[c.byCols]; rows == 0 && s.m*s.n*s.k >= serialGEMM && s.n <= limit {
 					t.Errorf("%s %s: the in-place kernel did not run", name, c.what)
 				}
 			}

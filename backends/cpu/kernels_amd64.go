@@ -14,6 +14,11 @@ func sgemm8x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, mv int
 //go:noescape
 func sgemm8x32RowsAVX512(kc int, a *float32, lda int, b *float32, c *float32, ldc int, mv int, mask uint64, accum bool)
 
+// sgemm8x32ColsAVX512 is the 8×32 float32 micro-kernel (AVX-512) with A read in place by columns, a[p·lda+i]; it reads all 8 rows of A.
+//
+//go:noescape
+func sgemm8x32ColsAVX512(kc int, a *float32, lda int, b *float32, c *float32, ldc int, mv int, mask uint64, accum bool)
+
 // sgemm14x32AVX512 is the 14×32 float32 micro-kernel (AVX-512).
 //
 //go:noescape

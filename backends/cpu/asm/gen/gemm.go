@@ -82,6 +82,14 @@ func gemmKernelRows(name string, nv, unroll int) {
 	gemmKernelGen(name, f32, true, 8, nv, unroll, gemmShape{aRows: true})
 }
 
+// gemmKernelCols is gemmKernelRows with A read in place by columns
+// (element (i, p) at a[p·lda+i]), for an A that is the transpose of a
+// matrix stored by rows (a weight gradient's gᵀ): each step reads 8
+// contiguous elements of A, as a packed panel holds them.
+func gemmKernelCols(name string, nv, unroll int) {
+	gemmKernelGen(name, f32, true, 8, nv, unroll, gemmShape{aCols: true})
+}
+
 // gemmShape says how a kernel of gemmKernelGen reads and writes its
 // operands, where it is not gemmKernel's.
 type gemmShape struct {
@@ -116,7 +124,7 @@ func gemmKernelGen(name string, e elem, avx512 bool, mr, nv, unroll int, sh gemm
 		if bias {
 			sig = fmt.Sprintf("func(kc int, a, b, c *%s, ldc, mv int, mask uint64, accum bool, bias *%s)", e.name, e.name)
 		}
-		if aRows {
+		if aRows || aCols {
 			sig = fmt.Sprintf("func(kc int, a *%s, lda int, b, c *%s, ldc, mv int, mask uint64, accum bool)", e.name, e.name)
 		}
 		if sh.attn {
@@ -128,8 +136,9 @@ func gemmKernelGen(name string, e elem, avx512 bool, mr, nv, unroll int, sh gemm
 	if sh.attn {
 		how := map[bool]string{false: "by rows, a[i·lda+p]", true: "by columns, a[p·lda+i]"}[aCols]
 		Doc(fmt.Sprintf("%s is sgemm8x32AVX512 with A read in place %s, and B's rows ldb elements apart; it stores all 32 columns of rows i < mv.", name, how))
-	} else if aRows {
-		Doc(fmt.Sprintf("%s is the %d×%d %s micro-kernel (AVX-512) with A read in place by rows, a[i·lda+p]; it reads all %d rows of A.", name, mr, nr, e.name, mr))
+	} else if aRows || aCols {
+		how := map[bool]string{true: "by rows, a[i·lda+p]", false: "by columns, a[p·lda+i]"}[aRows]
+		Doc(fmt.Sprintf("%s is the %d×%d %s micro-kernel (AVX-512) with A read in place %s; it reads all %d rows of A.", name, mr, nr, e.name, how, mr))
 	} else if bias {
 		Doc(fmt.Sprintf("%s is the %d×%d %s micro-kernel (AVX2+FMA) that adds bias[j] to column j of the result before storing it.", name, mr, nv*lanes, e.name))
 	} else if e.sig != "" {

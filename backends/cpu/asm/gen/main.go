@@ -19,6 +19,7 @@ func main() {
 	// 16 ymm registers)
 	gemmKernel("sgemm8x32AVX512", f32, true, 8, 2, 4)
 	gemmKernelRows("sgemm8x32RowsAVX512", 2, 4) // A read in place (gemm.go's macroTileRows)
+	gemmKernelCols("sgemm8x32ColsAVX512", 2, 4)
 	gemmKernel("sgemm14x32AVX512", f32, true, 14, 2, 4)
 	gemmKernel("sgemm6x64AVX512", f32, true, 6, 4, 4)
 	gemmKernel("sgemm6x16AVX2", f32, false, 6, 2, 4)
