@@ -55,8 +55,9 @@
 // Matmul is a cache-blocked GEMM (gemm.go) that packs panels of both
 // operands (reading transposed or strided views in place; operands whose
 // rows run along K are packed with an AVX 8×8 transpose; with AVX-512 a
-// float32 A stored by rows is not packed but read in place by an 8×32
-// kernel where the product has at most 512 columns), with block sizes
+// float32 A stored by rows, or the transpose of one (a weight gradient's
+// gᵀ), is not packed but read in place by an 8×32 kernel where the
+// product has at most 512 columns), with block sizes
 // from the caches that CPUID reports (blocking.go), and runs a
 // register-blocked micro-kernel on them. On amd64 the micro-kernels are
 // assembly generated with avo (asm/gen, `make asm`): 8×32 float32 and 14×16
@@ -132,7 +133,9 @@
 // through phase planes for the forward pass and the weight gradient; on
 // small maps the input gradient in row passes that skip the padding's
 // zero rows, conv_direct_rows.go), and the 2×2 max pooling has an AVX2
-// kernel (fused_pool_amd64.s). Like every kernel they do not depend on
+// kernel (fused_pool_amd64.s). Conv2dBias adds a layer's bias as the
+// direct path copies each output plane out (in one pass after on the
+// other paths). Like every kernel they do not depend on
 // the number of workers:
 // partial sums (the parameters' gradients of a norm, attention's dQ when
 // the keys of one problem are split into groups) are cut by the sizes and
