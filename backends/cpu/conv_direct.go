@@ -36,7 +36,8 @@ import (
 //   - The weight gradient is a dot product of each output channel's
 //     gradient (laid out over the same wide positions, zero at the dropped
 //     ones) with each unfolded row, over the chunk's samples, 3 channels ×
-//     4 rows at a time by convDot3x4AVX2, in 8 lanes per pair.
+//     4 rows or 4 channels × 3 rows (convDotByRows) at a time by
+//     convDot3x4AVX2, in 8 lanes per pair.
 //
 // The direct products compute every position of a padded plane's rows;
 // where the padding is most of a plane (the deep layers of a network) the
@@ -486,13 +487,31 @@ func convDirectWeightGrad(b *Backend, dw, dy, x []float32, g backends.ConvGeomet
 			return (*float32)(unsafe.Add(unsafe.Pointer(&xs[0]), off[min(k, ck-1)]))
 		}
 		dst := part[ch*o*ck:][:o*ck]
-		for o0 := 0; o0 < o; o0 += 3 {
-			for k0 := 0; k0 < ck; k0 += 4 {
-				convDot3x4AVX2(ys, sn, ys, sb, row(o0), row(o0+1), row(o0+2),
-					col(k0), col(k0+1), col(k0+2), col(k0+3), &sums)
-				for j := range min(4, ck-k0) {
-					for i := range min(3, o-o0) {
-						dst[(o0+i)*ck+k0+j] = sums[3*j+i]
+		if convDotByRows(o, ck) {
+			// 3 gradient rows × 4 unfolded rows a call
+			for o0 := 0; o0 < o; o0 += 3 {
+				for k0 := 0; k0 < ck; k0 += 4 {
+					convDot3x4AVX2(ys, sn, ys, sb, row(o0), row(o0+1), row(o0+2),
+						col(k0), col(k0+1), col(k0+2), col(k0+3), &sums)
+					for j := range min(4, ck-k0) {
+						for i := range min(3, o-o0) {
+							dst[(o0+i)*ck+k0+j] = sums[3*j+i]
+						}
+					}
+				}
+			}
+		} else {
+			// 3 unfolded rows × 4 gradient rows a call (the same sums:
+			// each product's factors are swapped, which does not change
+			// its bits)
+			for o0 := 0; o0 < o; o0 += 4 {
+				for k0 := 0; k0 < ck; k0 += 3 {
+					convDot3x4AVX2(ys, sn, sb, ys, col(k0), col(k0+1), col(k0+2),
+						row(o0), row(o0+1), row(o0+2), row(o0+3), &sums)
+					for j := range min(4, o-o0) {
+						for i := range min(3, ck-k0) {
+							dst[(o0+j)*ck+k0+i] = sums[3*j+i]
+						}
 					}
 				}
 			}
@@ -504,6 +523,26 @@ func convDirectWeightGrad(b *Backend, dw, dy, x []float32, g backends.ConvGeomet
 		pool.put(partials)
 	}
 }
+
+// convDotByRows reports whether the direct weight gradient of o output
+// channels and ck unfolded rows takes its dot tiles as 3 gradient rows ×
+// 4 unfolded rows (else 4 gradient rows × 3 unfolded rows): whichever
+// computes fewer dot products past the edges (on the MNIST CNN's second
+// layer, 32 channels × 144 rows, 4 × 3 computes none, 3 × 4 a 33rd
+// channel), 3 × 4 on a tie. convDotRows overrides it for tests.
+func convDotByRows(o, ck int) bool {
+	switch convDotRows {
+	case "3x4":
+		return true
+	case "4x3":
+		return false
+	}
+	return roundUp(o, 3)*roundUp(ck, 4) <= roundUp(o, 4)*roundUp(ck, 3)
+}
+
+// convDotRows overrides convDotByRows's choice: "" (the default), "3x4" or
+// "4x3".
+var convDotRows = ""
 
 // gatherWide copies dy's samples [n0, n0+sn) ([N][cout][oh][ow]) into
 // dst laid out [cout][sn·ys], sample i's wide positions at i·ys on, zero

@@ -383,3 +383,48 @@ func TestConvDirectStridedChoice(t *testing.T) {
 		}
 	})
 }
+
+// The direct weight gradient's two shapes of dot tiles (3 gradient rows ×
+// 4 unfolded rows, or 4 × 3) give the same bits, with channel and row
+// counts that leave partial tiles either way; the choice takes 4 × 3 on
+// the MNIST CNN's second layer (32 channels, 144 rows), which it fills.
+func TestConvDotOrientations(t *testing.T) {
+	if !convDirectUsable {
+		t.Skip("no direct convolution kernels in this build or on this CPU")
+	}
+	if convDotByRows(32, 144) || !convDotByRows(33, 144) {
+		t.Errorf("convDotByRows(32, 144) = %v, (33, 144) = %v; want false, true", convDotByRows(32, 144), convDotByRows(33, 144))
+	}
+	for _, c := range []struct {
+		g backends.ConvGeometry
+		o int
+	}{
+		{backends.ConvGeometry{N: 20, C: 16, H: 13, W: 13, KH: 3, KW: 3, OutH: 11, OutW: 11}, 32},
+		{backends.ConvGeometry{N: 7, C: 5, H: 8, W: 7, KH: 3, KW: 3, PadTop: 1, PadLeft: 1, OutH: 8, OutW: 7}, 7},
+		{backends.ConvGeometry{N: 9, C: 2, H: 6, W: 9, KH: 1, KW: 2, OutH: 6, OutW: 8}, 5},
+	} {
+		g := c.g
+		g.StrideH, g.StrideW, g.DilationH, g.DilationW = 1, 1, 1, 1
+		be := New(2)
+		x := randView(be, backends.Float32, 1, g.N, g.C, g.H, g.W)
+		dy := randView(be, backends.Float32, 2, g.N, c.o, g.OutH, g.OutW)
+		var dws [2][]float32
+		for i, mode := range []string{"3x4", "4x3"} {
+			withConvDirect(t, "force", func() {
+				withMode(&convDotRows, mode, func() {
+					dw := allocView(be, backends.Float32, c.o, g.C, g.KH, g.KW)
+					be.Conv2dWeightGrad(dw, dy, x, g)
+					dws[i] = buf(dw).f32()
+				})
+			})
+		}
+		if err := be.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range dws[0] {
+			if math.Float32bits(dws[0][i]) != math.Float32bits(dws[1][i]) {
+				t.Fatalf("%+v, %d channels: weight %d = %v with 3×4 tiles, %v with 4×3", g, c.o, i, dws[0][i], dws[1][i])
+			}
+		}
+	}
+}
