@@ -314,6 +314,19 @@ type ConvBiasFusion interface {
 	Conv2dBias(out, x, w, bias View, g ConvGeometry)
 }
 
+// ConvBiasActFusion is an optional interface for a convolution layer
+// followed by an activation, out = op(conv(x, w) + bias): pre receives
+// Conv2dBias's result, bit for bit, and out op(pre), bit for bit Unary(op)
+// of pre, each output plane while it is still in cache instead of in a
+// pass of its own. The views are as ConvBiasFusion's, with out and pre
+// [N, O, OutH, OutW] contiguous, of one dtype and apart; the ops are
+// LinearActFusion's (IsLinearAct), any other is refused.
+type ConvBiasActFusion interface {
+	// Conv2dBiasAct overwrites pre with conv(x, w) + bias and out with
+	// op(pre).
+	Conv2dBiasAct(out, pre, x, w, bias View, g ConvGeometry, op UnaryOp)
+}
+
 // CrossEntropyFusion is an optional interface for the cross-entropy of
 // class-index targets over the rows of logits x [N, C] (no class weights,
 // no label smoothing), in one pass per direction where the composition of

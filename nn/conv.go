@@ -175,6 +175,15 @@ func (l *Conv2d) Forward(x *tensor.Tensor) *tensor.Tensor {
 		l.PaddingMode, 2)
 }
 
+// forwardAct is Forward followed by activation (tensor.Conv2dActivation's
+// name for it), the two in one call where the backend fuses them.
+func (l *Conv2d) forwardAct(x *tensor.Tensor, activation string) *tensor.Tensor {
+	in := l.Weight.Dim(1) * l.Groups
+	checkSpatialInput("Conv2d", x, 2, in)
+	cfg, x := convConfig(x, l.Weight.Tensor, l.Stride, l.Padding, l.Dilation, l.Same, l.Groups, l.PaddingMode, 2)
+	return tensor.Conv2dActivation(x, l.Weight.Tensor, optional(l.Bias), cfg, activation)
+}
+
 // Forward convolves x [N, In, L] (or [In, L]) into [N, Out, OL]; it fails
 // as Conv2d.Forward does, with Op "nn.Conv1d".
 func (l *Conv1d) Forward(x *tensor.Tensor) *tensor.Tensor {
@@ -202,6 +211,17 @@ func checkSpatialInput(layer string, x *tensor.Tensor, spatial, channels int) {
 // padding modes pad x first and convolve without padding.
 func runConv(x, w, b *tensor.Tensor, stride, padding, dilation []int, same bool, groups int, mode string,
 	spatial int) *tensor.Tensor {
+	cfg, x := convConfig(x, w, stride, padding, dilation, same, groups, mode, spatial)
+	if spatial == 1 {
+		return tensor.Conv1d(x, w, b, cfg)
+	}
+	return tensor.Conv2d(x, w, b, cfg)
+}
+
+// convConfig returns runConv's tensor.ConvConfig and its input: x itself
+// for zero padding, else x padded by mode.
+func convConfig(x, w *tensor.Tensor, stride, padding, dilation []int, same bool, groups int, mode string,
+	spatial int) (tensor.ConvConfig, *tensor.Tensor) {
 	cfg := tensor.ConvConfig{Stride: stride, Dilation: dilation, Groups: groups}
 	if mode == "zeros" {
 		if same {
@@ -222,10 +242,7 @@ func runConv(x, w, b *tensor.Tensor, stride, padding, dilation []int, same bool,
 		}
 		x = x.Pad(pads, mode, 0)
 	}
-	if spatial == 1 {
-		return tensor.Conv1d(x, w, b, cfg)
-	}
-	return tensor.Conv2d(x, w, b, cfg)
+	return cfg, x
 }
 
 // ConvTransposeConfig configures ConvTranspose2d; the zero value of each

@@ -33,7 +33,11 @@ func NewSequential(layers ...Module) Sequential {
 
 // Forward applies the layers in order. A layer that panics with a
 // *tensor.Error (wrong input shape, say) panics with the same Op and kind,
-// its message naming the layer's position: "... [Sequential layer 2]".
+// its message naming the layer's position: "... [Sequential layer 2]". A
+// Conv2d followed by a ReLU runs as tensor.Conv2dActivation: the same
+// graph nodes and bits, the activation applied as the convolution writes
+// its output where the backend fuses the two (but for a tracer, which
+// sees the two layers run one at a time: tensor.Observing).
 func (s Sequential) Forward(x *tensor.Tensor) *tensor.Tensor {
 	i := 0
 	defer func() {
@@ -46,6 +50,13 @@ func (s Sequential) Forward(x *tensor.Tensor) *tensor.Tensor {
 		}
 	}()
 	for ; i < len(s); i++ {
+		if c, ok := s[i].(*Conv2d); ok && i+1 < len(s) && !tensor.Observing() {
+			if _, relu := s[i+1].(ReLU); relu {
+				x = c.forwardAct(x, "relu")
+				i++
+				continue
+			}
+		}
 		x = s[i].Forward(x)
 	}
 	return x

@@ -72,6 +72,28 @@ func Conv2d(x, weight, bias *Tensor, cfg ConvConfig) *Tensor {
 	return nnConv("Conv2d", "conv2d", x, weight, bias, cfg, 2)
 }
 
+// Conv2dActivation returns activation(Conv2d(x, weight, bias, cfg)), a
+// convolution layer followed by one of the activations LinearActivation
+// takes ("relu", "gelu", "gelu_tanh", "silu", "sigmoid" or "tanh"), bit
+// for bit as those two calls give it, gradients included. It is the same
+// two graph nodes ("conv2d", then the activation's), but where the backend
+// has a fused kernel for them (backends.ConvBiasActFusion: the CPU backend
+// applies the activation to each output plane as the convolution writes
+// it) both results come from one call. It panics as Conv2d does, and with
+// ErrArgument for another activation.
+func Conv2dActivation(x, weight, bias *Tensor, cfg ConvConfig, activation string) *Tensor {
+	const op = "Conv2dActivation"
+	u, ok := linearActivations[activation]
+	if !ok {
+		fail(op, ErrArgument, "activation %q: want relu, gelu, gelu_tanh, silu, sigmoid or tanh", activation)
+	}
+	pre, out := nnConvAct(op, "conv2d", x, weight, bias, cfg, 2, &u)
+	if out == nil {
+		return pre.unaryOp(op, u, 0, 0)
+	}
+	return recordActivation(op, u, pre, out)
+}
+
 // Conv1d returns the 1-D cross-correlation of x [N, C, L] (or an unbatched
 // [C, L]) with weight [O, C/groups, K], plus bias [O] when bias is not nil,
 // as torch.nn.functional.conv1d; configuration lists hold one value. It runs
@@ -101,17 +123,25 @@ func ConvTranspose1d(x, weight, bias *Tensor, cfg ConvTransposeConfig) *Tensor {
 
 // nnConv validates a convolution, runs it and records its node.
 func nnConv(op, name string, x, weight, bias *Tensor, cfg ConvConfig, spatial int) *Tensor {
+	pre, _ := nnConvAct(op, name, x, weight, bias, cfg, spatial, nil)
+	return pre
+}
+
+// nnConvAct is nnConv that, with act not nil, also returns *act of the
+// convolution (its node not recorded: recordActivation) where the
+// backend computes both in one call (nnConvForwardBias), else nil.
+func nnConvAct(op, name string, x, weight, bias *Tensor, cfg ConvConfig, spatial int, act *backends.UnaryOp) (pre, out *Tensor) {
 	bf16 := false // bfloat16 products in the float32 kernels (autocastConvF32)
 	switch {
 	case autocastConvF32(x, weight, bias, cfg.Groups):
 		bf16 = true
 	case bias != nil:
 		if in, ok := autocastInputs(x, weight, bias); ok {
-			return nnConv(op, name, in[0], in[1], in[2], cfg, spatial)
+			return nnConvAct(op, name, in[0], in[1], in[2], cfg, spatial, act)
 		}
 	default:
 		if in, ok := autocastInputs(x, weight); ok {
-			return nnConv(op, name, in[0], in[1], nil, cfg, spatial)
+			return nnConvAct(op, name, in[0], in[1], nil, cfg, spatial, act)
 		}
 	}
 	nnLive(op, bias, x, weight)
@@ -169,16 +199,18 @@ func nnConv(op, name string, x, weight, bias *Tensor, cfg ConvConfig, spatial in
 	geo := backends.ConvGeometry{N: n, C: c, H: h, W: w, KH: kh, KW: kw, StrideH: sh, StrideW: sw,
 		PadTop: pt, PadLeft: pl, DilationH: dh, DilationW: dw, OutH: (eh-1)/sh + 1, OutW: (ew-1)/sw + 1}
 
-	var out4 *Tensor
+	var out4, act4 *Tensor
 	if bias != nil {
-		out4 = nnConvForwardBias(op, x4, w4, bias, geo, groups, bf16)
+		out4, act4 = nnConvForwardBias(op, x4, w4, bias, geo, groups, bf16, act)
 	} else {
 		out4 = nnConvForward(op, x4, w4, geo, groups, bf16)
 	}
-	out := nnFrom4(out4, batched, spatial)
+	if act4 != nil {
+		out = nnFrom4(act4, batched, spatial)
+	}
 	attrs := map[string]any{"stride": nnPair(spatial, sh, sw), "padding": nnPads(spatial, pt, pl, pb, pr),
 		"dilation": nnPair(spatial, dh, dw), "groups": groups}
-	return record(name, attrs, out, nnInputs(x, weight, bias), func(g *Tensor) []*Tensor {
+	return record(name, attrs, nnFrom4(out4, batched, spatial), nnInputs(x, weight, bias), func(g *Tensor) []*Tensor {
 		g4 := nnTo4(g, batched, spatial)
 		defer g4.Release()
 		grads := make([]*Tensor, 2, 3)
@@ -202,7 +234,7 @@ func nnConv(op, name string, x, weight, bias *Tensor, cfg ConvConfig, spatial in
 			grads = append(grads, db)
 		}
 		return grads
-	})
+	}), out
 }
 
 // nnConvTranspose validates a transposed convolution, runs it and records
@@ -315,19 +347,30 @@ func nnConvForward(op string, x, w *Tensor, geo backends.ConvGeometry, groups in
 // channel: in one call of the backend's fused kernel
 // (backends.ConvBiasFusion) where nnConvForward takes the backend's
 // ConvFusion in float32 or float64, else the convolution and then the
-// addition (the same bits).
-func nnConvForwardBias(op string, x, w, bias *Tensor, geo backends.ConvGeometry, groups int, bf16 bool) *Tensor {
+// addition (the same bits). With act not nil it also returns *act of that
+// where the backend computes both in one call (backends.ConvBiasActFusion,
+// for the activations IsLinearAct lists), else nil.
+func nnConvForwardBias(op string, x, w, bias *Tensor, geo backends.ConvGeometry, groups int, bf16 bool,
+	act *backends.UnaryOp) (pre, out *Tensor) {
 	f, ok := x.backend().(backends.ConvBiasFusion)
 	if _, fused := nnConvFusion(x, groups, bf16); !ok || !fused || bf16 || bias.dtype != x.dtype {
-		return nnAddChannelBias(op, nnConvForward(op, x, w, geo, groups, bf16), bias)
+		return nnAddChannelBias(op, nnConvForward(op, x, w, geo, groups, bf16), bias), nil
 	}
+	fa, fuseAct := x.backend().(backends.ConvBiasActFusion)
+	fuseAct = fuseAct && act != nil && backends.IsLinearAct(*act)
 	xc, wc, bc := rawContiguous(op, x), rawContiguous(op, w), rawContiguous(op, bias)
-	out := newTensor(op, x.dev, x.dtype, []int{geo.N, w.shape[0], geo.OutH, geo.OutW})
-	f.Conv2dBias(out.view(), xc.view(), wc.view(), bc.view(), geo)
+	shape := []int{geo.N, w.shape[0], geo.OutH, geo.OutW}
+	pre = newTensor(op, x.dev, x.dtype, shape)
+	if fuseAct {
+		out = newTensor(op, x.dev, x.dtype, shape)
+		fa.Conv2dBiasAct(out.view(), pre.view(), xc.view(), wc.view(), bc.view(), geo, *act)
+	} else {
+		f.Conv2dBias(pre.view(), xc.view(), wc.view(), bc.view(), geo)
+	}
 	xc.Release()
 	wc.Release()
 	bc.Release()
-	return out
+	return pre, out
 }
 
 // nnConvInputGrad maps g [N, O, OutH, OutW] back to the input [N, C, H, W]

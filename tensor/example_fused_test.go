@@ -49,3 +49,25 @@ func ExampleLinearActivation() {
 	// same bits as Linear then Gelu: true
 	// dL/db [1.0031 2.2384 1.0093]
 }
+
+// Conv2dActivation is a convolution layer and its activation in one call:
+// here a 2×2 kernel over a 3×3 image with a bias, then ReLU, bit for bit
+// Conv2d followed by Relu.
+func ExampleConv2dActivation() {
+	dev := tensor.CPU().Autodiff()
+	x := tensor.FromFloat32s(dev, []float32{1, -2, 0.5, 3, 0, -1, 2, 1, -0.5}, 1, 1, 3, 3)
+	w := tensor.FromFloat32s(dev, []float32{0.5, -1, 1, 0.25}, 1, 1, 2, 2).RequireGrad()
+	b := tensor.FromFloat32s(dev, []float32{-0.5}, 1).RequireGrad()
+	y := tensor.Conv2dActivation(x, w, b, tensor.ConvConfig{}, "relu")
+	ref := tensor.Conv2d(x, w, b, tensor.ConvConfig{}).Relu()
+	fmt.Println(y.Shape())
+	fmt.Printf("%.4f\n", y.Float32s())
+	fmt.Println("same bits as Conv2d then Relu:", fmt.Sprint(y.Float32s()) == fmt.Sprint(ref.Float32s()))
+	grads := y.Sum().Backward()
+	fmt.Printf("dL/db %.4f\n", grads.Get(b).Float32s())
+	// Output:
+	// [1 1 2 2]
+	// [5.0000 0.0000 3.2500 1.3750]
+	// same bits as Conv2d then Relu: true
+	// dL/db [3.0000]
+}

@@ -68,23 +68,29 @@ func LinearActivation(x, weight, bias *Tensor, activation string) *Tensor {
 	}
 	linearCheck(op, x, weight, bias) // errors name LinearActivation on every path
 	if pre, out, ok := linearActFused(op, x, weight, bias, u); ok {
-		pre = recordLinear(op, x, weight, bias, pre)
-		if outputGrad(u, out) { // as unaryOp records it: the backward reads out, not pre
-			y := out
-			out = record(backends.UnaryOps[u].Name, nil, out, []*Tensor{pre}, func(g *Tensor) []*Tensor {
-				return []*Tensor{castGrad(rawUnaryGradOutput(op, u, y, g), pre)}
-			})
-			return out
-		}
-		out = record(backends.UnaryOps[u].Name, nil, out, []*Tensor{pre}, func(g *Tensor) []*Tensor {
-			return []*Tensor{castGrad(rawUnaryGrad(op, u, pre, g, 0, 0), pre)}
-		})
-		if out.node == nil {
-			pre.Release() // nothing holds it: no backward will read it
-		}
-		return out
+		return recordActivation(op, u, recordLinear(op, x, weight, bias, pre), out)
 	}
 	return Linear(x, weight, bias).unaryOp(op, u, 0, 0)
+}
+
+// recordActivation records out = u(pre), computed by a fused kernel
+// (LinearActivation, Conv2dActivation), as unaryOp records it: the
+// backward reads out where u's derivative is a function of its output,
+// else pre; pre is released where no backward will read it.
+func recordActivation(op string, u backends.UnaryOp, pre, out *Tensor) *Tensor {
+	if outputGrad(u, out) { // as unaryOp records it: the backward reads out, not pre
+		y := out
+		return record(backends.UnaryOps[u].Name, nil, out, []*Tensor{pre}, func(g *Tensor) []*Tensor {
+			return []*Tensor{castGrad(rawUnaryGradOutput(op, u, y, g), pre)}
+		})
+	}
+	out = record(backends.UnaryOps[u].Name, nil, out, []*Tensor{pre}, func(g *Tensor) []*Tensor {
+		return []*Tensor{castGrad(rawUnaryGrad(op, u, pre, g, 0, 0), pre)}
+	})
+	if out.node == nil {
+		pre.Release() // nothing holds it: no backward will read it
+	}
+	return out
 }
 
 // linearActivations are LinearActivation's activations by name (their

@@ -47,6 +47,12 @@ func ObserveNodes(fn func(), observe func(n *autodiff.Node)) {
 	fn()
 }
 
+// Observing reports whether an ObserveNodes call is in progress, on any
+// goroutine. Code that fuses the work of several modules into one call
+// (nn.Sequential's Conv2d then ReLU) runs them one at a time while it
+// does, so that a tracer sees each module's ops in that module's frames.
+func Observing() bool { return observers.active.Load() != 0 }
+
 // notifyObservers reports n to the ObserveNodes calls of the calling
 // goroutine; it costs one atomic load when there are none.
 func notifyObservers(n *autodiff.Node) {

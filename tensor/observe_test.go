@@ -86,3 +86,19 @@ func TestObserveNodes(t *testing.T) {
 		})
 	})
 }
+
+// Observing is true inside ObserveNodes, nested calls included, and false
+// again once the outermost returns.
+func TestObserving(t *testing.T) {
+	if tensor.Observing() {
+		t.Fatal("Observing before any ObserveNodes call")
+	}
+	var inner, outer bool
+	tensor.ObserveNodes(func() {
+		outer = tensor.Observing()
+		tensor.ObserveNodes(func() { inner = tensor.Observing() }, func(*autodiff.Node) {})
+	}, func(*autodiff.Node) {})
+	if !outer || !inner || tensor.Observing() {
+		t.Errorf("Observing: %v in ObserveNodes, %v nested, %v after; want true, true, false", outer, inner, tensor.Observing())
+	}
+}

@@ -167,6 +167,10 @@ var probes = map[string]func(x *tensor.Tensor) any{
 	"Conv2d": func(x *tensor.Tensor) any {
 		return tensor.Conv2d(x.Unsqueeze(0), x.Narrow(1, 0, 2).Narrow(2, 0, 2).Unsqueeze(0), nil, tensor.ConvConfig{})
 	},
+	"Conv2dActivation": func(x *tensor.Tensor) any {
+		w := x.Narrow(1, 0, 2).Narrow(2, 0, 2).Unsqueeze(0)
+		return tensor.Conv2dActivation(x.Unsqueeze(0), w, x.Reshape(-1).Narrow(0, 0, 1), tensor.ConvConfig{}, "relu")
+	},
 	"Conv3d": func(x *tensor.Tensor) any {
 		w := x.Narrow(0, 0, 1).Narrow(1, 0, 2).Narrow(2, 0, 2).Unsqueeze(0).Unsqueeze(0)
 		return tensor.Conv3d(x.Unsqueeze(0).Unsqueeze(0), w, nil, tensor.ConvConfig{})

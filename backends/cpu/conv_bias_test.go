@@ -13,7 +13,8 @@ import (
 // bit, on each of the forward paths: the direct one (which adds the bias
 // as it copies each plane out), Winograd, the tap path and the GEMM paths
 // on valid and on unfolded convolutions (which add it in a pass after), in
-// float32 and float64, on 1 and 2 workers.
+// float32 and float64, on 1 and 2 workers. Conv2dBiasAct's pre is
+// Conv2dBias's result and its out Unary's ReLU or GELU of it, bit for bit.
 func TestConv2dBiasMatchesConvThenAdd(t *testing.T) {
 	mnist := backends.ConvGeometry{N: 20, C: 16, H: 13, W: 13, KH: 3, KW: 3, OutH: 11, OutW: 11}
 	same := backends.ConvGeometry{N: 6, C: 24, H: 10, W: 10, KH: 3, KW: 3, PadTop: 1, PadLeft: 1, OutH: 10, OutW: 10}
@@ -43,11 +44,16 @@ func TestConv2dBiasMatchesConvThenAdd(t *testing.T) {
 				bias := randView(be, dt, 3, c.o)
 				fused := allocView(be, dt, g.N, c.o, g.OutH, g.OutW)
 				conv := allocView(be, dt, g.N, c.o, g.OutH, g.OutW)
+				op := []backends.UnaryOp{backends.Relu, backends.Gelu}[workers-1]
+				pre, act, want := allocView(be, dt, g.N, c.o, g.OutH, g.OutW), allocView(be, dt, g.N, c.o, g.OutH, g.OutW),
+					allocView(be, dt, g.N, c.o, g.OutH, g.OutW)
 				withConvDirect(t, c.direct, func() {
 					withConvWino(t, c.wino, func() {
 						withConvTaps(t, c.tp, func() {
 							be.Conv2dBias(fused, x, w, bias, g)
 							be.Conv2d(conv, x, w, g)
+							be.Conv2dBiasAct(act, pre, x, w, bias, g, op)
+							be.Unary(op, want, fused, 0, 0)
 						})
 					})
 				})
@@ -69,13 +75,17 @@ func TestConv2dBiasMatchesConvThenAdd(t *testing.T) {
 						t.Fatalf("%s, %s, %d workers: element %d (channel %d) has bits %x, want %x", c.name, dt, workers, i, oc, got, want)
 					}
 				}
+				if !sameSnapshot(pre, fused) || !sameSnapshot(act, want) {
+					t.Fatalf("%s, %s, %d workers: Conv2dBiasAct(%s) differs from Conv2dBias then Unary", c.name, dt, workers, op)
+				}
 			}
 		}
 	}
 }
 
 // Conv2dBias refuses a bias of the wrong length or dtype, and a
-// non-float output, writing nothing.
+// non-float output, writing nothing; Conv2dBiasAct also an activation it
+// does not fuse and an out that overlaps pre.
 func TestConv2dBiasRefuses(t *testing.T) {
 	be := New(1)
 	f32 := backends.Float32
@@ -102,4 +112,33 @@ func TestConv2dBiasRefuses(t *testing.T) {
 			}
 		})
 	}
+	bias := randView(be, f32, 3, 5)
+	both := allocView(be, f32, 2*5*4*4+1)
+	pre := backends.View{Buf: both.Buf, DType: f32, Shape: []int{2, 5, 4, 4}, Strides: []int{80, 16, 4, 1}}
+	overlap := pre
+	overlap.Offset = 1
+	for _, c := range []struct {
+		name, want string
+		out, pre   backends.View
+		op         backends.UnaryOp
+	}{
+		{"exp is not an activation it fuses", "activation exp", allocView(be, f32, 2, 5, 4, 4), allocView(be, f32, 2, 5, 4, 4), backends.Exp},
+		{"out of another shape than pre", "out", allocView(be, f32, 2, 5, 4, 3), allocView(be, f32, 2, 5, 4, 4), backends.Relu},
+		{"out overlapping pre", "overlap", overlap, pre, backends.Relu},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := rawSnapshot(c.out)
+			be.Conv2dBiasAct(c.out, c.pre, x, w, bias, g, c.op)
+			err := be.Sync()
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got error %v, want one containing %q", err, c.want)
+			}
+			if !bytes.Equal(rawSnapshot(c.out), before) {
+				t.Errorf("out was written")
+			}
+		})
+	}
 }
+
+// sameSnapshot reports whether a and b hold the same bits.
+func sameSnapshot(a, b backends.View) bool { return bytes.Equal(rawSnapshot(a), rawSnapshot(b)) }

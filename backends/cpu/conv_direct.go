@@ -281,7 +281,8 @@ func (d convDirect) packPanels(k int, wt func(o, j int) float32) *[]float32 {
 
 // product computes samples [n0, n0+sn) of out ([N][cout][oh][ow]) =
 // a · unfolded(xp) (+ bias[oc] on each plane oc, where bias is not nil,
-// added as the plane is copied out), sample i's wide positions (ys, whole tiles) read from
+// added as the plane is copied out, and then act.op of the plane written
+// to act.out where act is not nil), sample i's wide positions (ys, whole tiles) read from
 // xp at i·sb on. For each sample and panel of mr output channels the
 // tiles write y ([mr][ys], a scratch that stays in L1; y holds twice that
 // where the sum has several blocks), and the kept positions are then
@@ -291,7 +292,7 @@ func (d convDirect) packPanels(k int, wt func(o, j int) float32) *[]float32 {
 // of fused multiply-adds from zero, added to the blocks' before, so that
 // the fused forward pass equals the composed one (Im2Col and a matrix
 // product) bit for bit.
-func (d convDirect) product(out, xp []float32, sb int, a []float32, off []int, n0, sn, ys int, y, bias []float32) {
+func (d convDirect) product(out, xp []float32, sb int, a []float32, off []int, n0, sn, ys int, y, bias []float32, act *activation[float32]) {
 	k, mr, nr := d.cin*d.kh*d.kw, d.mr, d.nr
 	panels, ohw := (d.cout+mr-1)/mr, d.oh*d.ow
 	tile := d.tile()
@@ -318,10 +319,14 @@ func (d convDirect) product(out, xp []float32, sb int, a []float32, off []int, n
 				}
 			}
 			for r := range min(mr, d.cout-p*mr) {
-				dst := out[((n0+i)*d.cout+p*mr+r)*ohw:][:ohw]
+				at := ((n0+i)*d.cout + p*mr + r) * ohw
+				dst := out[at:][:ohw]
 				copyRows(dst, sum[r*ys:], d.oh, d.ow, d.ow, d.wp)
 				if bias != nil {
 					addScalar(dst, bias[p*mr+r])
+				}
+				if act != nil {
+					activationRow(act.op, act.out[at:][:ohw], dst)
 				}
 			}
 		}
@@ -329,13 +334,13 @@ func (d convDirect) product(out, xp []float32, sb int, a []float32, off []int, n
 }
 
 // convDirectForward is convForwardBias on the direct path.
-func convDirectForward(b *Backend, out, x, w, bias []float32, g backends.ConvGeometry, o int) {
+func convDirectForward(b *Backend, out, x, w, bias []float32, act *activation[float32], g backends.ConvGeometry, o int) {
 	d := newConvDirectStrided(g.N, g.C, o, g.KH, g.KW, g.DilationH, g.DilationW, g.OutH, g.OutW, g.StrideH, g.StrideW)
 	ck := g.C * g.KH * g.KW
 	a := d.packPanels(ck, func(oc, k int) float32 { return w[oc*ck+k] })
 	d.run(b, g.N, func(n0, sn int, xp []float32) {
 		d.pad(xp, x, n0, sn, g.H, g.W, g.PadTop, g.PadLeft)
-	}, *a, out, bias, x, d.inPlaceOffsets(g.H, g.W, g.PadTop, g.PadLeft))
+	}, *a, out, bias, act, x, d.inPlaceOffsets(g.H, g.W, g.PadTop, g.PadLeft))
 	poolFor[float32]().put(a)
 }
 
@@ -357,26 +362,26 @@ func convDirectInputGrad(b *Backend, dx, dy, w []float32, g backends.ConvGeometr
 	top, left := (g.KH-1)*g.DilationH-g.PadTop, (g.KW-1)*g.DilationW-g.PadLeft
 	d.run(b, g.N, func(n0, sn int, xp []float32) {
 		d.pad(xp, dy, n0, sn, g.OutH, g.OutW, top, left)
-	}, *a, dx, nil, nil, nil)
+	}, *a, dx, nil, nil, nil, nil)
 	poolFor[float32]().put(a)
 }
 
 // run computes out for every chunk: fill pads the chunk's samples into
 // its buffer, a holds the packed weight panels, bias (or nil) is added
-// to out's planes. Where srcOff is not nil (inPlaceOffsets), the chunks
+// to out's planes and act (or nil) applied to them (product). Where srcOff is not nil (inPlaceOffsets), the chunks
 // that may read src in place do so instead.
 func (d convDirect) run(b *Backend, n int, fill func(n0, sn int, xp []float32), a, out, bias []float32,
-	src []float32, srcOff []int) {
+	act *activation[float32], src []float32, srcOff []int) {
 	pool := poolFor[float32]()
 	ys := roundUp(d.positions(), d.nr)
 	d.forChunks(b, n, func(_, n0, sn int, off []int) {
 		y := pool.get(2 * d.mr * ys)
 		if sb := d.cin * d.plane(); srcOff != nil && d.inPlaceChunk(src, sb, srcOff, n0, sn, ys) {
-			d.product(out, src[n0*sb:], sb, a, srcOff, n0, sn, ys, *y, bias)
+			d.product(out, src[n0*sb:], sb, a, srcOff, n0, sn, ys, *y, bias, act)
 		} else {
 			xp := pool.get(d.inputLen(sn))
 			fill(n0, sn, (*xp)[:d.inputLen(sn)])
-			d.product(out, *xp, d.plane(), a, off, n0, sn, ys, *y, bias)
+			d.product(out, *xp, d.plane(), a, off, n0, sn, ys, *y, bias, act)
 			pool.put(xp)
 		}
 		pool.put(y)

@@ -137,28 +137,60 @@ func (b *Backend) Conv2d(out, x, w backends.View, g backends.ConvGeometry) {
 // planes after the convolution. Either way each element is the
 // convolution's sum plus the bias, one rounding: Conv2d then Add.
 func (b *Backend) Conv2dBias(out, x, w, bias backends.View, g backends.ConvGeometry) {
-	const op = "conv2d bias"
-	o := dim(out, 1)
-	if o < 0 || !b.checkFused(op, out, []backends.View{bias}, []string{"bias"}, [][]int{{o}}) {
+	b.conv2dBias("conv2d bias", out, backends.View{}, x, w, bias, g, 0)
+}
+
+// Conv2dBiasAct implements backends.ConvBiasActFusion: Conv2dBias into pre,
+// and op of each of pre's planes into out right after the plane's bias
+// (activationRow, Unary's kernels).
+func (b *Backend) Conv2dBiasAct(out, pre, x, w, bias backends.View, g backends.ConvGeometry, op backends.UnaryOp) {
+	const name = "conv2d bias act"
+	if !backends.IsLinearAct(op) {
+		b.refuse(name, "activation %s (want relu, gelu, gelu_tanh, silu, sigmoid or tanh)", op)
+		return
+	}
+	if !b.checkFused(name, pre, []backends.View{out}, []string{"out"}, [][]int{pre.Shape}) {
+		return
+	}
+	if n := backends.NumElements(pre.Shape); out.Buf == pre.Buf && out.Offset < pre.Offset+n && pre.Offset < out.Offset+n {
+		b.refuse(name, "out and pre overlap")
+		return
+	}
+	b.conv2dBias(name, pre, out, x, w, bias, g, op)
+}
+
+// conv2dBias is Conv2dBias into pre, and with an act view (not the zero
+// View) Conv2dBiasAct's op of it into act.
+func (b *Backend) conv2dBias(name string, pre, act, x, w, bias backends.View, g backends.ConvGeometry, op backends.UnaryOp) {
+	o := dim(pre, 1)
+	if o < 0 || !b.checkFused(name, pre, []backends.View{bias}, []string{"bias"}, [][]int{{o}}) {
 		if o < 0 {
-			b.refuse(op, "out %v must be [N, O, OutH, OutW]", out.Shape)
+			b.refuse(name, "out %v must be [N, O, OutH, OutW]", pre.Shape)
 		}
 		return
 	}
 	var k convKernels
-	switch out.DType {
+	switch pre.DType {
 	case backends.Float32:
 		bs := buf(bias).f32()[bias.Offset:][:o]
+		var a *activation[float32]
+		if act.Buf != nil {
+			a = &activation[float32]{op: op, out: buf(act).f32()[act.Offset:]}
+		}
 		k.f32 = func(b *Backend, out, x, w []float32, g backends.ConvGeometry, o int) {
-			convForwardBias(b, out, x, w, bs, g, o)
+			convForwardBias(b, out, x, w, bs, a, g, o)
 		}
 	case backends.Float64:
 		bs := buf(bias).f64()[bias.Offset:][:o]
+		var a *activation[float64]
+		if act.Buf != nil {
+			a = &activation[float64]{op: op, out: buf(act).f64()[act.Offset:]}
+		}
 		k.f64 = func(b *Backend, out, x, w []float64, g backends.ConvGeometry, o int) {
-			convForwardBias(b, out, x, w, bs, g, o)
+			convForwardBias(b, out, x, w, bs, a, g, o)
 		}
 	}
-	k.run(b, "conv2d", out, x, w, g, o)
+	k.run(b, "conv2d", pre, x, w, g, o)
 }
 
 // Conv2dInputGrad implements backends.ConvFusion.
@@ -189,13 +221,15 @@ func dim(v backends.View, d int) int {
 // with enough channels and tiles take the Winograd path
 // (conv_winograd.go, useConvWino), in all three directions.
 func convForward[T float](b *Backend, out, x, w []T, g backends.ConvGeometry, o int) {
-	convForwardBias(b, out, x, w, nil, g, o)
+	convForwardBias(b, out, x, w, nil, nil, g, o)
 }
 
 // convForwardBias is convForward with bias[oc] (where bias is not nil)
-// added to each output plane oc: by the direct path as it copies the
-// planes out, by the others in a pass over them after (addChannelBias).
-func convForwardBias[T float](b *Backend, out, x, w, bias []T, g backends.ConvGeometry, o int) {
+// added to each output plane oc and, where act is not nil, act.op of each
+// plane written to act.out at the plane's offset: by the direct path as it
+// copies the planes out, by the others in a pass over them after
+// (addChannelBias).
+func convForwardBias[T float](b *Backend, out, x, w, bias []T, act *activation[T], g backends.ConvGeometry, o int) {
 	if out32, ok := any(out).([]float32); ok && useConvWino(g, o) {
 		convWinoForward(b, out32, any(x).([]float32), any(w).([]float32), g, o, false)
 	} else if ok && useConvDirect(g, o, g.OutH, g.OutW, false) {
@@ -203,7 +237,7 @@ func convForwardBias[T float](b *Backend, out, x, w, bias []T, g backends.ConvGe
 		if bias != nil {
 			b32 = any(bias).([]float32)
 		}
-		convDirectForward(b, out32, any(x).([]float32), any(w).([]float32), b32, g, o)
+		convDirectForward(b, out32, any(x).([]float32), any(w).([]float32), b32, any(act).(*activation[float32]), g, o)
 		return
 	} else if useConvTaps(g, convForwardPass) {
 		convTapsForward(b, out, x, w, g, o)
@@ -213,16 +247,21 @@ func convForwardBias[T float](b *Backend, out, x, w, bias []T, g backends.ConvGe
 		convForwardCols(b, out, x, w, g, o, false)
 	}
 	if bias != nil {
-		addChannelBias(b, out, bias, g.N, o, g.OutH*g.OutW)
+		addChannelBias(b, out, bias, act, g.N, o, g.OutH*g.OutW)
 	}
 }
 
-// addChannelBias adds bias[oc] to each plane oc of out ([n][o][l]).
-func addChannelBias[T float](b *Backend, out, bias []T, n, o, l int) {
+// addChannelBias adds bias[oc] to each plane oc of out ([n][o][l]) and,
+// where act is not nil, writes act.op of the plane to act.out.
+func addChannelBias[T float](b *Backend, out, bias []T, act *activation[T], n, o, l int) {
 	out = out[:n*o*l]
 	b.parallel(n*o, max(1, b.ewGrain(n*o*l)/max(l, 1)), func(lo, hi int) {
 		for p := lo; p < hi; p++ {
-			addScalar(out[p*l:][:l], bias[p%o])
+			plane := out[p*l:][:l]
+			addScalar(plane, bias[p%o])
+			if act != nil {
+				activationRow(act.op, act.out[p*l:][:l], plane)
+			}
 		}
 	})
 }

@@ -148,6 +148,7 @@ func init() {
 		"BinaryDef":          reflect.ValueOf((*backends.BinaryDef)(nil)),
 		"BinaryOp":           reflect.ValueOf((*backends.BinaryOp)(nil)),
 		"Buffer":             reflect.ValueOf((*backends.Buffer)(nil)),
+		"ConvBiasActFusion":  reflect.ValueOf((*backends.ConvBiasActFusion)(nil)),
 		"ConvBiasFusion":     reflect.ValueOf((*backends.ConvBiasFusion)(nil)),
 		"ConvFusion":         reflect.ValueOf((*backends.ConvFusion)(nil)),
 		"ConvGeometry":       reflect.ValueOf((*backends.ConvGeometry)(nil)),
@@ -183,6 +184,7 @@ func init() {
 		"_Backend":            reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_Backend)(nil)),
 		"_BatchNormFusion":    reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_BatchNormFusion)(nil)),
 		"_Buffer":             reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_Buffer)(nil)),
+		"_ConvBiasActFusion":  reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_ConvBiasActFusion)(nil)),
 		"_ConvBiasFusion":     reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_ConvBiasFusion)(nil)),
 		"_ConvFusion":         reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_ConvFusion)(nil)),
 		"_CrossEntropyFusion": reflect.ValueOf((*_github_com_kiln_ml_kiln_backends_CrossEntropyFusion)(nil)),
@@ -347,6 +349,16 @@ type _github_com_kiln_ml_kiln_backends_Buffer struct {
 
 func (W _github_com_kiln_ml_kiln_backends_Buffer) Bytes() int64 {
 	return W.WBytes()
+}
+
+// _github_com_kiln_ml_kiln_backends_ConvBiasActFusion is an interface wrapper for ConvBiasActFusion type
+type _github_com_kiln_ml_kiln_backends_ConvBiasActFusion struct {
+	IValue         interface{}
+	WConv2dBiasAct func(out backends.View, pre backends.View, x backends.View, w backends.View, bias backends.View, g backends.ConvGeometry, op backends.UnaryOp)
+}
+
+func (W _github_com_kiln_ml_kiln_backends_ConvBiasActFusion) Conv2dBiasAct(out backends.View, pre backends.View, x backends.View, w backends.View, bias backends.View, g backends.ConvGeometry, op backends.UnaryOp) {
+	W.WConv2dBiasAct(out, pre, x, w, bias, g, op)
 }
 
 // _github_com_kiln_ml_kiln_backends_ConvBiasFusion is an interface wrapper for ConvBiasFusion type
