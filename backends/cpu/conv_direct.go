@@ -282,8 +282,8 @@ func (d convDirect) packPanels(k int, wt func(o, j int) float32) *[]float32 {
 // product computes samples [n0, n0+sn) of out ([N][cout][oh][ow]) =
 // a · unfolded(xp) (+ bias[oc] on each plane oc, where bias is not nil,
 // added as the plane is copied out, and then act.op of the plane written
-// to act.out where act is not nil), sample i's wide positions (ys, whole tiles) read from
-// xp at i·sb on. For each sample and panel of mr output channels the
+// to act.out where act is not nil), sample i's wide positions (ys, whole
+// tiles) read from xp at i·sb on. For each sample and panel of mr output channels the
 // tiles write y ([mr][ys], a scratch that stays in L1; y holds twice that
 // where the sum has several blocks), and the kept positions are then
 // copied into out while y is in L1 (a copy of the chunk's whole product,
@@ -368,8 +368,9 @@ func convDirectInputGrad(b *Backend, dx, dy, w []float32, g backends.ConvGeometr
 
 // run computes out for every chunk: fill pads the chunk's samples into
 // its buffer, a holds the packed weight panels, bias (or nil) is added
-// to out's planes and act (or nil) applied to them (product). Where srcOff is not nil (inPlaceOffsets), the chunks
-// that may read src in place do so instead.
+// to out's planes and act (or nil) applied to them (product). Where
+// srcOff is not nil (inPlaceOffsets), the chunks that may read src in
+// place do so instead.
 func (d convDirect) run(b *Backend, n int, fill func(n0, sn int, xp []float32), a, out, bias []float32,
 	act *activation[float32], src []float32, srcOff []int) {
 	pool := poolFor[float32]()
