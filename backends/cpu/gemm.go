@@ -467,9 +467,10 @@ func readsAInPlace[T float](kern kernel[T], A matSrc[T], C matDst[T], n int) boo
 // contiguous elements of each of kc rows of the matrix it transposes. On
 // a Zen 4, in place against packed, alternating, best of 6 (a GPT-style
 // step's weight gradients gᵀ·x, K = 2048): one worker, N = 256 (M = 256,
-// 768 and 1024) 2.5 to 7% faster, N = 1024 even; two workers, N = 256 1 to
-// 13% faster, N = 1024 -2 to +4%; square products of 1024 and 2048, whose
-// panels of A are read 32 to 64 times, 11 to 19% slower.
+// 768 and 1024) 2.5 to 7% faster, N = 1024 (M = 256) even; two workers,
+// N = 256 from 2% slower (M = 1024) to 13% faster (M = 256), N = 1024 4%
+// faster; square products of 1024 and 2048, whose panels of A are read
+// 32 to 64 times, 11 to 19% slower.
 const aColsMaxN = 512
 
 // overlapping reports whether a and b share an element.
