@@ -321,6 +321,16 @@ func (b *Backend) checkFused(op string, x backends.View, views []backends.View, 
 	return true
 }
 
+// checkApart refuses out and pre, contiguous views of n elements each
+// (checked by checkFused), where they share an element: a fused kernel's
+// two results (MatmulBiasAct, Conv2dBiasAct).
+func (b *Backend) checkApart(op string, out, pre backends.View, n int) bool {
+	if out.Buf == pre.Buf && out.Offset < pre.Offset+n && pre.Offset < out.Offset+n {
+		return b.refuse(op, "out and pre overlap")
+	}
+	return true
+}
+
 // convShapes returns the shapes of a fused convolution's input
 // [N, C, H, W], weights [O, C, KH, KW] and output [N, O, OutH, OutW].
 func convShapes(g backends.ConvGeometry, o int) (x, w, y []int) {

@@ -149,11 +149,8 @@ func (b *Backend) Conv2dBiasAct(out, pre, x, w, bias backends.View, g backends.C
 		b.refuse(name, "activation %s (want relu, gelu, gelu_tanh, silu, sigmoid or tanh)", op)
 		return
 	}
-	if !b.checkFused(name, pre, []backends.View{out}, []string{"out"}, [][]int{pre.Shape}) {
-		return
-	}
-	if n := backends.NumElements(pre.Shape); out.Buf == pre.Buf && out.Offset < pre.Offset+n && pre.Offset < out.Offset+n {
-		b.refuse(name, "out and pre overlap")
+	if !b.checkFused(name, pre, []backends.View{out}, []string{"out"}, [][]int{pre.Shape}) ||
+		!b.checkApart(name, out, pre, backends.NumElements(pre.Shape)) {
 		return
 	}
 	b.conv2dBias(name, pre, out, x, w, bias, g, op)

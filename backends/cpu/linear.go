@@ -70,11 +70,8 @@ func (b *Backend) MatmulBiasAct(out, pre, x, w, bias backends.View, op backends.
 		return
 	}
 	m, k, n, ok := b.checkLinear(name, pre, x, w, bias)
-	if !ok || !b.checkFused(name, pre, []backends.View{out}, []string{"out"}, [][]int{{m, n}}) {
-		return
-	}
-	if out.Buf == pre.Buf && out.Offset < pre.Offset+m*n && pre.Offset < out.Offset+m*n {
-		b.refuse(name, "out and pre overlap")
+	if !ok || !b.checkFused(name, pre, []backends.View{out}, []string{"out"}, [][]int{{m, n}}) ||
+		!b.checkApart(name, out, pre, m*n) {
 		return
 	}
 	if !fuseLinearAct || matvecShape(m, n, k) || k == 0 {
