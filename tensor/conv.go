@@ -129,7 +129,7 @@ func nnConv(op, name string, x, weight, bias *Tensor, cfg ConvConfig, spatial in
 
 // nnConvAct is nnConv that, with act not nil, also returns *act of the
 // convolution (its node not recorded: recordActivation) where the
-// backend computes both in one call (nnConvForwardBias), else nil.
+// backend computes both in one call (nnConvForward), else nil.
 func nnConvAct(op, name string, x, weight, bias *Tensor, cfg ConvConfig, spatial int, act *backends.UnaryOp) (pre, out *Tensor) {
 	bf16 := false // bfloat16 products in the float32 kernels (autocastConvF32)
 	switch {
@@ -199,12 +199,7 @@ func nnConvAct(op, name string, x, weight, bias *Tensor, cfg ConvConfig, spatial
 	geo := backends.ConvGeometry{N: n, C: c, H: h, W: w, KH: kh, KW: kw, StrideH: sh, StrideW: sw,
 		PadTop: pt, PadLeft: pl, DilationH: dh, DilationW: dw, OutH: (eh-1)/sh + 1, OutW: (ew-1)/sw + 1}
 
-	var out4, act4 *Tensor
-	if bias != nil {
-		out4, act4 = nnConvForwardBias(op, x4, w4, bias, geo, groups, bf16, act)
-	} else {
-		out4 = nnConvForward(op, x4, w4, geo, groups, bf16)
-	}
+	out4, act4 := nnConvForward(op, x4, w4, bias, geo, groups, bf16, act)
 	if act4 != nil {
 		out = nnFrom4(act4, batched, spatial)
 	}
@@ -286,10 +281,7 @@ func nnConvTranspose(op, name string, x, weight, bias *Tensor, cfg ConvTranspose
 	geo := backends.ConvGeometry{N: n, C: cout, H: oh, W: ow, KH: kh, KW: kw, StrideH: sh, StrideW: sw,
 		PadTop: ph, PadLeft: pw, DilationH: dh, DilationW: dw, OutH: h, OutW: w}
 
-	out4 := nnConvInputGrad(op, x4, w4, geo, groups, false)
-	if bias != nil {
-		out4 = nnAddChannelBias(op, out4, bias)
-	}
+	out4 := nnAddChannelBias(op, nnConvInputGrad(op, x4, w4, geo, groups, false), bias)
 	out := nnFrom4(out4, batched, spatial)
 	attrs := map[string]any{"stride": nnPair(spatial, sh, sw), "padding": nnPair(spatial, ph, pw),
 		"output_padding": nnPair(spatial, oph, opw), "dilation": nnPair(spatial, dh, dw), "groups": groups}
@@ -299,7 +291,7 @@ func nnConvTranspose(op, name string, x, weight, bias *Tensor, cfg ConvTranspose
 		grads := make([]*Tensor, 2, 3)
 		if x.requiresGrad {
 			w4 := nnTo4(weight, true, spatial)
-			dx := nnConvForward(op, g4, w4, geo, groups, false)
+			dx, _ := nnConvForward(op, g4, w4, nil, geo, groups, false, nil)
 			w4.Release()
 			grads[0] = nnReshapeOwned(op, dx, x.shape)
 		}
@@ -320,57 +312,48 @@ func nnConvTranspose(op, name string, x, weight, bias *Tensor, cfg ConvTranspose
 	})
 }
 
-// nnConvForward convolves x [N, C, H, W] with w [O, C/G, KH, KW] over geo,
-// returning a new [N, O, OutH, OutW] tensor: the columns [N, G, C/G·K, L]
-// are multiplied by the weights viewed as [G, O/G, C/G·K], broadcast over N.
-func nnConvForward(op string, x, w *Tensor, geo backends.ConvGeometry, groups int, bf16 bool) *Tensor {
+// nnConvForward convolves x [N, C, H, W] with w [O, C/G, KH, KW] over geo
+// and adds bias [O] (where not nil) to each output channel, returning a
+// new [N, O, OutH, OutW] tensor. Where the backend's ConvFusion takes it,
+// that is one call, the bias included where the backend adds it
+// (backends.ConvBiasFusion: float32 and float64, no bf16 products);
+// elsewhere the columns [N, G, C/G·K, L] are multiplied by the weights
+// viewed as [G, O/G, C/G·K], broadcast over N, and the bias is added after
+// (the same bits). With act not nil it also returns *act of the result
+// where the backend computes both in one call (backends.ConvBiasActFusion,
+// for the activations IsLinearAct lists), else nil.
+func nnConvForward(op string, x, w, bias *Tensor, geo backends.ConvGeometry, groups int, bf16 bool,
+	act *backends.UnaryOp) (pre, out *Tensor) {
 	n, o, l := geo.N, w.shape[0], geo.OutH*geo.OutW
+	shape := []int{n, o, geo.OutH, geo.OutW}
 	if f, ok := nnConvFusion(x, groups, bf16); ok {
 		xc, wc := rawContiguous(op, x), rawContiguous(op, w)
-		out := newTensor(op, x.dev, x.dtype, []int{n, o, geo.OutH, geo.OutW})
-		f.Conv2d(out.view(), xc.view(), wc.view(), geo)
-		xc.Release()
-		wc.Release()
-		return out
+		defer xc.Release()
+		defer wc.Release()
+		pre = newTensor(op, x.dev, x.dtype, shape)
+		fb, biased := f.(backends.ConvBiasFusion)
+		if bias == nil || !biased || bf16 || bias.dtype != x.dtype {
+			f.Conv2d(pre.view(), xc.view(), wc.view(), geo)
+			return nnAddChannelBias(op, pre, bias), nil
+		}
+		bc := rawContiguous(op, bias)
+		defer bc.Release()
+		if fa, ok := f.(backends.ConvBiasActFusion); ok && act != nil && backends.IsLinearAct(*act) {
+			out = newTensor(op, x.dev, x.dtype, shape)
+			fa.Conv2dBiasAct(out.view(), pre.view(), xc.view(), wc.view(), bc.view(), geo, *act)
+		} else {
+			fb.Conv2dBias(pre.view(), xc.view(), wc.view(), bc.view(), geo)
+		}
+		return pre, out
 	}
 	cgk := geo.C / groups * geo.KH * geo.KW
 	cols := nnIm2Col(op, x, geo)
 	cols4 := nnReshapeOwned(op, cols, []int{n, groups, cgk, l})
 	wm := rawReshape(op, w, []int{groups, o / groups, cgk})
-	out := rawMatmul(op, wm, cols4)
+	pre = rawMatmul(op, wm, cols4)
 	wm.Release()
 	cols4.Release()
-	return nnReshapeOwned(op, out, []int{n, o, geo.OutH, geo.OutW})
-}
-
-// nnConvForwardBias is nnConvForward plus bias [O] on each output
-// channel: in one call of the backend's fused kernel
-// (backends.ConvBiasFusion) where nnConvForward takes the backend's
-// ConvFusion in float32 or float64, else the convolution and then the
-// addition (the same bits). With act not nil it also returns *act of that
-// where the backend computes both in one call (backends.ConvBiasActFusion,
-// for the activations IsLinearAct lists), else nil.
-func nnConvForwardBias(op string, x, w, bias *Tensor, geo backends.ConvGeometry, groups int, bf16 bool,
-	act *backends.UnaryOp) (pre, out *Tensor) {
-	f, ok := x.backend().(backends.ConvBiasFusion)
-	if _, fused := nnConvFusion(x, groups, bf16); !ok || !fused || bf16 || bias.dtype != x.dtype {
-		return nnAddChannelBias(op, nnConvForward(op, x, w, geo, groups, bf16), bias), nil
-	}
-	fa, fuseAct := x.backend().(backends.ConvBiasActFusion)
-	fuseAct = fuseAct && act != nil && backends.IsLinearAct(*act)
-	xc, wc, bc := rawContiguous(op, x), rawContiguous(op, w), rawContiguous(op, bias)
-	shape := []int{geo.N, w.shape[0], geo.OutH, geo.OutW}
-	pre = newTensor(op, x.dev, x.dtype, shape)
-	if fuseAct {
-		out = newTensor(op, x.dev, x.dtype, shape)
-		fa.Conv2dBiasAct(out.view(), pre.view(), xc.view(), wc.view(), bc.view(), geo, *act)
-	} else {
-		f.Conv2dBias(pre.view(), xc.view(), wc.view(), bc.view(), geo)
-	}
-	xc.Release()
-	wc.Release()
-	bc.Release()
-	return pre, out
+	return nnAddChannelBias(op, nnReshapeOwned(op, pre, shape), bias), nil
 }
 
 // nnConvInputGrad maps g [N, O, OutH, OutW] back to the input [N, C, H, W]
@@ -482,8 +465,12 @@ func nnIm2Col(op string, x *Tensor, geo backends.ConvGeometry) *Tensor {
 }
 
 // nnAddChannelBias returns out [N, C, H, W] + bias [C] (broadcast over the
-// batch and spatial positions), consuming out.
+// batch and spatial positions), consuming out; out itself where bias is
+// nil.
 func nnAddChannelBias(op string, out, bias *Tensor) *Tensor {
+	if bias == nil {
+		return out
+	}
 	b := bias.newView([]int{bias.shape[0], 1, 1}, []int{bias.strides[0], 0, 0}, bias.offset)
 	r := rawBinary(op, addOp, out, b)
 	b.Release()
