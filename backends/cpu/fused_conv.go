@@ -169,25 +169,25 @@ func (b *Backend) conv2dBias(name string, pre, act, x, w, bias backends.View, g 
 	var k convKernels
 	switch pre.DType {
 	case backends.Float32:
-		bs := buf(bias).f32()[bias.Offset:][:o]
-		var a *activation[float32]
-		if act.Buf != nil {
-			a = &activation[float32]{op: op, out: buf(act).f32()[act.Offset:]}
-		}
-		k.f32 = func(b *Backend, out, x, w []float32, g backends.ConvGeometry, o int) {
-			convForwardBias(b, out, x, w, bs, a, g, o)
-		}
+		k.f32 = convBiasKernel[float32](bias, act, op, o)
 	case backends.Float64:
-		bs := buf(bias).f64()[bias.Offset:][:o]
-		var a *activation[float64]
-		if act.Buf != nil {
-			a = &activation[float64]{op: op, out: buf(act).f64()[act.Offset:]}
-		}
-		k.f64 = func(b *Backend, out, x, w []float64, g backends.ConvGeometry, o int) {
-			convForwardBias(b, out, x, w, bs, a, g, o)
-		}
+		k.f64 = convBiasKernel[float64](bias, act, op, o)
 	}
 	k.run(b, "conv2d", pre, x, w, g, o)
+}
+
+// convBiasKernel returns conv2dBias's kernel for T: convForwardBias with
+// bias's channels elements and, with an act view (not the zero View), op
+// of each output plane written to act.
+func convBiasKernel[T float](bias, act backends.View, op backends.UnaryOp, channels int) func(b *Backend, out, x, w []T, g backends.ConvGeometry, o int) {
+	bs := normView[T](bias, channels)
+	var a *activation[T]
+	if act.Buf != nil {
+		a = &activation[T]{op: op, out: attnData[T](act)[act.Offset:]}
+	}
+	return func(b *Backend, out, x, w []T, g backends.ConvGeometry, o int) {
+		convForwardBias(b, out, x, w, bs, a, g, o)
+	}
 }
 
 // Conv2dInputGrad implements backends.ConvFusion.
