@@ -66,8 +66,8 @@ type kernel[T float] struct {
 	asmCols func(kc int, a *T, lda int, b, c *T, ldc, mv int, mask uint64, accum bool)
 }
 
-// aInPlace enables kernel.asmRows; tests and benchmarks turn it off to
-// compare with packing A.
+// aInPlace enables kernel.asmRows and asmCols; tests and benchmarks turn
+// it off to compare with packing A.
 var aInPlace = true
 
 // rowsTiles counts the tiles macroTileRows multiplied, where
@@ -953,10 +953,11 @@ func macroTileAsm[T float](kern kernel[T], a, bp []T, mc, nb, kc int, C matDst[T
 // macroTileRows is macroTileAsm for an A read in place (readsAInPlace):
 // rows [i0, i0+mc) of A from column c0, kc columns of them, by packed
 // kc×nb panels of B (bp) into C rows [i0, i0+mc) and columns [j0, j0+nb),
-// with kern.asmRows. That kernel reads all mr rows of a panel; a last
-// panel whose rows would run past the end of A's buffer is packed into a
-// buffer from pool and multiplied with kern.asm. The sums are the packed
-// kernel's, in the same order.
+// with kern.asmRows, or kern.asmCols where A is stored by columns. Those
+// kernels read all mr rows of a panel; a last panel whose reads would run
+// past the end of A's buffer is packed into a buffer from pool and
+// multiplied with kern.asm. The sums are the packed kernel's, in the same
+// order.
 func macroTileRows[T float](kern kernel[T], A matSrc[T], c0 int, bp []T, mc, nb, kc int, C matDst[T], i0, j0 int, first bool, pool *bufPool[T]) {
 	if countRowsTiles {
 		rowsTiles.Add(1)
