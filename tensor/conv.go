@@ -83,10 +83,7 @@ func Conv2d(x, weight, bias *Tensor, cfg ConvConfig) *Tensor {
 // ErrArgument for another activation.
 func Conv2dActivation(x, weight, bias *Tensor, cfg ConvConfig, activation string) *Tensor {
 	const op = "Conv2dActivation"
-	u, ok := linearActivations[activation]
-	if !ok {
-		fail(op, ErrArgument, "activation %q: want relu, gelu, gelu_tanh, silu, sigmoid or tanh", activation)
-	}
+	u := fusedActivation(op, activation)
 	pre, out := nnConvAct(op, "conv2d", x, weight, bias, cfg, 2, &u)
 	if out == nil {
 		return pre.unaryOp(op, u, 0, 0)

@@ -62,10 +62,7 @@ func linearEpilogue(op string, x, weight, bias *Tensor, dtype DType, kernel func
 // as Linear does, and with ErrArgument for another activation.
 func LinearActivation(x, weight, bias *Tensor, activation string) *Tensor {
 	const op = "LinearActivation"
-	u, ok := linearActivations[activation]
-	if !ok {
-		fail(op, ErrArgument, "activation %q: want relu, gelu, gelu_tanh, silu, sigmoid or tanh", activation)
-	}
+	u := fusedActivation(op, activation)
 	linearCheck(op, x, weight, bias) // errors name LinearActivation on every path
 	if pre, out, ok := linearActFused(op, x, weight, bias, u); ok {
 		return recordActivation(op, u, recordLinear(op, x, weight, bias, pre), out)
@@ -93,8 +90,19 @@ func recordActivation(op string, u backends.UnaryOp, pre, out *Tensor) *Tensor {
 	return out
 }
 
-// linearActivations are LinearActivation's activations by name (their
-// UnaryOps names, PyTorch's).
+// fusedActivation returns the activation named name for LinearActivation
+// and Conv2dActivation, panicking for op with ErrArgument for a name that
+// is not one of linearActivations.
+func fusedActivation(op, name string) backends.UnaryOp {
+	u, ok := linearActivations[name]
+	if !ok {
+		fail(op, ErrArgument, "activation %q: want relu, gelu, gelu_tanh, silu, sigmoid or tanh", name)
+	}
+	return u
+}
+
+// linearActivations are the activations LinearActivation and
+// Conv2dActivation take, by name (their UnaryOps names, PyTorch's).
 var linearActivations = map[string]backends.UnaryOp{
 	"relu": backends.Relu, "gelu": backends.Gelu, "gelu_tanh": backends.GeluTanh,
 	"silu": backends.Silu, "sigmoid": backends.Sigmoid, "tanh": backends.Tanh,
