@@ -42,7 +42,13 @@ var resnetConvs = []struct {
 // disturbed by other processes on the machine). ms/step and cpu-ms/step are the
 // wall and CPU time of the convolution's runs in one training step; CPU
 // time is less disturbed by other processes on the machine.
+//
+// KILN_CONV_CHANNELS sets convChannelsMode ("off": the direct forward
+// pass in position tiles only; "force": in channel tiles wherever they
+// run).
 func BenchmarkResNetConvs(b *testing.B) {
+	defer func(mode string) { convChannelsMode = mode }(convChannelsMode)
+	convChannelsMode = os.Getenv("KILN_CONV_CHANNELS")
 	for _, c := range resnetConvs {
 		pad, n := c.k/2, 32
 		if c.count == 0 { // the MNIST CNN's convolutions, as bench_compare.py's "conv1" and "conv2" rows

@@ -33,11 +33,17 @@ import (
 //     or convTile4x24AVX2, which read the weights from panels packed once
 //     per call and the positions straight from the padded chunk. On small
 //     maps the input gradient runs in row passes (conv_direct_rows.go).
+//     With AVX-512 the forward pass runs in channel tiles where they
+//     compute less (conv_channels.go): 32 output channels along the lanes
+//     × a run of one output row's positions, no dropped column computed.
 //   - The weight gradient is a dot product of each output channel's
 //     gradient (laid out over the same wide positions, zero at the dropped
 //     ones) with each unfolded row, over the chunk's samples, 3 channels ×
 //     4 rows or 4 channels × 3 rows (convDotByRows) at a time by
-//     convDot3x4AVX2, in 8 lanes per pair.
+//     convDot3x4AVX2, in 8 lanes per pair. With AVX-512, a 3×3 stride-1
+//     window's runs in channel tiles where they compute less: the
+//     gradient's 32 channels along the lanes, the nine taps' sums over
+//     the kept positions only (conv_channels.go).
 //
 // The direct products compute every position of a padded plane's rows;
 // where the padding is most of a plane (the deep layers of a network) the
@@ -337,10 +343,14 @@ func (d convDirect) product(out, xp []float32, sb int, a []float32, off []int, n
 func convDirectForward(b *Backend, out, x, w, bias []float32, act *activation[float32], g backends.ConvGeometry, o int) {
 	d := newConvDirectStrided(g.N, g.C, o, g.KH, g.KW, g.DilationH, g.DilationW, g.OutH, g.OutW, g.StrideH, g.StrideW)
 	ck := g.C * g.KH * g.KW
+	channels := useConvChannels(d)
+	if channels {
+		d.mr = 32
+	}
 	a := d.packPanels(ck, func(oc, k int) float32 { return w[oc*ck+k] })
 	d.run(b, g.N, func(n0, sn int, xp []float32) {
 		d.pad(xp, x, n0, sn, g.H, g.W, g.PadTop, g.PadLeft)
-	}, *a, out, bias, act, x, d.inPlaceOffsets(g.H, g.W, g.PadTop, g.PadLeft))
+	}, *a, out, bias, act, x, d.inPlaceOffsets(g.H, g.W, g.PadTop, g.PadLeft), channels)
 	poolFor[float32]().put(a)
 }
 
@@ -362,27 +372,36 @@ func convDirectInputGrad(b *Backend, dx, dy, w []float32, g backends.ConvGeometr
 	top, left := (g.KH-1)*g.DilationH-g.PadTop, (g.KW-1)*g.DilationW-g.PadLeft
 	d.run(b, g.N, func(n0, sn int, xp []float32) {
 		d.pad(xp, dy, n0, sn, g.OutH, g.OutW, top, left)
-	}, *a, dx, nil, nil, nil, nil)
+	}, *a, dx, nil, nil, nil, nil, false)
 	poolFor[float32]().put(a)
 }
 
 // run computes out for every chunk: fill pads the chunk's samples into
 // its buffer, a holds the packed weight panels, bias (or nil) is added
-// to out's planes and act (or nil) applied to them (product). Where
-// srcOff is not nil (inPlaceOffsets), the chunks that may read src in
-// place do so instead.
+// to out's planes and act (or nil) applied to them (product, or with
+// channels channelProduct, a packed in panels of 32). Where srcOff is not
+// nil (inPlaceOffsets), the chunks that may read src in place do so
+// instead: all of them in channel tiles, which read only the kept
+// positions.
 func (d convDirect) run(b *Backend, n int, fill func(n0, sn int, xp []float32), a, out, bias []float32,
-	act *activation[float32], src []float32, srcOff []int) {
+	act *activation[float32], src []float32, srcOff []int, channels bool) {
 	pool := poolFor[float32]()
 	ys := roundUp(d.positions(), d.nr)
+	product, scratch := d.product, 2*d.mr*ys
+	if channels {
+		product = func(out, xp []float32, sb int, a []float32, off []int, n0, sn, _ int, y, bias []float32, act *activation[float32]) {
+			d.channelProduct(out, xp, sb, a, off, n0, sn, y, bias, act)
+		}
+		scratch = 32 * d.ow * d.channelGroup()
+	}
 	d.forChunks(b, n, func(_, n0, sn int, off []int) {
-		y := pool.get(2 * d.mr * ys)
-		if sb := d.cin * d.plane(); srcOff != nil && d.inPlaceChunk(src, sb, srcOff, n0, sn, ys) {
-			d.product(out, src[n0*sb:], sb, a, srcOff, n0, sn, ys, *y, bias, act)
+		y := pool.get(scratch)
+		if sb := d.cin * d.plane(); srcOff != nil && (channels || d.inPlaceChunk(src, sb, srcOff, n0, sn, ys)) {
+			product(out, src[n0*sb:], sb, a, srcOff, n0, sn, ys, *y, bias, act)
 		} else {
 			xp := pool.get(d.inputLen(sn))
 			fill(n0, sn, (*xp)[:d.inputLen(sn)])
-			d.product(out, *xp, d.plane(), a, off, n0, sn, ys, *y, bias, act)
+			product(out, *xp, d.plane(), a, off, n0, sn, ys, *y, bias, act)
 			pool.put(xp)
 		}
 		pool.put(y)
@@ -458,6 +477,10 @@ func (d convDirect) tile() func(k int, a *float32, x *float32, off *int, y *floa
 // of the padded input.
 func convDirectWeightGrad(b *Backend, dw, dy, x []float32, g backends.ConvGeometry, o int) {
 	d := newConvDirectStrided(g.N, g.C, o, g.KH, g.KW, g.DilationH, g.DilationW, g.OutH, g.OutW, g.StrideH, g.StrideW)
+	if useConvChannelDW(d, g, o) {
+		convChannelWeightGrad(b, dw, dy, x, g, o, d)
+		return
+	}
 	ck := g.C * g.KH * g.KW
 	chunks := ceilDiv(g.N, d.s)
 	pool := poolFor[float32]()

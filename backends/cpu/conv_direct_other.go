@@ -25,3 +25,14 @@ func convTile4x24AVX2(k int, a *float32, x *float32, off *int, y *float32, ldy i
 func copyRowsAVX2(dst *float32, dstStride int, src *float32, srcStride int, rows, n int) {
 	panic("cpu: copyRowsAVX2 without assembly")
 }
+
+// convChannelKernels is false: the portable build has no channel tiles.
+var convChannelKernels = false
+
+// convRowTiles is empty in the portable build (convChannelKernels).
+var convRowTiles [convRowMaxR + 1]func(k int, a *float32, x *float32, off *int, y *float32, accum bool)
+
+// convTapsDW3x3AVX512 is never called in the portable build (convChannelKernels).
+func convTapsDW3x3AVX512(ns, oh, ow int, gt *float32, x *float32, xs, wp int, acc *[288]float32) {
+	panic("cpu: convTapsDW3x3AVX512 without assembly")
+}

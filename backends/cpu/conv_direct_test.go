@@ -66,13 +66,21 @@ func TestConvDirectMatchesDefinition(t *testing.T) {
 				if !useConvDirect(g, tc.o, g.OutH, g.OutW, false) || !useConvDirect(g, g.C, g.H, g.W, false) {
 					t.Fatal("the direct path does not take it")
 				}
-				// the input gradient framed and in row passes
+				// the input gradient framed and in row passes, the forward
+				// pass and the weight gradient in position or channel tiles
 				for _, rows := range []string{"off", "force"} {
-					withConvRows(t, rows, func() { checkConvFloat32(t, g, tc.o) })
+					withMode(&convChannelsMode, map[string]string{"off": "force", "force": "off"}[rows], func() {
+						withConvRows(t, rows, func() { checkConvFloat32(t, g, tc.o) })
+					})
 				}
 			})
 		})
 	}
+}
+
+// withChannels returns f run with convChannelsMode set to mode.
+func withChannels(mode string, f func()) func() {
+	return func() { withMode(&convChannelsMode, mode, f) }
 }
 
 // withConvRows runs f with convRowsMode set to mode.
@@ -411,11 +419,11 @@ func TestConvDotOrientations(t *testing.T) {
 		var dws [2][]float32
 		for i, mode := range []string{"3x4", "4x3"} {
 			withConvDirect(t, "force", func() {
-				withMode(&convDotRows, mode, func() {
+				withMode(&convDotRows, mode, withChannels("off", func() {
 					dw := allocView(be, backends.Float32, c.o, g.C, g.KH, g.KW)
 					be.Conv2dWeightGrad(dw, dy, x, g)
 					dws[i] = buf(dw).f32()
-				})
+				}))
 			})
 		}
 		if err := be.Sync(); err != nil {

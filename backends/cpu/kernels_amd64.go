@@ -170,6 +170,72 @@ func dotF32F64(x *float32, y *float32, n int) float64
 //go:noescape
 func dotTile4x4F32(a0 *float32, a1 *float32, a2 *float32, a3 *float32, b0 *float32, b1 *float32, b2 *float32, b3 *float32, n int, ns int, sa int, sb int, acc *[256]float32)
 
+// convRow32x1AVX512 sets (or, with accum, adds to) y[32j+c] the chain over t < k of a[32t+c]·x[off[t]/4+j], for j < 1 and c < 32 (AVX-512).
+//
+//go:noescape
+func convRow32x1AVX512(k int, a *float32, x *float32, off *int, y *float32, accum bool)
+
+// convRow32x2AVX512 sets (or, with accum, adds to) y[32j+c] the chain over t < k of a[32t+c]·x[off[t]/4+j], for j < 2 and c < 32 (AVX-512).
+//
+//go:noescape
+func convRow32x2AVX512(k int, a *float32, x *float32, off *int, y *float32, accum bool)
+
+// convRow32x3AVX512 sets (or, with accum, adds to) y[32j+c] the chain over t < k of a[32t+c]·x[off[t]/4+j], for j < 3 and c < 32 (AVX-512).
+//
+//go:noescape
+func convRow32x3AVX512(k int, a *float32, x *float32, off *int, y *float32, accum bool)
+
+// convRow32x4AVX512 sets (or, with accum, adds to) y[32j+c] the chain over t < k of a[32t+c]·x[off[t]/4+j], for j < 4 and c < 32 (AVX-512).
+//
+//go:noescape
+func convRow32x4AVX512(k int, a *float32, x *float32, off *int, y *float32, accum bool)
+
+// convRow32x5AVX512 sets (or, with accum, adds to) y[32j+c] the chain over t < k of a[32t+c]·x[off[t]/4+j], for j < 5 and c < 32 (AVX-512).
+//
+//go:noescape
+func convRow32x5AVX512(k int, a *float32, x *float32, off *int, y *float32, accum bool)
+
+// convRow32x6AVX512 sets (or, with accum, adds to) y[32j+c] the chain over t < k of a[32t+c]·x[off[t]/4+j], for j < 6 and c < 32 (AVX-512).
+//
+//go:noescape
+func convRow32x6AVX512(k int, a *float32, x *float32, off *int, y *float32, accum bool)
+
+// convRow32x7AVX512 sets (or, with accum, adds to) y[32j+c] the chain over t < k of a[32t+c]·x[off[t]/4+j], for j < 7 and c < 32 (AVX-512).
+//
+//go:noescape
+func convRow32x7AVX512(k int, a *float32, x *float32, off *int, y *float32, accum bool)
+
+// convRow32x8AVX512 sets (or, with accum, adds to) y[32j+c] the chain over t < k of a[32t+c]·x[off[t]/4+j], for j < 8 and c < 32 (AVX-512).
+//
+//go:noescape
+func convRow32x8AVX512(k int, a *float32, x *float32, off *int, y *float32, accum bool)
+
+// convRow32x9AVX512 sets (or, with accum, adds to) y[32j+c] the chain over t < k of a[32t+c]·x[off[t]/4+j], for j < 9 and c < 32 (AVX-512).
+//
+//go:noescape
+func convRow32x9AVX512(k int, a *float32, x *float32, off *int, y *float32, accum bool)
+
+// convRow32x10AVX512 sets (or, with accum, adds to) y[32j+c] the chain over t < k of a[32t+c]·x[off[t]/4+j], for j < 10 and c < 32 (AVX-512).
+//
+//go:noescape
+func convRow32x10AVX512(k int, a *float32, x *float32, off *int, y *float32, accum bool)
+
+// convRow32x11AVX512 sets (or, with accum, adds to) y[32j+c] the chain over t < k of a[32t+c]·x[off[t]/4+j], for j < 11 and c < 32 (AVX-512).
+//
+//go:noescape
+func convRow32x11AVX512(k int, a *float32, x *float32, off *int, y *float32, accum bool)
+
+// convRow32x12AVX512 sets (or, with accum, adds to) y[32j+c] the chain over t < k of a[32t+c]·x[off[t]/4+j], for j < 12 and c < 32 (AVX-512).
+//
+//go:noescape
+func convRow32x12AVX512(k int, a *float32, x *float32, off *int, y *float32, accum bool)
+
+// convTapsDW3x3AVX512 adds to acc[32t+c] the chains over the kept positions p of ns samples of
+// gt[32p+c]·(the input at tap t of p), for the nine taps t of a 3×3 window and c < 32 (AVX-512).
+//
+//go:noescape
+func convTapsDW3x3AVX512(ns int, oh int, ow int, gt *float32, x *float32, xs int, wp int, acc *[288]float32)
+
 // addvvF32 sets dst[i] = a[i] + b[i] for i < n (AVX2).
 //
 //go:noescape

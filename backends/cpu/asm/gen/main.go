@@ -45,6 +45,8 @@ func main() {
 	accRowsWide()
 	dotWide()
 	dotTile()
+	convRowKernels()
+	convTapsDW3x3()
 	ewKernels()
 	outGradKernels()
 	unaryKernels()

@@ -1,0 +1,215 @@
+package cpu
+
+import "github.com/kiln-ml/kiln/backends"
+
+// The direct forward pass in channel tiles. convDirect.product's tiles run
+// positions along their lanes: 24 or 16 consecutive wide positions, so a
+// plane's rows are computed across the padded width and the columns past
+// OutW dropped (on the MNIST CNN's second layer, 144 positions computed
+// for 121 kept). With AVX-512 the lanes can run along the output
+// channels instead: a tile is 32 channels (two zmm registers) × up to 12
+// consecutive positions of one output row, each position's input value
+// broadcast (convRow32x{R}AVX512), so only kept positions are computed.
+// The tile's sums come out [position][channel]; each group of output rows
+// is written through a scratch of at most convChannelScratch floats
+// that stays in L1 and is transposed into the output planes
+// (transposeInto), where the bias and activation are applied, plane by
+// plane, as product applies them.
+//
+// Each output element is the same sum as on the other paths: the chain of
+// fused multiply-adds over (channel, ki, kj) in order, in blocks of
+// gemmKC terms, each block's chain from zero added to the blocks' before.
+//
+// The weight gradient of a 3×3 stride-1 window turns the same way
+// (convChannelWeightGrad): a chunk's output gradient is transposed to
+// [position][channel], and for each input channel one kernel call sums
+// the nine taps' products over the chunk's kept positions, 32 output
+// channels along the lanes, instead of dot products over the padded
+// width's positions in 8 lanes (convDot3x4AVX2). Its sums are chains over
+// the positions in order, so they differ in rounding from the dot tiles'
+// (both depend only on the shapes).
+//
+// On the MNIST CNN's second layer (batch 128, one worker) the forward
+// pass ran 1.65 → 1.39 ms and the weight gradient 2.1-2.5 → 1.39-1.43 ms
+// (BenchmarkResNetConvs, KILN_CONV_CHANNELS=off against the default,
+// alternating runs).
+
+// convChannelsMode overrides the choice of the forward pass's tiles, for
+// tests and benchmarks: "" takes the channel tiles where they cost less
+// (useConvChannels), "off" never, "force" wherever the kernels run.
+var convChannelsMode = ""
+
+// convChannelScratch is the most floats of a channel product's scratch: 16
+// KiB, half of the L1 the kernels' input and weights share it with.
+const convChannelScratch = 4096
+
+// convChannelTileCost is the channel tiles' cost per kept position and
+// output channel, relative to a position tile's per computed position and
+// channel (both run the FMA units at their rate): the transposition into
+// the output planes, 4-5% of the tiles' time on the MNIST CNN's second
+// layer, and a margin for the shorter tiles' loop overhead.
+const convChannelTileCost = 1.08
+
+// useConvChannels reports whether d's forward pass runs in channel tiles:
+// where the kernels run (AVX-512) and they compute fewer multiply-adds,
+// weighted by convChannelTileCost, than d's position tiles, channels
+// rounded up to 32 against positions rounded to wide rows and whole tiles.
+func useConvChannels(d convDirect) bool {
+	if !convChannelKernels || convChannelsMode == "off" {
+		return false
+	}
+	if convChannelsMode == "force" {
+		return true
+	}
+	rows := float64(roundUp(d.cout, d.mr) * roundUp(d.positions(), d.nr))
+	channels := float64(roundUp(d.cout, 32)*d.oh*d.ow) * convChannelTileCost
+	return channels < rows
+}
+
+// convRowMaxR is the most positions of a channel tile (convRowTiles).
+const convRowMaxR = 12
+
+// rowSegment returns the length of run s of an output row of ow
+// positions split into segs runs (ceil(ow / convRowMaxR)) as even as they
+// can be, the first ones the longer.
+func rowSegment(ow, segs, s int) int {
+	r := ow / segs
+	if s < ow%segs {
+		r++
+	}
+	return r
+}
+
+// channelGroup is the output rows a channel product computes into its
+// scratch before transposing them into the output planes: as many as
+// convChannelScratch floats hold, at least one.
+func (d convDirect) channelGroup() int { return max(1, convChannelScratch/(32*d.ow)) }
+
+// channelProduct is product in channel tiles: samples [n0, n0+sn) of out
+// = a · unfolded(xp) (+ bias, then act, as product), a packed in panels of
+// 32 output channels (packPanels with mr 32), sample i's planes read from
+// xp at i·sb on through the byte offsets off. y is the scratch
+// (32·ow·channelGroup floats).
+func (d convDirect) channelProduct(out, xp []float32, sb int, a []float32, off []int, n0, sn int, y, bias []float32, act *activation[float32]) {
+	k := d.cin * d.kh * d.kw
+	panels, ohw := ceilDiv(d.cout, 32), d.oh*d.ow
+	segs := ceilDiv(d.ow, convRowMaxR)
+	group := d.channelGroup()
+	kc := gemmKC
+	// the last position read, sample sn−1's last term at its last kept
+	// position, lies inside xp
+	_ = xp[(sn-1)*sb+off[k-1]/4+(d.oh-1)*d.wp+d.ow-1]
+	for i := range sn {
+		for p := range panels {
+			for oy0 := 0; oy0 < d.oh; oy0 += group {
+				oy1 := min(d.oh, oy0+group)
+				for oy := oy0; oy < oy1; oy++ {
+					for s, ox := 0, 0; s < segs; s++ {
+						r := rowSegment(d.ow, segs, s)
+						tile := convRowTiles[r]
+						dst := &y[((oy-oy0)*d.ow+ox)*32]
+						src := &xp[i*sb+oy*d.wp+ox]
+						for kb := 0; kb < k; kb += kc {
+							tile(min(kc, k-kb), &a[(p*k+kb)*32], src, &off[kb], dst, kb > 0)
+						}
+						ox += r
+					}
+				}
+				rows := (oy1 - oy0) * d.ow
+				chans := min(32, d.cout-32*p)
+				at := ((n0+i)*d.cout+32*p)*ohw + oy0*d.ow
+				transposeInto(out[at:], ohw, y, 32, rows, chans)
+				if bias == nil && act == nil {
+					continue
+				}
+				for c := range chans {
+					dst := out[at+c*ohw:][:rows]
+					if bias != nil {
+						addScalar(dst, bias[32*p+c])
+					}
+					if act != nil {
+						activationRow(act.op, act.out[at+c*ohw:][:rows], dst)
+					}
+				}
+			}
+		}
+	}
+}
+
+// useConvChannelDW reports whether the direct weight gradient d of g (o
+// output channels) runs in channel tiles (convChannelWeightGrad): a 3×3 stride-1
+// undilated window, where the kernel runs, and where it computes fewer
+// multiply-adds, weighted by convChannelTileCost, than the dot tiles: the
+// channels rounded up to 32 over the kept positions against the channels
+// over the wide positions rounded up to whole vectors.
+func useConvChannelDW(d convDirect, g backends.ConvGeometry, o int) bool {
+	if !convChannelKernels || convChannelsMode == "off" || g.KH != 3 || g.KW != 3 ||
+		g.StrideH != 1 || g.StrideW != 1 || g.DilationH != 1 || g.DilationW != 1 {
+		return false
+	}
+	if convChannelsMode == "force" {
+		return true
+	}
+	dots := float64(o * roundUp(d.positions(), 8))
+	taps := float64(roundUp(o, 32)*d.oh*d.ow) * convChannelTileCost
+	return taps < dots
+}
+
+// convChannelWeightGrad is convDirectWeightGrad in channel tiles, for a 3×3
+// stride-1 window: each chunk's gradient is laid out [position][channel]
+// (32 output channels a panel, zeros past o), and for each input channel
+// convTapsDW3x3AVX512 sums the nine taps' products over the chunk's kept
+// positions in order, 32 output channels along the lanes. The chunks'
+// partial sums are added in chunk order, as on the dot tiles; the sums
+// depend only on the shapes.
+func convChannelWeightGrad(b *Backend, dw, dy, x []float32, g backends.ConvGeometry, o int, d convDirect) {
+	ck := g.C * 9
+	chunks := ceilDiv(g.N, d.s)
+	pool := poolFor[float32]()
+	part := dw[:o*ck]
+	var partials *[]float32
+	if chunks > 1 {
+		partials = pool.get(chunks * o * ck)
+		part = *partials
+	}
+	hw, ohw := g.H*g.W, d.oh*d.ow
+	inPlace := d.inPlaceOffsets(g.H, g.W, g.PadTop, g.PadLeft) != nil
+	d.forChunks(b, g.N, func(ch, n0, sn int, _ []int) {
+		// channel c of sample i at xs[c·cs + i·ss]
+		xs, cs, ss := x[n0*g.C*hw:], hw, g.C*hw
+		if !inPlace {
+			xp := pool.get(d.inputLen(sn))
+			defer pool.put(xp)
+			d.pad((*xp)[:d.inputLen(sn)], x, n0, sn, g.H, g.W, g.PadTop, g.PadLeft)
+			xs, cs, ss = *xp, sn*d.plane(), d.plane()
+		}
+		// the last sample's last tap read lies inside
+		_ = xs[(g.C-1)*cs+(sn-1)*ss+(d.oh+1)*d.wp+d.ow+1]
+		gt := pool.get(sn * ohw * 32)
+		dst := part[ch*o*ck:][:o*ck]
+		var acc [288]float32
+		for p := range ceilDiv(o, 32) {
+			rows := min(32, o-32*p)
+			if rows < 32 {
+				clear((*gt)[:sn*ohw*32])
+			}
+			for i := range sn {
+				transposeInto((*gt)[i*ohw*32:], 32, dy[((n0+i)*o+32*p)*ohw:], ohw, rows, ohw)
+			}
+			for c := range g.C {
+				acc = [288]float32{}
+				convTapsDW3x3AVX512(sn, d.oh, d.ow, &(*gt)[0], &xs[c*cs], ss, d.wp, &acc)
+				for oc := range rows {
+					for t := range 9 {
+						dst[(32*p+oc)*ck+c*9+t] = acc[32*t+oc]
+					}
+				}
+			}
+		}
+		pool.put(gt)
+	})
+	if partials != nil {
+		addPartials(b, dw[:o*ck], part, chunks)
+		pool.put(partials)
+	}
+}
