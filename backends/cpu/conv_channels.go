@@ -29,10 +29,17 @@ import "github.com/kiln-ml/kiln/backends"
 // the positions in order, so they differ in rounding from the dot tiles'
 // (both depend only on the shapes).
 //
-// On the MNIST CNN's second layer (batch 128, one worker) the forward
-// pass ran 1.65 → 1.39 ms and the weight gradient 2.1-2.5 → 1.39-1.43 ms
-// (BenchmarkResNetConvs, KILN_CONV_CHANNELS=off against the default,
-// alternating runs).
+// A valid convolution's input gradient, which convDirectInputGrad
+// computes as a convolution of the zero-framed output gradient, is
+// computed as the scatter it is (convChannelInputGrad): each output
+// gradient value times a tap's weights, 16 input channels along the
+// lanes, added at the tap's input position; no product reads the frame.
+//
+// On the MNIST CNN's second layer (batch 128, one worker;
+// BenchmarkResNetConvs, KILN_CONV_CHANNELS=off against the default,
+// alternating runs) the forward pass ran 1.65 → 1.39 ms, the weight
+// gradient 2.1-2.5 → 1.39-1.43 ms and the input gradient 1.79-2.12 →
+// 1.46-1.60 ms.
 
 // convChannelsMode overrides the choice of the forward pass's tiles, for
 // tests and benchmarks: "" takes the channel tiles where they cost less
@@ -212,4 +219,85 @@ func convChannelWeightGrad(b *Backend, dw, dy, x []float32, g backends.ConvGeome
 		addPartials(b, dw[:o*ck], part, chunks)
 		pool.put(partials)
 	}
+}
+
+// convScatterChannels is the input channels of a scatter kernel's lanes
+// (convScatterTiles).
+const convScatterChannels = 16
+
+// useConvChannelDX reports whether the input gradient of g (o output
+// channels) runs as a scatter in channel tiles (convChannelInputGrad):
+// where the kernels run, for a valid stride-1 undilated convolution whose
+// input is just the windows' extent, and input channels that fill the
+// tiles' 16 lanes within 15%.
+func useConvChannelDX(g backends.ConvGeometry, o int) bool {
+	if !convChannelKernels || convChannelsMode == "off" || g.StrideH != 1 || g.StrideW != 1 ||
+		g.DilationH != 1 || g.DilationW != 1 || g.PadTop != 0 || g.PadLeft != 0 ||
+		g.H != g.OutH+g.KH-1 || g.W != g.OutW+g.KW-1 || o < 1 || g.C < 1 || g.N < 1 || g.OutH < 1 || g.OutW < 1 {
+		return false
+	}
+	if convChannelsMode == "force" {
+		return true
+	}
+	return float64(roundUp(g.C, convScatterChannels)) <= 1.15*float64(g.C)
+}
+
+// convChannelInputGrad is convInputGrad for useConvChannelDX's
+// convolutions, as the scatter its definition is: the output gradient's
+// value at position p and channel o', times w[o', c, ki, kj], goes to the
+// input gradient at p + (ki, kj). For each row of a sample's output
+// gradient and each tap, convScatter16x{R}AVX512 sums over o' the row's
+// broadcast values times the tap's weights, 16 input channels along the
+// lanes, and adds the sums into the sample's input gradient laid out
+// [position][channel] (a scratch in L1), which is then transposed into dx.
+// No product reads the zeros that frame the gradient when the input
+// gradient is computed as a convolution (convDirectInputGrad), and no
+// position past a row's end is computed. Each element is the sum, over
+// the output-gradient rows that reach it in order and the taps in order,
+// of chains over the output channels: it depends only on the shapes.
+func convChannelInputGrad(b *Backend, dx, dy, w []float32, g backends.ConvGeometry, o int) {
+	const lanes = convScatterChannels
+	taps, hw, ohw := g.KH*g.KW, g.H*g.W, g.OutH*g.OutW
+	panels := ceilDiv(g.C, lanes)
+	pool := poolFor[float32]()
+	// wt[((p·taps + t)·o + o')·16 + c] = w[o', 16p + c, t], zero past C
+	wt := pool.get(panels * taps * o * lanes)
+	clear(*wt)
+	for oc := range o {
+		for c := range g.C {
+			p, l := c/lanes, c%lanes
+			for t := range taps {
+				(*wt)[((p*taps+t)*o+oc)*lanes+l] = w[(oc*g.C+c)*taps+t]
+			}
+		}
+	}
+	toff := make([]int, taps) // tap (ki, kj)'s position in bytes of the scratch
+	for t := range taps {
+		toff[t] = (t/g.KW*g.W + t%g.KW) * lanes * 4
+	}
+	segs := ceilDiv(g.OutW, convRowMaxR)
+	_ = dy[g.N*o*ohw-1]
+	_ = dx[g.N*g.C*hw-1]
+	forChunksOf(b, max(1, g.N/8), g.N, func(int) []int { return nil }, func(_, n0, sn int, _ []int) {
+		s := pool.get(hw * lanes)
+		scratch := (*s)[:hw*lanes]
+		for i := range sn {
+			n := n0 + i
+			for p := range panels {
+				clear(scratch)
+				wp := &(*wt)[p*taps*o*lanes]
+				for oy := range g.OutH {
+					for sg, ox := 0, 0; sg < segs; sg++ {
+						r := rowSegment(g.OutW, segs, sg)
+						convScatterTiles[r](o, taps, wp, &dy[n*o*ohw+oy*g.OutW+ox], ohw*4,
+							&scratch[(oy*g.W+ox)*lanes], &toff[0])
+						ox += r
+					}
+				}
+				transposeInto(dx[(n*g.C+p*lanes)*hw:], hw, scratch, lanes, hw, min(lanes, g.C-p*lanes))
+			}
+		}
+		pool.put(s)
+	})
+	pool.put(wt)
 }

@@ -35,7 +35,9 @@ import (
 //     maps the input gradient runs in row passes (conv_direct_rows.go).
 //     With AVX-512 the forward pass runs in channel tiles where they
 //     compute less (conv_channels.go): 32 output channels along the lanes
-//     × a run of one output row's positions, no dropped column computed.
+//     × a run of one output row's positions, no dropped column computed;
+//     a valid convolution's input gradient as a scatter, 16 input
+//     channels along the lanes, no product of the zero frame.
 //   - The weight gradient is a dot product of each output channel's
 //     gradient (laid out over the same wide positions, zero at the dropped
 //     ones) with each unfolded row, over the chunk's samples, 3 channels ×
@@ -359,6 +361,10 @@ func convDirectForward(b *Backend, out, x, w, bias []float32, act *activation[fl
 // padding, with the weights flipped and transposed, wᵀ(c, (o, ki, kj)) =
 // w(o, c, KH−1−ki, KW−1−kj).
 func convDirectInputGrad(b *Backend, dx, dy, w []float32, g backends.ConvGeometry, o int) {
+	if useConvChannelDX(g, o) {
+		convChannelInputGrad(b, dx, dy, w, g, o)
+		return
+	}
 	d := newConvDirect(g.N, o, g.C, g.KH, g.KW, g.DilationH, g.DilationW, g.H, g.W)
 	if useConvRows(g, o) {
 		convRowsInputGrad(b, dx, dy, w, g, o)

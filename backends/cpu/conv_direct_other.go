@@ -36,3 +36,6 @@ var convRowTiles [convRowMaxR + 1]func(k int, a *float32, x *float32, off *int, 
 func convTapsDW3x3AVX512(ns, oh, ow int, gt *float32, x *float32, xs, wp int, acc *[288]float32) {
 	panic("cpu: convTapsDW3x3AVX512 without assembly")
 }
+
+// convScatterTiles is empty in the portable build (convChannelKernels).
+var convScatterTiles [convRowMaxR + 1]func(o, taps int, w *float32, dy *float32, dys int, dx *float32, toff *int)

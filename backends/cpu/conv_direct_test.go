@@ -56,6 +56,11 @@ func TestConvDirectMatchesDefinition(t *testing.T) {
 		{"one-dimensional, short rows", backends.ConvGeometry{N: 2, C: 2, H: 1, W: 8, KH: 1, KW: 3, OutH: 1, OutW: 6}, 4},
 		{"one-dimensional, more samples", backends.ConvGeometry{N: 5, C: 3, H: 1, W: 9, KH: 1, KW: 3, OutH: 1, OutW: 7}, 6},
 		{"many summed rows (K blocks), 4-row tiles", backends.ConvGeometry{N: 3, C: 40, H: 5, W: 5, KH: 3, KW: 3, PadTop: 1, PadLeft: 1, OutH: 5, OutW: 5}, 8},
+		// channel tiles: rows of 14 positions (two runs of 7), 20 input
+		// channels (two panels of 16 lanes, the second partly filled), an
+		// even number of taps (the scatter's pairs only)
+		{"valid, 14-wide rows, 20 channels", backends.ConvGeometry{N: 3, C: 20, H: 16, W: 16, KH: 3, KW: 3, OutH: 14, OutW: 14}, 33},
+		{"valid 2x2 window", backends.ConvGeometry{N: 4, C: 16, H: 7, W: 9, KH: 2, KW: 2, OutH: 6, OutW: 8}, 5},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

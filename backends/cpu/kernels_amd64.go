@@ -236,6 +236,66 @@ func convRow32x12AVX512(k int, a *float32, x *float32, off *int, y *float32, acc
 //go:noescape
 func convTapsDW3x3AVX512(ns int, oh int, ow int, gt *float32, x *float32, xs int, wp int, acc *[288]float32)
 
+// convScatter16x1AVX512 adds to dx[toff[t]/4+16j+c] the chain over o' < o of w[16(t·o+o')+c]·dy[o'·dys/4+j], for each tap t < taps, j < 1 and c < 16 (AVX-512).
+//
+//go:noescape
+func convScatter16x1AVX512(o int, taps int, w *float32, dy *float32, dys int, dx *float32, toff *int)
+
+// convScatter16x2AVX512 adds to dx[toff[t]/4+16j+c] the chain over o' < o of w[16(t·o+o')+c]·dy[o'·dys/4+j], for each tap t < taps, j < 2 and c < 16 (AVX-512).
+//
+//go:noescape
+func convScatter16x2AVX512(o int, taps int, w *float32, dy *float32, dys int, dx *float32, toff *int)
+
+// convScatter16x3AVX512 adds to dx[toff[t]/4+16j+c] the chain over o' < o of w[16(t·o+o')+c]·dy[o'·dys/4+j], for each tap t < taps, j < 3 and c < 16 (AVX-512).
+//
+//go:noescape
+func convScatter16x3AVX512(o int, taps int, w *float32, dy *float32, dys int, dx *float32, toff *int)
+
+// convScatter16x4AVX512 adds to dx[toff[t]/4+16j+c] the chain over o' < o of w[16(t·o+o')+c]·dy[o'·dys/4+j], for each tap t < taps, j < 4 and c < 16 (AVX-512).
+//
+//go:noescape
+func convScatter16x4AVX512(o int, taps int, w *float32, dy *float32, dys int, dx *float32, toff *int)
+
+// convScatter16x5AVX512 adds to dx[toff[t]/4+16j+c] the chain over o' < o of w[16(t·o+o')+c]·dy[o'·dys/4+j], for each tap t < taps, j < 5 and c < 16 (AVX-512).
+//
+//go:noescape
+func convScatter16x5AVX512(o int, taps int, w *float32, dy *float32, dys int, dx *float32, toff *int)
+
+// convScatter16x6AVX512 adds to dx[toff[t]/4+16j+c] the chain over o' < o of w[16(t·o+o')+c]·dy[o'·dys/4+j], for each tap t < taps, j < 6 and c < 16 (AVX-512).
+//
+//go:noescape
+func convScatter16x6AVX512(o int, taps int, w *float32, dy *float32, dys int, dx *float32, toff *int)
+
+// convScatter16x7AVX512 adds to dx[toff[t]/4+16j+c] the chain over o' < o of w[16(t·o+o')+c]·dy[o'·dys/4+j], for each tap t < taps, j < 7 and c < 16 (AVX-512).
+//
+//go:noescape
+func convScatter16x7AVX512(o int, taps int, w *float32, dy *float32, dys int, dx *float32, toff *int)
+
+// convScatter16x8AVX512 adds to dx[toff[t]/4+16j+c] the chain over o' < o of w[16(t·o+o')+c]·dy[o'·dys/4+j], for each tap t < taps, j < 8 and c < 16 (AVX-512).
+//
+//go:noescape
+func convScatter16x8AVX512(o int, taps int, w *float32, dy *float32, dys int, dx *float32, toff *int)
+
+// convScatter16x9AVX512 adds to dx[toff[t]/4+16j+c] the chain over o' < o of w[16(t·o+o')+c]·dy[o'·dys/4+j], for each tap t < taps, j < 9 and c < 16 (AVX-512).
+//
+//go:noescape
+func convScatter16x9AVX512(o int, taps int, w *float32, dy *float32, dys int, dx *float32, toff *int)
+
+// convScatter16x10AVX512 adds to dx[toff[t]/4+16j+c] the chain over o' < o of w[16(t·o+o')+c]·dy[o'·dys/4+j], for each tap t < taps, j < 10 and c < 16 (AVX-512).
+//
+//go:noescape
+func convScatter16x10AVX512(o int, taps int, w *float32, dy *float32, dys int, dx *float32, toff *int)
+
+// convScatter16x11AVX512 adds to dx[toff[t]/4+16j+c] the chain over o' < o of w[16(t·o+o')+c]·dy[o'·dys/4+j], for each tap t < taps, j < 11 and c < 16 (AVX-512).
+//
+//go:noescape
+func convScatter16x11AVX512(o int, taps int, w *float32, dy *float32, dys int, dx *float32, toff *int)
+
+// convScatter16x12AVX512 adds to dx[toff[t]/4+16j+c] the chain over o' < o of w[16(t·o+o')+c]·dy[o'·dys/4+j], for each tap t < taps, j < 12 and c < 16 (AVX-512).
+//
+//go:noescape
+func convScatter16x12AVX512(o int, taps int, w *float32, dy *float32, dys int, dx *float32, toff *int)
+
 // addvvF32 sets dst[i] = a[i] + b[i] for i < n (AVX2).
 //
 //go:noescape

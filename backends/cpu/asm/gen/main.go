@@ -47,6 +47,7 @@ func main() {
 	dotTile()
 	convRowKernels()
 	convTapsDW3x3()
+	convScatterKernels()
 	ewKernels()
 	outGradKernels()
 	unaryKernels()
