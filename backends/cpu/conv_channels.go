@@ -1,8 +1,12 @@
 package cpu
 
-import "github.com/kiln-ml/kiln/backends"
+import (
+	"slices"
 
-// The direct forward pass in channel tiles. convDirect.product's tiles run
+	"github.com/kiln-ml/kiln/backends"
+)
+
+// The direct convolution in channel tiles. convDirect.product's tiles run
 // positions along their lanes: 24 or 16 consecutive wide positions, so a
 // plane's rows are computed across the padded width and the columns past
 // OutW dropped (on the MNIST CNN's second layer, 144 positions computed
@@ -41,9 +45,10 @@ import "github.com/kiln-ml/kiln/backends"
 // gradient 2.1-2.5 → 1.39-1.43 ms and the input gradient 1.79-2.12 →
 // 1.46-1.60 ms.
 
-// convChannelsMode overrides the choice of the forward pass's tiles, for
-// tests and benchmarks: "" takes the channel tiles where they cost less
-// (useConvChannels), "off" never, "force" wherever the kernels run.
+// convChannelsMode overrides the choice of channel tiles, for tests and
+// benchmarks: "" takes them where they cost less (useConvChannels,
+// useConvChannelDW, useConvChannelDX), "off" never, "force" wherever the
+// kernels run.
 var convChannelsMode = ""
 
 // convChannelScratch is the most floats of a channel product's scratch: 16
@@ -52,9 +57,12 @@ const convChannelScratch = 4096
 
 // convChannelTileCost is the channel tiles' cost per kept position and
 // output channel, relative to a position tile's per computed position and
-// channel (both run the FMA units at their rate): the transposition into
-// the output planes, 4-5% of the tiles' time on the MNIST CNN's second
-// layer, and a margin for the shorter tiles' loop overhead.
+// channel (both run the FMA units at about their rate): a margin for the
+// transposition into the output planes (0.09 s against the kernel's 0.91 s
+// in a profile of the MNIST CNN's second layer) and the shorter tiles'
+// loop overhead. At it, ResNet-18's strided 3×3 layers, whose position
+// tiles compute 12.5% more, take the channel tiles and ran 12% faster
+// (l2_3x3s2, BenchmarkResNetConvs).
 const convChannelTileCost = 1.08
 
 // useConvChannels reports whether d's forward pass runs in channel tiles:
@@ -103,9 +111,9 @@ func (d convDirect) channelProduct(out, xp []float32, sb int, a []float32, off [
 	segs := ceilDiv(d.ow, convRowMaxR)
 	group := d.channelGroup()
 	kc := gemmKC
-	// the last position read, sample sn−1's last term at its last kept
+	// the last position read, sample sn−1's farthest term at its last kept
 	// position, lies inside xp
-	_ = xp[(sn-1)*sb+off[k-1]/4+(d.oh-1)*d.wp+d.ow-1]
+	_ = xp[(sn-1)*sb+slices.Max(off)/4+(d.oh-1)*d.wp+d.ow-1]
 	for i := range sn {
 		for p := range panels {
 			for oy0 := 0; oy0 < d.oh; oy0 += group {
