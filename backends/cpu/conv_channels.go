@@ -179,14 +179,9 @@ func useConvChannelDW(d convDirect, g backends.ConvGeometry, o int) bool {
 // depend only on the shapes.
 func convChannelWeightGrad(b *Backend, dw, dy, x []float32, g backends.ConvGeometry, o int, d convDirect) {
 	ck := g.C * 9
-	chunks := ceilDiv(g.N, d.s)
 	pool := poolFor[float32]()
-	part := dw[:o*ck]
-	var partials *[]float32
-	if chunks > 1 {
-		partials = pool.get(chunks * o * ck)
-		part = *partials
-	}
+	part, sum := chunkPartials(b, dw[:o*ck], ceilDiv(g.N, d.s))
+	defer sum()
 	hw, ohw := g.H*g.W, d.oh*d.ow
 	inPlace := d.inPlaceOffsets(g.H, g.W, g.PadTop, g.PadLeft) != nil
 	d.forChunks(b, g.N, func(ch, n0, sn int, _ []int) {
@@ -223,10 +218,6 @@ func convChannelWeightGrad(b *Backend, dw, dy, x []float32, g backends.ConvGeome
 		}
 		pool.put(gt)
 	})
-	if partials != nil {
-		addPartials(b, dw[:o*ck], part, chunks)
-		pool.put(partials)
-	}
 }
 
 // convScatterChannels is the input channels of a scatter kernel's lanes

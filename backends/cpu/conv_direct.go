@@ -488,14 +488,9 @@ func convDirectWeightGrad(b *Backend, dw, dy, x []float32, g backends.ConvGeomet
 		return
 	}
 	ck := g.C * g.KH * g.KW
-	chunks := ceilDiv(g.N, d.s)
 	pool := poolFor[float32]()
-	part := dw[:o*ck]
-	var partials *[]float32
-	if chunks > 1 {
-		partials = pool.get(chunks * o * ck)
-		part = *partials
-	}
+	part, sum := chunkPartials(b, dw[:o*ck], ceilDiv(g.N, d.s))
+	defer sum()
 	// each sample's wide positions up to its last kept one, in whole
 	// vectors (ys), gy's samples ys apart and xp's hp·wp
 	ys := roundUp(d.positions(), 8)
@@ -553,8 +548,20 @@ func convDirectWeightGrad(b *Backend, dw, dy, x []float32, g backends.ConvGeomet
 		}
 		pool.put(gy)
 	})
-	if partials != nil {
-		addPartials(b, dw[:o*ck], part, chunks)
+}
+
+// chunkPartials returns where the chunks of a weight gradient dw, summed
+// over chunks chunks of samples, write their sums, chunk ch's at
+// ch·len(dw): dw itself where there is one chunk, else partial sums
+// (from the pool) that sum adds into dw in chunk order.
+func chunkPartials(b *Backend, dw []float32, chunks int) (part []float32, sum func()) {
+	if chunks <= 1 {
+		return dw, func() {}
+	}
+	pool := poolFor[float32]()
+	partials := pool.get(chunks * len(dw))
+	return *partials, func() {
+		addPartials(b, dw, *partials, chunks)
 		pool.put(partials)
 	}
 }

@@ -13,12 +13,19 @@ import (
 // term's weights and 6 for the positions' broadcasts.
 const convRowMaxR = 12
 
-// convRowKernels generates convRow32x{R}AVX512 for R = 1..convRowMaxR:
-// the direct convolution's tiles of 32 output channels (two zmm lanes
-// wide) × R consecutive positions (conv_direct.go's channel tiles).
-func convRowKernels() {
+// convChannelKernels generates the direct convolution's channel tiles
+// (conv_channels.go): convRow32x{R}AVX512 for R = 1..convRowMaxR (the
+// forward pass, 32 output channels × R consecutive positions),
+// convTapsDW3x3AVX512 (a 3×3 weight gradient) and convScatter16x{R}AVX512
+// (a valid convolution's input gradient, 16 input channels × R positions
+// of an output-gradient row).
+func convChannelKernels() {
 	for r := 1; r <= convRowMaxR; r++ {
 		convRowKernel(r)
+	}
+	convTapsDW3x3()
+	for r := 1; r <= convRowMaxR; r++ {
+		convScatterKernel(r)
 	}
 }
 
@@ -165,15 +172,6 @@ func convTapsDW3x3() {
 	}
 	VZEROUPPER()
 	RET()
-}
-
-// convScatterKernels generates convScatter16x{R}AVX512 for R = 1..12: a
-// valid stride-1 convolution's input gradient, 16 input channels along
-// the lanes, for R consecutive positions of one output-gradient row.
-func convScatterKernels() {
-	for r := 1; r <= convRowMaxR; r++ {
-		convScatterKernel(r)
-	}
 }
 
 // convScatterKernel generates convScatter16x{r}AVX512(o, taps, w, dy, dys,
