@@ -134,17 +134,8 @@ func (d convDirect) channelProduct(out, xp []float32, sb int, a []float32, off [
 				chans := min(32, d.cout-32*p)
 				at := ((n0+i)*d.cout+32*p)*ohw + oy0*d.ow
 				transposeInto(out[at:], ohw, y, 32, rows, chans)
-				if bias == nil && act == nil {
-					continue
-				}
 				for c := range chans {
-					dst := out[at+c*ohw:][:rows]
-					if bias != nil {
-						addScalar(dst, bias[32*p+c])
-					}
-					if act != nil {
-						activationRow(act.op, act.out[at+c*ohw:][:rows], dst)
-					}
+					biasActPlane(out[at+c*ohw:][:rows], at+c*ohw, bias, 32*p+c, act)
 				}
 			}
 		}

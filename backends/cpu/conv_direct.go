@@ -330,12 +330,7 @@ func (d convDirect) product(out, xp []float32, sb int, a []float32, off []int, n
 				at := ((n0+i)*d.cout + p*mr + r) * ohw
 				dst := out[at:][:ohw]
 				copyRows(dst, sum[r*ys:], d.oh, d.ow, d.ow, d.wp)
-				if bias != nil {
-					addScalar(dst, bias[p*mr+r])
-				}
-				if act != nil {
-					activationRow(act.op, act.out[at:][:ohw], dst)
-				}
+				biasActPlane(dst, at, bias, p*mr+r, act)
 			}
 		}
 	}

@@ -254,13 +254,23 @@ func addChannelBias[T float](b *Backend, out, bias []T, act *activation[T], n, o
 	out = out[:n*o*l]
 	b.parallel(n*o, max(1, b.ewGrain(n*o*l)/max(l, 1)), func(lo, hi int) {
 		for p := lo; p < hi; p++ {
-			plane := out[p*l:][:l]
-			addScalar(plane, bias[p%o])
-			if act != nil {
-				activationRow(act.op, act.out[p*l:][:l], plane)
-			}
+			biasActPlane(out[p*l:][:l], p*l, bias, p%o, act)
 		}
 	})
+}
+
+// biasActPlane is a convolution's epilogue for one output plane or a run
+// of one, plane, at offset at of the output: it adds bias[c] where bias is
+// not nil, then writes act.op of the result to act.out at the same offset
+// where act is not nil (addChannelBias, and the direct paths as they
+// write their planes out).
+func biasActPlane[T float](plane []T, at int, bias []T, c int, act *activation[T]) {
+	if bias != nil {
+		addScalar(plane, bias[c])
+	}
+	if act != nil {
+		activationRow(act.op, act.out[at:][:len(plane)], plane)
+	}
 }
 
 // convForwardCols is convForward's GEMM path on unfolded chunks, with
