@@ -24,7 +24,7 @@ import (
 // of workers and however tiles are distributed.
 
 // Blocking parameters, set from the detected caches (blocking.go): a
-// kc×NR micro-panel of B stays in L1 while MR×kc panels of A stream from
+// kc×NR micro-panel of B about fills L1 while MR×kc panels of A stream from
 // L2, an mc×kc block of A stays in L2, and a kc×nc block of B in L3. gemmMC
 // is for float32 (float64 uses half as many rows); gemmNB is the number of
 // columns a parallel task takes at most. They are variables so that tests
