@@ -60,6 +60,9 @@ type kernel[T float] struct {
 	// (i, p) at a[i·lda+p]), reading all mr rows: the same bits as
 	// packing A first (see macroTileRows).
 	asmRows func(kc int, a *T, lda int, b, c *T, ldc, mv int, mask uint64, accum bool)
+	// asmRowsBias, when set, is asmRows that also adds a bias as asmBias
+	// does.
+	asmRowsBias func(kc int, a *T, lda int, b, c *T, ldc, mv int, mask uint64, accum bool, bias *T)
 	// asmCols, when set, is asmRows with A read in place by columns
 	// (element (i, p) at a[p·lda+i]): A the transpose of a matrix stored
 	// by rows, as a weight gradient's gᵀ.
@@ -77,7 +80,7 @@ var (
 	countRowsTiles = false
 )
 
-// biasInKernel enables kernel.asmBias; tests and benchmarks turn it off
+// biasInKernel enables kernel.asmBias and asmRowsBias; tests and benchmarks turn it off
 // to compare with adding the bias in a pass over each finished tile.
 var biasInKernel = true
 
@@ -397,6 +400,21 @@ func (g *gemmStep[T]) rowBlockDone(r, ic, mcur int) {
 	g.C.act.apply(g.C, g.i0+ic, mcur, g.jc, g.ncur)
 }
 
+// kernelBias returns the bias of the step's columns [jb, jb+nbcur) where
+// the micro-kernels add it (the last K-block of a product with a bias,
+// C's rows contiguous, and kernels with the bias variants, asmBias and
+// asmRowsBias), else nil: the tile's bias is then added in a pass after
+// it (addBias).
+func (g *gemmStep[T]) kernelBias(jb, nbcur int) []T {
+	if !g.last || g.C.bias == nil || g.C.cs != 1 || !biasInKernel || g.kern.asmBias == nil {
+		return nil
+	}
+	if g.aRows && (g.kern.asmRowsBias == nil || g.A.cs != 1) { // by columns: no bias variant
+		return nil
+	}
+	return g.C.bias[g.C.bOff+g.jc+jb:][:nbcur]
+}
+
 // tile multiplies the packed rows [ic, ic+mcur) of the step's chunk of A
 // (a, from its first panel) by the packed columns [jb, jb+nbcur) of its
 // block of B (b) into C, and adds the bias on the last K-block.
@@ -404,10 +422,7 @@ func (g *gemmStep[T]) tile(a, b []T, ic, mcur, jb, nbcur int) {
 	kc := g.kcur
 	a = a[:roundUp(mcur, g.kern.mr)*kc]
 	b = b[:roundUp(nbcur, g.kern.nr)*kc]
-	var bias []T // added by the micro-kernel
-	if g.last && g.C.bias != nil && g.kern.asmBias != nil && biasInKernel && g.C.cs == 1 {
-		bias = g.C.bias[g.C.bOff+g.jc+jb:][:nbcur]
-	}
+	bias := g.kernelBias(jb, nbcur)
 	if g.kern.asm != nil {
 		macroTileAsm(g.kern, a, b, mcur, nbcur, kc, g.C, g.i0+ic, g.jc+jb, g.first, bias)
 	} else {
@@ -427,8 +442,9 @@ func (g *gemmStep[T]) tileOf(ic, mcur int, b []T, jb, nbcur int) {
 		g.tile(g.aPack[ic*g.kcur:], b, ic, mcur, jb, nbcur)
 		return
 	}
-	macroTileRows(g.kern, g.A, g.pc, b, mcur, nbcur, g.kcur, g.C, g.i0+ic, g.jc+jb, g.first, g.tmp)
-	if g.last && g.C.bias != nil {
+	bias := g.kernelBias(jb, nbcur)
+	macroTileRows(g.kern, g.A, g.pc, b, mcur, nbcur, g.kcur, g.C, g.i0+ic, g.jc+jb, g.first, g.tmp, bias)
+	if g.last && g.C.bias != nil && bias == nil {
 		addBias(g.C, g.i0+ic, mcur, g.jc+jb, nbcur)
 	}
 }
@@ -957,8 +973,9 @@ func macroTileAsm[T float](kern kernel[T], a, bp []T, mc, nb, kc int, C matDst[T
 // kernels read all mr rows of a panel; a last panel whose reads would run
 // past the end of A's buffer is packed into a buffer from pool and
 // multiplied with kern.asm. The sums are the packed kernel's, in the same
-// order.
-func macroTileRows[T float](kern kernel[T], A matSrc[T], c0 int, bp []T, mc, nb, kc int, C matDst[T], i0, j0 int, first bool, pool *bufPool[T]) {
+// order. bias, when not nil (nb elements; A by rows, kern.asmRowsBias and
+// asmBias set), is added to each row by the kernels.
+func macroTileRows[T float](kern kernel[T], A matSrc[T], c0 int, bp []T, mc, nb, kc int, C matDst[T], i0, j0 int, first bool, pool *bufPool[T], bias []T) {
 	if countRowsTiles {
 		rowsTiles.Add(1)
 	}
@@ -981,6 +998,10 @@ func macroTileRows[T float](kern kernel[T], A matSrc[T], c0 int, bp []T, mc, nb,
 			mv := min(mr, mc-ir)
 			c := &C.s[C.off+(i0+ir)*C.rs+j0+jr]
 			if off := base + ir*step; off+reach <= len(A.s) {
+				if bias != nil {
+					kern.asmRowsBias(kc, &A.s[off], lda, bPanel, c, C.rs, mv, mask, !first, &bias[jr])
+					continue
+				}
 				asm(kc, &A.s[off], lda, bPanel, c, C.rs, mv, mask, !first)
 				continue
 			}
@@ -989,6 +1010,10 @@ func macroTileRows[T float](kern kernel[T], A matSrc[T], c0 int, bp []T, mc, nb,
 				tmp := pool.get(kc)
 				pack((*edge)[:mr*kc], A, i0+ir, mv, c0, kc, mr, *tmp)
 				pool.put(tmp)
+			}
+			if bias != nil {
+				kern.asmBias(kc, &(*edge)[0], bPanel, c, C.rs, mv, mask, !first, &bias[jr])
+				continue
 			}
 			kern.asm(kc, &(*edge)[0], bPanel, c, C.rs, mv, mask, !first)
 		}

@@ -12,9 +12,10 @@ import (
 
 // TestGEMMBiasInKernelMatchesPass checks that adding the bias in the
 // micro-kernel (kernel.asmBias) gives the bits of adding it in a pass over
-// each finished tile, for every kernel that has the variant (on an AVX-512
-// machine too, where it is not the default): edge tiles in both
-// directions, several K-blocks, accumulation into C, and 1 or 2 workers.
+// each finished tile, for every kernel that has the variant (AVX-512's
+// 8×32, with A packed and read in place by rows, and AVX2's 6×16): edge
+// tiles in both directions, several K-blocks, accumulation into C, and 1
+// or 2 workers.
 func TestGEMMBiasInKernelMatchesPass(t *testing.T) {
 	var kerns []kernel[float32]
 	for _, k := range kernelsF32 {

@@ -9,10 +9,20 @@ package cpu
 //go:noescape
 func sgemm8x32AVX512(kc int, a *float32, b *float32, c *float32, ldc int, mv int, mask uint64, accum bool)
 
+// sgemm8x32AVX512Bias is the 8×32 float32 micro-kernel (AVX-512) that adds bias[j] to column j of the result before storing it.
+//
+//go:noescape
+func sgemm8x32AVX512Bias(kc int, a *float32, b *float32, c *float32, ldc int, mv int, mask uint64, accum bool, bias *float32)
+
 // sgemm8x32RowsAVX512 is the 8×32 float32 micro-kernel (AVX-512) with A read in place by rows, a[i·lda+p]; it reads all 8 rows of A.
 //
 //go:noescape
 func sgemm8x32RowsAVX512(kc int, a *float32, lda int, b *float32, c *float32, ldc int, mv int, mask uint64, accum bool)
+
+// sgemm8x32RowsAVX512Bias is the 8×32 float32 micro-kernel (AVX-512) with A read in place by rows, a[i·lda+p]; it reads all 8 rows of A and adds bias[j] to column j of the result before storing it.
+//
+//go:noescape
+func sgemm8x32RowsAVX512Bias(kc int, a *float32, lda int, b *float32, c *float32, ldc int, mv int, mask uint64, accum bool, bias *float32)
 
 // sgemm8x32ColsAVX512 is the 8×32 float32 micro-kernel (AVX-512) with A read in place by columns, a[p·lda+i]; it reads all 8 rows of A.
 //

@@ -26,7 +26,8 @@ var (
 
 	// the first usable kernel of each list is the default
 	asmKernelsF32 = []kernel[float32]{
-		{name: "avx512-8x32", mr: 8, nr: 32, asm: sgemm8x32AVX512, asmRows: sgemm8x32RowsAVX512, asmCols: sgemm8x32ColsAVX512},
+		{name: "avx512-8x32", mr: 8, nr: 32, asm: sgemm8x32AVX512, asmBias: sgemm8x32AVX512Bias,
+			asmRows: sgemm8x32RowsAVX512, asmRowsBias: sgemm8x32RowsAVX512Bias, asmCols: sgemm8x32ColsAVX512},
 		{name: "avx512-14x32", mr: 14, nr: 32, asm: sgemm14x32AVX512},
 		{name: "avx512-6x64", mr: 6, nr: 64, asm: sgemm6x64AVX512},
 		{name: "avx2-6x16", mr: 6, nr: 16, asm: sgemm6x16AVX2, asmBias: sgemm6x16AVX2Bias},

@@ -63,12 +63,12 @@ func gemmKernel(name string, e elem, avx512 bool, mr, nv, unroll int) {
 	gemmKernelOf(name, e, avx512, mr, nv, unroll, false)
 }
 
-// gemmKernelOf generates gemmKernel's kernel, or with bias (AVX2 kernels
-// only) the same kernel with one more argument, bias (nr elements, those
-// whose bit is set in mask read), added to every row of the result after
-// the old C (with accum) and before the store: a GEMM's last K-block then
-// adds a linear layer's bias while the tile is in registers instead of in
-// a pass over C of its own, with the same two roundings in the same order.
+// gemmKernelOf generates gemmKernel's kernel, or with bias the same kernel
+// with one more argument, bias (nr elements, those whose bit is set in mask
+// read), added to every row of the result after the old C (with accum) and
+// before the store: a GEMM's last K-block then adds a linear layer's bias
+// while the tile is in registers instead of in a pass over C of its own,
+// with the same two roundings in the same order.
 func gemmKernelOf(name string, e elem, avx512 bool, mr, nv, unroll int, bias bool) {
 	gemmKernelGen(name, e, avx512, mr, nv, unroll, gemmShape{bias: bias})
 }
@@ -78,8 +78,9 @@ func gemmKernelOf(name string, e elem, avx512 bool, mr, nv, unroll int, bias boo
 // packed panel, for an A stored by rows: the GEMM then skips packing A
 // (gemm.go's macroTileRows). It reads all 8 rows, stores rows i < mv, and
 // gives the packed kernel's bits (the same multiply-adds in the same order).
-func gemmKernelRows(name string, nv, unroll int) {
-	gemmKernelGen(name, f32, true, 8, nv, unroll, gemmShape{aRows: true})
+// With bias it adds a bias as gemmKernelOf's do.
+func gemmKernelRows(name string, nv, unroll int, bias bool) {
+	gemmKernelGen(name, f32, true, 8, nv, unroll, gemmShape{aRows: true, bias: bias})
 }
 
 // gemmKernelCols is gemmKernelRows with A read in place by columns
@@ -93,7 +94,7 @@ func gemmKernelCols(name string, nv, unroll int) {
 // gemmShape says how a kernel of gemmKernelGen reads and writes its
 // operands, where it is not gemmKernel's.
 type gemmShape struct {
-	bias  bool // add bias[j] before storing (AVX2; gemmKernelOf)
+	bias  bool // add bias[j] before storing (gemmKernelOf, gemmKernelRows)
 	aRows bool // A read in place by rows, a[i·lda+p]
 	aCols bool // A read in place by columns, a[p·lda+i]
 	// attn: the fused attention's signature (attnGemmInPlace): B's rows
@@ -104,10 +105,10 @@ type gemmShape struct {
 // gemmKernelGen is gemmKernelOf, gemmKernelRows or attnGemmInPlace.
 func gemmKernelGen(name string, e elem, avx512 bool, mr, nv, unroll int, sh gemmShape) {
 	bias, aRows, aCols := sh.bias, sh.aRows, sh.aCols
-	if bias && avx512 {
-		panic(name + ": the bias epilogue is for AVX2 kernels")
+	if bias && (e.sig != "" || aCols || sh.attn) {
+		panic(name + ": the bias epilogue is for float32 and float64 kernels with A packed or read by rows")
 	}
-	if (aRows || aCols || sh.attn) && (!avx512 || mr != 8 || e.sig != "" || bias) {
+	if (aRows || aCols || sh.attn) && (!avx512 || mr != 8 || e.sig != "") {
 		panic(name + ": A read in place is for AVX-512 float32 8-row kernels")
 	}
 	vbytes := 32
@@ -126,6 +127,9 @@ func gemmKernelGen(name string, e elem, avx512 bool, mr, nv, unroll int, sh gemm
 		}
 		if aRows || aCols {
 			sig = fmt.Sprintf("func(kc int, a *%s, lda int, b, c *%s, ldc, mv int, mask uint64, accum bool)", e.name, e.name)
+			if bias {
+				sig = fmt.Sprintf("func(kc int, a *%s, lda int, b, c *%s, ldc, mv int, mask uint64, accum bool, bias *%s)", e.name, e.name, e.name)
+			}
 		}
 		if sh.attn {
 			sig = fmt.Sprintf("func(kc int, a *%s, lda int, b *%s, ldb int, c *%s, ldc, mv int, accum bool)", e.name, e.name, e.name)
@@ -138,9 +142,13 @@ func gemmKernelGen(name string, e elem, avx512 bool, mr, nv, unroll int, sh gemm
 		Doc(fmt.Sprintf("%s is sgemm8x32AVX512 with A read in place %s, and B's rows ldb elements apart; it stores all 32 columns of rows i < mv.", name, how))
 	} else if aRows || aCols {
 		how := map[bool]string{true: "by rows, a[i·lda+p]", false: "by columns, a[p·lda+i]"}[aRows]
-		Doc(fmt.Sprintf("%s is the %d×%d %s micro-kernel (AVX-512) with A read in place %s; it reads all %d rows of A.", name, mr, nr, e.name, how, mr))
+		adds := ""
+		if bias {
+			adds = " and adds bias[j] to column j of the result before storing it"
+		}
+		Doc(fmt.Sprintf("%s is the %d×%d %s micro-kernel (AVX-512) with A read in place %s; it reads all %d rows of A%s.", name, mr, nr, e.name, how, mr, adds))
 	} else if bias {
-		Doc(fmt.Sprintf("%s is the %d×%d %s micro-kernel (AVX2+FMA) that adds bias[j] to column j of the result before storing it.", name, mr, nv*lanes, e.name))
+		Doc(fmt.Sprintf("%s is the %d×%d %s micro-kernel (%s) that adds bias[j] to column j of the result before storing it.", name, mr, nv*lanes, e.name, map[bool]string{true: "AVX-512", false: "AVX2+FMA"}[avx512]))
 	} else if e.sig != "" {
 		Doc(fmt.Sprintf("%s is the %d×%d bfloat16 micro-kernel (AVX-512 BF16): kp pairs of k, float32 sums and C.", name, mr, nr))
 	} else {
@@ -326,10 +334,23 @@ func gemmKernelGen(name string, e elem, avx512 bool, mr, nv, unroll int, sh gemm
 			}
 		}
 		t := bc[0]
+		if bias { // the B registers are free now: they hold the bias (masked lanes 0)
+			pbias := R11
+			Load(Param("bias"), pbias)
+			for v := range nv {
+				e.movuZ(Mem{Base: pbias, Disp: v * vbytes}, kreg[v], bv[v])
+			}
+		}
+		addBias := func(i, v int) {
+			if bias {
+				e.add(bv[v], acc[i][v], acc[i][v])
+			}
+		}
 		TESTB(BL, BL)
 		JNZ(LabelRef(name + "_acc"))
 		rows(name+"_set", func(i int) {
 			for v := range nv {
+				addBias(i, v)
 				e.movu(acc[i][v], kreg[v], Mem{Base: pc, Disp: v * vbytes})
 			}
 		})
@@ -337,6 +358,7 @@ func gemmKernelGen(name string, e elem, avx512 bool, mr, nv, unroll int, sh gemm
 			for v := range nv {
 				e.movuZ(Mem{Base: pc, Disp: v * vbytes}, kreg[v], t)
 				e.add(t, acc[i][v], acc[i][v])
+				addBias(i, v)
 				e.movu(acc[i][v], kreg[v], Mem{Base: pc, Disp: v * vbytes})
 			}
 		})

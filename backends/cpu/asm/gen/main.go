@@ -18,7 +18,9 @@ func main() {
 	// multiple of 8), 14×32 and 6×64 as alternatives, 6×16 AVX2 (12 of the
 	// 16 ymm registers)
 	gemmKernel("sgemm8x32AVX512", f32, true, 8, 2, 4)
-	gemmKernelRows("sgemm8x32RowsAVX512", 2, 4) // A read in place (gemm.go's macroTileRows)
+	gemmKernelOf("sgemm8x32AVX512Bias", f32, true, 8, 2, 4, true) // a linear layer's bias added as it stores
+	gemmKernelRows("sgemm8x32RowsAVX512", 2, 4, false)            // A read in place (gemm.go's macroTileRows)
+	gemmKernelRows("sgemm8x32RowsAVX512Bias", 2, 4, true)
 	gemmKernelCols("sgemm8x32ColsAVX512", 2, 4)
 	gemmKernel("sgemm14x32AVX512", f32, true, 14, 2, 4)
 	gemmKernel("sgemm6x64AVX512", f32, true, 6, 4, 4)
