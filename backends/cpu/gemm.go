@@ -80,8 +80,9 @@ var (
 	countRowsTiles = false
 )
 
-// biasInKernel enables kernel.asmBias and asmRowsBias; tests and benchmarks turn it off
-// to compare with adding the bias in a pass over each finished tile.
+// biasInKernel enables kernel.asmBias and asmRowsBias; tests and
+// benchmarks turn it off to compare with adding the bias in a pass over
+// each finished tile.
 var biasInKernel = true
 
 // matSrc is a matrix operand: element (r, c) is at element offset
