@@ -30,6 +30,21 @@ var gptSizes = []gptConfig{
 // name is the sub-benchmark's name of c, "d=256,L=6".
 func (c gptConfig) name() string { return fmt.Sprintf("d=%d,L=%d", c.Width, c.Layers) }
 
+// flops returns the floating-point operations of the matrix products a
+// training step of c needs, two a multiply-add: the linear layers' (12·d²
+// multiply-adds a token a layer, the head's d·vocab) forward and both
+// gradients, and attention's six products (Q·Kᵀ and P·V forward; dV, dP,
+// dQ and dK backward) over the causal half, T(T+1)/2 query-key pairs a
+// sequence. An implementation that recomputes the probabilities in the
+// backward pass does more; the element-wise work is not counted.
+func (c gptConfig) flops() float64 {
+	tokens, w := float64(c.Batch*c.Context), float64(c.Width)
+	linear := 3 * 2 * tokens * (float64(c.Layers)*12*w*w + w*float64(c.Vocab))
+	pairs := float64(c.Batch) * float64(c.Context*(c.Context+1)/2)
+	attention := 6 * 2 * pairs * w * float64(c.Layers)
+	return linear + attention
+}
+
 // gpt is the decoder. Its encoder layers are PyTorch's
 // TransformerEncoderLayer with norm_first, GELU, no dropout and a causal
 // mask, which is what a GPT block is.
@@ -123,7 +138,8 @@ func (g *gptTrainer) release() {
 // BenchmarkGPTTrainStep times AdamW training steps of the GPT-style
 // decoder at each of gptSizes (sub-benchmarks d=256,L=6 and d=512,L=8;
 // forward, backward and update, each step in a Scope), reporting ms/step,
-// the process's CPU time per step (cpu-ms/step), tokens/s, and per step
+// the process's CPU time per step (cpu-ms/step), tokens/s, the rate of
+// the products the step needs (GFLOP/s, see gptConfig.flops), and per step
 // the heap bytes allocated and garbage collections. KILN_GPT_STEPS, when
 // set, also logs the loss of that many steps from a fresh model (the loss
 // curve scripts/gpt_bench.py compares with PyTorch's).
@@ -163,6 +179,18 @@ func benchmarkGPTOn(b *testing.B, dev tensor.Device, c gptConfig) {
 	b.ReportMetric(b.Elapsed().Seconds()/n*1e3, "ms/step")
 	b.ReportMetric(cpu/n*1e3, "cpu-ms/step")
 	b.ReportMetric(n*float64(c.Batch*c.Context)/b.Elapsed().Seconds(), "tokens/s")
+	b.ReportMetric(n*c.flops()/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/n/1e6, "heap-MB/step")
 	b.ReportMetric(float64(after.NumGC-before.NumGC)/n, "gc/step")
+}
+
+// TestGPTFLOPs checks the product count BenchmarkGPTTrainStep reports its
+// GFLOP/s against the counts worked out by hand for both sizes: linear
+// layers 6·2048·(L·12·d² + d·1024), attention 12·8·(256·257/2)·d·L.
+func TestGPTFLOPs(t *testing.T) {
+	for i, want := range []float64{61203283968 + 4850712576, 315680096256 + 12935233536} {
+		if got := gptSizes[i].flops(); got != want {
+			t.Errorf("%s: %.0f flops a step, want %.0f", gptSizes[i].name(), got, want)
+		}
+	}
 }
