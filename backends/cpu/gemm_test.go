@@ -86,7 +86,16 @@ func TestGemmBatchedSmall(t *testing.T) {
 }
 
 // TestGemmNoAllocation checks that a warm GEMM reuses its packing buffers
-// and step state: no allocation per call, on one worker and on two.
+// and step state: no allocation per call, on one worker and on two. With
+// two workers and other load on the machine a warm call can still
+// allocate now and then: a buffer the helper returned to its processor's
+// private sync.Pool slot is invisible to a caller that moved to another
+// processor, and a helper parking in its select may find the runtime's
+// waiter cache of its processor empty. So each count of workers has three
+// tries of 20 calls, and it is an error only when every try allocates, as
+// an allocation in the GEMM's own path does. (With two busy processes
+// beside it, one try in 100 to 300 allocated; 600 runs of three tries
+// passed.)
 func TestGemmNoAllocation(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector makes sync.Pool drop buffers at random")
@@ -104,8 +113,14 @@ func TestGemmNoAllocation(t *testing.T) {
 				matDst[float32]{s: buf(out).f32(), rs: n, cs: 1}, true)
 		}
 		call()
-		if a := testing.AllocsPerRun(20, call); a > 0 {
-			t.Errorf("%d workers: gemm allocates %v times a call", workers, a)
+		least := math.Inf(1)
+		for range 3 {
+			if least = min(least, testing.AllocsPerRun(20, call)); least == 0 {
+				break
+			}
+		}
+		if least > 0 {
+			t.Errorf("%d workers: gemm allocates %v times a call (the fewest of three tries)", workers, least)
 		}
 	}
 }
